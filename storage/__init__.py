@@ -1,0 +1,47 @@
+"""Storage backends, chosen by URL scheme (see :func:`storage_from_url`)."""
+
+from __future__ import annotations
+
+from storage.base import (
+    ApiKey,
+    Clock,
+    Page,
+    Promotion,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+    SigningKey,
+    Storage,
+    StorageError,
+    utcnow,
+)
+
+__all__ = [
+    "ApiKey",
+    "Page",
+    "Promotion",
+    "PromotionRecord",
+    "Prompt",
+    "PromptVersion",
+    "SigningKey",
+    "Storage",
+    "StorageError",
+    "storage_from_url",
+]
+
+
+def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
+    """``memory://``, ``redis://host:port/db``, ``rediss://...`` (issue 6 adds
+    ``redis+cluster://``)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "memory":
+        from storage.memory import MemoryStorage
+
+        return MemoryStorage(clock=clock)
+    if scheme in ("redis", "rediss"):
+        from storage.redis import RedisStorage
+
+        return RedisStorage.from_url(url, clock=clock)
+    raise ValueError(
+        f"unsupported storage URL scheme {scheme!r}: use memory://, redis:// or rediss://"
+    )

@@ -1,0 +1,365 @@
+"""The storage interface: records, errors and the abstract ``Storage``.
+
+Everything promptsvc keeps goes through :class:`Storage`. Every lifecycle rule of
+SPEC section 3 is enforced here, inside the backend, so no caller (API, CLI, tests)
+can break it:
+
+* at most one version per prompt is ``published``;
+* only ``draft`` content can be edited;
+* a published version cannot be archived or deleted directly;
+* version numbers increase from 1 and are never reused, whatever is deleted.
+
+Every prompt operation is scoped by ``org`` (the realm slug): no call can see or touch
+another org's data. A prompt is addressed by its name or its ``pmt_`` id
+(``prompt_ref``); a version by its ``v_`` id or its number as a decimal string
+(``version_ref``).
+
+Exception tree (one root, mapped to HTTP in one place by the API)::
+
+    StorageError
+    ├── NotFound                  -> 404
+    │   ├── PromptNotFound
+    │   ├── VersionNotFound
+    │   ├── NoProductionVersion
+    │   └── ApiKeyNotFound
+    ├── Conflict                  -> 409
+    │   ├── PromptExists
+    │   ├── ApiKeyExists
+    │   └── LifecycleError        (a transition the rules forbid)
+    ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
+    └── StorageUnavailable        -> 503 (the backend does not answer)
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Generic, Literal, TypeVar
+
+PromptType = Literal["text", "chat"]
+Status = Literal["draft", "published", "archived"]
+PROMPT_TYPES: tuple[str, ...] = ("text", "chat")
+STATUSES: tuple[str, ...] = ("draft", "published", "archived")
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    prompt_id: str  # "pmt_..."
+    name: str
+    prompt_type: str  # PromptType
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+    latest_version: int | None  # highest existing version number
+    production_version: int | None  # number of the published version
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVersion:
+    prompt_id: str
+    version_id: str  # "v_..."
+    name: str
+    version: int
+    content: str
+    variables: tuple[str, ...]
+    status: str  # Status
+    prompt_type: str
+    metadata: dict[str, object]
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    promoted_at: datetime | None
+    promoted_by: str | None  # user uuid
+    created_by: str  # user uuid; stored, never in an API response
+
+    @property
+    def is_production(self) -> bool:
+        # At most one version is published, and that one is production.
+        return self.status == "published"
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionRecord:
+    history_id: str  # "h_..."
+    prompt_id: str
+    version_number: int
+    promoted_by: str
+    promoted_at: datetime
+    previous_version: int | None
+    notes: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key (OAuth client) of one org. The secret is only ever stored hashed."""
+
+    org: str
+    client_id: str
+    secret_hash: str
+    role: str
+    user_id: str  # the key's service-account user (token ``sub``)
+    description: str | None
+    created_at: datetime
+    revoked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A token signing key, shared by every worker and host on the same storage."""
+
+    kid: str
+    private_pem: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    version: PromptVersion
+    record: PromotionRecord
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class StorageError(Exception):
+    """Root of every error raised by a storage backend."""
+
+
+class NotFound(StorageError):
+    pass
+
+
+class PromptNotFound(NotFound):
+    def __init__(self, prompt_ref: str) -> None:
+        super().__init__(f"prompt '{prompt_ref}' not found")
+        self.prompt_ref = prompt_ref
+
+
+class VersionNotFound(NotFound):
+    def __init__(self, prompt_ref: str, version_ref: str) -> None:
+        super().__init__(f"version '{version_ref}' of prompt '{prompt_ref}' not found")
+        self.prompt_ref = prompt_ref
+        self.version_ref = version_ref
+
+
+class NoProductionVersion(NotFound):
+    def __init__(self, prompt_ref: str) -> None:
+        super().__init__(f"prompt '{prompt_ref}' has no production version")
+        self.prompt_ref = prompt_ref
+
+
+class ApiKeyNotFound(NotFound):
+    def __init__(self, client_id: str) -> None:
+        super().__init__(f"API key '{client_id}' not found")
+        self.client_id = client_id
+
+
+class Conflict(StorageError):
+    pass
+
+
+class PromptExists(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"prompt '{name}' already exists")
+        self.name = name
+
+
+class ApiKeyExists(Conflict):
+    def __init__(self, client_id: str) -> None:
+        super().__init__(f"API key '{client_id}' already exists")
+        self.client_id = client_id
+
+
+class LifecycleError(Conflict):
+    """A transition SPEC section 3 forbids; the message says which rule."""
+
+
+class InvalidInput(StorageError):
+    pass
+
+
+class StorageUnavailable(StorageError):
+    """The backend did not answer. Never carries connection details to callers."""
+
+
+# --------------------------------------------------------------------------- interface
+
+
+class Storage(abc.ABC):
+    """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster.
+
+    Timestamps come from ``clock`` so tests can move time without sleeping.
+    """
+
+    def __init__(self, clock: Clock = utcnow) -> None:
+        self.clock = clock
+
+    # -- health
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Return if the backend answers, else raise StorageUnavailable."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+    # -- prompts
+    @abc.abstractmethod
+    def create_prompt(
+        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+    ) -> Prompt:
+        """Create a prompt. Raises PromptExists. The caller validated the name."""
+
+    @abc.abstractmethod
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        """By name or ``pmt_`` id. Raises PromptNotFound."""
+
+    @abc.abstractmethod
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        """Prompts ordered by name. Raises InvalidInput for a cursor it did not issue."""
+
+    @abc.abstractmethod
+    def delete_prompt(self, org: str, prompt_ref: str) -> None:
+        """Delete a prompt with all its versions and history. Raises PromptNotFound.
+
+        A prompt created later under the same name starts again at version 1.
+        """
+
+    # -- versions
+    @abc.abstractmethod
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+    ) -> PromptVersion:
+        """New draft with the next number (atomic, never reused).
+
+        Variables are extracted from the content. For a chat prompt the content must be
+        a JSON list of {"role", "content"} messages, else InvalidInput.
+        """
+
+    @abc.abstractmethod
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        """By ``v_`` id or number string. Raises PromptNotFound / VersionNotFound."""
+
+    @abc.abstractmethod
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        """Highest existing version number, any status. Raises PromptNotFound /
+        VersionNotFound (prompt has no versions)."""
+
+    @abc.abstractmethod
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        """The published version. Raises PromptNotFound / NoProductionVersion."""
+
+    @abc.abstractmethod
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        """Newest first, optionally only one status."""
+
+    @abc.abstractmethod
+    def edit_version(
+        self, org: str, prompt_ref: str, version_ref: str, content: str
+    ) -> PromptVersion:
+        """Replace a draft's content (variables re-extracted). Non-draft: LifecycleError."""
+
+    @abc.abstractmethod
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+    ) -> Promotion:
+        """Atomically: the draft becomes published (promoted_at/by set), the previously
+        published version becomes archived (or draft when ``archive_previous`` is
+        False), and a history record is written. Non-draft: LifecycleError."""
+
+    @abc.abstractmethod
+    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        """draft -> archived. Published or archived: LifecycleError."""
+
+    @abc.abstractmethod
+    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        """archived -> draft. Anything else: LifecycleError."""
+
+    @abc.abstractmethod
+    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
+        """Delete a draft or archived version; numbering is unchanged. Published:
+        LifecycleError."""
+
+    @abc.abstractmethod
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        """Promotion records, newest promotion first."""
+
+    # -- orgs and API keys
+    @abc.abstractmethod
+    def org_exists(self, org: str) -> bool:
+        """An org (realm) exists once it has a key, revoked or not."""
+
+    @abc.abstractmethod
+    def add_api_key(self, key: ApiKey) -> None:
+        """Store a new key. Raises ApiKeyExists if its client_id is taken in that org."""
+
+    @abc.abstractmethod
+    def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
+        """The key, revoked or not; None when absent."""
+
+    @abc.abstractmethod
+    def list_api_keys(self, org: str) -> list[ApiKey]:
+        """Every key of the org, oldest first."""
+
+    @abc.abstractmethod
+    def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
+        """Mark revoked (idempotent). Raises ApiKeyNotFound."""
+
+    # -- signing keys (global, not per org)
+    @abc.abstractmethod
+    def signing_keys(self) -> list[SigningKey]:
+        """Every kept signing key, oldest first; the last one signs new tokens."""
+
+    @abc.abstractmethod
+    def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
+        """Keep ``candidate`` only if no key is kept yet; return the key that signs.
+
+        Many workers starting at once each offer a candidate; exactly one wins, and all
+        of them get the winner back.
+        """
+
+    @abc.abstractmethod
+    def add_signing_key(self, key: SigningKey) -> None:
+        """Append a key (rotation): it signs from now on, older ones still verify."""
+
+    @abc.abstractmethod
+    def remove_signing_key(self, kid: str) -> None:
+        """Drop a retired key (no-op when absent)."""
