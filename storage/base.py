@@ -33,6 +33,9 @@ Exception tree (one root, mapped to HTTP in one place by the API)::
 from __future__ import annotations
 
 import abc
+import base64
+import binascii
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +52,24 @@ Clock = Callable[[], datetime]
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def new_id(prefix: str) -> str:
+    """An opaque unique id: ``pmt_`` (prompt), ``v_`` (version) or ``h_`` (history)."""
+    return prefix + uuid.uuid4().hex
+
+
+def encode_cursor(position: str) -> str:
+    """Opaque cursor for a listing position (last name, number or sequence returned)."""
+    return base64.urlsafe_b64encode(position.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """Inverse of encode_cursor; InvalidInput for anything it did not make."""
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("invalid cursor") from None
 
 
 # --------------------------------------------------------------------------- records
