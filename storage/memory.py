@@ -1,0 +1,400 @@
+"""In-process storage: dicts under one lock, for ``promptsvc serve`` and tests.
+
+It gives the same guarantees as the Redis backend (the shared conformance suite proves
+it), but lives inside one process: gunicorn with several workers must use Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from promptsvc.templates import TemplateError, extract_variables
+from storage.base import (
+    ApiKey,
+    ApiKeyExists,
+    ApiKeyNotFound,
+    Clock,
+    InvalidInput,
+    LifecycleError,
+    NoProductionVersion,
+    Page,
+    Prompt,
+    PromptExists,
+    PromptNotFound,
+    PromptVersion,
+    Promotion,
+    PromotionRecord,
+    SigningKey,
+    Storage,
+    VersionNotFound,
+    decode_cursor,
+    encode_cursor,
+    new_id,
+    utcnow,
+)
+
+
+@dataclass(slots=True)
+class _PromptState:
+    prompt: Prompt
+    counter: int = 0  # last number handed out; never goes down
+    versions: dict[int, PromptVersion] = field(default_factory=dict)  # ascending numbers
+    numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
+    production: int | None = None
+    history: list[PromotionRecord] = field(default_factory=list)  # oldest first
+
+
+@dataclass(slots=True)
+class _OrgState:
+    by_name: dict[str, _PromptState] = field(default_factory=dict)
+    by_id: dict[str, _PromptState] = field(default_factory=dict)
+    keys: dict[str, ApiKey] = field(default_factory=dict)
+
+
+def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
+    try:
+        return tuple(extract_variables(content, prompt_type))
+    except TemplateError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _int_position(cursor: str | None) -> int | None:
+    if not cursor:
+        return None
+    position = decode_cursor(cursor)
+    if not position.isdigit():
+        raise InvalidInput("invalid cursor")
+    return int(position)
+
+
+class MemoryStorage(Storage):
+    """Storage in this process's memory; everything is lost when it exits."""
+
+    def __init__(self, clock: Clock = utcnow) -> None:
+        super().__init__(clock)
+        # One lock for everything: each operation is short, and one lock makes every
+        # multi-record change (promotion above all) atomic for readers too.
+        self._lock = threading.Lock()
+        self._orgs: dict[str, _OrgState] = {}
+        self._signing: list[SigningKey] = []
+
+    def ping(self) -> None:
+        return None
+
+    # -- lookups (call with the lock held)
+
+    def _state(self, org: str, prompt_ref: str) -> _PromptState:
+        org_state = self._orgs.get(org)
+        if org_state is not None:
+            state = org_state.by_name.get(prompt_ref) or org_state.by_id.get(prompt_ref)
+            if state is not None:
+                return state
+        raise PromptNotFound(prompt_ref)
+
+    @staticmethod
+    def _number(state: _PromptState, prompt_ref: str, version_ref: str) -> int:
+        if version_ref.isdigit():
+            number = int(version_ref)
+            if number in state.versions:
+                return number
+        elif version_ref in state.numbers:
+            return state.numbers[version_ref]
+        raise VersionNotFound(prompt_ref, version_ref)
+
+    @staticmethod
+    def _prompt(state: _PromptState) -> Prompt:
+        latest = next(reversed(state.versions)) if state.versions else None
+        return replace(state.prompt, latest_version=latest, production_version=state.production)
+
+    def _set_status(
+        self, state: _PromptState, number: int, status: str, now: datetime, **extra: object
+    ) -> PromptVersion:
+        version = replace(state.versions[number], status=status, updated_at=now, **extra)
+        state.versions[number] = version
+        return version
+
+    # -- prompts
+
+    def create_prompt(
+        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+    ) -> Prompt:
+        now = self.clock()
+        with self._lock:
+            org_state = self._orgs.setdefault(org, _OrgState())
+            if name in org_state.by_name:
+                raise PromptExists(name)
+            prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+            state = _PromptState(prompt)
+            org_state.by_name[name] = state
+            org_state.by_id[prompt.prompt_id] = state
+            return prompt
+
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        with self._lock:
+            return self._prompt(self._state(org, prompt_ref))
+
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        after = decode_cursor(cursor) if cursor else None
+        with self._lock:
+            org_state = self._orgs.get(org)
+            names = sorted(org_state.by_name) if org_state else []
+            if after is not None:
+                names = [n for n in names if n > after]
+            page = names[:limit]
+            items = [self._prompt(org_state.by_name[n]) for n in page] if org_state else []
+        more = len(names) > limit
+        return Page(items, encode_cursor(page[-1]) if more else None)
+
+    def delete_prompt(self, org: str, prompt_ref: str) -> None:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            org_state = self._orgs[org]
+            del org_state.by_name[state.prompt.name]
+            del org_state.by_id[state.prompt.prompt_id]
+
+    # -- versions
+
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        # A private copy: the caller keeps no handle on a stored (immutable) record.
+        meta = json.loads(json.dumps(metadata or {}))
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            prompt = state.prompt
+            variables = _variables(content, prompt.prompt_type)
+            state.counter += 1
+            version = PromptVersion(
+                prompt_id=prompt.prompt_id,
+                version_id=new_id("v_"),
+                name=prompt.name,
+                version=state.counter,
+                content=content,
+                variables=variables,
+                status="draft",
+                prompt_type=prompt.prompt_type,
+                metadata=meta,
+                tags=tuple(tags or ()),
+                created_at=now,
+                updated_at=now,
+                promoted_at=None,
+                promoted_by=None,
+                created_by=created_by,
+            )
+            state.versions[version.version] = version
+            state.numbers[version.version_id] = version.version
+            state.prompt = replace(prompt, updated_at=now)
+            return version
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            return state.versions[self._number(state, prompt_ref, version_ref)]
+
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            if not state.versions:
+                raise VersionNotFound(prompt_ref, "latest")
+            return state.versions[next(reversed(state.versions))]
+
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            if state.production is None:
+                raise NoProductionVersion(prompt_ref)
+            return state.versions[state.production]
+
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        before = _int_position(cursor)
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            found: list[PromptVersion] = []
+            more = False
+            for number in reversed(state.versions):
+                if before is not None and number >= before:
+                    continue
+                version = state.versions[number]
+                if status is not None and version.status != status:
+                    continue
+                if len(found) == limit:
+                    more = True
+                    break
+                found.append(version)
+        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+
+    def edit_version(
+        self, org: str, prompt_ref: str, version_ref: str, content: str
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            current = state.versions[number]
+            if current.status != "draft":
+                raise LifecycleError(
+                    f"version {number} is {current.status}: only draft content can be edited"
+                )
+            variables = _variables(content, current.prompt_type)
+            version = replace(current, content=content, variables=variables, updated_at=now)
+            state.versions[number] = version
+            return version
+
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+    ) -> Promotion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            status = state.versions[number].status
+            if status != "draft":
+                raise LifecycleError(f"version {number} is {status}: only a draft can be promoted")
+            previous = state.production
+            if previous is not None:
+                self._set_status(state, previous, "archived" if archive_previous else "draft", now)
+            version = self._set_status(
+                state, number, "published", now, promoted_at=now, promoted_by=promoted_by
+            )
+            record = PromotionRecord(
+                history_id=new_id("h_"),
+                prompt_id=state.prompt.prompt_id,
+                version_number=number,
+                promoted_by=promoted_by,
+                promoted_at=now,
+                previous_version=previous,
+                notes=notes,
+            )
+            state.production = number
+            state.history.append(record)
+            state.prompt = replace(state.prompt, updated_at=now)
+            return Promotion(version, record)
+
+    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            status = state.versions[number].status
+            if status == "published":
+                raise LifecycleError(
+                    f"version {number} is published: promote another version instead"
+                )
+            if status != "draft":
+                raise LifecycleError(f"version {number} is {status}: only a draft can be archived")
+            return self._set_status(state, number, "archived", now)
+
+    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            status = state.versions[number].status
+            if status != "archived":
+                raise LifecycleError(
+                    f"version {number} is {status}: only an archived version can be unarchived"
+                )
+            return self._set_status(state, number, "draft", now)
+
+    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            version = state.versions[number]
+            if version.status == "published":
+                raise LifecycleError(
+                    f"version {number} is published: promote another version before deleting it"
+                )
+            del state.versions[number]
+            del state.numbers[version.version_id]
+            state.prompt = replace(state.prompt, updated_at=now)
+
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        # Positions are 1-based promotion sequence numbers; pages go newest first.
+        before = _int_position(cursor)
+        with self._lock:
+            history = self._state(org, prompt_ref).history
+            end = len(history) if before is None else min(before - 1, len(history))
+            start = max(end - limit, 0)
+            items = list(reversed(history[start:end]))
+        return Page(items, encode_cursor(str(start + 1)) if start > 0 else None)
+
+    # -- orgs and API keys
+
+    def org_exists(self, org: str) -> bool:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            return bool(org_state and org_state.keys)
+
+    def add_api_key(self, key: ApiKey) -> None:
+        with self._lock:
+            keys = self._orgs.setdefault(key.org, _OrgState()).keys
+            if key.client_id in keys:
+                raise ApiKeyExists(key.client_id)
+            keys[key.client_id] = key
+
+    def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            return org_state.keys.get(client_id) if org_state else None
+
+    def list_api_keys(self, org: str) -> list[ApiKey]:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            return list(org_state.keys.values()) if org_state else []
+
+    def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            key = org_state.keys.get(client_id) if org_state else None
+            if org_state is None or key is None:
+                raise ApiKeyNotFound(client_id)
+            revoked = replace(key, revoked=True)
+            org_state.keys[client_id] = revoked
+            return revoked
+
+    # -- signing keys
+
+    def signing_keys(self) -> list[SigningKey]:
+        with self._lock:
+            return list(self._signing)
+
+    def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
+        with self._lock:
+            if not self._signing:
+                self._signing.append(candidate)
+            return self._signing[-1]
+
+    def add_signing_key(self, key: SigningKey) -> None:
+        with self._lock:
+            self._signing.append(key)
+
+    def remove_signing_key(self, kid: str) -> None:
+        with self._lock:
+            self._signing = [k for k in self._signing if k.kid != kid]
