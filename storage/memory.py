@@ -21,12 +21,12 @@ from storage.base import (
     LifecycleError,
     NoProductionVersion,
     Page,
+    Promotion,
+    PromotionRecord,
     Prompt,
     PromptExists,
     PromptNotFound,
     PromptVersion,
-    Promotion,
-    PromotionRecord,
     SigningKey,
     Storage,
     VersionNotFound,
@@ -109,10 +109,9 @@ class MemoryStorage(Storage):
         latest = next(reversed(state.versions)) if state.versions else None
         return replace(state.prompt, latest_version=latest, production_version=state.production)
 
-    def _set_status(
-        self, state: _PromptState, number: int, status: str, now: datetime, **extra: object
-    ) -> PromptVersion:
-        version = replace(state.versions[number], status=status, updated_at=now, **extra)
+    @staticmethod
+    def _set_status(state: _PromptState, number: int, status: str, now: datetime) -> PromptVersion:
+        version = replace(state.versions[number], status=status, updated_at=now)
         state.versions[number] = version
         return version
 
@@ -276,9 +275,14 @@ class MemoryStorage(Storage):
             previous = state.production
             if previous is not None:
                 self._set_status(state, previous, "archived" if archive_previous else "draft", now)
-            version = self._set_status(
-                state, number, "published", now, promoted_at=now, promoted_by=promoted_by
+            version = replace(
+                state.versions[number],
+                status="published",
+                updated_at=now,
+                promoted_at=now,
+                promoted_by=promoted_by,
             )
+            state.versions[number] = version
             record = PromotionRecord(
                 history_id=new_id("h_"),
                 prompt_id=state.prompt.prompt_id,
