@@ -1,0 +1,107 @@
+-- _common.lua: helpers prepended to every per-prompt script; not an operation itself.
+--
+-- Every per-prompt script gets
+--   KEYS[1]  ps:{<org>}:names   hash: prompt name -> prompt id
+--   KEYS[2]  ps:{<org>}:p:      prefix of every key of one prompt (storage/keys.py)
+-- A prompt's own keys depend on its id, which is often only known after reading
+-- KEYS[1] (the caller gave a name), so they are built here from KEYS[2]. KEYS[2]
+-- carries the org's hash tag, so every key built from it lives in the same slot as
+-- KEYS[1]: the scripts touch one slot and run unchanged on Redis Cluster.
+--
+-- Replies are tables whose first element is "ok" or an error marker that the Python
+-- side turns into a typed error: "no_prompt", "no_version", "no_production",
+-- "state" (+ status, number: a lifecycle rule forbids the change), "invalid" (+ text).
+
+local NAMES = KEYS[1]
+local PREFIX = KEYS[2]
+
+local function pkey(pid, suffix)
+  return PREFIX .. pid .. (suffix or "")
+end
+
+local function vkey(pid, vid)
+  return PREFIX .. pid .. ":v:" .. vid
+end
+
+-- A name or a pmt_ id -> the prompt id, or nil when there is no such prompt.
+local function resolve_prompt(ref)
+  local pid
+  if string.sub(ref, 1, 4) == "pmt_" then
+    -- Only [A-Za-z0-9] after the prefix: a ref with ":" must not reach another key.
+    if not string.match(ref, "^pmt_%w+$") then
+      return nil
+    end
+    pid = ref
+  else
+    pid = redis.call("HGET", NAMES, ref)
+    if not pid then
+      return nil
+    end
+  end
+  if redis.call("EXISTS", pkey(pid)) == 0 then
+    return nil
+  end
+  return pid
+end
+
+-- mode: "production" | "latest" | "number" (value = decimal) | "id" (value = v_...) |
+-- "none" (a ref that can name no version). Returns the version id or nil.
+local function resolve_version(pid, mode, value)
+  if mode == "production" then
+    return redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0)[1]
+  elseif mode == "latest" then
+    return redis.call("ZRANGE", pkey(pid, ":versions"), -1, -1)[1]
+  elseif mode == "number" then
+    return redis.call("ZRANGEBYSCORE", pkey(pid, ":versions"), value, value, "LIMIT", 0, 1)[1]
+  elseif mode == "id" then
+    -- The version key includes the prompt id, so another prompt's v_ id is not found.
+    if string.match(value, "^v_%w+$") and redis.call("EXISTS", vkey(pid, value)) == 1 then
+      return value
+    end
+  end
+  return nil
+end
+
+-- Resolve prompt and version; returns pid, vid, status, number or nil, error reply.
+local function resolve(ref, mode, value)
+  local pid = resolve_prompt(ref)
+  if not pid then
+    return nil, { "no_prompt" }
+  end
+  local vid = resolve_version(pid, mode, value)
+  if not vid then
+    if mode == "production" then
+      return nil, { "no_production" }
+    end
+    return nil, { "no_version" }
+  end
+  local fields = redis.call("HMGET", vkey(pid, vid), "status", "version")
+  return pid, vid, fields[1], tonumber(fields[2])
+end
+
+-- Move a version between status indexes; updated_at moves on every status change.
+local function set_status(pid, vid, number, from, to, now)
+  redis.call("ZREM", pkey(pid, ":versions:" .. from), vid)
+  redis.call("ZADD", pkey(pid, ":versions:" .. to), number, vid)
+  redis.call("HSET", vkey(pid, vid), "status", to, "updated_at", now)
+end
+
+-- The variables for this prompt's type: both extractions come in ARGV because the type
+-- is only known here. Returns the JSON list, or nil and the reason chat content is bad.
+local function pick_variables(pid, text_vars, chat_vars, chat_error)
+  if redis.call("HGET", pkey(pid), "prompt_type") == "chat" then
+    if chat_error ~= "" then
+      return nil, chat_error
+    end
+    return chat_vars
+  end
+  return text_vars
+end
+
+-- Prompt fields plus the numbers of the latest and the production version ("" = none).
+local function prompt_summary(pid)
+  local latest = redis.call("ZRANGE", pkey(pid, ":versions"), -1, -1, "WITHSCORES")[2] or ""
+  local prod = redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0, "WITHSCORES")[2]
+  return { redis.call("HGETALL", pkey(pid)), latest, prod or "" }
+end
+

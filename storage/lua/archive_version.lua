@@ -1,0 +1,15 @@
+-- archive_version: draft -> archived. A published version cannot be archived (rule 2:
+-- promote another version instead); an archived one already is.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
+-- ARGV[4]  now
+-- Returns {"ok", prompt fields, version fields} or an error marker (see _common.lua).
+local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
+if not pid then
+  return vid -- here: the error reply
+end
+if status ~= "draft" then
+  return { "state", status, number }
+end
+set_status(pid, vid, number, "draft", "archived", ARGV[4])
+return { "ok", redis.call("HGETALL", pkey(pid)), redis.call("HGETALL", vkey(pid, vid)) }

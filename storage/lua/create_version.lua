@@ -1,0 +1,31 @@
+-- create_version: a new draft with the next number. The number comes from the prompt's
+-- own counter (field "next" of its hash), which only ever goes up: deleting or archiving
+-- a version never gives its number back.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref          ARGV[2]  new version id      ARGV[3]  content
+-- ARGV[4]  created_by          ARGV[5]  metadata (JSON)     ARGV[6]  tags (JSON)
+-- ARGV[7]  variables if the prompt is text (JSON)
+-- ARGV[8]  variables if the prompt is chat (JSON)
+-- ARGV[9]  why the content is not valid chat ("" = it is)
+-- ARGV[10] now (ISO 8601)
+-- Returns {"ok", prompt fields, number}, {"no_prompt"} or {"invalid", reason}.
+local pid = resolve_prompt(ARGV[1])
+if not pid then
+  return { "no_prompt" }
+end
+local variables, reason = pick_variables(pid, ARGV[7], ARGV[8], ARGV[9])
+if not variables then
+  return { "invalid", reason }
+end
+local vid, now = ARGV[2], ARGV[10]
+local number = redis.call("HINCRBY", pkey(pid), "next", 1)
+redis.call(
+  "HSET", vkey(pid, vid),
+  "version_id", vid, "version", number, "content", ARGV[3], "variables", variables,
+  "status", "draft", "metadata", ARGV[5], "tags", ARGV[6], "created_by", ARGV[4],
+  "created_at", now, "updated_at", now
+)
+redis.call("ZADD", pkey(pid, ":versions"), number, vid)
+redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
+redis.call("HSET", pkey(pid), "updated_at", now)
+return { "ok", redis.call("HGETALL", pkey(pid)), number }

@@ -1,0 +1,18 @@
+-- delete_version: remove a draft or archived version. Numbering is unchanged: the
+-- prompt's counter is not touched. A published version cannot be deleted.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
+-- ARGV[4]  now
+-- Returns {"ok"} or an error marker (see _common.lua).
+local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
+if not pid then
+  return vid -- here: the error reply
+end
+if status == "published" then
+  return { "state", status, number }
+end
+redis.call("DEL", vkey(pid, vid))
+redis.call("ZREM", pkey(pid, ":versions"), vid)
+redis.call("ZREM", pkey(pid, ":versions:" .. status), vid)
+redis.call("HSET", pkey(pid), "updated_at", ARGV[4])
+return { "ok" }

@@ -1,0 +1,51 @@
+-- promote: the whole promotion as one atomic step. The draft becomes published with
+-- promoted_at/promoted_by; the version published before it becomes archived (or draft
+-- when ARGV[7] is "0"); a history record is written with the previous version's number.
+-- Rule 1 (at most one published version) holds because this is the only way in.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
+-- ARGV[4]  promoted_by    ARGV[5]  notes    ARGV[6]  "1" if there are notes, else "0"
+-- ARGV[7]  "1" to archive the previous production version, "0" to make it a draft
+-- ARGV[8]  now            ARGV[9]  new history id
+-- Returns {"ok", prompt fields, version fields, history record fields} or an error marker.
+local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
+if not pid then
+  return vid -- here: the error reply
+end
+if status ~= "draft" then
+  return { "state", status, number }
+end
+local now, hid = ARGV[8], ARGV[9]
+local previous = redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0, "WITHSCORES")
+if previous[1] then
+  local demoted = "archived"
+  if ARGV[7] == "0" then
+    demoted = "draft"
+  end
+  set_status(pid, previous[1], previous[2], "published", demoted, now)
+end
+set_status(pid, vid, number, "draft", "published", now)
+redis.call("HSET", vkey(pid, vid), "promoted_at", now, "promoted_by", ARGV[4])
+
+local record = {
+  "history_id", hid, "prompt_id", pid, "version_number", number,
+  "promoted_by", ARGV[4], "promoted_at", now,
+}
+if previous[1] then
+  table.insert(record, "previous_version")
+  table.insert(record, previous[2])
+end
+if ARGV[6] == "1" then
+  table.insert(record, "notes")
+  table.insert(record, ARGV[5])
+end
+local seq = redis.call("HINCRBY", pkey(pid), "hseq", 1)
+redis.call("HSET", pkey(pid, ":h:" .. hid), unpack(record))
+redis.call("ZADD", pkey(pid, ":history"), seq, hid)
+redis.call("HSET", pkey(pid), "updated_at", now)
+return {
+  "ok",
+  redis.call("HGETALL", pkey(pid)),
+  redis.call("HGETALL", vkey(pid, vid)),
+  redis.call("HGETALL", pkey(pid, ":h:" .. hid)),
+}

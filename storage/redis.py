@@ -1,0 +1,430 @@
+"""Redis storage: every change is one Lua script, every read one round trip.
+
+Key layout: storage/keys.py. Scripts: storage/lua/*.lua, one per atomic operation,
+KEYS/ARGV in each header; they are registered once per client (EVALSHA, loaded again
+by redis-py if the server forgot them). Each script touches only keys of one org, all
+under the org's ``{<org>}`` hash tag, so the same scripts run on Redis Cluster.
+
+Lifecycle rules are checked inside the scripts, where no other client can interleave;
+a script answers an error marker and :func:`_check` raises the typed error. Any
+connection-level failure becomes :class:`StorageUnavailable` without host details.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.commands.core import Script
+from redis.retry import Retry
+
+from promptsvc.templates import TemplateError, extract_variables
+from storage import codec, keys
+from storage.base import (
+    STATUSES,
+    ApiKey,
+    ApiKeyExists,
+    ApiKeyNotFound,
+    Clock,
+    InvalidInput,
+    LifecycleError,
+    NoProductionVersion,
+    Page,
+    Promotion,
+    PromotionRecord,
+    Prompt,
+    PromptExists,
+    PromptNotFound,
+    PromptVersion,
+    SigningKey,
+    Storage,
+    StorageUnavailable,
+    VersionNotFound,
+    decode_cursor,
+    encode_cursor,
+    new_id,
+    utcnow,
+)
+
+# Errors that mean "Redis cannot serve this now", not "this request is wrong".
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    redis.ConnectionError,  # includes BusyLoadingError (LOADING) and MaxConnectionsError
+    redis.TimeoutError,
+    redis.exceptions.ClusterDownError,  # includes MasterDownError
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
+)
+
+# Scripts of one prompt get the org's names hash and per-prompt prefix first; they share
+# the helpers of _common.lua.
+_PROMPT_SCRIPTS = (
+    "get_prompt",
+    "list_prompts",
+    "delete_prompt",
+    "create_version",
+    "read_version",
+    "list_versions",
+    "edit_version",
+    "promote",
+    "archive_version",
+    "unarchive_version",
+    "delete_version",
+    "list_history",
+)
+_STANDALONE_SCRIPTS = (
+    "create_prompt",
+    "add_api_key",
+    "revoke_api_key",
+    "list_api_keys",
+    "ensure_signing_key",
+)
+
+# The message of each lifecycle refusal, by operation and the version's current status.
+_REFUSALS = {
+    "edit": "version {n} is {status}: only draft content can be edited",
+    "promote": "version {n} is {status}: only a draft can be promoted",
+    "archive": "version {n} is {status}: only a draft can be archived",
+    "archive/published": "version {n} is published: promote another version instead",
+    "unarchive": "version {n} is {status}: only an archived version can be unarchived",
+    "delete": "version {n} is published: promote another version before deleting it",
+}
+
+
+def _source(name: str) -> str:
+    return (resources.files("storage") / "lua" / f"{name}.lua").read_text()
+
+
+@contextmanager
+def _guard() -> Iterator[None]:
+    try:
+        yield
+    except UNAVAILABLE:
+        # No host, port or reason: callers answer 503 and must not leak the address.
+        raise StorageUnavailable("storage unavailable") from None
+
+
+def _selector(version_ref: str) -> tuple[str, str]:
+    """A version ref as (mode, value) for the scripts: digits = number, v_ = id."""
+    if version_ref.isascii() and version_ref.isdigit():
+        return "number", str(int(version_ref))
+    if version_ref.startswith("v_"):
+        return "id", version_ref
+    return "none", ""  # can name no version: the script still checks the prompt first
+
+
+def _variables(content: str) -> list[str]:
+    """The variables as text and as chat, and why it is not chat ("" if it is).
+
+    The prompt's type is only read inside the script (a separate read could race with a
+    delete and re-create under the same name), so the script picks one of the two.
+    """
+    text = json.dumps(extract_variables(content, "text"))
+    try:
+        return [text, json.dumps(extract_variables(content, "chat")), ""]
+    except TemplateError as exc:
+        return [text, "[]", str(exc)]
+
+
+def _position(cursor: str | None) -> str:
+    """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
+    if not cursor:
+        return ""
+    position = decode_cursor(cursor)
+    if not (position.isascii() and position.isdigit()):
+        raise InvalidInput("invalid cursor")
+    return position
+
+
+def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "") -> Any:
+    """Raise the typed error for a script's error marker, else return the reply."""
+    marker = reply[0]
+    if marker == "ok":
+        return reply
+    if marker == "no_prompt":
+        raise PromptNotFound(prompt_ref)
+    if marker == "no_version":
+        raise VersionNotFound(prompt_ref, version_ref)
+    if marker == "no_production":
+        raise NoProductionVersion(prompt_ref)
+    if marker == "invalid":
+        raise InvalidInput(reply[1])
+    if marker == "state":
+        status, number = reply[1], reply[2]
+        template = _REFUSALS.get(f"{action}/{status}", _REFUSALS[action])
+        raise LifecycleError(template.format(n=number, status=status))
+    raise RuntimeError(f"unexpected script reply {marker!r}")
+
+
+def _version(reply: Sequence[Any]) -> PromptVersion:
+    return codec.version(codec.fields(reply[1]), codec.fields(reply[2]))
+
+
+class RedisStorage(Storage):
+    """Storage on one Redis server (``redis://``, ``rediss://``)."""
+
+    def __init__(self, client: redis.Redis, clock: Clock = utcnow) -> None:
+        """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
+        super().__init__(clock)
+        if not client.get_encoder().decode_responses:
+            raise ValueError("RedisStorage needs a client made with decode_responses=True")
+        self.client = client
+        common = _source("_common")
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(common + _source(name)) for name in _PROMPT_SCRIPTS
+        }
+        self._scripts.update(
+            {name: client.register_script(_source(name)) for name in _STANDALONE_SCRIPTS}
+        )
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> RedisStorage:
+        """Connect lazily to ``url``. Timeouts default to 1 s (connect) and 2 s (socket)
+        so a dead Redis answers fast; ``?socket_timeout=...`` etc. in the URL win."""
+        client = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
+            # One quick retry heals a pooled connection Redis dropped; redis-py's default
+            # (10 retries with backoff) would keep a caller waiting for seconds.
+            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+        )
+        return cls(client, clock=clock)
+
+    # -- plumbing
+
+    def _run(self, script: str, keys_: list[str], args: list[Any]) -> Any:
+        with _guard():
+            return self._scripts[script](keys=keys_, args=args)
+
+    def _prompt_script(self, script: str, org: str, args: list[Any], *extra: str) -> Any:
+        return self._run(script, [keys.names(org), keys.prompt_prefix(org), *extra], args)
+
+    def _now(self) -> str:
+        return codec.timestamp(self.clock())
+
+    def ping(self) -> None:
+        with _guard():
+            self.client.ping()
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- prompts
+
+    def create_prompt(
+        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+    ) -> Prompt:
+        now = self.clock()
+        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+        created = self._run(
+            "create_prompt",
+            [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
+            [name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+        )
+        if not created:
+            raise PromptExists(name)
+        return prompt
+
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        reply = _check(self._prompt_script("get_prompt", org, [prompt_ref]), prompt_ref)
+        return codec.prompt(reply[1])
+
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        after = decode_cursor(cursor) if cursor else ""
+        found = self._prompt_script("list_prompts", org, [after, limit + 1], keys.prompt_list(org))
+        items = [codec.prompt(summary) for summary in found[:limit]]
+        more = len(found) > limit
+        return Page(items, encode_cursor(items[-1].name) if more else None)
+
+    def delete_prompt(self, org: str, prompt_ref: str) -> None:
+        reply = self._prompt_script("delete_prompt", org, [prompt_ref], keys.prompt_list(org))
+        _check(reply, prompt_ref)
+
+    # -- versions
+
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        version_id = new_id("v_")
+        meta, tag_list = json.dumps(metadata or {}), list(tags or ())
+        args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
+        args += [*_variables(content), codec.timestamp(now)]
+        reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
+        prompt = codec.fields(reply[1])
+        variables = args[6] if prompt["prompt_type"] != "chat" else args[7]
+        # Built here rather than read back: the script would only echo the content.
+        return PromptVersion(
+            prompt_id=prompt["prompt_id"],
+            version_id=version_id,
+            name=prompt["name"],
+            version=int(reply[2]),
+            content=content,
+            variables=tuple(json.loads(variables)),
+            status="draft",
+            prompt_type=prompt["prompt_type"],
+            metadata=json.loads(meta),
+            tags=tuple(tag_list),
+            created_at=now,
+            updated_at=now,
+            promoted_at=None,
+            promoted_by=None,
+            created_by=created_by,
+        )
+
+    def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
+        reply = self._prompt_script("read_version", org, [prompt_ref, mode, value])
+        return _version(_check(reply, prompt_ref, ref))
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, *_selector(version_ref), version_ref)
+
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, "latest", "", "latest")
+
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, "production", "", "production")
+
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        before = _position(cursor)
+        wanted = "" if status is None else status if status in STATUSES else "-"
+        args = [prompt_ref, wanted, before, limit + 1]
+        reply = _check(self._prompt_script("list_versions", org, args), prompt_ref)
+        prompt = codec.fields(reply[1])
+        items = [codec.version(prompt, codec.fields(flat)) for flat in reply[2][:limit]]
+        more = len(reply[2]) > limit
+        return Page(items, encode_cursor(str(items[-1].version)) if more else None)
+
+    def _change(
+        self, script: str, action: str, org: str, prompt_ref: str, version_ref: str, *args: Any
+    ) -> Any:
+        argv = [prompt_ref, *_selector(version_ref), *args]
+        return _check(self._prompt_script(script, org, argv), prompt_ref, version_ref, action)
+
+    def edit_version(
+        self, org: str, prompt_ref: str, version_ref: str, content: str
+    ) -> PromptVersion:
+        args = [content, *_variables(content), self._now()]
+        return _version(self._change("edit_version", "edit", org, prompt_ref, version_ref, *args))
+
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+    ) -> Promotion:
+        args = [
+            promoted_by,
+            notes or "",
+            "0" if notes is None else "1",
+            "1" if archive_previous else "0",
+            self._now(),
+            new_id("h_"),
+        ]
+        reply = self._change("promote", "promote", org, prompt_ref, version_ref, *args)
+        return Promotion(_version(reply), codec.record(codec.fields(reply[3])))
+
+    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        reply = self._change(
+            "archive_version", "archive", org, prompt_ref, version_ref, self._now()
+        )
+        return _version(reply)
+
+    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        reply = self._change(
+            "unarchive_version", "unarchive", org, prompt_ref, version_ref, self._now()
+        )
+        return _version(reply)
+
+    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
+        self._change("delete_version", "delete", org, prompt_ref, version_ref, self._now())
+
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        args = [prompt_ref, _position(cursor), limit + 1]
+        found = _check(self._prompt_script("list_history", org, args), prompt_ref)[1:]
+        page = found[:limit]
+        items = [codec.record(codec.fields(flat)) for _, flat in page]
+        return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+
+    # -- orgs and API keys
+
+    def org_exists(self, org: str) -> bool:
+        with _guard():
+            return bool(self.client.exists(keys.api_keys(org)))
+
+    def add_api_key(self, key: ApiKey) -> None:
+        hash_key = keys.api_key(key.org, key.client_id)
+        args = [key.client_id, *codec.api_key_fields(key)]
+        if not self._run("add_api_key", [keys.api_keys(key.org), hash_key], args):
+            raise ApiKeyExists(key.client_id)
+
+    def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
+        with _guard():
+            found: dict[str, str] = self.client.hgetall(keys.api_key(org, client_id))  # type: ignore[assignment]
+        return codec.api_key(found) if found else None
+
+    def list_api_keys(self, org: str) -> list[ApiKey]:
+        found = self._run("list_api_keys", [keys.api_keys(org), keys.api_key(org, "")], [])
+        return [codec.api_key(codec.fields(flat)) for flat in found]
+
+    def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
+        found = self._run("revoke_api_key", [keys.api_key(org, client_id)], [])
+        if not found:
+            raise ApiKeyNotFound(client_id)
+        return codec.api_key(codec.fields(found))
+
+    # -- signing keys
+
+    def signing_keys(self) -> list[SigningKey]:
+        with _guard():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.lrange(keys.SIGNING_ORDER, 0, -1)
+            pipe.hgetall(keys.SIGNING_KEYS)
+            kids, by_kid = pipe.execute()
+        return [codec.signing_key(by_kid[kid]) for kid in kids if kid in by_kid]
+
+    def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
+        signing = [keys.SIGNING_ORDER, keys.SIGNING_KEYS]
+        found = self._run(
+            "ensure_signing_key", signing, [candidate.kid, codec.signing_key_json(candidate)]
+        )
+        return codec.signing_key(found)
+
+    def add_signing_key(self, key: SigningKey) -> None:
+        with _guard():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.rpush(keys.SIGNING_ORDER, key.kid)
+            pipe.hset(keys.SIGNING_KEYS, key.kid, codec.signing_key_json(key))
+            pipe.execute()
+
+    def remove_signing_key(self, kid: str) -> None:
+        with _guard():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.lrem(keys.SIGNING_ORDER, 0, kid)
+            pipe.hdel(keys.SIGNING_KEYS, kid)
+            pipe.execute()
