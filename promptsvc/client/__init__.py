@@ -1,0 +1,46 @@
+"""The promptsvc Python SDK (CONTRACT 9).
+
+```python
+from promptsvc.client import PromptClient
+
+with PromptClient("http://localhost:8000", account_id="demo", key_id="...",
+                  key_secret="...") as client:
+    print(client.get_prompt_version("greeting").render(name="Ada"))
+```
+"""
+
+from __future__ import annotations
+
+from promptsvc.client.async_ import AsyncPromptClient
+from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
+from promptsvc.client.errors import (
+    AuthenticationError,
+    InvalidResponseError,
+    NoProductionVersionError,
+    NotFoundError,
+    PermissionDeniedError,
+    PromptServiceError,
+    ServerError,
+    TransportError,
+)
+from promptsvc.client.models import PromptVersion
+from promptsvc.client.sync import PromptClient
+from promptsvc.templates import MissingVariableError
+
+__all__ = [
+    "AsyncPromptClient",
+    "AuthenticationError",
+    "ClientCredentialsProvider",
+    "InvalidResponseError",
+    "MissingVariableError",
+    "NoProductionVersionError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "PromptClient",
+    "PromptServiceError",
+    "PromptVersion",
+    "SdkTokenProvider",
+    "ServerError",
+    "TokenProvider",
+    "TransportError",
+]

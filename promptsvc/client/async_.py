@@ -1,0 +1,88 @@
+"""AsyncPromptClient: the asyncio twin of PromptClient, same surface and behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from promptsvc.client.base import BaseClient
+from promptsvc.client.cache import cache_key
+from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.flight import AsyncSingleFlight
+from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
+from promptsvc.client.models import PromptVersion
+
+T = TypeVar("T")
+
+
+class AsyncPromptClient(BaseClient):
+    """PromptClient for asyncio: ``await get_prompt_version(...)``, ``async with``,
+    ``await aclose()`` (``close`` is the same). Keywords as PromptClient, with
+    ``transport`` an ``httpx.AsyncBaseTransport``.
+
+    Use one instance per event loop: its token lock and single flight belong to a loop.
+    The cache is the same thread-safe cache as PromptClient's.
+    """
+
+    def __init__(
+        self, base_url: str, *, transport: httpx.AsyncBaseTransport | None = None, **options: Any
+    ) -> None:
+        super().__init__(base_url, **options)
+        self._http = httpx.AsyncClient(transport=transport)
+        self._token_lock = asyncio.Lock()
+        self._flights: AsyncSingleFlight[PromptVersion] = AsyncSingleFlight()
+
+    async def get_prompt_version(
+        self, name: str, label: str | None = None, version: str | int | None = None
+    ) -> PromptVersion:
+        """As ``PromptClient.get_prompt_version``; a cache hit does not suspend."""
+        key = cache_key(name, label, version)
+        cached = self._cache.fresh(key)
+        if cached is not None:
+            return cached
+        return await self._flights.do(
+            key, lambda: self._drive(self._miss_flow(name, label, version, key))
+        )
+
+    async def aclose(self) -> None:
+        """Close pooled connections. The cache and token are kept."""
+        await self._http.aclose()
+
+    close = aclose
+
+    async def __aenter__(self) -> AsyncPromptClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _drive(self, flow: Flow[T]) -> T:
+        step = resume(flow, None)
+        while not isinstance(step, Done):
+            outcome: object = None
+            try:
+                if isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                elif isinstance(step, NeedToken):
+                    outcome = await self._token(step)
+                else:
+                    outcome = await self._http.send(step)
+            except (httpx.RequestError, PromptServiceError) as exc:
+                outcome = exc
+            step = resume(flow, outcome)
+        return step.value
+
+    async def _token(self, need: NeedToken) -> str:
+        async with self._token_lock:  # one refresh at a time; the others then find it done
+            token = self._auth.current()
+            if token is None or token == need.stale:
+                token = await self._drive(self._auth.refresh_flow(self._policy, need.deadline))
+            return token

@@ -1,0 +1,188 @@
+"""What PromptClient and AsyncPromptClient share: settings, resolution and the flows.
+
+Only I/O differs between the two (see ``promptsvc.client.flow``), so everything here
+runs unchanged under both.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+
+from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
+from promptsvc.client.cache import LABELS, Clock, PromptCache
+from promptsvc.client.errors import (
+    ServerError,
+    TransportError,
+    error_for_response,
+    invalid_response,
+    json_or_none,
+)
+from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers, send_with_retries
+from promptsvc.client.models import ModelError, PromptVersion
+
+logger = logging.getLogger("promptsvc.client")
+
+ENV_VARS = ("PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET")
+
+
+def resolve(name: str, label: str | None, version: str | int | None) -> tuple[str, bool]:
+    """The API path for a call (SPEC 3 resolution) and whether it is a production lookup.
+
+    Path segments are percent-encoded. Raises ValueError for an unknown label, both
+    label and version, or an empty name or version.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    prefix = f"/api/v1/prompts/{quote(name, safe='')}"
+    if version is not None:
+        if label is not None:
+            raise ValueError("pass either label or version, not both")
+        if isinstance(version, bool) or not isinstance(version, str | int) or version == "":
+            raise ValueError("version must be a version id (v_...) or a version number")
+        return f"{prefix}/versions/{quote(str(version), safe='')}", False
+    label = "production" if label is None else label
+    if label not in LABELS:
+        raise ValueError(f"unknown label {label!r}: use 'production' or 'latest'")
+    return f"{prefix}/{label}", label == "production"
+
+
+class BaseClient:
+    """Settings and the I/O-free flows; see PromptClient for the public contract."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        account_id: str | None = None,
+        key_id: str | None = None,
+        key_secret: str | None = None,
+        auth: TokenProvider | None = None,
+        cache_ttl: float = 300,
+        token_refresh_buffer: float = 60,
+        timeout: float = 10.0,
+        max_retries: int = 2,
+        retry_backoff: float = 0.25,
+        stale_if_error: bool = True,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        if cache_ttl < 0 or timeout <= 0 or max_retries < 0 or retry_backoff < 0:
+            raise ValueError("cache_ttl, max_retries and retry_backoff must be >= 0, timeout > 0")
+        self.base_url = base_url.rstrip("/")
+        if auth is None:
+            if not (account_id and key_id and key_secret):
+                raise ValueError("give account_id, key_id and key_secret (or auth=)")
+            auth = SdkTokenProvider(
+                self.base_url,
+                account_id,
+                key_id,
+                key_secret,
+                refresh_buffer=token_refresh_buffer,
+                clock=clock,
+            )
+        self._auth = auth
+        self._cache = PromptCache(cache_ttl, clock)
+        self._policy = RetryPolicy(timeout, max_retries, retry_backoff)
+        self.stale_if_error = stale_if_error
+
+    @classmethod
+    def with_client_credentials(
+        cls,
+        base_url: str,
+        *,
+        auth_url: str,
+        org: str,
+        client_id: str,
+        client_secret: str,
+        token_refresh_buffer: float = 30,
+        clock: Clock = time.monotonic,
+        **options: Any,
+    ) -> Self:
+        """A client whose tokens come from the identity service's realm token endpoint
+        (SPEC 5.1), refreshed ``token_refresh_buffer`` (default 30) seconds before
+        expiry. ``options`` are the constructor's other keywords."""
+        provider = ClientCredentialsProvider(
+            auth_url,
+            org,
+            client_id,
+            client_secret,
+            refresh_buffer=token_refresh_buffer,
+            clock=clock,
+        )
+        return cls(base_url, auth=provider, clock=clock, **options)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Self:
+        """A client from PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID and
+        PROMPTSVC_KEY_SECRET; ValueError names any that are unset."""
+        env = os.environ if environ is None else environ
+        missing = [var for var in ENV_VARS if not env.get(var)]
+        if missing:
+            raise ValueError(f"environment variables not set: {', '.join(missing)}")
+        url, account_id, key_id, key_secret = (env[var] for var in ENV_VARS)
+        return cls(url, account_id=account_id, key_id=key_id, key_secret=key_secret, **options)
+
+    def clear_cache(self) -> None:
+        """Drop every cached version at once; the next call of each key asks the service."""
+        self._cache.clear()
+
+    def _miss_flow(
+        self, name: str, label: str | None, version: str | int | None, key: str
+    ) -> Flow[PromptVersion]:
+        """Fetch (or revalidate) ``key``, cache it, serve it stale if the service is down."""
+        path, production = resolve(name, label, version)
+        entry = self._cache.get(key)
+        if entry is not None and not entry.is_expired(self._cache.clock()):
+            return entry.version  # filled while this caller queued for the flight
+        generation = self._cache.generation
+        try:
+            response = yield from self._get(path, entry.etag if entry else None)
+        except (TransportError, ServerError) as exc:
+            if entry is None or not self.stale_if_error:
+                raise
+            logger.warning("serving expired %s: the service failed: %s", key, exc)
+            return entry.version
+        if response.status_code == 304 and entry is not None:
+            found, etag = entry.version, response.headers.get("ETag", entry.etag)
+        elif response.status_code == 200:
+            try:
+                found = PromptVersion.from_json(json_or_none(response))
+            except ModelError as exc:
+                raise invalid_response(response, str(exc)) from None
+            etag = response.headers.get("ETag")
+        else:
+            raise error_for_response(response, production=production)
+        self._cache.put(key, found, etag, generation)
+        return found
+
+    def _get(self, path: str, etag: str | None) -> Flow[httpx.Response]:
+        """GET with a token, retries, and one refresh-and-retry after a 401.
+
+        Returns any answer but 5xx (which it raises as ServerError).
+        """
+        deadline = self._policy.deadline()
+        url = self.base_url + path
+        stale: str | None = None
+        while True:
+            token = yield NeedToken(stale, deadline)
+            build = partial(_api_request, url, token, etag)
+            response = yield from send_with_retries(build, self._policy, deadline)
+            if response.status_code >= 500:
+                raise error_for_response(response)
+            if response.status_code != 401 or stale is not None:
+                return response
+            stale = token  # refused (expired early, key rotated): refresh once, retry once
+
+
+def _api_request(url: str, token: str, etag: str | None) -> httpx.Request:
+    headers = request_headers(token)
+    if etag is not None:
+        headers["If-None-Match"] = etag
+    return httpx.Request("GET", url, headers=headers)

@@ -1,0 +1,98 @@
+"""The SDK's cache of resolved prompt versions (SPEC 3, "Caching in the SDK").
+
+Keys are ``prompt:<name>:<label or version_id>``; a call with neither label nor version
+uses the ``production`` label. Each entry keeps its own expiry and the response's ETag,
+so an expired entry can be revalidated with ``If-None-Match`` and still be served when
+the service is down (stale-if-error).
+
+Reads (``fresh``, ``get``) take no lock: a dict lookup is atomic in CPython and entries
+are immutable, replaced whole. Writes take a lock only to pair the write with the
+generation check that keeps a fetch begun before ``clear()`` from refilling the cache
+with what it fetched before the clear.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from promptsvc.client.models import PromptVersion
+
+LABELS = frozenset({"production", "latest"})
+
+Clock = Callable[[], float]
+
+
+def cache_key(name: str, label: str | None, version: str | int | None) -> str:
+    """The cache key of a call; raises ValueError when both label and version are given.
+
+    An unknown label still gives a key (it is never stored, so it always misses and the
+    miss path rejects it): this function runs on every cache hit and stays small.
+    """
+    if version is None:
+        return f"prompt:{name}:{'production' if label is None else label}"
+    if label is not None:
+        raise ValueError("pass either label or version, not both")
+    if version in LABELS:
+        raise ValueError(f"{version!r} is a label: pass label={version!r}")
+    return f"prompt:{name}:{version}"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    version: PromptVersion
+    etag: str | None
+    expires_at: float  # on the cache's clock
+
+    def is_expired(self, now: float) -> bool:
+        return now >= self.expires_at
+
+
+class PromptCache:
+    """Thread-safe TTL cache. ``ttl`` <= 0 stores nothing (caching off).
+
+    ``clock`` is the seam tests move: a monotonic seconds counter, read on every hit.
+    """
+
+    def __init__(self, ttl: float, clock: Clock = time.monotonic) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._entries: dict[str, CacheEntry] = {}
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def fresh(self, key: str) -> PromptVersion | None:
+        """The cached version if present and unexpired; the hot path, so no lock."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.expires_at > self.clock():
+            return entry.version
+        return None
+
+    def get(self, key: str) -> CacheEntry | None:
+        """The entry, expired or not (for revalidation and stale-if-error)."""
+        return self._entries.get(key)
+
+    @property
+    def generation(self) -> int:
+        """Read before a fetch and hand to ``put``: a ``clear()`` in between wins."""
+        return self._generation
+
+    def put(self, key: str, version: PromptVersion, etag: str | None, generation: int) -> None:
+        """Store (or renew) an entry for ``ttl`` seconds from now."""
+        if self.ttl <= 0:
+            return
+        entry = CacheEntry(version, etag, self.clock() + self.ttl)
+        with self._lock:
+            if generation == self._generation:
+                self._entries[key] = entry
+
+    def clear(self) -> None:
+        """Drop every entry at once: readers see the old dict or an empty one."""
+        with self._lock:
+            self._generation += 1
+            self._entries = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)

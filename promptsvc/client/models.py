@@ -1,0 +1,110 @@
+"""The client-side PromptVersion (SPEC 2): every field of the API's answer, typed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from promptsvc.templates import render
+
+
+class ModelError(ValueError):
+    """A response body that is not a PromptVersion; the message names the field."""
+
+
+def _field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    value = body.get(name)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise ModelError(f"field {name!r} missing or not {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _strings(body: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    values = _field(body, name, list)
+    if not all(isinstance(v, str) for v in values):
+        raise ModelError(f"field {name!r} must be a list of strings")
+    return tuple(values)
+
+
+def _time(body: Mapping[str, Any], name: str) -> datetime:
+    try:
+        return datetime.fromisoformat(_field(body, name, str))
+    except ValueError as exc:
+        raise ModelError(f"field {name!r} is not an ISO 8601 time") from exc
+
+
+def _optional_time(body: Mapping[str, Any], name: str) -> datetime | None:
+    return None if body.get(name) is None else _time(body, name)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVersion:
+    """One prompt version as the service returned it.
+
+    Instances are shared by everyone reading the same cache entry, so they are frozen;
+    ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping.
+    """
+
+    prompt_id: str
+    version_id: str
+    name: str
+    version: int
+    content: str
+    variables: tuple[str, ...]
+    status: str
+    is_production: bool
+    prompt_type: str
+    metadata: Mapping[str, Any]
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    promoted_at: datetime | None
+    promoted_by: str | None
+
+    @classmethod
+    def from_json(cls, body: object) -> PromptVersion:
+        """Build from a decoded response body; raises ModelError naming a bad field."""
+        if not isinstance(body, dict):
+            raise ModelError("body is not a JSON object")
+        promoted_by = body.get("promoted_by")
+        if promoted_by is not None and not isinstance(promoted_by, str):
+            raise ModelError("field 'promoted_by' must be a string or null")
+        return cls(
+            prompt_id=_field(body, "prompt_id", str),
+            version_id=_field(body, "version_id", str),
+            name=_field(body, "name", str),
+            version=_field(body, "version", int),
+            content=_field(body, "content", str),
+            variables=_strings(body, "variables"),
+            status=_field(body, "status", str),
+            is_production=_field(body, "is_production", bool),
+            prompt_type=_field(body, "prompt_type", str),
+            metadata=MappingProxyType(dict(_field(body, "metadata", dict))),
+            tags=_strings(body, "tags"),
+            created_at=_time(body, "created_at"),
+            updated_at=_time(body, "updated_at"),
+            promoted_at=_optional_time(body, "promoted_at"),
+            promoted_by=promoted_by,
+        )
+
+    def render(
+        self,
+        values: Mapping[str, object] | None = None,
+        /,
+        *,
+        strict: bool = True,
+        **variables: object,
+    ) -> str | list[dict[str, str]]:
+        """Fill the ``{{variable}}`` placeholders.
+
+        Text prompts give a ``str``, chat prompts a list of ``{"role", "content"}``
+        messages. Values come from ``values`` (useful for a variable named ``strict``)
+        and keyword arguments, the latter winning. Extra values are ignored. A missing
+        one raises ``promptsvc.templates.MissingVariableError`` (a ``KeyError``) when
+        ``strict``, else its placeholder is left as it was.
+        """
+        merged = {**values, **variables} if values else variables
+        return render(self.content, self.prompt_type, merged, strict)

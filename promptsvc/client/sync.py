@@ -1,0 +1,109 @@
+"""PromptClient: the blocking SDK client (CONTRACT 9)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from promptsvc.client.base import BaseClient
+from promptsvc.client.cache import cache_key
+from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.flight import SingleFlight
+from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
+from promptsvc.client.models import PromptVersion
+
+T = TypeVar("T")
+
+
+class PromptClient(BaseClient):
+    """Reads prompt versions from a promptsvc service, with tokens and a cache handled.
+
+    ``PromptClient(base_url, account_id=..., key_id=..., key_secret=...)`` exchanges
+    the API key for tokens at ``{base_url}/v1/auth/sdk-token``;
+    ``with_client_credentials`` and ``from_env`` are the other ways to make one.
+    Keywords:
+
+    * ``cache_ttl`` (300): seconds a resolved version is served from memory; 0 turns
+      caching off. An expired entry is revalidated with ``If-None-Match``.
+    * ``token_refresh_buffer`` (60): seconds before ``expires_in`` runs out that a
+      token is replaced.
+    * ``timeout`` (10.0): total seconds one call may take, token fetch, retries and
+      backoff included.
+    * ``max_retries`` (2): extra attempts after a transport error or a 5xx; never on
+      4xx. ``retry_backoff`` (0.25) is the first backoff in seconds, doubling.
+    * ``stale_if_error`` (True): when the service is unreachable or answers 5xx, serve
+      an expired cache entry (logging a warning) instead of raising.
+    * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
+      seam for tests.
+    * ``transport``: an ``httpx.BaseTransport`` (proxies, tests).
+
+    Thread-safe: share one client. Use it as a context manager or call ``close()``.
+    """
+
+    def __init__(
+        self, base_url: str, *, transport: httpx.BaseTransport | None = None, **options: Any
+    ) -> None:
+        super().__init__(base_url, **options)
+        self._http = httpx.Client(transport=transport)
+        self._token_lock = threading.Lock()
+        self._flights: SingleFlight[PromptVersion] = SingleFlight()
+
+    def get_prompt_version(
+        self, name: str, label: str | None = None, version: str | int | None = None
+    ) -> PromptVersion:
+        """The version of prompt ``name`` (SPEC 3 resolution).
+
+        No label or ``label="production"``: the production version; ``label="latest"``:
+        the newest, any status; ``version="v_..."`` (or a version number): that
+        version. Cached under ``prompt:<name>:<label or version>``. Raises ValueError
+        for an unknown label or both label and version, else a PromptServiceError.
+        """
+        key = cache_key(name, label, version)
+        cached = self._cache.fresh(key)
+        if cached is not None:
+            return cached
+        return self._flights.do(
+            key, lambda: self._drive(self._miss_flow(name, label, version, key))
+        )
+
+    def close(self) -> None:
+        """Close pooled connections. The cache and token are kept."""
+        self._http.close()
+
+    def __enter__(self) -> PromptClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _drive(self, flow: Flow[T]) -> T:
+        step = resume(flow, None)
+        while not isinstance(step, Done):
+            outcome: object = None
+            try:
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                elif isinstance(step, NeedToken):
+                    outcome = self._token(step)
+                else:
+                    outcome = self._http.send(step)
+            except (httpx.RequestError, PromptServiceError) as exc:
+                outcome = exc
+            step = resume(flow, outcome)
+        return step.value
+
+    def _token(self, need: NeedToken) -> str:
+        with self._token_lock:  # one refresh at a time; the others then find it done
+            token = self._auth.current()
+            if token is None or token == need.stale:
+                token = self._drive(self._auth.refresh_flow(self._policy, need.deadline))
+            return token
