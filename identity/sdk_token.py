@@ -1,0 +1,70 @@
+"""``POST /v1/auth/sdk-token``: exchange an SDK API key for an access token (SPEC 4.4).
+
+The body is JSON ``{account_id, key_id, key_secret}`` (account_id is the org slug,
+key_id the client_id). The token is the same as the realm endpoint's, so both verify
+through :meth:`identity.core.Identity.verify`. Errors use the API's shape (CONTRACT 5).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, request
+
+from identity.core import Identity
+from identity.errors import InvalidClient
+
+FIELDS = ("account_id", "key_id", "key_secret")
+
+
+def sdk_token_blueprint(identity: Identity) -> Blueprint:
+    """The sdk-token endpoint of ``identity`` as a blueprint."""
+    bp = Blueprint("identity_sdk_token", __name__)
+
+    @bp.post("/v1/auth/sdk-token")
+    def sdk_token() -> Response:
+        # Parsed whatever the Content-Type says: a body that is not a JSON object is
+        # a 400 either way, and SDKs that forget the header still work.
+        data = request.get_json(force=True, silent=True)
+        if not isinstance(data, dict):
+            return _bad_request(
+                "the body must be a JSON object with account_id, key_id and key_secret", {}
+            )
+        problems = {
+            name: ["Missing data for required field."]
+            if data.get(name) is None
+            else ["Not a valid string."]
+            for name in FIELDS
+            if not isinstance(data.get(name), str)
+        }
+        if problems:
+            return _bad_request(f"invalid fields: {', '.join(problems)}", problems)
+        try:
+            token = identity.issue_token(data["account_id"], data["key_id"], data["key_secret"])
+        except InvalidClient:
+            response = jsonify(
+                {"code": "unauthorized", "message": "unauthorized", "error": "unauthorized"}
+            )
+            response.status_code = 401
+            response.headers["WWW-Authenticate"] = (
+                'Bearer realm="promptsvc", '
+                'error_description="invalid account_id, key_id or key_secret"'
+            )
+            return _no_store(response)
+        body = {name: token[name] for name in ("access_token", "expires_in", "token_type")}
+        return _no_store(jsonify(body))
+
+    return bp
+
+
+def _bad_request(message: str, errors: dict[str, list[str]]) -> Response:
+    body: dict[str, object] = {"code": "bad_request", "message": message, "error": "bad_request"}
+    if errors:
+        body["errors"] = errors
+    response = jsonify(body)
+    response.status_code = 400
+    return _no_store(response)
+
+
+def _no_store(response: Response) -> Response:
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    return response
