@@ -1,0 +1,66 @@
+"""The ``storage`` fixture: every conformance test runs on every backend.
+
+``memory`` (dicts under a lock), ``fakeredis`` (the Redis backend and its Lua scripts on
+fakeredis with lupa) and ``redis`` (the same backend on the real server at
+``PROMPTSVC_TEST_REDIS_URL``, flushed before each test; skipped without a server, or
+failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import fakeredis
+import pytest
+
+from storage.base import Storage
+from storage.memory import MemoryStorage
+from storage.redis import RedisStorage
+
+BACKENDS = ["memory", "fakeredis", pytest.param("redis", marks=pytest.mark.redis)]
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float = 1.0) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest) -> Storage:
+    if backend == "memory":
+        return MemoryStorage(clock=clock)
+    if backend == "fakeredis":
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
+        return RedisStorage(client, clock=clock)
+    return RedisStorage.from_url(request.getfixturevalue("redis_url"), clock=clock)
+
+
+@pytest.fixture(params=BACKENDS)
+def storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Storage]:
+    """A fresh, empty storage of each backend, on the fake clock."""
+    store = make_storage(request.param, clock, request)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["fakeredis", pytest.param("redis", marks=pytest.mark.redis)])
+def redis_storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[RedisStorage]:
+    """The Redis backend only (fakeredis and real), for Redis-specific checks."""
+    store = make_storage(request.param, clock, request)
+    assert isinstance(store, RedisStorage)
+    yield store
+    store.close()

@@ -1,0 +1,105 @@
+"""Orgs, API keys and signing keys."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, SigningKey, Storage
+
+ORG = "acme"
+CREATED = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def key(client_id: str, org: str = ORG, **changes: object) -> ApiKey:
+    fields: dict[str, object] = {
+        "org": org,
+        "client_id": client_id,
+        "secret_hash": f"pbkdf2_sha256$1$salt${client_id}",
+        "role": "Service Read",
+        "user_id": "5b7f3c7e-9a59-4c2e-8d0c-1f7b0f3a2e41",
+        "description": f"key {client_id}",
+        "created_at": CREATED,
+    }
+    fields.update(changes)
+    return ApiKey(**fields)  # type: ignore[arg-type]
+
+
+def signing(kid: str) -> SigningKey:
+    return SigningKey(
+        kid, f"-----BEGIN PRIVATE KEY-----\n{kid}\n-----END PRIVATE KEY-----\n", CREATED
+    )
+
+
+def test_org_exists_once_it_has_a_key(storage: Storage) -> None:
+    assert not storage.org_exists(ORG)
+    storage.create_prompt(ORG, "p")  # prompts alone do not make a realm
+    assert not storage.org_exists(ORG)
+    storage.add_api_key(key("admin"))
+    assert storage.org_exists(ORG) and not storage.org_exists("globex")
+    storage.revoke_api_key(ORG, "admin")
+    assert storage.org_exists(ORG)
+
+
+def test_add_and_get(storage: Storage) -> None:
+    stored = key("admin", role="Service Admin")
+    storage.add_api_key(stored)
+    assert storage.get_api_key(ORG, "admin") == stored
+    assert storage.get_api_key(ORG, "other") is None
+    assert storage.get_api_key("globex", "admin") is None
+
+
+def test_description_may_be_absent(storage: Storage) -> None:
+    storage.add_api_key(key("bare", description=None))
+    assert storage.get_api_key(ORG, "bare") == key("bare", description=None)
+
+
+def test_client_id_is_unique_per_org(storage: Storage) -> None:
+    storage.add_api_key(key("admin"))
+    with pytest.raises(ApiKeyExists, match="admin"):
+        storage.add_api_key(key("admin", role="Service Admin", secret_hash="other"))
+    assert storage.get_api_key(ORG, "admin") == key("admin")
+    storage.add_api_key(key("admin", org="globex"))
+    assert storage.get_api_key("globex", "admin") == key("admin", org="globex")
+
+
+def test_list_oldest_first(storage: Storage) -> None:
+    added = [key(cid) for cid in ("zeta", "alpha", "mid")]  # same created_at on purpose
+    for k in added:
+        storage.add_api_key(k)
+    storage.add_api_key(key("elsewhere", org="globex"))
+    assert storage.list_api_keys(ORG) == added
+    assert storage.list_api_keys("nobody") == []
+
+
+def test_revoke(storage: Storage) -> None:
+    storage.add_api_key(key("admin"))
+    revoked = storage.revoke_api_key(ORG, "admin")
+    assert revoked == key("admin", revoked=True)
+    assert storage.get_api_key(ORG, "admin") == revoked
+    assert storage.revoke_api_key(ORG, "admin") == revoked  # idempotent
+    assert storage.list_api_keys(ORG) == [revoked]
+
+
+def test_revoke_unknown(storage: Storage) -> None:
+    storage.add_api_key(key("admin"))
+    with pytest.raises(ApiKeyNotFound):
+        storage.revoke_api_key(ORG, "nobody")
+    with pytest.raises(ApiKeyNotFound):
+        storage.revoke_api_key("globex", "admin")
+    assert not storage.get_api_key(ORG, "admin").revoked  # type: ignore[union-attr]
+
+
+def test_signing_keys(storage: Storage) -> None:
+    assert storage.signing_keys() == []
+    first = signing("k1")
+    assert storage.ensure_signing_key(first) == first
+    assert storage.ensure_signing_key(signing("k-late")) == first  # only if none kept
+    assert storage.signing_keys() == [first]
+    storage.add_signing_key(signing("k2"))
+    assert storage.signing_keys() == [first, signing("k2")]
+    assert storage.ensure_signing_key(signing("k3")) == signing("k2")  # the newest signs
+    storage.remove_signing_key("k1")
+    storage.remove_signing_key("absent")
+    assert storage.signing_keys() == [signing("k2")]

@@ -1,0 +1,314 @@
+"""What only the Redis backend can get wrong: keys, scripts, round trips, outages."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from importlib import resources
+from typing import Any
+
+import fakeredis
+import pytest
+import redis
+from redis.crc import key_slot
+
+from storage import keys, storage_from_url
+from storage.base import (
+    ApiKey,
+    PromptNotFound,
+    SigningKey,
+    StorageUnavailable,
+)
+from storage.redis import RedisStorage
+
+ORG = "acme"
+USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+LUA = resources.files("storage") / "lua"
+
+
+def lua_files() -> dict[str, str]:
+    return {p.name: p.read_text() for p in LUA.iterdir() if p.name.endswith(".lua")}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again on exit: nothing listens there
+
+
+def populate(store: RedisStorage) -> tuple[str, list[str]]:
+    prompt = store.create_prompt(ORG, "greeting", "text", "d")
+    ids = [store.create_version(ORG, "greeting", f"c{i}", USER).version_id for i in range(3)]
+    store.promote(ORG, "greeting", "1", USER)
+    store.promote(ORG, "greeting", "2", USER, notes="n")
+    store.add_api_key(ApiKey(ORG, "admin", "hash", "Service Admin", USER, None, store.clock()))
+    store.ensure_signing_key(SigningKey("k1", "pem", store.clock()))
+    return prompt.prompt_id, ids
+
+
+# --------------------------------------------------------------------------- key layout
+
+
+def test_every_key_follows_the_layout(redis_storage: RedisStorage) -> None:
+    pid, ids = populate(redis_storage)
+    history = redis_storage.client.zrange(keys.history(ORG, pid), 0, -1)
+    expected = {
+        keys.names(ORG),
+        keys.prompt_list(ORG),
+        keys.prompt(ORG, pid),
+        keys.versions(ORG, pid),
+        keys.status_index(ORG, pid, "draft"),
+        keys.status_index(ORG, pid, "published"),
+        keys.status_index(ORG, pid, "archived"),
+        keys.history(ORG, pid),
+        keys.api_keys(ORG),
+        keys.api_key(ORG, "admin"),
+        keys.SIGNING_ORDER,
+        keys.SIGNING_KEYS,
+        *(keys.version(ORG, pid, vid) for vid in ids),
+        *(keys.history_record(ORG, pid, hid) for hid in history),
+    }
+    assert len(history) == 2
+    # KEYS is fine in a test of an otherwise empty db; the code never uses it.
+    assert set(redis_storage.client.keys("*")) == expected
+
+
+def test_an_orgs_keys_share_one_cluster_slot(redis_storage: RedisStorage) -> None:
+    populate(redis_storage)
+    found = redis_storage.client.keys("*")
+    org_keys = [k for k in found if k.startswith("ps:{acme}:")]
+    global_keys = [k for k in found if k.startswith("ps:{_global}:")]
+    assert len(org_keys) + len(global_keys) == len(found)
+    assert {key_slot(k.encode()) for k in org_keys} == {key_slot(b"{acme}")}
+    assert {key_slot(k.encode()) for k in global_keys} == {key_slot(b"{_global}")}
+
+
+def test_delete_prompt_leaves_no_prompt_keys(redis_storage: RedisStorage) -> None:
+    populate(redis_storage)
+    redis_storage.create_prompt(ORG, "other")
+    redis_storage.create_version(ORG, "other", "x", USER)
+    redis_storage.delete_prompt(ORG, "greeting")
+    redis_storage.delete_prompt(ORG, "other")
+    left = set(redis_storage.client.keys("*"))
+    assert left == {keys.api_keys(ORG), keys.api_key(ORG, "admin"), *keys_of_signing()}
+
+
+def keys_of_signing() -> set[str]:
+    return {keys.SIGNING_ORDER, keys.SIGNING_KEYS}
+
+
+def test_a_big_prompt_is_deleted_in_one_call(redis_storage: RedisStorage) -> None:
+    # More versions than one DEL batch (500) and than Lua's unpack() limit.
+    redis_storage.create_prompt(ORG, "big")
+    pipe = redis_storage.client.pipeline(transaction=False)
+    script = redis_storage._scripts["create_version"]
+    now = redis_storage.clock().isoformat()
+    for _ in range(1200):
+        script(
+            keys=[keys.names(ORG), keys.prompt_prefix(ORG)],
+            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", "[]", "", now],
+            client=pipe,
+        )
+    pipe.execute()
+    assert redis_storage.get_latest(ORG, "big").version == 1200
+    redis_storage.delete_prompt(ORG, "big")
+    assert redis_storage.client.keys("*") == []
+
+
+# --------------------------------------------------------------------------- scripts
+
+
+def test_scripts_never_use_keys_or_scan() -> None:
+    for name, text in lua_files().items():
+        calls = re.findall(r"redis\.p?call\(\s*[\"'](\w+)[\"']", text, flags=re.IGNORECASE)
+        banned = {c.upper() for c in calls} & {"KEYS", "SCAN", "HSCAN", "ZSCAN", "SSCAN"}
+        assert not banned, f"{name} calls {banned}"
+
+
+def test_every_script_documents_its_keys_and_argv() -> None:
+    for name, text in lua_files().items():
+        lines = text.splitlines()
+        header = "\n".join(line for line in lines if line.startswith("--"))
+        body = "\n".join(line.split("--", 1)[0] for line in lines)
+        assert header.startswith(f"-- {name.removesuffix('.lua')}"), name
+        assert "KEYS[1]" in header, name
+        used = {int(n) for n in re.findall(r"ARGV\[(\d+)\]", body)}
+        named = {int(n) for n in re.findall(r"ARGV\[(\d+)\]", header)}
+        open_from = [int(n) for n in re.findall(r"ARGV\[(\d+)\.\.\]", header)]
+        undocumented = {n for n in used - named if not any(n >= m for m in open_from)}
+        assert not undocumented, f"{name}: ARGV{sorted(undocumented)} not in the header"
+
+
+def test_every_script_file_is_registered(redis_storage: RedisStorage) -> None:
+    registered = {f"{name}.lua" for name in redis_storage._scripts} | {"_common.lua"}
+    assert registered == set(lua_files())
+
+
+def test_scripts_are_reloaded_when_the_server_forgot_them() -> None:
+    store = RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True))
+    store.create_prompt(ORG, "greeting")
+    store.client.script_flush()
+    store.create_version(ORG, "greeting", "x", USER)
+    assert store.get_latest(ORG, "greeting").version == 1
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+def count_round_trips(monkeypatch: pytest.MonkeyPatch, store: RedisStorage) -> list[Any]:
+    sent: list[Any] = []
+    original = store.client.execute_command
+
+    def counting(*args: Any, **options: Any) -> Any:
+        sent.append(args[0])
+        return original(*args, **options)
+
+    monkeypatch.setattr(store.client, "execute_command", counting)
+    return sent
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda s, pid, ids: s.get_production(ORG, "greeting"),
+        lambda s, pid, ids: s.get_latest(ORG, "greeting"),
+        lambda s, pid, ids: s.get_version(ORG, "greeting", "3"),
+        lambda s, pid, ids: s.get_version(ORG, "greeting", ids[0]),
+        lambda s, pid, ids: s.get_production(ORG, pid),
+        lambda s, pid, ids: s.get_version(ORG, pid, ids[1]),
+        lambda s, pid, ids: s.get_prompt(ORG, "greeting"),
+        lambda s, pid, ids: s.list_versions(ORG, "greeting", status="draft"),
+    ],
+    ids=[
+        "production",
+        "latest",
+        "by-number",
+        "by-id",
+        "production-by-prompt-id",
+        "by-id-by-prompt-id",
+        "prompt",
+        "list-versions",
+    ],
+)
+def test_a_read_is_one_round_trip(
+    redis_storage: RedisStorage, monkeypatch: pytest.MonkeyPatch, read: Any
+) -> None:
+    pid, ids = populate(redis_storage)
+    read(redis_storage, pid, ids)  # scripts load on first use; count the steady state
+    sent = count_round_trips(monkeypatch, redis_storage)
+    read(redis_storage, pid, ids)
+    assert sent == ["EVALSHA"]
+
+
+@pytest.mark.redis
+def test_server_counts_one_evalsha_per_read(redis_url: str) -> None:
+    store = RedisStorage.from_url(redis_url)
+    populate(store)
+    store.get_production(ORG, "greeting")
+    admin = redis.Redis.from_url(redis_url)
+
+    def evalsha_calls() -> int:
+        return int(admin.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    before = evalsha_calls()
+    for _ in range(50):
+        store.get_production(ORG, "greeting")
+    # Other clients of the same server may add a few; ours add exactly 50.
+    assert 50 <= evalsha_calls() - before < 60
+    store.close()
+
+
+# --------------------------------------------------------------------------- outages
+
+
+def test_closed_port_is_storage_unavailable() -> None:
+    store = RedisStorage.from_url(f"redis://127.0.0.1:{closed_port()}/0")
+    started = time.monotonic()
+    for call in (
+        store.ping,
+        lambda: store.get_production(ORG, "greeting"),
+        lambda: store.create_prompt(ORG, "greeting"),
+        lambda: store.list_prompts(ORG),
+        lambda: store.get_api_key(ORG, "admin"),
+        store.signing_keys,
+    ):
+        with pytest.raises(StorageUnavailable) as caught:
+            call()
+        assert str(caught.value) == "storage unavailable"
+        assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert time.monotonic() - started < 3
+
+
+def test_disconnected_fakeredis_is_storage_unavailable() -> None:
+    server = fakeredis.FakeServer()
+    store = RedisStorage(fakeredis.FakeRedis(server=server, decode_responses=True))
+    store.create_prompt(ORG, "greeting")
+    server.connected = False
+    with pytest.raises(StorageUnavailable):
+        store.get_prompt(ORG, "greeting")
+    server.connected = True
+    assert store.get_prompt(ORG, "greeting").name == "greeting"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        redis.exceptions.BusyLoadingError("LOADING Redis is loading the dataset in memory"),
+        redis.exceptions.TimeoutError("Timeout reading from 10.1.2.3:6379"),
+        redis.exceptions.ClusterDownError("CLUSTERDOWN The cluster is down"),
+        redis.exceptions.MasterDownError("MASTERDOWN Link with MASTER is down"),
+        redis.exceptions.TryAgainError("TRYAGAIN"),
+        redis.exceptions.ReadOnlyError("READONLY You can't write against a read only replica."),
+        redis.exceptions.OutOfMemoryError("OOM command not allowed"),
+    ],
+)
+def test_server_side_outages_are_storage_unavailable(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    store = RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True))
+
+    def fail(*args: Any, **options: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(store.client, "execute_command", fail)
+    with pytest.raises(StorageUnavailable, match=r"^storage unavailable$"):
+        store.get_production(ORG, "greeting")
+
+
+def test_request_errors_are_not_outages() -> None:
+    store = RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True))
+    with pytest.raises(PromptNotFound):
+        store.get_production(ORG, "greeting")
+
+
+# --------------------------------------------------------------------------- construction
+
+
+def test_from_url_defaults_to_short_timeouts() -> None:
+    store = RedisStorage.from_url("redis://127.0.0.1:6379/3")
+    options = store.client.connection_pool.connection_kwargs
+    assert options["socket_connect_timeout"] == 1.0 and options["socket_timeout"] == 2.0
+    assert options["decode_responses"] is True and options["db"] == 3
+    store.close()
+
+
+def test_url_options_win() -> None:
+    store = RedisStorage.from_url(
+        "redis://127.0.0.1:6379/0?socket_timeout=5&socket_connect_timeout=3"
+    )
+    options = store.client.connection_pool.connection_kwargs
+    assert options["socket_timeout"] == 5.0 and options["socket_connect_timeout"] == 3.0
+    store.close()
+
+
+def test_storage_from_url_picks_redis() -> None:
+    for url in ("redis://127.0.0.1:6379/0", "rediss://127.0.0.1:6380/0"):
+        store = storage_from_url(url)
+        assert isinstance(store, RedisStorage)
+        store.close()
+
+
+def test_client_must_decode_responses() -> None:
+    with pytest.raises(ValueError, match="decode_responses"):
+        RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer()))
