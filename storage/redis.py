@@ -1,8 +1,8 @@
 """Redis storage: every change is one Lua script, every read one round trip.
 
 Key layout: storage/keys.py. Scripts: storage/lua/*.lua, one per atomic operation,
-KEYS/ARGV in each header; they are registered once per client (EVALSHA, loaded again
-by redis-py if the server forgot them). Each script touches only keys of one org, all
+KEYS/ARGV in each header, registered once per client by storage/scripts.py (EVALSHA,
+loaded again by redis-py if the server forgot them). Each script touches only keys of one org, all
 under the org's ``{<org>}`` hash tag, so the same scripts run on Redis Cluster.
 
 Lifecycle rules are checked inside the scripts, where no other client can interleave;
@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from typing import Any
 
 import redis
@@ -23,8 +22,7 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 
-from promptsvc.templates import TemplateError, extract_variables
-from storage import codec, keys
+from storage import codec, keys, scripts
 from storage.base import (
     STATUSES,
     ApiKey,
@@ -61,30 +59,6 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.exceptions.OutOfMemoryError,
 )
 
-# Scripts of one prompt get the org's names hash and per-prompt prefix first; they share
-# the helpers of _common.lua.
-_PROMPT_SCRIPTS = (
-    "get_prompt",
-    "list_prompts",
-    "delete_prompt",
-    "create_version",
-    "read_version",
-    "list_versions",
-    "edit_version",
-    "promote",
-    "archive_version",
-    "unarchive_version",
-    "delete_version",
-    "list_history",
-)
-_STANDALONE_SCRIPTS = (
-    "create_prompt",
-    "add_api_key",
-    "revoke_api_key",
-    "list_api_keys",
-    "ensure_signing_key",
-)
-
 # The message of each lifecycle refusal, by operation and the version's current status.
 _REFUSALS = {
     "edit": "version {n} is {status}: only draft content can be edited",
@@ -96,10 +70,6 @@ _REFUSALS = {
 }
 
 
-def _source(name: str) -> str:
-    return (resources.files("storage") / "lua" / f"{name}.lua").read_text()
-
-
 @contextmanager
 def _guard() -> Iterator[None]:
     try:
@@ -107,38 +77,6 @@ def _guard() -> Iterator[None]:
     except UNAVAILABLE:
         # No host, port or reason: callers answer 503 and must not leak the address.
         raise StorageUnavailable("storage unavailable") from None
-
-
-def _selector(version_ref: str) -> tuple[str, str]:
-    """A version ref as (mode, value) for the scripts: digits = number, v_ = id."""
-    if version_ref.isascii() and version_ref.isdigit():
-        return "number", str(int(version_ref))
-    if version_ref.startswith("v_"):
-        return "id", version_ref
-    return "none", ""  # can name no version: the script still checks the prompt first
-
-
-def _variables(content: str) -> list[str]:
-    """The variables as text and as chat, and why it is not chat ("" if it is).
-
-    The prompt's type is only read inside the script (a separate read could race with a
-    delete and re-create under the same name), so the script picks one of the two.
-    """
-    text = json.dumps(extract_variables(content, "text"))
-    try:
-        return [text, json.dumps(extract_variables(content, "chat")), ""]
-    except TemplateError as exc:
-        return [text, "[]", str(exc)]
-
-
-def _position(cursor: str | None) -> str:
-    """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
-    if not cursor:
-        return ""
-    position = decode_cursor(cursor)
-    if not (position.isascii() and position.isdigit()):
-        raise InvalidInput("invalid cursor")
-    return position
 
 
 def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "") -> Any:
@@ -174,13 +112,7 @@ class RedisStorage(Storage):
         if not client.get_encoder().decode_responses:
             raise ValueError("RedisStorage needs a client made with decode_responses=True")
         self.client = client
-        common = _source("_common")
-        self._scripts: dict[str, Script] = {
-            name: client.register_script(common + _source(name)) for name in _PROMPT_SCRIPTS
-        }
-        self._scripts.update(
-            {name: client.register_script(_source(name)) for name in _STANDALONE_SCRIPTS}
-        )
+        self._scripts: dict[str, Script] = scripts.register(client)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> RedisStorage:
@@ -191,8 +123,10 @@ class RedisStorage(Storage):
             decode_responses=True,
             socket_connect_timeout=1.0,
             socket_timeout=2.0,
-            # One quick retry heals a pooled connection Redis dropped; redis-py's default
-            # (10 retries with backoff) would keep a caller waiting for seconds.
+            # One quick retry heals a pooled connection Redis dropped (a restart); redis-py's
+            # default (10 retries with backoff) would keep a caller waiting for seconds.
+            # The retry resends a script only when no reply came: a write runs twice only
+            # if the connection broke after Redis ran it and before the reply arrived.
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
         )
         return cls(client, clock=clock)
@@ -262,7 +196,7 @@ class RedisStorage(Storage):
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [*_variables(content), codec.timestamp(now)]
+        args += [*scripts.variables(content), codec.timestamp(now)]
         reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
         prompt = codec.fields(reply[1])
         variables = args[6] if prompt["prompt_type"] != "chat" else args[7]
@@ -290,7 +224,7 @@ class RedisStorage(Storage):
         return _version(_check(reply, prompt_ref, ref))
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
-        return self._read(org, prompt_ref, *_selector(version_ref), version_ref)
+        return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)
 
     def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, "latest", "", "latest")
@@ -306,7 +240,7 @@ class RedisStorage(Storage):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[PromptVersion]:
-        before = _position(cursor)
+        before = scripts.position(cursor)
         wanted = "" if status is None else status if status in STATUSES else "-"
         args = [prompt_ref, wanted, before, limit + 1]
         reply = _check(self._prompt_script("list_versions", org, args), prompt_ref)
@@ -318,13 +252,13 @@ class RedisStorage(Storage):
     def _change(
         self, script: str, action: str, org: str, prompt_ref: str, version_ref: str, *args: Any
     ) -> Any:
-        argv = [prompt_ref, *_selector(version_ref), *args]
+        argv = [prompt_ref, *scripts.selector(version_ref), *args]
         return _check(self._prompt_script(script, org, argv), prompt_ref, version_ref, action)
 
     def edit_version(
         self, org: str, prompt_ref: str, version_ref: str, content: str
     ) -> PromptVersion:
-        args = [content, *_variables(content), self._now()]
+        args = [content, *scripts.variables(content), self._now()]
         return _version(self._change("edit_version", "edit", org, prompt_ref, version_ref, *args))
 
     def promote(
@@ -365,7 +299,7 @@ class RedisStorage(Storage):
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
     ) -> Page[PromotionRecord]:
-        args = [prompt_ref, _position(cursor), limit + 1]
+        args = [prompt_ref, scripts.position(cursor), limit + 1]
         found = _check(self._prompt_script("list_history", org, args), prompt_ref)[1:]
         page = found[:limit]
         items = [codec.record(codec.fields(flat)) for _, flat in page]

@@ -1,0 +1,85 @@
+"""The Python side of storage/lua/*.lua: registering the scripts and encoding arguments.
+
+Replies are decoded in storage/redis.py (typed errors) and storage/codec.py (records).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from redis.commands.core import Script
+
+from promptsvc.templates import TemplateError, extract_variables
+from storage.base import InvalidInput, decode_cursor
+
+# Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
+# KEYS[2], and share the helpers of _common.lua, which is put in front of each of them.
+PROMPT_SCRIPTS = (
+    "get_prompt",
+    "list_prompts",
+    "delete_prompt",
+    "create_version",
+    "read_version",
+    "list_versions",
+    "edit_version",
+    "promote",
+    "archive_version",
+    "unarchive_version",
+    "delete_version",
+    "list_history",
+)
+STANDALONE_SCRIPTS = (
+    "create_prompt",
+    "add_api_key",
+    "revoke_api_key",
+    "list_api_keys",
+    "ensure_signing_key",
+)
+
+
+def source(name: str) -> str:
+    """The text of storage/lua/<name>.lua."""
+    return (resources.files("storage") / "lua" / f"{name}.lua").read_text()
+
+
+def register(client: Any) -> dict[str, Script]:
+    """Every script registered once on ``client`` (redis-py runs them with EVALSHA and
+    loads them again when a server answers NOSCRIPT)."""
+    common = source("_common")
+    registered = {name: client.register_script(common + source(name)) for name in PROMPT_SCRIPTS}
+    registered.update({name: client.register_script(source(name)) for name in STANDALONE_SCRIPTS})
+    return registered
+
+
+def selector(version_ref: str) -> tuple[str, str]:
+    """A version ref as the scripts' (mode, value): ASCII digits = number, ``v_`` = id."""
+    if version_ref.isascii() and version_ref.isdigit():
+        return "number", str(int(version_ref))
+    if version_ref.startswith("v_"):
+        return "id", version_ref
+    return "none", ""  # can name no version: the script still checks the prompt first
+
+
+def variables(content: str) -> list[str]:
+    """The variables as text and as chat (JSON), and why it is not chat ("" if it is).
+
+    The prompt's type is only read inside the script (a separate read could race with a
+    delete and re-create under the same name), so the script picks one of the two.
+    """
+    text = json.dumps(extract_variables(content, "text"))
+    try:
+        return [text, json.dumps(extract_variables(content, "chat")), ""]
+    except TemplateError as exc:
+        return [text, "[]", str(exc)]
+
+
+def position(cursor: str | None) -> str:
+    """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
+    if not cursor:
+        return ""
+    decoded = decode_cursor(cursor)
+    if not (decoded.isascii() and decoded.isdigit()):
+        raise InvalidInput("invalid cursor")
+    return decoded
