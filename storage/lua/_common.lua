@@ -25,23 +25,16 @@ end
 
 -- A name or a pmt_ id -> the prompt id, or nil when there is no such prompt.
 local function resolve_prompt(ref)
-  local pid
-  if string.sub(ref, 1, 4) == "pmt_" then
-    -- Only [A-Za-z0-9] after the prefix: a ref with ":" must not reach another key.
-    if not string.match(ref, "^pmt_%w+$") then
-      return nil
-    end
-    pid = ref
-  else
-    pid = redis.call("HGET", NAMES, ref)
-    if not pid then
-      return nil
-    end
+  if string.sub(ref, 1, 4) ~= "pmt_" then
+    -- create_prompt and delete_prompt change the names hash and the prompt hash
+    -- together, so a name found here always has its prompt.
+    return redis.call("HGET", NAMES, ref) or nil
   end
-  if redis.call("EXISTS", pkey(pid)) == 0 then
-    return nil
+  -- Only [A-Za-z0-9] after the prefix: a ref with ":" must not reach another key.
+  if string.match(ref, "^pmt_%w+$") and redis.call("EXISTS", pkey(ref)) == 1 then
+    return ref
   end
-  return pid
+  return nil
 end
 
 -- mode: "production" | "latest" | "number" (value = decimal) | "id" (value = v_...) |
@@ -63,7 +56,8 @@ local function resolve_version(pid, mode, value)
 end
 
 -- Resolve prompt and version; returns pid, vid, status, number or nil, error reply.
-local function resolve(ref, mode, value)
+-- Reads pass without_state to skip fetching status and number they do not need.
+local function resolve(ref, mode, value, without_state)
   local pid = resolve_prompt(ref)
   if not pid then
     return nil, { "no_prompt" }
@@ -74,6 +68,9 @@ local function resolve(ref, mode, value)
       return nil, { "no_production" }
     end
     return nil, { "no_version" }
+  end
+  if without_state then
+    return pid, vid
   end
   local fields = redis.call("HMGET", vkey(pid, vid), "status", "version")
   return pid, vid, fields[1], tonumber(fields[2])

@@ -6,7 +6,7 @@
 -- ARGV[3]  the number or version id (modes "number" and "id")
 -- Returns {"ok", prompt fields, version fields}, {"no_prompt"}, {"no_version"} or
 -- {"no_production"}.
-local pid, vid_or_err = resolve(ARGV[1], ARGV[2], ARGV[3])
+local pid, vid_or_err = resolve(ARGV[1], ARGV[2], ARGV[3], true)
 if not pid then
   return vid_or_err
 end

@@ -1,0 +1,254 @@
+"""Storage benchmark: ``python -m bench.storage [--redis-url URL] [--quick]``.
+
+Measures, on the memory backend and on the real Redis at ``--redis-url`` (default db 9,
+which this bench FLUSHes before and after: give it a db nobody else uses):
+
+* ops/s and median latency of get-production, create-version and promote;
+* Redis commands per read: round trips counted on the client, and EVALSHA / all
+  commands from ``INFO commandstats`` deltas (server-wide: other clients of the same
+  server add to them, so they are an upper bound);
+* get-production (and get-latest) latency on a prompt with 10 versions, on a prompt
+  with 100,000 versions, and in an org with 100,000 prompts. The three cases take
+  turns in small batches so that noise from other processes hits them alike.
+
+Targets: 1 Redis command per read; large/small read latency <= 1.2x; memory
+get-production < 5 microseconds median. Prints a table and writes the "storage" section
+of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from bench.report import table, write_section
+from storage.base import Storage
+from storage.memory import MemoryStorage
+from storage.redis import RedisStorage
+
+USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+
+
+@dataclass
+class Timing:
+    samples_ns: list[int]
+    wall_s: float
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.samples_ns) / 1000
+
+    @property
+    def ops_per_s(self) -> float:
+        return len(self.samples_ns) / self.wall_s
+
+
+def timed(op: Callable[[int], object], n: int) -> Timing:
+    clock = time.perf_counter_ns
+    samples = []
+    gc.disable()  # as timeit does: a collection would land on one unlucky sample
+    try:
+        start = time.perf_counter()
+        for i in range(n):
+            t0 = clock()
+            op(i)
+            samples.append(clock() - t0)
+        return Timing(samples, time.perf_counter() - start)
+    finally:
+        gc.enable()
+
+
+def prompt_with_versions(store: Storage, org: str, name: str, count: int) -> None:
+    """A prompt with ``count`` versions, the newest one published."""
+    store.create_prompt(org, name)
+    for _ in range(count):
+        store.create_version(org, name, CONTENT, USER)
+    store.promote(org, name, str(count), USER)
+
+
+def org_with_prompts(store: Storage, org: str, count: int) -> None:
+    for i in range(count):
+        store.create_prompt(org, f"p{i:06d}")
+
+
+def build(store: Storage, versions: int, prompts: int) -> dict[str, tuple[str, str]]:
+    """The read cases: case -> (org, prompt name)."""
+    prompt_with_versions(store, "small", "target", 10)
+    prompt_with_versions(store, "bigprompt", "target", versions)
+    org_with_prompts(store, "bigorg", prompts)
+    prompt_with_versions(store, "bigorg", "target", 10)
+    return {
+        "10 versions": ("small", "target"),
+        f"{versions:,} versions": ("bigprompt", "target"),
+        f"{prompts:,} prompts in org": ("bigorg", "target"),
+    }
+
+
+def read_latencies(
+    store: Storage, cases: dict[str, tuple[str, str]], reads: int
+) -> dict[tuple[str, str], float]:
+    """Median latency (us) per (read, case). The cases take turns in batches of 10 reads,
+    so noise from other processes on the machine falls on all of them alike."""
+    samples: dict[tuple[str, str], list[int]] = {}
+    for _ in range(max(reads // 10, 1)):
+        for case, (org, name) in cases.items():
+            for read, call in (("production", store.get_production), ("latest", store.get_latest)):
+                t = timed(lambda _i, c=call, o=org, n=name: c(o, n), 10)  # type: ignore[misc]
+                samples.setdefault((read, case), []).extend(t.samples_ns)
+    return {key: statistics.median(ns) / 1000 for key, ns in samples.items()}
+
+
+def operations(store: Storage, n: int) -> dict[str, Timing]:
+    """get-production, create-version and promote, each ``n`` times on a fresh prompt."""
+    store.create_prompt("ops", "p")
+    result = {
+        "create-version": timed(lambda _i: store.create_version("ops", "p", CONTENT, USER), n)
+    }
+    result["promote"] = timed(lambda i: store.promote("ops", "p", str(i + 1), USER), n)
+    result["get-production"] = timed(lambda _i: store.get_production("ops", "p"), n)
+    return result
+
+
+def commands_per_read(store: RedisStorage, url: str, n: int) -> dict[str, float]:
+    """Round trips counted on the client, and commandstats deltas from the server."""
+    sent: list[Any] = []
+    original = store.client.execute_command
+
+    def counting(*args: Any, **options: Any) -> Any:
+        sent.append(args[0])
+        return original(*args, **options)
+
+    admin = redis.Redis.from_url(url)
+
+    def stats() -> dict[str, int]:
+        return {k: int(v["calls"]) for k, v in admin.info("commandstats").items()}
+
+    store.get_production("small", "target")  # the script is loaded; count steady state
+    store.client.execute_command = counting  # type: ignore[method-assign]
+    before = stats()
+    for _ in range(n):
+        store.get_production("small", "target")
+    after = stats()
+    store.client.execute_command = original  # type: ignore[method-assign]
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    delta["cmdstat_info"] = delta.get("cmdstat_info", 0) - 1  # our own second INFO
+    return {
+        "round trips": len(sent) / n,
+        "EVALSHA": delta.get("cmdstat_evalsha", 0) / n,
+        "all commands": sum(delta.values()) / n,
+    }
+
+
+def run_backend(
+    label: str, store: Storage, args: argparse.Namespace
+) -> tuple[dict[str, Timing], dict[tuple[str, str], float], float]:
+    started = time.perf_counter()
+    ops = operations(store, args.ops)
+    cases = build(store, args.versions, args.prompts)
+    built = time.perf_counter() - started
+    print(f"{label}: operations and {args.versions:,}+{args.prompts:,} records in {built:.1f}s")
+    return ops, read_latencies(store, cases, args.reads), built
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/9")
+    parser.add_argument("--quick", action="store_true", help="small sizes, no docs update")
+    args = parser.parse_args()
+    args.versions = args.prompts = 2_000 if args.quick else 100_000
+    args.ops, args.reads = (300, 600) if args.quick else (2_000, 6_000)
+
+    started = time.perf_counter()
+    results = {"memory": run_backend("memory", MemoryStorage(), args)}
+    store = RedisStorage.from_url(args.redis_url)
+    store.client.flushdb()
+    try:
+        results["redis"] = run_backend("redis", store, args)
+        per_read = commands_per_read(store, args.redis_url, 1_000)
+    finally:
+        store.client.flushdb()
+        store.close()
+    elapsed = time.perf_counter() - started
+
+    body = report(results, per_read, args, elapsed)
+    print(body)
+    if not args.quick:
+        command = " ".join(["python -m bench.storage", *sys.argv[1:]])
+        write_section("storage", "Storage", command, body)
+
+
+def report(
+    results: dict[str, tuple[dict[str, Timing], dict[tuple[str, str], float], float]],
+    per_read: dict[str, float],
+    args: argparse.Namespace,
+    elapsed: float,
+) -> str:
+    op_rows: list[list[object]] = [
+        [backend, op, f"{t.ops_per_s:,.0f}", f"{t.median_us:.1f}"]
+        for backend, (ops, _, _) in results.items()
+        for op, t in ops.items()
+    ]
+    cases = list(dict.fromkeys(case for _, (_, reads, _) in results.items() for _, case in reads))
+    read_rows: list[list[object]] = []
+    ratios: dict[tuple[str, str], float] = {}
+    for backend, (_, reads, _) in results.items():
+        for read in ("production", "latest"):
+            small = reads[(read, cases[0])]
+            row: list[object] = [backend, f"get-{read}"]
+            for case in cases:
+                row.append(f"{reads[(read, case)]:.1f}")
+            worst = max(reads[(read, c)] for c in cases[1:]) / small
+            ratios[(backend, read)] = worst
+            row.append(f"{worst:.2f}x")
+            read_rows.append(row)
+
+    inside = per_read["all commands"] - per_read["EVALSHA"]
+    targets: list[list[object]] = [
+        [
+            "Redis commands per read",
+            "1",
+            f"{per_read['round trips']:.2f} round trip on the client; server: "
+            f"{per_read['EVALSHA']:.2f} EVALSHA, which runs {inside:.1f} commands inside",
+            verdict(per_read["round trips"] == 1),
+        ]
+    ]
+    for (backend, read), ratio in ratios.items():
+        label = f"{backend} get-{read}: large / small"
+        targets.append([label, "<= 1.2x", f"{ratio:.2f}x", verdict(ratio <= 1.2)])
+    mem_prod = results["memory"][0]["get-production"].median_us
+    targets.append(
+        ["memory get-production median", "< 5 us", f"{mem_prod:.2f} us", verdict(mem_prod < 5)]
+    )
+    sizes = (
+        f"{args.ops:,} operations of each kind, {args.reads:,} reads per case taking turns "
+        f"in batches of 10, garbage collector off while timing; whole run {elapsed:.0f} s"
+    )
+    return "\n\n".join(
+        [
+            f"Latencies are medians in microseconds, in-process for memory and over a "
+            f"localhost socket for Redis ({sizes}).",
+            "### Operations",
+            table(["backend", "operation", "ops/s", "median us"], op_rows),
+            "### Read latency as data grows (median us)",
+            table(["backend", "read", *cases, "worst large/small"], read_rows),
+            "### Targets",
+            table(["target", "goal", "measured", ""], targets),
+        ]
+    )
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+if __name__ == "__main__":
+    main()
