@@ -1,0 +1,106 @@
+"""Fixtures: a live server (``service``) and clients of both kinds (``make_client``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sdk_support import (
+    AsyncAdapter,
+    ControlledStorage,
+    FakeClock,
+    LiveServer,
+    Seen,
+    Service,
+    ServiceFactory,
+    build_app,
+    new_key,
+    seed,
+)
+
+from promptsvc.client import AsyncPromptClient, PromptClient
+
+
+@pytest.fixture
+def start_service() -> Iterator[ServiceFactory]:
+    """Start seeded servers (``token_lifetime`` is passed to Settings); all stopped after."""
+    servers: list[LiveServer] = []
+
+    def start(token_lifetime: int = 300) -> Service:
+        storage = ControlledStorage()
+        versions = seed(storage)
+        seen: list[Seen] = []
+        app = build_app(storage, seen, token_lifetime)
+        key_id, secret = new_key(app)
+        server = LiveServer(app)
+        servers.append(server)
+        return Service(server, app, storage, versions, key_id, secret, seen)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def service(start_service: ServiceFactory) -> Service:
+    return start_service()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(params=["sync", "async"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_client(kind: str, service: Service, clock: FakeClock) -> Iterator[Callable[..., Any]]:
+    """Build a PromptClient, or an AsyncPromptClient behind AsyncAdapter, for ``svc``
+    (default: ``service``) with its key, on the fake clock; closed after the test.
+
+    ``url`` overrides the base URL (auth_url too); ``client_credentials=True`` uses the
+    realm token endpoint instead of the SDK one.
+    """
+    made: list[Any] = []
+
+    def make(
+        svc: Service | None = None,
+        *,
+        url: str | None = None,
+        client_credentials: bool = False,
+        secret: str | None = None,
+        **options: Any,
+    ) -> Any:
+        cls = PromptClient if kind == "sync" else AsyncPromptClient
+        options.setdefault("clock", clock)
+        options.setdefault("retry_backoff", 0.01)
+        svc = svc or service
+        base = url or svc.url
+        if client_credentials:
+            options.setdefault("auth_url", base)
+            client: Any = cls.with_client_credentials(
+                base,
+                org="acme",
+                client_id=svc.key_id,
+                client_secret=secret or svc.key_secret,
+                **options,
+            )
+        else:
+            client = cls(
+                base,
+                account_id="acme",
+                key_id=svc.key_id,
+                key_secret=secret or svc.key_secret,
+                **options,
+            )
+        wrapped = client if kind == "sync" else AsyncAdapter(client)
+        made.append(wrapped)
+        return wrapped
+
+    yield make
+    for client in made:
+        client.close()

@@ -1,0 +1,221 @@
+"""A real promptsvc server for SDK tests: create_app + MemoryStorage on a loopback port.
+
+Nothing here imitates the server: requests go over TCP to the app the service ships.
+The only test additions are a before/after-request hook that records what arrived (to
+count requests and check headers server-side) and a storage subclass whose prompt
+reads can be made unavailable (503) or held at a gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flask import Flask, Response, g, request
+from werkzeug.datastructures import Headers
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from promptsvc.app import create_app
+from promptsvc.client import AsyncPromptClient, PromptVersion
+from promptsvc.config import Settings
+from storage.base import StorageUnavailable
+from storage.memory import MemoryStorage
+
+T = TypeVar("T")
+ORG = "acme"
+AUTHOR = str(uuid.uuid4())
+
+
+class FakeClock:
+    """The SDK's clock seam: monotonic seconds that move only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class ControlledStorage(MemoryStorage):
+    """MemoryStorage whose prompt reads can fail (``down``) or wait at ``gate``.
+
+    Only the three reads the SDK's endpoints use are affected, so tokens still work.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.gate: threading.Event | None = None
+
+    def _before_read(self) -> None:
+        if self.down:
+            raise StorageUnavailable("storage switched off by the test")
+        if self.gate is not None:
+            self.gate.wait(10)
+
+    def get_production(self, org: str, prompt_ref: str) -> Any:
+        self._before_read()
+        return super().get_production(org, prompt_ref)
+
+    def get_latest(self, org: str, prompt_ref: str) -> Any:
+        self._before_read()
+        return super().get_latest(org, prompt_ref)
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> Any:
+        self._before_read()
+        return super().get_version(org, prompt_ref, version_ref)
+
+
+@dataclass
+class Seen:
+    """One request as the server received it."""
+
+    method: str
+    path: str  # raw, still percent-encoded
+    headers: Headers  # case-insensitive
+    body: bytes
+    status: int | None = None
+    etag: str | None = None  # the response's
+
+
+@dataclass
+class Versions:
+    v1: str  # greeting v1, production
+    v2: str  # greeting v2, draft (latest)
+    chat: str  # chatty v1, production
+    draft_only: str  # unreleased v1, draft
+
+
+def seed(storage: MemoryStorage) -> Versions:
+    """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
+    storage.create_prompt(ORG, "greeting")
+    v1 = storage.create_version(ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"])
+    storage.promote(ORG, "greeting", v1.version_id, AUTHOR, notes="first")
+    v2 = storage.create_version(ORG, "greeting", "Hi {{name}}, welcome to {{place}}", AUTHOR)
+    storage.create_prompt(ORG, "chatty", prompt_type="chat")
+    chat = storage.create_version(
+        ORG,
+        "chatty",
+        '[{"role": "system", "content": "You help {{name}}."},'
+        ' {"role": "user", "content": "{{question}}"}]',
+        AUTHOR,
+    )
+    storage.promote(ORG, "chatty", chat.version_id, AUTHOR)
+    storage.create_prompt(ORG, "unreleased")
+    draft = storage.create_version(ORG, "unreleased", "soon", AUTHOR)
+    return Versions(v1.version_id, v2.version_id, chat.version_id, draft.version_id)
+
+
+def build_app(storage: MemoryStorage, seen: list[Seen], token_lifetime: int = 300) -> Flask:
+    """The real app, plus a hook recording each request and its status into ``seen``."""
+    app = create_app(Settings(token_lifetime=token_lifetime), storage=storage)
+
+    @app.before_request
+    def record() -> None:
+        g.seen = Seen(
+            request.method,
+            request.environ.get("REQUEST_URI") or request.full_path,
+            Headers(request.headers),
+            request.get_data(cache=True),
+        )
+        seen.append(g.seen)
+
+    @app.after_request
+    def record_status(response: Response) -> Response:
+        if "seen" in g:
+            g.seen.status = response.status_code
+            g.seen.etag = response.headers.get("ETag")
+        return response
+
+    return app
+
+
+def new_key(app: Flask, client_id: str | None = None, secret: str | None = None) -> tuple[str, str]:
+    """(client_id, secret) of a new Service Read key of ORG."""
+    key, plain = app.extensions["identity"].create_key(
+        ORG, "Service Read", client_id=client_id, client_secret=secret
+    )
+    return key.client_id, plain
+
+
+class LiveServer:
+    """A WSGI app served by werkzeug on 127.0.0.1:<free port> in a daemon thread."""
+
+    def __init__(self, app: Flask) -> None:
+        self._server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.running = True
+
+    def swap(self, app: Flask) -> None:
+        """Serve another app on the same port, as a restarted server would."""
+        self._server.app = app
+
+    def stop(self) -> None:
+        """Stop serving and close the port: later connections are refused."""
+        if self.running:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(5)
+            self.running = False
+
+
+@dataclass
+class Service:
+    """A running server with its storage, seeded data, key and request log."""
+
+    server: LiveServer
+    app: Flask
+    storage: ControlledStorage
+    versions: Versions
+    key_id: str
+    key_secret: str
+    seen: list[Seen] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def api_calls(self) -> list[Seen]:
+        return [s for s in self.seen if s.path.startswith("/api/")]
+
+    def token_calls(self) -> list[Seen]:
+        return [s for s in self.seen if not s.path.startswith("/api/")]
+
+
+ServiceFactory = Callable[..., Service]  # start_service(token_lifetime=300)
+MakeClient = Callable[..., Any]  # make_client(svc=None, *, client_credentials, secret, **options)
+
+
+class AsyncAdapter:
+    """Drives an AsyncPromptClient from synchronous test code on a private loop, so
+    every behaviour test runs against both clients."""
+
+    def __init__(self, client: AsyncPromptClient) -> None:
+        self.client = client
+        self._loop = asyncio.new_event_loop()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coro)
+
+    def get_prompt_version(self, *args: Any, **kwargs: Any) -> PromptVersion:
+        return self.run(self.client.get_prompt_version(*args, **kwargs))
+
+    def clear_cache(self) -> None:
+        self.client.clear_cache()
+
+    @property
+    def stale_if_error(self) -> bool:
+        return self.client.stale_if_error
+
+    def close(self) -> None:
+        self.run(self.client.aclose())
+        self._loop.close()

@@ -1,0 +1,141 @@
+"""SDK caching against the real server: keys, TTL on the clock seam, revalidation,
+clear_cache and promotion visibility, for both clients."""
+
+from __future__ import annotations
+
+import pytest
+from sdk_support import AUTHOR, ORG, FakeClock, MakeClient, Service
+
+from promptsvc.client import NoProductionVersionError
+
+
+def test_hit_is_served_without_a_request(make_client: MakeClient, service: Service) -> None:
+    client = make_client()
+    first = client.get_prompt_version("greeting")
+
+    assert client.get_prompt_version("greeting") is first
+    assert client.get_prompt_version("greeting", label="production") is first
+    assert len(service.api_calls()) == 1
+
+
+def test_each_label_and_version_has_its_own_entry(
+    make_client: MakeClient, service: Service
+) -> None:
+    client = make_client()
+    calls = [
+        ("greeting", None, None),
+        ("greeting", "latest", None),
+        ("greeting", None, service.versions.v1),
+        ("greeting", None, 1),
+        ("chatty", None, None),
+    ]
+    for name, label, version in calls * 3:
+        client.get_prompt_version(name, label=label, version=version)
+
+    assert len(service.api_calls()) == len(calls)
+
+
+def test_entry_expires_after_ttl(
+    make_client: MakeClient, service: Service, clock: FakeClock
+) -> None:
+    client = make_client(cache_ttl=30)
+    client.get_prompt_version("greeting")
+    clock.advance(29.9)
+    client.get_prompt_version("greeting")
+    assert len(service.api_calls()) == 1
+
+    clock.advance(0.1)
+    client.get_prompt_version("greeting")
+    assert len(service.api_calls()) == 2
+
+
+def test_default_ttl_is_300_seconds(
+    make_client: MakeClient, service: Service, clock: FakeClock
+) -> None:
+    client = make_client()
+    client.get_prompt_version("greeting")
+    clock.advance(299)
+    client.get_prompt_version("greeting")
+    assert len(service.api_calls()) == 1
+    clock.advance(1)
+    client.get_prompt_version("greeting")
+    assert len(service.api_calls()) == 2
+
+
+def test_expired_entry_is_revalidated_and_a_304_renews_it(
+    make_client: MakeClient, service: Service, clock: FakeClock
+) -> None:
+    client = make_client(cache_ttl=60)
+    first = client.get_prompt_version("greeting")
+    fetch = service.api_calls()[0]
+    assert "If-None-Match" not in fetch.headers
+    assert fetch.etag
+
+    clock.advance(61)
+    again = client.get_prompt_version("greeting")
+    revalidation = service.api_calls()[1]
+    assert again is first
+    assert revalidation.headers["If-None-Match"] == fetch.etag
+    assert revalidation.status == 304
+
+    clock.advance(59)  # renewed for a full ttl from the 304
+    assert client.get_prompt_version("greeting") is first
+    assert len(service.api_calls()) == 2
+
+
+def test_ttl_zero_turns_caching_off(make_client: MakeClient, service: Service) -> None:
+    client = make_client(cache_ttl=0)
+    for _ in range(3):
+        client.get_prompt_version("greeting")
+    calls = service.api_calls()
+    assert len(calls) == 3
+    assert all("If-None-Match" not in c.headers for c in calls)
+
+
+def test_clear_cache_drops_every_entry(make_client: MakeClient, service: Service) -> None:
+    client = make_client()
+    keys = [("greeting", None), ("greeting", "latest"), ("chatty", None)]
+    for name, label in keys:
+        client.get_prompt_version(name, label=label)
+    client.clear_cache()
+    for name, label in keys:
+        client.get_prompt_version(name, label=label)
+
+    calls = service.api_calls()
+    assert len(calls) == 6
+    assert all("If-None-Match" not in c.headers for c in calls)  # nothing kept to revalidate
+
+
+def test_promotion_is_seen_only_after_ttl(
+    make_client: MakeClient, service: Service, clock: FakeClock
+) -> None:
+    client = make_client(cache_ttl=60)
+    assert client.get_prompt_version("greeting").version == 1
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
+
+    clock.advance(59)
+    assert client.get_prompt_version("greeting").version == 1  # SPEC 3: old until expiry
+    clock.advance(1)
+    fresh = client.get_prompt_version("greeting")
+    assert (fresh.version, fresh.is_production) == (2, True)
+    assert service.api_calls()[-1].status == 200  # the ETag changed: a full answer
+
+
+def test_promotion_is_seen_at_once_after_clear_cache(
+    make_client: MakeClient, service: Service
+) -> None:
+    client = make_client()
+    assert client.get_prompt_version("greeting").version == 1
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
+    assert client.get_prompt_version("greeting").version == 1
+
+    client.clear_cache()
+    assert client.get_prompt_version("greeting").version == 2
+
+
+def test_errors_are_not_cached(make_client: MakeClient, service: Service) -> None:
+    client = make_client()
+    for _ in range(2):
+        with pytest.raises(NoProductionVersionError):
+            client.get_prompt_version("unreleased")
+    assert len(service.api_calls()) == 2

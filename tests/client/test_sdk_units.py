@@ -1,0 +1,100 @@
+"""The pieces under the clients, where a server adds nothing: cache, keys, backoff."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from promptsvc.client.cache import CacheEntry, PromptCache, cache_key
+from promptsvc.client.flow import RetryPolicy
+from promptsvc.client.models import ModelError, PromptVersion
+
+BODY = {
+    "prompt_id": "pmt_1",
+    "version_id": "v_1",
+    "name": "greeting",
+    "version": 1,
+    "content": "Hi {{name}}",
+    "variables": ["name"],
+    "status": "published",
+    "is_production": True,
+    "prompt_type": "text",
+    "metadata": {"a": 1},
+    "tags": [],
+    "created_at": "2026-01-02T03:04:05.678901Z",
+    "updated_at": "2026-01-02T03:04:05Z",
+    "promoted_at": None,
+    "promoted_by": None,
+}
+
+
+def version() -> PromptVersion:
+    return PromptVersion.from_json(BODY)
+
+
+def test_cache_keys() -> None:
+    assert cache_key("greeting", None, None) == "prompt:greeting:production"
+    assert cache_key("greeting", "production", None) == "prompt:greeting:production"
+    assert cache_key("greeting", "latest", None) == "prompt:greeting:latest"
+    assert cache_key("greeting", None, "v_1") == "prompt:greeting:v_1"
+    assert cache_key("greeting", None, 3) == cache_key("greeting", None, "3")
+    with pytest.raises(ValueError):
+        cache_key("greeting", "latest", "v_1")
+
+
+def test_entry_expiry() -> None:
+    entry = CacheEntry(version(), None, expires_at=10.0)
+    assert not entry.is_expired(9.999)
+    assert entry.is_expired(10.0)
+
+
+def test_put_from_before_a_clear_is_dropped() -> None:
+    now = [0.0]
+    cache = PromptCache(60, clock=lambda: now[0])
+    generation = cache.generation
+    cache.clear()  # a clear_cache() while that fetch was in flight
+    cache.put("k", version(), None, generation)
+    assert cache.get("k") is None
+    cache.put("k", version(), '"e"', cache.generation)
+    assert cache.fresh("k") is not None
+    now[0] = 60.0
+    assert cache.fresh("k") is None
+    assert cache.get("k") is not None  # kept for revalidation and stale-if-error
+
+
+def test_ttl_zero_stores_nothing() -> None:
+    cache = PromptCache(0)
+    cache.put("k", version(), None, cache.generation)
+    assert len(cache) == 0
+
+
+def test_backoff_doubles_with_jitter_and_a_cap() -> None:
+    low = RetryPolicy(backoff=0.25, backoff_cap=1.0, jitter=lambda: 0.0)
+    high = RetryPolicy(backoff=0.25, backoff_cap=1.0, jitter=lambda: 1.0)
+    assert [low.delay(n) for n in range(4)] == [0.125, 0.25, 0.5, 0.5]
+    assert [high.delay(n) for n in range(4)] == [0.25, 0.5, 1.0, 1.0]
+
+
+def test_model_parses_times_and_freezes_collections() -> None:
+    v = version()
+    assert v.created_at == datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    assert v.variables == ("name",)
+    with pytest.raises(TypeError):
+        v.metadata["a"] = 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"version": "1"}, "version"),
+        ({"version": True}, "version"),
+        ({"is_production": 1}, "is_production"),
+        ({"tags": [1]}, "tags"),
+        ({"created_at": "yesterday"}, "created_at"),
+        ({"promoted_by": 5}, "promoted_by"),
+    ],
+)
+def test_model_names_a_bad_field(change: dict[str, object], field: str) -> None:
+    with pytest.raises(ModelError, match=field):
+        PromptVersion.from_json({**BODY, **change})
