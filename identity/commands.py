@@ -1,0 +1,206 @@
+"""Operator commands (``promptsvc keys ...``, ``promptsvc signing-keys ...``).
+
+They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
+(Redis in practice), with no server involved, and print JSON on stdout. ``memory://``
+storage lives inside the server process, so these commands refuse it and say what to
+use instead.
+
+``register(subparsers)`` adds the commands to promptsvc's argparse CLI; each parsed
+namespace carries ``func(args) -> int`` (the exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from identity import keys
+from identity.errors import IdentityError
+from identity.roles import ROLES, SERVICE_READ
+from identity.signing import new_signing_key
+from storage import storage_from_url
+from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, Storage, StorageError
+
+EXIT_FAILED = 1
+EXIT_MEMORY = 2
+
+_MEMORY_KEYS = (
+    "memory:// storage lives inside the server process, so this command cannot reach "
+    "its keys. Use the running server instead: POST /api/v1/keys with a Service Admin "
+    "token, or list the key in a bootstrap file (PROMPTSVC_BOOTSTRAP_FILE or "
+    "`promptsvc serve --bootstrap FILE`). Or point --storage / PROMPTSVC_STORAGE_URL "
+    "at Redis."
+)
+_MEMORY_SIGNING = (
+    "memory:// storage lives inside the server process, so this command cannot reach "
+    "its signing keys. A memory:// server makes a new signing key each time it starts; "
+    "rotating keys while tokens stay valid needs Redis storage (--storage or "
+    "PROMPTSVC_STORAGE_URL)."
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``keys create|list|revoke`` and ``signing-keys rotate|list|retire``."""
+    keys_parser = subparsers.add_parser(
+        "keys", help="manage API keys directly on Redis storage", description=__doc__
+    )
+    keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True)
+
+    create = keys_sub.add_parser("create", help="create a key; prints its secret once")
+    _common(create)
+    create.add_argument("--org", required=True, help="org (realm) slug")
+    create.add_argument("--role", default=SERVICE_READ, choices=ROLES, help="fixed role")
+    create.add_argument("--description", help="free text, e.g. what uses the key")
+    create.add_argument("--client-id", help="client id to use (default: generated)")
+    create.set_defaults(func=_command(_keys_create, _MEMORY_KEYS))
+
+    listing = keys_sub.add_parser("list", help="list an org's keys (never a secret)")
+    _common(listing)
+    listing.add_argument("--org", required=True, help="org (realm) slug")
+    listing.set_defaults(func=_command(_keys_list, _MEMORY_KEYS))
+
+    revoke = keys_sub.add_parser("revoke", help="revoke a key (issued tokens live until exp)")
+    _common(revoke)
+    revoke.add_argument("--org", required=True, help="org (realm) slug")
+    revoke.add_argument("--client-id", required=True, help="the key to revoke")
+    revoke.set_defaults(func=_command(_keys_revoke, _MEMORY_KEYS))
+
+    signing = subparsers.add_parser("signing-keys", help="manage token signing keys on Redis")
+    signing_sub = signing.add_subparsers(dest="signing_command", required=True)
+
+    rotate = signing_sub.add_parser(
+        "rotate", help="add a new signing key; older keys keep verifying"
+    )
+    _common(rotate)
+    rotate.set_defaults(func=_command(_signing_rotate, _MEMORY_SIGNING))
+
+    signing_list = signing_sub.add_parser("list", help="list signing keys (no private parts)")
+    _common(signing_list)
+    signing_list.set_defaults(func=_command(_signing_list, _MEMORY_SIGNING))
+
+    retire = signing_sub.add_parser(
+        "retire", help="stop trusting an old key (its tokens stop verifying)"
+    )
+    _common(retire)
+    retire.add_argument("kid", help="the key id, from `signing-keys list`")
+    retire.set_defaults(func=_command(_signing_retire, _MEMORY_SIGNING))
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--storage",
+        metavar="URL",
+        help="storage URL (default: PROMPTSVC_STORAGE_URL, else memory://)",
+    )
+
+
+def _command(
+    body: Callable[[Storage, argparse.Namespace], Any], memory_message: str
+) -> Callable[[argparse.Namespace], int]:
+    """Wrap ``body``: open the storage, print its result as JSON, map errors to exits."""
+
+    def run(args: argparse.Namespace) -> int:
+        url = args.storage or os.environ.get("PROMPTSVC_STORAGE_URL") or "memory://"
+        if url.split("://", 1)[0].lower() == "memory":
+            return _fail(memory_message, EXIT_MEMORY)
+        try:
+            store = storage_from_url(url)
+        except ValueError as exc:
+            return _fail(str(exc))
+        try:
+            result = body(store, args)
+        except (IdentityError, ApiKeyExists, ApiKeyNotFound) as exc:
+            return _fail(str(exc))
+        except StorageError:
+            return _fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
+        finally:
+            store.close()
+        print(json.dumps(result, indent=2))
+        return 0
+
+    return run
+
+
+class _CommandError(IdentityError):
+    """A command that cannot do what it was asked; the message says why."""
+
+
+def _fail(message: str, status: int = EXIT_FAILED) -> int:
+    print(f"promptsvc: error: {message}", file=sys.stderr)
+    return status
+
+
+def _keys_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    key, secret = keys.create_key(
+        store, args.org, args.role, args.description, client_id=args.client_id
+    )
+    print("Store the client_secret now: it is not shown again.", file=sys.stderr)
+    return {**_key_json(key), "client_secret": secret}
+
+
+def _keys_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    if not keys.valid_org(args.org):
+        raise _CommandError(f"invalid org slug {args.org!r}")
+    return {"items": [_key_json(key) for key in store.list_api_keys(args.org)]}
+
+
+def _keys_revoke(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    if not keys.valid_org(args.org):
+        raise _CommandError(f"invalid org slug {args.org!r}")
+    return _key_json(store.revoke_api_key(args.org, args.client_id))
+
+
+def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    record = new_signing_key(store.clock())
+    store.add_signing_key(record)
+    if os.environ.get("PROMPTSVC_SIGNING_KEY_FILE"):
+        print(
+            "note: servers with PROMPTSVC_SIGNING_KEY_FILE keep signing with that file's "
+            "key; the new key only verifies there.",
+            file=sys.stderr,
+        )
+    return {"kid": record.kid, "created_at": _time(record.created_at), "signing": True}
+
+
+def _signing_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    kept = store.signing_keys()
+    return {
+        "items": [
+            {"kid": k.kid, "created_at": _time(k.created_at), "signing": i == len(kept) - 1}
+            for i, k in enumerate(kept)
+        ]
+    }
+
+
+def _signing_retire(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    kept = store.signing_keys()
+    kids = [k.kid for k in kept]
+    if args.kid not in kids:
+        raise _CommandError(f"no signing key {args.kid!r}; see `promptsvc signing-keys list`")
+    if args.kid == kids[-1]:
+        raise _CommandError(
+            "that key signs new tokens; rotate first, then retire it once its tokens expired"
+        )
+    store.remove_signing_key(args.kid)
+    return {"retired": args.kid, "remaining": [kid for kid in kids if kid != args.kid]}
+
+
+def _key_json(key: ApiKey) -> dict[str, Any]:
+    return {
+        "org": key.org,
+        "client_id": key.client_id,
+        "role": key.role,
+        "description": key.description,
+        "user_id": key.user_id,
+        "created_at": _time(key.created_at),
+        "revoked": key.revoked,
+    }
+
+
+def _time(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,218 @@
+"""The operator commands, run as promptsvc's CLI runs them, on Redis storage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from identity_support import ISSUER, FakeClock, StorageFactory
+
+from identity import Identity, commands, errors
+from identity.errors import InvalidToken
+from identity.roles import SERVICE_ADMIN, SERVICE_READ
+from identity.signing import REFRESH_SECONDS
+from storage.base import Storage
+
+Run = Callable[..., tuple[int, Any, str]]
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="promptsvc")
+    commands.register(root.add_subparsers(dest="command", required=True))
+    return root
+
+
+@pytest.fixture(params=["fakeredis", pytest.param("redis", marks=pytest.mark.redis)])
+def store(
+    request: pytest.FixtureRequest,
+    make_storage: StorageFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Storage:
+    """A Redis storage the commands open by URL (fakeredis: the URL maps to it)."""
+    backend = str(request.param)
+    store = make_storage(backend)
+    if backend == "fakeredis":
+        monkeypatch.setattr(commands, "storage_from_url", lambda url: make_storage("fakeredis"))
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "redis://fake:6379/0")
+    else:
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", request.getfixturevalue("redis_url"))
+    return store
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Run:
+    def run(*argv: str) -> tuple[int, Any, str]:
+        args = parser().parse_args(argv)
+        status = args.func(args)
+        out, err = capsys.readouterr()
+        return status, json.loads(out) if out else None, err
+
+    return run
+
+
+def test_keys_create_list_revoke(store: Storage, run: Run, clock: FakeClock) -> None:
+    status, created, err = run(
+        "keys", "create", "--org", "acme", "--role", SERVICE_ADMIN, "--description", "ops"
+    )
+    assert status == 0, err
+    assert "not shown again" in err
+    assert created["org"] == "acme"
+    assert created["role"] == SERVICE_ADMIN
+    assert created["description"] == "ops"
+    assert len(created["client_secret"]) == 43
+    assert created["created_at"].endswith("Z")
+
+    # The key works against a server on the same storage.
+    server = Identity(store, issuer_url=ISSUER, clock=clock)
+    token = server.issue_token("acme", created["client_id"], created["client_secret"])
+    assert server.verify(f"Bearer {token['access_token']}").role == SERVICE_ADMIN
+
+    status, _, err = run("keys", "create", "--org", "acme", "--client-id", "reader")
+    assert status == 0, err
+    status, listed, _ = run("keys", "list", "--org", "acme")
+    assert status == 0
+    assert [(k["client_id"], k["role"]) for k in listed["items"]] == [
+        (created["client_id"], SERVICE_ADMIN),
+        ("reader", SERVICE_READ),  # the default role is the least one
+    ]
+    assert all("client_secret" not in k and "secret_hash" not in k for k in listed["items"])
+    assert created["client_secret"] not in json.dumps(listed)
+
+    status, revoked, _ = run("keys", "revoke", "--org", "acme", "--client-id", "reader")
+    assert status == 0
+    assert revoked["revoked"] is True
+    assert [k["revoked"] for k in run("keys", "list", "--org", "acme")[1]["items"]] == [
+        False,
+        True,
+    ]
+
+
+def test_revocation_by_command_stops_new_tokens(store: Storage, run: Run, clock: FakeClock) -> None:
+    server = Identity(store, issuer_url=ISSUER, clock=clock)
+    key, secret = server.create_key("acme", SERVICE_READ)
+    old = server.issue_token("acme", key.client_id, secret)["access_token"]
+    assert run("keys", "revoke", "--org", "acme", "--client-id", key.client_id)[0] == 0
+    with pytest.raises(errors.InvalidClient):
+        server.issue_token("acme", key.client_id, secret)
+    assert server.verify(f"Bearer {old}").org == "acme"
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (("keys", "create", "--org", "Bad_Org"), "invalid org slug"),
+        (("keys", "create", "--org", "acme", "--client-id", "a:b"), "invalid client_id"),
+        (("keys", "list", "--org", "Bad_Org"), "invalid org slug"),
+        (("keys", "revoke", "--org", "acme", "--client-id", "nobody"), "not found"),
+        (("keys", "revoke", "--org", "Bad_Org", "--client-id", "x"), "invalid org slug"),
+        (("signing-keys", "retire", "nope"), "no signing key"),
+    ],
+)
+def test_failures_exit_non_zero(
+    store: Storage, run: Run, argv: tuple[str, ...], complaint: str
+) -> None:
+    status, out, err = run(*argv)
+    assert status == commands.EXIT_FAILED
+    assert out is None
+    assert complaint in err
+
+
+def test_taken_client_id(store: Storage, run: Run) -> None:
+    assert run("keys", "create", "--org", "acme", "--client-id", "ci")[0] == 0
+    status, _, err = run("keys", "create", "--org", "acme", "--client-id", "ci")
+    assert status == commands.EXIT_FAILED
+    assert "already exists" in err
+
+
+def test_invalid_role_is_a_usage_error(run: Run) -> None:
+    with pytest.raises(SystemExit):
+        run("keys", "create", "--org", "acme", "--role", "Root")
+
+
+def test_signing_keys_rotate_list_retire(store: Storage, run: Run, clock: FakeClock) -> None:
+    server = Identity(store, issuer_url=ISSUER, clock=clock)
+    key, secret = server.create_key("acme", SERVICE_READ)
+    old = server.issue_token("acme", key.client_id, secret)["access_token"]
+    first_kid = server.keyring.snapshot().signer.record.kid
+
+    status, rotated, err = run("signing-keys", "rotate")
+    assert status == 0, err
+    assert rotated["kid"] != first_kid
+    status, listed, _ = run("signing-keys", "list")
+    assert [(k["kid"], k["signing"]) for k in listed["items"]] == [
+        (first_kid, False),
+        (rotated["kid"], True),
+    ]
+    assert "PRIVATE" not in json.dumps(listed)
+
+    # The running server moves to the new key; old tokens keep verifying.
+    clock.advance(REFRESH_SECONDS)
+    new = server.issue_token("acme", key.client_id, secret)["access_token"]
+    assert server.keyring.snapshot().signer.record.kid == rotated["kid"]
+    assert server.verify(f"Bearer {old}").org == "acme"
+    assert server.verify(f"Bearer {new}").org == "acme"
+
+    # The signing key cannot be retired; the old one can, and its tokens stop.
+    status, _, err = run("signing-keys", "retire", rotated["kid"])
+    assert status == commands.EXIT_FAILED
+    assert "signs new tokens" in err
+    status, retired, _ = run("signing-keys", "retire", first_kid)
+    assert status == 0
+    assert retired == {"retired": first_kid, "remaining": [rotated["kid"]]}
+    clock.advance(REFRESH_SECONDS)
+    server.issue_token("acme", key.client_id, secret)
+    with pytest.raises(InvalidToken) as caught:
+        server.verify(f"Bearer {old}")
+    assert caught.value.reason == errors.UNKNOWN_KEY
+
+
+def test_rotate_notes_a_key_file(store: Storage, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMPTSVC_SIGNING_KEY_FILE", "/etc/promptsvc/key.pem")
+    status, _, err = run("signing-keys", "rotate")
+    assert status == 0
+    assert "PROMPTSVC_SIGNING_KEY_FILE" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("keys", "create", "--org", "acme"),
+        ("keys", "list", "--org", "acme"),
+        ("keys", "revoke", "--org", "acme", "--client-id", "x"),
+        ("signing-keys", "rotate"),
+        ("signing-keys", "list"),
+        ("signing-keys", "retire", "kid"),
+    ],
+)
+@pytest.mark.parametrize("how", ["flag", "env", "default"])
+def test_memory_storage_is_refused_with_an_explanation(
+    run: Run, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], how: str
+) -> None:
+    monkeypatch.delenv("PROMPTSVC_STORAGE_URL", raising=False)
+    if how == "flag":
+        argv = (*argv, "--storage", "memory://")
+    elif how == "env":
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "memory://")
+    status, out, err = run(*argv)
+    assert status == commands.EXIT_MEMORY
+    assert out is None
+    assert "inside the server process" in err
+    if argv[0] == "keys":
+        assert "POST /api/v1/keys" in err
+        assert "bootstrap" in err
+
+
+def test_unreachable_storage(run: Run) -> None:
+    status, _, err = run("keys", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0")
+    assert status == commands.EXIT_FAILED
+    assert "did not answer" in err
+    assert "127.0.0.1" not in err
+
+
+def test_unknown_scheme(run: Run) -> None:
+    status, _, err = run("keys", "list", "--org", "acme", "--storage", "mysql://x")
+    assert status == commands.EXIT_FAILED
+    assert "unsupported storage URL scheme" in err

@@ -1,0 +1,301 @@
+"""API keys: creation rules, secrets only hashed, listing, revocation, bootstrap."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+from identity_support import token_request
+
+from identity import Identity, secrets
+from identity.errors import BootstrapError, InvalidClient, InvalidKeyRequest
+from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ
+from storage.base import ApiKeyExists, ApiKeyNotFound, Storage
+
+BOOTSTRAP = """
+[[org]]
+slug = "acme"
+  [[org.key]]
+  client_id = "acme-admin"
+  client_secret = "at-least-16-characters"
+  role = "Service Admin"
+  description = "first admin"
+
+  [[org.key]]
+  client_id = "acme-reader"
+  client_secret = "reader-secret-0123"
+  role = "Service Read"
+
+[[org]]
+slug = "globex"
+  [[org.key]]
+  client_id = "globex-admin"
+  client_secret = "globex-secret-0123"
+  role = "Service Admin"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bootstrap.toml"
+    path.write_text(text)
+    return path
+
+
+# -- secrets
+
+
+def test_generated_secret_is_high_entropy() -> None:
+    made = {secrets.generate_secret() for _ in range(50)}
+    assert len(made) == 50
+    assert all(len(s) == 43 for s in made)  # 32 random bytes, base64url
+
+
+@pytest.mark.parametrize("generated", [True, False])
+def test_hash_and_check(generated: bool) -> None:
+    stored = secrets.hash_secret("correct horse battery", generated=generated)
+    assert stored.startswith("sha256$" if generated else "scrypt$")
+    assert "correct horse battery" not in stored
+    assert secrets.check_secret("correct horse battery", stored)
+    assert not secrets.check_secret("correct horse batterY", stored)
+    assert not secrets.check_secret("", stored)
+    # Salted: the same secret never hashes the same twice.
+    assert stored != secrets.hash_secret("correct horse battery", generated=generated)
+
+
+@pytest.mark.parametrize(
+    "stored", ["", "plain", "sha256$zz$00", "sha256$00", "md5$00$00", "scrypt$x$8$1$00$00"]
+)
+def test_damaged_hashes_never_match(stored: str) -> None:
+    assert not secrets.check_secret("anything-at-all", stored)
+
+
+# -- keys
+
+
+def test_create_key(ident: Identity, storage: Storage) -> None:
+    key, secret = ident.create_key("acme", SERVICE_READ, "ci pipeline")
+    assert key.client_id.startswith("key-")
+    assert key.role == SERVICE_READ
+    assert key.description == "ci pipeline"
+    assert len(key.user_id) == 36  # a uuid
+    assert not key.revoked
+    stored = storage.get_api_key("acme", key.client_id)
+    assert stored == key
+    assert secret not in dataclasses.astuple(stored)
+    assert all(secret not in str(value) for value in dataclasses.astuple(stored))
+    assert storage.org_exists("acme")
+
+
+def test_secrets_never_stored_in_plain_text(ident: Identity, storage: Storage) -> None:
+    chosen = "a-chosen-secret-value"
+    key, secret = ident.create_key("acme", SERVICE_READ, client_secret=chosen)
+    assert secret == chosen
+    generated, generated_secret = ident.create_key("acme", SERVICE_READ)
+    for record, plain in ((key, chosen), (generated, generated_secret)):
+        for stored in (storage.get_api_key("acme", record.client_id), *ident.list_keys("acme")):
+            assert stored is not None
+            assert all(plain not in str(value) for value in dataclasses.astuple(stored))
+
+
+def test_each_key_has_its_own_user(ident: Identity) -> None:
+    users = {ident.create_key("acme", role)[0].user_id for role in ROLES}
+    assert len(users) == len(ROLES)
+
+
+@pytest.mark.parametrize(
+    ("org", "role", "kwargs"),
+    [
+        ("Acme", SERVICE_READ, {}),
+        ("-acme", SERVICE_READ, {}),
+        ("a" * 64, SERVICE_READ, {}),
+        ("ac_me", SERVICE_READ, {}),
+        ("acme", "Service Root", {}),
+        ("acme", "service read", {}),
+        ("acme", SERVICE_READ, {"client_secret": "short-secret-15"}),
+        ("acme", SERVICE_READ, {"client_id": "has:colon"}),
+        ("acme", SERVICE_READ, {"client_id": "has space"}),
+        ("acme", SERVICE_READ, {"client_id": ""}),
+        ("acme", SERVICE_READ, {"description": "x" * 501}),
+    ],
+)
+def test_invalid_key_requests(
+    ident: Identity, storage: Storage, org: str, role: str, kwargs: dict[str, str]
+) -> None:
+    with pytest.raises(InvalidKeyRequest):
+        ident.create_key(org, role, **kwargs)  # type: ignore[arg-type]
+    assert not storage.org_exists("acme")
+
+
+def test_secret_of_exactly_16_characters_is_fine(ident: Identity) -> None:
+    key, secret = ident.create_key("acme", SERVICE_READ, client_secret="x" * 16)
+    assert ident.issue_token("acme", key.client_id, secret)["token_type"] == "Bearer"
+
+
+def test_taken_client_id(ident: Identity) -> None:
+    ident.create_key("acme", SERVICE_READ, client_id="ci")
+    with pytest.raises(ApiKeyExists):
+        ident.create_key("acme", SERVICE_ADMIN, client_id="ci")
+    # The same id in another org is another key.
+    assert ident.create_key("globex", SERVICE_READ, client_id="ci")[0].org == "globex"
+
+
+def test_list_and_revoke(ident: Identity) -> None:
+    first, _ = ident.create_key("acme", SERVICE_READ, "one")
+    second, _ = ident.create_key("acme", SERVICE_ADMIN, "two")
+    ident.create_key("globex", SERVICE_READ)
+    assert [k.client_id for k in ident.list_keys("acme")] == [first.client_id, second.client_id]
+    revoked = ident.revoke_key("acme", first.client_id)
+    assert revoked.revoked
+    assert [k.revoked for k in ident.list_keys("acme")] == [True, False]
+    assert ident.revoke_key("acme", first.client_id).revoked  # idempotent
+    with pytest.raises(ApiKeyNotFound):
+        ident.revoke_key("acme", "nobody")
+    with pytest.raises(ApiKeyNotFound):
+        ident.revoke_key("globex", second.client_id)  # another org's key
+    with pytest.raises(ApiKeyNotFound):
+        ident.revoke_key("Not A Slug", first.client_id)
+    assert ident.list_keys("nobody") == []
+    assert ident.list_keys("../etc") == []
+
+
+def test_issue_token_errors(ident: Identity) -> None:
+    key, secret = ident.create_key("acme", SERVICE_READ)
+    for org, client_id, given in [
+        ("acme", key.client_id, "wrong-secret-value"),
+        ("globex", key.client_id, secret),
+        ("acme", "nobody", secret),
+        ("acme", "", secret),
+        ("acme", key.client_id, ""),
+    ]:
+        with pytest.raises(InvalidClient):
+            ident.issue_token(org, client_id, given)
+
+
+# -- bootstrap
+
+
+def test_bootstrap_creates_keys_that_work(
+    ident: Identity, client: FlaskClient, tmp_path: Path
+) -> None:
+    created = ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
+    assert [(k.org, k.client_id, k.role) for k in created] == [
+        ("acme", "acme-admin", SERVICE_ADMIN),
+        ("acme", "acme-reader", SERVICE_READ),
+        ("globex", "globex-admin", SERVICE_ADMIN),
+    ]
+    assert created[0].description == "first admin"
+    response = token_request(client, "acme", "acme-admin", "at-least-16-characters")
+    assert response.status_code == 200
+    assert ident.verify(f"Bearer {response.json['access_token']}").role == SERVICE_ADMIN
+
+
+def test_bootstrap_is_idempotent(ident: Identity, storage: Storage, tmp_path: Path) -> None:
+    path = write(tmp_path, BOOTSTRAP)
+    ident.apply_bootstrap(path)
+    before = {k.client_id: k for k in storage.list_api_keys("acme")}
+    assert ident.apply_bootstrap(path) == []
+    after = {k.client_id: k for k in storage.list_api_keys("acme")}
+    assert after == before  # no duplicate, same hash (secret unchanged), same user id
+
+
+def test_bootstrap_leaves_existing_keys_alone(
+    ident: Identity, storage: Storage, tmp_path: Path
+) -> None:
+    existing, secret = ident.create_key("acme", SERVICE_READ, client_id="acme-admin")
+    revoked, _ = ident.create_key("acme", SERVICE_READ, client_id="acme-reader")
+    ident.revoke_key("acme", "acme-reader")
+    created = ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
+    assert [k.client_id for k in created] == ["globex-admin"]
+    assert storage.get_api_key("acme", "acme-admin") == existing  # role and hash as they were
+    assert storage.get_api_key("acme", "acme-reader") == dataclasses.replace(revoked, revoked=True)
+    # The key's own secret still works; the file's does not replace it.
+    assert ident.issue_token("acme", "acme-admin", secret)["scope"] == "prompts:read"
+    with pytest.raises(InvalidClient):
+        ident.issue_token("acme", "acme-admin", "at-least-16-characters")
+
+
+def test_bootstrap_at_start_up(storage: Storage, tmp_path: Path) -> None:
+    from flask import Flask
+
+    import identity
+
+    path = write(tmp_path, BOOTSTRAP)
+    for _ in range(2):  # two workers starting on the same storage
+        identity.init_app(Flask("w"), storage, issuer_url="http://x", bootstrap_file=str(path))
+    assert [k.client_id for k in storage.list_api_keys("acme")] == ["acme-admin", "acme-reader"]
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("not toml [", "not valid TOML"),
+        ("[[orgs]]\nslug='a'", "unknown top-level"),
+        ("org = 'acme'", "array of tables"),
+        ("[[org]]\nslug = 'Acme'\n[[org.key]]\nclient_id='a'", "invalid or missing slug"),
+        ("[[org]]\nslug = 'acme'", "no [[org.key]]"),
+        ("[[org]]\nslug='acme'\nname='x'\n[[org.key]]\nclient_id='a'", "only 'slug'"),
+        (
+            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nrole='Service Read'",
+            "missing ['client_secret']",
+        ),
+        (
+            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nclient_secret='s'\n"
+            "role='Service Read'",
+            "client_secret must be",
+        ),
+        (
+            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\n"
+            "client_secret='sixteen-chars-ok'\nrole='Admin'",
+            "invalid role",
+        ),
+        (
+            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\n"
+            "client_secret='sixteen-chars-ok'\nrole='Service Read'\nsecret='x'",
+            "unknown fields",
+        ),
+        (
+            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nclient_secret='sixteen-chars-ok'\n"
+            "role='Service Read'\n[[org.key]]\nclient_id='a'\nclient_secret='sixteen-chars-ok'\n"
+            "role='Service Read'",
+            "appears twice",
+        ),
+    ],
+)
+def test_bad_bootstrap_files(
+    ident: Identity, storage: Storage, tmp_path: Path, text: str, complaint: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(BootstrapError) as caught:
+        ident.apply_bootstrap(path)
+    assert complaint in str(caught.value)
+    assert str(path) in str(caught.value)
+    assert not storage.org_exists("acme")
+
+
+def test_bad_entry_late_in_the_file_changes_nothing(
+    ident: Identity, storage: Storage, tmp_path: Path
+) -> None:
+    text = BOOTSTRAP.replace('role = "Service Admin"\n', 'role = "Admin"\n').replace(
+        'role = "Admin"', 'role = "Service Admin"', 1
+    )
+    assert text.count('role = "Admin"') == 1  # only globex's key is wrong
+    with pytest.raises(BootstrapError, match="globex"):
+        ident.apply_bootstrap(write(tmp_path, text))
+    assert not storage.org_exists("acme")
+
+
+def test_missing_bootstrap_file(ident: Identity, tmp_path: Path) -> None:
+    with pytest.raises(BootstrapError, match="cannot read"):
+        ident.apply_bootstrap(tmp_path / "absent.toml")
+
+
+def test_bootstrap_logs_what_it_created(
+    ident: Identity, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="identity.keys"):
+        ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
+    assert "acme-admin" in caplog.text
+    assert "at-least-16-characters" not in caplog.text
