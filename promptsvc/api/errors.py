@@ -1,0 +1,217 @@
+"""Every error the HTTP API answers, mapped in one place (CONTRACT 5).
+
+Views and helpers raise; :func:`register_error_handlers` turns what they raise into
+``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
+``errors``). Sources mapped here:
+
+* :class:`ApiError` and its subclasses (raised by the API itself);
+* ``storage`` errors: NotFound 404, Conflict 409, InvalidInput 400, StorageUnavailable 503;
+* ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
+  400;
+* werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
+* anything else: 500 with a generic message, the traceback only in the log.
+
+Exception tree::
+
+    ApiError
+    ├── Forbidden               403 (valid token, role too low)
+    └── UnsupportedMediaType    415 (a body that is not JSON)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response
+from werkzeug.exceptions import HTTPException
+
+from promptsvc.http import json_response
+from storage.base import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StorageError,
+    StorageUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+# Status -> code for every status the API can answer with an error.
+CODES: dict[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+    500: "internal_server_error",
+    503: "service_unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error the API raises itself, carrying its HTTP status."""
+
+    status = 500
+
+    def __init__(self, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+class Forbidden(ApiError):
+    status = 403
+
+    def __init__(self, needed_role: str) -> None:
+        super().__init__(
+            "forbidden",
+            {
+                "WWW-Authenticate": (
+                    f'Bearer error="insufficient_scope", '
+                    f'error_description="this endpoint needs the role {needed_role}"'
+                )
+            },
+        )
+        self.needed_role = needed_role
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
+def error_response(
+    status: int,
+    message: str,
+    *,
+    errors: Mapping[str, list[str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The one error body shape of the API."""
+    code = CODES.get(status) or _code_for(status)
+    body: dict[str, Any] = {"code": code, "message": message, "error": code}
+    if errors:
+        body["errors"] = dict(errors)
+    response = json_response(body, status)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def _code_for(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return "error"
+
+
+def _bearer_challenge(description: str) -> str:
+    escaped = description.replace("\\", "\\\\").replace('"', "'")
+    return f'Bearer error="invalid_token", error_description="{escaped}"'
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _handle_api_error(exc: ApiError) -> Response:
+    return error_response(exc.status, exc.message, headers=exc.headers)
+
+
+def _handle_storage_error(exc: StorageError) -> Response:
+    if isinstance(exc, NotFound):
+        return error_response(404, str(exc))
+    if isinstance(exc, Conflict):
+        return error_response(409, str(exc))
+    if isinstance(exc, InvalidInput):
+        return error_response(400, str(exc))
+    if isinstance(exc, StorageUnavailable):
+        # The log keeps the cause; the body never names hosts or drivers.
+        log.error("storage unavailable: %s", exc)
+        return error_response(503, "the service is temporarily unavailable, retry later")
+    return _handle_unexpected(exc)
+
+
+def _flatten_webargs(messages: Any) -> tuple[str, dict[str, list[str]]]:
+    """webargs nests messages by location ({"json": {"name": [...]}}); clients want fields."""
+    errors: dict[str, list[str]] = {}
+    if isinstance(messages, Mapping):
+        for location, detail in messages.items():
+            if isinstance(detail, Mapping):
+                for field, field_messages in detail.items():
+                    errors[str(field)] = _as_messages(field_messages)
+            else:
+                errors[f"_{location}"] = _as_messages(detail)
+    if list(errors) == ["_json"]:
+        return "the request body is not valid JSON", {}
+    return "the request is invalid: " + "; ".join(
+        f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()
+    ), errors
+
+
+def _as_messages(detail: Any) -> list[str]:
+    if isinstance(detail, list) and all(isinstance(m, str) for m in detail):
+        return list(detail)
+    if isinstance(detail, Mapping):
+        # Nested field errors (e.g. tags.3): keep them readable in one list.
+        return [f"{key}: {' '.join(_as_messages(value))}" for key, value in detail.items()]
+    return [str(detail)]
+
+
+_HTTP_MESSAGES = {
+    404: "no such endpoint: check the path",
+    405: "this method is not allowed on this endpoint",
+    413: "the request body is larger than 1 MiB",
+}
+
+
+def _handle_http_exception(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    if status >= 500:
+        return _handle_unexpected(exc)
+    headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
+    data = getattr(exc, "data", None)  # webargs' abort() stores its details here
+    if isinstance(data, Mapping) and "messages" in data:
+        message, errors = _flatten_webargs(data["messages"])
+        headers.update(data.get("headers") or {})
+        # webargs' 422 is our 400 (CONTRACT 5 has no 422).
+        return error_response(400, message, errors=errors, headers=headers)
+    if status == 400:
+        message = "the request is invalid"
+    else:
+        message = _HTTP_MESSAGES.get(status) or (exc.description or exc.name)
+    return error_response(status, message, headers=headers)
+
+
+def _handle_unexpected(exc: BaseException) -> Response:
+    log.exception("unhandled error", exc_info=exc)
+    return error_response(500, "internal server error")
+
+
+def _handle_identity_error(exc: Exception) -> Response:
+    from identity.errors import InvalidKeyRequest, InvalidToken
+
+    if isinstance(exc, InvalidToken):
+        return error_response(
+            401, "unauthorized", headers={"WWW-Authenticate": _bearer_challenge(exc.description)}
+        )
+    if isinstance(exc, InvalidKeyRequest):
+        return error_response(400, str(exc))
+    return _handle_unexpected(exc)
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Install the API's error handlers on ``app`` (replacing flask-smorest's)."""
+    from identity.errors import IdentityError
+
+    app.register_error_handler(ApiError, _handle_api_error)
+    app.register_error_handler(StorageError, _handle_storage_error)
+    app.register_error_handler(IdentityError, _handle_identity_error)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)

@@ -1,0 +1,42 @@
+"""Promotion history of a prompt (CONTRACT 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from identity.roles import SERVICE_READ
+from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.records import promotion_json
+from promptsvc.api.schemas import HistoryPageSchema, PageQuerySchema
+from promptsvc.api.versions import NAME_PARAM
+from promptsvc.auth import current_principal
+from promptsvc.http import json_response
+
+blp = ApiBlueprint(
+    "history", __name__, url_prefix="/api/v1/prompts", description="Promotion history."
+)
+
+
+@blp.route("/<name>/history", parameters=[NAME_PARAM])
+class History(MethodView):
+    init_every_request = False
+
+    @blp.requires(SERVICE_READ)
+    @blp.arguments(PageQuerySchema, location="query")
+    @blp.response(200, HistoryPageSchema)
+    @blp.errors(404)
+    def get(self, query: dict[str, Any], name: str) -> Response:
+        """List promotions, newest first
+
+        One record per promotion: who promoted which version, when, what was in
+        production before, and the notes.
+        """
+        page = storage().list_history(
+            current_principal().org, name, query["limit"], query["cursor"]
+        )
+        return json_response(
+            {"items": [promotion_json(r) for r in page.items], "next_cursor": page.next_cursor}
+        )

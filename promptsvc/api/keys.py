@@ -1,0 +1,82 @@
+"""API keys of the caller's org (CONTRACT 7; Service Admin only).
+
+Keys are made and revoked by the identity extension; the org is always the token's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, current_app
+from flask.views import MethodView
+
+from identity.roles import SERVICE_ADMIN
+from promptsvc.api.common import ApiBlueprint
+from promptsvc.api.records import key_json, timestamp
+from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeyListSchema, KeyCreateSchema
+from promptsvc.auth import current_principal
+from promptsvc.http import json_response
+
+blp = ApiBlueprint(
+    "keys",
+    __name__,
+    url_prefix="/api/v1/keys",
+    description="Create, list and revoke the API keys of your org.",
+)
+
+
+class _View(MethodView):
+    init_every_request = False
+
+
+@blp.route("")
+class Keys(_View):
+    @blp.requires(SERVICE_ADMIN)
+    @blp.response(200, ApiKeyListSchema)
+    def get(self) -> Response:
+        """List API keys
+
+        Every key of the org, revoked ones included, oldest first. Secrets are never shown.
+        """
+        keys = current_app.extensions["identity"].list_keys(current_principal().org)
+        return json_response({"items": [key_json(k) for k in keys]})
+
+    @blp.requires(SERVICE_ADMIN)
+    @blp.arguments(KeyCreateSchema)
+    @blp.response(201, ApiKeyCreatedSchema)
+    @blp.errors(413, 415)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Create an API key
+
+        The client_secret is in this response only; it cannot be retrieved later. A
+        key's role is fixed: to change it, create a new key and revoke the old one.
+        """
+        key, secret = current_app.extensions["identity"].create_key(
+            current_principal().org, body["role"], body["description"]
+        )
+        return json_response(
+            {
+                "client_id": key.client_id,
+                "client_secret": secret,
+                "role": key.role,
+                "description": key.description,
+                "user_id": key.user_id,
+                "created_at": timestamp(key.created_at),
+            },
+            201,
+        )
+
+
+@blp.route("/<client_id>")
+class KeyItem(_View):
+    @blp.requires(SERVICE_ADMIN)
+    @blp.response(204)
+    @blp.errors(404)
+    def delete(self, client_id: str) -> Response:
+        """Revoke an API key
+
+        New token requests with it fail at once; tokens already issued stay valid until
+        they expire.
+        """
+        current_app.extensions["identity"].revoke_key(current_principal().org, client_id)
+        return Response(status=204)

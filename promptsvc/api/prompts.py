@@ -1,0 +1,84 @@
+"""Prompts: create, list, get and delete (CONTRACT 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.records import prompt_json
+from promptsvc.api.schemas import (
+    PageQuerySchema,
+    PromptCreateSchema,
+    PromptPageSchema,
+    PromptSchema,
+)
+from promptsvc.api.versions import NAME_PARAM
+from promptsvc.auth import current_principal
+from promptsvc.http import json_response
+
+blp = ApiBlueprint(
+    "prompts",
+    __name__,
+    url_prefix="/api/v1/prompts",
+    description="Create, list and delete prompts.",
+)
+
+
+class _View(MethodView):
+    init_every_request = False
+
+
+@blp.route("")
+class Prompts(_View):
+    @blp.requires(SERVICE_READ)
+    @blp.arguments(PageQuerySchema, location="query")
+    @blp.response(200, PromptPageSchema)
+    def get(self, query: dict[str, Any]) -> Response:
+        """List prompts
+
+        Ordered by name; paginated with limit and cursor.
+        """
+        page = storage().list_prompts(current_principal().org, query["limit"], query["cursor"])
+        return json_response(
+            {"items": [prompt_json(p) for p in page.items], "next_cursor": page.next_cursor}
+        )
+
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(PromptCreateSchema)
+    @blp.response(201, PromptSchema)
+    @blp.errors(409, 413, 415)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Create a prompt
+
+        409 when the org already has a prompt of that name.
+        """
+        prompt = storage().create_prompt(
+            current_principal().org, body["name"], body["prompt_type"], body["description"]
+        )
+        return json_response(prompt_json(prompt), 201)
+
+
+@blp.route("/<name>", parameters=[NAME_PARAM])
+class PromptItem(_View):
+    @blp.requires(SERVICE_READ)
+    @blp.response(200, PromptSchema)
+    @blp.errors(404)
+    def get(self, name: str) -> Response:
+        """Get a prompt"""
+        return json_response(prompt_json(storage().get_prompt(current_principal().org, name)))
+
+    @blp.requires(SERVICE_WRITE)
+    @blp.response(204)
+    @blp.errors(404)
+    def delete(self, name: str) -> Response:
+        """Delete a prompt
+
+        All its versions and its promotion history go with it. A prompt created later
+        under the same name starts again at version 1.
+        """
+        storage().delete_prompt(current_principal().org, name)
+        return Response(status=204)

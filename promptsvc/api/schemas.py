@@ -1,0 +1,316 @@
+"""marshmallow schemas: request validation (CONTRACT 7 limits) and response documentation.
+
+Request schemas load and validate bodies and query strings. Response schemas only
+document bodies for OpenAPI: responses are built by promptsvc.api.records.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+from identity.roles import ROLES
+from storage.base import PROMPT_TYPES, STATUSES
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+MAX_CONTENT_BYTES = 256 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TAGS = 32
+MAX_NOTES = 2000
+MAX_DESCRIPTION = 2000
+MAX_LIMIT = 200
+DEFAULT_LIMIT = 50
+
+
+def _not_an_id(name: str) -> None:
+    if name.startswith("pmt_"):
+        raise ValidationError("must not start with 'pmt_' (that prefix marks prompt ids)")
+
+
+def _content_size(content: str) -> None:
+    if len(content.encode()) > MAX_CONTENT_BYTES:
+        raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} bytes (256 KiB) as UTF-8")
+
+
+def _metadata_size(metadata: dict[str, Any]) -> None:
+    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValidationError(f"must be at most {MAX_METADATA_BYTES} bytes (16 KiB) as JSON")
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class PromptCreateSchema(Schema):
+    name = fields.String(
+        required=True,
+        validate=[
+            validate.Regexp(
+                NAME_PATTERN,
+                error="must be 1-128 characters of letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit",
+            ),
+            _not_an_id,
+        ],
+        metadata={
+            "description": "Unique in the org; not starting with pmt_",
+            "example": "greeting",
+        },
+    )
+    prompt_type = fields.String(
+        load_default="text",
+        validate=validate.OneOf(PROMPT_TYPES),
+        metadata={
+            "description": "Fixed for the prompt's life. chat content is a JSON "
+            "list of {role, content} messages"
+        },
+    )
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class VersionCreateSchema(Schema):
+    content = fields.String(
+        required=True,
+        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        metadata={
+            "description": "Template with {{variable}} placeholders (at most 256 KiB). For a "
+            "chat prompt: a JSON string of a list of {role, content} messages",
+            "example": "Hello {{name}}!",
+        },
+    )
+    metadata = fields.Dict(
+        keys=fields.String(),
+        load_default=dict,
+        validate=_metadata_size,
+        metadata={"description": "Any JSON object, at most 16 KiB as JSON"},
+    )
+    tags = fields.List(
+        fields.String(validate=validate.Length(min=1, max=64)),
+        load_default=list,
+        validate=validate.Length(max=MAX_TAGS),
+        metadata={"description": "At most 32 tags of 1-64 characters"},
+    )
+
+
+class VersionEditSchema(Schema):
+    content = fields.String(
+        required=True,
+        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        metadata={"description": "The draft's new content (variables are re-extracted)"},
+    )
+
+
+class PromoteSchema(Schema):
+    notes = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(max=MAX_NOTES),
+        metadata={"description": "Changelog text kept in the promotion history"},
+    )
+    archive_previous_production = fields.Boolean(
+        load_default=True,
+        metadata={
+            "description": "true: the previous production version becomes archived; "
+            "false: it goes back to draft"
+        },
+    )
+
+
+class NoBodySchema(Schema):
+    """archive and unarchive take no body; one that is sent must be ``{}``."""
+
+
+class KeyCreateSchema(Schema):
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class PageQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "Page size, 1-200"},
+    )
+    cursor = fields.String(
+        load_default=None, metadata={"description": "next_cursor of the previous page"}
+    )
+
+
+class VersionQuerySchema(PageQuerySchema):
+    status = fields.String(
+        load_default=None,
+        validate=validate.OneOf(STATUSES),
+        metadata={"description": "Only versions with this status"},
+    )
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
+    return fields.DateTime(
+        allow_none=nullable,
+        metadata={"description": description + " (RFC 3339, UTC, ending in Z)"},
+    )
+
+
+class PromptVersionSchema(Schema):
+    prompt_id = fields.String(metadata={"description": "Parent prompt id (pmt_...)"})
+    version_id = fields.String(metadata={"description": "Version id (v_...)"})
+    name = fields.String(metadata={"description": "Prompt name"})
+    version = fields.Integer(metadata={"description": "Sequential number starting at 1"})
+    content = fields.String(metadata={"description": "Template with {{variable}} placeholders"})
+    variables = fields.List(
+        fields.String(), metadata={"description": "Placeholder names, first-seen order"}
+    )
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    is_production = fields.Boolean(metadata={"description": "True for the published version"})
+    prompt_type = fields.String(validate=validate.OneOf(PROMPT_TYPES))
+    metadata = fields.Dict(metadata={"description": "Arbitrary key-value pairs"})
+    tags = fields.List(fields.String())
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last content edit or status change")
+    promoted_at = _timestamp("When promoted to production; null if never", nullable=True)
+    promoted_by = fields.String(
+        allow_none=True, metadata={"description": "User id that promoted it; null if never"}
+    )
+
+
+class PromptSchema(Schema):
+    prompt_id = fields.String(metadata={"description": "pmt_..."})
+    name = fields.String()
+    prompt_type = fields.String(validate=validate.OneOf(PROMPT_TYPES))
+    description = fields.String(allow_none=True)
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last change to the prompt or its versions")
+    latest_version = fields.Integer(
+        allow_none=True, metadata={"description": "Highest existing version number"}
+    )
+    production_version = fields.Integer(
+        allow_none=True, metadata={"description": "Number of the published version"}
+    )
+
+
+class PromotionRecordSchema(Schema):
+    history_id = fields.String(metadata={"description": "h_..."})
+    prompt_id = fields.String()
+    version_number = fields.Integer(metadata={"description": "The version promoted"})
+    promoted_by = fields.String(metadata={"description": "User id that promoted"})
+    promoted_at = _timestamp("Promotion time")
+    previous_version = fields.Integer(
+        allow_none=True, metadata={"description": "Version in production before; null if none"}
+    )
+    notes = fields.String(allow_none=True)
+
+
+class PromotionResultSchema(Schema):
+    version = fields.Nested(PromptVersionSchema)
+    promotion = fields.Nested(PromotionRecordSchema)
+
+
+class PromptPageSchema(Schema):
+    items = fields.List(fields.Nested(PromptSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class VersionPageSchema(Schema):
+    items = fields.List(fields.Nested(PromptVersionSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class HistoryPageSchema(Schema):
+    items = fields.List(fields.Nested(PromotionRecordSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class ApiKeySchema(Schema):
+    client_id = fields.String(metadata={"description": "Identifies the key; safe to log"})
+    role = fields.String(validate=validate.OneOf(ROLES))
+    description = fields.String(allow_none=True)
+    user_id = fields.String(metadata={"description": "The key's service-account user (token sub)"})
+    created_at = _timestamp("Creation time")
+    revoked = fields.Boolean()
+
+
+class ApiKeyCreatedSchema(Schema):
+    client_id = fields.String()
+    client_secret = fields.String(metadata={"description": "Shown only in this response"})
+    role = fields.String(validate=validate.OneOf(ROLES))
+    description = fields.String(allow_none=True)
+    user_id = fields.String()
+    created_at = _timestamp("Creation time")
+
+
+class ApiKeyListSchema(Schema):
+    items = fields.List(fields.Nested(ApiKeySchema))
+
+
+class ErrorSchema(Schema):
+    code = fields.String(
+        metadata={"description": "Machine-readable code, e.g. not_found", "example": "not_found"}
+    )
+    message = fields.String(metadata={"description": "Human-readable text"})
+    error = fields.String(metadata={"description": "Same value as code"})
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={"description": "400 only: messages per invalid field"},
+    )
+
+
+class StatusSchema(Schema):
+    status = fields.String(metadata={"example": "ok"})
+
+
+# --------------------------------------------------------------------------- identity
+# The identity package serves these endpoints; they are documented here so that
+# /openapi.json covers every endpoint of the all-in-one app.
+
+
+class SdkTokenRequestSchema(Schema):
+    account_id = fields.String(required=True, metadata={"description": "The org slug"})
+    key_id = fields.String(required=True, metadata={"description": "The API key's client_id"})
+    key_secret = fields.String(required=True, metadata={"description": "The API key's secret"})
+
+
+class SdkTokenSchema(Schema):
+    access_token = fields.String(metadata={"description": "Signed JWT (RS256)"})
+    expires_in = fields.Integer(metadata={"description": "Lifetime in seconds"})
+    token_type = fields.String(metadata={"example": "Bearer"})
+
+
+class ClientCredentialsFormSchema(Schema):
+    grant_type = fields.String(required=True, validate=validate.OneOf(["client_credentials"]))
+    client_id = fields.String(metadata={"description": "Or use HTTP Basic client auth"})
+    client_secret = fields.String(metadata={"description": "Or use HTTP Basic client auth"})
+
+
+class OAuthTokenSchema(SdkTokenSchema):
+    scope = fields.String(metadata={"description": "Space-separated scopes of the key's role"})
+
+
+class OAuthErrorSchema(Schema):
+    error = fields.String(metadata={"description": "RFC 6749 error, e.g. invalid_client"})
+    error_description = fields.String()
+    code = fields.String(metadata={"description": "Same value as error"})
+    message = fields.String(metadata={"description": "Same value as error_description"})
+
+
+class JwksSchema(Schema):
+    keys = fields.List(fields.Dict(), metadata={"description": "Public RSA keys (JWK)"})
+
+
+class OpenIdConfigurationSchema(Schema):
+    issuer = fields.String()
+    token_endpoint = fields.String()
+    jwks_uri = fields.String()
+    grant_types_supported = fields.List(fields.String())
+    token_endpoint_auth_methods_supported = fields.List(fields.String())
+    scopes_supported = fields.List(fields.String())
+    claims_supported = fields.List(fields.String())

@@ -1,0 +1,228 @@
+"""Prompt versions: the read API (SPEC 4.1-4.3) and version management (CONTRACT 7).
+
+``{name}`` is a prompt name or its ``pmt_`` id; ``{versionId}`` a ``v_`` id or a version
+number. The read endpoints never answer 400: a name or id that cannot exist is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.records import promotion_json, version_json
+from promptsvc.api.schemas import (
+    NoBodySchema,
+    PromoteSchema,
+    PromotionResultSchema,
+    PromptVersionSchema,
+    VersionCreateSchema,
+    VersionEditSchema,
+    VersionPageSchema,
+    VersionQuerySchema,
+)
+from promptsvc.auth import current_principal
+from promptsvc.http import etag_response, json_response
+
+blp = ApiBlueprint(
+    "versions",
+    __name__,
+    url_prefix="/api/v1/prompts",
+    description="Read prompt versions (production, latest, by id) and manage their lifecycle.",
+)
+
+NAME_PARAM = {
+    "in": "path",
+    "name": "name",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "Prompt name, or its pmt_ id",
+}
+VERSION_PARAM = {
+    "in": "path",
+    "name": "versionId",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "Version id (v_...), or the version number",
+}
+
+
+def read_response(view: Any) -> Any:
+    """Document a read endpoint: 200 PromptVersion with an ETag, 304, 404."""
+    view = blp.response(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
+    view = blp.alt_response(304, description="Not Modified: If-None-Match has the current ETag")(
+        view
+    )
+    view = blp.errors(404)(view)
+    return blp.doc(parameters=["IF_NONE_MATCH"])(view)
+
+
+class _View(MethodView):
+    init_every_request = False
+
+
+@blp.route("/<name>/production", parameters=[NAME_PARAM])
+class Production(_View):
+    @blp.requires(SERVICE_READ)
+    @read_response
+    def get(self, name: str) -> Response:
+        """Get the production version
+
+        The published version of the prompt (status published, is_production true).
+        404 when the prompt does not exist or has no production version.
+        """
+        return etag_response(version_json(storage().get_production(current_principal().org, name)))
+
+
+@blp.route("/<name>/latest", parameters=[NAME_PARAM])
+class Latest(_View):
+    @blp.requires(SERVICE_READ)
+    @read_response
+    def get(self, name: str) -> Response:
+        """Get the latest version
+
+        The version with the highest number, whatever its status.
+        """
+        return etag_response(version_json(storage().get_latest(current_principal().org, name)))
+
+
+@blp.route("/<name>/versions", parameters=[NAME_PARAM])
+class Versions(_View):
+    @blp.requires(SERVICE_READ)
+    @blp.arguments(VersionQuerySchema, location="query")
+    @blp.response(200, VersionPageSchema)
+    @blp.errors(404)
+    def get(self, query: dict[str, Any], name: str) -> Response:
+        """List versions, newest first
+
+        Optionally only one status; paginated with limit and cursor.
+        """
+        page = storage().list_versions(
+            current_principal().org, name, query["status"], query["limit"], query["cursor"]
+        )
+        return json_response(
+            {"items": [version_json(v) for v in page.items], "next_cursor": page.next_cursor}
+        )
+
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(VersionCreateSchema)
+    @blp.response(201, PromptVersionSchema)
+    @blp.errors(404, 413, 415)
+    def post(self, body: dict[str, Any], name: str) -> Response:
+        """Create a version
+
+        A new draft with the next version number. Variables are extracted from the
+        content; a chat prompt's content must be a JSON list of {role, content} messages.
+        """
+        principal = current_principal()
+        version = storage().create_version(
+            principal.org,
+            name,
+            body["content"],
+            principal.user_id,
+            metadata=body["metadata"],
+            tags=body["tags"],
+        )
+        return json_response(version_json(version), 201)
+
+
+@blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM])
+class Version(_View):
+    @blp.requires(SERVICE_READ)
+    @read_response
+    def get(self, name: str, versionId: str) -> Response:
+        """Get a specific version"""
+        return etag_response(
+            version_json(storage().get_version(current_principal().org, name, versionId))
+        )
+
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(VersionEditSchema)
+    @blp.response(200, PromptVersionSchema)
+    @blp.errors(404, 409, 413, 415)
+    def patch(self, body: dict[str, Any], name: str, versionId: str) -> Response:
+        """Edit a draft's content
+
+        Only a draft can be edited (else 409); its variables are re-extracted.
+        """
+        version = storage().edit_version(current_principal().org, name, versionId, body["content"])
+        return json_response(version_json(version))
+
+    @blp.requires(SERVICE_WRITE)
+    @blp.response(204)
+    @blp.errors(404, 409)
+    def delete(self, name: str, versionId: str) -> Response:
+        """Delete a version
+
+        A draft or archived version; a published one gives 409. Numbers are never reused.
+        """
+        storage().delete_version(current_principal().org, name, versionId)
+        return Response(status=204)
+
+
+@blp.route("/<name>/versions/<versionId>/promote", parameters=[NAME_PARAM, VERSION_PARAM])
+class Promote(_View):
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(PromoteSchema, required=False)
+    @blp.response(200, PromotionResultSchema)
+    @blp.errors(404, 409, 413, 415)
+    def post(self, body: dict[str, Any], name: str, versionId: str) -> Response:
+        """Promote a draft to production
+
+        In one atomic step: the draft becomes published, the previous production version
+        becomes archived (or draft with archive_previous_production false), and a
+        promotion record is written. Only a draft can be promoted (else 409). The body
+        is optional.
+        """
+        principal = current_principal()
+        promotion = storage().promote(
+            principal.org,
+            name,
+            versionId,
+            principal.user_id,
+            notes=body["notes"],
+            archive_previous=body["archive_previous_production"],
+        )
+        return json_response(
+            {
+                "version": version_json(promotion.version),
+                "promotion": promotion_json(promotion.record),
+            }
+        )
+
+
+@blp.route("/<name>/versions/<versionId>/archive", parameters=[NAME_PARAM, VERSION_PARAM])
+class Archive(_View):
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(NoBodySchema, required=False)
+    @blp.response(200, PromptVersionSchema)
+    @blp.errors(404, 409, 413, 415)
+    def post(self, _body: dict[str, Any], name: str, versionId: str) -> Response:
+        """Archive a draft
+
+        Only a draft can be archived; a published version gives 409 (promote another
+        version instead). No body needed; if sent, it is an empty JSON object.
+        """
+        return json_response(
+            version_json(storage().archive_version(current_principal().org, name, versionId))
+        )
+
+
+@blp.route("/<name>/versions/<versionId>/unarchive", parameters=[NAME_PARAM, VERSION_PARAM])
+class Unarchive(_View):
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(NoBodySchema, required=False)
+    @blp.response(200, PromptVersionSchema)
+    @blp.errors(404, 409, 413, 415)
+    def post(self, _body: dict[str, Any], name: str, versionId: str) -> Response:
+        """Unarchive a version
+
+        An archived version goes back to draft; any other status gives 409. No body needed; if
+        sent, it is an empty JSON object.
+        """
+        return json_response(
+            version_json(storage().unarchive_version(current_principal().org, name, versionId))
+        )

@@ -1,0 +1,43 @@
+"""The Flask application factory: API, identity endpoints and operations in one app."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+import identity
+from promptsvc import http
+from promptsvc.api.registry import init_api
+from promptsvc.config import Settings
+from storage import Storage, storage_from_url
+
+MAX_BODY_BYTES = 1024 * 1024  # CONTRACT 7: a larger body is answered 413
+
+
+def create_app(settings: Settings | None = None, *, storage: Storage | None = None) -> Flask:
+    """Build the all-in-one app.
+
+    ``settings`` defaults to ``Settings.from_env()``; ``storage`` to the backend its
+    ``storage_url`` names. The storage is on ``app.extensions["promptsvc.storage"]`` and
+    the identity extension on ``app.extensions["identity"]``.
+    """
+    settings = settings or Settings.from_env()
+    backend = storage if storage is not None else storage_from_url(settings.storage_url)
+
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order
+    app.extensions["promptsvc.settings"] = settings
+    app.extensions["promptsvc.storage"] = backend
+
+    http.configure_logging()
+    http.init_app(app)
+    identity.init_app(
+        app,
+        backend,
+        issuer_url=settings.issuer_url,
+        token_lifetime=settings.token_lifetime,
+        signing_key_file=settings.signing_key_file,
+        bootstrap_file=settings.bootstrap_file,
+    )
+    init_api(app)
+    return app

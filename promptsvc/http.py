@@ -1,0 +1,118 @@
+"""HTTP plumbing shared by every endpoint: request ids, log lines, JSON bodies, ETags.
+
+* Every response carries ``X-Request-ID``: the client's own when it is a safe token
+  (1-128 characters of ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach
+  logs or headers as they came.
+* Every log record gets a ``request_id`` attribute (``-`` outside a request), and
+  :func:`configure_logging` prints it on each line.
+* :func:`json_response` serializes with the stdlib directly: it is the read path's
+  hot spot, so no schema dumping happens there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sys
+import time
+import uuid
+from typing import Any
+
+from flask import Flask, Response, current_app, g, has_request_context, request
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
+
+access_log = logging.getLogger("promptsvc.access")
+
+
+def request_id() -> str:
+    """The current request's id (``-`` outside a request)."""
+    if has_request_context():
+        return getattr(g, "request_id", "-")
+    return "-"
+
+
+def _assign_request_id() -> None:
+    given = request.headers.get(REQUEST_ID_HEADER)
+    g.request_id = given if given and _SAFE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+    g.started = time.perf_counter()
+
+
+def _finish(response: Response) -> Response:
+    response.headers[REQUEST_ID_HEADER] = request_id()
+    if access_log.isEnabledFor(logging.INFO):
+        elapsed_ms = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
+        access_log.info(
+            "%s %s %s %.1fms", request.method, request.path, response.status_code, elapsed_ms
+        )
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Install request-id handling (first before_request, last after_request)."""
+    app.before_request_funcs.setdefault(None, []).insert(0, _assign_request_id)
+    app.after_request(_finish)
+
+
+# --------------------------------------------------------------------------- logging
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds ``record.request_id`` so any format can print it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            record.request_id = request_id()
+        return True
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Marks the handler configure_logging installs, so a second call adds none."""
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Print promptsvc's, identity's and storage's log lines to stderr with request ids.
+
+    Idempotent: each logger gets at most one such handler.
+    """
+    handler = _StderrHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(RequestIdFilter())
+    for name in ("promptsvc", "identity", "storage"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+            logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(level)
+    if access_log.level == logging.NOTSET:
+        # Off unless asked for (``promptsvc serve`` turns it on); gunicorn has its own.
+        access_log.setLevel(logging.WARNING)
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+def json_body(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """A JSON response, serialized without going through a schema."""
+    return current_app.response_class(json_body(data), status, mimetype="application/json")
+
+
+def etag_response(data: Any) -> Response:
+    """200 with a strong ETag of the body, or 304 when ``If-None-Match`` already has it."""
+    body = json_body(data)
+    etag = hashlib.blake2b(body, digest_size=16).hexdigest()
+    response_class = current_app.response_class
+    if request.if_none_match.contains_weak(etag):
+        response = response_class(status=304)
+    else:
+        response = response_class(body, mimetype="application/json")
+    response.headers["ETag"] = f'"{etag}"'
+    return response

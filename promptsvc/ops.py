@@ -1,0 +1,64 @@
+"""Operations endpoints: /healthz, /readyz, and the Swagger UI assets behind /docs.
+
+The Swagger UI page itself is flask-smorest's (OPENAPI_SWAGGER_UI_PATH); its scripts and
+styles are served here from the flask-swagger-ui package, so /docs needs no internet.
+"""
+
+from __future__ import annotations
+
+import os
+
+import flask_swagger_ui
+from flask import Flask, Response, send_from_directory
+from flask.views import MethodView
+
+from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.schemas import StatusSchema
+from promptsvc.http import json_response
+
+SWAGGER_UI_DIST = os.path.join(os.path.dirname(flask_swagger_ui.__file__), "dist")
+SWAGGER_UI_ASSETS = "/docs/assets/"
+
+blp = ApiBlueprint("operations", __name__, description="Liveness and readiness probes.")
+
+
+@blp.route("/healthz")
+class Health(MethodView):
+    @blp.response(200, StatusSchema)
+    def get(self) -> Response:
+        """Liveness: the process answers
+
+        Always 200; it does not touch storage.
+        """
+        return json_response({"status": "ok"})
+
+
+@blp.route("/readyz")
+class Ready(MethodView):
+    @blp.response(200, StatusSchema)
+    @blp.errors(503)
+    def get(self) -> Response:
+        """Readiness: storage answers
+
+        200 when storage answers a ping, else 503 service_unavailable.
+        """
+        storage().ping()
+        return json_response({"status": "ok"})
+
+
+def _swagger_asset(filename: str) -> Response:
+    response = send_from_directory(SWAGGER_UI_DIST, filename, max_age=86400)
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Serve the Swagger UI assets that flask-smorest's /docs page loads."""
+    app.add_url_rule(SWAGGER_UI_ASSETS + "<path:filename>", "swagger_ui_asset", _swagger_asset)
+
+
+SWAGGER_UI_CONFIG = {
+    # No "validator" badge: Swagger UI would fetch validator.swagger.io otherwise.
+    "validatorUrl": None,
+    "persistAuthorization": True,
+    "displayRequestDuration": True,
+}

@@ -1,0 +1,292 @@
+"""Bearer auth, roles (CONTRACT 3), check order (CONTRACT 5) and tenancy, on every endpoint."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from identity.core import Identity
+from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, role_includes
+
+# Every /api/v1 endpoint: (method, path, role needed, body, success status). The fixture
+# `world` makes the state each call needs: greeting v1 published, v2 draft, v3 archived,
+# and the key "doomed".
+ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
+    ("GET", "/api/v1/prompts/greeting/production", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts/greeting/latest", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts/greeting/versions/1", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts", SERVICE_READ, None, 200),
+    ("POST", "/api/v1/prompts", SERVICE_WRITE, {"name": "fresh"}, 201),
+    ("GET", "/api/v1/prompts/greeting", SERVICE_READ, None, 200),
+    ("DELETE", "/api/v1/prompts/greeting", SERVICE_WRITE, None, 204),
+    ("GET", "/api/v1/prompts/greeting/versions", SERVICE_READ, None, 200),
+    ("POST", "/api/v1/prompts/greeting/versions", SERVICE_WRITE, {"content": "x"}, 201),
+    ("PATCH", "/api/v1/prompts/greeting/versions/2", SERVICE_WRITE, {"content": "y"}, 200),
+    ("DELETE", "/api/v1/prompts/greeting/versions/2", SERVICE_WRITE, None, 204),
+    ("POST", "/api/v1/prompts/greeting/versions/2/promote", SERVICE_WRITE, None, 200),
+    ("POST", "/api/v1/prompts/greeting/versions/2/archive", SERVICE_WRITE, None, 200),
+    ("POST", "/api/v1/prompts/greeting/versions/3/unarchive", SERVICE_WRITE, None, 200),
+    ("GET", "/api/v1/prompts/greeting/history", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/keys", SERVICE_ADMIN, None, 200),
+    ("POST", "/api/v1/keys", SERVICE_ADMIN, {"role": SERVICE_READ}, 201),
+    ("DELETE", "/api/v1/keys/doomed", SERVICE_ADMIN, None, 204),
+]
+IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
+
+
+@pytest.fixture
+def world(api: Any, app: Flask) -> None:
+    api.create_prompt("greeting")
+    for _ in range(3):
+        api.create_version()
+    api.promote("greeting", 1)
+    api.post("/api/v1/prompts/greeting/versions/3/archive")
+    app.extensions["identity"].create_key("acme", SERVICE_READ, client_id="doomed")
+
+
+def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:
+    method, path, _, body, _ = endpoint
+    if body is not None:
+        kwargs.setdefault("json", body)
+    return api.request(method, path, **kwargs)
+
+
+def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
+    spec = api.client.get("/openapi.json").json
+    documented = {
+        (method.upper(), path.replace("{name}", "greeting"))
+        for path, item in spec["paths"].items()
+        if path.startswith("/api/v1/")
+        for method in item
+        if method != "parameters"
+    }
+    normalized = {
+        (
+            m,
+            re.sub(r"versions/\d", "versions/{versionId}", p).replace(
+                "keys/doomed", "keys/{client_id}"
+            ),
+        )
+        for m, p, *_ in ENDPOINTS
+    }
+    assert normalized == documented
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
+@pytest.mark.parametrize("role", ROLES)
+def test_roles(api: Any, world: None, endpoint: Any, role: str) -> None:
+    r = call(api, endpoint, role=role)
+    needed, success = endpoint[2], endpoint[4]
+    if role_includes(role, needed):
+        assert r.status_code == success, r.json
+    else:
+        assert r.status_code == 403
+        assert r.json == {"code": "forbidden", "message": "forbidden", "error": "forbidden"}
+        challenge = r.headers["WWW-Authenticate"]
+        assert challenge.startswith('Bearer error="insufficient_scope"')
+        assert needed in challenge
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
+def test_no_token_is_401_everywhere(api: Any, world: None, endpoint: Any) -> None:
+    r = call(api, endpoint, role=None)
+    assert r.status_code == 401
+    assert r.json == {"code": "unauthorized", "message": "unauthorized", "error": "unauthorized"}
+    assert r.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
+    assert "error_description=" in r.headers["WWW-Authenticate"]
+    assert r.headers["X-Request-ID"]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",
+        "Bearer",
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        "bearer",
+        "Bearer not-a-jwt",
+        "Bearer a.b.c",
+        "Bearer  TOKEN",  # two spaces
+        "Token TOKEN",
+    ],
+)
+def test_malformed_authorization_is_401(api: Any, world: None, header: str) -> None:
+    header = header.replace("TOKEN", api.tokens(SERVICE_READ))
+    r = api.get("/api/v1/prompts/greeting/production", role=None, headers={"Authorization": header})
+    assert r.status_code == 401
+    assert r.json["message"] == "unauthorized"
+    assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+
+
+def test_tampered_signature_is_401(api: Any, world: None) -> None:
+    token = api.tokens(SERVICE_ADMIN)
+    head, body, sig = token.split(".")
+    forged = f"{head}.{body}.{sig[:-4]}{'AAAA' if not sig.endswith('AAAA') else 'BBBB'}"
+    r = api.get(
+        "/api/v1/prompts/greeting/production",
+        role=None,
+        headers={"Authorization": f"Bearer {forged}"},
+    )
+    assert r.status_code == 401
+
+
+def _other_identity(app: Flask, **kwargs: Any) -> Identity:
+    settings = app.extensions["promptsvc.settings"]
+    options = {
+        "issuer_url": settings.issuer_url,
+        "signing_key_file": settings.signing_key_file,
+        **kwargs,
+    }
+    return Identity(app.extensions["promptsvc.storage"], **options)
+
+
+def _token(identity: Identity, app: Flask, role: str = SERVICE_ADMIN) -> str:
+    key, secret = app.extensions["identity"].create_key("acme", role)
+    token: str = identity.issue_token("acme", key.client_id, secret)["access_token"]
+    return token
+
+
+def test_expired_token_is_401(api: Any, app: Flask, world: None) -> None:
+    past = _other_identity(app, clock=lambda: time.time() - 3600)
+    r = api.get(
+        "/api/v1/prompts/greeting/production",
+        role=None,
+        headers={"Authorization": f"Bearer {_token(past, app)}"},
+    )
+    assert r.status_code == 401
+    assert r.json["message"] == "unauthorized"
+    assert "expired" in r.headers["WWW-Authenticate"]
+
+
+def test_wrong_issuer_is_401(api: Any, app: Flask, world: None) -> None:
+    foreign = _other_identity(app, issuer_url="http://elsewhere.test")
+    r = api.get(
+        "/api/v1/prompts/greeting/production",
+        role=None,
+        headers={"Authorization": f"Bearer {_token(foreign, app)}"},
+    )
+    assert r.status_code == 401
+    assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+
+
+def test_revoked_key_keeps_issued_tokens_but_gets_no_new_ones(
+    api: Any, app: Flask, world: None
+) -> None:
+    identity = app.extensions["identity"]
+    key, secret = identity.create_key("acme", SERVICE_READ)
+    token = identity.issue_token("acme", key.client_id, secret)["access_token"]
+    assert api.delete(f"/api/v1/keys/{key.client_id}").status_code == 204
+    r = api.get(
+        "/api/v1/prompts/greeting/production",
+        role=None,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert r.status_code == 200
+    exchange = api.client.post(
+        "/v1/auth/sdk-token",
+        json={"account_id": "acme", "key_id": key.client_id, "key_secret": secret},
+    )
+    assert exchange.status_code == 401
+
+
+def test_sdk_token_exchange_then_read(api: Any, app: Flask, world: None) -> None:
+    key, secret = app.extensions["identity"].create_key("acme", SERVICE_READ)
+    r = api.client.post(
+        "/v1/auth/sdk-token",
+        json={"account_id": "acme", "key_id": key.client_id, "key_secret": secret},
+    )
+    assert r.status_code == 200
+    assert r.json["token_type"] == "Bearer"
+    token = r.json["access_token"]
+    read = api.client.get(
+        "/api/v1/prompts/greeting/production", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert read.status_code == 200
+    assert read.json["version"] == 1
+
+
+# --------------------------------------------------------------------------- order
+
+
+def test_401_before_everything(api: Any) -> None:
+    # Missing prompt, invalid body, wrong content type: still 401 first.
+    r = api.post("/api/v1/prompts/nope/versions", role=None, data="x", content_type="text/plain")
+    assert r.status_code == 401
+
+
+def test_403_before_validation_and_404(api: Any) -> None:
+    r = api.post("/api/v1/prompts/nope/versions", role=SERVICE_READ, json={"bad": 1})
+    assert r.status_code == 403
+    r = api.post("/api/v1/prompts", role=SERVICE_READ, data="x", content_type="text/plain")
+    assert r.status_code == 403
+
+
+def test_400_before_404(api: Any) -> None:
+    r = api.post("/api/v1/prompts/nope/versions", json={"content": ""})
+    assert r.status_code == 400
+    r = api.post("/api/v1/prompts/nope/versions/1/promote", json={"notes": 1})
+    assert r.status_code == 400
+    r = api.get("/api/v1/prompts/nope/versions?limit=0")
+    assert r.status_code == 400
+
+
+def test_404_before_409(api: Any) -> None:
+    api.create_prompt("greeting")
+    api.create_version()
+    api.promote("greeting", 1)
+    # Version 1 is published (archiving it would be 409) but the prompt named is missing.
+    assert api.post("/api/v1/prompts/missing/versions/1/archive").status_code == 404
+    assert api.post("/api/v1/prompts/greeting/versions/1/archive").status_code == 409
+
+
+# --------------------------------------------------------------------------- tenancy
+
+
+def test_other_orgs_prompt_looks_exactly_like_a_missing_one(api: Any, world: None) -> None:
+    pid = api.get("/api/v1/prompts/greeting").json["prompt_id"]
+    vid = api.get("/api/v1/prompts/greeting/versions/1").json["version_id"]
+    for path in (
+        "/api/v1/prompts/greeting/production",
+        "/api/v1/prompts/greeting/latest",
+        f"/api/v1/prompts/greeting/versions/{vid}",
+        f"/api/v1/prompts/{pid}/production",
+        "/api/v1/prompts/greeting",
+        "/api/v1/prompts/greeting/history",
+        "/api/v1/prompts/greeting/versions",
+    ):
+        theirs = api.get(path, org="globex")
+        missing = api.get(path.replace("greeting", "no-such").replace(pid, "pmt_none"))
+        assert theirs.status_code == 404
+        assert theirs.json["code"] == missing.json["code"] == "not_found"
+        assert set(theirs.json) == set(missing.json)
+        assert theirs.json["message"] == missing.json["message"].replace(
+            "no-such", "greeting"
+        ).replace("pmt_none", pid)
+
+
+def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
+    for method, path, _, body, _ in ENDPOINTS:
+        if "/keys" in path or path == "/api/v1/prompts":
+            continue
+        r = (
+            api.request(method, path, org="globex", json=body)
+            if body
+            else api.request(method, path, org="globex")
+        )
+        assert r.status_code == 404, (method, path)
+    # acme's data is untouched.
+    assert api.get("/api/v1/prompts/greeting/production").json["version"] == 1
+    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 3
+    assert api.get("/api/v1/prompts", org="globex").json["items"] == []
+
+
+def test_keys_are_per_org(api: Any, world: None) -> None:
+    theirs = api.get("/api/v1/keys", org="globex").json["items"]
+    assert "doomed" not in {k["client_id"] for k in theirs}
+    assert api.delete("/api/v1/keys/doomed", org="globex").status_code == 404
+    assert "doomed" in {k["client_id"] for k in api.get("/api/v1/keys").json["items"]}
