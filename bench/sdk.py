@@ -1,0 +1,218 @@
+"""SDK benchmark: ``python -m bench.sdk [--quick]``.
+
+Measures ``PromptClient.get_prompt_version`` (and the async twin where noted):
+
+* cache hit: median per-call time over batches of calls, as ``timeit`` does (the
+  target is under 1.5 microseconds);
+* cold fetch: ``clear_cache()`` then a call, so each one is a full GET over a pooled
+  keep-alive connection (token already held), against the real app (create_app with
+  memory storage) served by werkzeug on 127.0.0.1 in this process; a raw httpx GET
+  with the same headers is the baseline;
+* revalidation: the entry has expired (the client's clock seam is moved past the TTL),
+  so each call is a conditional GET answered 304;
+* first call of a new client: token exchange plus fetch.
+
+The server shares this process (and its GIL) with the client, so network figures
+include the server's own work. Prints a table and writes the "sdk" section of
+docs/benchmarks.md (not with --quick).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import statistics
+import sys
+import threading
+import time
+import timeit
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+from werkzeug.serving import make_server
+
+from bench.report import table, write_section
+from promptsvc.app import create_app
+from promptsvc.client import AsyncPromptClient, PromptClient
+from promptsvc.client.flow import request_headers
+from promptsvc.config import Settings
+from storage.memory import MemoryStorage
+
+ORG = "bench"
+USER = str(uuid.uuid4())
+CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+TARGET_HIT_US = 1.5
+
+
+class Clock:
+    """The clients' clock seam, moved by hand to expire cache entries."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@contextmanager
+def local_server() -> Iterator[tuple[str, str, str]]:
+    """The real app on a loopback port; yields (url, key_id, key_secret)."""
+    storage = MemoryStorage()
+    storage.create_prompt(ORG, "greeting")
+    version = storage.create_version(ORG, "greeting", CONTENT, USER, {"team": "bench"}, ["b"])
+    storage.promote(ORG, "greeting", version.version_id, USER)
+    app = create_app(Settings(), storage=storage)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    key, secret = app.extensions["identity"].create_key(ORG, "Service Read")
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", key.client_id, secret
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def per_call_us(stmt: str, namespace: dict[str, object], number: int, repeat: int) -> list[float]:
+    """``repeat`` batches of ``number`` runs of ``stmt`` (timeit: gc off, no wrapper
+    call around the statement); microseconds per run."""
+    timer = timeit.Timer(stmt, globals=namespace)
+    return [t / number * 1e6 for t in timer.repeat(repeat=repeat, number=number)]
+
+
+def samples_us(call: Callable[[], object], n: int) -> list[float]:
+    """Each of ``n`` calls timed on its own, in microseconds."""
+    out = []
+    gc.disable()
+    try:
+        for _ in range(n):
+            start = time.perf_counter_ns()
+            call()
+            out.append((time.perf_counter_ns() - start) / 1000)
+    finally:
+        gc.enable()
+    return out
+
+
+def async_hits_us(client: AsyncPromptClient, number: int, repeat: int) -> list[float]:
+    async def batch() -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            await client.get_prompt_version("greeting")
+        return (time.perf_counter() - start) / number * 1e6
+
+    async def run() -> list[float]:
+        await client.get_prompt_version("greeting")
+        return [await batch() for _ in range(repeat)]
+
+    gc.disable()
+    try:
+        return asyncio.run(run())
+    finally:
+        gc.enable()
+
+
+def summary(name: str, values: list[float], unit: str = "us") -> list[object]:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    digits = 3 if ordered[0] < 10 else 0
+    return [
+        name,
+        len(values),
+        f"{statistics.median(values):,.{digits}f} {unit}",
+        f"{ordered[0]:,.{digits}f} {unit}",
+        f"{p95:,.{digits}f} {unit}",
+    ]
+
+
+def measure(args: argparse.Namespace) -> tuple[list[list[object]], float]:
+    rows: list[list[object]] = []
+    with local_server() as (url, key_id, secret):
+        options = {"account_id": ORG, "key_id": key_id, "key_secret": secret}
+        with PromptClient(url, **options) as client:  # the real clock: time.monotonic
+            client.get_prompt_version("greeting")
+            client.get_prompt_version("greeting", label="latest")
+            namespace: dict[str, object] = {"get": client.get_prompt_version}
+            hits = per_call_us('get("greeting")', namespace, 2_000, args.hit_repeat)
+            rows.append(summary("cache hit (batches of 2,000)", hits))
+            latest = per_call_us('get("greeting", label="latest")', namespace, 2_000, 50)
+            rows.append(summary('cache hit, label="latest"', latest))
+
+        clock = Clock()
+        with PromptClient(url, clock=clock, **options) as client:
+
+            def cold() -> object:
+                client.clear_cache()
+                return client.get_prompt_version("greeting")
+
+            rows.append(summary("cold fetch (200)", samples_us(cold, args.requests)))
+
+            def revalidate() -> object:
+                clock.now += 301
+                return client.get_prompt_version("greeting")
+
+            rows.append(summary("revalidation (304)", samples_us(revalidate, args.requests)))
+
+            token = client._auth.current()  # the SDK's own token, for the raw baseline
+            raw = httpx.Client()
+            path = f"{url}/api/v1/prompts/greeting/production"
+            rows.append(
+                summary(
+                    "baseline: raw httpx GET (200)",
+                    samples_us(
+                        lambda: raw.get(path, headers=request_headers(token)), args.requests
+                    ),
+                )
+            )
+            raw.close()
+
+        def first_call() -> object:
+            with PromptClient(url, **options) as fresh:
+                return fresh.get_prompt_version("greeting")
+
+        rows.append(summary("new client: token + fetch", samples_us(first_call, args.new_clients)))
+
+        async_client = AsyncPromptClient(url, **options)
+        rows.append(
+            summary("async cache hit (batches of 2,000)", async_hits_us(async_client, 2_000, 50))
+        )
+        asyncio.run(async_client.aclose())
+    return rows, statistics.median(hits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer samples, no docs update")
+    args = parser.parse_args()
+    args.hit_repeat, args.requests, args.new_clients = (
+        (20, 100, 5) if args.quick else (200, 1000, 30)
+    )
+
+    rows, hit_median = measure(args)
+    verdict = "met" if hit_median < TARGET_HIT_US else "NOT met"
+    body = "\n\n".join(
+        [
+            table(["case", "samples", "median", "min", "p95"], rows),
+            f"Target: cache hit under {TARGET_HIT_US} us median: **{verdict}** "
+            f"({hit_median:.3f} us).",
+            "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
+            "Network rows run against the real app (memory storage) on 127.0.0.1 in the same "
+            "process, so they include the server's work and share one GIL with it; compare "
+            "them with the raw-httpx baseline, not with a remote service. Hit rows are "
+            "per-call times of whole batches (timeit style); the others time each call.",
+        ]
+    )
+    print(body)
+    if not args.quick:
+        command = " ".join(["python -m bench.sdk", *sys.argv[1:]])
+        write_section("sdk", "SDK (promptsvc.client)", command, body)
+
+
+if __name__ == "__main__":
+    main()
