@@ -1,0 +1,275 @@
+"""Redis Cluster storage: ``redis+cluster://host:port[,host:port...][?options]``.
+
+The Redis backend (storage/redis.py) unchanged, on redis-py's ``RedisCluster``. Nothing
+here shards or replicates: Redis Cluster does. It works because every key of one org
+carries the org's hash tag (``ps:{<org>}:...``, storage/keys.py), so all of an org's
+keys sit in one slot and every Lua script touches one slot; different orgs hash to
+different slots and so spread over the primaries. redis-py sends each EVALSHA to the
+primary of its slot and, when a primary answers NOSCRIPT (a restarted node has an empty
+script cache), loads the script on every primary and runs it again.
+
+URL::
+
+    redis+cluster://[user:password@]host[:port][,host[:port]...][/0][?option=value&...]
+
+Any one reachable node is enough to discover the cluster; naming several survives one
+of them being down at start-up. Options:
+
+``read_from_replicas`` (``false``)
+    ``true`` sends the three read paths (:meth:`get_production`, :meth:`get_latest`,
+    :meth:`get_version`, behind the read API) to the replicas of the org's shard, round
+    robin, as ``EVALSHA_RO``; a slot with no replica, or an unreachable replica, is read
+    on its primary. Everything else (writes, listings, API keys, signing keys) stays on
+    the primaries. Replication is asynchronous, so a replica read may be stale: for the
+    replication lag (normally well under a millisecond on one network) a promotion just
+    made may not be seen yet (production still shows the previous version; latest the
+    previous latest; a version read by id its previous status or draft content), and a
+    replica that lost its primary keeps answering with the data it has (Redis's default
+    ``replica-serve-stale-data yes``) until it is promoted or that setting is turned off.
+    Off by default because SPEC 9 promises a promotion takes effect at once.
+``socket_timeout`` (``0.5``), ``socket_connect_timeout`` (``0.5``)
+    Seconds. A request for an org on an unreachable or hung primary fails with
+    :class:`StorageUnavailable` (503) after at most two attempts, about
+    ``2 x socket_timeout``, while the other shards keep answering.
+
+Connecting needs one answering node: :meth:`ClusterStorage.from_url` raises
+:class:`StorageUnavailable` when none does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError, RedisClusterException, SlotNotCoveredError
+from redis.retry import Retry
+from redis.typing import EncodableT, KeyT
+
+from storage import keys
+from storage.base import Clock, PromptVersion, StorageUnavailable, utcnow
+from storage.redis import UNAVAILABLE, RedisStorage, _check, _version
+
+SCHEME = "redis+cluster"
+DEFAULT_PORT = 6379
+DEFAULT_TIMEOUT = 0.5
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def parse_url(url: str) -> dict[str, Any]:
+    """The parts of a ``redis+cluster://`` URL: ``nodes`` [(host, port)], ``username``,
+    ``password``, ``read_from_replicas``, ``socket_timeout``, ``socket_connect_timeout``.
+
+    Raises ValueError naming what is wrong (unknown options are refused, not ignored:
+    a misspelt option would otherwise silently change nothing).
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != SCHEME:
+        raise ValueError(f"not a {SCHEME}:// URL")
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    username, _, password = userinfo.partition(":")
+    nodes = [_host_port(item) for item in hostlist.split(",")]
+    if parts.path not in ("", "/", "/0"):
+        raise ValueError("Redis Cluster has only database 0: drop the path from the URL")
+    options: dict[str, Any] = {
+        "nodes": nodes,
+        "username": unquote(username) or None,
+        "password": unquote(password) or None,
+        "read_from_replicas": False,
+        "socket_timeout": DEFAULT_TIMEOUT,
+        "socket_connect_timeout": DEFAULT_TIMEOUT,
+    }
+    for name, values in parse_qs(parts.query, keep_blank_values=True).items():
+        value = values[-1]
+        if name == "read_from_replicas":
+            options[name] = _flag(name, value)
+        elif name in ("socket_timeout", "socket_connect_timeout"):
+            options[name] = _seconds(name, value)
+        else:
+            raise ValueError(
+                f"unknown {SCHEME} option {name!r}: "
+                "use read_from_replicas, socket_timeout or socket_connect_timeout"
+            )
+    return options
+
+
+def _host_port(item: str) -> tuple[str, int]:
+    item = item.strip()
+    if item.startswith("["):  # [IPv6]:port
+        host, _, rest = item[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    else:
+        host, _, port_text = item.rpartition(":") if ":" in item else (item, "", "")
+    if not host:
+        raise ValueError(f"{SCHEME} URL: empty host in {item!r}")
+    if not port_text:
+        return host, DEFAULT_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"{SCHEME} URL: bad port in {item!r}")
+    return host, int(port_text)
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"{SCHEME} option {name} must be true or false, got {value!r}")
+
+
+def _seconds(name: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 60:
+        raise ValueError(f"{SCHEME} option {name} must be seconds in (0, 60], got {value!r}")
+    return seconds
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means a node could not be reached, as opposed to a bad request.
+
+    Besides redis-py's connection errors, RedisCluster raises two exceptions that are
+    not ``RedisError``: SlotNotCoveredError, and RedisClusterException("Redis Cluster
+    cannot be connected") chained to the connection error of the last node it tried.
+    """
+    if isinstance(exc, (*UNAVAILABLE, SlotNotCoveredError)):
+        return True
+    return isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, UNAVAILABLE)
+
+
+def _client(options: dict[str, Any], replicas: bool) -> RedisCluster:
+    kwargs: dict[str, Any] = {
+        "startup_nodes": [ClusterNode(host, port) for host, port in options["nodes"]],
+        "username": options["username"],
+        "password": options["password"],
+        "decode_responses": True,
+        "socket_timeout": options["socket_timeout"],
+        "socket_connect_timeout": options["socket_connect_timeout"],
+        # One more attempt (after redis-py refreshed the slot map) heals a pooled
+        # connection a restarted node dropped; more would only delay the 503 for an org
+        # whose primary is down, since a failover takes seconds, not retries.
+        "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+        # Serve the slots that are served: one primary down must not stop the others.
+        "require_full_coverage": False,
+    }
+    if replicas:
+        # This client's connections say READONLY, so replicas answer reads of their slots.
+        kwargs["load_balancing_strategy"] = LoadBalancingStrategy.ROUND_ROBIN_REPLICAS
+    return RedisCluster(**kwargs)
+
+
+class SlotScript(Script):
+    """A script that, on NOSCRIPT, is loaded on the node that said so, not everywhere.
+
+    redis-py's Script answers NOSCRIPT with SCRIPT LOAD on *every* primary, so while one
+    primary is down an org on a healthy shard whose node had forgotten the script (it
+    restarted, or is a replica promoted by a failover) would fail too.
+    """
+
+    registered_client: RedisCluster
+
+    def __call__(
+        self,
+        keys: Sequence[KeyT] | None = None,
+        args: Iterable[EncodableT] | None = None,
+        client: redis.Redis | RedisCluster | None = None,
+    ) -> Any:
+        if not keys or client is not None:
+            return super().__call__(keys, args, client)
+        cluster = self.registered_client
+        command = ("EVALSHA", self.sha, len(keys), *keys, *(args or ()))
+        for _ in range(2):  # the slot may move between NOSCRIPT and SCRIPT LOAD
+            try:
+                return cluster.execute_command(*command)
+            except NoScriptError:
+                node = cluster.get_node_from_key(keys[0])
+                cluster.execute_command("SCRIPT LOAD", self.script, target_nodes=node)
+        return cluster.execute_command(*command)
+
+
+class ClusterStorage(RedisStorage):
+    """Storage on a Redis Cluster: the Redis backend's scripts, routed by slot."""
+
+    def __init__(
+        self,
+        client: RedisCluster,
+        clock: Clock = utcnow,
+        replica_client: RedisCluster | None = None,
+    ) -> None:
+        """Use ``client`` (``decode_responses=True``) for everything; when given, read
+        the three read paths through ``replica_client`` (a ``RedisCluster`` with a
+        replica ``load_balancing_strategy``) as described in the module docstring."""
+        super().__init__(client, clock=clock)  # type: ignore[arg-type]
+        self._scripts = {
+            name: SlotScript(client, script.script) for name, script in self._scripts.items()
+        }
+        self.replica_client = replica_client
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> ClusterStorage:
+        """Connect to the cluster named by ``url`` (see the module docstring).
+
+        Raises ValueError for a malformed URL, StorageUnavailable when no node answers.
+        """
+        options = parse_url(url)
+        try:
+            client = _client(options, replicas=False)
+            replica_client = (
+                _client(options, replicas=True) if options["read_from_replicas"] else None
+            )
+        except RedisClusterException as exc:
+            # RedisCluster discovers the slot map at once. "Cannot be connected" caused
+            # by a connection error is an outage; anything else (a node without cluster
+            # mode, say) is a wrong URL and keeps redis-py's message.
+            if not unreachable(exc):
+                raise
+            raise StorageUnavailable(
+                "storage unavailable: no Redis Cluster node answered"
+            ) from None
+        return cls(client, clock=clock, replica_client=replica_client)
+
+    def close(self) -> None:
+        super().close()
+        if self.replica_client is not None:
+            self.replica_client.close()
+
+    def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
+        if self.replica_client is None:
+            return super()._read(org, prompt_ref, mode, value, ref)
+        keys_ = [keys.names(org), keys.prompt_prefix(org)]
+        try:
+            reply = self._read_on_replica(keys_, [prompt_ref, mode, value])
+        except Exception as exc:
+            if not unreachable(exc):
+                raise
+            # No replica answered: the primary has the answer (or raises the 503).
+            return super()._read(org, prompt_ref, mode, value, ref)
+        return _version(_check(reply, prompt_ref, ref))
+
+    def _read_on_replica(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua as EVALSHA_RO on a replica of the keys' slot.
+
+        The node is chosen here, not by redis-py: it would ask a server (COMMAND
+        GETKEYS) where EVALSHA_RO's keys are on every call. Replicas do not share the
+        primaries' script cache, so a NOSCRIPT loads the script on that node only.
+        """
+        assert self.replica_client is not None
+        client = self.replica_client
+        script = self._scripts["read_version"]
+        slot = client.keyslot(keys_[0])
+        node = client.nodes_manager.get_node_from_slot(
+            slot, load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS
+        )
+        command = ("EVALSHA_RO", script.sha, len(keys_), *keys_, *args)
+        try:
+            return client.execute_command(*command, target_nodes=node)
+        except NoScriptError:
+            client.execute_command("SCRIPT LOAD", script.script, target_nodes=node)
+            return client.execute_command(*command, target_nodes=node)

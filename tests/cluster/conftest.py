@@ -1,0 +1,77 @@
+"""Fixtures for the Redis Cluster tests: a local 3-primary cluster for the session.
+
+The cluster itself comes from tests/cluster_support.py (skips without redis-server and
+redis-cli, fails instead under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``). ``storage`` and
+``redis_storage`` are the storage suite's fixtures (tests/storage/conftest.py) on that
+cluster, so test_storage_suite.py can run the suite's tests unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import cluster_support
+import pytest
+from cluster_support import LocalCluster
+
+from storage import keys
+from storage.cluster import ClusterStorage
+
+# The cluster fixtures, bound here so pytest finds them for every test in this directory.
+local_cluster = cluster_support.local_cluster
+redis_cluster_url = cluster_support.redis_cluster_url
+flushed_cluster_url = cluster_support.flushed_cluster_url
+
+SUITE = Path(__file__).resolve().parent.parent / "storage"
+
+
+def load_suite_module(name: str) -> ModuleType:
+    """A module of tests/storage, loaded under its own name for re-use here."""
+    spec = importlib.util.spec_from_file_location(f"storage_suite_{name}", SUITE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def org_on_each_primary(cluster: LocalCluster) -> dict[int, str]:
+    """Primary port -> an org slug whose keys that primary holds (one org per shard)."""
+    found: dict[int, str] = {}
+    primaries = {n.port for n in cluster.primary_nodes()}
+    for i in range(1000):
+        org = f"org-{i}"
+        port = cluster.node_for_slot(cluster.keyslot(keys.names(org))).port
+        found.setdefault(port, org)
+        if set(found) == primaries:
+            return found
+    raise AssertionError("no org found for some primary")
+
+
+# The suite's own clock, so time-dependent assertions mean the same thing here.
+FakeClock = load_suite_module("conftest").FakeClock
+
+
+@pytest.fixture
+def clock() -> object:
+    return FakeClock()
+
+
+@pytest.fixture
+def cluster_storage(flushed_cluster_url: str, clock: object) -> Iterator[ClusterStorage]:
+    """A ClusterStorage on the emptied session cluster, on the fake clock."""
+    store = ClusterStorage.from_url(flushed_cluster_url, clock=clock)  # type: ignore[arg-type]
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def storage(cluster_storage: ClusterStorage) -> ClusterStorage:
+    return cluster_storage
+
+
+@pytest.fixture
+def redis_storage(cluster_storage: ClusterStorage) -> ClusterStorage:
+    return cluster_storage
