@@ -31,6 +31,7 @@ import timeit
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 from werkzeug.serving import make_server
@@ -134,7 +135,7 @@ def summary(name: str, values: list[float], unit: str = "us") -> list[object]:
 def measure(args: argparse.Namespace) -> tuple[list[list[object]], float]:
     rows: list[list[object]] = []
     with local_server() as (url, key_id, secret):
-        options = {"account_id": ORG, "key_id": key_id, "key_secret": secret}
+        options: dict[str, Any] = {"account_id": ORG, "key_id": key_id, "key_secret": secret}
         with PromptClient(url, **options) as client:  # the real clock: time.monotonic
             client.get_prompt_version("greeting")
             client.get_prompt_version("greeting", label="latest")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx
 
@@ -18,7 +18,7 @@ from promptsvc.client.models import PromptVersion
 T = TypeVar("T")
 
 
-class AsyncPromptClient(BaseClient):
+class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     """PromptClient for asyncio: ``await get_prompt_version(...)``, ``async with``,
     ``await aclose()`` (``close`` is the same). Keywords as PromptClient, with
     ``transport`` an ``httpx.AsyncBaseTransport``.
@@ -27,10 +27,7 @@ class AsyncPromptClient(BaseClient):
     The cache is the same thread-safe cache as PromptClient's.
     """
 
-    def __init__(
-        self, base_url: str, *, transport: httpx.AsyncBaseTransport | None = None, **options: Any
-    ) -> None:
-        super().__init__(base_url, **options)
+    def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
         self._http = httpx.AsyncClient(transport=transport)
         self._token_lock = asyncio.Lock()
         self._flights: AsyncSingleFlight[PromptVersion] = AsyncSingleFlight()

@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -29,6 +29,8 @@ from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers,
 from promptsvc.client.models import ModelError, PromptVersion
 
 logger = logging.getLogger("promptsvc.client")
+
+TransportT = TypeVar("TransportT")
 
 ENV_VARS = ("PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET")
 
@@ -54,8 +56,11 @@ def resolve(name: str, label: str | None, version: str | int | None) -> tuple[st
     return f"{prefix}/{label}", label == "production"
 
 
-class BaseClient:
-    """Settings and the I/O-free flows; see PromptClient for the public contract."""
+class BaseClient(Generic[TransportT]):
+    """Settings and the I/O-free flows; see PromptClient for the public contract.
+
+    Subclasses open their HTTP client, token lock and single flight in ``_open``.
+    """
 
     def __init__(
         self,
@@ -72,6 +77,7 @@ class BaseClient:
         retry_backoff: float = 0.25,
         stale_if_error: bool = True,
         clock: Clock = time.monotonic,
+        transport: TransportT | None = None,
     ) -> None:
         if cache_ttl < 0 or timeout <= 0 or max_retries < 0 or retry_backoff < 0:
             raise ValueError("cache_ttl, max_retries and retry_backoff must be >= 0, timeout > 0")
@@ -91,6 +97,10 @@ class BaseClient:
         self._cache = PromptCache(cache_ttl, clock)
         self._policy = RetryPolicy(timeout, max_retries, retry_backoff)
         self.stale_if_error = stale_if_error
+        self._open(transport)
+
+    def _open(self, transport: TransportT | None) -> None:
+        raise NotImplementedError
 
     @classmethod
     def with_client_credentials(

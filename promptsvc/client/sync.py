@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx
 
@@ -19,7 +19,7 @@ from promptsvc.client.models import PromptVersion
 T = TypeVar("T")
 
 
-class PromptClient(BaseClient):
+class PromptClient(BaseClient[httpx.BaseTransport]):
     """Reads prompt versions from a promptsvc service, with tokens and a cache handled.
 
     ``PromptClient(base_url, account_id=..., key_id=..., key_secret=...)`` exchanges
@@ -44,10 +44,7 @@ class PromptClient(BaseClient):
     Thread-safe: share one client. Use it as a context manager or call ``close()``.
     """
 
-    def __init__(
-        self, base_url: str, *, transport: httpx.BaseTransport | None = None, **options: Any
-    ) -> None:
-        super().__init__(base_url, **options)
+    def _open(self, transport: httpx.BaseTransport | None) -> None:
         self._http = httpx.Client(transport=transport)
         self._token_lock = threading.Lock()
         self._flights: SingleFlight[PromptVersion] = SingleFlight()

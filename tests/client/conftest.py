@@ -17,6 +17,7 @@ from sdk_support import (
     build_app,
     new_key,
     seed,
+    shared_signing_key,
 )
 
 from promptsvc.client import AsyncPromptClient, PromptClient
@@ -24,11 +25,17 @@ from promptsvc.client import AsyncPromptClient, PromptClient
 
 @pytest.fixture
 def start_service() -> Iterator[ServiceFactory]:
-    """Start seeded servers (``token_lifetime`` is passed to Settings); all stopped after."""
+    """Start seeded servers (``token_lifetime`` is passed to Settings); all stopped after.
+
+    Servers share one signing key (so accept each other's tokens) unless
+    ``own_signing_key`` is set.
+    """
     servers: list[LiveServer] = []
 
-    def start(token_lifetime: int = 300) -> Service:
+    def start(token_lifetime: int = 300, own_signing_key: bool = False) -> Service:
         storage = ControlledStorage()
+        if not own_signing_key:
+            storage.ensure_signing_key(shared_signing_key())
         versions = seed(storage)
         seen: list[Seen] = []
         app = build_app(storage, seen, token_lifetime)

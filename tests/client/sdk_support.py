@@ -9,6 +9,7 @@ reads can be made unavailable (503) or held at a gate.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
@@ -19,10 +20,11 @@ from flask import Flask, Response, g, request
 from werkzeug.datastructures import Headers
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from identity.signing import new_signing_key
 from promptsvc.app import create_app
 from promptsvc.client import AsyncPromptClient, PromptVersion
 from promptsvc.config import Settings
-from storage.base import StorageUnavailable
+from storage.base import SigningKey, StorageUnavailable, utcnow
 from storage.memory import MemoryStorage
 
 T = TypeVar("T")
@@ -93,6 +95,12 @@ class Versions:
     draft_only: str  # unreleased v1, draft
 
 
+@functools.cache
+def shared_signing_key() -> SigningKey:
+    """One RSA key for most test servers: generating one per server is the slow part."""
+    return new_signing_key(utcnow())
+
+
 def seed(storage: MemoryStorage) -> Versions:
     """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
     storage.create_prompt(ORG, "greeting")
@@ -151,7 +159,9 @@ class LiveServer:
     def __init__(self, app: Flask) -> None:
         self._server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
         self._thread.start()
         self.running = True
 
@@ -191,7 +201,7 @@ class Service:
         return [s for s in self.seen if not s.path.startswith("/api/")]
 
 
-ServiceFactory = Callable[..., Service]  # start_service(token_lifetime=300)
+ServiceFactory = Callable[..., Service]  # start_service(token_lifetime=300, own_signing_key=False)
 MakeClient = Callable[..., Any]  # make_client(svc=None, *, client_credentials, secret, **options)
 
 

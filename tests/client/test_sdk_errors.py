@@ -88,7 +88,7 @@ def test_max_retries_zero_makes_one_attempt(make_client: MakeClient, service: Se
 
 
 def test_retry_succeeds_when_the_service_recovers(
-    make_client: MakeClient, service: Service
+    make_client: MakeClient, service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The storage fails once, then answers: the retry returns the version."""
     failures = iter([True])
@@ -98,7 +98,7 @@ def test_retry_succeeds_when_the_service_recovers(
         service.storage.down = next(failures, False)
         return original(org, ref)
 
-    service.storage.get_production = flaky  # type: ignore[method-assign]
+    monkeypatch.setattr(service.storage, "get_production", flaky)
     v = make_client(max_retries=1).get_prompt_version("greeting")
 
     assert v.version == 1

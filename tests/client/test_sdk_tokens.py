@@ -137,7 +137,7 @@ def test_token_refused_twice_raises_authentication_error(
 ) -> None:
     """Tokens from another issuer (a wrong auth_url) are refused every time: the SDK
     refreshes and retries once, then raises."""
-    elsewhere = start_service()
+    elsewhere = start_service(own_signing_key=True)
     new_key(elsewhere.app, service.key_id, service.key_secret)
     client = make_client(client_credentials=True, auth_url=elsewhere.url)
 
