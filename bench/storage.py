@@ -30,7 +30,8 @@ from typing import Any
 import redis
 
 from bench.report import table, write_section
-from storage.base import Storage
+from storage import codec, keys, scripts
+from storage.base import Prompt, Storage, new_id
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 
@@ -67,24 +68,58 @@ def timed(op: Callable[[int], object], n: int) -> Timing:
         gc.enable()
 
 
+def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
+    """``count`` drafts of one prompt. On Redis: the storage's own create_version script,
+    pipelined 1,000 at a time, because 100,000 round trips would take minutes from Python.
+    Only loading goes this way; every measured operation uses the public API."""
+    if not isinstance(store, RedisStorage):
+        for _ in range(count):
+            store.create_version(org, name, CONTENT, USER)
+        return
+    script, now = store._scripts["create_version"], store.clock().isoformat()
+    variables = scripts.variables(CONTENT)
+    for start in range(0, count, 1_000):
+        pipe = store.client.pipeline(transaction=False)
+        for _ in range(start, min(start + 1_000, count)):
+            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", *variables, now]
+            script(keys=[keys.names(org), keys.prompt_prefix(org)], args=args, client=pipe)
+        pipe.execute()
+
+
+def bulk_prompts(store: Storage, org: str, count: int) -> None:
+    """``count`` empty prompts; on Redis through the create_prompt script, pipelined."""
+    if not isinstance(store, RedisStorage):
+        for i in range(count):
+            store.create_prompt(org, f"p{i:06d}")
+        return
+    script, now = store._scripts["create_prompt"], store.clock()
+    for start in range(0, count, 1_000):
+        pipe = store.client.pipeline(transaction=False)
+        for i in range(start, min(start + 1_000, count)):
+            prompt = Prompt(new_id("pmt_"), f"p{i:06d}", "text", None, now, now, None, None)
+            script(
+                keys=[keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
+                args=[prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+                client=pipe,
+            )
+        pipe.execute()
+
+
 def prompt_with_versions(store: Storage, org: str, name: str, count: int) -> None:
     """A prompt with ``count`` versions, the newest one published."""
     store.create_prompt(org, name)
-    for _ in range(count):
-        store.create_version(org, name, CONTENT, USER)
+    bulk_versions(store, org, name, count)
     store.promote(org, name, str(count), USER)
-
-
-def org_with_prompts(store: Storage, org: str, count: int) -> None:
-    for i in range(count):
-        store.create_prompt(org, f"p{i:06d}")
+    # The bulk path bypasses the public API: check it built what the public API would.
+    assert store.get_production(org, name).version == count
 
 
 def build(store: Storage, versions: int, prompts: int) -> dict[str, tuple[str, str]]:
     """The read cases: case -> (org, prompt name)."""
     prompt_with_versions(store, "small", "target", 10)
     prompt_with_versions(store, "bigprompt", "target", versions)
-    org_with_prompts(store, "bigorg", prompts)
+    bulk_prompts(store, "bigorg", prompts)
+    assert store.get_prompt("bigorg", f"p{prompts - 1:06d}").latest_version is None
     prompt_with_versions(store, "bigorg", "target", 10)
     return {
         "10 versions": ("small", "target"),
@@ -230,7 +265,8 @@ def report(
     )
     sizes = (
         f"{args.ops:,} operations of each kind, {args.reads:,} reads per case taking turns "
-        f"in batches of 10, garbage collector off while timing; whole run {elapsed:.0f} s"
+        f"in batches of 10, garbage collector off while timing; the 100,000-record data sets are "
+        f"loaded on Redis through the storage's own scripts, pipelined; whole run {elapsed:.0f} s"
     )
     return "\n\n".join(
         [

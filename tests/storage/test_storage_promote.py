@@ -157,7 +157,7 @@ def test_history_empty_and_unknown(storage: Storage, ids: list[str]) -> None:
         storage.list_history(ORG, "missing")
 
 
-@pytest.mark.parametrize("cursor", ["%%%", encode_cursor("x"), "A"])
+@pytest.mark.parametrize("cursor", ["%%%", encode_cursor("x"), encode_cursor("\u00b2"), "A"])
 def test_history_rejects_foreign_cursor(storage: Storage, ids: list[str], cursor: str) -> None:
     storage.promote(ORG, "greeting", "1", PROMOTER)
     with pytest.raises(InvalidInput):

@@ -287,7 +287,9 @@ def test_listed_versions_equal_single_reads(storage: Storage, prompt: str) -> No
         assert storage.get_version(ORG, prompt, version.version_id) == version
 
 
-@pytest.mark.parametrize("cursor", ["%%%", encode_cursor("abc"), encode_cursor("-1"), "A"])
+@pytest.mark.parametrize(
+    "cursor", ["%%%", encode_cursor("abc"), encode_cursor("-1"), encode_cursor("\u00b2"), "A"]
+)
 def test_list_versions_rejects_foreign_cursor(storage: Storage, prompt: str, cursor: str) -> None:
     make(storage, 2)
     with pytest.raises(InvalidInput):
