@@ -35,29 +35,21 @@ def test_each_label_and_version_has_its_own_entry(
     assert len(service.api_calls()) == len(calls)
 
 
+@pytest.mark.parametrize(("options", "ttl"), [({"cache_ttl": 30}, 30), ({}, 300)])
 def test_entry_expires_after_ttl(
-    make_client: MakeClient, service: Service, clock: FakeClock
+    make_client: MakeClient,
+    service: Service,
+    clock: FakeClock,
+    options: dict[str, float],
+    ttl: float,
 ) -> None:
-    client = make_client(cache_ttl=30)
+    client = make_client(**options)  # no cache_ttl: the default, 300 s
     client.get_prompt_version("greeting")
-    clock.advance(29.9)
+    clock.advance(ttl - 0.1)
     client.get_prompt_version("greeting")
     assert len(service.api_calls()) == 1
 
     clock.advance(0.1)
-    client.get_prompt_version("greeting")
-    assert len(service.api_calls()) == 2
-
-
-def test_default_ttl_is_300_seconds(
-    make_client: MakeClient, service: Service, clock: FakeClock
-) -> None:
-    client = make_client()
-    client.get_prompt_version("greeting")
-    clock.advance(299)
-    client.get_prompt_version("greeting")
-    assert len(service.api_calls()) == 1
-    clock.advance(1)
     client.get_prompt_version("greeting")
     assert len(service.api_calls()) == 2
 

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sdk_support import AUTHOR, ORG, FakeClock, Service
@@ -14,6 +14,7 @@ from sdk_support import AUTHOR, ORG, FakeClock, Service
 from promptsvc.client import AsyncPromptClient, NoProductionVersionError, PromptClient
 
 THREADS = 32
+C = TypeVar("C", PromptClient, AsyncPromptClient)
 
 
 def run_together(count: int, call: Callable[[int], Any]) -> list[Any]:
@@ -31,19 +32,8 @@ def run_together(count: int, call: Callable[[int], Any]) -> list[Any]:
         return list(pool.map(one, range(count)))
 
 
-def sync_client(service: Service, clock: FakeClock, **options: Any) -> PromptClient:
-    return PromptClient(
-        service.url,
-        account_id=ORG,
-        key_id=service.key_id,
-        key_secret=service.key_secret,
-        clock=clock,
-        **options,
-    )
-
-
-def async_client(service: Service, clock: FakeClock, **options: Any) -> AsyncPromptClient:
-    return AsyncPromptClient(
+def client_of(cls: type[C], service: Service, clock: FakeClock, **options: Any) -> C:
+    return cls(
         service.url,
         account_id=ORG,
         key_id=service.key_id,
@@ -72,7 +62,7 @@ def gate_until_all_called(service: Service) -> tuple[Callable[[], None], threadi
 
 def test_32_threads_missing_one_key_make_one_request(service: Service, clock: FakeClock) -> None:
     arrive, releaser = gate_until_all_called(service)
-    with sync_client(service, clock) as client:
+    with client_of(PromptClient, service, clock) as client:
 
         def call(_: int) -> Any:
             arrive()
@@ -88,7 +78,7 @@ def test_32_threads_missing_one_key_make_one_request(service: Service, clock: Fa
 
 def test_concurrent_misses_share_an_error(service: Service, clock: FakeClock) -> None:
     arrive, releaser = gate_until_all_called(service)
-    with sync_client(service, clock) as client:
+    with client_of(PromptClient, service, clock) as client:
 
         def call(_: int) -> Any:
             arrive()
@@ -111,7 +101,7 @@ def test_one_token_refresh_across_threads(service: Service, clock: FakeClock) ->
         v = service.storage.create_version(ORG, name, "x", AUTHOR)
         service.storage.promote(ORG, name, v.version_id, AUTHOR)
 
-    with sync_client(service, clock, cache_ttl=0) as client:
+    with client_of(PromptClient, service, clock, cache_ttl=0) as client:
         client.get_prompt_version("p0")
         clock.advance(241)  # the token is due for refresh (300 - 60)
         results = run_together(len(names), lambda i: client.get_prompt_version(names[i]))
@@ -124,7 +114,7 @@ def test_one_token_refresh_across_threads(service: Service, clock: FakeClock) ->
 
 def test_async_tasks_missing_one_key_make_one_request(service: Service, clock: FakeClock) -> None:
     async def main() -> list[Any]:
-        async with async_client(service, clock) as client:
+        async with client_of(AsyncPromptClient, service, clock) as client:
             return await asyncio.gather(
                 *(client.get_prompt_version("greeting", label="latest") for _ in range(THREADS))
             )
@@ -137,7 +127,7 @@ def test_async_tasks_missing_one_key_make_one_request(service: Service, clock: F
 
 def test_async_one_token_refresh_across_tasks(service: Service, clock: FakeClock) -> None:
     async def main() -> list[Any]:
-        async with async_client(service, clock, cache_ttl=0) as client:
+        async with client_of(AsyncPromptClient, service, clock, cache_ttl=0) as client:
             calls = [("greeting", None), ("greeting", "latest"), ("chatty", None)]
             return await asyncio.gather(
                 *(client.get_prompt_version(n, label) for n, label in calls)
@@ -150,7 +140,7 @@ def test_async_one_token_refresh_across_tasks(service: Service, clock: FakeClock
 
 def test_async_caller_cancelled_does_not_stop_the_fetch(service: Service, clock: FakeClock) -> None:
     async def main() -> Any:
-        async with async_client(service, clock) as client:
+        async with client_of(AsyncPromptClient, service, clock) as client:
             first = asyncio.ensure_future(client.get_prompt_version("greeting"))
             second = asyncio.ensure_future(client.get_prompt_version("greeting"))
             await asyncio.sleep(0)  # both are now waiting on the one fetch
