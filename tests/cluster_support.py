@@ -325,6 +325,25 @@ class LocalCluster:
         with node.client() as c:
             return int(c.execute_command("CLUSTER", "KEYSLOT", key))
 
+    def wait_replicated(self, timeout: float = 10.0) -> None:
+        """Wait until every replica has applied everything its primary has written."""
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            with node.client() as c:
+                info = c.info("replication")
+            if info.get("role") != "slave":
+                continue
+            primary = next(n for n in self.nodes if n.port == int(info["master_port"]))
+            while True:
+                with primary.client() as p, node.client() as r:
+                    wanted = int(p.info("replication")["master_repl_offset"])
+                    done = int(r.info("replication")["slave_repl_offset"])
+                if done >= wanted:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"replica {node.address} stuck at {done} < {wanted}")
+                time.sleep(0.02)
+
     def flush(self) -> None:
         """Empty every primary (this cluster is ours alone)."""
         for node in self.primary_nodes():
@@ -367,27 +386,34 @@ class LocalCluster:
         self.wait_healthy(deadline - time.monotonic())
 
 
-def _skip_or_fail(reason: str) -> None:
+def skip_or_fail(reason: str) -> None:
+    """Skip the test with ``reason``; fail it instead under PROMPTSVC_TEST_REQUIRE_REDIS=1."""
     if REQUIRE_REDIS:
         pytest.fail(f"{reason} (PROMPTSVC_TEST_REQUIRE_REDIS=1)")
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def local_cluster() -> Iterator[LocalCluster]:
-    """A 3-primary local cluster for the whole session, stopped at its end."""
+def running_cluster(primaries: int = 3, replicas_per_primary: int = 0) -> Iterator[LocalCluster]:
+    """Body of a fixture yielding a started LocalCluster, stopped afterwards; skips (or
+    fails under PROMPTSVC_TEST_REQUIRE_REDIS=1) when one cannot be started here."""
     problem = missing_binaries()
     if problem:
-        _skip_or_fail(problem)
-    cluster = LocalCluster(primaries=3)
+        skip_or_fail(problem)
+    cluster = LocalCluster(primaries=primaries, replicas_per_primary=replicas_per_primary)
     try:
         cluster.start()
     except ClusterStartError as exc:
-        _skip_or_fail(f"local Redis Cluster did not start: {exc}")
+        skip_or_fail(f"local Redis Cluster did not start: {exc}")
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator[LocalCluster]:
+    """A 3-primary local cluster for the whole session, stopped at its end."""
+    yield from running_cluster()
 
 
 @pytest.fixture(scope="session")
