@@ -195,11 +195,12 @@ class RedisStorage(Storage):
         now = self.clock()
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
+        as_text, as_chat, not_chat = scripts.variables(content)
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [*scripts.variables(content), codec.timestamp(now)]
+        args += [as_text, as_chat, not_chat, codec.timestamp(now)]
         reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
         prompt = codec.fields(reply[1])
-        variables = args[6] if prompt["prompt_type"] != "chat" else args[7]
+        variables = as_chat if prompt["prompt_type"] == "chat" else as_text
         # Built here rather than read back: the script would only echo the content.
         return PromptVersion(
             prompt_id=prompt["prompt_id"],
