@@ -62,6 +62,7 @@ MAX_TOKEN_LENGTH = 8192
 MAX_CLOCK_SKEW = 60
 UNKNOWN_KID_RELOAD_INTERVAL = 1.0
 ORG_CACHE_SECONDS = 60.0
+_HEADER_CACHE_SIZE = 64
 _JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _REQUIRED = ("exp", "iat", "iss", "aud", "sub")
 
@@ -123,13 +124,18 @@ class Verifier:
         # token -> (principal, kid): a hit is only good while its key is still kept.
         self._cache: OrderedDict[str, tuple[Principal, str]] = OrderedDict()
         self._lock = threading.Lock()
+        # Header segment -> kid for headers naming a key we hold: every token one key
+        # signs has the same header, so this skips decoding it (about 10% of a
+        # first-seen check). Keys are still looked up in the current snapshot, so a
+        # retired key is refused; the size bound keeps junk headers from growing it.
+        self._header_kids: dict[str, str] = {}
 
     def verify(self, authorization: str | None) -> Principal:
         """The principal of a valid ``Authorization: Bearer <token>`` header.
 
         Raises InvalidToken (and nothing else) for anything that is not one.
         """
-        token = parse_authorization(authorization)
+        token = bearer_token(authorization)
         now = self._clock()
         with self._lock:
             hit = self._cache.get(token)
@@ -140,6 +146,8 @@ class Verifier:
             if principal.expires_at <= now:
                 raise InvalidToken(errors.EXPIRED, "the token has expired")
             return principal
+        # Only tokens of the right shape enter the cache, so a hit needs no shape check.
+        check_shape(token)
         principal, kid = self._verify_new(token, now)
         with self._lock:
             self._cache[token] = (principal, kid)
@@ -149,25 +157,18 @@ class Verifier:
 
     def _verify_new(self, token: str, now: float) -> tuple[Principal, str]:
         head, body, signature = token.split(".")
-        header = _segment_json(head, "header")
+        kid = self._header_kids.get(head)
+        if kid is None:
+            kid = _header_kid(head)
         claims = _segment_json(body, "payload")
-
-        alg = header.get("alg")
-        if alg != ALGORITHM:
-            raise InvalidToken(
-                errors.DISALLOWED_ALGORITHM, f"algorithm {str(alg)[:20]!r} is not allowed"
-            )
-        if "crit" in header:
-            raise InvalidToken(errors.MALFORMED, "critical header extensions are not supported")
         org = self._realm(claims.get("iss"))
-        kid = header.get("kid")
-        if not isinstance(kid, str):
-            raise InvalidToken(errors.UNKNOWN_KEY, "the token names no signing key (kid)")
         key = self._ring.refresh(REFRESH_SECONDS).by_kid.get(kid)
         if key is None:
             key = self._ring.refresh(UNKNOWN_KID_RELOAD_INTERVAL).by_kid.get(kid)
             if key is None:
                 raise InvalidToken(errors.UNKNOWN_KEY, "the token's signing key is unknown")
+        if len(self._header_kids) < _HEADER_CACHE_SIZE:
+            self._header_kids[head] = kid
 
         if not key.verifier.Algorithm.verify(
             f"{head}.{body}".encode("ascii"), key.verifier.key, _b64decode(signature)
@@ -213,23 +214,43 @@ class Verifier:
         return Principal(org=org, user_id=sub, client_id=azp, role=roles[0], expires_at=exp)
 
 
-def parse_authorization(authorization: str | None) -> str:
-    """The token of ``Bearer <token>`` (scheme case-insensitive, RFC 6750), strictly."""
+def bearer_token(authorization: str | None) -> str:
+    """What follows ``Bearer `` (scheme case-insensitive, RFC 6750, one space)."""
     if not authorization:
         raise InvalidToken(errors.MISSING, "no bearer token given")
     scheme, space, token = authorization.partition(" ")
     if not space or scheme.lower() != "bearer":
         raise InvalidToken(errors.MALFORMED, "the Authorization scheme must be Bearer")
+    return token
+
+
+def check_shape(token: str) -> None:
+    """Refuse anything but a compact JWS: three base64url segments, nothing else."""
     if len(token) > MAX_TOKEN_LENGTH or not _JWS.fullmatch(token):
         raise InvalidToken(
             errors.MALFORMED, "expected 'Bearer <token>' with one space and a signed JWT"
         )
-    return token
+
+
+def _header_kid(head: str) -> str:
+    """The kid of an acceptable header segment: RS256, no critical extensions."""
+    header = _segment_json(head, "header")
+    alg = header.get("alg")
+    if alg != ALGORITHM:
+        raise InvalidToken(
+            errors.DISALLOWED_ALGORITHM, f"algorithm {str(alg)[:20]!r} is not allowed"
+        )
+    if "crit" in header:
+        raise InvalidToken(errors.MALFORMED, "critical header extensions are not supported")
+    kid = header.get("kid")
+    if not isinstance(kid, str):
+        raise InvalidToken(errors.UNKNOWN_KEY, "the token names no signing key (kid)")
+    return kid
 
 
 def _segment_json(segment: str, name: str) -> dict[str, Any]:
     try:
-        value = json.loads(_b64decode(segment))
+        value = json.loads(_b64decode(segment).decode("utf-8"))
     except (ValueError, RecursionError):
         raise InvalidToken(errors.MALFORMED, f"the token {name} is not JSON") from None
     if not isinstance(value, dict):

@@ -108,7 +108,8 @@ def test_missing(ident: Identity, header: str | None) -> None:
         "Bearer abc.def",  # two segments
         "Bearer {t}==",  # padding is not base64url
         "Bearer a.b.c",  # segments that are not JSON
-        "Bearer e30.W10.c2ln",  # payload is a JSON array
+        "Bearer eyJhbGciOiJSUzI1NiIsImtpZCI6ImsifQ.W10.c2ln",  # RS256 header, payload a JSON array
+        "Bearer W10.e30.c2ln",  # header a JSON array
         "Bearer " + "a" * 9000 + ".b.c",  # absurdly long
     ],
 )
