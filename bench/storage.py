@@ -271,7 +271,8 @@ def report(
     return "\n\n".join(
         [
             f"Latencies are medians in microseconds, in-process for memory and over a "
-            f"localhost socket for Redis ({sizes}).",
+            f"localhost socket for Redis ({sizes}). ops/s is operations / wall time, so "
+            f"slow outliers (other processes on the same cores) pull it below 1 / median.",
             "### Operations",
             table(["backend", "operation", "ops/s", "median us"], op_rows),
             "### Read latency as data grows (median us)",
