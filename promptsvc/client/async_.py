@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import httpx
 
@@ -50,7 +50,7 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
 
     close = aclose
 
-    async def __aenter__(self) -> AsyncPromptClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

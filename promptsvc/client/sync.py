@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import httpx
 
@@ -31,16 +31,21 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       caching off. An expired entry is revalidated with ``If-None-Match``.
     * ``token_refresh_buffer`` (60): seconds before ``expires_in`` runs out that a
       token is replaced.
-    * ``timeout`` (10.0): total seconds one call may take, token fetch, retries and
-      backoff included.
+    * ``timeout`` (10.0): the time budget of one call, in seconds: its token fetch,
+      attempts and backoff share it; no attempt or backoff starts once it is spent,
+      and each attempt's httpx timeouts are capped by what is left of it.
     * ``max_retries`` (2): extra attempts after a transport error or a 5xx; never on
-      4xx. ``retry_backoff`` (0.25) is the first backoff in seconds, doubling.
+      4xx. Before retry *n* (from 0) the client waits a random time between half and
+      all of ``min(4, retry_backoff * 2**n)`` seconds (``retry_backoff``: 0.25).
+      Every attempt is a new request with its own ``X-Request-ID``.
     * ``stale_if_error`` (True): when the service is unreachable or answers 5xx, serve
       an expired cache entry (logging a warning) instead of raising.
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
+    * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
     * ``transport``: an ``httpx.BaseTransport`` (proxies, tests).
 
+    A 401 from the API makes the client fetch a new token and retry once.
     Thread-safe: share one client. Use it as a context manager or call ``close()``.
     """
 
@@ -71,7 +76,7 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         """Close pooled connections. The cache and token are kept."""
         self._http.close()
 
-    def __enter__(self) -> PromptClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
