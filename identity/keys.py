@@ -82,8 +82,8 @@ def authenticate(storage: Storage, org: str, client_id: str, client_secret: str)
 
 def active_key(storage: Storage, org: str, client_id: str) -> ApiKey | None:
     """The org's key ``client_id`` unless it is absent or revoked."""
-    if not valid_org(org) or not client_id:
-        return None
+    if not valid_org(org) or not isinstance(client_id, str) or not CLIENT_ID.fullmatch(client_id):
+        return None  # cannot name a key, so no storage round trip
     key = storage.get_api_key(org, client_id)
     return None if key is None or key.revoked else key
 

@@ -61,7 +61,6 @@ MAX_TOKEN_LENGTH = 8192
 # A token whose iat lies further ahead than this was not minted by a sane clock.
 MAX_CLOCK_SKEW = 60
 UNKNOWN_KID_RELOAD_INTERVAL = 1.0
-ORG_CACHE_SECONDS = 60.0
 _HEADER_CACHE_SIZE = 64
 _JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _REQUIRED = ("exp", "iat", "iss", "aud", "sub")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 
+import httpx
 import jwt
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from identity_support import ISSUER, TOKEN_PATH, FakeClock, token_request
+from werkzeug.serving import make_server
 from werkzeug.test import TestResponse
 
 import identity
@@ -371,3 +374,41 @@ def test_token_lifetime_is_configurable(storage: Storage, clock: FakeClock) -> N
     assert body["expires_in"] == 60
     claims = json.loads(base64.urlsafe_b64decode(body["access_token"].split(".")[1] + "=="))
     assert claims["exp"] - claims["iat"] == 60
+
+
+def test_over_real_http(app: Flask, ident: Identity, key: tuple[ApiKey, str]) -> None:
+    """The endpoints behind a real server on loopback, as clients meet them."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}") as http:
+            basic = http.post(
+                TOKEN_PATH.format(org="acme"),
+                data={"grant_type": "client_credentials"},
+                auth=(key[0].client_id, key[1]),
+            )
+            sdk = http.post(
+                "/v1/auth/sdk-token",
+                json={"account_id": "acme", "key_id": key[0].client_id, "key_secret": key[1]},
+            )
+            wrong = http.post(
+                TOKEN_PATH.format(org="acme"),
+                data={"grant_type": "client_credentials"},
+                auth=(key[0].client_id, "wrong-secret-value"),
+            )
+            certs = http.get("/realms/acme/protocol/openid-connect/certs")
+    finally:
+        server.shutdown()
+        thread.join()
+    assert basic.status_code == 200
+    assert basic.headers["cache-control"] == "no-store"
+    assert sdk.status_code == 200
+    for body in (basic.json(), sdk.json()):
+        assert ident.verify(f"Bearer {body['access_token']}").org == "acme"
+    assert wrong.status_code == 401
+    assert wrong.json()["error"] == "invalid_client"
+    assert (
+        certs.json()["keys"][0]["kid"]
+        == jwt.get_unverified_header(sdk.json()["access_token"])["kid"]
+    )
