@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import statistics
 import sys
 import threading
@@ -195,18 +196,23 @@ def main() -> None:
         (20, 100, 5) if args.quick else (200, 1000, 30)
     )
 
+    load = os.getloadavg()[0]
     rows, hit_median = measure(args)
     verdict = "met" if hit_median < TARGET_HIT_US else "NOT met"
     body = "\n\n".join(
         [
+            f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
+            "work shares them, so medians and p95 move between runs).",
             table(["case", "samples", "median", "min", "p95"], rows),
             f"Target: cache hit under {TARGET_HIT_US} us median: **{verdict}** "
             f"({hit_median:.3f} us).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "Network rows run against the real app (memory storage) on 127.0.0.1 in the same "
             "process, so they include the server's work and share one GIL with it; compare "
-            "them with the raw-httpx baseline, not with a remote service. Hit rows are "
-            "per-call times of whole batches (timeit style); the others time each call.",
+            "them with the raw-httpx baselines, not with a remote service. werkzeug's "
+            "development server closes every connection, so each network row includes a "
+            "TCP connect. Hit rows are per-call times of whole batches (timeit style); the "
+            "others time each call, the four request cases taking turns in batches of 10.",
         ]
     )
     print(body)
