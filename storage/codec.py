@@ -71,6 +71,34 @@ def prompt_fields(p: Prompt) -> list[str]:
     )
 
 
+# The order of the values the scripts answer for a version (storage/lua/_common.lua).
+PROMPT_OF_VERSION = ("prompt_id", "name", "prompt_type")
+VERSION_FIELDS = (
+    "version_id",
+    "version",
+    "content",
+    "variables",
+    "status",
+    "metadata",
+    "tags",
+    "created_at",
+    "updated_at",
+    "promoted_at",
+    "promoted_by",
+    "created_by",
+)
+
+
+def named(names: Sequence[str], values: Sequence[str | None]) -> Fields:
+    """HMGET's values under their field names; missing (null) fields are left out."""
+    return {n: v for n, v in zip(names, values, strict=True) if v is not None}
+
+
+def version_of(prompt_values: Sequence[str | None], values: Sequence[str | None]) -> PromptVersion:
+    """From a script's version reply: the parent prompt's values and the version's."""
+    return version(named(PROMPT_OF_VERSION, prompt_values), named(VERSION_FIELDS, values))
+
+
 def version(p: Fields, v: Fields) -> PromptVersion:
     """From the parent prompt's fields and the version's fields."""
     promoted_at = v.get("promoted_at")

@@ -100,7 +100,7 @@ def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "")
 
 
 def _version(reply: Sequence[Any]) -> PromptVersion:
-    return codec.version(codec.fields(reply[1]), codec.fields(reply[2]))
+    return codec.version_of(reply[1], reply[2])
 
 
 class RedisStorage(Storage):
@@ -199,7 +199,7 @@ class RedisStorage(Storage):
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
         args += [as_text, as_chat, not_chat, codec.timestamp(now)]
         reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
-        prompt = codec.fields(reply[1])
+        prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
         variables = as_chat if prompt["prompt_type"] == "chat" else as_text
         # Built here rather than read back: the script would only echo the content.
         return PromptVersion(
@@ -245,8 +245,7 @@ class RedisStorage(Storage):
         wanted = "" if status is None else status if status in STATUSES else "-"
         args = [prompt_ref, wanted, before, limit + 1]
         reply = _check(self._prompt_script("list_versions", org, args), prompt_ref)
-        prompt = codec.fields(reply[1])
-        items = [codec.version(prompt, codec.fields(flat)) for flat in reply[2][:limit]]
+        items = [codec.version_of(reply[1], values) for values in reply[2][:limit]]
         more = len(reply[2]) > limit
         return Page(items, encode_cursor(str(items[-1].version)) if more else None)
 

@@ -95,6 +95,22 @@ local function pick_variables(pid, text_vars, chat_vars, chat_error)
   return text_vars
 end
 
+-- A version as two lists of values, in the order storage/codec.py reads them (values
+-- only, no field names: half the strings for the client to parse on every read).
+local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
+local VERSION_FIELDS = {
+  "version_id", "version", "content", "variables", "status", "metadata", "tags",
+  "created_at", "updated_at", "promoted_at", "promoted_by", "created_by",
+}
+
+local function prompt_values(pid)
+  return redis.call("HMGET", pkey(pid), unpack(PROMPT_OF_VERSION))
+end
+
+local function version_values(pid, vid)
+  return redis.call("HMGET", vkey(pid, vid), unpack(VERSION_FIELDS))
+end
+
 -- Prompt fields plus the numbers of the latest and the production version ("" = none).
 local function prompt_summary(pid)
   local latest = redis.call("ZRANGE", pkey(pid, ":versions"), -1, -1, "WITHSCORES")[2] or ""

@@ -3,7 +3,7 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
 -- ARGV[4]  now
--- Returns {"ok", prompt fields, version fields} or an error marker (see _common.lua).
+-- Returns {"ok", prompt values, version values} or an error marker (see _common.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -12,4 +12,4 @@ if status ~= "draft" then
   return { "state", status, number }
 end
 set_status(pid, vid, number, "draft", "archived", ARGV[4])
-return { "ok", redis.call("HGETALL", pkey(pid)), redis.call("HGETALL", vkey(pid, vid)) }
+return { "ok", prompt_values(pid), version_values(pid, vid) }

@@ -8,7 +8,7 @@
 -- ARGV[8]  variables if the prompt is chat (JSON)
 -- ARGV[9]  why the content is not valid chat ("" = it is)
 -- ARGV[10] now (ISO 8601)
--- Returns {"ok", prompt fields, number}, {"no_prompt"} or {"invalid", reason}.
+-- Returns {"ok", prompt values, number}, {"no_prompt"} or {"invalid", reason}.
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
@@ -28,4 +28,4 @@ redis.call(
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
 redis.call("HSET", pkey(pid), "updated_at", now)
-return { "ok", redis.call("HGETALL", pkey(pid)), number }
+return { "ok", prompt_values(pid), number }

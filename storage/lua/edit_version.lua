@@ -5,7 +5,7 @@
 -- ARGV[5]  variables if text (JSON)   ARGV[6]  variables if chat (JSON)
 -- ARGV[7]  why the content is not valid chat ("" = it is)
 -- ARGV[8]  now
--- Returns {"ok", prompt fields, version fields} or an error marker (see _common.lua).
+-- Returns {"ok", prompt values, version values} or an error marker (see _common.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -18,4 +18,4 @@ if not variables then
   return { "invalid", reason }
 end
 redis.call("HSET", vkey(pid, vid), "content", ARGV[4], "variables", variables, "updated_at", ARGV[8])
-return { "ok", redis.call("HGETALL", pkey(pid)), redis.call("HGETALL", vkey(pid, vid)) }
+return { "ok", prompt_values(pid), version_values(pid, vid) }

@@ -4,7 +4,7 @@
 -- ARGV[2]  status ("" = every status; "-" = a status no version can have)
 -- ARGV[3]  list numbers below this one ("" = from the newest)
 -- ARGV[4]  how many to return (one more than the page, to see if more follow)
--- Returns {"ok", prompt fields, {version fields, ...}} or {"no_prompt"}.
+-- Returns {"ok", prompt values, {version values, ...}} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
@@ -21,7 +21,7 @@ if ARGV[2] ~= "-" then
   end
   local vids = redis.call("ZREVRANGEBYSCORE", index, max, "-inf", "LIMIT", 0, tonumber(ARGV[4]))
   for i, vid in ipairs(vids) do
-    out[i] = redis.call("HGETALL", vkey(pid, vid))
+    out[i] = version_values(pid, vid)
   end
 end
-return { "ok", redis.call("HGETALL", pkey(pid)), out }
+return { "ok", prompt_values(pid), out }

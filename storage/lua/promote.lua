@@ -7,7 +7,7 @@
 -- ARGV[4]  promoted_by    ARGV[5]  notes    ARGV[6]  "1" if there are notes, else "0"
 -- ARGV[7]  "1" to archive the previous production version, "0" to make it a draft
 -- ARGV[8]  now            ARGV[9]  new history id
--- Returns {"ok", prompt fields, version fields, history record fields} or an error marker.
+-- Returns {"ok", prompt values, version values, history record fields} or an error marker.
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -45,7 +45,7 @@ redis.call("ZADD", pkey(pid, ":history"), seq, hid)
 redis.call("HSET", pkey(pid), "updated_at", now)
 return {
   "ok",
-  redis.call("HGETALL", pkey(pid)),
-  redis.call("HGETALL", vkey(pid, vid)),
+  prompt_values(pid),
+  version_values(pid, vid),
   redis.call("HGETALL", pkey(pid, ":h:" .. hid)),
 }

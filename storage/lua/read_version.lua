@@ -4,10 +4,10 @@
 -- ARGV[1]  prompt ref
 -- ARGV[2]  mode: "production", "latest", "number", "id" or "none"
 -- ARGV[3]  the number or version id (modes "number" and "id")
--- Returns {"ok", prompt fields, version fields}, {"no_prompt"}, {"no_version"} or
+-- Returns {"ok", prompt values, version values}, {"no_prompt"}, {"no_version"} or
 -- {"no_production"}.
 local pid, vid_or_err = resolve(ARGV[1], ARGV[2], ARGV[3], true)
 if not pid then
   return vid_or_err
 end
-return { "ok", redis.call("HGETALL", pkey(pid)), redis.call("HGETALL", vkey(pid, vid_or_err)) }
+return { "ok", prompt_values(pid), version_values(pid, vid_or_err) }

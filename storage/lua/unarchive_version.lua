@@ -2,7 +2,7 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
 -- ARGV[4]  now
--- Returns {"ok", prompt fields, version fields} or an error marker (see _common.lua).
+-- Returns {"ok", prompt values, version values} or an error marker (see _common.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -11,4 +11,4 @@ if status ~= "archived" then
   return { "state", status, number }
 end
 set_status(pid, vid, number, "archived", "draft", ARGV[4])
-return { "ok", redis.call("HGETALL", pkey(pid)), redis.call("HGETALL", vkey(pid, vid)) }
+return { "ok", prompt_values(pid), version_values(pid, vid) }
