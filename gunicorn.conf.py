@@ -1,0 +1,48 @@
+"""gunicorn settings for promptsvc: ``gunicorn -c gunicorn.conf.py wsgi:app``.
+
+Environment (command-line flags such as ``--workers`` still override these):
+
+=====================  ==========================================================
+PROMPTSVC_BIND         address to listen on (default ``127.0.0.1:8000``)
+PROMPTSVC_WORKERS      worker processes (default ``2 * CPU cores + 1``)
+PROMPTSVC_THREADS      threads per worker (default 4; the gthread worker keeps
+                       client connections alive, which SDK clients reuse)
+PROMPTSVC_STORAGE_URL  must name Redis when there is more than one worker
+=====================  ==========================================================
+
+The other PROMPTSVC_* variables (issuer URL, signing key file, token lifetime,
+bootstrap file) are read by the app itself; see promptsvc.config.
+
+``memory://`` storage lives inside one process, so several workers would each have
+their own prompts and keys: with more than one worker and memory:// the server refuses
+to start. Each worker builds its own app (``preload_app`` off): its own Redis
+connection pool, no sockets shared across fork.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Any
+
+bind = os.environ.get("PROMPTSVC_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 2 + 1))
+worker_class = "gthread"
+threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
+keepalive = 5
+preload_app = False
+# gunicorn's access log (off unless --access-logfile is given) shows the request id.
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
+
+
+def on_starting(server: Any) -> None:
+    """Refuse memory:// storage with more than one worker, saying why."""
+    storage_url = os.environ.get("PROMPTSVC_STORAGE_URL", "memory://")
+    if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
+        raise RuntimeError(
+            f"PROMPTSVC_STORAGE_URL is {storage_url!r} but gunicorn would start "
+            f"{server.cfg.workers} workers: memory:// storage lives inside one process, so "
+            "each worker would have its own prompts and keys. Set PROMPTSVC_STORAGE_URL to "
+            "redis://host:port/db, or run a single worker (--workers 1 or "
+            "PROMPTSVC_WORKERS=1)."
+        )

@@ -1,0 +1,173 @@
+"""The ``promptsvc`` command.
+
+* ``promptsvc serve``: the all-in-one server (API + identity) for local use, on werkzeug's
+  threaded server. For deployment use gunicorn with the shipped gunicorn.conf.py.
+* ``promptsvc keys ...`` / ``promptsvc signing-keys ...``: operator commands working
+  directly on Redis storage (identity.commands).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from identity import commands as identity_commands
+from identity.errors import IdentityError
+from promptsvc import __version__
+from promptsvc.config import ConfigError, Settings
+from storage.base import StorageError
+
+EXIT_USAGE = 2
+
+SERVE_HELP = """\
+Run the API and the identity endpoints in one process (werkzeug's threaded server),
+for local use and trials. Settings come from PROMPTSVC_* variables; the flags below
+override them. The token issuer URL follows --host/--port unless PROMPTSVC_ISSUER_URL
+is set. For production, run `gunicorn -c gunicorn.conf.py wsgi:app` on Redis.
+"""
+
+EPILOG = """\
+examples:
+  promptsvc serve --demo                     # try it: demo org, keys and prompts
+  promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
+  promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="promptsvc",
+        description="Self-hosted prompt versioning service with a bundled OIDC issuer.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"promptsvc {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the all-in-one server (API + identity) for local use",
+        description=SERVE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port to listen on; 0 picks a free one (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--storage",
+        metavar="URL",
+        help="memory:// (default; lost on exit), redis://host:port/db or rediss://... "
+        "(overrides PROMPTSVC_STORAGE_URL)",
+    )
+    serve.add_argument(
+        "--bootstrap",
+        metavar="FILE",
+        help="TOML file of orgs and keys to create at start-up, idempotently "
+        "(overrides PROMPTSVC_BOOTSTRAP_FILE)",
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="create org 'demo' with a key per role and sample prompts, and print the "
+        "credentials with ready-to-paste curl and SDK lines",
+    )
+    serve.set_defaults(func=serve_command)
+
+    identity_commands.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``promptsvc`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+# --------------------------------------------------------------------------- serve
+
+
+def _url_host(host: str) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        return "localhost"
+    return f"[{host}]" if ":" in host else host
+
+
+def _fail(message: str, status: int = 1) -> int:
+    print(f"promptsvc: error: {message}", file=sys.stderr)
+    return status
+
+
+def _stop(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """``promptsvc serve``: bind, build the app for the bound address, serve until stopped."""
+    from promptsvc import demo
+    from promptsvc.app import create_app
+
+    # Bind first, so that --port 0 is resolved before the issuer URL is made. A port in
+    # use: werkzeug prints why and exits with status 1.
+    server: BaseWSGIServer = make_server(args.host, args.port, _not_ready, threaded=True)
+    base_url = f"http://{_url_host(args.host)}:{server.server_port}"
+    try:
+        settings = Settings.from_env(
+            storage_url=args.storage,
+            bootstrap_file=args.bootstrap,
+            issuer_url=None if os.environ.get("PROMPTSVC_ISSUER_URL") else base_url,
+        )
+        app = create_app(settings)
+        storage = app.extensions["promptsvc.storage"]
+        storage.ping()
+        keys = demo.create_demo(app) if args.demo else None
+    except (ConfigError, ValueError, IdentityError, OSError) as exc:
+        server.server_close()
+        return _fail(str(exc))
+    except StorageError as exc:
+        server.server_close()
+        return _fail(f"storage {settings.storage_url} is not usable: {exc}")
+
+    # Access lines with request ids come from promptsvc.access; werkzeug's own would repeat
+    # them without one.
+    logging.getLogger("promptsvc.access").setLevel(logging.INFO)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server.app = app
+    print(f"promptsvc {__version__} listening on {base_url} (storage: {settings.storage_url})")
+    print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")
+    if keys is not None:
+        print(demo.instructions(base_url, keys, settings.storage_url))
+    print("Press Ctrl+C to stop.", flush=True)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        storage.close()
+    return 0
+
+
+def _not_ready(_environ: Any, start_response: Any) -> list[bytes]:
+    # Only the placeholder make_server needs before the real app exists; never served.
+    start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+    return [b"starting\n"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""``promptsvc serve --demo``: org ``demo``, one key per role, sample prompts, instructions.
+
+The printed instructions are complete on their own: ready-to-paste curl lines (token
+exchange, reads, a write) and SDK lines with the real credentials filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+
+from flask import Flask
+
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+from storage.base import ApiKeyExists, PromptExists, Storage
+
+ORG = "demo"
+KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}
+MODEL = {"model": "gpt-4o-mini", "temperature": 0.2}
+
+
+@dataclass(frozen=True, slots=True)
+class DemoKey:
+    role: str
+    client_id: str
+    client_secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class SamplePrompt:
+    name: str
+    prompt_type: str
+    description: str
+    production: str
+    draft: str
+
+
+SAMPLES = (
+    SamplePrompt(
+        "greeting",
+        "text",
+        "Welcome message",
+        "Hello {{name}}! Welcome to {{product}}.",
+        "Hi {{name}}, great to have you on {{product}}. Reply if you need a hand.",
+    ),
+    SamplePrompt(
+        "support-chat",
+        "chat",
+        "Support assistant",
+        json.dumps(
+            [
+                {
+                    "role": "system",
+                    "content": "You are a friendly support agent for {{product}}. Be brief.",
+                },
+                {"role": "user", "content": "{{question}}"},
+            ]
+        ),
+        json.dumps(
+            [
+                {
+                    "role": "system",
+                    "content": "You are a {{tone}} support agent for {{product}}.",
+                },
+                {"role": "user", "content": "{{question}}"},
+            ]
+        ),
+    ),
+)
+
+
+def create_demo(app: Flask) -> list[DemoKey]:
+    """Make org ``demo`` with a key per role and the sample prompts; return the keys.
+
+    On storage that already has them (Redis), existing prompts are left alone and keys
+    get a fresh client_id, since an existing key's secret cannot be shown again.
+    """
+    identity = app.extensions["identity"]
+    storage: Storage = app.extensions["promptsvc.storage"]
+    keys: list[DemoKey] = []
+    author = ""
+    for role, client_id in KEY_IDS.items():
+        try:
+            key, secret = identity.create_key(ORG, role, "demo key", client_id=client_id)
+        except ApiKeyExists:
+            key, secret = identity.create_key(
+                ORG, role, "demo key", client_id=f"{client_id}-{secrets.token_hex(3)}"
+            )
+        keys.append(DemoKey(role, key.client_id, secret))
+        if role == SERVICE_ADMIN:
+            author = key.user_id  # sample versions are "created" by the admin key
+    for sample in SAMPLES:
+        try:
+            storage.create_prompt(ORG, sample.name, sample.prompt_type, sample.description)
+        except PromptExists:
+            continue
+        first = storage.create_version(
+            ORG, sample.name, sample.production, author, metadata=MODEL, tags=["demo"]
+        )
+        storage.promote(ORG, sample.name, first.version_id, author, notes="first release")
+        storage.create_version(ORG, sample.name, sample.draft, author, metadata=MODEL)
+    return keys
+
+
+def _token_line(base_url: str, key: DemoKey, variable: str) -> str:
+    body = json.dumps({"account_id": ORG, "key_id": key.client_id, "key_secret": key.client_secret})
+    return (
+        f"{variable}=$(curl -s -X POST {base_url}/v1/auth/sdk-token "
+        f"-H 'Content-Type: application/json' -d '{body}' "
+        "| python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\"])')"
+    )
+
+
+def instructions(base_url: str, keys: list[DemoKey], storage_url: str) -> str:
+    """What to paste: credentials, curl lines and SDK lines for this server."""
+    by_role = {k.role: k for k in keys}
+    read, write = by_role[SERVICE_READ], by_role[SERVICE_WRITE]
+    api = f"{base_url}/api/v1/prompts"
+    rows = "\n".join(f"  {k.role:<14} {k.client_id:<20} {k.client_secret}" for k in keys)
+    forget = (
+        "memory:// storage forgets everything when the server stops"
+        if storage_url.startswith("memory")
+        else f"storage: {storage_url}"
+    )
+    return f"""
+promptsvc demo is ready at {base_url}
+Org (account_id): {ORG}   Prompts: greeting (text), support-chat (chat); each has a
+production version 1 and a newer draft version 2.
+
+API keys (the secrets are shown only now; {forget}):
+  {"role":<14} {"client_id":<20} client_secret
+{rows}
+
+1. Get an access token (SDK token exchange) with the read key:
+
+  {_token_line(base_url, read, "TOKEN")}
+
+2. Read prompts:
+
+  curl -s -w '\\n' {api}/greeting/production -H "Authorization: Bearer $TOKEN"
+  curl -s -w '\\n' {api}/greeting/latest -H "Authorization: Bearer $TOKEN"
+  curl -s -w '\\n' {api}/support-chat/versions/1 -H "Authorization: Bearer $TOKEN"
+
+3. Write with the write key: add a version, promote the draft, read production again:
+
+  {_token_line(base_url, write, "WTOKEN")}
+  curl -s -w '\\n' -X POST {api}/greeting/versions -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"content": "Hey {{{{name}}}}!"}}'
+  curl -s -w '\\n' -X POST {api}/greeting/versions/2/promote -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"notes": "friendlier"}}'
+  curl -s -w '\\n' {api}/greeting/production -H "Authorization: Bearer $TOKEN"
+
+4. Client-credentials flow (OAuth 2.0 token endpoint of the realm):
+
+  curl -s -w '\\n' -X POST {base_url}/realms/{ORG}/protocol/openid-connect/token -d grant_type=client_credentials -d client_id={read.client_id} -d client_secret={read.client_secret}
+
+5. Python SDK:
+
+  from promptsvc.client import PromptClient
+  client = PromptClient("{base_url}", account_id="{ORG}", key_id="{read.client_id}", key_secret="{read.client_secret}")
+  print(client.get_prompt_version("greeting").render(name="Ada", product="promptsvc"))
+  print(client.get_prompt_version("support-chat").render(product="promptsvc", question="How do I reset my password?"))
+
+API docs (Swagger UI): {base_url}/docs
+"""  # noqa: E501 - each command is one line so that it pastes as one

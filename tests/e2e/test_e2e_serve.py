@@ -1,0 +1,202 @@
+"""`promptsvc serve` as a subprocess, driven over real HTTP (httpx, curl, the SDK)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from e2e_support import Server, free_port, promptsvc_command
+
+pytestmark = pytest.mark.slow
+
+ADMIN_SECRET = "e2e-admin-secret-0123456789"
+
+
+@pytest.fixture
+def demo_server() -> Iterator[Server]:
+    port = free_port()
+    server = Server(promptsvc_command("serve", "--demo", "--port", str(port)), port)
+    server.wait_ready()  # the instructions are printed (and flushed) before serving starts
+    assert "Press Ctrl+C to stop." in server.stdout
+    yield server
+    server.stop()
+
+
+def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server) -> None:
+    printed = demo_server.stdout
+    shell = [
+        line.strip()
+        for line in printed.splitlines()
+        if re.match(r"\s+(TOKEN=|WTOKEN=|curl )", line)
+    ]
+    assert len(shell) >= 8
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join(shell)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    bodies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    production, latest, chat, created, promoted, production_after, realm_token = bodies
+    assert production["name"] == "greeting"
+    assert production["status"] == "published" and production["version"] == 1
+    assert latest["version"] == 2 and latest["status"] == "draft"
+    assert chat["prompt_type"] == "chat" and chat["variables"] == ["product", "question"]
+    assert created["version"] == 3 and created["variables"] == ["name"]
+    assert promoted["promotion"]["notes"] == "friendlier"
+    assert production_after["version"] == 2
+    assert realm_token["token_type"] == "Bearer" and realm_token["access_token"]
+
+    sdk = "\n".join(
+        line.strip()
+        for line in printed.splitlines()
+        if re.match(r"\s+(from promptsvc|client = |print\()", line)
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", sdk], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    greeting, chat_messages = run.stdout.splitlines()
+    assert greeting == "Hi Ada, great to have you on promptsvc. Reply if you need a hand."
+    assert "How do I reset my password?" in chat_messages
+    assert "support agent for promptsvc" in chat_messages
+
+
+def test_demo_prints_a_key_per_role_and_the_docs(demo_server: Server) -> None:
+    printed = demo_server.stdout
+    for role, client_id in (
+        ("Service Read", "demo-read"),
+        ("Service Write", "demo-write"),
+        ("Service Admin", "demo-admin"),
+    ):
+        assert re.search(rf"{role}\s+{client_id}\s+\S{{20,}}", printed), role
+    assert f"{demo_server.base_url}/docs" in printed
+    assert httpx.get(f"{demo_server.base_url}/docs").status_code == 200
+    # Access lines carry the request id the client sent.
+    httpx.get(f"{demo_server.base_url}/healthz", headers={"X-Request-ID": "e2e-rid-1"})
+    deadline = time.monotonic() + 10
+    while "[e2e-rid-1]" not in demo_server.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server flushes its log line after answering
+    assert "[e2e-rid-1] promptsvc.access: GET /healthz 200" in demo_server.stderr
+
+
+@pytest.fixture(params=["memory", "redis"])
+def storage_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "memory":
+        return "memory://"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+@pytest.fixture
+def bootstrapped(tmp_path: Path, storage_url: str) -> Iterator[Server]:
+    bootstrap = tmp_path / "orgs.toml"
+    bootstrap.write_text(
+        f"""
+[[org]]
+slug = "acme"
+  [[org.key]]
+  client_id = "acme-admin"
+  client_secret = "{ADMIN_SECRET}"
+  role = "Service Admin"
+"""
+    )
+    port = free_port()
+    server = Server(
+        promptsvc_command(
+            "serve", "--port", str(port), "--storage", storage_url, "--bootstrap", str(bootstrap)
+        ),
+        port,
+    )
+    server.wait_ready()
+    yield server
+    server.stop()
+
+
+def test_token_create_promote_read_over_http(bootstrapped: Server) -> None:
+    with httpx.Client(base_url=bootstrapped.base_url, timeout=10) as http:
+        exchange = http.post(
+            "/v1/auth/sdk-token",
+            json={"account_id": "acme", "key_id": "acme-admin", "key_secret": ADMIN_SECRET},
+        )
+        assert exchange.status_code == 200
+        token = exchange.json()["access_token"]
+        # The issuer follows --port: the realm's discovery document says so.
+        discovery = http.get("/realms/acme/.well-known/openid-configuration").json()
+        assert discovery["issuer"] == f"{bootstrapped.base_url}/realms/acme"
+
+        auth = {"Authorization": f"Bearer {token}"}
+        assert (
+            http.post("/api/v1/prompts", json={"name": "greeting"}, headers=auth).status_code == 201
+        )
+        v1 = http.post(
+            "/api/v1/prompts/greeting/versions",
+            json={"content": "Hello {{name}}", "tags": ["e2e"]},
+            headers=auth,
+        ).json()
+        assert http.get("/api/v1/prompts/greeting/production", headers=auth).status_code == 404
+        promoted = http.post(
+            f"/api/v1/prompts/greeting/versions/{v1['version_id']}/promote", headers=auth
+        )
+        assert promoted.status_code == 200
+        read = http.get(
+            "/api/v1/prompts/greeting/production", headers={**auth, "X-Request-ID": "rid-42"}
+        )
+        assert read.status_code == 200
+        assert read.headers["X-Request-ID"] == "rid-42"
+        body = read.json()
+        assert body["version_id"] == v1["version_id"]
+        assert body["is_production"] is True
+        assert body["variables"] == ["name"]
+        assert "created_by" not in body
+        cached = http.get(
+            "/api/v1/prompts/greeting/production",
+            headers={**auth, "If-None-Match": read.headers["ETag"]},
+        )
+        assert cached.status_code == 304
+        assert http.get("/api/v1/prompts/greeting/latest", headers=auth).json()["version"] == 1
+        assert http.get("/api/v1/prompts/greeting/versions/1", headers=auth).json()["version"] == 1
+        assert http.get("/api/v1/prompts/greeting/production").status_code == 401
+
+        # A read-only key made through the API, used with the client-credentials flow.
+        key = http.post("/api/v1/keys", json={"role": "Service Read"}, headers=auth).json()
+        oauth = http.post(
+            "/realms/acme/protocol/openid-connect/token",
+            data={
+                "grant_type": "client_credentials",
+                "client_id": key["client_id"],
+                "client_secret": key["client_secret"],
+            },
+        )
+        assert oauth.status_code == 200
+        reader = {"Authorization": f"Bearer {oauth.json()['access_token']}"}
+        assert http.get("/api/v1/prompts/greeting/production", headers=reader).status_code == 200
+        forbidden = http.post("/api/v1/prompts", json={"name": "nope"}, headers=reader)
+        assert forbidden.status_code == 403
+        assert forbidden.json() == {
+            "code": "forbidden",
+            "message": "forbidden",
+            "error": "forbidden",
+        }
+
+
+def test_serve_reports_an_unusable_port(bootstrapped: Server) -> None:
+    taken = bootstrapped.port
+    result = subprocess.run(
+        promptsvc_command("serve", "--port", str(taken)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"Port {taken} is in use" in result.stderr

@@ -1,0 +1,127 @@
+"""The ``promptsvc`` command line: help texts, start-up errors, the demo data."""
+
+from __future__ import annotations
+
+import pytest
+from flask import Flask
+
+from identity.roles import ROLES
+from promptsvc import cli, demo
+from promptsvc.app import create_app
+from promptsvc.config import Settings
+from storage.memory import MemoryStorage
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help(capsys)
+    for command in ("serve", "keys", "signing-keys"):
+        assert command in out
+    assert "promptsvc serve --demo" in out  # examples
+
+
+def test_serve_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help(capsys, "serve")
+    for flag in ("--host", "--port", "--storage", "--bootstrap", "--demo"):
+        assert flag in out
+    assert "default: 127.0.0.1" in out and "default: 8000" in out
+    assert "PROMPTSVC_ISSUER_URL" in out
+    assert "gunicorn" in out
+
+
+@pytest.mark.parametrize("command", [["keys"], ["keys", "create"], ["signing-keys"]])
+def test_operator_commands_have_help(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    assert "usage: promptsvc" in _help(capsys, *command)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out.startswith("promptsvc 0.")
+
+
+def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+    assert "COMMAND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--storage", "ftp://x"], "unsupported storage URL scheme"),
+        (["--storage", "redis://127.0.0.1:1/0"], "is not usable"),
+        (["--bootstrap", "/nonexistent/orgs.toml"], "/nonexistent/orgs.toml"),
+    ],
+)
+def test_serve_start_up_errors_are_one_clear_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert cli.main(["serve", "--port", "0", *argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("promptsvc: error: ")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_keys_on_memory_storage_explain_what_to_use(capsys: pytest.CaptureFixture[str]) -> None:
+    status = cli.main(["keys", "list", "--org", "acme", "--storage", "memory://"])
+    assert status != 0
+    assert "memory://" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "localhost"), ("::1", "[::1]"), ("::", "localhost")],
+)
+def test_issuer_host(host: str, expected: str) -> None:
+    assert cli._url_host(host) == expected
+
+
+def _app() -> Flask:
+    return create_app(Settings(issuer_url="http://demo.test"), storage=MemoryStorage())
+
+
+def test_demo_data() -> None:
+    app = _app()
+    keys = demo.create_demo(app)
+    assert [k.role for k in keys] == list(ROLES)
+    assert [k.client_id for k in keys] == ["demo-read", "demo-write", "demo-admin"]
+    identity = app.extensions["identity"]
+    for key in keys:
+        assert identity.issue_token("demo", key.client_id, key.client_secret)["access_token"]
+    storage = app.extensions["promptsvc.storage"]
+    admin = identity.list_keys("demo")[-1]
+    for name, prompt_type in (("greeting", "text"), ("support-chat", "chat")):
+        prompt = storage.get_prompt("demo", name)
+        assert prompt.prompt_type == prompt_type
+        assert prompt.production_version == 1
+        assert prompt.latest_version == 2
+        production = storage.get_production("demo", name)
+        assert production.promoted_by == admin.user_id
+        assert production.variables
+    text = demo.instructions("http://127.0.0.1:8000", keys, "memory://")
+    for key in keys:
+        assert key.client_secret in text
+    assert "http://127.0.0.1:8000/v1/auth/sdk-token" in text
+    assert 'PromptClient("http://127.0.0.1:8000", account_id="demo"' in text
+    assert "forgets everything" in text
+
+
+def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> None:
+    app = _app()
+    demo.create_demo(app)
+    storage = app.extensions["promptsvc.storage"]
+    storage.create_version("demo", "greeting", "added later", "someone")
+    again = demo.create_demo(app)
+    assert all(k.client_id.startswith(f"{demo.KEY_IDS[k.role]}-") for k in again)
+    assert storage.get_prompt("demo", "greeting").latest_version == 3
