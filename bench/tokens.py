@@ -191,11 +191,11 @@ Reading the figures: the Flask test client rows are the app's own cost per token
 of it the RSA-2048 private-key operation. The HTTP rows are bounded by werkzeug's
 development server (a new connection and thread per request), as the certs row, which
 signs nothing, shows; gunicorn serves deployments. On Redis a token request adds one
-HGETALL (the key); that Redis runs on the same 2 cores as everything else. Keys whose secret a person chose
-(bootstrap files) are checked with scrypt instead of SHA-256 and cost about 50 ms more
-per token request by design (identity/secrets.py). The machine is shared with other
-work, so run-to-run spread is large; the verification medians are the figures to
-compare with the targets.
+HGETALL (the key); that Redis runs on the same 2 cores as everything else. Keys whose
+secret a person chose (bootstrap files) are checked with scrypt instead of SHA-256 and
+cost about 50 ms more per token request by design (identity/secrets.py). The machine is
+shared with other work, so run-to-run spread is large (token requests/s varied about 2x
+between runs); the verification medians are the figures to compare with the targets.
 """
     print(rates)
     print()
