@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -202,6 +203,7 @@ def main() -> None:
     args.versions = args.prompts = 2_000 if args.quick else 100_000
     args.ops, args.reads = (300, 600) if args.quick else (2_000, 6_000)
 
+    load = os.getloadavg()[0]  # figures from a busy machine are slower: say how busy
     started = time.perf_counter()
     results = {"memory": run_backend("memory", MemoryStorage(), args)}
     store = RedisStorage.from_url(args.redis_url)
@@ -214,7 +216,7 @@ def main() -> None:
         store.close()
     elapsed = time.perf_counter() - started
 
-    body = report(results, per_read, args, elapsed)
+    body = report(results, per_read, args, elapsed, load)
     print(body)
     if not args.quick:
         command = " ".join(["python -m bench.storage", *sys.argv[1:]])
@@ -226,6 +228,7 @@ def report(
     per_read: dict[str, float],
     args: argparse.Namespace,
     elapsed: float,
+    load: float,
 ) -> str:
     op_rows: list[list[object]] = [
         [backend, op, f"{t.ops_per_s:,.0f}", f"{t.median_us:.1f}"]
@@ -266,7 +269,8 @@ def report(
     sizes = (
         f"{args.ops:,} operations of each kind, {args.reads:,} reads per case taking turns "
         f"in batches of 10, garbage collector off while timing; the 100,000-record data sets are "
-        f"loaded on Redis through the storage's own scripts, pipelined; whole run {elapsed:.0f} s"
+        f"loaded on Redis through the storage's own scripts, pipelined; whole run {elapsed:.0f} s; "
+        f"1-minute load average at the start {load:.1f}"
     )
     return "\n\n".join(
         [
