@@ -141,7 +141,7 @@ class KeyRing:
     def snapshot(self) -> KeySnapshot:
         """The current keys, loading them on first use."""
         snapshot = self._snapshot
-        return snapshot if snapshot is not None else self.reload()
+        return snapshot if snapshot is not None else self.refresh(0)
 
     def refresh(self, max_age: float) -> KeySnapshot:
         """The keys, reloaded from storage first if the last load is ``max_age`` old.
@@ -150,47 +150,60 @@ class KeyRing:
         is picked up, while a flood of bogus kids costs at most one storage read a
         second) and with :data:`REFRESH_SECONDS` on every mint and verification (every
         worker moves to a rotated key and drops a retired one soon). When storage does
-        not answer, the keys already loaded stay in use: they are still right.
+        not answer, the keys already loaded (or the key file's) stay in use.
         """
         snapshot = self._snapshot
         if snapshot is not None and self._clock() - self._loaded_at < max_age:
             return snapshot
-        try:
-            return self.reload()
-        except StorageError:
-            if snapshot is None:
-                raise
-            log.warning(
-                "signing keys not refreshed: storage unavailable; keeping %d keys",
-                len(snapshot.by_kid),
-            )
-            self._loaded_at = self._clock()
-            return snapshot
+        with self._lock:
+            if self._snapshot is not snapshot and self._snapshot is not None:
+                return self._snapshot  # another thread reloaded while this one waited
+            try:
+                return self._load()
+            except StorageError:
+                fallback = self._snapshot or self._file_only()
+                if fallback is None:
+                    raise
+                log.warning(
+                    "signing keys not reloaded: storage unavailable; keeping %d keys",
+                    len(fallback.by_kid),
+                )
+                self._snapshot, self._loaded_at = fallback, self._clock()
+                return fallback
 
     def reload(self) -> KeySnapshot:
-        """Read the kept keys from storage, creating the first one if there is none."""
+        """Read the kept keys from storage now, creating the first one if there is none."""
         with self._lock:
-            stored = self._storage.signing_keys()
-            if not stored and self._file_key is None:
-                # No key yet (or storage was emptied): offer the one we already sign
-                # with, else a new one; ensure_signing_key settles races between workers.
-                previous = self._snapshot
-                candidate = (
-                    previous.signer.record
-                    if previous is not None
-                    else new_signing_key(self._storage.clock())
-                )
-                winner = self._storage.ensure_signing_key(candidate)
-                stored = self._storage.signing_keys() or [winner]
-            by_kid = {record.kid: self._parse(record) for record in stored}
-            if self._file_key is not None:
-                by_kid[self._file_key.record.kid] = self._file_key
-                signer = self._file_key
-            else:
-                signer = by_kid[stored[-1].kid]
-            self._snapshot = KeySnapshot(signer=signer, by_kid=by_kid)
-            self._loaded_at = self._clock()
-            return self._snapshot
+            return self._load()
+
+    def _load(self) -> KeySnapshot:
+        stored = self._storage.signing_keys()
+        if not stored and self._file_key is None:
+            # No key yet (or storage was emptied): offer the one we already sign with,
+            # else a new one; ensure_signing_key settles races between workers.
+            previous = self._snapshot
+            candidate = (
+                previous.signer.record
+                if previous is not None
+                else new_signing_key(self._storage.clock())
+            )
+            winner = self._storage.ensure_signing_key(candidate)
+            stored = self._storage.signing_keys() or [winner]
+        by_kid = {record.kid: self._parse(record) for record in stored}
+        if self._file_key is not None:
+            by_kid[self._file_key.record.kid] = self._file_key
+            signer = self._file_key
+        else:
+            signer = by_kid[stored[-1].kid]
+        self._snapshot = KeySnapshot(signer=signer, by_kid=by_kid)
+        self._loaded_at = self._clock()
+        return self._snapshot
+
+    def _file_only(self) -> KeySnapshot | None:
+        file_key = self._file_key
+        if file_key is None:
+            return None
+        return KeySnapshot(signer=file_key, by_kid={file_key.record.kid: file_key})
 
     def rotate(self) -> SigningKey:
         """Add a new key to storage (it signs from now on) and reload."""

@@ -265,3 +265,13 @@ def test_unusable_key_file_stops_start_up(
     path = str(tmp_path / name) if pem is None else write_pem(tmp_path, pem, name)
     with pytest.raises(SigningKeyError, match=complaint):
         Identity(MemoryStorage(), issuer_url=ISSUER, signing_key_file=path, clock=clock)
+
+
+def test_key_file_needs_no_storage_to_sign(tmp_path: Path, clock: FakeClock) -> None:
+    path = write_pem(tmp_path, _pkcs1(2048))
+    storage = FlakyStorage()
+    ident = Identity(storage, issuer_url=ISSUER, signing_key_file=path, clock=clock)
+    key, secret = ident.create_key("acme", SERVICE_READ)
+    storage.down = True  # from before the first token: signing keys cannot be read
+    token = ident.issue_token("acme", key.client_id, secret)["access_token"]
+    assert ident.verify(f"Bearer {token}").org == "acme"
