@@ -28,14 +28,17 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 
+ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_REDIS = os.environ.get("PROMPTSVC_TEST_REQUIRE_REDIS") == "1"
 HASH_SLOTS = 16384
 
@@ -159,14 +162,14 @@ class Node:
             return "(no log)"
 
 
-_RUNNING: set[LocalCluster] = set()
+_RUNNING: set[LocalCluster | Gunicorn] = set()
 
 
 @atexit.register
 def _stop_leftovers() -> None:
-    # Safety net for an interrupted run: never leave our redis-server processes behind.
-    for cluster in list(_RUNNING):
-        cluster.stop()
+    # Safety net for an interrupted run: never leave our processes behind.
+    for started in list(_RUNNING):
+        started.stop()
 
 
 class LocalCluster:
@@ -384,6 +387,72 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         node.wait_answering(deadline)
         self.wait_healthy(deadline - time.monotonic())
+
+
+class Gunicorn:
+    """``gunicorn -c gunicorn.conf.py wsgi:app`` on 127.0.0.1:``port``, as a deployment
+    runs it: one "host" of the service. ``env`` adds PROMPTSVC_* settings."""
+
+    def __init__(self, port: int, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+        self.args = [
+            sys.executable, "-m", "gunicorn",
+            "-c", str(ROOT / "gunicorn.conf.py"),
+            "--bind", f"127.0.0.1:{port}",
+            "--workers", str(workers),
+            "--threads", str(threads),
+            "wsgi:app",
+        ]  # fmt: skip
+        self.process: subprocess.Popen[bytes] | None = None
+        handle, name = tempfile.mkstemp(prefix="promptsvc-gunicorn-", suffix=".log")
+        os.close(handle)
+        self.log_path = Path(name)
+
+    def start(self, timeout: float = 60.0) -> Gunicorn:
+        # A file, not a pipe: a chatty server never blocks on it. The child keeps its own
+        # descriptor, so ours can close at once.
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.args,
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() reaches the workers
+            )
+        _RUNNING.add(self)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{self.log()}")
+            try:
+                if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"gunicorn not ready after {timeout:.0f}s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=15)
+        _RUNNING.discard(self)
+        self.log_path.unlink(missing_ok=True)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return "(no log)"
 
 
 def skip_or_fail(reason: str) -> None:

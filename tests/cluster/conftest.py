@@ -17,7 +17,8 @@ import cluster_support
 import pytest
 from cluster_support import LocalCluster
 
-from storage import keys
+from storage import keys, storage_from_url
+from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage
 
 # The cluster fixtures, bound here so pytest finds them for every test in this directory.
@@ -35,6 +36,27 @@ def load_suite_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _storage_from_url_knows_clusters() -> bool:
+    # Port 1 on loopback: nothing listens, so a backend that knows the scheme says
+    # StorageUnavailable while one that does not says ValueError.
+    try:
+        storage_from_url("redis+cluster://127.0.0.1:1")
+    except StorageUnavailable:
+        return True
+    except ValueError:
+        return False
+    return True
+
+
+# For tests that reach the cluster through PROMPTSVC_STORAGE_URL (storage_from_url), which
+# storage/__init__.py must dispatch to storage.cluster. Strict: once it does, they run.
+NEEDS_CLUSTER_URLS = pytest.mark.xfail(
+    not _storage_from_url_knows_clusters(),
+    reason="storage_from_url (storage/__init__.py) does not dispatch redis+cluster:// yet",
+    strict=True,
+)
 
 
 def org_on_each_primary(cluster: LocalCluster) -> dict[int, str]:

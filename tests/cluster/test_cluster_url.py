@@ -7,6 +7,7 @@ import time
 
 import pytest
 from cluster_support import LocalCluster
+from conftest import NEEDS_CLUSTER_URLS
 
 from storage import storage_from_url
 from storage.base import StorageUnavailable
@@ -24,7 +25,7 @@ def test_parse_several_nodes_and_defaults() -> None:
     assert options["nodes"] == [("10.0.0.1", 7000), ("10.0.0.2", 6379), ("redis-3", 7002)]
     assert options["username"] is None and options["password"] is None
     assert options["read_from_replicas"] is False
-    assert options["socket_timeout"] == options["socket_connect_timeout"] == 0.5
+    assert options["socket_timeout"] == options["socket_connect_timeout"] == 0.25
 
 
 def test_parse_credentials_ipv6_and_options() -> None:
@@ -81,7 +82,7 @@ def test_from_url_configures_the_client(local_cluster: LocalCluster) -> None:
     store = ClusterStorage.from_url(local_cluster.url + "?socket_timeout=0.3")
     try:
         options = store.client.get_connection_kwargs()
-        assert options["socket_timeout"] == 0.3 and options["socket_connect_timeout"] == 0.5
+        assert options["socket_timeout"] == 0.3 and options["socket_connect_timeout"] == 0.25
         assert options["decode_responses"] is True
         assert store.client.retry.get_retries() == 1
         assert store.replica_client is None
@@ -90,9 +91,7 @@ def test_from_url_configures_the_client(local_cluster: LocalCluster) -> None:
         store.close()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="storage_from_url (storage/__init__.py) does not dispatch redis+cluster yet"
-)
+@NEEDS_CLUSTER_URLS
 def test_storage_from_url_picks_the_cluster(local_cluster: LocalCluster) -> None:
     store = storage_from_url(local_cluster.url)
     try:
