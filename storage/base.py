@@ -76,6 +76,27 @@ def decode_cursor(cursor: str) -> str:
         raise InvalidInput("invalid cursor") from None
 
 
+def decode_number_cursor(cursor: str | None) -> int | None:
+    """A cursor holding a version number or promotion sequence; None for no cursor."""
+    if not cursor:
+        return None
+    number = version_number(decode_cursor(cursor))
+    if number is None:
+        raise InvalidInput("invalid cursor")
+    return number
+
+
+def version_number(version_ref: str) -> int | None:
+    """The number a version ref names, or None when it is not one.
+
+    Only ASCII digits count: ``str.isdigit`` alone also accepts superscripts and the
+    digits of other scripts.
+    """
+    if version_ref.isascii() and version_ref.isdigit():
+        return int(version_ref)
+    return None
+
+
 # --------------------------------------------------------------------------- records
 
 

@@ -31,9 +31,11 @@ from storage.base import (
     Storage,
     VersionNotFound,
     decode_cursor,
+    decode_number_cursor,
     encode_cursor,
     new_id,
     utcnow,
+    version_number,
 )
 
 
@@ -59,15 +61,6 @@ def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
         return tuple(extract_variables(content, prompt_type))
     except TemplateError as exc:
         raise InvalidInput(str(exc)) from None
-
-
-def _int_position(cursor: str | None) -> int | None:
-    if not cursor:
-        return None
-    position = decode_cursor(cursor)
-    if not position.isdigit():
-        raise InvalidInput("invalid cursor")
-    return int(position)
 
 
 class MemoryStorage(Storage):
@@ -96,8 +89,8 @@ class MemoryStorage(Storage):
 
     @staticmethod
     def _number(state: _PromptState, prompt_ref: str, version_ref: str) -> int:
-        if version_ref.isdigit():
-            number = int(version_ref)
+        number = version_number(version_ref)
+        if number is not None:
             if number in state.versions:
                 return number
         elif version_ref in state.numbers:
@@ -222,7 +215,7 @@ class MemoryStorage(Storage):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[PromptVersion]:
-        before = _int_position(cursor)
+        before = decode_number_cursor(cursor)
         with self._lock:
             state = self._state(org, prompt_ref)
             found: list[PromptVersion] = []
@@ -341,7 +334,7 @@ class MemoryStorage(Storage):
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
     ) -> Page[PromotionRecord]:
         # Positions are 1-based promotion sequence numbers; pages go newest first.
-        before = _int_position(cursor)
+        before = decode_number_cursor(cursor)
         with self._lock:
             history = self._state(org, prompt_ref).history
             end = len(history) if before is None else min(before - 1, len(history))

@@ -12,7 +12,7 @@ from typing import Any
 from redis.commands.core import Script
 
 from promptsvc.templates import TemplateError, extract_variables
-from storage.base import InvalidInput, decode_cursor
+from storage.base import decode_number_cursor, version_number
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
 # KEYS[2], and share the helpers of _common.lua, which is put in front of each of them.
@@ -55,8 +55,9 @@ def register(client: Any) -> dict[str, Script]:
 
 def selector(version_ref: str) -> tuple[str, str]:
     """A version ref as the scripts' (mode, value): ASCII digits = number, ``v_`` = id."""
-    if version_ref.isascii() and version_ref.isdigit():
-        return "number", str(int(version_ref))
+    number = version_number(version_ref)
+    if number is not None:
+        return "number", str(number)
     if version_ref.startswith("v_"):
         return "id", version_ref
     return "none", ""  # can name no version: the script still checks the prompt first
@@ -77,9 +78,5 @@ def variables(content: str) -> list[str]:
 
 def position(cursor: str | None) -> str:
     """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
-    if not cursor:
-        return ""
-    decoded = decode_cursor(cursor)
-    if not (decoded.isascii() and decoded.isdigit()):
-        raise InvalidInput("invalid cursor")
-    return decoded
+    number = decode_number_cursor(cursor)
+    return "" if number is None else str(number)
