@@ -29,6 +29,17 @@ from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, Storage, StorageE
 EXIT_FAILED = 1
 EXIT_MEMORY = 2
 
+_KEYS_HELP = (
+    "Manage an org's API keys directly on Redis storage, with no server involved. "
+    "Output is JSON; a new key's secret is printed once and cannot be read again. "
+    "The storage comes from --storage or PROMPTSVC_STORAGE_URL."
+)
+_SIGNING_HELP = (
+    "Manage the token signing keys on Redis storage. `rotate` adds a key that signs "
+    "from now on while older keys keep verifying; once the old tokens have expired "
+    "(PROMPTSVC_TOKEN_LIFETIME), `retire KID` drops the old key."
+)
+
 _MEMORY_KEYS = (
     "memory:// storage lives inside the server process, so this command cannot reach "
     "its keys. Use the running server instead: POST /api/v1/keys with a Service Admin "
@@ -47,7 +58,7 @@ _MEMORY_SIGNING = (
 def register(subparsers: Any) -> None:
     """Add ``keys create|list|revoke`` and ``signing-keys rotate|list|retire``."""
     keys_parser = subparsers.add_parser(
-        "keys", help="manage API keys directly on Redis storage", description=__doc__
+        "keys", help="manage API keys directly on Redis storage", description=_KEYS_HELP
     )
     keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True)
 
@@ -70,7 +81,9 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("--client-id", required=True, help="the key to revoke")
     revoke.set_defaults(func=_command(_keys_revoke, _MEMORY_KEYS))
 
-    signing = subparsers.add_parser("signing-keys", help="manage token signing keys on Redis")
+    signing = subparsers.add_parser(
+        "signing-keys", help="manage token signing keys on Redis", description=_SIGNING_HELP
+    )
     signing_sub = signing.add_subparsers(dest="signing_command", required=True)
 
     rotate = signing_sub.add_parser(
