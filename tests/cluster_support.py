@@ -70,7 +70,8 @@ def free_ports(count: int) -> list[int]:
 
 
 class Node:
-    """One ``redis-server`` process of the cluster; it keeps its port across restarts."""
+    """One ``redis-server`` process of the cluster (standalone when ``bus_port`` is 0);
+    it keeps its port across restarts."""
 
     def __init__(self, port: int, bus_port: int, workdir: Path, node_timeout_ms: int) -> None:
         self.port = port
@@ -90,21 +91,26 @@ class Node:
         return self.process.pid if self.process is not None else None
 
     def command(self) -> list[str]:
-        return [
+        common = [
             "redis-server",
             "--port", str(self.port),
             "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--dir", str(self.dir),
+            "--logfile", str(self.dir / "redis.log"),
+        ]  # fmt: skip
+        if not self.bus_port:  # a standalone server (LocalRedis)
+            return common
+        return [
+            *common,
             "--cluster-enabled", "yes",
             # An explicit bus port: port + 10000 may be taken or beyond 65535.
             "--cluster-port", str(self.bus_port),
             "--cluster-config-file", str(self.dir / "nodes.conf"),
             "--cluster-node-timeout", str(self.node_timeout_ms),
             "--cluster-require-full-coverage", "no",
-            "--save", "",
-            "--appendonly", "no",
-            "--daemonize", "no",
-            "--dir", str(self.dir),
-            "--logfile", str(self.dir / "redis.log"),
         ]  # fmt: skip
 
     def start(self) -> None:
@@ -162,7 +168,7 @@ class Node:
             return "(no log)"
 
 
-_RUNNING: set[LocalCluster | Gunicorn] = set()
+_RUNNING: set[LocalCluster | LocalRedis | Gunicorn] = set()
 
 
 @atexit.register
@@ -387,6 +393,43 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         node.wait_answering(deadline)
         self.wait_healthy(deadline - time.monotonic())
+
+
+class LocalRedis:
+    """One standalone ``redis-server`` with the cluster nodes' settings (no persistence),
+    on a free port: the single-Redis side of side-by-side figures."""
+
+    def __init__(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="promptsvc-redis-"))
+        self.node = Node(free_ports(1)[0], 0, self._workdir, 0)
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.node.address}/0"
+
+    def start(self, timeout: float = 10.0) -> LocalRedis:
+        problem = missing_binaries()
+        if problem:
+            raise ClusterStartError(problem)
+        _RUNNING.add(self)
+        self.node.start()
+        try:
+            self.node.wait_answering(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        self.node.stop(signal.SIGKILL)
+        _RUNNING.discard(self)
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> LocalRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class Gunicorn:

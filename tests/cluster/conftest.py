@@ -15,9 +15,12 @@ from types import ModuleType
 
 import cluster_support
 import pytest
+import redis
 from cluster_support import LocalCluster
+from redis.exceptions import RedisClusterException
 
 from storage import keys, storage_from_url
+from storage import redis as redis_backend
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage
 
@@ -55,6 +58,32 @@ def _storage_from_url_knows_clusters() -> bool:
 NEEDS_CLUSTER_URLS = pytest.mark.xfail(
     not _storage_from_url_knows_clusters(),
     reason="storage_from_url (storage/__init__.py) does not dispatch redis+cluster:// yet",
+    strict=True,
+)
+
+
+def _redis_backend_maps_cluster_outages() -> bool:
+    # RedisCluster reports "no node reachable" as a RedisClusterException chained to the
+    # connection error, not as a RedisError; storage/redis.py's _guard must map it too.
+    guard = getattr(redis_backend, "_guard", None)
+    if guard is None:
+        return False
+    try:
+        with guard():
+            raise RedisClusterException("Redis Cluster cannot be connected") from (
+                redis.ConnectionError("refused")
+            )
+    except StorageUnavailable:
+        return True
+    except RedisClusterException:
+        return False
+    return False
+
+
+NEEDS_CLUSTER_OUTAGE_MAPPING = pytest.mark.xfail(
+    not _redis_backend_maps_cluster_outages(),
+    reason="storage/redis.py _guard does not map RedisCluster's 'cannot be connected' "
+    "RedisClusterException (and SlotNotCoveredError) to StorageUnavailable yet",
     strict=True,
 )
 
