@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 from flask import Flask
 
+from identity import realm, sdk_token
 from identity.core import Identity
-from identity.realm import realm_blueprint
-from identity.sdk_token import sdk_token_blueprint
+from identity.ratelimit import TokenRateLimits, init_limiter
 from storage.base import Storage
 
-__all__ = ["Identity", "init_app"]
+__all__ = ["Identity", "TokenRateLimits", "init_app"]
 
 
 def init_app(
@@ -28,12 +28,18 @@ def init_app(
     signing_key_file: str | None = None,
     bootstrap_file: str | None = None,
     clock: Callable[[], float] = time.time,
+    rate_limits: TokenRateLimits | None = None,
 ) -> Identity:
     """Register the realm and sdk-token endpoints on ``app`` and apply the bootstrap file.
 
+    ``rate_limits`` (default: from the environment, see :mod:`identity.ratelimit`) limit
+    the token endpoints per client and per IP, counted in ``storage``.
+
     Raises SigningKeyError for an unusable key file and BootstrapError for an unusable
-    bootstrap file, so a misconfigured server stops at start-up.
+    bootstrap file, and ValueError for an unusable rate limit, so a misconfigured server
+    stops at start-up.
     """
+    limits = rate_limits if rate_limits is not None else TokenRateLimits.from_env()
     identity = Identity(
         storage,
         issuer_url=issuer_url,
@@ -43,7 +49,12 @@ def init_app(
     )
     if bootstrap_file:
         identity.apply_bootstrap(bootstrap_file)
-    app.register_blueprint(realm_blueprint(identity))
-    app.register_blueprint(sdk_token_blueprint(identity))
+    token_endpoints = {
+        realm.realm_blueprint(identity): realm.too_many_requests,
+        sdk_token.sdk_token_blueprint(identity): sdk_token.too_many_requests,
+    }
+    init_limiter(app, storage, limits, token_endpoints)
+    for blueprint in token_endpoints:
+        app.register_blueprint(blueprint)
     app.extensions["identity"] = identity
     return identity

@@ -102,6 +102,15 @@ def oauth_error_response(error: str, description: str, status: int) -> Response:
     return response
 
 
+def too_many_requests(retry_after: int) -> Response:
+    """429 for a rate-limited token request (identity.ratelimit), RFC 6749 style."""
+    response = oauth_error_response(
+        "too_many_requests", "too many token requests, retry later", 429
+    )
+    response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
 def realm_not_found(org: str) -> tuple[Response, int]:
     """404 in the API's error shape; the slug is echoed only when well-formed."""
     message = f"realm '{org}' not found" if keys.valid_org(org) else "realm not found"

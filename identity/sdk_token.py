@@ -55,6 +55,20 @@ def sdk_token_blueprint(identity: Identity) -> Blueprint:
     return bp
 
 
+def too_many_requests(retry_after: int) -> Response:
+    """429 for a rate-limited token request (identity.ratelimit), CONTRACT 5 shape."""
+    response = jsonify(
+        {
+            "code": "too_many_requests",
+            "message": "too many token requests, retry later",
+            "error": "too_many_requests",
+        }
+    )
+    response.status_code = 429
+    response.headers["Retry-After"] = str(retry_after)
+    return _no_store(response)
+
+
 def _bad_request(message: str, errors: dict[str, list[str]]) -> Response:
     body: dict[str, object] = {"code": "bad_request", "message": message, "error": "bad_request"}
     if errors:

@@ -1,0 +1,214 @@
+"""Rate limits on the two token endpoints, by flask-limiter on the app's own storage.
+
+Two limits, each shared by ``POST /realms/<org>/protocol/openid-connect/token`` and
+``POST /v1/auth/sdk-token`` (so alternating endpoints gains an attacker nothing):
+
+* per client, ``(org, client id)``: counts only *failed* attempts (401), so a client that
+  refreshes its token is never limited while guessing one key's secret is. Once the
+  limit is reached every request for that client gets 429, the right secret included,
+  until the window has room again (Keycloak's brute-force lockout works alike).
+  Default ``30/minute``; env ``PROMPTSVC_TOKEN_RATE_LIMIT``.
+* per client IP (``request.remote_addr``): counts every token request, which also bounds
+  the RSA signing work one address can cause. Default ``300/minute``; env
+  ``PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP``. Behind a reverse proxy every request has the
+  proxy's address: the deployment must set ``remote_addr`` from the proxy's header
+  (werkzeug's ProxyFix) or raise this limit.
+
+Values use flask-limiter's notation (``"30/minute"``, ``"5/second;100/hour"``); ``off``
+turns a limit off. A breach answers 429 ``too_many_requests`` with ``Retry-After``
+(seconds) in the endpoint's own error shape.
+
+Counters live where the app's data lives, so every worker and host shares them:
+``memory://`` -> flask-limiter's memory storage, Redis -> the app's own connection pool,
+Redis Cluster -> limits' cluster storage on the same nodes. Moving windows, so a burst at
+a window edge cannot double the limit. If the counters cannot be reached the request
+goes on unlimited (logged): the token endpoint needs the same storage and answers 503 by
+itself, and a broken limiter must not lock every client out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+from urllib.parse import unquote
+
+from flask import Blueprint, Flask, Response, request
+from flask_limiter import Limiter, RequestLimit
+from flask_limiter.errors import RateLimitExceeded
+from limits import parse_many
+from redis.cluster import RedisCluster
+
+from storage.base import Storage
+
+DEFAULT_PER_CLIENT = "30/minute"
+DEFAULT_PER_IP = "300/minute"
+PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
+PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
+OFF = "off"
+KEY_PREFIX = "promptsvc:ratelimit"
+# Client ids come from the request; a longer one is hashed so a counter key stays small.
+_MAX_KEY_PART = 128
+
+Respond = Callable[[int], Response]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRateLimits:
+    """The two limits (flask-limiter strings); None turns one off."""
+
+    per_client: str | None = DEFAULT_PER_CLIENT
+    per_ip: str | None = DEFAULT_PER_IP
+
+    def __post_init__(self) -> None:
+        for value in (self.per_client, self.per_ip):
+            if value is not None:
+                try:
+                    parse_many(value)
+                except ValueError:
+                    raise ValueError(
+                        f"invalid rate limit {value!r}: use e.g. '30/minute' or '{OFF}'"
+                    ) from None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenRateLimits:
+        """The limits named by PROMPTSVC_TOKEN_RATE_LIMIT[_PER_IP], else the defaults."""
+        env = os.environ if environ is None else environ
+
+        def read(name: str, default: str) -> str | None:
+            value = env.get(name, "").strip() or default
+            return None if value.lower() == OFF else value
+
+        try:
+            return cls(read(PER_CLIENT_ENV, DEFAULT_PER_CLIENT), read(PER_IP_ENV, DEFAULT_PER_IP))
+        except ValueError as exc:
+            raise ValueError(f"{PER_CLIENT_ENV} / {PER_IP_ENV}: {exc}") from None
+
+
+def storage_settings(storage: Storage) -> tuple[str, dict[str, Any]]:
+    """flask-limiter's storage URI and options for the app's ``storage``."""
+    from storage.cluster import ClusterStorage
+    from storage.redis import RedisStorage
+
+    options: dict[str, Any] = {"key_prefix": KEY_PREFIX}
+    if isinstance(storage, ClusterStorage):
+        cluster = cast(RedisCluster, storage.client)
+        nodes = ",".join(f"{n.host}:{n.port}" for n in cluster.get_nodes())
+        node = cluster.get_default_node()
+        connection = node.redis_connection if node is not None else None
+        given = connection.connection_pool.connection_kwargs if connection is not None else {}
+        for name in ("socket_timeout", "socket_connect_timeout", "username", "password"):
+            if given.get(name) is not None:
+                options[name] = given[name]
+        return f"redis+cluster://{nodes}", options
+    if isinstance(storage, RedisStorage):
+        # The app's own pool: same server, db, credentials and timeouts.
+        options["connection_pool"] = storage.client.connection_pool
+        return "redis://", options
+    return "memory://", {}
+
+
+def init_limiter(
+    app: Flask,
+    storage: Storage,
+    limits: TokenRateLimits,
+    endpoints: Mapping[Blueprint, Respond],
+) -> Limiter | None:
+    """Limit the token endpoints of ``endpoints`` (blueprint -> its 429 response builder).
+
+    Call before the blueprints are registered on ``app``. None when both limits are off.
+    """
+    if limits.per_client is None and limits.per_ip is None:
+        return None
+    uri, options = storage_settings(storage)
+    hooks = _hook_lists(app)
+    before = {name: list(funcs) for name, funcs in hooks.items()}
+    limiter = Limiter(
+        key_func=_remote_address,
+        app=app,
+        storage_uri=uri,
+        storage_options=options,
+        strategy="moving-window",
+        swallow_errors=True,
+        headers_enabled=False,
+    )
+    # flask-limiter hooks into every request of the app (about 0.1 ms each, measured on
+    # the read path); only the token blueprints need it, so its hooks move there.
+    for kind, funcs in hooks.items():
+        added = [f for f in funcs if f not in before[kind]]
+        funcs[:] = before[kind]
+        for bp in endpoints:
+            getattr(app, kind).setdefault(bp.name, []).extend(added)
+    for bp, respond in endpoints.items():
+        on_breach = _breach_handler(respond)
+        if limits.per_client is not None:
+            limiter.shared_limit(
+                limits.per_client,
+                scope="token-client",
+                key_func=_client_key,
+                exempt_when=lambda: not _client_key(),
+                deduct_when=lambda response: response.status_code == 401,
+                methods=["POST"],
+                on_breach=on_breach,
+            )(bp)
+        if limits.per_ip is not None:
+            limiter.shared_limit(
+                limits.per_ip,
+                scope="token-ip",
+                key_func=_remote_address,
+                methods=["POST"],
+                on_breach=on_breach,
+            )(bp)
+        bp.register_error_handler(RateLimitExceeded, _rate_limit_exceeded(respond))
+    return limiter
+
+
+def _hook_lists(app: Flask) -> dict[str, list[Callable[..., Any]]]:
+    """The app-wide request hook lists, by the attribute of ``app`` holding them."""
+    kinds = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs")
+    return {kind: getattr(app, kind).setdefault(None, []) for kind in kinds}
+
+
+def _breach_handler(respond: Respond) -> Callable[[RequestLimit], Response]:
+    def on_breach(limit: RequestLimit) -> Response:
+        return respond(max(1, math.ceil(limit.reset_at - time.time())))
+
+    return on_breach
+
+
+def _rate_limit_exceeded(respond: Respond) -> Callable[[RateLimitExceeded], Response]:
+    def handle(exc: RateLimitExceeded) -> Response:
+        if isinstance(exc.response, Response):
+            return exc.response
+        return respond(60)  # pragma: no cover - on_breach always builds the response
+
+    return handle
+
+
+def _remote_address() -> str:
+    return request.remote_addr or "unknown"
+
+
+def _client_key() -> str:
+    """``<org>/<client id>`` of a token request, '' when it names no client."""
+    if request.blueprint == "identity_sdk_token":
+        data = request.get_json(force=True, silent=True)
+        if not isinstance(data, dict):
+            return ""
+        org, client_id = data.get("account_id"), data.get("key_id")
+    else:
+        org = (request.view_args or {}).get("org", "")
+        client_id = request.form.get("client_id")
+        auth = request.authorization
+        if auth is not None and auth.type == "basic" and auth.username:
+            client_id = unquote(auth.username)  # RFC 6749 2.3.1: form-encoded in Basic
+    if not (isinstance(org, str) and isinstance(client_id, str) and org and client_id):
+        return ""
+    key = f"{org}/{client_id}"
+    if len(key) > _MAX_KEY_PART:
+        key = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return key
