@@ -6,6 +6,7 @@ from flask import Flask
 
 import identity
 from promptsvc import http
+from promptsvc.api import fastread
 from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
 from storage import Storage, storage_from_url
@@ -40,4 +41,5 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         bootstrap_file=settings.bootstrap_file,
     )
     init_api(app)
+    fastread.init_app(app)
     return app

@@ -131,6 +131,10 @@ def serve_command(args: argparse.Namespace) -> int:
             bootstrap_file=args.bootstrap,
             issuer_url=None if os.environ.get("PROMPTSVC_ISSUER_URL") else base_url,
         )
+        # Access lines with request ids come from promptsvc.access; werkzeug's own would
+        # repeat them without one. Set before create_app, which installs the log's timer.
+        logging.getLogger("promptsvc.access").setLevel(logging.INFO)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         app = create_app(settings)
         storage = app.extensions["promptsvc.storage"]
         storage.ping()
@@ -142,10 +146,6 @@ def serve_command(args: argparse.Namespace) -> int:
         server.server_close()
         return _fail(f"storage {settings.storage_url} is not usable: {exc}")
 
-    # Access lines with request ids come from promptsvc.access; werkzeug's own would repeat
-    # them without one.
-    logging.getLogger("promptsvc.access").setLevel(logging.INFO)
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server.app = app
     print(f"promptsvc {__version__} listening on {base_url} (storage: {settings.storage_url})")
     print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")

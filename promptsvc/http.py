@@ -30,15 +30,21 @@ access_log = logging.getLogger("promptsvc.access")
 
 
 def request_id() -> str:
-    """The current request's id (``-`` outside a request)."""
-    if has_request_context():
-        return getattr(g, "request_id", "-")
-    return "-"
+    """The current request's id (``-`` outside a request), decided on first use."""
+    if not has_request_context():
+        return "-"
+    rid: str | None = g.get("request_id")
+    if rid is None:
+        rid = g.request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER))
+    return rid
 
 
-def _assign_request_id() -> None:
-    given = request.headers.get(REQUEST_ID_HEADER)
-    g.request_id = given if given and _SAFE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+def choose_request_id(given: str | None) -> str:
+    """The client's id when it is a safe token, else a new uuid4."""
+    return given if given and _SAFE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+
+
+def _start_timer() -> None:
     g.started = time.perf_counter()
 
 
@@ -53,8 +59,14 @@ def _finish(response: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    """Install request-id handling (first before_request, last after_request)."""
-    app.before_request_funcs.setdefault(None, []).insert(0, _assign_request_id)
+    """Put ``X-Request-ID`` on every response (the id is made lazily, on first use).
+
+    The access log (logger ``promptsvc.access``, used by ``promptsvc serve``) needs a
+    start time; that hook is only installed when the log is on, to keep it off the
+    read path otherwise.
+    """
+    if access_log.isEnabledFor(logging.INFO):
+        app.before_request_funcs.setdefault(None, []).insert(0, _start_timer)
     app.after_request(_finish)
 
 
@@ -105,10 +117,15 @@ def json_response(data: Any, status: int = 200) -> Response:
     return current_app.response_class(json_body(data), status, mimetype="application/json")
 
 
+def etag_of(body: bytes) -> str:
+    """The strong ETag (unquoted) of a response body."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
 def etag_response(data: Any) -> Response:
     """200 with a strong ETag of the body, or 304 when ``If-None-Match`` already has it."""
     body = json_body(data)
-    etag = hashlib.blake2b(body, digest_size=16).hexdigest()
+    etag = etag_of(body)
     response_class = current_app.response_class
     if request.if_none_match.contains_weak(etag):
         response = response_class(status=304)

@@ -24,7 +24,7 @@ blp = ApiBlueprint("operations", __name__, description="Liveness and readiness p
 
 @blp.route("/healthz")
 class Health(MethodView):
-    @blp.response(200, StatusSchema)
+    @blp.returns(200, StatusSchema)
     def get(self) -> Response:
         """Liveness: the process answers
 
@@ -35,7 +35,7 @@ class Health(MethodView):
 
 @blp.route("/readyz")
 class Ready(MethodView):
-    @blp.response(200, StatusSchema)
+    @blp.returns(200, StatusSchema)
     @blp.errors(503)
     def get(self) -> Response:
         """Readiness: storage answers

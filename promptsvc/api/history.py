@@ -26,7 +26,7 @@ class History(MethodView):
 
     @blp.requires(SERVICE_READ)
     @blp.arguments(PageQuerySchema, location="query")
-    @blp.response(200, HistoryPageSchema)
+    @blp.returns(200, HistoryPageSchema)
     @blp.errors(404)
     def get(self, query: dict[str, Any], name: str) -> Response:
         """List promotions, newest first

@@ -32,7 +32,7 @@ class _View(MethodView):
 @blp.route("")
 class Keys(_View):
     @blp.requires(SERVICE_ADMIN)
-    @blp.response(200, ApiKeyListSchema)
+    @blp.returns(200, ApiKeyListSchema)
     def get(self) -> Response:
         """List API keys
 
@@ -43,7 +43,7 @@ class Keys(_View):
 
     @blp.requires(SERVICE_ADMIN)
     @blp.arguments(KeyCreateSchema)
-    @blp.response(201, ApiKeyCreatedSchema)
+    @blp.returns(201, ApiKeyCreatedSchema)
     @blp.errors(413, 415)
     def post(self, body: dict[str, Any]) -> Response:
         """Create an API key
@@ -70,7 +70,7 @@ class Keys(_View):
 @blp.route("/<client_id>")
 class KeyItem(_View):
     @blp.requires(SERVICE_ADMIN)
-    @blp.response(204)
+    @blp.returns(204)
     @blp.errors(404)
     def delete(self, client_id: str) -> Response:
         """Revoke an API key

@@ -36,7 +36,7 @@ class _View(MethodView):
 class Prompts(_View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(PageQuerySchema, location="query")
-    @blp.response(200, PromptPageSchema)
+    @blp.returns(200, PromptPageSchema)
     def get(self, query: dict[str, Any]) -> Response:
         """List prompts
 
@@ -49,7 +49,7 @@ class Prompts(_View):
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(PromptCreateSchema)
-    @blp.response(201, PromptSchema)
+    @blp.returns(201, PromptSchema)
     @blp.errors(409, 413, 415)
     def post(self, body: dict[str, Any]) -> Response:
         """Create a prompt
@@ -65,14 +65,14 @@ class Prompts(_View):
 @blp.route("/<name>", parameters=[NAME_PARAM])
 class PromptItem(_View):
     @blp.requires(SERVICE_READ)
-    @blp.response(200, PromptSchema)
+    @blp.returns(200, PromptSchema)
     @blp.errors(404)
     def get(self, name: str) -> Response:
         """Get a prompt"""
         return json_response(prompt_json(storage().get_prompt(current_principal().org, name)))
 
     @blp.requires(SERVICE_WRITE)
-    @blp.response(204)
+    @blp.returns(204)
     @blp.errors(404)
     def delete(self, name: str) -> Response:
         """Delete a prompt

@@ -17,7 +17,8 @@ def timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, microseconds kept: ``2025-01-02T03:04:05.123456Z``."""
     if value.tzinfo is not None and value.utcoffset():
         value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is several times cheaper than strftime; [:26] drops any "+00:00".
+    return value.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def version_json(v: PromptVersion) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from flask import Response
 from flask.views import MethodView
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
-from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.common import ApiBlueprint, doc_only, storage
 from promptsvc.api.records import promotion_json, version_json
 from promptsvc.api.schemas import (
     NoBodySchema,
@@ -52,12 +52,10 @@ VERSION_PARAM = {
 
 def read_response(view: Any) -> Any:
     """Document a read endpoint: 200 PromptVersion with an ETag, 304, 404."""
-    view = blp.response(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
-    view = blp.alt_response(304, description="Not Modified: If-None-Match has the current ETag")(
-        view
-    )
+    view = blp.returns(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
+    view = blp.returns(304, description="Not Modified: If-None-Match has the current ETag")(view)
     view = blp.errors(404)(view)
-    return blp.doc(parameters=["IF_NONE_MATCH"])(view)
+    return doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
 
 
 class _View(MethodView):
@@ -93,7 +91,7 @@ class Latest(_View):
 class Versions(_View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(VersionQuerySchema, location="query")
-    @blp.response(200, VersionPageSchema)
+    @blp.returns(200, VersionPageSchema)
     @blp.errors(404)
     def get(self, query: dict[str, Any], name: str) -> Response:
         """List versions, newest first
@@ -109,7 +107,7 @@ class Versions(_View):
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(VersionCreateSchema)
-    @blp.response(201, PromptVersionSchema)
+    @blp.returns(201, PromptVersionSchema)
     @blp.errors(404, 413, 415)
     def post(self, body: dict[str, Any], name: str) -> Response:
         """Create a version
@@ -141,7 +139,7 @@ class Version(_View):
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(VersionEditSchema)
-    @blp.response(200, PromptVersionSchema)
+    @blp.returns(200, PromptVersionSchema)
     @blp.errors(404, 409, 413, 415)
     def patch(self, body: dict[str, Any], name: str, versionId: str) -> Response:
         """Edit a draft's content
@@ -152,7 +150,7 @@ class Version(_View):
         return json_response(version_json(version))
 
     @blp.requires(SERVICE_WRITE)
-    @blp.response(204)
+    @blp.returns(204)
     @blp.errors(404, 409)
     def delete(self, name: str, versionId: str) -> Response:
         """Delete a version
@@ -167,7 +165,7 @@ class Version(_View):
 class Promote(_View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(PromoteSchema, required=False)
-    @blp.response(200, PromotionResultSchema)
+    @blp.returns(200, PromotionResultSchema)
     @blp.errors(404, 409, 413, 415)
     def post(self, body: dict[str, Any], name: str, versionId: str) -> Response:
         """Promote a draft to production
@@ -198,7 +196,7 @@ class Promote(_View):
 class Archive(_View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(NoBodySchema, required=False)
-    @blp.response(200, PromptVersionSchema)
+    @blp.returns(200, PromptVersionSchema)
     @blp.errors(404, 409, 413, 415)
     def post(self, _body: dict[str, Any], name: str, versionId: str) -> Response:
         """Archive a draft
@@ -215,7 +213,7 @@ class Archive(_View):
 class Unarchive(_View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(NoBodySchema, required=False)
-    @blp.response(200, PromptVersionSchema)
+    @blp.returns(200, PromptVersionSchema)
     @blp.errors(404, 409, 413, 415)
     def post(self, _body: dict[str, Any], name: str, versionId: str) -> Response:
         """Unarchive a version

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from flask import Flask
 
 from identity.roles import SERVICE_READ
 from promptsvc.api.records import version_json
@@ -48,6 +49,14 @@ def assert_prompt_version(body: dict[str, Any]) -> None:
         if body[stamp] is not None:
             assert RFC3339_Z.match(body[stamp]), body[stamp]
     assert body["is_production"] is (body["status"] == "published")
+
+
+@pytest.fixture(autouse=True, params=["fast path", "flask views"])
+def read_path(request: pytest.FixtureRequest, app: Flask) -> str:
+    """Every test here runs through the WSGI fast path and through the Flask views alone."""
+    if request.param == "flask views":
+        app.wsgi_app = app.wsgi_app.fallback  # type: ignore[attr-defined,method-assign]
+    return str(request.param)
 
 
 @pytest.fixture
