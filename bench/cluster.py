@@ -38,7 +38,8 @@ from storage.cluster import ClusterStorage
 from storage.redis import RedisStorage
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the local cluster is the tests' own helper
+# The local servers are the tests' own helpers; appended, so tests/ shadows no package.
+sys.path.append(str(ROOT / "tests"))
 from cluster_support import Gunicorn, LocalCluster, LocalRedis, free_ports  # noqa: E402
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
