@@ -10,20 +10,25 @@ import os
 
 import flask_swagger_ui
 from flask import Flask, Response, send_from_directory
-from flask.views import MethodView
 
-from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import StatusSchema
 from promptsvc.http import json_response
 
 SWAGGER_UI_DIST = os.path.join(os.path.dirname(flask_swagger_ui.__file__), "dist")
 SWAGGER_UI_ASSETS = "/docs/assets/"
+SWAGGER_UI_CONFIG = {
+    # No "validator" badge: Swagger UI would fetch validator.swagger.io otherwise.
+    "validatorUrl": None,
+    "persistAuthorization": True,
+    "displayRequestDuration": True,
+}
 
 blp = ApiBlueprint("operations", __name__, description="Liveness and readiness probes.")
 
 
 @blp.route("/healthz")
-class Health(MethodView):
+class Health(View):
     @blp.returns(200, StatusSchema)
     def get(self) -> Response:
         """Liveness: the process answers
@@ -34,7 +39,7 @@ class Health(MethodView):
 
 
 @blp.route("/readyz")
-class Ready(MethodView):
+class Ready(View):
     @blp.returns(200, StatusSchema)
     @blp.errors(503)
     def get(self) -> Response:
@@ -47,18 +52,9 @@ class Ready(MethodView):
 
 
 def _swagger_asset(filename: str) -> Response:
-    response = send_from_directory(SWAGGER_UI_DIST, filename, max_age=86400)
-    return response
+    return send_from_directory(SWAGGER_UI_DIST, filename, max_age=86400)
 
 
 def init_app(app: Flask) -> None:
     """Serve the Swagger UI assets that flask-smorest's /docs page loads."""
     app.add_url_rule(SWAGGER_UI_ASSETS + "<path:filename>", "swagger_ui_asset", _swagger_asset)
-
-
-SWAGGER_UI_CONFIG = {
-    # No "validator" badge: Swagger UI would fetch validator.swagger.io otherwise.
-    "validatorUrl": None,
-    "persistAuthorization": True,
-    "displayRequestDuration": True,
-}

@@ -6,7 +6,10 @@
   empty body as no body, and answers 415 for a body whose Content-Type is not JSON;
 * :meth:`ApiBlueprint.requires`: bearer auth with a role, documented (security scheme,
   401, 403, 500, 503) in one decorator;
-* :meth:`ApiBlueprint.errors`: documents further error statuses with the error schema.
+* :meth:`ApiBlueprint.returns` / :meth:`ApiBlueprint.errors`: document the success and
+  error responses without flask-smorest's run-time wrappers (views return ready
+  Responses built by promptsvc.api.records and promptsvc.http);
+* :class:`View`: the MethodView every resource uses.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, TypeVar
 
 import flask
 from flask import current_app
+from flask.views import MethodView
 from flask_smorest import Blueprint
 from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
@@ -97,6 +101,12 @@ def doc_only(smorest_decorator: Callable[[Any], Any]) -> Callable[[F], F]:
         return view
 
     return decorator
+
+
+class View(MethodView):
+    """A MethodView made once per app, not per request (the views keep no state)."""
+
+    init_every_request = False
 
 
 def storage() -> Storage:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response
-from flask.views import MethodView
 
 from identity.roles import SERVICE_READ
-from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.records import promotion_json
 from promptsvc.api.schemas import HistoryPageSchema, PageQuerySchema
 from promptsvc.api.versions import NAME_PARAM
@@ -21,9 +20,7 @@ blp = ApiBlueprint(
 
 
 @blp.route("/<name>/history", parameters=[NAME_PARAM])
-class History(MethodView):
-    init_every_request = False
-
+class History(View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(PageQuerySchema, location="query")
     @blp.returns(200, HistoryPageSchema)

@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, current_app
-from flask.views import MethodView
 
 from identity.roles import SERVICE_ADMIN
-from promptsvc.api.common import ApiBlueprint
+from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.records import key_json, timestamp
 from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeyListSchema, KeyCreateSchema
 from promptsvc.auth import current_principal
@@ -25,12 +24,8 @@ blp = ApiBlueprint(
 )
 
 
-class _View(MethodView):
-    init_every_request = False
-
-
 @blp.route("")
-class Keys(_View):
+class Keys(View):
     @blp.requires(SERVICE_ADMIN)
     @blp.returns(200, ApiKeyListSchema)
     def get(self) -> Response:
@@ -68,7 +63,7 @@ class Keys(_View):
 
 
 @blp.route("/<client_id>")
-class KeyItem(_View):
+class KeyItem(View):
     @blp.requires(SERVICE_ADMIN)
     @blp.returns(204)
     @blp.errors(404)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response
-from flask.views import MethodView
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
-from promptsvc.api.common import ApiBlueprint, storage
+from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.records import prompt_json
 from promptsvc.api.schemas import (
     PageQuerySchema,
@@ -28,12 +27,8 @@ blp = ApiBlueprint(
 )
 
 
-class _View(MethodView):
-    init_every_request = False
-
-
 @blp.route("")
-class Prompts(_View):
+class Prompts(View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(PageQuerySchema, location="query")
     @blp.returns(200, PromptPageSchema)
@@ -63,7 +58,7 @@ class Prompts(_View):
 
 
 @blp.route("/<name>", parameters=[NAME_PARAM])
-class PromptItem(_View):
+class PromptItem(View):
     @blp.requires(SERVICE_READ)
     @blp.returns(200, PromptSchema)
     @blp.errors(404)

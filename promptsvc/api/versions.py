@@ -2,6 +2,8 @@
 
 ``{name}`` is a prompt name or its ``pmt_`` id; ``{versionId}`` a ``v_`` id or a version
 number. The read endpoints never answer 400: a name or id that cannot exist is a 404.
+Their successful answers usually come from promptsvc.api.fastread, in front of Flask;
+the views here answer the same way and handle every other case.
 """
 
 from __future__ import annotations
@@ -9,10 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response
-from flask.views import MethodView
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
-from promptsvc.api.common import ApiBlueprint, doc_only, storage
+from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.records import promotion_json, version_json
 from promptsvc.api.schemas import (
     NoBodySchema,
@@ -58,12 +59,8 @@ def read_response(view: Any) -> Any:
     return doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
 
 
-class _View(MethodView):
-    init_every_request = False
-
-
 @blp.route("/<name>/production", parameters=[NAME_PARAM])
-class Production(_View):
+class Production(View):
     @blp.requires(SERVICE_READ)
     @read_response
     def get(self, name: str) -> Response:
@@ -76,7 +73,7 @@ class Production(_View):
 
 
 @blp.route("/<name>/latest", parameters=[NAME_PARAM])
-class Latest(_View):
+class Latest(View):
     @blp.requires(SERVICE_READ)
     @read_response
     def get(self, name: str) -> Response:
@@ -88,7 +85,7 @@ class Latest(_View):
 
 
 @blp.route("/<name>/versions", parameters=[NAME_PARAM])
-class Versions(_View):
+class Versions(View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(VersionQuerySchema, location="query")
     @blp.returns(200, VersionPageSchema)
@@ -128,7 +125,7 @@ class Versions(_View):
 
 
 @blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM])
-class Version(_View):
+class Version(View):
     @blp.requires(SERVICE_READ)
     @read_response
     def get(self, name: str, versionId: str) -> Response:
@@ -162,7 +159,7 @@ class Version(_View):
 
 
 @blp.route("/<name>/versions/<versionId>/promote", parameters=[NAME_PARAM, VERSION_PARAM])
-class Promote(_View):
+class Promote(View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(PromoteSchema, required=False)
     @blp.returns(200, PromotionResultSchema)
@@ -193,7 +190,7 @@ class Promote(_View):
 
 
 @blp.route("/<name>/versions/<versionId>/archive", parameters=[NAME_PARAM, VERSION_PARAM])
-class Archive(_View):
+class Archive(View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(NoBodySchema, required=False)
     @blp.returns(200, PromptVersionSchema)
@@ -210,7 +207,7 @@ class Archive(_View):
 
 
 @blp.route("/<name>/versions/<versionId>/unarchive", parameters=[NAME_PARAM, VERSION_PARAM])
-class Unarchive(_View):
+class Unarchive(View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(NoBodySchema, required=False)
     @blp.returns(200, PromptVersionSchema)

@@ -1,0 +1,337 @@
+"""HTTP benchmark: ``python -m bench.http [--redis-url URL] [--quick]``.
+
+GET /api/v1/prompts/{name}/production under gunicorn (the shipped gunicorn.conf.py) on
+real Redis, side by side with a bare Flask endpoint (bench/http_bare.py) that returns the
+same JSON via ``jsonify`` under the same gunicorn settings. The load generator is ``wrk``
+(Debian package ``wrk``) on loopback, keep-alive connections, a valid bearer token on
+every promptsvc request.
+
+The two servers take turns, round by round, so that noise from other processes on the
+machine hits both alike; the table shows medians over the rounds. Target: promptsvc at
+least 0.8x the bare endpoint's requests/s. Writes the "http" section of
+docs/benchmarks.md.
+
+The Redis db at ``--redis-url`` (default db 13) is FLUSHed before and after: give it a
+db nobody else uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import runpy
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import redis
+
+from bench.report import table, write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_SECRET = "bench-admin-secret-0123456789"
+READ_SECRET = "bench-read-secret-0123456789"
+CONTENT = (
+    "You are {{ persona }}, a support assistant for {{ product }}. Answer the customer's "
+    "question in {{ language }}, in at most {{ max_sentences }} sentences, and cite the "
+    "relevant help-center article when there is one.\n\nQuestion: {{ question }}"
+)
+METADATA = {"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 512}
+TAGS = ["support", "en", "production"]
+
+
+@dataclass
+class WrkResult:
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    requests: int
+    cpu_s: float = 0.0  # CPU time of the server's processes (master + workers) in the run
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return self.cpu_s / self.requests * 1e6
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of process ``root`` and its children (gunicorn workers)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # fields after "(comm)"; ppid is [1]
+        if int(entry) == root or int(fields[1]) == root:
+            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Gunicorn:
+    """``gunicorn -c gunicorn.conf.py <app>`` on a free loopback port."""
+
+    def __init__(self, app: str, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), app],
+            cwd=ROOT,
+            env={**os.environ, **env, "PROMPTSVC_BIND": f"127.0.0.1:{self.port}"},
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,
+        )
+
+    def wait(self, path: str) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                httpx.get(self.url + path, timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.log.seek(0)
+        raise SystemExit(f"gunicorn did not start:\n{self.log.read().decode()}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+        self.log.close()
+
+
+def wrk(
+    url: str, seconds: float, connections: int, threads: int, token: str | None, server: int
+) -> WrkResult:
+    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    if token:
+        args += ["-H", f"Authorization: Bearer {token}"]
+    cpu_before = tree_cpu_seconds(server)
+    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
+    cpu = tree_cpu_seconds(server) - cpu_before
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+    def percentile(p: str) -> float:
+        value, unit = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)\b", out).groups()  # type: ignore[union-attr]
+        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    socket_errors = re.search(r"Socket errors: .*", out)
+    errors = int(bad.group(1)) if bad else 0
+    if socket_errors and re.search(r"(read|write|timeout) [1-9]", socket_errors.group(0)):
+        errors += 1
+    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return WrkResult(rps, percentile("50"), percentile("99"), errors, done, cpu)
+
+
+def seed(api: str) -> tuple[str, bytes]:
+    """Create the prompt through the API; return a read token and the production body."""
+    with httpx.Client(base_url=api, timeout=10) as http:
+
+        def token(key_id: str, secret: str) -> str:
+            r = http.post(
+                "/v1/auth/sdk-token",
+                json={"account_id": "bench", "key_id": key_id, "key_secret": secret},
+            )
+            r.raise_for_status()
+            value: str = r.json()["access_token"]
+            return value
+
+        admin = {"Authorization": f"Bearer {token('bench-admin', ADMIN_SECRET)}"}
+        http.post("/api/v1/prompts", json={"name": "support"}, headers=admin).raise_for_status()
+        for _ in range(3):  # a few versions, the newest promoted
+            created = http.post(
+                "/api/v1/prompts/support/versions",
+                json={"content": CONTENT, "metadata": METADATA, "tags": TAGS},
+                headers=admin,
+            )
+            created.raise_for_status()
+        http.post(
+            "/api/v1/prompts/support/versions/3/promote",
+            json={"notes": "benchmark"},
+            headers=admin,
+        ).raise_for_status()
+        read = token("bench-read", READ_SECRET)
+        body = http.get(
+            "/api/v1/prompts/support/production", headers={"Authorization": f"Bearer {read}"}
+        )
+        body.raise_for_status()
+        return read, body.content
+
+
+BOOTSTRAP = f"""
+[[org]]
+slug = "bench"
+  [[org.key]]
+  client_id = "bench-admin"
+  client_secret = "{ADMIN_SECRET}"
+  role = "Service Admin"
+  [[org.key]]
+  client_id = "bench-read"
+  client_secret = "{READ_SECRET}"
+  role = "Service Read"
+"""
+
+
+def run(args: argparse.Namespace) -> None:
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench.http needs wrk: apt-get install -y wrk (Debian/Ubuntu)")
+    redis.Redis.from_url(args.redis_url).flushdb()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
+    bootstrap = workdir / "orgs.toml"
+    bootstrap.write_text(BOOTSTRAP)
+    body_file = workdir / "body.json"
+    env = {
+        "PROMPTSVC_STORAGE_URL": args.redis_url,
+        "PROMPTSVC_BOOTSTRAP_FILE": str(bootstrap),
+        "PROMPTSVC_WORKERS": str(args.workers),
+        "PROMPTSVC_THREADS": str(args.threads),
+        "BENCH_HTTP_BODY": str(body_file),
+    }
+    servers: list[Gunicorn] = []
+    try:
+        api = Gunicorn("wsgi:app", env)
+        servers.append(api)
+        api.wait("/healthz")
+        token, body = seed(api.url)
+        body_file.write_bytes(body)
+        bare = Gunicorn("bench.http_bare:app", env)
+        servers.append(bare)
+        bare.wait("/")
+        path = "/api/v1/prompts/support/production"
+        bare_body = httpx.get(bare.url + path).json()
+        assert bare_body == json.loads(body), "both servers must answer the same JSON"
+
+        targets = {
+            "bare": (bare.url + path, None, bare.process.pid),
+            "promptsvc": (api.url + path, token, api.process.pid),
+        }
+        for url, auth, pid in targets.values():  # warm-up: imports, connection pools
+            wrk(url, 2, args.connections, args.wrk_threads, auth, pid)
+        results: dict[str, list[WrkResult]] = {name: [] for name in targets}
+        for _ in range(args.rounds):
+            for name, (url, auth, pid) in targets.items():
+                results[name].append(
+                    wrk(url, args.seconds, args.connections, args.wrk_threads, auth, pid)
+                )
+    finally:
+        for server in servers:
+            server.stop()
+        redis.Redis.from_url(args.redis_url).flushdb()
+    report(args, results, len(body))
+
+
+LABELS = {
+    "bare": "bare Flask + jsonify (no auth, no storage)",
+    "promptsvc": "promptsvc GET production (JWT + Redis read)",
+}
+
+
+def report(args: argparse.Namespace, results: dict[str, list[WrkResult]], size: int) -> None:
+    def median(name: str, attribute: str) -> float:
+        return statistics.median(getattr(r, attribute) for r in results[name])
+
+    rows = [
+        [
+            label,
+            f"{median(name, 'requests_per_s'):,.0f}",
+            f"{median(name, 'p50_ms'):.2f}",
+            f"{median(name, 'p99_ms'):.2f}",
+            f"{median(name, 'cpu_us_per_request'):.0f}",
+            sum(r.errors for r in results[name]),
+        ]
+        for name, label in LABELS.items()
+    ]
+    ratio = median("promptsvc", "requests_per_s") / median("bare", "requests_per_s")
+    cpu_ratio = median("bare", "cpu_us_per_request") / median("promptsvc", "cpu_us_per_request")
+    per_round = ", ".join(
+        f"{p.requests_per_s / b.requests_per_s:.2f}"
+        for b, p in zip(results["bare"], results["promptsvc"], strict=True)
+    )
+    verdict = "meets" if ratio >= 0.8 else "misses"
+    body = f"""
+Load average when the run finished: {os.getloadavg()[0]:.1f} (2 cores; wrk, Redis, both
+servers and any other work on the machine share them).
+
+Both apps run under `gunicorn -c gunicorn.conf.py` with the same settings: gthread
+worker, {args.workers} workers x {args.threads} threads, keep-alive. wrk: {args.wrk_threads}
+thread(s), {args.connections} connections, {args.seconds:g} s per run, {args.rounds} rounds
+taking turns after a 2 s warm-up; the table shows medians over the rounds. The body is
+{size} bytes of JSON (a PromptVersion with metadata and tags). promptsvc checks an RS256
+bearer token (verified once, then cached until it expires) and reads Redis on every
+request; its successful reads are answered by the WSGI fast path (promptsvc/api/fastread.py).
+"server CPU" is the user+system CPU time of the gunicorn master and workers per request
+(Redis server time not included).
+
+{table(["endpoint", "requests/s", "p50 ms", "p99 ms", "server CPU us/req", "errors"], rows)}
+
+**Ratio promptsvc / bare, requests/s: {ratio:.2f}** (per round: {per_round}); target 0.8:
+{verdict} it. Server CPU per request, bare / promptsvc: {cpu_ratio:.2f}.
+"""
+    print(body)
+    write_section(
+        "http", "HTTP: GET production under gunicorn vs a bare Flask endpoint", COMMAND, body
+    )
+
+
+COMMAND = "python -m bench.http"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.http", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("PROMPTSVC_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
+        help="Redis db to use; it is FLUSHed (default: %(default)s)",
+    )
+    shipped = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=shipped["workers"],
+        help="gunicorn workers (default: gunicorn.conf.py's, %(default)s here)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=shipped["threads"],
+        help="threads per worker (default: gunicorn.conf.py's, %(default)s here)",
+    )
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--wrk-threads", type=int, default=1, help="wrk threads")
+    parser.add_argument("--seconds", type=float, default=5, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (median reported)")
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 2 s (smoke test)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds = 2, 2
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
