@@ -469,15 +469,18 @@ class Gunicorn:
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{self.log()}")
+                log = self.log()
+                self.stop()
+                raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{log}")
             try:
                 if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
+                log = self.log()
                 self.stop()
-                raise RuntimeError(f"gunicorn not ready after {timeout:.0f}s:\n{self.log()}")
+                raise RuntimeError(f"gunicorn not ready after {timeout:.0f}s:\n{log}")
             time.sleep(0.1)
 
     def stop(self) -> None:

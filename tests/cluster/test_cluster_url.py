@@ -7,7 +7,7 @@ import time
 
 import pytest
 from cluster_support import LocalCluster
-from conftest import NEEDS_CLUSTER_URLS
+from cluster_testlib import NEEDS_CLUSTER_URLS
 
 from storage import storage_from_url
 from storage.base import StorageUnavailable

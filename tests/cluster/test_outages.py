@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 from cluster_support import LocalCluster
-from conftest import NEEDS_CLUSTER_OUTAGE_MAPPING, org_on_each_primary
+from cluster_testlib import NEEDS_CLUSTER_OUTAGE_MAPPING, org_on_each_primary
 
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from cluster_support import LocalCluster, Node, running_cluster
-from conftest import org_on_each_primary
+from cluster_testlib import org_on_each_primary
 
 from storage.base import ApiKey, NoProductionVersion
 from storage.cluster import ClusterStorage

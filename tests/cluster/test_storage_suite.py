@@ -13,7 +13,7 @@ import inspect
 
 import pytest
 from _pytest.fixtures import FixtureFunctionDefinition
-from conftest import SUITE, load_suite_module
+from cluster_testlib import SUITE, load_suite_module
 
 CLUSTER_FIXTURES = {"storage", "redis_storage"}
 

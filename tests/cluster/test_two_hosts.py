@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from cluster_support import Gunicorn, LocalCluster, free_ports
-from conftest import NEEDS_CLUSTER_URLS, org_on_each_primary
+from cluster_testlib import NEEDS_CLUSTER_URLS, org_on_each_primary
 
 from storage import keys
 
