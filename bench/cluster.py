@@ -136,11 +136,14 @@ def storage_section(samples: dict[tuple[str, str], list[int]], reads: int) -> tu
 # --------------------------------------------------------------------------- HTTP
 
 
-def load(targets: list[tuple[str, str]], seconds: float, connections: int) -> list[WrkResult]:
+Target = tuple[str, str, int]  # URL, bearer token, pid of the gunicorn master serving it
+
+
+def load(targets: list[Target], seconds: float, connections: int) -> list[WrkResult]:
     """One wrk per target, all at the same time; ``connections`` split between them."""
     each = max(connections // len(targets), 1)
     with ThreadPoolExecutor(len(targets)) as pool:
-        runs = [pool.submit(wrk, url, seconds, each, 1, token) for url, token in targets]
+        runs = [pool.submit(wrk, url, seconds, each, 1, token, pid) for url, token, pid in targets]
         return [run.result() for run in runs]
 
 
@@ -166,11 +169,16 @@ def http_figures(
             server.start()
         single_token, _ = seed(servers[0].base_url)
         cluster_token, _ = seed(servers[1].base_url)  # the second host shares it
-        s, a, b = ((srv.base_url + path) for srv in servers)
+        s, a, b = (
+            (srv.base_url + path, token, srv.process.pid if srv.process else 0)
+            for srv, token in zip(
+                servers, (single_token, cluster_token, cluster_token), strict=True
+            )
+        )
         configs = {
-            "1 instance, single Redis": [(s, single_token)],
-            "1 instance, cluster": [(a, cluster_token)],
-            "2 instances, cluster": [(a, cluster_token), (b, cluster_token)],
+            "1 instance, single Redis": [s],
+            "1 instance, cluster": [a],
+            "2 instances, cluster": [a, b],
         }
         for targets in configs.values():  # warm-up: imports, pools, token caches
             load(targets, 2, args.connections)
@@ -193,13 +201,16 @@ def http_section(
     }
     rows: list[list[object]] = []
     for name, runs in results.items():
+        done = [r for run in runs for r in run]
+        cpu_per_request = sum(r.cpu_s for r in done) / sum(r.requests for r in done) * 1e6
         rows.append(
             [
                 name,
                 f"{statistics.median(total[name]):,.0f}",
-                f"{statistics.median(r.p50_ms for run in runs for r in run):.2f}",
-                f"{statistics.median(r.p99_ms for run in runs for r in run):.2f}",
-                sum(r.errors for run in runs for r in run),
+                f"{statistics.median(r.p50_ms for r in done):.2f}",
+                f"{statistics.median(r.p99_ms for r in done):.2f}",
+                f"{cpu_per_request:,.0f}",
+                sum(r.errors for r in done),
             ]
         )
     one = statistics.median(total["1 instance, cluster"])
@@ -215,8 +226,12 @@ def http_section(
         f"there are two, one wrk per instance running at the same time), {args.seconds:g} s "
         f"per run, {args.rounds} rounds taking turns after a 2 s warm-up; medians over the "
         "rounds. Every request carries a bearer token minted by the first cluster "
-        "instance, so the second one verifies tokens it did not issue.\n\n"
-        + table(["setup", "requests/s", "p50 ms", "p99 ms", "errors"], rows)
+        "instance, so the second one verifies tokens it did not issue. Server CPU is the "
+        "user + system time of the gunicorn processes (master and workers) per request "
+        "served, all runs together.\n\n"
+        + table(
+            ["setup", "requests/s", "p50 ms", "p99 ms", "server CPU us/request", "errors"], rows
+        )
         + f"\n\n2 instances / 1 instance on the cluster: **{two / one:.2f}x** "
         f"(per round: {', '.join(per_round)})."
     )
@@ -271,8 +286,11 @@ def main() -> None:
 generator (wrk), every gunicorn worker (2 instances x {args.workers} workers when two run),
 the single Redis and the three cluster primaries (all on loopback, no persistence).
 1-minute load average {load_before:.1f} at the start; whole run {elapsed:.0f} s.
-A second instance adds processes, not cores: here it can only show that two hosts work
-together at no loss, not the scale-out a second machine would bring.
+A second instance adds processes, not cores: the requests/s of two instances here
+measure how the same two cores are shared, not the scale-out a second machine would
+bring. The server CPU per request says what a request costs either way; two instances
+share nothing but the cluster, so a second host with its own cores adds capacity in
+proportion to them as long as the cluster keeps up.
 
 ### Storage reads: single Redis vs 3-primary cluster
 
