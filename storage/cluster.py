@@ -5,8 +5,9 @@ here shards or replicates: Redis Cluster does. It works because every key of one
 carries the org's hash tag (``ps:{<org>}:...``, storage/keys.py), so all of an org's
 keys sit in one slot and every Lua script touches one slot; different orgs hash to
 different slots and so spread over the primaries. redis-py sends each EVALSHA to the
-primary of its slot and, when a primary answers NOSCRIPT (a restarted node has an empty
-script cache), loads the script on every primary and runs it again.
+primary of its slot; when that node answers NOSCRIPT (a restarted node, or a replica a
+failover promoted, has an empty script cache), :class:`SlotScript` loads the script on
+that node and runs it again.
 
 URL::
 
