@@ -48,7 +48,8 @@ def _start_timer() -> None:
     g.started = time.perf_counter()
 
 
-def _finish(response: Response) -> Response:
+def finish_request(response: Response) -> Response:
+    """after_request hook: the X-Request-ID header, and the access log line when on."""
     response.headers[REQUEST_ID_HEADER] = request_id()
     if access_log.isEnabledFor(logging.INFO):
         elapsed_ms = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
@@ -67,7 +68,7 @@ def init_app(app: Flask) -> None:
     """
     if access_log.isEnabledFor(logging.INFO):
         app.before_request_funcs.setdefault(None, []).insert(0, _start_timer)
-    app.after_request(_finish)
+    app.after_request(finish_request)
 
 
 # --------------------------------------------------------------------------- logging

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
+from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken
 from promptsvc.http import json_response
 from storage.base import (
     Conflict,
@@ -104,8 +106,6 @@ def error_response(
 
 
 def _code_for(status: int) -> str:
-    from http import HTTPStatus
-
     try:
         return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
     except ValueError:
@@ -194,9 +194,7 @@ def _handle_unexpected(exc: BaseException) -> Response:
     return error_response(500, "internal server error")
 
 
-def _handle_identity_error(exc: Exception) -> Response:
-    from identity.errors import InvalidKeyRequest, InvalidToken
-
+def _handle_identity_error(exc: IdentityError) -> Response:
     if isinstance(exc, InvalidToken):
         return error_response(
             401, "unauthorized", headers={"WWW-Authenticate": _bearer_challenge(exc.description)}
@@ -208,8 +206,6 @@ def _handle_identity_error(exc: Exception) -> Response:
 
 def register_error_handlers(app: Flask) -> None:
     """Install the API's error handlers on ``app`` (replacing flask-smorest's)."""
-    from identity.errors import IdentityError
-
     app.register_error_handler(ApiError, _handle_api_error)
     app.register_error_handler(StorageError, _handle_storage_error)
     app.register_error_handler(IdentityError, _handle_identity_error)

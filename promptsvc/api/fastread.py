@@ -14,7 +14,12 @@ in a few lines of WSGI:
 Everything else (a bad or missing token, a role too low, 404, storage down, any other
 method or path, HEAD, the access log of ``promptsvc serve`` being on) is passed on to
 the Flask app untouched, which answers it as it always does: the error shapes, headers
-and log lines live in one place. The bodies, ETags and X-Request-ID come from the same
+and log lines live in one place.
+
+Flask request hooks do not run for requests answered here. So the fast path stands
+aside altogether when the app has any before/after/teardown request hook (app-wide or on
+the versions blueprint) besides promptsvc's own: whoever added one expects to see every
+request. The bodies, ETags and X-Request-ID come from the same
 functions the Flask views use (promptsvc.api.records, promptsvc.http), and the tests
 check that both paths answer byte for byte alike.
 """
@@ -32,7 +37,14 @@ from werkzeug.http import parse_etags
 
 from identity.roles import SERVICE_READ, role_includes
 from promptsvc.api.records import version_json
-from promptsvc.http import REQUEST_ID_HEADER, access_log, choose_request_id, etag_of, json_body
+from promptsvc.http import (
+    REQUEST_ID_HEADER,
+    access_log,
+    choose_request_id,
+    etag_of,
+    finish_request,
+    json_body,
+)
 from storage.base import PromptVersion, Storage
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -47,11 +59,19 @@ class FastReads:
     def __init__(self, app: Flask, fallback: WSGIApp) -> None:
         self.app = app
         self.fallback = fallback
+        self._no_foreign_hooks: bool | None = None  # decided at the first request
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        if environ.get("REQUEST_METHOD") != "GET" or access_log.isEnabledFor(logging.INFO):
+        if self._no_foreign_hooks is None:
+            # Flask takes no new hooks once it has served a request.
+            self._no_foreign_hooks = not _foreign_hooks(self.app)
+        if (
+            not self._no_foreign_hooks
+            or environ.get("REQUEST_METHOD") != "GET"
+            or access_log.isEnabledFor(logging.INFO)
+        ):
             return self.fallback(environ, start_response)
         match = _READ.fullmatch(environ.get("PATH_INFO", ""))
         if match is None or not match.group(0).isascii():
@@ -88,6 +108,20 @@ class FastReads:
         if which == "latest":
             return storage.get_latest(principal.org, name)
         return storage.get_version(principal.org, name, version_ref)
+
+
+def _foreign_hooks(app: Flask) -> list[Callable[..., Any]]:
+    """Request hooks that would see read requests, other than promptsvc.http's."""
+    found: list[Callable[..., Any]] = []
+    for registry in (
+        app.before_request_funcs,
+        app.after_request_funcs,
+        app.teardown_request_funcs,
+        app.url_value_preprocessors,
+    ):
+        for scope in (None, "versions"):
+            found += [f for f in registry.get(scope, ()) if f is not finish_request]
+    return found
 
 
 def init_app(app: Flask) -> None:

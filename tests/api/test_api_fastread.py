@@ -119,3 +119,30 @@ def test_an_unexpected_failure_is_answered_by_flask(
         "error": "internal_server_error",
     }
     assert len(calls) == 2  # tried by the fast path, then by the Flask view
+
+
+@pytest.mark.parametrize("kind", ["before_request", "after_request", "teardown_request"])
+def test_foreign_request_hooks_make_the_fast_path_stand_aside(
+    backend: Any, settings: Any, kind: str
+) -> None:
+    from promptsvc.app import create_app
+
+    app = create_app(settings, storage=backend)
+    seen: list[str] = []
+
+    def hook(response: Any = None) -> Any:
+        seen.append(kind)
+        return response if kind == "after_request" else None
+
+    getattr(app, kind)(hook)
+    identity = app.extensions["identity"]
+    key, secret = identity.create_key("acme", SERVICE_READ)
+    token = identity.issue_token("acme", key.client_id, secret)["access_token"]
+    backend.create_prompt("acme", "greeting")
+    version = backend.create_version("acme", "greeting", "hi", key.user_id)
+    backend.promote("acme", "greeting", version.version_id, key.user_id)
+    r = app.test_client().get(
+        "/api/v1/prompts/greeting/production", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert r.status_code == 200
+    assert seen == [kind]
