@@ -31,8 +31,8 @@ __all__ = [
 
 
 def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
-    """``memory://``, ``redis://host:port/db``, ``rediss://...`` (issue 6 adds
-    ``redis+cluster://``)."""
+    """``memory://``, ``redis://host:port/db``, ``rediss://...`` or
+    ``redis+cluster://host:port[,host:port...]``."""
     scheme = url.split("://", 1)[0].lower()
     if scheme == "memory":
         from storage.memory import MemoryStorage
@@ -42,6 +42,11 @@ def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
         from storage.redis import RedisStorage
 
         return RedisStorage.from_url(url, clock=clock)
+    if scheme == "redis+cluster":
+        from storage.cluster import ClusterStorage
+
+        return ClusterStorage.from_url(url, clock=clock)
     raise ValueError(
-        f"unsupported storage URL scheme {scheme!r}: use memory://, redis:// or rediss://"
+        f"unsupported storage URL scheme {scheme!r}: "
+        "use memory://, redis://, rediss:// or redis+cluster://"
     )

@@ -211,7 +211,7 @@ class ClusterStorage(RedisStorage):
         """Use ``client`` (``decode_responses=True``) for everything; when given, read
         the three read paths through ``replica_client`` (a ``RedisCluster`` with a
         replica ``load_balancing_strategy``) as described in the module docstring."""
-        super().__init__(client, clock=clock)  # type: ignore[arg-type]
+        super().__init__(client, clock=clock)
         self._scripts = {
             name: SlotScript(client, script.script) for name, script in self._scripts.items()
         }

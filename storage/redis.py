@@ -54,6 +54,7 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.ConnectionError,  # includes BusyLoadingError (LOADING) and MaxConnectionsError
     redis.TimeoutError,
     redis.exceptions.ClusterDownError,  # includes MasterDownError
+    redis.exceptions.SlotNotCoveredError,  # a cluster slot whose primary is gone
     redis.exceptions.TryAgainError,
     redis.exceptions.ReadOnlyError,
     redis.exceptions.OutOfMemoryError,
@@ -77,6 +78,12 @@ def _guard() -> Iterator[None]:
     except UNAVAILABLE:
         # No host, port or reason: callers answer 503 and must not leak the address.
         raise StorageUnavailable("storage unavailable") from None
+    except redis.exceptions.RedisClusterException as exc:
+        # RedisCluster reports "no node answers" as this (not a RedisError), chained to
+        # the connection error; anything else of this kind is a bug, not an outage.
+        if isinstance(exc.__cause__, UNAVAILABLE):
+            raise StorageUnavailable("storage unavailable") from None
+        raise
 
 
 def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "") -> Any:
@@ -106,7 +113,7 @@ def _version(reply: Sequence[Any]) -> PromptVersion:
 class RedisStorage(Storage):
     """Storage on one Redis server (``redis://``, ``rediss://``)."""
 
-    def __init__(self, client: redis.Redis, clock: Clock = utcnow) -> None:
+    def __init__(self, client: redis.Redis | redis.RedisCluster, clock: Clock = utcnow) -> None:
         """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
         super().__init__(clock)
         if not client.get_encoder().decode_responses:

@@ -11,6 +11,11 @@ import os
 
 import pytest
 
+# The local Redis Cluster fixtures, for the storage suite and tests/cluster.
+from cluster_support import flushed_cluster_url, local_cluster, redis_cluster_url
+
+__all__ = ["flushed_cluster_url", "local_cluster", "redis_cluster_url"]
+
 REDIS_URL = os.environ.get("PROMPTSVC_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REQUIRE_REDIS = os.environ.get("PROMPTSVC_TEST_REQUIRE_REDIS") == "1"
 

@@ -7,7 +7,6 @@ import time
 
 import pytest
 from cluster_support import LocalCluster
-from cluster_testlib import NEEDS_CLUSTER_URLS
 
 from storage import storage_from_url
 from storage.base import StorageUnavailable
@@ -91,7 +90,6 @@ def test_from_url_configures_the_client(local_cluster: LocalCluster) -> None:
         store.close()
 
 
-@NEEDS_CLUSTER_URLS
 def test_storage_from_url_picks_the_cluster(local_cluster: LocalCluster) -> None:
     store = storage_from_url(local_cluster.url)
     try:

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 from cluster_support import LocalCluster
-from cluster_testlib import NEEDS_CLUSTER_OUTAGE_MAPPING, org_on_each_primary
+from cluster_testlib import org_on_each_primary
 
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage
@@ -114,7 +114,6 @@ def test_a_down_primary_fails_its_orgs_fast_and_no_others(
     assert cluster_storage.get_production(down_org, "greeting").version == 2
 
 
-@NEEDS_CLUSTER_OUTAGE_MAPPING
 def test_the_whole_cluster_down_is_storage_unavailable(
     local_cluster: LocalCluster, cluster_storage: ClusterStorage
 ) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 from cluster_support import Gunicorn, LocalCluster, free_ports
-from cluster_testlib import NEEDS_CLUSTER_URLS, org_on_each_primary
+from cluster_testlib import org_on_each_primary
 
 from storage import keys
 
-pytestmark = [pytest.mark.slow, NEEDS_CLUSTER_URLS]
+pytestmark = pytest.mark.slow
 
 ISSUER = "http://promptsvc.example"  # the public URL both hosts answer behind
 SECRET = "two-hosts-secret-0123456789"

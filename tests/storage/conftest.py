@@ -3,7 +3,8 @@
 ``memory`` (dicts under a lock), ``fakeredis`` (the Redis backend and its Lua scripts on
 fakeredis with lupa) and ``redis`` (the same backend on the real server at
 ``PROMPTSVC_TEST_REDIS_URL``, flushed before each test; skipped without a server, or
-failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``).
+failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``) and ``cluster`` (the same backend on a
+local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.py).
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ import fakeredis
 import pytest
 
 from storage.base import Storage
+from storage.cluster import ClusterStorage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 
-BACKENDS = ["memory", "fakeredis", pytest.param("redis", marks=pytest.mark.redis)]
+REDIS_BACKENDS = [
+    "fakeredis",
+    pytest.param("redis", marks=pytest.mark.redis),
+    pytest.param("cluster", marks=pytest.mark.redis),
+]
+BACKENDS = ["memory", *REDIS_BACKENDS]
 
 
 class FakeClock:
@@ -46,6 +53,8 @@ def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest)
     if backend == "fakeredis":
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
         return RedisStorage(client, clock=clock)
+    if backend == "cluster":
+        return ClusterStorage.from_url(request.getfixturevalue("flushed_cluster_url"), clock=clock)
     return RedisStorage.from_url(request.getfixturevalue("redis_url"), clock=clock)
 
 
@@ -57,9 +66,9 @@ def storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Storag
     store.close()
 
 
-@pytest.fixture(params=["fakeredis", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=REDIS_BACKENDS)
 def redis_storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[RedisStorage]:
-    """The Redis backend only (fakeredis and real), for Redis-specific checks."""
+    """The Redis backend only (fakeredis, real, cluster), for Redis-specific checks."""
     store = make_storage(request.param, clock, request)
     assert isinstance(store, RedisStorage)
     yield store
