@@ -41,8 +41,11 @@ from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.errors import RateLimitExceeded
 from limits import parse_many
+from redis import Redis
 from redis.cluster import RedisCluster
+from werkzeug.exceptions import HTTPException
 
+from identity import sdk_token
 from storage.base import Storage
 
 DEFAULT_PER_CLIENT = "30/minute"
@@ -107,7 +110,7 @@ def storage_settings(storage: Storage) -> tuple[str, dict[str, Any]]:
         return f"redis+cluster://{nodes}", options
     if isinstance(storage, RedisStorage):
         # The app's own pool: same server, db, credentials and timeouts.
-        options["connection_pool"] = storage.client.connection_pool
+        options["connection_pool"] = cast(Redis, storage.client).connection_pool
         return "redis://", options
     return "memory://", {}
 
@@ -196,8 +199,11 @@ def _remote_address() -> str:
 def _client_key() -> str:
     """``<org>/<client id>`` of a token request, '' when it names no client."""
     if request.blueprint == "identity_sdk_token":
-        data = request.get_json(force=True, silent=True)
-        if not isinstance(data, dict):
+        try:
+            data = sdk_token.json_body()
+        except HTTPException:  # a body over the size limit: the view answers 413
+            return ""
+        if data is None:
             return ""
         org, client_id = data.get("account_id"), data.get("key_id")
     else:

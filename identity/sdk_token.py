@@ -7,6 +7,8 @@ through :meth:`identity.core.Identity.verify`. Errors use the API's shape (CONTR
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, jsonify, request
 
 from identity.core import Identity
@@ -21,10 +23,8 @@ def sdk_token_blueprint(identity: Identity) -> Blueprint:
 
     @bp.post("/v1/auth/sdk-token")
     def sdk_token() -> Response:
-        # Parsed whatever the Content-Type says: a body that is not a JSON object is
-        # a 400 either way, and SDKs that forget the header still work.
-        data = request.get_json(force=True, silent=True)
-        if not isinstance(data, dict):
+        data = json_body()
+        if data is None:
             return _bad_request(
                 "the body must be a JSON object with account_id, key_id and key_secret", {}
             )
@@ -53,6 +53,20 @@ def sdk_token_blueprint(identity: Identity) -> Blueprint:
         return _no_store(jsonify(body))
 
     return bp
+
+
+def json_body() -> dict[str, Any] | None:
+    """The request body as a JSON object, else None.
+
+    Parsed whatever the Content-Type says: a body that is not a JSON object is a 400
+    either way, and SDKs that forget the header still work. Nesting too deep for the
+    parser (``[[[[...]]]]``) is not a JSON object we accept either.
+    """
+    try:
+        data = request.get_json(force=True, silent=True)
+    except RecursionError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def too_many_requests(retry_after: int) -> Response:

@@ -194,6 +194,10 @@ class Verifier:
             raise InvalidToken(errors.EXPIRED, "the token has expired")
         if iat > now + MAX_CLOCK_SKEW:
             raise InvalidToken(errors.INVALID_CLAIMS, "the token was issued in the future")
+        # Our tokens carry no nbf, but one that does must not be used early (RFC 7519 4.1.5).
+        nbf = claims.get("nbf")
+        if nbf is not None and (not _is_int(nbf) or nbf > now + MAX_CLOCK_SKEW):
+            raise InvalidToken(errors.INVALID_CLAIMS, "the token is not valid yet (nbf)")
         aud = claims["aud"]
         if aud != AUDIENCE and not (isinstance(aud, list) and AUDIENCE in aud):
             raise InvalidToken(errors.WRONG_AUDIENCE, f"the token is not meant for {AUDIENCE}")

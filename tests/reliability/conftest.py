@@ -1,0 +1,122 @@
+"""Fixtures of the reliability suite: a live service per backend, a Redis of our own, and
+``report`` (what a test tried and saw, for docs/reliability.md).
+
+``python -m bench.reliability`` runs this suite with ``--junitxml`` and turns every
+test's ``report`` properties into a row of docs/reliability.md, so each row there comes
+from a real run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from flask import Flask
+from rel_support import Credentials, LiveServer, RedisServer, make_app, new_key, token_for
+
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+
+ORG = "acme"
+RIVAL_ORG = "rival"
+
+Report = Callable[..., None]
+
+
+def known_bug(owner: str, what: str) -> pytest.MarkDecorator:
+    """Marks a test that fails because of a bug in a file this suite does not own.
+
+    Strict: once the bug is fixed the test passes, the run fails (XPASS) and the marker
+    has to go, so a fix cannot go unnoticed and the check is never weakened meanwhile.
+    """
+    return pytest.mark.xfail(strict=True, reason=f"BUG in {owner}: {what}")
+
+
+@pytest.fixture
+def report(record_property: Callable[[str, object], None]) -> Report:
+    """``report(input=..., result=...)``: the row this test adds to docs/reliability.md."""
+
+    def add(**fields: object) -> None:
+        for name, value in fields.items():
+            record_property(name, value)
+
+    return add
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend_url(request: pytest.FixtureRequest) -> str:
+    """``memory://`` or the real Redis test db (flushed)."""
+    if request.param == "memory":
+        return "memory://"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+@dataclass
+class Service:
+    """The real app on a loopback port, with keys of two orgs."""
+
+    app: Flask
+    server: LiveServer
+    http: httpx.Client
+    read: Credentials
+    write: Credentials
+    admin: Credentials
+    rival: Credentials
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def token(self, creds: Credentials) -> str:
+        return token_for(self.app, creds)
+
+    def bearer(self, creds: Credentials) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token(creds)}"}
+
+
+def start_service(storage_url: str) -> Service:
+    app = make_app(storage_url)
+    server = LiveServer(app).start()
+    return Service(
+        app=app,
+        server=server,
+        http=httpx.Client(base_url=server.base_url, timeout=10.0),
+        read=new_key(app, ORG, SERVICE_READ),
+        write=new_key(app, ORG, SERVICE_WRITE),
+        admin=new_key(app, ORG, SERVICE_ADMIN),
+        rival=new_key(app, RIVAL_ORG, SERVICE_WRITE),
+    )
+
+
+@pytest.fixture
+def service(backend_url: str) -> Iterator[Service]:
+    """The service on each backend."""
+    svc = start_service(backend_url)
+    try:
+        yield svc
+    finally:
+        svc.http.close()
+        svc.server.stop()
+
+
+@pytest.fixture
+def memory_service() -> Iterator[Service]:
+    """The service on memory:// only (for checks that do not depend on storage)."""
+    svc = start_service("memory://")
+    try:
+        yield svc
+    finally:
+        svc.http.close()
+        svc.server.stop()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A redis-server of this test's own on a free port, always stopped afterwards."""
+    server = RedisServer()
+    try:
+        yield server.start()
+    finally:
+        server.cleanup()

@@ -1,0 +1,324 @@
+"""Processes and servers the reliability tests and bench/reliability.py start themselves.
+
+* :class:`LiveServer`: the real app (``create_app``) served by werkzeug on a free
+  loopback port in a thread.
+* :class:`RedisServer`: a ``redis-server`` of our own on a free port (never 6379), with
+  the append-only file fsynced on every write in a temporary directory, so a stop and a
+  start (or a crash) keep every acknowledged write. It can be stopped and started again on
+  the same port, which is what the fault tests need.
+* :class:`Gunicorn`: ``gunicorn -c gunicorn.conf.py wsgi:app`` as a deployment runs it.
+
+Every process has a bounded start and stop; every ``stop`` is safe to call twice, so
+fixtures call it in teardown whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from flask import Flask
+from werkzeug.serving import make_server
+
+from promptsvc.app import create_app
+from promptsvc.config import Settings
+from storage.base import Storage
+
+ROOT = Path(__file__).resolve().parents[2]
+START_SECONDS = 30.0
+STOP_SECONDS = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def make_app(
+    storage_url: str = "memory://",
+    *,
+    storage: Storage | None = None,
+    token_lifetime: int = 3600,
+    bootstrap_file: str | None = None,
+) -> Flask:
+    """The real all-in-one app on ``storage_url`` (or an already built ``storage``)."""
+    settings = Settings(
+        storage_url=storage_url,
+        issuer_url="http://127.0.0.1",
+        token_lifetime=token_lifetime,
+        bootstrap_file=bootstrap_file,
+    )
+    return create_app(settings, storage=storage)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    org: str
+    client_id: str
+    secret: str
+
+    def sdk_body(self) -> dict[str, str]:
+        return {"account_id": self.org, "key_id": self.client_id, "key_secret": self.secret}
+
+    def form(self) -> dict[str, str]:
+        return {
+            "grant_type": "client_credentials",
+            "client_id": self.client_id,
+            "client_secret": self.secret,
+        }
+
+
+def new_key(app: Flask, org: str, role: str) -> Credentials:
+    key, secret = app.extensions["identity"].create_key(org, role)
+    return Credentials(org, key.client_id, secret)
+
+
+def token_for(app: Flask, creds: Credentials) -> str:
+    issued = app.extensions["identity"].issue_token(creds.org, creds.client_id, creds.secret)
+    token: str = issued["access_token"]
+    return token
+
+
+class LiveServer:
+    """``app`` on 127.0.0.1:<free port>, served by werkzeug in a thread."""
+
+    def __init__(self, app: Flask) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+        self.app = app
+        self._server = make_server("127.0.0.1", 0, app, threaded=True)
+        self.port = self._server.server_port
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(STOP_SECONDS)
+        self._server.server_close()
+
+    def __enter__(self) -> LiveServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class RedisServer:
+    """A ``redis-server`` on a free loopback port whose data survives stop/start."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.port = free_port()
+        self._own_dir = directory is None
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="promptsvc-rel-redis-"))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=1)
+
+    def start(self) -> RedisServer:
+        if shutil.which("redis-server") is None:
+            raise RuntimeError("redis-server is not on PATH")
+        args = [
+            "redis-server",
+            *("--port", str(self.port), "--bind", "127.0.0.1"),
+            *("--dir", str(self.directory)),
+            *("--appendonly", "yes", "--appendfsync", "always", "--save", ""),
+            *("--protected-mode", "no", "--loglevel", "warning"),
+        ]
+        log = (self.directory / "redis.log").open("ab")
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self.log_tail()}")
+            try:
+                if self.client().ping():
+                    return self
+            except redis.RedisError:
+                time.sleep(0.02)  # polling a starting process
+        self.stop()
+        raise RuntimeError("redis-server did not answer in time")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """SIGTERM: a clean shutdown; SIGKILL: a crash (the AOF still has every write)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_SECONDS)
+        self.process = None
+
+    def cleanup(self) -> None:
+        self.stop(signal.SIGKILL)
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def log_tail(self) -> str:
+        try:
+            return (self.directory / "redis.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def bootstrap_file(directory: Path, org: str, keys: Mapping[str, tuple[str, str]]) -> Path:
+    """A bootstrap TOML with ``keys`` (client_id -> (secret, role)) for ``org``."""
+    lines = ["[[org]]", f'slug = "{org}"']
+    for client_id, (secret, role) in keys.items():
+        lines += [
+            "  [[org.key]]",
+            f'  client_id = "{client_id}"',
+            f'  client_secret = "{secret}"',
+            f'  role = "{role}"',
+        ]
+    path = directory / "bootstrap.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class Gunicorn:
+    """``gunicorn -c gunicorn.conf.py wsgi:app`` on a free loopback port."""
+
+    def __init__(self, env: Mapping[str, str], workers: int = 2, threads: int = 4) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                *("-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")),
+                *("--bind", f"127.0.0.1:{self.port}"),
+                *("--workers", str(workers), "--threads", str(threads)),
+                "wsgi:app",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # stop() signals the workers too
+        )
+
+    def wait_ready(self) -> Gunicorn:
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited:\n{self.output()}")
+            try:
+                if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)  # polling a starting process
+        self.stop()
+        raise RuntimeError(f"gunicorn not ready in {START_SECONDS}s:\n{self.output()}")
+
+    def output(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(STOP_SECONDS)
+
+    def __enter__(self) -> Gunicorn:
+        return self.wait_ready()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        self._log.close()
+
+
+@dataclass
+class RawResponse:
+    status_code: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        found = [v for k, v in self.headers if k.lower() == name.lower()]
+        return found[0] if found else None
+
+
+def raw_request(port: int, request: bytes, timeout: float = 10.0) -> RawResponse:
+    """Send ``request`` byte for byte (no client library normalizing paths or refusing
+    headers) and read one response; the request should say ``Connection: close``."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        # Sent from a thread: a server may answer (413) and stop reading before the whole
+        # request is in, and the answer must still be read.
+        sender = threading.Thread(target=_send_all, args=(sock, request), daemon=True)
+        sender.start()
+        chunks = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if _complete(b"".join(chunks)):
+                break  # werkzeug keeps the socket open while it drains an unread body
+        sender.join(timeout)
+    data = b"".join(chunks)
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status_code = int(lines[0].split(" ")[1])
+    headers = [
+        (name.strip(), value.strip())
+        for name, _, value in (line.partition(":") for line in lines[1:])
+    ]
+    return RawResponse(status_code, headers, body)
+
+
+def _send_all(sock: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        sock.sendall(data)
+
+
+def _complete(data: bytes) -> bool:
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False

@@ -1,0 +1,182 @@
+"""Brute force on the token endpoints: per-client and per-IP limits (identity.ratelimit),
+429 ``too_many_requests`` with Retry-After in each endpoint's error shape, counted in the
+app's own storage."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import redis
+from conftest import ORG, Report, Service, known_bug, start_service
+from rel_contract import error_problems
+from rel_support import LiveServer, make_app, new_key
+
+from identity.ratelimit import (
+    DEFAULT_PER_CLIENT,
+    DEFAULT_PER_IP,
+    KEY_PREFIX,
+    PER_CLIENT_ENV,
+    PER_IP_ENV,
+    TokenRateLimits,
+)
+from identity.roles import SERVICE_READ
+
+SDK = "/v1/auth/sdk-token"
+REALM = f"/realms/{ORG}/protocol/openid-connect/token"
+PER_CLIENT = int(DEFAULT_PER_CLIENT.split("/")[0])
+
+
+def wrong_sdk(service: Service) -> dict[str, str]:
+    return {**service.read.sdk_body(), "key_secret": "not-the-secret-0000"}
+
+
+def wrong_form(service: Service) -> dict[str, str]:
+    return {**service.read.form(), "client_secret": "not-the-secret-0000"}
+
+
+def assert_429(response: httpx.Response, path: str) -> int:
+    assert response.status_code == 429, response.text
+    assert not error_problems(429, path, response.headers["content-type"], response.content)
+    assert response.json()["code"] == "too_many_requests"
+    retry_after = int(response.headers["Retry-After"])
+    assert 1 <= retry_after <= 61
+    assert response.headers["Cache-Control"] == "no-store"
+    return retry_after
+
+
+def test_failed_attempts_per_client_are_limited(service: Service, report: Report) -> None:
+    """30 wrong secrets for one client, then 429 on both endpoints, even with the right
+    secret; another client from the same address is unaffected."""
+    http = service.http
+    statuses = [http.post(SDK, json=wrong_sdk(service)).status_code for _ in range(PER_CLIENT)]
+    assert statuses == [401] * PER_CLIENT
+    retry_after = assert_429(http.post(SDK, json=wrong_sdk(service)), SDK)
+    assert_429(http.post(SDK, json=service.read.sdk_body()), SDK)  # the right secret too
+    realm = http.post(REALM, data=service.read.form())
+    assert_429(realm, REALM)
+    assert realm.json()["error"] == "too_many_requests"
+    assert realm.json()["error_description"] == realm.json()["message"]
+    # Per client: the write key of the same org, from the same address, still gets tokens.
+    assert http.post(SDK, json=service.write.sdk_body()).status_code == 200
+    assert http.post(REALM, data=service.write.form()).status_code == 200
+    report(
+        input=f"{PER_CLIENT + 3} token requests for one client ({PER_CLIENT} wrong secrets, then "
+        "wrong and right secrets on both endpoints)",
+        result=f"first {PER_CLIENT} -> 401, then 429 too_many_requests with Retry-After "
+        f"{retry_after} s on both endpoints; another client -> 200",
+    )
+
+
+def test_successful_logins_do_not_count(memory_service: Service) -> None:
+    http = memory_service.http
+    for _ in range(PER_CLIENT + 5):
+        assert http.post(SDK, json=memory_service.read.sdk_body()).status_code == 200
+
+
+def test_failures_count_across_both_endpoints_and_auth_methods(memory_service: Service) -> None:
+    """Realm form, realm HTTP Basic and sdk-token failures all count for one client."""
+    svc, http = memory_service, memory_service.http
+    basic = base64.b64encode(f"{svc.read.client_id}:not-the-secret-0000".encode()).decode()
+    third = PER_CLIENT // 3
+    for _ in range(third):
+        assert http.post(REALM, data=wrong_form(svc)).status_code == 401
+        assert (
+            http.post(
+                REALM,
+                data={"grant_type": "client_credentials"},
+                headers={"Authorization": f"Basic {basic}"},
+            ).status_code
+            == 401
+        )
+    for _ in range(PER_CLIENT - 2 * third):
+        assert http.post(SDK, json=wrong_sdk(svc)).status_code == 401
+    assert_429(http.post(SDK, json=svc.read.sdk_body()), SDK)
+
+
+@pytest.fixture
+def tight_ip_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[Service]:
+    monkeypatch.setenv(PER_IP_ENV, "5/minute")
+    svc = start_service("memory://")
+    try:
+        yield svc
+    finally:
+        svc.http.close()
+        svc.server.stop()
+
+
+def test_every_token_request_counts_per_address(tight_ip_limit: Service, report: Report) -> None:
+    """Spraying many client ids from one address hits the per-IP limit."""
+    http = tight_ip_limit.http
+    bodies = [{"account_id": ORG, "key_id": f"guess-{n}", "key_secret": "x" * 20} for n in range(5)]
+    assert [http.post(SDK, json=b).status_code for b in bodies] == [401] * 5
+    assert_429(http.post(SDK, json=tight_ip_limit.read.sdk_body()), SDK)
+    assert_429(http.post(REALM, data=tight_ip_limit.read.form()), REALM)
+    # The API itself is not limited.
+    assert http.get("/healthz").status_code == 200
+    report(
+        input="per-IP limit set to 5/minute; 5 guesses with different client ids, then a "
+        "valid request on each endpoint",
+        result="guesses -> 401, then 429 with Retry-After on both endpoints; /healthz 200",
+    )
+
+
+def test_counters_live_in_the_apps_redis_and_are_shared(redis_url: str, report: Report) -> None:
+    """Two app instances on one Redis (two workers, two hosts) share the counters."""
+    first, second = make_app(redis_url), make_app(redis_url)
+    creds = new_key(first, ORG, SERVICE_READ)
+    wrong = {**creds.sdk_body(), "key_secret": "not-the-secret-0000"}
+    with LiveServer(first) as a, LiveServer(second) as b, httpx.Client(timeout=10) as http:
+        for n in range(PER_CLIENT):
+            server = a if n % 2 else b
+            assert http.post(server.base_url + SDK, json=wrong).status_code == 401
+        assert_429(http.post(a.base_url + SDK, json=creds.sdk_body()), SDK)
+        assert_429(http.post(b.base_url + SDK, json=creds.sdk_body()), SDK)
+    keys = redis.Redis.from_url(redis_url).keys(f"{KEY_PREFIX}*")
+    assert keys, "no rate limit counters in the app's Redis db"
+    report(
+        input=f"{PER_CLIENT} failed logins alternating between two app instances on one Redis",
+        result=f"both instances answer 429 afterwards; {len(keys)} counter keys under "
+        f"'{KEY_PREFIX}' in the app's db",
+    )
+
+
+def test_limits_come_from_the_environment() -> None:
+    assert TokenRateLimits.from_env({}) == TokenRateLimits(DEFAULT_PER_CLIENT, DEFAULT_PER_IP)
+    assert TokenRateLimits.from_env({PER_CLIENT_ENV: "off", PER_IP_ENV: "10/second"}) == (
+        TokenRateLimits(None, "10/second")
+    )
+    with pytest.raises(ValueError, match=PER_CLIENT_ENV):
+        TokenRateLimits.from_env({PER_CLIENT_ENV: "thirty per minute"})
+
+
+def test_a_bad_limit_stops_the_server_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PER_IP_ENV, "lots")
+    with pytest.raises(ValueError, match=PER_IP_ENV):
+        make_app("memory://")
+
+
+def test_off_turns_the_limits_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PER_CLIENT_ENV, "off")
+    monkeypatch.setenv(PER_IP_ENV, "off")
+    app = make_app("memory://")
+    creds = new_key(app, ORG, SERVICE_READ)
+    client = app.test_client()
+    wrong = {**creds.sdk_body(), "key_secret": "not-the-secret-0000"}
+    assert {client.post(SDK, json=wrong).status_code for _ in range(PER_CLIENT + 5)} == {401}
+    assert "limiter" not in app.extensions
+
+
+@known_bug(
+    "promptsvc/api/identity_docs.py",
+    "the 429 (with Retry-After) of both token endpoints is not in /openapi.json",
+)
+def test_the_api_documents_429_on_the_token_endpoints(memory_service: Service) -> None:
+    """/openapi.json lists the 429 (with Retry-After) the token endpoints can answer."""
+    paths = memory_service.http.get("/openapi.json").json()["paths"]
+    for path in (SDK, "/realms/{org}/protocol/openid-connect/token"):
+        responses = paths[path]["post"]["responses"]
+        assert "429" in responses, f"{path} does not document 429"
+        assert "Retry-After" in responses["429"].get("headers", {}), path
