@@ -5,8 +5,9 @@
   logs or headers as they came.
 * Every log record gets a ``request_id`` attribute (``-`` outside a request), and
   :func:`configure_logging` prints it on each line.
-* :func:`json_response` serializes with the stdlib directly: it is the read path's
-  hot spot, so no schema dumping happens there.
+* :func:`json_body` / :func:`json_response` serialize with the stdlib directly and
+  :func:`etag_of` hashes the body: the read path (Flask views and the WSGI fast path
+  alike) uses them, so no schema dumping happens there.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def finish_request(response: Response) -> Response:
             "%s %s %s %.1fms", request.method, request.path, response.status_code, elapsed_ms
         )
     return response
+
+
+# The request hooks init_app installs (promptsvc.api.fastread tells them from others').
+OWN_HOOKS = (_start_timer, finish_request)
 
 
 def init_app(app: Flask) -> None:

@@ -16,12 +16,15 @@ method or path, HEAD, the access log of ``promptsvc serve`` being on) is passed 
 the Flask app untouched, which answers it as it always does: the error shapes, headers
 and log lines live in one place.
 
-Flask request hooks do not run for requests answered here. So the fast path stands
-aside altogether when the app has any before/after/teardown request hook (app-wide or on
-the versions blueprint) besides promptsvc's own: whoever added one expects to see every
-request. The bodies, ETags and X-Request-ID come from the same
-functions the Flask views use (promptsvc.api.records, promptsvc.http), and the tests
-check that both paths answer byte for byte alike.
+The bodies, ETags and X-Request-ID come from the same functions the Flask views use
+(promptsvc.api.records, promptsvc.http), and the tests check that both paths answer
+byte for byte alike.
+
+Flask request hooks and signals do not run for requests answered here. So the fast path
+stands aside altogether when the app has any before/after/teardown request hook or URL
+value preprocessor (app-wide or on the versions blueprint) besides promptsvc's own:
+whoever added one expects to see every request. Cross-cutting additions that should not
+cost the fast path belong in WSGI middleware around ``app.wsgi_app``.
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ from werkzeug.http import parse_etags
 from identity.roles import SERVICE_READ, role_includes
 from promptsvc.api.records import version_json
 from promptsvc.http import (
+    OWN_HOOKS,
     REQUEST_ID_HEADER,
     access_log,
     choose_request_id,
     etag_of,
-    finish_request,
     json_body,
 )
 from storage.base import PromptVersion, Storage
@@ -120,7 +123,7 @@ def _foreign_hooks(app: Flask) -> list[Callable[..., Any]]:
         app.url_value_preprocessors,
     ):
         for scope in (None, "versions"):
-            found += [f for f in registry.get(scope, ()) if f is not finish_request]
+            found += [f for f in registry.get(scope, ()) if f not in OWN_HOOKS]
     return found
 
 
