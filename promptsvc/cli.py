@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -107,6 +108,11 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for printing."""
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
 def _fail(message: str, status: int = 1) -> int:
     print(f"promptsvc: error: {message}", file=sys.stderr)
     return status
@@ -144,13 +150,14 @@ def serve_command(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except StorageError as exc:
         server.server_close()
-        return _fail(f"storage {settings.storage_url} is not usable: {exc}")
+        return _fail(f"storage {redact(settings.storage_url)} is not usable: {exc}")
 
     server.app = app
-    print(f"promptsvc {__version__} listening on {base_url} (storage: {settings.storage_url})")
+    storage_shown = redact(settings.storage_url)
+    print(f"promptsvc {__version__} listening on {base_url} (storage: {storage_shown})")
     print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")
     if keys is not None:
-        print(demo.instructions(base_url, keys, settings.storage_url))
+        print(demo.instructions(base_url, keys, storage_shown))
     print("Press Ctrl+C to stop.", flush=True)
     signal.signal(signal.SIGTERM, _stop)
     try:

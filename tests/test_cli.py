@@ -125,3 +125,17 @@ def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> No
     again = demo.create_demo(app)
     assert all(k.client_id.startswith(f"{demo.KEY_IDS[k.role]}-") for k in again)
     assert storage.get_prompt("demo", "greeting").latest_version == 3
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:s3cret@db:6379/0", "redis://:***@db:6379/0"),
+        ("rediss://user:s3cret@db:6380/1", "rediss://user:***@db:6380/1"),
+        ("redis+cluster://u:pw@h1:1,h2:2", "redis+cluster://u:***@h1:1,h2:2"),
+        ("redis://db:6379/0", "redis://db:6379/0"),
+        ("memory://", "memory://"),
+    ],
+)
+def test_printed_storage_urls_hide_passwords(url: str, shown: str) -> None:
+    assert cli.redact(url) == shown
