@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import redis
@@ -127,17 +127,21 @@ class LiveServer:
 class RedisServer:
     """A ``redis-server`` on a free loopback port whose data survives stop/start."""
 
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, password: str | None = None) -> None:
         self.port = free_port()
+        self.password = password
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="promptsvc-rel-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
 
     def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/{db}"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=1)
+        return redis.Redis(
+            port=self.port, password=self.password, socket_timeout=2, socket_connect_timeout=1
+        )
 
     def start(self) -> RedisServer:
         if shutil.which("redis-server") is None:
@@ -148,6 +152,7 @@ class RedisServer:
             *("--dir", str(self.directory)),
             *("--appendonly", "yes", "--appendfsync", "always", "--save", ""),
             *("--protected-mode", "no", "--loglevel", "warning"),
+            *(("--requirepass", self.password) if self.password else ()),
         ]
         log = (self.directory / "redis.log").open("ab")
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -208,21 +213,15 @@ def bootstrap_file(directory: Path, org: str, keys: Mapping[str, tuple[str, str]
     return path
 
 
-class Gunicorn:
-    """``gunicorn -c gunicorn.conf.py wsgi:app`` on a free loopback port."""
+class ServerProcess:
+    """A server subprocess on a free loopback port; its output goes to a temp file."""
 
-    def __init__(self, env: Mapping[str, str], workers: int = 2, threads: int = 4) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+    def __init__(self, args: list[str], env: Mapping[str, str], port: int) -> None:
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                *("-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")),
-                *("--bind", f"127.0.0.1:{self.port}"),
-                *("--workers", str(workers), "--threads", str(threads)),
-                "wsgi:app",
-            ],
+            args,
             cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
             stdout=self._log,
@@ -230,11 +229,11 @@ class Gunicorn:
             start_new_session=True,  # stop() signals the workers too
         )
 
-    def wait_ready(self) -> Gunicorn:
+    def wait_ready(self) -> Self:
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited:\n{self.output()}")
+                raise RuntimeError(f"server exited:\n{self.output()}")
             try:
                 if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
                     return self
@@ -242,9 +241,10 @@ class Gunicorn:
                 pass
             time.sleep(0.05)  # polling a starting process
         self.stop()
-        raise RuntimeError(f"gunicorn not ready in {START_SECONDS}s:\n{self.output()}")
+        raise RuntimeError(f"server not ready in {START_SECONDS}s:\n{self.output()}")
 
     def output(self) -> str:
+        """Everything the server printed and logged so far."""
         self._log.seek(0)
         return self._log.read().decode(errors="replace")
 
@@ -257,12 +257,47 @@ class Gunicorn:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(STOP_SECONDS)
 
-    def __enter__(self) -> Gunicorn:
+    def __enter__(self) -> Self:
         return self.wait_ready()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
         self._log.close()
+
+
+class Gunicorn(ServerProcess):
+    """``gunicorn -c gunicorn.conf.py wsgi:app`` as a deployment runs it."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        workers: int = 2,
+        threads: int = 4,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        port = free_port()
+        args = [
+            sys.executable,
+            *("-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")),
+            *("--bind", f"127.0.0.1:{port}"),
+            *("--workers", str(workers), "--threads", str(threads)),
+            *extra_args,
+            "wsgi:app",
+        ]
+        super().__init__(args, env, port)
+
+
+class PromptsvcServe(ServerProcess):
+    """``promptsvc serve`` (the all-in-one werkzeug server)."""
+
+    def __init__(self, env: Mapping[str, str], *options: str) -> None:
+        port = free_port()
+        args = [
+            sys.executable,
+            *("-m", "promptsvc.cli", "serve", "--host", "127.0.0.1", "--port", str(port)),
+            *options,
+        ]
+        super().__init__(args, env, port)
 
 
 @dataclass
@@ -322,3 +357,60 @@ def _complete(data: bytes) -> bool:
         if name.strip().lower() == b"content-length":
             return len(body) >= int(value.strip())
     return False
+
+
+class ReplyDropper:
+    """A TCP proxy in front of Redis that can lose exactly one reply: armed, it swallows
+    the next chunk Redis sends and closes that connection, as a network failure between
+    "Redis ran the command" and "the app read the answer" would."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._armed = threading.Event()
+        self.dropped = 0
+        self._stopped = False
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def drop_next_reply(self) -> None:
+        self._armed.set()
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                downstream, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self._sockets += [downstream, upstream]
+            threading.Thread(
+                target=self._pump, args=(downstream, upstream, False), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._pump, args=(upstream, downstream, True), daemon=True
+            ).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, replies: bool) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                if replies and self._armed.is_set():
+                    self._armed.clear()
+                    self.dropped += 1
+                    break  # the reply is lost with the connection
+                target.sendall(chunk)
+        for s in (source, target):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self._stopped = True
+        self._listener.close()
+        for s in self._sockets:
+            with contextlib.suppress(OSError):
+                s.close()

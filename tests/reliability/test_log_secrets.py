@@ -1,0 +1,171 @@
+"""Secrets never reach the logs: a full flow against a real server process (gunicorn
+with its access log on, and ``promptsvc serve``), with everything it printed and logged
+searched afterwards for every secret and every access token of the flow.
+
+The flow: a bootstrap admin key; tokens from both endpoints (form and HTTP Basic); two
+keys created through the API; their tokens; writes and reads; failed logins (wrong
+secret, unknown client, a secret sent as the client id); rate-limited logins; refused
+bearer tokens; and a Redis outage (its password is in the storage URL) with requests
+answered 503 meanwhile.
+"""
+
+from __future__ import annotations
+
+import base64
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import Report
+from rel_support import Gunicorn, PromptsvcServe, RedisServer, ServerProcess, bootstrap_file
+
+from identity.ratelimit import PER_CLIENT_ENV
+from identity.roles import SERVICE_ADMIN
+
+ORG = "secretive"
+ADMIN = ("boot-admin", "bootstrap-secret-DO-NOT-LOG-1234")
+REDIS_PASSWORD = "redis-password-DO-NOT-LOG-5678"
+WRONG_SECRET = "a-wrong-guess-DO-NOT-LOG-9012"
+REALM = f"/realms/{ORG}/protocol/openid-connect/token"
+
+Start = Callable[[dict[str, str], Path], ServerProcess]
+
+
+def start_gunicorn(env: dict[str, str], _: Path) -> ServerProcess:
+    return Gunicorn(env, workers=2, extra_args=("--access-logfile", "-", "--log-level", "debug"))
+
+
+def start_serve(env: dict[str, str], boot: Path) -> ServerProcess:
+    return PromptsvcServe(env, "--storage", env["PROMPTSVC_STORAGE_URL"], "--bootstrap", str(boot))
+
+
+def full_flow(base_url: str, redis_server: RedisServer) -> list[str]:
+    """Everything a secret-bearing flow does; returns every secret and token it saw."""
+    secrets = [ADMIN[1], REDIS_PASSWORD, WRONG_SECRET]
+    client_id, secret = ADMIN
+    with httpx.Client(base_url=base_url, timeout=10) as http:
+
+        def token(body: dict[str, str]) -> str:
+            response = http.post("/v1/auth/sdk-token", json=body)
+            response.raise_for_status()
+            value: str = response.json()["access_token"]
+            secrets.append(value)
+            return value
+
+        admin = token({"account_id": ORG, "key_id": client_id, "key_secret": secret})
+        basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+        for response in (
+            http.post(REALM, data={"grant_type": "client_credentials", "client_id": client_id,
+                                   "client_secret": secret}),
+            http.post(REALM, data={"grant_type": "client_credentials"},
+                      headers={"Authorization": f"Basic {basic}"}),
+        ):  # fmt: skip
+            response.raise_for_status()
+            secrets.append(response.json()["access_token"])
+        auth = {"Authorization": f"Bearer {admin}"}
+        keys = []
+        for role in ("Service Write", "Service Read"):
+            created = http.post("/api/v1/keys", json={"role": role}, headers=auth).json()
+            secrets.append(created["client_secret"])
+            keys.append(created)
+        writer = token(
+            {
+                "account_id": ORG,
+                "key_id": keys[0]["client_id"],
+                "key_secret": keys[0]["client_secret"],
+            }
+        )
+        reader = token(
+            {
+                "account_id": ORG,
+                "key_id": keys[1]["client_id"],
+                "key_secret": keys[1]["client_secret"],
+            }
+        )
+        w, r = {"Authorization": f"Bearer {writer}"}, {"Authorization": f"Bearer {reader}"}
+        http.post("/api/v1/prompts", json={"name": "p"}, headers=w).raise_for_status()
+        version = http.post("/api/v1/prompts/p/versions", json={"content": "hi"}, headers=w).json()
+        http.post(f"/api/v1/prompts/p/versions/{version['version_id']}/promote", headers=w)
+        http.get("/api/v1/prompts/p/production", headers={**r, "X-Request-ID": "flow-1"})
+        http.get("/api/v1/keys", headers=auth)
+        http.delete(f"/api/v1/keys/{keys[1]['client_id']}", headers=auth)
+        # Failed logins, of every kind.
+        for _ in range(32):  # past the per-client limit: 401s, then 429s
+            http.post(
+                "/v1/auth/sdk-token",
+                json={"account_id": ORG, "key_id": client_id, "key_secret": WRONG_SECRET},
+            )
+        http.post(
+            REALM,
+            data={
+                "grant_type": "client_credentials",
+                "client_id": WRONG_SECRET,
+                "client_secret": WRONG_SECRET,
+            },
+        )
+        http.post(
+            REALM, data={"grant_type": "password", "username": client_id, "password": WRONG_SECRET}
+        )
+        http.post(
+            "/v1/auth/sdk-token",
+            json={
+                "account_id": ORG,
+                "key_id": keys[1]["client_id"],
+                "key_secret": keys[1]["client_secret"],
+            },
+        )  # revoked
+        # Refused bearer tokens: tampered, used at the wrong role, sent without "Bearer".
+        http.get("/api/v1/prompts", headers={"Authorization": f"Bearer {reader[:-4]}AAAA"})
+        http.post("/api/v1/prompts", json={"name": "q"}, headers=r)
+        http.get("/api/v1/prompts", headers={"Authorization": reader})
+        # Storage outage: errors are logged, the password must not be.
+        redis_server.stop(signal.SIGKILL)
+        http.get("/api/v1/prompts/p/production", headers=r)
+        http.post(
+            "/v1/auth/sdk-token",
+            json={"account_id": ORG, "key_id": client_id, "key_secret": secret},
+        )
+        http.get("/readyz")
+        redis_server.start()
+        http.get("/readyz")
+    return secrets  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "start", [start_gunicorn, start_serve], ids=["gunicorn", "promptsvc serve"]
+)
+def test_no_secret_in_the_logs(start: Start, tmp_path: Path, report: Report) -> None:
+    redis_dir = tmp_path / "redis"
+    redis_dir.mkdir()
+    redis_server = RedisServer(redis_dir, password=REDIS_PASSWORD)
+    boot = bootstrap_file(tmp_path, ORG, {ADMIN[0]: (ADMIN[1], SERVICE_ADMIN)})
+    env = {
+        "PROMPTSVC_STORAGE_URL": redis_server.url(0),
+        "PROMPTSVC_BOOTSTRAP_FILE": str(boot),
+        PER_CLIENT_ENV: "30/minute",
+    }
+    try:
+        redis_server.start()
+        server = start(env, boot)
+        with server:
+            secrets = full_flow(server.base_url, redis_server)
+            output = server.output()
+    finally:
+        redis_server.cleanup()
+    assert "GET /api/v1/prompts/p/production" in output or "/production" in output, output[:2000]
+    assert "storage unavailable" in output  # the outage was logged
+    found = {s[:12] + "...": s in output for s in secrets}
+    # A token's signature alone would still be a usable token's proof; check it too.
+    found.update({f"signature of token {n}": s.rsplit(".", 1)[-1] in output
+                  for n, s in enumerate(secrets) if s.count(".") == 2})  # fmt: skip
+    leaked = [name for name, seen in found.items() if seen]
+    report(
+        input=f"{server.__class__.__name__}: full flow (bootstrap key, tokens from both "
+        "endpoints, keys created and revoked, writes, reads, failed and rate-limited logins, "
+        "refused tokens, a Redis outage); searched "
+        f"{len(output.splitlines())} log lines for {len(found)} secrets and token signatures",
+        result="none found" if not leaked else f"LEAKED: {leaked}",
+    )
+    assert not leaked, f"secrets in the logs: {leaked}"
