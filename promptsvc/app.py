@@ -25,6 +25,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     backend = storage if storage is not None else storage_from_url(settings.storage_url)
 
     app = Flask(__name__)
+    app.request_class = http.ApiRequest
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order
     app.extensions["promptsvc.settings"] = settings

@@ -19,9 +19,12 @@ import re
 import sys
 import time
 import uuid
-from typing import Any
+from typing import IO, Any, cast
 
-from flask import Flask, Response, current_app, g, has_request_context, request
+from flask import Flask, Request, Response, current_app, g, has_request_context, request
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.utils import cached_property
+from werkzeug.wsgi import LimitedStream
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -74,6 +77,43 @@ def init_app(app: Flask) -> None:
     if access_log.isEnabledFor(logging.INFO):
         app.before_request_funcs.setdefault(None, []).insert(0, _start_timer)
     app.after_request(finish_request)
+
+
+# --------------------------------------------------------------------------- bodies in
+
+
+class _MaxStream(LimitedStream):
+    """A streamed body (no Content-Length) read up to the size limit, and no further.
+
+    Werkzeug's own wrapper stops at the limit and hands over what it read, silently cut;
+    this one looks one byte further and answers 413 when the body goes on.
+    """
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        super().__init__(stream, limit, is_max=True)
+        self._raw = stream
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        if self.is_exhausted and self._raw.read(1):
+            raise RequestEntityTooLarge()
+        return data
+
+
+class ApiRequest(Request):
+    """Flask's request, except that a chunked body over the size limit is a 413."""
+
+    @cached_property
+    def stream(self) -> IO[bytes]:
+        limit = self.max_content_length
+        if (
+            limit is not None
+            and not self.shallow
+            and self.content_length is None
+            and "wsgi.input_terminated" in self.environ  # the server de-chunks the body
+        ):
+            return cast(IO[bytes], _MaxStream(self.environ["wsgi.input"], limit))
+        return super().stream
 
 
 # --------------------------------------------------------------------------- logging

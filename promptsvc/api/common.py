@@ -15,6 +15,9 @@
 from __future__ import annotations
 
 import inspect
+import json
+import math
+import re
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, TypeVar
@@ -27,7 +30,7 @@ from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from promptsvc import auth
-from promptsvc.api.errors import UnsupportedMediaType
+from promptsvc.api.errors import BadRequest, UnsupportedMediaType
 from storage.base import Storage
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,10 +38,12 @@ BEARER_SCHEME = "bearerAuth"
 
 
 class JsonBodyParser(FlaskParser):
+    """webargs' Flask parser with our body rules (400 for validation, 415, strict JSON)."""
+
     DEFAULT_VALIDATION_STATUS = 400
 
     def _raw_load_json(self, req: flask.Request) -> Any:
-        body = req.get_data(cache=True)  # over MAX_CONTENT_LENGTH: werkzeug raises 413
+        body = req.get_data(cache=True)  # over MAX_CONTENT_LENGTH: 413
         if not body:
             # promote/archive/unarchive may be sent with no body and no Content-Type.
             return core.missing
@@ -46,7 +51,45 @@ class JsonBodyParser(FlaskParser):
             raise UnsupportedMediaType(
                 "the request body must be JSON, sent with Content-Type: application/json"
             )
-        return core.parse_json(body)
+        # A UnicodeDecodeError or JSONDecodeError is webargs' 400 "not valid JSON".
+        return parse_strict_json(body.decode("utf-8"))
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def parse_strict_json(text: str) -> Any:
+    """``json.loads`` minus what Python accepts but JSON (RFC 8259) and UTF-8 do not.
+
+    Refused with a 400: NaN, Infinity and numbers out of float range (Python would
+    store them and later answer them back as bare words, which is not JSON); lone
+    UTF-16 surrogate escapes such as ``\\ud800`` (no UTF-8 encoding exists for them);
+    nesting so deep that the parser runs out of stack.
+    """
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise BadRequest("the request body is nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then pay for the full check
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRequest(
+                "the request body has a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
+                "which is not a character"
+            ) from None
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise BadRequest(f"the request body has {name}, which is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise BadRequest(f"the request body has the number {text[:40]}, which is out of range")
+    return value
 
 
 class ApiBlueprint(Blueprint):

@@ -14,6 +14,7 @@ Views and helpers raise; :func:`register_error_handlers` turns what they raise i
 Exception tree::
 
     ApiError
+    ├── BadRequest              400 (a body JSON or UTF-8 cannot represent)
     ├── Forbidden               403 (valid token, role too low)
     └── UnsupportedMediaType    415 (a body that is not JSON)
 """
@@ -81,6 +82,10 @@ class Forbidden(ApiError):
             },
         )
         self.needed_role = needed_role
+
+
+class BadRequest(ApiError):
+    status = 400
 
 
 class UnsupportedMediaType(ApiError):

@@ -13,6 +13,7 @@ from flask import Flask
 
 from promptsvc.api.schemas import (
     ClientCredentialsFormSchema,
+    ErrorSchema,
     JwksSchema,
     OAuthErrorSchema,
     OAuthTokenSchema,
@@ -39,6 +40,19 @@ def _error(description: str) -> dict[str, Any]:
     return {"$ref": "#/components/responses/" + description}
 
 
+def _rate_limited(schema: Any) -> dict[str, Any]:
+    return {
+        "description": "Too many requests for this client or address; retry later",
+        "headers": {
+            "Retry-After": {
+                "description": "Seconds to wait before the next attempt",
+                "schema": {"type": "integer"},
+            }
+        },
+        "content": {"application/json": {"schema": schema}},
+    }
+
+
 def document_identity(spec: APISpec, app: Flask) -> None:
     """Add the sdk-token and realm endpoints (already registered on ``app``) to ``spec``."""
     rules = {rule.rule: rule for rule in app.url_map.iter_rules()}
@@ -58,6 +72,7 @@ def document_identity(spec: APISpec, app: Flask) -> None:
                     "200": _json(SdkTokenSchema, "Access token"),
                     "400": _error("BAD_REQUEST"),
                     "401": _error("UNAUTHORIZED"),
+                    "429": _rate_limited(ErrorSchema),
                     "500": _error("INTERNAL_SERVER_ERROR"),
                     "503": _error("SERVICE_UNAVAILABLE"),
                 },
@@ -83,6 +98,7 @@ def document_identity(spec: APISpec, app: Flask) -> None:
                     "200": _json(OAuthTokenSchema, "Access token"),
                     "400": _json(OAuthErrorSchema, "invalid_request or unsupported_grant_type"),
                     "401": _json(OAuthErrorSchema, "invalid_client"),
+                    "429": _rate_limited(OAuthErrorSchema),
                     "500": _error("INTERNAL_SERVER_ERROR"),
                     "503": _error("SERVICE_UNAVAILABLE"),
                 },

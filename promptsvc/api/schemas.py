@@ -7,6 +7,7 @@ document bodies for OpenAPI: responses are built by promptsvc.api.records.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate
@@ -14,7 +15,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 from identity.roles import ROLES
 from storage.base import PROMPT_TYPES, STATUSES
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_CONTENT_BYTES = 256 * 1024
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TAGS = 32
@@ -22,6 +24,15 @@ MAX_NOTES = 2000
 MAX_DESCRIPTION = 2000
 MAX_LIMIT = 200
 DEFAULT_LIMIT = 50
+
+
+def _valid_name(name: str) -> None:
+    # fullmatch: with re.match, "$" would also accept a name ending in a newline.
+    if not _NAME.fullmatch(name):
+        raise ValidationError(
+            "must be 1-128 characters of letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
 
 
 def _not_an_id(name: str) -> None:
@@ -46,17 +57,11 @@ def _metadata_size(metadata: dict[str, Any]) -> None:
 class PromptCreateSchema(Schema):
     name = fields.String(
         required=True,
-        validate=[
-            validate.Regexp(
-                NAME_PATTERN,
-                error="must be 1-128 characters of letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit",
-            ),
-            _not_an_id,
-        ],
+        validate=[_valid_name, _not_an_id],
         metadata={
             "description": "Unique in the org; not starting with pmt_",
             "example": "greeting",
+            "pattern": NAME_PATTERN,
         },
     )
     prompt_type = fields.String(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import uuid
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from promptsvc.http import LOG_FORMAT, RequestIdFilter
 from storage.base import Storage, StorageUnavailable
@@ -227,3 +229,85 @@ def test_log_lines_carry_the_request_id(api: Any, app: Flask, log_lines: io.Stri
     lines = log_lines.getvalue().splitlines()
     assert any(f"[{rid}]" in line and "inside the request" in line for line in lines)
     assert any("[-]" in line and "outside any request" in line for line in lines)
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+NESTED = {
+    "arrays": "[" * 100_000 + "]" * 100_000,
+    "objects": '{"a":' * 50_000 + "1" + "}" * 50_000,
+    "inside a field": '{"content": "x", "metadata": ' + '{"a":' * 50_000 + "1" + "}" * 50_001,
+}
+
+
+@pytest.mark.parametrize("body", NESTED.values(), ids=NESTED.keys())
+def test_deeply_nested_json_is_400(api: Any, body: str) -> None:
+    api.create_prompt("greeting")
+    r = api.post("/api/v1/prompts/greeting/versions", data=body, content_type="application/json")
+    assert_error(r, 400, "bad_request")
+    assert "nested too deeply" in r.json["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/prompts/greeting/versions", '{"content": "\\ud800 hi"}'),
+        ("/api/v1/prompts/greeting/versions", '{"content": "x", "metadata": {"\\udfff": 1}}'),
+        ("/api/v1/prompts/greeting/versions", '{"content": "x", "tags": ["\\ud83d"]}'),
+        ("/api/v1/prompts", '{"name": "other", "description": "\\udbff"}'),
+        ("/api/v1/keys", '{"role": "Service Read", "description": "\\ud800"}'),
+    ],
+)
+def test_lone_surrogate_escapes_are_400(api: Any, path: str, body: str) -> None:
+    api.create_prompt("greeting")
+    r = api.post(path, data=body, content_type="application/json")
+    assert_error(r, 400, "bad_request")
+    assert "surrogate" in r.json["message"]
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_fine(api: Any) -> None:
+    api.create_prompt("greeting")
+    body = '{"content": "smile \\ud83d\\ude00 and a literal \\\\ud800"}'
+    r = api.post("/api/v1/prompts/greeting/versions", data=body, content_type="application/json")
+    assert r.status_code == 201
+    assert r.json["content"] == "smile \U0001f600 and a literal \\ud800"
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity", "-Infinity"])
+def test_numbers_json_cannot_represent_are_400(api: Any, number: str) -> None:
+    api.create_prompt("greeting")
+    body = '{"content": "x", "metadata": {"n": ' + number + "}}"
+    r = api.post("/api/v1/prompts/greeting/versions", data=body, content_type="application/json")
+    assert_error(r, 400, "bad_request")
+    assert number.lstrip("-") in r.json["message"]
+
+
+def _chunked(api: Any, app: Flask, size: int) -> tuple[int, Any]:
+    """POST a body of ``size`` bytes as a server hands over a chunked request: no
+    Content-Length, ``wsgi.input_terminated`` set."""
+    body = b'{"content": "' + b"x" * (size - 15) + b'"}'
+    assert len(body) == size
+    environ = EnvironBuilder(
+        path="/api/v1/prompts/greeting/versions",
+        method="POST",
+        headers=api.tokens.headers(),
+        content_type="application/json",
+        input_stream=io.BytesIO(body),
+    ).get_environ()
+    del environ["CONTENT_LENGTH"]
+    environ["wsgi.input_terminated"] = True
+    answer, status, _ = run_wsgi_app(app, environ)
+    return int(status.split()[0]), json.loads(b"".join(answer))
+
+
+def test_streamed_body_over_1_mib_is_413(api: Any, app: Flask) -> None:
+    api.create_prompt("greeting")
+    status, body = _chunked(api, app, 1024 * 1024 + 1)
+    assert (status, body["code"]) == (413, "payload_too_large")
+    # Exactly at the limit the body is read whole (and is then too long a content: 400).
+    status, body = _chunked(api, app, 1024 * 1024)
+    assert (status, body["code"]) == (400, "bad_request")
+    assert "content" in body["errors"]
+    status, body = _chunked(api, app, 2000)
+    assert status == 201
+    assert len(body["content"]) == 2000 - 15

@@ -65,7 +65,7 @@ def test_openapi_errors_and_security(api: Any) -> None:
                     target = responses[ref.rsplit("/", 1)[-1]] if ref else response
                     schema = target["content"]["application/json"]["schema"]
                     # The realm token endpoint answers RFC 6749 error bodies.
-                    oauth = path.endswith("openid-connect/token") and code in ("400", "401")
+                    oauth = path.endswith("openid-connect/token") and code in ("400", "401", "429")
                     expected = "OAuthError" if oauth else "Error"
                     assert schema == {"$ref": f"#/components/schemas/{expected}"}, (path, code)
 
@@ -127,3 +127,10 @@ def test_docs_page_and_assets_are_served_locally(api: Any) -> None:
 def test_docs_assets_do_not_escape_their_directory(api: Any) -> None:
     assert api.client.get("/docs/assets/../../app.py").status_code == 404
     assert api.client.get("/docs/assets/nope.js").status_code == 404
+
+
+def test_openapi_documents_the_token_endpoints_rate_limits(api: Any) -> None:
+    paths = api.client.get("/openapi.json").json["paths"]
+    for path in ("/v1/auth/sdk-token", "/realms/{org}/protocol/openid-connect/token"):
+        too_many = paths[path]["post"]["responses"]["429"]
+        assert "Retry-After" in too_many["headers"]

@@ -69,6 +69,9 @@ def test_same_name_in_two_orgs_is_fine(api: Any) -> None:
         ({"name": "slash/inside"}, "name"),
         ({"name": "x" * 129}, "name"),
         ({"name": "pmt_looks_like_an_id"}, "name"),
+        ({"name": "trailing-newline\n"}, "name"),
+        ({"name": "a\x00b"}, "name"),
+        ({"name": "\uff54\uff41\uff52"}, "name"),  # full-width letters
         ({"name": 12}, "name"),
         ({"name": "ok", "prompt_type": "image"}, "prompt_type"),
         ({"name": "ok", "description": "d" * 2001}, "description"),
