@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import cluster_support
 import httpx
 import pytest
 from flask import Flask
 from rel_support import Credentials, LiveServer, RedisServer, make_app, new_key, token_for
 
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+
+# A local Redis Cluster (tests/cluster_support.py), for the rate limit test on it.
+local_cluster = cluster_support.local_cluster
+flushed_cluster_url = cluster_support.flushed_cluster_url
 
 ORG = "acme"
 RIVAL_ORG = "rival"
@@ -35,6 +40,15 @@ def known_bug(owner: str, what: str, *, every_run: bool = True) -> pytest.MarkDe
     return pytest.mark.xfail(strict=every_run, reason=f"BUG in {owner}: {what}")
 
 
+@pytest.fixture(autouse=True)
+def _describe(
+    request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
+) -> None:
+    """Every test's first docstring line, for its row in docs/reliability.md."""
+    doc = (request.function.__doc__ or "").strip().split("\n\n")[0]
+    record_property("doc", " ".join(doc.split()))
+
+
 @pytest.fixture
 def report(record_property: Callable[[str, object], None]) -> Report:
     """``report(input=..., result=...)``: the row this test adds to docs/reliability.md."""
@@ -46,7 +60,7 @@ def report(record_property: Callable[[str, object], None]) -> Report:
     return add
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def backend_url(request: pytest.FixtureRequest) -> str:
     """``memory://`` or the real Redis test db (flushed)."""
     if request.param == "memory":

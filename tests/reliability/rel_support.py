@@ -127,9 +127,12 @@ class LiveServer:
 class RedisServer:
     """A ``redis-server`` on a free loopback port whose data survives stop/start."""
 
-    def __init__(self, directory: Path | None = None, password: str | None = None) -> None:
+    def __init__(
+        self, directory: Path | None = None, password: str | None = None, fsync: str = "always"
+    ) -> None:
         self.port = free_port()
         self.password = password
+        self.fsync = fsync  # "always": no acknowledged write is lost, even on SIGKILL
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="promptsvc-rel-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -150,7 +153,7 @@ class RedisServer:
             "redis-server",
             *("--port", str(self.port), "--bind", "127.0.0.1"),
             *("--dir", str(self.directory)),
-            *("--appendonly", "yes", "--appendfsync", "always", "--save", ""),
+            *("--appendonly", "yes", "--appendfsync", self.fsync, "--save", ""),
             *("--protected-mode", "no", "--loglevel", "warning"),
             *(("--requirepass", self.password) if self.password else ()),
         ]

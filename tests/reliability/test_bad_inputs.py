@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ORG, Report, Service, known_bug
+from conftest import ORG, Report, Service
 from rel_contract import SAFE_REQUEST_ID, error_problems
 from rel_support import Gunicorn, RawResponse, bootstrap_file, raw_request
 
@@ -91,11 +91,6 @@ NESTED = {
 }
 
 
-@known_bug(
-    "promptsvc/api/common.py (JsonBodyParser)",
-    "a deeply nested JSON body on any /api/v1 JSON endpoint is a 500 (RecursionError in "
-    "the JSON parser), not a 400",
-)
 def test_deeply_nested_json_is_400(planted: Service, report: Report) -> None:
     count = 0
     for method, path, headers in body_endpoints(planted):
@@ -141,11 +136,6 @@ def _surrogate_target(kind: str) -> tuple[str, str]:
     }[kind]
 
 
-@known_bug(
-    "promptsvc/api (body parsing) and storage",
-    "a JSON string with a lone surrogate escape (\\ud800) in content, metadata, tags, "
-    "description, notes or a key description is a 500 (UnicodeEncodeError), not a 400",
-)
 def test_lone_surrogates_are_400(planted: Service, report: Report) -> None:
     """JSON allows escapes of lone UTF-16 surrogates; UTF-8 cannot encode them."""
     statuses: dict[str, int] = {}
@@ -173,11 +163,6 @@ def test_lone_surrogates_in_credentials_are_refused(planted: Service) -> None:
 NON_FINITE = ["1e999", "-1e999", "NaN", "Infinity", "-Infinity"]
 
 
-@known_bug(
-    "promptsvc/api (body parsing)",
-    "metadata numbers 1e999, NaN, Infinity are accepted (201) and answered back as the "
-    "bare words Infinity/NaN, which is not JSON (RFC 8259); they should be a 400",
-)
 def test_non_finite_numbers_are_400(planted: Service, report: Report) -> None:
     """Python's json accepts these; no JSON parser elsewhere reads them back."""
     headers = {**planted.bearer(planted.write), "Content-Type": "application/json"}
@@ -233,7 +218,7 @@ class Target:
         return raw_request(self.port, request)
 
 
-@pytest.fixture(params=["werkzeug", "gunicorn"])
+@pytest.fixture(params=["werkzeug", pytest.param("gunicorn", marks=pytest.mark.slow)])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
     if request.param == "werkzeug":
         svc: Service = request.getfixturevalue("memory_service")
@@ -299,11 +284,6 @@ def test_request_id_header_injection(target: Target, report: Report) -> None:
     )
 
 
-@known_bug(
-    "promptsvc/app.py or promptsvc/api/common.py (body reading)",
-    "a chunked body (no Content-Length) over 1 MiB is cut at 1 MiB and parsed: 400 'not "
-    "valid JSON' (or, cut inside a string, a shorter body), not 413",
-)
 def test_oversized_chunked_body_is_413(target: Target, report: Report) -> None:
     """Without Content-Length the limit must hold while reading, not truncate the body."""
     size = MIB + 4 * 65536
@@ -417,11 +397,6 @@ BAD_NAMES = [
 ]
 
 
-@known_bug(
-    "promptsvc/api/schemas.py (NAME_PATTERN)",
-    '\'$\' also matches before a trailing newline, so POST /api/v1/prompts {"name": "a\\n"} '
-    "creates a prompt (201); the pattern needs \\Z (or a full match)",
-)
 def test_bad_names_on_create_are_400(planted: Service, report: Report) -> None:
     auth = planted.bearer(planted.write)
     for name in BAD_NAMES:

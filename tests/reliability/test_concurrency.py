@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Report, Service
 from rel_load import PROMPT, ClientResult, check_invariants, load_test
 
@@ -14,6 +15,8 @@ PROCESSES = 3
 WORKERS = 2
 
 
+@pytest.mark.slow
+@pytest.mark.redis
 def test_contended_prompt_under_gunicorn(redis_url: str, tmp_path: Path, report: Report) -> None:
     result = load_test(
         redis_url, tmp_path, workers=WORKERS, processes=PROCESSES, seconds=SECONDS, seed=7

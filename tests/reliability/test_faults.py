@@ -11,11 +11,14 @@ from conftest import Report, Service, known_bug, start_service
 from rel_faults import dropped_connections, outage
 from rel_support import RedisServer, ReplyDropper
 
+pytestmark = pytest.mark.redis  # a redis-server of each test's own
+
 DOWN_SECONDS = 2.0
 DROP_SECONDS = 3.0
 KILL_EVERY = 0.01
 
 
+@pytest.mark.slow
 def test_redis_outage_and_recovery(tmp_path: Path, report: Report) -> None:
     result = outage(tmp_path, down_seconds=DOWN_SECONDS)
     report(
@@ -28,6 +31,7 @@ def test_redis_outage_and_recovery(tmp_path: Path, report: Report) -> None:
     assert result.acknowledged > 0 and sum(result.probes.values()) > 0
 
 
+@pytest.mark.slow
 @known_bug(
     "storage/redis.py (RedisStorage.from_url: retry=Retry(..., 1))",
     "a script whose reply is lost is run twice (see the two tests below); under dropped "

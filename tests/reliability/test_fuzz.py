@@ -20,6 +20,8 @@ from rel_support import LiveServer, make_app, new_key, token_for
 from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = int(os.environ.get("PROMPTSVC_FUZZ_EXAMPLES", "5"))
 SEED = 20261125
 BUDGET_SECONDS = 120.0

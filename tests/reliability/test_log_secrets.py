@@ -24,6 +24,8 @@ from rel_support import Gunicorn, PromptsvcServe, RedisServer, ServerProcess, bo
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN
 
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
 ORG = "secretive"
 ADMIN = ("boot-admin", "bootstrap-secret-DO-NOT-LOG-1234")
 REDIS_PASSWORD = "redis-password-DO-NOT-LOG-5678"

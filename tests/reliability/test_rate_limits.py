@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
-from conftest import ORG, Report, Service, known_bug, start_service
+from conftest import ORG, Report, Service, start_service
 from rel_contract import error_problems
 from rel_support import LiveServer, make_app, new_key
 
@@ -123,6 +123,7 @@ def test_every_token_request_counts_per_address(tight_ip_limit: Service, report:
     )
 
 
+@pytest.mark.redis
 def test_counters_live_in_the_apps_redis_and_are_shared(redis_url: str, report: Report) -> None:
     """Two app instances on one Redis (two workers, two hosts) share the counters."""
     first, second = make_app(redis_url), make_app(redis_url)
@@ -140,6 +141,31 @@ def test_counters_live_in_the_apps_redis_and_are_shared(redis_url: str, report: 
         input=f"{PER_CLIENT} failed logins alternating between two app instances on one Redis",
         result=f"both instances answer 429 afterwards; {len(keys)} counter keys under "
         f"'{KEY_PREFIX}' in the app's db",
+    )
+
+
+@pytest.mark.redis
+def test_counters_on_redis_cluster(flushed_cluster_url: str, report: Report) -> None:
+    """On redis+cluster:// the counters live in the same cluster (limits' cluster storage)."""
+    from storage.cluster import ClusterStorage
+
+    store = ClusterStorage.from_url(flushed_cluster_url)
+    try:
+        app = make_app(storage=store)
+        creds = new_key(app, ORG, SERVICE_READ)
+        client = app.test_client()
+        wrong = {**creds.sdk_body(), "key_secret": "not-the-secret-0000"}
+        statuses = [client.post(SDK, json=wrong).status_code for _ in range(PER_CLIENT + 1)]
+        assert statuses == [401] * PER_CLIENT + [429]
+        nodes = store.client.get_nodes()  # type: ignore[attr-defined]
+        counters = sum(len(n.redis_connection.keys(f"{KEY_PREFIX}*")) for n in nodes)
+        assert counters > 0
+    finally:
+        store.close()
+    report(
+        input=f"{PER_CLIENT + 1} failed logins on an app whose storage is a 3-primary Redis "
+        "Cluster",
+        result=f"{PER_CLIENT} x 401 then 429; {counters} counter keys in the cluster",
     )
 
 
@@ -169,10 +195,6 @@ def test_off_turns_the_limits_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "limiter" not in app.extensions
 
 
-@known_bug(
-    "promptsvc/api/identity_docs.py",
-    "the 429 (with Retry-After) of both token endpoints is not in /openapi.json",
-)
 def test_the_api_documents_429_on_the_token_endpoints(memory_service: Service) -> None:
     """/openapi.json lists the 429 (with Retry-After) the token endpoints can answer."""
     paths = memory_service.http.get("/openapi.json").json()["paths"]

@@ -1,0 +1,314 @@
+"""The reliability campaign (issue 7) in one command; writes docs/reliability.md.
+
+    python -m bench.reliability            # the long runs + the whole tests/reliability suite
+    python -m bench.reliability --quick    # shorter long runs (development)
+
+Two parts, every row of the report coming from this run:
+
+1. Long runs (the suite's tests, bigger): schemathesis with many examples per batch and
+   a fresh seed on memory:// and on a Redis of our own; gunicorn (2 workers) on Redis
+   with client processes contending for one prompt for 30 s; a 10 s Redis outage under
+   writes; 15 s of promotions while Redis connections are killed every 5 ms.
+2. ``pytest tests/reliability`` with ``--junitxml``: each test's ``report`` properties
+   (what it tried, what it saw) and its outcome become one row. The suite's real-Redis
+   tests use PROMPTSVC_TEST_REDIS_URL (default redis://127.0.0.1:6379/15, flushed).
+
+Tests marked as known bugs (strict xfail: a bug in a file the campaign does not own)
+are listed as FAILING with the bug; nothing is reported as passing that did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "tests" / "reliability"
+DOC = ROOT / "docs" / "reliability.md"
+sys.path.insert(0, str(SUITE))
+
+from bench.report import machine  # noqa: E402
+
+AREAS = {
+    "test_fuzz": "Fuzzing",
+    "test_concurrency": "Concurrency",
+    "test_faults": "Faults",
+    "test_forgery": "Token forgery",
+    "test_rate_limits": "Brute force",
+    "test_bad_inputs": "Hostile input",
+    "test_log_secrets": "Secrets in logs",
+}
+
+
+@dataclass
+class Row:
+    area: str
+    test: str
+    tried: str
+    result: str
+    outcome: str
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _table(rows: list[Row]) -> str:
+    lines = ["| Area | Test | Load or input | Result | Outcome |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r.area} | {_cell(r.test)} | {_cell(r.tried)} | {_cell(r.result)} | {r.outcome} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- long runs
+
+
+def _timed(name: str, run: Callable[[], Row]) -> Row:
+    print(f"[reliability] {name} ...", flush=True)
+    started = time.monotonic()
+    try:
+        row = run()
+    except Exception as exc:  # a crashed run is a failed row, not a missing one
+        row = Row("?", name, "", f"crashed: {exc!r}", "FAILED")
+    print(f"[reliability] {name}: {row.outcome} in {time.monotonic() - started:.0f} s", flush=True)
+    return row
+
+
+def fuzz_row(backend: str, examples: int, seed: int) -> Row:
+    from rel_fuzz import Tokens, fuzz
+    from rel_support import LiveServer, RedisServer, make_app, new_key, token_for
+
+    from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
+
+    os.environ[PER_CLIENT_ENV] = os.environ[PER_IP_ENV] = "off"  # limits: own tests
+    redis_server = RedisServer(fsync="everysec") if backend == "redis" else None
+    try:
+        url = redis_server.start().url(0) if redis_server else "memory://"
+        app = make_app(url)
+        tokens = Tokens(
+            "fuzz",
+            write=token_for(app, new_key(app, "fuzz", "Service Write")),
+            admin=token_for(app, new_key(app, "fuzz", "Service Admin")),
+        )
+        with LiveServer(app) as server:
+            result = fuzz(
+                server.base_url,
+                tokens,
+                backend=backend,
+                examples=examples,
+                seed=seed,
+                budget_seconds=1800,
+            )
+    finally:
+        del os.environ[PER_CLIENT_ENV], os.environ[PER_IP_ENV]
+        if redis_server:
+            redis_server.cleanup()
+    failures = result.distinct_failures()
+    verdict = "passed" if not failures and not result.unfinished else "FAILED"
+    detail = result.summary()
+    if failures:
+        detail += ". " + " / ".join(
+            f"{f.operation} -> {f.status}: {f.message[:200]}" for f in failures[:5]
+        )
+    return Row(
+        "Fuzzing",
+        f"schemathesis, {backend} (long)",
+        f"every operation of /openapi.json, positive and negative data, any and existing "
+        f"resources, {examples} examples per batch, seed {seed}",
+        detail,
+        verdict,
+    )
+
+
+def load_row(seconds: float, processes: int, workers: int) -> Row:
+    from rel_load import load_test
+    from rel_support import RedisServer
+
+    with tempfile.TemporaryDirectory() as directory, RedisServer(fsync="everysec") as redis_server:
+        result = load_test(
+            redis_server.url(0),
+            Path(directory),
+            workers=workers,
+            processes=processes,
+            seconds=seconds,
+            seed=random.randrange(1 << 30),
+        )
+    detail = result.summary()
+    if result.problems:
+        detail += ": " + "; ".join(result.problems[:5])
+    return Row(
+        "Concurrency",
+        f"gunicorn + Redis, {seconds:.0f} s (long)",
+        f"gunicorn {workers} workers x 4 threads on Redis; {processes} client processes "
+        f"creating, promoting and reading one prompt for {seconds:.0f} s",
+        detail,
+        "passed" if not result.problems else "FAILED",
+    )
+
+
+def outage_row(down_seconds: float) -> Row:
+    from rel_faults import outage
+
+    with tempfile.TemporaryDirectory() as directory:
+        result = outage(Path(directory), down_seconds=down_seconds)
+    detail = result.summary()
+    if result.problems:
+        detail += ": " + "; ".join(result.problems[:5])
+    return Row(
+        "Faults",
+        f"Redis outage, {down_seconds:.0f} s (long)",
+        f"gunicorn (2 workers) on a Redis of its own under writes; Redis SIGKILLed for "
+        f"{down_seconds:.0f} s, 11 endpoints probed meanwhile, then restarted on its "
+        "append-only file",
+        detail,
+        "passed" if not result.problems else "FAILED",
+    )
+
+
+def drop_row(seconds: float, kill_every: float) -> Row:
+    from rel_faults import dropped_connections
+
+    result = dropped_connections(seconds=seconds, kill_every=kill_every)
+    assert result.load is not None
+    detail = result.summary()
+    if result.load.problems:
+        detail += ": " + "; ".join(result.load.problems[:5])
+        detail += (
+            " (the known bug of storage/redis.py: a script whose reply is lost is run twice; "
+            "reproduced deterministically by test_a_lost_reply_* below)"
+        )
+    return Row(
+        "Faults",
+        f"dropped Redis connections, {seconds:.0f} s (long)",
+        f"4 threads creating and promoting one prompt; the app's Redis connections killed "
+        f"every {kill_every * 1000:.0f} ms",
+        detail,
+        "passed" if not result.load.problems else "FAILED",
+    )
+
+
+# ------------------------------------------------------------------------- the suite
+
+
+def suite_rows(junit: Path) -> tuple[list[Row], str]:
+    """Run tests/reliability; one row per test from its junit properties."""
+    print("[reliability] pytest tests/reliability ...", flush=True)
+    command = [
+        sys.executable, "-m", "pytest", str(SUITE), "-q", "-p", "no:cacheprovider",
+        "--junitxml", str(junit), "-o", "junit_family=xunit1",
+    ]  # fmt: skip
+    completed = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False
+    )
+    summary = (completed.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"[reliability] pytest: {summary}", flush=True)
+    rows = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") or "" for p in case.iter("property")}
+        module = (case.get("classname") or "").rsplit(".", 1)[-1]
+        name = case.get("name") or ""
+        outcome, note = "passed", ""
+        skipped, failure = case.find("skipped"), case.find("failure")
+        error = case.find("error")
+        if skipped is not None and skipped.get("type") == "pytest.xfail":
+            outcome, note = "FAILING: known bug", skipped.get("message") or ""
+        elif skipped is not None:
+            outcome, note = "skipped", skipped.get("message") or ""
+        elif failure is not None or error is not None:
+            element = failure if failure is not None else error
+            assert element is not None
+            outcome, note = "FAILED", (element.get("message") or "")[:300]
+        tried = props.get("input") or props.get("doc") or name.replace("_", " ")
+        result = props.get("result") or ("as asserted" if outcome == "passed" else "")
+        if note:
+            result = f"{result} ({note})" if result else note
+        rows.append(Row(AREAS.get(module, module), name, tried, result, outcome))
+    return rows, summary
+
+
+def write_doc(long_rows: list[Row], suite: list[Row], summary: str, command: str) -> None:
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    failing = [r for r in long_rows + suite if r.outcome != "passed"]
+    bugs = sorted({r.result.rsplit("(BUG in ", 1)[-1].rstrip(")") for r in suite
+                   if r.outcome.startswith("FAILING")})  # fmt: skip
+    text = f"""# Reliability and security campaign
+
+What load is held, which faults are survived, which bad inputs were tried, and that
+nothing was lost. Every row below was produced by the run named here; rerun the command
+to refresh this page (it is written by `bench/reliability.py`, never by hand).
+
+Command: `{command}`
+Run: {stamp}, commit {rev or "unknown"}, {machine()}
+Suite: `pytest tests/reliability` -> {summary}
+
+Outcome "FAILING: known bug" is a test that fails because of a bug in a file this
+campaign does not own; the test stays strict (it turns into a failure once the bug is
+fixed, so its marker must then go). {len(failing)} of {len(long_rows) + len(suite)} rows
+are not "passed".
+
+## Long runs
+
+{_table(long_rows)}
+
+## Test suite (tests/reliability)
+
+{_table(suite)}
+
+## Known bugs found by this campaign
+
+{chr(10).join(f"- BUG in {b}" for b in bugs) if bugs else "None."}
+
+## How the limits and checks are set
+
+- Token endpoints: per client (org + client id) 30 failed attempts per minute
+  (`PROMPTSVC_TOKEN_RATE_LIMIT`), per client IP 300 requests per minute
+  (`PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP`); `off` turns one off. 429 `too_many_requests`
+  with `Retry-After`. Counters in the app's storage (identity/ratelimit.py).
+- Error shape: every 4xx/5xx is `{{code, message, error}}` with `error == code`
+  (CONTRACT 5); the realm token endpoint's 400/401/429 are RFC 6749 bodies plus
+  `code`/`message`.
+- A PromptVersion is complete when it has all 15 SPEC fields with their types,
+  `is_production` matches `status`, timestamps are RFC 3339 UTC with `Z`.
+"""
+    DOC.parent.mkdir(exist_ok=True)
+    DOC.write_text(text)
+    print(f"[reliability] wrote {DOC}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short long runs")
+    parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
+    args = parser.parse_args()
+    examples, seconds, down, drop = (8, 8.0, 3.0, 5.0) if args.quick else (40, 30.0, 10.0, 15.0)
+    long_rows = [
+        _timed("fuzz memory", lambda: fuzz_row("memory", examples, args.seed)),
+        _timed("fuzz redis", lambda: fuzz_row("redis", examples, args.seed)),
+        _timed("gunicorn load", lambda: load_row(seconds, processes=4, workers=2)),
+        _timed("redis outage", lambda: outage_row(down)),
+        _timed("dropped connections", lambda: drop_row(drop, kill_every=0.005)),
+    ]
+    with tempfile.TemporaryDirectory() as directory:
+        suite, summary = suite_rows(Path(directory) / "junit.xml")
+    command = "python -m bench.reliability" + (" --quick" if args.quick else "")
+    write_doc(long_rows, suite, summary, command)
+    return 0 if all(r.outcome in ("passed", "FAILING: known bug") for r in long_rows + suite) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
