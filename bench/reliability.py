@@ -252,14 +252,14 @@ What load is held, which faults are survived, which bad inputs were tried, and t
 nothing was lost. Every row below was produced by the run named here; rerun the command
 to refresh this page (it is written by `bench/reliability.py`, never by hand).
 
-Command: `{command}`
-Run: {stamp}, commit {rev or "unknown"}, {machine()}
-Suite: `pytest tests/reliability` -> {summary}
+- Command: `{command}`
+- Run: {stamp}, commit {rev or "unknown"}, {machine()}
+- Suite: `pytest tests/reliability` -> {summary}
+- Rows not "passed": {len(failing)} of {len(long_rows) + len(suite)}
 
 Outcome "FAILING: known bug" is a test that fails because of a bug in a file this
 campaign does not own; the test stays strict (it turns into a failure once the bug is
-fixed, so its marker must then go). {len(failing)} of {len(long_rows) + len(suite)} rows
-are not "passed".
+fixed, so its marker must then go).
 
 ## Long runs
 
