@@ -48,16 +48,14 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
-from redis.backoff import ExponentialBackoff
 from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, RedisClusterException, SlotNotCoveredError
-from redis.retry import Retry
 from redis.typing import EncodableT, KeyT
 
 from storage import keys
 from storage.base import Clock, PromptVersion, StorageUnavailable, utcnow
-from storage.redis import UNAVAILABLE, RedisStorage, _check, _version
+from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage, _check, _version
 
 SCHEME = "redis+cluster"
 DEFAULT_PORT = 6379
@@ -157,10 +155,9 @@ def _client(options: dict[str, Any], replicas: bool) -> RedisCluster:
         "decode_responses": True,
         "socket_timeout": options["socket_timeout"],
         "socket_connect_timeout": options["socket_connect_timeout"],
-        # One more attempt (after redis-py refreshed the slot map) heals a pooled
-        # connection a restarted node dropped; more would only delay the 503 for an org
-        # whose primary is down, since a failover takes seconds, not retries.
-        "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+        # No resending: a script whose reply was lost would run twice (storage.redis).
+        # MOVED/ASK redirections are followed all the same; they are not retries.
+        "retry": NO_RETRY,
         # Serve the slots that are served: one primary down must not stop the others.
         "require_full_coverage": False,
     }
@@ -216,6 +213,18 @@ class ClusterStorage(RedisStorage):
             name: SlotScript(client, script.script) for name, script in self._scripts.items()
         }
         self.replica_client = replica_client
+
+    def ping(self) -> None:
+        """Ready when the cluster answers: one primary down fails only its own orgs'
+        requests, so readiness asks the primaries in turn until one replies."""
+        client: RedisCluster = self.client  # type: ignore[assignment]
+        for node in client.get_primaries():
+            try:
+                client.ping(target_nodes=node)
+                return
+            except UNAVAILABLE + (RedisClusterException,):
+                continue
+        raise StorageUnavailable("storage unavailable")
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> ClusterStorage:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 
@@ -48,6 +48,13 @@ from storage.base import (
     new_id,
     utcnow,
 )
+
+# redis-py resends a command whose reply was lost, and for a script that changes data
+# that would apply it twice (a version number skipped, a promotion answered 409). So
+# nothing is resent: the caller gets StorageUnavailable (503) and decides. A connection
+# Redis closed while idle (a restart) is not a failure here: the pool notices it on
+# checkout and reconnects before sending.
+NO_RETRY = Retry(NoBackoff(), 0)
 
 # Errors that mean "Redis cannot serve this now", not "this request is wrong".
 UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -130,11 +137,7 @@ class RedisStorage(Storage):
             decode_responses=True,
             socket_connect_timeout=1.0,
             socket_timeout=2.0,
-            # One quick retry heals a pooled connection Redis dropped (a restart); redis-py's
-            # default (10 retries with backoff) would keep a caller waiting for seconds.
-            # The retry resends a script only when no reply came: a write runs twice only
-            # if the connection broke after Redis ran it and before the reply arrived.
-            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+            retry=NO_RETRY,
         )
         return cls(client, clock=clock)
 
