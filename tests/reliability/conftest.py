@@ -29,17 +29,6 @@ RIVAL_ORG = "rival"
 Report = Callable[..., None]
 
 
-def known_bug(owner: str, what: str, *, every_run: bool = True) -> pytest.MarkDecorator:
-    """Marks a test that fails because of a bug in a file this suite does not own.
-
-    Strict: once the bug is fixed the test passes, the run fails (XPASS) and the marker
-    has to go, so a fix cannot go unnoticed and the check is never weakened meanwhile.
-    ``every_run=False`` is for a load test that meets the bug only now and then; it is
-    not strict (a lucky run passes), and a deterministic test of the same bug is.
-    """
-    return pytest.mark.xfail(strict=every_run, reason=f"BUG in {owner}: {what}")
-
-
 @pytest.fixture(autouse=True)
 def _describe(
     request: pytest.FixtureRequest, record_property: Callable[[str, object], None]

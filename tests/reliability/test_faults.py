@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Report, Service, known_bug, start_service
+from conftest import Report, Service, start_service
 from rel_faults import dropped_connections, outage
 from rel_support import RedisServer, ReplyDropper
 
@@ -32,12 +32,6 @@ def test_redis_outage_and_recovery(tmp_path: Path, report: Report) -> None:
 
 
 @pytest.mark.slow
-@known_bug(
-    "storage/redis.py (RedisStorage.from_url: retry=Retry(..., 1))",
-    "a script whose reply is lost is run twice (see the two tests below); under dropped "
-    "connections that shows as gaps in the version numbers now and then",
-    every_run=False,
-)
 def test_promotions_survive_dropped_connections(report: Report) -> None:
     result = dropped_connections(seconds=DROP_SECONDS, kill_every=KILL_EVERY)
     assert result.load is not None
@@ -68,12 +62,6 @@ def _versions(service: Service, auth: dict[str, str]) -> list[tuple[int, str]]:
     return sorted((v["version"], v["status"]) for v in items)
 
 
-@known_bug(
-    "storage/redis.py (RedisStorage.from_url: retry=Retry(..., 1))",
-    "a create_version script whose reply is lost is run again by redis-py's retry: the "
-    "version is stored once but the counter moved twice, so its number skips one (a gap) "
-    "and the client is told the second number",
-)
 def test_a_lost_reply_does_not_apply_a_creation_twice(
     lossy: tuple[Service, ReplyDropper], report: Report
 ) -> None:
@@ -100,12 +88,6 @@ def test_a_lost_reply_does_not_apply_a_creation_twice(
     assert [n for n, _ in versions] == list(range(1, len(versions) + 1))
 
 
-@known_bug(
-    "storage/redis.py (RedisStorage.from_url: retry=Retry(..., 1))",
-    "a promote script whose reply is lost is run again by redis-py's retry; the second run "
-    "finds the version published and the client gets 409 conflict for a promotion that "
-    "was applied",
-)
 def test_a_lost_reply_does_not_turn_a_promotion_into_a_conflict(
     lossy: tuple[Service, ReplyDropper], report: Report
 ) -> None:
