@@ -9,24 +9,9 @@ from a real run.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
-import cluster_support
-import httpx
 import pytest
-from flask import Flask
-from rel_support import Credentials, LiveServer, RedisServer, make_app, new_key, token_for
-
-from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-
-# A local Redis Cluster (tests/cluster_support.py), for the rate limit test on it.
-local_cluster = cluster_support.local_cluster
-flushed_cluster_url = cluster_support.flushed_cluster_url
-
-ORG = "acme"
-RIVAL_ORG = "rival"
-
-Report = Callable[..., None]
+from rel_support import RedisServer, Report, Service, start_service
 
 
 @pytest.fixture(autouse=True)
@@ -56,43 +41,6 @@ def backend_url(request: pytest.FixtureRequest) -> str:
         return "memory://"
     url: str = request.getfixturevalue("redis_url")
     return url
-
-
-@dataclass
-class Service:
-    """The real app on a loopback port, with keys of two orgs."""
-
-    app: Flask
-    server: LiveServer
-    http: httpx.Client
-    read: Credentials
-    write: Credentials
-    admin: Credentials
-    rival: Credentials
-
-    @property
-    def base_url(self) -> str:
-        return self.server.base_url
-
-    def token(self, creds: Credentials) -> str:
-        return token_for(self.app, creds)
-
-    def bearer(self, creds: Credentials) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token(creds)}"}
-
-
-def start_service(storage_url: str) -> Service:
-    app = make_app(storage_url)
-    server = LiveServer(app).start()
-    return Service(
-        app=app,
-        server=server,
-        http=httpx.Client(base_url=server.base_url, timeout=10.0),
-        read=new_key(app, ORG, SERVICE_READ),
-        write=new_key(app, ORG, SERVICE_WRITE),
-        admin=new_key(app, ORG, SERVICE_ADMIN),
-        rival=new_key(app, RIVAL_ORG, SERVICE_WRITE),
-    )
 
 
 @pytest.fixture

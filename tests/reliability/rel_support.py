@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -35,6 +35,7 @@ import redis
 from flask import Flask
 from werkzeug.serving import make_server
 
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import Storage
@@ -417,3 +418,49 @@ class ReplyDropper:
         for s in self._sockets:
             with contextlib.suppress(OSError):
                 s.close()
+
+
+# --------------------------------------------------------------------------- the service
+
+ORG = "acme"
+RIVAL_ORG = "rival"
+
+# ``report(input=..., result=...)`` (the conftest fixture): a row of docs/reliability.md.
+Report = Callable[..., None]
+
+
+@dataclass
+class Service:
+    """The real app on a loopback port, with keys of two orgs."""
+
+    app: Flask
+    server: LiveServer
+    http: httpx.Client
+    read: Credentials
+    write: Credentials
+    admin: Credentials
+    rival: Credentials
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def token(self, creds: Credentials) -> str:
+        return token_for(self.app, creds)
+
+    def bearer(self, creds: Credentials) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token(creds)}"}
+
+
+def start_service(storage_url: str) -> Service:
+    app = make_app(storage_url)
+    server = LiveServer(app).start()
+    return Service(
+        app=app,
+        server=server,
+        http=httpx.Client(base_url=server.base_url, timeout=10.0),
+        read=new_key(app, ORG, SERVICE_READ),
+        write=new_key(app, ORG, SERVICE_WRITE),
+        admin=new_key(app, ORG, SERVICE_ADMIN),
+        rival=new_key(app, RIVAL_ORG, SERVICE_WRITE),
+    )

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ORG, Report, Service
 from rel_contract import SAFE_REQUEST_ID, error_problems
-from rel_support import Gunicorn, RawResponse, bootstrap_file, raw_request
+from rel_support import ORG, Gunicorn, RawResponse, Report, Service, bootstrap_file, raw_request
 
 from identity.roles import SERVICE_WRITE
 

@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Report, Service, start_service
 from rel_faults import dropped_connections, outage
-from rel_support import RedisServer, ReplyDropper
+from rel_support import RedisServer, ReplyDropper, Report, Service, start_service
 
 pytestmark = pytest.mark.redis  # a redis-server of each test's own
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import jwt
 import pytest
-from conftest import ORG, Report, Service
 from cryptography.hazmat.primitives import serialization
 from rel_contract import error_problems
+from rel_support import ORG, Report, Service
 
 from identity.signing import ParsedKey, new_signing_key, parse_key
 from storage.base import utcnow

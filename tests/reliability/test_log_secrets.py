@@ -18,8 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Report
-from rel_support import Gunicorn, PromptsvcServe, RedisServer, ServerProcess, bootstrap_file
+from rel_support import Gunicorn, PromptsvcServe, RedisServer, Report, ServerProcess, bootstrap_file
 
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN

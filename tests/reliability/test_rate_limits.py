@@ -10,9 +10,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
-from conftest import ORG, Report, Service, start_service
 from rel_contract import error_problems
-from rel_support import LiveServer, make_app, new_key
+from rel_support import ORG, LiveServer, Report, Service, make_app, new_key, start_service
 
 from identity.ratelimit import (
     DEFAULT_PER_CLIENT,
