@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 import identity
 from promptsvc import http
@@ -43,4 +44,8 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     )
     init_api(app)
     fastread.init_app(app)
+    if settings.trusted_proxies:
+        # Outermost, so every layer (rate limits, logs) sees the client's own address.
+        n = settings.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     return app

@@ -18,6 +18,10 @@ class Settings:
     signing_key_file: str | None = None
     token_lifetime: int = 300
     bootstrap_file: str | None = None
+    # Reverse proxies in front of the app whose X-Forwarded-* headers are trusted (0:
+    # none). Without it, behind a proxy every client shares the proxy's address, and so
+    # the per-IP token rate limit.
+    trusted_proxies: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -32,12 +36,18 @@ class Settings:
             ) from None
         if not 1 <= lifetime <= 86400:
             raise ConfigError("PROMPTSVC_TOKEN_LIFETIME must be between 1 and 86400 seconds")
+        proxies_raw = env.get("PROMPTSVC_TRUSTED_PROXIES", "0")
+        if not proxies_raw.isascii() or not proxies_raw.isdigit() or int(proxies_raw) > 10:
+            raise ConfigError(
+                f"PROMPTSVC_TRUSTED_PROXIES must be a number of proxies (0-10), got {proxies_raw!r}"
+            )
         settings = cls(
             storage_url=env.get("PROMPTSVC_STORAGE_URL", "memory://"),
             issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
             signing_key_file=env.get("PROMPTSVC_SIGNING_KEY_FILE") or None,
             token_lifetime=lifetime,
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
+            trusted_proxies=int(proxies_raw),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]

@@ -1,0 +1,65 @@
+"""Settings from the environment, and the trusted-proxy setting's effect on the app."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptsvc.app import create_app
+from promptsvc.config import ConfigError, Settings
+from storage.memory import MemoryStorage
+
+
+def test_defaults_and_overrides() -> None:
+    settings = Settings.from_env({}, storage_url="redis://127.0.0.1:6379/0")
+    assert settings.storage_url == "redis://127.0.0.1:6379/0"
+    assert settings.token_lifetime == 300 and settings.trusted_proxies == 0
+    env = {"PROMPTSVC_TOKEN_LIFETIME": "60", "PROMPTSVC_TRUSTED_PROXIES": "2"}
+    assert Settings.from_env(env).token_lifetime == 60
+    assert Settings.from_env(env).trusted_proxies == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PROMPTSVC_TOKEN_LIFETIME", "soon"),
+        ("PROMPTSVC_TOKEN_LIFETIME", "0"),
+        ("PROMPTSVC_TRUSTED_PROXIES", "-1"),
+        ("PROMPTSVC_TRUSTED_PROXIES", "yes"),
+        ("PROMPTSVC_TRUSTED_PROXIES", "11"),
+    ],
+)
+def test_unusable_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env({name: value})
+
+
+def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Three wrong-secret token requests from client A, then one from client B, each
+    behind one proxy at 10.0.0.1; the per-IP limit allows two a minute."""
+    monkeypatch.setenv("PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP", "2/minute")
+    app = create_app(Settings(trusted_proxies=proxies), storage=MemoryStorage())
+    app.extensions["identity"].create_key("acme", "Service Read", client_id="reader")
+    client = app.test_client()
+    form = {"grant_type": "client_credentials", "client_id": "reader", "client_secret": "x" * 43}
+    statuses = []
+    for forwarded in ["192.0.2.1", "192.0.2.1", "192.0.2.1", "198.51.100.7"]:
+        response = client.post(
+            "/realms/acme/protocol/openid-connect/token",
+            data=form,
+            headers={"X-Forwarded-For": forwarded},
+            environ_base={"REMOTE_ADDR": "10.0.0.1"},
+        )
+        statuses.append(response.status_code)
+    return statuses
+
+
+def test_trusted_proxy_gives_each_client_its_own_ip_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _statuses(1, monkeypatch) == [401, 401, 429, 401]
+
+
+def test_without_trusted_proxies_forwarded_headers_are_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _statuses(0, monkeypatch) == [401, 401, 429, 429]
