@@ -196,6 +196,10 @@ class SlotScript(Script):
         return cluster.execute_command(*command)
 
 
+# What a node that cannot answer raises (RedisCluster wraps some of it).
+_NO_ANSWER: tuple[type[Exception], ...] = (*UNAVAILABLE, RedisClusterException)
+
+
 class ClusterStorage(RedisStorage):
     """Storage on a Redis Cluster: the Redis backend's scripts, routed by slot."""
 
@@ -222,7 +226,7 @@ class ClusterStorage(RedisStorage):
             try:
                 client.ping(target_nodes=node)
                 return
-            except UNAVAILABLE + (RedisClusterException,):
+            except _NO_ANSWER:
                 continue
         raise StorageUnavailable("storage unavailable")
 
