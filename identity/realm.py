@@ -29,6 +29,7 @@ from werkzeug.datastructures import MultiDict
 from identity import keys
 from identity.core import Identity
 from identity.errors import InvalidClient, InvalidRequest, OAuthError, UnsupportedGrantType
+from identity.responses import api_error, no_store
 from identity.tokens import ROLE_SCOPES
 from storage.base import ApiKey
 
@@ -95,8 +96,7 @@ def oauth_error_response(error: str, description: str, status: int) -> Response:
         {"error": error, "error_description": description, "code": error, "message": description}
     )
     response.status_code = status
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Pragma"] = "no-cache"
+    no_store(response)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Basic realm="promptsvc"'
     return response
@@ -114,7 +114,7 @@ def too_many_requests(retry_after: int) -> Response:
 def realm_not_found(org: str) -> tuple[Response, int]:
     """404 in the API's error shape; the slug is echoed only when well-formed."""
     message = f"realm '{org}' not found" if keys.valid_org(org) else "realm not found"
-    return jsonify({"code": "not_found", "message": message, "error": "not_found"}), 404
+    return api_error(404, "not_found", message), 404
 
 
 def _precheck_token_request() -> None:

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from identity.core import Identity
 from identity.errors import InvalidClient
+from identity.responses import api_error, no_store
 
 FIELDS = ("account_id", "key_id", "key_secret")
 
@@ -40,17 +41,14 @@ def sdk_token_blueprint(identity: Identity) -> Blueprint:
         try:
             token = identity.issue_token(data["account_id"], data["key_id"], data["key_secret"])
         except InvalidClient:
-            response = jsonify(
-                {"code": "unauthorized", "message": "unauthorized", "error": "unauthorized"}
-            )
-            response.status_code = 401
+            response = api_error(401, "unauthorized", "unauthorized")
             response.headers["WWW-Authenticate"] = (
                 'Bearer realm="promptsvc", '
                 'error_description="invalid account_id, key_id or key_secret"'
             )
-            return _no_store(response)
+            return no_store(response)
         body = {name: token[name] for name in ("access_token", "expires_in", "token_type")}
-        return _no_store(jsonify(body))
+        return no_store(jsonify(body))
 
     return bp
 
@@ -71,28 +69,10 @@ def json_body() -> dict[str, Any] | None:
 
 def too_many_requests(retry_after: int) -> Response:
     """429 for a rate-limited token request (identity.ratelimit), CONTRACT 5 shape."""
-    response = jsonify(
-        {
-            "code": "too_many_requests",
-            "message": "too many token requests, retry later",
-            "error": "too_many_requests",
-        }
-    )
-    response.status_code = 429
+    response = api_error(429, "too_many_requests", "too many token requests, retry later")
     response.headers["Retry-After"] = str(retry_after)
-    return _no_store(response)
+    return no_store(response)
 
 
 def _bad_request(message: str, errors: dict[str, list[str]]) -> Response:
-    body: dict[str, object] = {"code": "bad_request", "message": message, "error": "bad_request"}
-    if errors:
-        body["errors"] = errors
-    response = jsonify(body)
-    response.status_code = 400
-    return _no_store(response)
-
-
-def _no_store(response: Response) -> Response:
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Pragma"] = "no-cache"
-    return response
+    return no_store(api_error(400, "bad_request", message, errors))
