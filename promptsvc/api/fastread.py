@@ -13,8 +13,10 @@ in a few lines of WSGI:
 
 Everything else (a bad or missing token, a role too low, 404, storage down, any other
 method or path, HEAD, the access log of ``promptsvc serve`` being on) is passed on to
-the Flask app untouched, which answers it as it always does: the error shapes, headers
-and log lines live in one place.
+the Flask app, which answers it as it always does: the error shapes, headers and log
+lines live in one place. When the storage read itself failed (404, storage down), the
+error travels with the request (``environ[STORAGE_ERROR]``) and the view raises it
+instead of reading storage a second time.
 
 The bodies, ETags and X-Request-ID come from the same functions the Flask views use
 (promptsvc.api.records, promptsvc.http), and the tests check that both paths answer
@@ -48,9 +50,12 @@ from promptsvc.http import (
     etag_of,
     json_body,
 )
-from storage.base import PromptVersion, Storage
+from storage.base import PromptVersion, Storage, StorageError
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+# WSGI environ key: the storage error this request's fast read already met.
+STORAGE_ERROR = "promptsvc.read_error"
 
 # The same paths the Flask rules match (their default converter is [^/]+).
 _READ = re.compile(r"/api/v1/prompts/([^/]+)/(production|latest|versions/([^/]+))")
@@ -104,13 +109,26 @@ class FastReads:
         principal = self.app.extensions["identity"].verify(environ.get("HTTP_AUTHORIZATION"))
         if not role_includes(principal.role, SERVICE_READ):
             return None
-        storage: Storage = self.app.extensions["promptsvc.storage"]
         name, which, version_ref = match.groups()
-        if which == "production":
-            return storage.get_production(principal.org, name)
-        if which == "latest":
-            return storage.get_latest(principal.org, name)
-        return storage.get_version(principal.org, name, version_ref)
+        try:
+            return read_version(
+                self.app.extensions["promptsvc.storage"], principal.org, name, which, version_ref
+            )
+        except StorageError as exc:
+            environ[STORAGE_ERROR] = exc
+            return None
+
+
+def read_version(
+    storage: Storage, org: str, name: str, which: str, version_ref: str | None = None
+) -> PromptVersion:
+    """The one storage read behind GET production, latest and versions/<versionId>."""
+    if which == "production":
+        return storage.get_production(org, name)
+    if which == "latest":
+        return storage.get_latest(org, name)
+    assert version_ref is not None
+    return storage.get_version(org, name, version_ref)
 
 
 def _foreign_hooks(app: Flask) -> list[Callable[..., Any]]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
+from flask import Response, request
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
+from promptsvc.api.fastread import STORAGE_ERROR, read_version
 from promptsvc.api.records import promotion_json, version_json
 from promptsvc.api.schemas import (
     NoBodySchema,
@@ -59,6 +60,15 @@ def read_response(view: Any) -> Any:
     return doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
 
 
+def read_answer(name: str, which: str, version_ref: str | None = None) -> Response:
+    """A read endpoint's answer; the storage error the fast path met, if it met one."""
+    earlier = request.environ.pop(STORAGE_ERROR, None)
+    if earlier is not None:
+        raise earlier
+    org = current_principal().org
+    return etag_response(version_json(read_version(storage(), org, name, which, version_ref)))
+
+
 @blp.route("/<name>/production", parameters=[NAME_PARAM])
 class Production(View):
     @blp.requires(SERVICE_READ)
@@ -69,7 +79,7 @@ class Production(View):
         The published version of the prompt (status published, is_production true).
         404 when the prompt does not exist or has no production version.
         """
-        return etag_response(version_json(storage().get_production(current_principal().org, name)))
+        return read_answer(name, "production")
 
 
 @blp.route("/<name>/latest", parameters=[NAME_PARAM])
@@ -81,7 +91,7 @@ class Latest(View):
 
         The version with the highest number, whatever its status.
         """
-        return etag_response(version_json(storage().get_latest(current_principal().org, name)))
+        return read_answer(name, "latest")
 
 
 @blp.route("/<name>/versions", parameters=[NAME_PARAM])
@@ -130,9 +140,7 @@ class Version(View):
     @read_response
     def get(self, name: str, versionId: str) -> Response:
         """Get a specific version"""
-        return etag_response(
-            version_json(storage().get_version(current_principal().org, name, versionId))
-        )
+        return read_answer(name, "versions", versionId)
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(VersionEditSchema)

@@ -11,6 +11,7 @@ from flask import Flask
 from werkzeug.test import Client
 
 from identity.roles import SERVICE_READ
+from storage.base import NoProductionVersion, StorageUnavailable
 
 
 @pytest.fixture
@@ -119,6 +120,35 @@ def test_an_unexpected_failure_is_answered_by_flask(
         "error": "internal_server_error",
     }
     assert len(calls) == 2  # tried by the fast path, then by the Flask view
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (NoProductionVersion("greeting"), 404, "not_found"),
+        (StorageUnavailable("storage unavailable"), 503, "service_unavailable"),
+    ],
+)
+def test_a_storage_error_is_answered_without_a_second_read(
+    api: Any,
+    published: dict[str, Any],
+    backend: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    status: int,
+    code: str,
+) -> None:
+    calls = []
+
+    def failing(*args: Any) -> Any:
+        calls.append(args)
+        raise error
+
+    monkeypatch.setattr(backend, "get_production", failing)
+    r = api.get("/api/v1/prompts/greeting/production")
+    assert r.status_code == status
+    assert r.json["code"] == code and r.json["error"] == code
+    assert len(calls) == 1  # the fast path's read; the Flask view raised what it met
 
 
 @pytest.mark.parametrize("kind", ["before_request", "after_request", "teardown_request"])
