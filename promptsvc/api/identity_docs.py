@@ -11,6 +11,7 @@ from typing import Any
 from apispec import APISpec
 from flask import Flask
 
+from identity.keys import ORG_SLUG
 from promptsvc.api.schemas import (
     ClientCredentialsFormSchema,
     ErrorSchema,
@@ -26,7 +27,7 @@ ORG_PARAM = {
     "in": "path",
     "name": "org",
     "required": True,
-    "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,62}$"},
+    "schema": {"type": "string", "pattern": f"^{ORG_SLUG.pattern}$"},
     "description": "The org slug (realm)",
 }
 TAG = "identity"
