@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from e2e_support import Server, free_port, gunicorn_command
 pytestmark = pytest.mark.slow
 
 SECRET = "gunicorn-admin-secret-0123456789"
-MAX_TRIES = 200  # requests until the kernel has handed one to each worker
+MAX_TRIES = 200  # connections until the kernel has handed one to the wanted worker
 
 
 @pytest.fixture
@@ -54,15 +55,28 @@ def _fresh(method: str, url: str, **kwargs: Any) -> httpx.Response:
         )
 
 
-def _from_worker(
-    pid: str | None, exclude: str | None, method: str, url: str, **kw: Any
-) -> httpx.Response:
+def _client_on_worker(base: str, pid: str | None, exclude: str | None) -> httpx.Client:
+    """A client whose kept-alive connection is served by the wanted worker.
+
+    Each probe is a side-effect-free GET /healthz on a new connection; the kernel hands
+    that connection to either worker, and gunicorn's gthread worker keeps it, so later
+    requests on the returned client (promote included) reach the same worker exactly
+    once. Retrying the promote itself until the right worker took it would promote on
+    the wrong one first and then get 409.
+    """
     for _ in range(MAX_TRIES):
-        r = _fresh(method, url, **kw)
-        answered = r.headers["X-Worker-Pid"]
+        client = httpx.Client(base_url=base, timeout=10)
+        answered = client.get("/healthz").headers["X-Worker-Pid"]
         if (pid is None or answered == pid) and answered != exclude:
-            return r
-    raise AssertionError(f"no answer from the wanted worker in {MAX_TRIES} requests")
+            return client
+        client.close()
+    raise AssertionError(f"no answer from the wanted worker in {MAX_TRIES} connections")
+
+
+def _on(client: httpx.Client, pid: str, method: str, path: str, **kw: Any) -> httpx.Response:
+    r = client.request(method, path, **kw)
+    assert r.headers["X-Worker-Pid"] == pid, "the kept-alive connection changed worker"
+    return r
 
 
 def test_promote_in_one_worker_read_in_the_other(two_workers: Server) -> None:
@@ -91,34 +105,34 @@ def test_promote_in_one_worker_read_in_the_other(two_workers: Server) -> None:
     first = _fresh("POST", f"{base}/api/v1/prompts/greeting/versions/1/promote", headers=auth)
     assert first.status_code == 200
     worker_a = first.headers["X-Worker-Pid"]
-    # Worker B reads v1 (and so has verified the token and looked at the prompt) ...
-    before = _from_worker(
-        None, worker_a, "GET", f"{base}/api/v1/prompts/greeting/production", headers=auth
-    )
-    worker_b = before.headers["X-Worker-Pid"]
-    assert before.json()["version"] == 1
-    # ... worker A promotes v2 ...
-    promoted = _from_worker(
-        worker_a, None, "POST", f"{base}/api/v1/prompts/greeting/versions/2/promote", headers=auth
-    )
-    assert promoted.status_code == 200
-    # ... and worker B sees it at once, with a new ETag.
-    after = _from_worker(
-        worker_b,
-        None,
-        "GET",
-        f"{base}/api/v1/prompts/greeting/production",
-        headers={**auth, "If-None-Match": before.headers["ETag"]},
-    )
-    assert after.status_code == 200
-    assert after.json()["version"] == 2
-    assert after.json()["status"] == "published"
-    assert worker_a != worker_b
-    # A token minted by one worker verifies in the other: they share the signing key.
-    history = _from_worker(
-        worker_b, None, "GET", f"{base}/api/v1/prompts/greeting/history", headers=auth
-    )
-    assert [h["version_number"] for h in history.json()["items"]] == [2, 1]
+    with (
+        closing(_client_on_worker(base, None, worker_a)) as on_b,
+        closing(_client_on_worker(base, worker_a, None)) as on_a,
+    ):
+        # Worker B reads v1 (and so has verified the token and looked at the prompt) ...
+        worker_b = on_b.get("/healthz").headers["X-Worker-Pid"]
+        before = _on(on_b, worker_b, "GET", "/api/v1/prompts/greeting/production", headers=auth)
+        assert before.json()["version"] == 1
+        # ... worker A promotes v2 ...
+        promoted = _on(
+            on_a, worker_a, "POST", "/api/v1/prompts/greeting/versions/2/promote", headers=auth
+        )
+        assert promoted.status_code == 200
+        # ... and worker B sees it at once, with a new ETag.
+        after = _on(
+            on_b,
+            worker_b,
+            "GET",
+            "/api/v1/prompts/greeting/production",
+            headers={**auth, "If-None-Match": before.headers["ETag"]},
+        )
+        assert after.status_code == 200
+        assert after.json()["version"] == 2
+        assert after.json()["status"] == "published"
+        assert worker_a != worker_b
+        # A token minted by one worker verifies in the other: they share the signing key.
+        history = _on(on_b, worker_b, "GET", "/api/v1/prompts/greeting/history", headers=auth)
+        assert [h["version_number"] for h in history.json()["items"]] == [2, 1]
 
 
 def test_memory_storage_with_two_workers_refuses_to_start() -> None:
