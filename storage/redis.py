@@ -48,6 +48,7 @@ from storage.base import (
     new_id,
     utcnow,
 )
+from storage.read_lane import ReadLane
 
 # redis-py resends a command whose reply was lost, and for a script that changes data
 # that would apply it twice (a version number skipped, a promotion answered 409). So
@@ -127,6 +128,13 @@ class RedisStorage(Storage):
             raise ValueError("RedisStorage needs a client made with decode_responses=True")
         self.client = client
         self._scripts: dict[str, Script] = scripts.register(client)
+        # The hot read skips redis-py's client layer (storage/read_lane.py); RedisCluster
+        # routes commands by slot, so the cluster backend reads through its client.
+        self._read_lane = (
+            ReadLane(client, self._scripts["read_version"])
+            if isinstance(client, redis.Redis)
+            else None
+        )
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> RedisStorage:
@@ -159,6 +167,8 @@ class RedisStorage(Storage):
 
     def close(self) -> None:
         self.client.close()
+        if self._read_lane is not None:
+            self._read_lane.close()
 
     # -- prompts
 
@@ -231,7 +241,13 @@ class RedisStorage(Storage):
         )
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
-        reply = self._prompt_script("read_version", org, [prompt_ref, mode, value])
+        if self._read_lane is None:
+            reply = self._prompt_script("read_version", org, [prompt_ref, mode, value])
+        else:
+            with _guard():
+                reply = self._read_lane(
+                    [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
+                )
         return _version(_check(reply, prompt_ref, ref))
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:

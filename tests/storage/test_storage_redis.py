@@ -11,6 +11,7 @@ from typing import Any
 import fakeredis
 import pytest
 import redis
+from redis.connection import AbstractConnection
 from redis.crc import key_slot
 
 from storage import keys, storage_from_url
@@ -153,15 +154,19 @@ def test_scripts_are_reloaded_when_the_server_forgot_them() -> None:
 # --------------------------------------------------------------------------- round trips
 
 
-def count_round_trips(monkeypatch: pytest.MonkeyPatch, store: RedisStorage) -> list[Any]:
-    sent: list[Any] = []
-    original = store.client.execute_command
+def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every command sent by any redis-py connection: the client's pools,
+    the read lane (storage/read_lane.py), fakeredis and the cluster's nodes."""
+    sent: list[str] = []
+    original = AbstractConnection.send_packed_command
 
-    def counting(*args: Any, **options: Any) -> Any:
-        sent.append(args[0])
-        return original(*args, **options)
+    def counting(self: AbstractConnection, command: Any, *args: Any, **kwargs: Any) -> Any:
+        packed = command if isinstance(command, bytes | str) else b"".join(command)
+        packed = packed.encode() if isinstance(packed, str) else packed
+        sent.append(packed.split(b"\r\n")[2].decode())  # *<n> $<len> <name> ...
+        return original(self, command, *args, **kwargs)
 
-    monkeypatch.setattr(store.client, "execute_command", counting)
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
     return sent
 
 
@@ -193,7 +198,7 @@ def test_a_read_is_one_round_trip(
 ) -> None:
     pid, ids = populate(redis_storage)
     read(redis_storage, pid, ids)  # scripts load on first use; count the steady state
-    sent = count_round_trips(monkeypatch, redis_storage)
+    sent = count_round_trips(monkeypatch)
     read(redis_storage, pid, ids)
     assert sent == ["EVALSHA"]
 
@@ -264,13 +269,23 @@ def test_server_side_outages_are_storage_unavailable(
     monkeypatch: pytest.MonkeyPatch, error: Exception
 ) -> None:
     store = RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True))
+    populate(store)
+    store.get_production(ORG, "greeting")  # scripts loaded: the reply below is the read's
 
     def fail(*args: Any, **options: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(store.client, "execute_command", fail)
-    with pytest.raises(StorageUnavailable, match=r"^storage unavailable$"):
-        store.get_production(ORG, "greeting")
+    # Where redis-py raises these: reading the reply, on the client's connections and
+    # on the read lane's alike.
+    monkeypatch.setattr(store.client.connection_pool.connection_class, "read_response", fail)
+    for call in (
+        lambda: store.get_production(ORG, "greeting"),
+        lambda: store.get_version(ORG, "greeting", "1"),
+        lambda: store.get_prompt(ORG, "greeting"),
+        lambda: store.create_prompt(ORG, "other"),
+    ):
+        with pytest.raises(StorageUnavailable, match=r"^storage unavailable$"):
+            call()
 
 
 def test_request_errors_are_not_outages() -> None:
