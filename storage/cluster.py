@@ -55,7 +55,7 @@ from redis.typing import EncodableT, KeyT
 
 from storage import keys
 from storage.base import Clock, PromptVersion, StorageUnavailable, utcnow
-from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage, _check, _version
+from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage
 
 SCHEME = "redis+cluster"
 DEFAULT_PORT = 6379
@@ -269,7 +269,7 @@ class ClusterStorage(RedisStorage):
                 raise
             # No replica answered: the primary has the answer (or raises the 503).
             return super()._read(org, prompt_ref, mode, value, ref)
-        return _version(_check(reply, prompt_ref, ref))
+        return self._decoded(reply, prompt_ref, ref)
 
     def _read_on_replica(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua as EVALSHA_RO on a replica of the keys' slot.

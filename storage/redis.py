@@ -48,6 +48,7 @@ from storage.base import (
     new_id,
     utcnow,
 )
+from storage.memo import Memo
 from storage.read_lane import ReadLane
 
 # redis-py resends a command whose reply was lost, and for a script that changes data
@@ -128,6 +129,7 @@ class RedisStorage(Storage):
             raise ValueError("RedisStorage needs a client made with decode_responses=True")
         self.client = client
         self._scripts: dict[str, Script] = scripts.register(client)
+        self._versions: Memo[tuple[str | None, ...], PromptVersion] = Memo()
         # The hot read skips redis-py's client layer (storage/read_lane.py); RedisCluster
         # routes commands by slot, so the cluster backend reads through its client.
         self._read_lane = (
@@ -248,7 +250,19 @@ class RedisStorage(Storage):
                 reply = self._read_lane(
                     [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
                 )
-        return _version(_check(reply, prompt_ref, ref))
+        return self._decoded(reply, prompt_ref, ref)
+
+    def _decoded(self, reply: Any, prompt_ref: str, ref: str) -> PromptVersion:
+        """A read's reply as a PromptVersion, memoized on every stored field of it
+        (storage/memo.py): the same stored version gives the same object, which the
+        read API's body memo (promptsvc.api.records.version_body) relies on."""
+        _check(reply, prompt_ref, ref)
+        key = (*reply[1], *reply[2])
+        version = self._versions.get(key)
+        if version is None:
+            size = sum(len(value) for value in key if value is not None)
+            version = self._versions.put(key, _version(reply), size)
+        return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)

@@ -19,8 +19,8 @@ error travels with the request (``environ[STORAGE_ERROR]``) and the view raises 
 instead of reading storage a second time.
 
 The bodies, ETags and X-Request-ID come from the same functions the Flask views use
-(promptsvc.api.records, promptsvc.http), and the tests check that both paths answer
-byte for byte alike.
+(promptsvc.api.records.version_body, promptsvc.http), and the tests check that both
+paths answer byte for byte alike.
 
 Flask request hooks and signals do not run for requests answered here. So the fast path
 stands aside altogether when the app has any before/after/teardown request hook or URL
@@ -41,15 +41,8 @@ from werkzeug.datastructures import ETags
 from werkzeug.http import parse_etags
 
 from identity.roles import SERVICE_READ, role_includes
-from promptsvc.api.records import version_json
-from promptsvc.http import (
-    OWN_HOOKS,
-    REQUEST_ID_HEADER,
-    access_log,
-    choose_request_id,
-    etag_of,
-    json_body,
-)
+from promptsvc.api.records import version_body
+from promptsvc.http import OWN_HOOKS, REQUEST_ID_HEADER, access_log, choose_request_id
 from storage.base import PromptVersion, Storage, StorageError
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -91,8 +84,7 @@ class FastReads:
         if version is None:
             return self.fallback(environ, start_response)
 
-        body = json_body(version_json(version))
-        etag = etag_of(body)
+        body, etag = version_body(version)
         headers = [
             ("ETag", f'"{etag}"'),
             (REQUEST_ID_HEADER, choose_request_id(environ.get("HTTP_X_REQUEST_ID"))),

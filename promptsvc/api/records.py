@@ -10,7 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from promptsvc.http import etag_of, json_body
 from storage.base import ApiKey, PromotionRecord, Prompt, PromptVersion
+from storage.memo import Memo
+
+# id(version) -> (version, body, ETag). The version is kept with its body so that its id
+# cannot be reused by another object while the entry lives.
+_BODIES: Memo[int, tuple[PromptVersion, bytes, str]] = Memo()
 
 
 def timestamp(value: datetime) -> str:
@@ -77,3 +83,19 @@ def key_json(k: ApiKey) -> dict[str, Any]:
         "created_at": timestamp(k.created_at),
         "revoked": k.revoked,
     }
+
+
+def version_body(v: PromptVersion) -> tuple[bytes, str]:
+    """The read API's JSON body for ``v`` and its strong ETag (unquoted).
+
+    Memoized per version object (storage/memo.py): storage hands out the same object
+    for the same stored version (memory keeps its records; Redis memoizes decoding on
+    every stored field), and a record never changes, so a hit is always the right body.
+    """
+    hit = _BODIES.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1], hit[2]
+    body = json_body(version_json(v))
+    etag = etag_of(body)
+    _BODIES.put(id(v), (v, body, etag), len(body))
+    return body, etag

@@ -15,7 +15,7 @@ from flask import Response, request
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.fastread import STORAGE_ERROR, read_version
-from promptsvc.api.records import promotion_json, version_json
+from promptsvc.api.records import promotion_json, version_body, version_json
 from promptsvc.api.schemas import (
     NoBodySchema,
     PromoteSchema,
@@ -66,7 +66,7 @@ def read_answer(name: str, which: str, version_ref: str | None = None) -> Respon
     if earlier is not None:
         raise earlier
     org = current_principal().org
-    return etag_response(version_json(read_version(storage(), org, name, which, version_ref)))
+    return etag_response(*version_body(read_version(storage(), org, name, which, version_ref)))
 
 
 @blp.route("/<name>/production", parameters=[NAME_PARAM])
