@@ -310,6 +310,10 @@ def report(
         for b, p in zip(results["bare"], results["promptsvc"], strict=True)
     ]
     per_round = ", ".join(f"{r:.2f}" for r in round_ratios)
+    rounds_rps = "; ".join(
+        f"{name}: " + ", ".join(f"{r.requests_per_s:,.0f}" for r in results[name])
+        for name in LABELS
+    )
     verdict = "meets" if ratio >= 0.8 else "misses"
     body = f"""
 Load average when the run finished: {os.getloadavg()[0]:.1f} (2 cores; wrk, Redis, both
@@ -330,13 +334,23 @@ request; its successful reads are answered by the WSGI fast path (promptsvc/api/
 **Ratio promptsvc / bare, requests/s: {ratio:.2f}** (median requests/s over median
 requests/s; per round: {per_round}, median {statistics.median(round_ratios):.2f}); target
 0.8: {verdict} it. Server CPU per request, bare / promptsvc: {cpu_ratio:.2f}.
+Requests/s per round, {rounds_rps}.
 
-Where the difference goes: the one Redis round trip per read. Measured in-process on this
-machine, a Redis PING costs the calling process {cost.ping_cpu_us:.0f} us of CPU
-({cost.ping_wall_us:.0f} us wall) and `RedisStorage.get_production` {cost.read_cpu_us:.0f} us
-of CPU ({cost.read_wall_us:.0f} us wall), against the few tens of microseconds of
-promptsvc's own code on the fast path; the Redis server's own CPU comes on top. The bare
-endpoint pays none of this.
+What each side pays per request: the bare endpoint runs Flask's request machinery and
+`jsonify`. promptsvc's successful reads skip that machinery (the WSGI fast path), take
+the remembered token, send one EVALSHA over the storage's read lane
+(storage/read_lane.py), and reuse the decoded version and its JSON body and ETag while
+the stored version is unchanged (storage/memo.py: keyed on every stored field, so a
+promotion is seen by the next read). The Redis round trip is then its main cost:
+measured in-process on this machine, a Redis PING through redis-py costs the calling
+process {cost.ping_cpu_us:.0f} us of CPU ({cost.ping_wall_us:.0f} us wall) and
+`RedisStorage.get_production` {cost.read_cpu_us:.0f} us of CPU ({cost.read_wall_us:.0f} us
+wall); the Redis server's own CPU comes on top. A round runs at about half speed now and
+then, on either side: wrk keeps its connections for the whole run, gunicorn's gthread
+workers accept greedily, and when every connection lands on one worker, that worker's
+GIL limits the run (seen with `ss -tnp` during such runs: 16 connections on one worker
+pid, about 2,200 requests/s, against 5,400-6,100 when spread over two or more). The
+medians are robust to it; the per-round figures show it.
 """
     print(body)
     write_section(
