@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.connection import AbstractConnection
 
 from bench.report import table, write_section
 from storage import codec, keys, scripts
@@ -155,13 +156,18 @@ def operations(store: Storage, n: int) -> dict[str, Timing]:
 
 
 def commands_per_read(store: RedisStorage, url: str, n: int) -> dict[str, float]:
-    """Round trips counted on the client, and commandstats deltas from the server."""
-    sent: list[Any] = []
-    original = store.client.execute_command
+    """Round trips counted on the client, and commandstats deltas from the server.
 
-    def counting(*args: Any, **options: Any) -> Any:
-        sent.append(args[0])
-        return original(*args, **options)
+    Sends are counted where every redis-py connection sends (the client's pool and the
+    storage's read lane alike), only while the reads run.
+    """
+    sent = 0
+    original = AbstractConnection.send_packed_command
+
+    def counting(self: AbstractConnection, *args: Any, **options: Any) -> Any:
+        nonlocal sent
+        sent += 1
+        return original(self, *args, **options)
 
     admin = redis.Redis.from_url(url)
 
@@ -169,16 +175,18 @@ def commands_per_read(store: RedisStorage, url: str, n: int) -> dict[str, float]
         return {k: int(v["calls"]) for k, v in admin.info("commandstats").items()}
 
     store.get_production("small", "target")  # the script is loaded; count steady state
-    store.client.execute_command = counting  # type: ignore[method-assign]
     before = stats()
-    for _ in range(n):
-        store.get_production("small", "target")
+    AbstractConnection.send_packed_command = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(n):
+            store.get_production("small", "target")
+    finally:
+        AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
     after = stats()
-    store.client.execute_command = original  # type: ignore[method-assign]
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     delta["cmdstat_info"] = delta.get("cmdstat_info", 0) - 1  # our own second INFO
     return {
-        "round trips": len(sent) / n,
+        "round trips": sent / n,
         "EVALSHA": delta.get("cmdstat_evalsha", 0) / n,
         "all commands": sum(delta.values()) / n,
     }
