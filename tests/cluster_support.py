@@ -26,19 +26,18 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
-import httpx
 import pytest
 import redis
+import servers
+from servers import free_ports
 
-ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_REDIS = os.environ.get("PROMPTSVC_TEST_REQUIRE_REDIS") == "1"
 HASH_SLOTS = 16384
 
@@ -53,20 +52,6 @@ def missing_binaries() -> str | None:
     if missing:
         return f"{' and '.join(missing)} not on PATH: cannot start a local Redis Cluster"
     return None
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports the OS considers free on 127.0.0.1 right now."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)  # kept open until all are chosen, so none repeats
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 class Node:
@@ -432,73 +417,17 @@ class LocalRedis:
         self.stop()
 
 
-class Gunicorn:
-    """``gunicorn -c gunicorn.conf.py wsgi:app`` on 127.0.0.1:``port``, as a deployment
-    runs it: one "host" of the service. ``env`` adds PROMPTSVC_* settings."""
+class Gunicorn(servers.Gunicorn):
+    """One "host" of the service; like the clusters, stopped at exit if a run is
+    interrupted before its own stop."""
 
-    def __init__(self, port: int, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
-        self.port = port
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
-        self.args = [
-            sys.executable, "-m", "gunicorn",
-            "-c", str(ROOT / "gunicorn.conf.py"),
-            "--bind", f"127.0.0.1:{port}",
-            "--workers", str(workers),
-            "--threads", str(threads),
-            "wsgi:app",
-        ]  # fmt: skip
-        self.process: subprocess.Popen[bytes] | None = None
-        handle, name = tempfile.mkstemp(prefix="promptsvc-gunicorn-", suffix=".log")
-        os.close(handle)
-        self.log_path = Path(name)
-
-    def start(self, timeout: float = 60.0) -> Gunicorn:
-        # A file, not a pipe: a chatty server never blocks on it. The child keeps its own
-        # descriptor, so ours can close at once.
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                self.args,
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: stop() reaches the workers
-            )
+    def start(self, ready_path: str = "/readyz", timeout: float = servers.START_SECONDS) -> Self:
         _RUNNING.add(self)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                log = self.log()
-                self.stop()
-                raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{log}")
-            try:
-                if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                log = self.log()
-                self.stop()
-                raise RuntimeError(f"gunicorn not ready after {timeout:.0f}s:\n{log}")
-            time.sleep(0.1)
+        return super().start(ready_path, timeout)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=15)
+        super().stop()
         _RUNNING.discard(self)
-        self.log_path.unlink(missing_ok=True)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return "(no log)"
 
 
 def skip_or_fail(reason: str) -> None:

@@ -10,7 +10,6 @@ from sdk_support import (
     AsyncAdapter,
     ControlledStorage,
     FakeClock,
-    LiveServer,
     Seen,
     Service,
     ServiceFactory,
@@ -19,6 +18,7 @@ from sdk_support import (
     seed,
     shared_signing_key,
 )
+from servers import LiveServer
 
 from promptsvc.client import AsyncPromptClient, PromptClient
 
@@ -40,7 +40,7 @@ def start_service() -> Iterator[ServiceFactory]:
         seen: list[Seen] = []
         app = build_app(storage, seen, token_lifetime)
         key_id, secret = new_key(app)
-        server = LiveServer(app)
+        server = LiveServer(app).start()
         servers.append(server)
         return Service(server, app, storage, versions, key_id, secret, seen)
 

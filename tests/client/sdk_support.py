@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from flask import Flask, Response, g, request
+from servers import LiveServer
 from werkzeug.datastructures import Headers
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from identity.signing import new_signing_key
 from promptsvc.app import create_app
@@ -153,31 +153,6 @@ def new_key(app: Flask, client_id: str | None = None, secret: str | None = None)
     return key.client_id, plain
 
 
-class LiveServer:
-    """A WSGI app served by werkzeug on 127.0.0.1:<free port> in a daemon thread."""
-
-    def __init__(self, app: Flask) -> None:
-        self._server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self._thread.start()
-        self.running = True
-
-    def swap(self, app: Flask) -> None:
-        """Serve another app on the same port, as a restarted server would."""
-        self._server.app = app
-
-    def stop(self) -> None:
-        """Stop serving and close the port: later connections are refused."""
-        if self.running:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join(5)
-            self.running = False
-
-
 @dataclass
 class Service:
     """A running server with its storage, seeded data, key and request log."""
@@ -192,7 +167,7 @@ class Service:
 
     @property
     def url(self) -> str:
-        return self.server.url
+        return self.server.base_url
 
     def api_calls(self) -> list[Seen]:
         return [s for s in self.seen if s.path.startswith("/api/")]

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import Server, free_port, gunicorn_command
+from servers import Server, free_port, gunicorn_command
 
 pytestmark = pytest.mark.slow
 
@@ -41,10 +41,8 @@ slug = "acme"
         "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{port}",
     }
     here = str(Path(__file__).parent)
-    server = Server(gunicorn_command("--pythonpath", here, "pid_app:app"), port, env)
-    server.wait_ready()
-    yield server
-    server.stop()
+    with Server(gunicorn_command("--pythonpath", here, "pid_app:app"), port, env) as server:
+        yield server
 
 
 def _fresh(method: str, url: str, **kwargs: Any) -> httpx.Response:
@@ -156,17 +154,10 @@ def test_memory_storage_with_two_workers_refuses_to_start() -> None:
 
 def test_memory_storage_with_one_worker_runs() -> None:
     port = free_port()
-    server = Server(
-        gunicorn_command("wsgi:app"),
-        port,
-        {
-            "PROMPTSVC_BIND": f"127.0.0.1:{port}",
-            "PROMPTSVC_WORKERS": "1",
-            "PROMPTSVC_STORAGE_URL": "memory://",
-        },
-    )
-    try:
-        server.wait_ready()
+    env = {
+        "PROMPTSVC_BIND": f"127.0.0.1:{port}",
+        "PROMPTSVC_WORKERS": "1",
+        "PROMPTSVC_STORAGE_URL": "memory://",
+    }
+    with Server(gunicorn_command("wsgi:app"), port, env) as server:
         assert httpx.get(f"{server.base_url}/healthz").json() == {"status": "ok"}
-    finally:
-        server.stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import Server, free_port, promptsvc_command
+from servers import Server, free_port, promptsvc_command
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +22,10 @@ ADMIN_SECRET = "e2e-admin-secret-0123456789"
 @pytest.fixture
 def demo_server() -> Iterator[Server]:
     port = free_port()
-    server = Server(promptsvc_command("serve", "--demo", "--port", str(port)), port)
-    server.wait_ready()  # the instructions are printed (and flushed) before serving starts
-    assert "Press Ctrl+C to stop." in server.stdout
-    yield server
-    server.stop()
+    with Server(promptsvc_command("serve", "--demo", "--port", str(port)), port) as server:
+        # Ready means printed: the instructions are flushed before serving starts.
+        assert "Press Ctrl+C to stop." in server.stdout
+        yield server
 
 
 def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server) -> None:
@@ -111,15 +110,11 @@ slug = "acme"
 """
     )
     port = free_port()
-    server = Server(
-        promptsvc_command(
-            "serve", "--port", str(port), "--storage", storage_url, "--bootstrap", str(bootstrap)
-        ),
-        port,
+    command = promptsvc_command(
+        "serve", "--port", str(port), "--storage", storage_url, "--bootstrap", str(bootstrap)
     )
-    server.wait_ready()
-    yield server
-    server.stop()
+    with Server(command, port) as server:
+        yield server
 
 
 def test_token_create_promote_read_over_http(bootstrapped: Server) -> None:

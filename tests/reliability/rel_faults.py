@@ -24,7 +24,15 @@ from typing import Any
 import httpx
 from rel_contract import error_problems
 from rel_load import ClientResult, LoadReport, check_invariants, client
-from rel_support import Gunicorn, LiveServer, RedisServer, bootstrap_file, make_app, new_key
+from rel_support import (
+    Gunicorn,
+    LiveServer,
+    RedisServer,
+    bootstrap_file,
+    free_port,
+    make_app,
+    new_key,
+)
 
 from identity.roles import SERVICE_WRITE
 from promptsvc.client import PromptClient, ServerError
@@ -93,7 +101,7 @@ def outage(directory: Path, *, down_seconds: float) -> OutageReport:
     try:
         redis_server.start()
         with (
-            Gunicorn(env, workers=2) as server,
+            Gunicorn(free_port(), env, workers=2) as server,
             httpx.Client(base_url=server.base_url, timeout=TIMEOUT) as anonymous,
         ):
             token = anonymous.post("/v1/auth/sdk-token", json=credentials).json()["access_token"]

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 from rel_contract import version_problems
-from rel_support import Gunicorn, bootstrap_file
+from rel_support import Gunicorn, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
 
@@ -310,7 +310,7 @@ def load_test(
         "PROMPTSVC_WORKERS": str(workers),
     }
     credentials = {"account_id": ORG, "key_id": client_id, "key_secret": secret}
-    with Gunicorn(env, workers=workers) as server:
+    with Gunicorn(free_port(), env, workers=workers) as server:
         token = httpx.post(
             f"{server.base_url}/v1/auth/sdk-token", json=credentials, timeout=REQUEST_TIMEOUT
         ).json()["access_token"]

@@ -1,12 +1,13 @@
 """Processes and servers the reliability tests and bench/reliability.py start themselves.
 
-* :class:`LiveServer`: the real app (``create_app``) served by werkzeug on a free
-  loopback port in a thread.
 * :class:`RedisServer`: a ``redis-server`` of our own on a free port (never 6379), with
   the append-only file fsynced on every write in a temporary directory, so a stop and a
   start (or a crash) keep every acknowledged write. It can be stopped and started again on
   the same port, which is what the fault tests need.
-* :class:`Gunicorn`: ``gunicorn -c gunicorn.conf.py wsgi:app`` as a deployment runs it.
+* :class:`PromptsvcServe`: ``promptsvc serve`` on a free port.
+
+``LiveServer`` (an app served by werkzeug in a thread), ``Server``, ``Gunicorn`` and
+``free_port`` come from tests/servers.py; the suite imports them from here.
 
 Every process has a bounded start and stop; every ``stop`` is safe to call twice, so
 fixtures call it in teardown whatever happened.
@@ -15,8 +16,6 @@ fixtures call it in teardown whatever happened.
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import shutil
 import signal
 import socket
@@ -28,28 +27,24 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
 
 import httpx
 import redis
 from flask import Flask
-from werkzeug.serving import make_server
 
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import Storage
 
-ROOT = Path(__file__).resolve().parents[2]
+# bench/reliability.py puts only tests/reliability on sys.path; servers.py is in tests/.
+# Appended, so tests/ shadows no package.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from servers import Gunicorn as Gunicorn  # re-exported: nothing here uses it
+from servers import LiveServer, Server, free_port, promptsvc_command
+
 START_SECONDS = 30.0
 STOP_SECONDS = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def make_app(
@@ -95,34 +90,6 @@ def token_for(app: Flask, creds: Credentials) -> str:
     issued = app.extensions["identity"].issue_token(creds.org, creds.client_id, creds.secret)
     token: str = issued["access_token"]
     return token
-
-
-class LiveServer:
-    """``app`` on 127.0.0.1:<free port>, served by werkzeug in a thread."""
-
-    def __init__(self, app: Flask) -> None:
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-        self.app = app
-        self._server = make_server("127.0.0.1", 0, app, threaded=True)
-        self.port = self._server.server_port
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def start(self) -> LiveServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(STOP_SECONDS)
-        self._server.server_close()
-
-    def __enter__(self) -> LiveServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class RedisServer:
@@ -217,91 +184,13 @@ def bootstrap_file(directory: Path, org: str, keys: Mapping[str, tuple[str, str]
     return path
 
 
-class ServerProcess:
-    """A server subprocess on a free loopback port; its output goes to a temp file."""
-
-    def __init__(self, args: list[str], env: Mapping[str, str], port: int) -> None:
-        self.port = port
-        self.base_url = f"http://127.0.0.1:{port}"
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
-        self.process = subprocess.Popen(
-            args,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # stop() signals the workers too
-        )
-
-    def wait_ready(self) -> Self:
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited:\n{self.output()}")
-            try:
-                if httpx.get(self.base_url + "/readyz", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)  # polling a starting process
-        self.stop()
-        raise RuntimeError(f"server not ready in {START_SECONDS}s:\n{self.output()}")
-
-    def output(self) -> str:
-        """Everything the server printed and logged so far."""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(STOP_SECONDS)
-
-    def __enter__(self) -> Self:
-        return self.wait_ready()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-        self._log.close()
-
-
-class Gunicorn(ServerProcess):
-    """``gunicorn -c gunicorn.conf.py wsgi:app`` as a deployment runs it."""
-
-    def __init__(
-        self,
-        env: Mapping[str, str],
-        workers: int = 2,
-        threads: int = 4,
-        extra_args: tuple[str, ...] = (),
-    ) -> None:
-        port = free_port()
-        args = [
-            sys.executable,
-            *("-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")),
-            *("--bind", f"127.0.0.1:{port}"),
-            *("--workers", str(workers), "--threads", str(threads)),
-            *extra_args,
-            "wsgi:app",
-        ]
-        super().__init__(args, env, port)
-
-
-class PromptsvcServe(ServerProcess):
-    """``promptsvc serve`` (the all-in-one werkzeug server)."""
+class PromptsvcServe(Server):
+    """``promptsvc serve`` (the all-in-one werkzeug server) on a free port."""
 
     def __init__(self, env: Mapping[str, str], *options: str) -> None:
         port = free_port()
-        args = [
-            sys.executable,
-            *("-m", "promptsvc.cli", "serve", "--host", "127.0.0.1", "--port", str(port)),
-            *options,
-        ]
-        super().__init__(args, env, port)
+        args = promptsvc_command("serve", "--host", "127.0.0.1", "--port", str(port), *options)
+        super().__init__(args, port, env)
 
 
 @dataclass

@@ -12,7 +12,16 @@ from pathlib import Path
 import httpx
 import pytest
 from rel_contract import SAFE_REQUEST_ID, error_problems
-from rel_support import ORG, Gunicorn, RawResponse, Report, Service, bootstrap_file, raw_request
+from rel_support import (
+    ORG,
+    Gunicorn,
+    RawResponse,
+    Report,
+    Service,
+    bootstrap_file,
+    free_port,
+    raw_request,
+)
 
 from identity.roles import SERVICE_WRITE
 
@@ -191,11 +200,8 @@ def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gunicorn]:
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),
         "PROMPTSVC_WORKERS": "1",
     }
-    server = Gunicorn(env, workers=1)
-    try:
-        yield server.wait_ready()
-    finally:
-        server.stop()
+    with Gunicorn(free_port(), env, workers=1) as server:
+        yield server
 
 
 class Target:

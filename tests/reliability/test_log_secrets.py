@@ -18,7 +18,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rel_support import Gunicorn, PromptsvcServe, RedisServer, Report, ServerProcess, bootstrap_file
+from rel_support import (
+    Gunicorn,
+    PromptsvcServe,
+    RedisServer,
+    Report,
+    Server,
+    bootstrap_file,
+    free_port,
+)
 
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN
@@ -31,14 +39,15 @@ REDIS_PASSWORD = "redis-password-DO-NOT-LOG-5678"
 WRONG_SECRET = "a-wrong-guess-DO-NOT-LOG-9012"
 REALM = f"/realms/{ORG}/protocol/openid-connect/token"
 
-Start = Callable[[dict[str, str], Path], ServerProcess]
+Start = Callable[[dict[str, str], Path], Server]
 
 
-def start_gunicorn(env: dict[str, str], _: Path) -> ServerProcess:
-    return Gunicorn(env, workers=2, extra_args=("--access-logfile", "-", "--log-level", "debug"))
+def start_gunicorn(env: dict[str, str], _: Path) -> Server:
+    debug = ("--access-logfile", "-", "--log-level", "debug")
+    return Gunicorn(free_port(), env, workers=2, extra_args=debug)
 
 
-def start_serve(env: dict[str, str], boot: Path) -> ServerProcess:
+def start_serve(env: dict[str, str], boot: Path) -> Server:
     return PromptsvcServe(env, "--storage", env["PROMPTSVC_STORAGE_URL"], "--bootstrap", str(boot))
 
 
