@@ -65,8 +65,15 @@ class KeySnapshot:
 
 
 def new_signing_key(created_at: datetime) -> SigningKey:
-    """A freshly generated RSA 2048 key, its kid the RFC 7638 thumbprint."""
+    """A freshly generated RSA 2048 key, its kid the RFC 7638 thumbprint.
+
+    A thumbprint is base64url, so one in 64 begins with "-", which a command line takes
+    for an option (``promptsvc signing-keys retire <kid>`` would fail): such a key is
+    thrown away and another generated.
+    """
     key = RSAKey.generate_key(KEY_BITS, private=True)
+    while key.thumbprint().startswith("-"):
+        key = RSAKey.generate_key(KEY_BITS, private=True)
     return SigningKey(
         kid=key.thumbprint(),
         private_pem=key.as_pem(private=True).decode("ascii"),

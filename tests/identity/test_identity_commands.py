@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 from identity_support import ISSUER, FakeClock, StorageFactory
+from joserfc.jwk import RSAKey
 
 from identity import Identity, commands, errors
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
-from identity.signing import REFRESH_SECONDS
-from storage.base import Storage
+from identity.signing import REFRESH_SECONDS, new_signing_key
+from storage.base import Storage, utcnow
 
 Run = Callable[..., tuple[int, Any, str]]
 
@@ -216,3 +217,25 @@ def test_unknown_scheme(run: Run) -> None:
     status, _, err = run("keys", "list", "--org", "acme", "--storage", "mysql://x")
     assert status == commands.EXIT_FAILED
     assert "unsupported storage URL scheme" in err
+
+
+def test_a_new_kid_never_looks_like_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One thumbprint in 64 begins with "-", and `signing-keys retire <kid>` would read it
+    # as an option (argparse: "the following arguments are required: kid").
+    real = RSAKey.generate_key(2048, private=True)
+    thumbprints = iter(["-starts-with-a-dash", "_fine", "AlsoFine"])
+
+    class Generated:
+        def __init__(self) -> None:
+            self.kid = next(thumbprints)
+
+        def thumbprint(self) -> str:
+            return self.kid
+
+        def as_pem(self, private: bool) -> bytes:
+            return real.as_pem(private=private)
+
+    monkeypatch.setattr(RSAKey, "generate_key", lambda *a, **k: Generated())
+    assert new_signing_key(utcnow()).kid == "_fine"
+    args = parser().parse_args(["signing-keys", "retire", "_fine"])
+    assert args.kid == "_fine"
