@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "reliability"
 DOC = ROOT / "docs" / "reliability.md"
 sys.path.insert(0, str(SUITE))
+# Its helpers import tests/servers.py; appended, so tests/ shadows no package.
+sys.path.append(str(ROOT / "tests"))
 
 from bench.report import machine  # noqa: E402
 
@@ -88,7 +90,8 @@ def _timed(name: str, run: Callable[[], Row]) -> Row:
 
 def fuzz_row(backend: str, examples: int, seed: int) -> Row:
     from rel_fuzz import Tokens, fuzz
-    from rel_support import LiveServer, RedisServer, make_app, new_key, token_for
+    from rel_support import RedisServer, make_app, new_key, token_for
+    from servers import LiveServer
 
     from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
 

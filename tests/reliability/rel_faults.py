@@ -24,15 +24,8 @@ from typing import Any
 import httpx
 from rel_contract import error_problems
 from rel_load import ClientResult, LoadReport, check_invariants, client
-from rel_support import (
-    Gunicorn,
-    LiveServer,
-    RedisServer,
-    bootstrap_file,
-    free_port,
-    make_app,
-    new_key,
-)
+from rel_support import RedisServer, bootstrap_file, make_app, new_key
+from servers import Gunicorn, LiveServer, free_port
 
 from identity.roles import SERVICE_WRITE
 from promptsvc.client import PromptClient, ServerError

@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 from rel_contract import version_problems
-from rel_support import Gunicorn, bootstrap_file, free_port
+from rel_support import bootstrap_file
+from servers import Gunicorn, free_port
 
 from identity.roles import SERVICE_WRITE
 

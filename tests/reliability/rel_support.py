@@ -6,8 +6,8 @@
   the same port, which is what the fault tests need.
 * :class:`PromptsvcServe`: ``promptsvc serve`` on a free port.
 
-``LiveServer`` (an app served by werkzeug in a thread), ``Server``, ``Gunicorn`` and
-``free_port`` come from tests/servers.py; the suite imports them from here.
+The servers themselves (``LiveServer``, ``Server``, ``Gunicorn``, ``free_port``) are in
+tests/servers.py.
 
 Every process has a bounded start and stop; every ``stop`` is safe to call twice, so
 fixtures call it in teardown whatever happened.
@@ -20,7 +20,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,17 +30,12 @@ from pathlib import Path
 import httpx
 import redis
 from flask import Flask
+from servers import LiveServer, Server, free_port, promptsvc_command
 
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import Storage
-
-# bench/reliability.py puts only tests/reliability on sys.path; servers.py is in tests/.
-# Appended, so tests/ shadows no package.
-sys.path.append(str(Path(__file__).resolve().parents[1]))
-from servers import Gunicorn as Gunicorn  # re-exported: nothing here uses it
-from servers import LiveServer, Server, free_port, promptsvc_command
 
 START_SECONDS = 30.0
 STOP_SECONDS = 10.0

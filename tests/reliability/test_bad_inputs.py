@@ -12,16 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 from rel_contract import SAFE_REQUEST_ID, error_problems
-from rel_support import (
-    ORG,
-    Gunicorn,
-    RawResponse,
-    Report,
-    Service,
-    bootstrap_file,
-    free_port,
-    raw_request,
-)
+from rel_support import ORG, RawResponse, Report, Service, bootstrap_file, raw_request
+from servers import Gunicorn, free_port
 
 from identity.roles import SERVICE_WRITE
 

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from rel_fuzz import Tokens, fuzz
-from rel_support import LiveServer, Report, make_app, new_key, token_for
+from rel_support import Report, make_app, new_key, token_for
+from servers import LiveServer
 
 from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE

@@ -18,15 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rel_support import (
-    Gunicorn,
-    PromptsvcServe,
-    RedisServer,
-    Report,
-    Server,
-    bootstrap_file,
-    free_port,
-)
+from rel_support import PromptsvcServe, RedisServer, Report, bootstrap_file
+from servers import Gunicorn, Server, free_port
 
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN

@@ -11,7 +11,8 @@ import httpx
 import pytest
 import redis
 from rel_contract import error_problems
-from rel_support import ORG, LiveServer, Report, Service, make_app, new_key, start_service
+from rel_support import ORG, Report, Service, make_app, new_key, start_service
+from servers import LiveServer
 
 from identity.ratelimit import (
     DEFAULT_PER_CLIENT,
