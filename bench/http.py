@@ -23,8 +23,6 @@ import os
 import re
 import runpy
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +39,10 @@ from bench.report import table, write_section
 from storage.redis import RedisStorage
 
 ROOT = Path(__file__).resolve().parent.parent
+# The servers are started by the tests' own helper; appended, so tests/ shadows no package.
+sys.path.append(str(ROOT / "tests"))
+from servers import Server, free_port, gunicorn_command  # noqa: E402
+
 ADMIN_SECRET = "bench-admin-secret-0123456789"
 READ_SECRET = "bench-read-secret-0123456789"
 CONTENT = (
@@ -82,47 +84,10 @@ def tree_cpu_seconds(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class Gunicorn:
-    """``gunicorn -c gunicorn.conf.py <app>`` on a free loopback port."""
-
-    def __init__(self, app: str, env: dict[str, str]) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), app],
-            cwd=ROOT,
-            env={**os.environ, **env, "PROMPTSVC_BIND": f"127.0.0.1:{self.port}"},
-            stdout=self.log,
-            stderr=self.log,
-            start_new_session=True,
-        )
-
-    def wait(self, path: str) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            try:
-                httpx.get(self.url + path, timeout=1)
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.log.seek(0)
-        raise SystemExit(f"gunicorn did not start:\n{self.log.read().decode()}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
-        self.log.close()
+def gunicorn(app: str, env: dict[str, str]) -> Server:
+    """``gunicorn -c gunicorn.conf.py <app>`` on a free loopback port (not started)."""
+    port = free_port()
+    return Server(gunicorn_command("--bind", f"127.0.0.1:{port}", app), port, env)
 
 
 def wrk(
@@ -246,23 +211,24 @@ def run(args: argparse.Namespace) -> None:
         "PROMPTSVC_THREADS": str(args.threads),
         "BENCH_HTTP_BODY": str(body_file),
     }
-    servers: list[Gunicorn] = []
+    path = "/api/v1/prompts/support/production"
+    servers: list[Server] = []
     try:
-        api = Gunicorn("wsgi:app", env)
+        api = gunicorn("wsgi:app", env)
         servers.append(api)
-        api.wait("/healthz")
-        token, body = seed(api.url)
+        api.start("/healthz")
+        token, body = seed(api.base_url)
         body_file.write_bytes(body)
-        bare = Gunicorn("bench.http_bare:app", env)
+        bare = gunicorn("bench.http_bare:app", env)
         servers.append(bare)
-        bare.wait("/")
-        path = "/api/v1/prompts/support/production"
-        bare_body = httpx.get(bare.url + path).json()
+        bare.start(path)
+        bare_body = httpx.get(bare.base_url + path).json()
         assert bare_body == json.loads(body), "both servers must answer the same JSON"
+        assert api.process is not None and bare.process is not None
 
         targets = {
-            "bare": (bare.url + path, None, bare.process.pid),
-            "promptsvc": (api.url + path, token, api.process.pid),
+            "bare": (bare.base_url + path, None, bare.process.pid),
+            "promptsvc": (api.base_url + path, token, api.process.pid),
         }
         for url, auth, pid in targets.values():  # warm-up: imports, connection pools
             wrk(url, 2, args.connections, args.wrk_threads, auth, pid)
