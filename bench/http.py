@@ -18,6 +18,7 @@ db nobody else uses.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -68,9 +69,9 @@ class WrkResult:
         return self.cpu_s / self.requests * 1e6
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of process ``root`` and its children (gunicorn workers)."""
-    total = 0
+def _stats(root: int) -> list[tuple[int, list[str]]]:
+    """(pid, /proc/<pid>/stat fields after "(comm)") of ``root`` and its children."""
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -78,10 +79,25 @@ def tree_cpu_seconds(root: int) -> float:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()  # fields after "(comm)"; ppid is [1]
+        fields = stat.rsplit(")", 1)[1].split()  # ppid is [1]
         if int(entry) == root or int(fields[1]) == root:
-            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
-    return total / os.sysconf("SC_CLK_TCK")
+            found.append((int(entry), fields))
+    return found
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of process ``root`` and its children (gunicorn workers)."""
+    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in _stats(root))  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pin_tree(root: int, cpus: set[int]) -> None:
+    """Run process ``root``, its children and every thread of theirs on ``cpus`` only
+    (threads and processes started later inherit it)."""
+    for pid, _ in _stats(root):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+                os.sched_setaffinity(int(tid), cpus)
 
 
 def gunicorn(app: str, env: dict[str, str]) -> Server:
