@@ -31,9 +31,10 @@ of them being down at start-up. Options:
 ``socket_timeout`` (``0.25``), ``socket_connect_timeout`` (``0.25``)
     Seconds. A storage call for an org whose primary is down fails with
     :class:`StorageUnavailable` (503) at once when the host refuses connections, and
-    after two attempts, about ``2 x socket_timeout``, when it hangs; the other shards
-    keep answering. An HTTP request makes one or two storage calls (token check on a
-    cold cache, then the read), so it gets its 503 within about a second. Our scripts
+    after two attempts, about ``2 x socket_timeout``, when it hangs (a version read,
+    which tries its read lane first, after three: ``3 x socket_timeout``); the other
+    shards keep answering. An HTTP request makes one or two storage calls (token check on a
+    cold cache, then the read), so it gets its 503 within about 1.25 s. Our scripts
     take microseconds: 0.25 s is hundreds of times a normal answer, but raise it for a
     cluster behind a slow link.
 
@@ -50,11 +51,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import redis
 from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError, RedisClusterException, SlotNotCoveredError
+from redis.exceptions import AskError, NoScriptError, RedisClusterException, SlotNotCoveredError
 from redis.typing import EncodableT, KeyT
 
 from storage import keys
 from storage.base import Clock, PromptVersion, StorageUnavailable, utcnow
+from storage.read_lane import ReadLane
 from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage
 
 SCHEME = "redis+cluster"
@@ -196,6 +198,9 @@ class SlotScript(Script):
         return cluster.execute_command(*command)
 
 
+# What a read on a primary's lane raises when the cluster client must take over.
+_REROUTE: tuple[type[Exception], ...] = (*UNAVAILABLE, AskError, SlotNotCoveredError)
+
 # What a node that cannot answer raises (RedisCluster wraps some of it).
 _NO_ANSWER: tuple[type[Exception], ...] = (*UNAVAILABLE, RedisClusterException)
 
@@ -217,6 +222,7 @@ class ClusterStorage(RedisStorage):
             name: SlotScript(client, script.script) for name, script in self._scripts.items()
         }
         self.replica_client = replica_client
+        self._lanes: dict[str, ReadLane] = {}  # node name -> read lane to that primary
 
     def ping(self) -> None:
         """Ready when the cluster answers: one primary down fails only its own orgs'
@@ -255,21 +261,43 @@ class ClusterStorage(RedisStorage):
 
     def close(self) -> None:
         super().close()
+        for lane in self._lanes.values():
+            lane.close()
         if self.replica_client is not None:
             self.replica_client.close()
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
-        if self.replica_client is None:
-            return super()._read(org, prompt_ref, mode, value, ref)
         keys_ = [keys.names(org), keys.prompt_prefix(org)]
+        args = [prompt_ref, mode, value]
+        if self.replica_client is None:
+            try:
+                reply = self._primary_lane(keys_[0])(keys_, args)
+            except _REROUTE:
+                # A moved slot, a failover, a node down: the cluster client follows the
+                # redirection, refreshes its slot map, or answers StorageUnavailable.
+                return super()._read(org, prompt_ref, mode, value, ref)
+            return self._decoded(reply, prompt_ref, ref)
         try:
-            reply = self._read_on_replica(keys_, [prompt_ref, mode, value])
+            reply = self._read_on_replica(keys_, args)
         except Exception as exc:
             if not unreachable(exc):
                 raise
             # No replica answered: the primary has the answer (or raises the 503).
             return super()._read(org, prompt_ref, mode, value, ref)
         return self._decoded(reply, prompt_ref, ref)
+
+    def _primary_lane(self, key: str) -> ReadLane:
+        """The read lane (storage/read_lane.py) to the primary that serves ``key``'s
+        slot, as redis-py's slot map has it."""
+        client: RedisCluster = self.client  # type: ignore[assignment]
+        node = client.nodes_manager.get_node_from_slot(client.keyslot(key))
+        lane = self._lanes.get(node.name)
+        if lane is None or lane.client is not node.redis_connection:
+            if node.redis_connection is None:
+                raise SlotNotCoveredError(f"no connection to {node.name} yet")
+            lane = ReadLane(node.redis_connection, self._scripts["read_version"])
+            self._lanes[node.name] = lane
+        return lane
 
     def _read_on_replica(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua as EVALSHA_RO on a replica of the keys' slot.

@@ -20,13 +20,14 @@ Failure handling mirrors redis-py's, for a read-only script:
   redis.conf, CLIENT KILL) fails on first use with ``ConnectionError``; the read is sent
   once more on a new connection. Unlike a changing script (storage/redis.py, NO_RETRY),
   a read can be sent twice without harm.
-- NOSCRIPT (a restarted or flushed server): the script is loaded through the client and
-  the read sent again on the same connection.
+- NOSCRIPT (a restarted or flushed server): the script is loaded on that server through
+  the client and the read sent again on the same connection.
 - Any other failure drops the connection (it may still have a reply in flight) and
   propagates; storage/redis.py turns outages into ``StorageUnavailable``.
 
-RedisCluster is not served here: it routes each command to its slot's node, so the
-cluster backend keeps redis-py's client for reads.
+On Redis Cluster (storage/cluster.py) there is one lane per primary, to the node
+redis-py's slot map names for the org's slot; anything that calls for the cluster
+client's routing (MOVED, a node down) sends the read through that client instead.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class ReadLane:
     """Runs one read-only script with EVALSHA on the lane's own connections."""
 
     def __init__(self, client: redis.Redis, script: Script) -> None:
+        """Read with ``script`` (its sha and source) on the server ``client`` talks to."""
+        self.client = client
         pool = client.connection_pool
         self._connection_class = pool.connection_class
         self._connection_kwargs = pool.connection_kwargs
@@ -88,7 +91,7 @@ class ReadLane:
         try:
             return connection.read_response()
         except NoScriptError:
-            self._script.registered_client.script_load(self._script.script)
+            self.client.script_load(self._script.script)
             connection.send_packed_command(command, check_health=False)
             return connection.read_response()
 

@@ -13,7 +13,9 @@ from typing import TypeVar
 import pytest
 from cluster_support import LocalCluster
 from cluster_testlib import org_on_each_primary
+from redis.cluster import RedisCluster
 
+from storage import keys
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage
 
@@ -139,3 +141,24 @@ def test_the_whole_cluster_down_is_storage_unavailable(
             node.wait_answering(time.monotonic() + 10)
         local_cluster.wait_healthy()
     assert cluster_storage.get_production("acme", "greeting").version == 1
+
+
+def test_a_read_on_a_stale_slot_map_is_rerouted(
+    local_cluster: LocalCluster, cluster_storage: ClusterStorage
+) -> None:
+    """As after a resharding or a failover: the slot map names a primary that no
+    longer serves the org's slot. The read lane's MOVED hands the read to the cluster
+    client, which follows it and corrects the map; the next read takes the lane again."""
+    org = next(iter(org_on_each_primary(local_cluster).values()))
+    seed(cluster_storage, [org])
+    client = cluster_storage.client
+    assert isinstance(client, RedisCluster)
+    slot = client.keyslot(keys.names(org))
+    right = client.nodes_manager.get_node_from_slot(slot)
+    wrong = next(n for n in client.get_primaries() if n.name != right.name)
+    client.nodes_manager.slots_cache[slot] = [wrong]
+
+    assert cluster_storage.get_production(org, "greeting").version == 1
+    assert client.nodes_manager.get_node_from_slot(slot).name == right.name
+    assert cluster_storage.get_production(org, "greeting").version == 1
+    assert right.name in cluster_storage._lanes
