@@ -32,7 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.http import BOOTSTRAP, WrkResult, pin_tree, seed, wrk
+from bench.http import WrkResult, pin_tree, seed, write_bootstrap, wrk
 from bench.report import table, write_section
 from storage import keys
 from storage.base import Storage
@@ -167,8 +167,7 @@ def http_figures(
 ) -> dict[tuple[str, str], list[list[WrkResult]]]:
     """Per (placement, setup): a list of rounds, each the wrk results of its instances."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
-    bootstrap = workdir / "orgs.toml"
-    bootstrap.write_text(BOOTSTRAP)
+    bootstrap = write_bootstrap(workdir)
 
     def instance(storage_url: str) -> Gunicorn:
         env = {

@@ -42,7 +42,7 @@ from storage.redis import RedisStorage
 ROOT = Path(__file__).resolve().parent.parent
 # The servers are started by the tests' own helper; appended, so tests/ shadows no package.
 sys.path.append(str(ROOT / "tests"))
-from servers import Server, free_port, gunicorn_command  # noqa: E402
+from servers import Server, bootstrap_file, free_port, gunicorn_command  # noqa: E402
 
 ADMIN_SECRET = "bench-admin-secret-0123456789"
 READ_SECRET = "bench-read-secret-0123456789"
@@ -198,18 +198,13 @@ def read_cost(redis_url: str, calls: int = 2000) -> ReadCost:
     return ReadCost(*ping, *read)
 
 
-BOOTSTRAP = f"""
-[[org]]
-slug = "bench"
-  [[org.key]]
-  client_id = "bench-admin"
-  client_secret = "{ADMIN_SECRET}"
-  role = "Service Admin"
-  [[org.key]]
-  client_id = "bench-read"
-  client_secret = "{READ_SECRET}"
-  role = "Service Read"
-"""
+def write_bootstrap(directory: Path) -> Path:
+    """The bootstrap file both benchmarks start promptsvc with: org bench, two keys."""
+    keys = {
+        "bench-admin": (ADMIN_SECRET, "Service Admin"),
+        "bench-read": (READ_SECRET, "Service Read"),
+    }
+    return bootstrap_file(directory, {"bench": keys})
 
 
 def run(args: argparse.Namespace) -> None:
@@ -217,8 +212,7 @@ def run(args: argparse.Namespace) -> None:
         raise SystemExit("bench.http needs wrk: apt-get install -y wrk (Debian/Ubuntu)")
     redis.Redis.from_url(args.redis_url).flushdb()
     workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
-    bootstrap = workdir / "orgs.toml"
-    bootstrap.write_text(BOOTSTRAP)
+    bootstrap = write_bootstrap(workdir)
     body_file = workdir / "body.json"
     env = {
         "PROMPTSVC_STORAGE_URL": args.redis_url,

@@ -49,6 +49,24 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+def bootstrap_file(directory: Path, orgs: Mapping[str, Mapping[str, tuple[str, str]]]) -> Path:
+    """A bootstrap TOML (CONTRACT 2) in ``directory``: for each org slug, its keys as
+    client_id -> (secret, role)."""
+    lines = []
+    for org, keys in orgs.items():
+        lines += ["[[org]]", f'slug = "{org}"']
+        for client_id, (secret, role) in keys.items():
+            lines += [
+                "  [[org.key]]",
+                f'  client_id = "{client_id}"',
+                f'  client_secret = "{secret}"',
+                f'  role = "{role}"',
+            ]
+    path = directory / "bootstrap.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def promptsvc_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "promptsvc.cli", *args]
 

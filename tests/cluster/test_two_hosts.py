@@ -14,6 +14,7 @@ import httpx
 import pytest
 from cluster_support import Gunicorn, LocalCluster, free_ports
 from cluster_testlib import org_on_each_primary
+from servers import bootstrap_file
 
 from storage import keys
 
@@ -46,13 +47,9 @@ def hosts(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory)
     global_port = local_cluster.node_for_slot(local_cluster.keyslot(keys.SIGNING_ORDER)).port
     down_port = next(port for port in by_port if port != global_port)
 
-    bootstrap = tmp_path_factory.mktemp("two-hosts") / "orgs.toml"
-    bootstrap.write_text(
-        "".join(
-            f'[[org]]\nslug = "{org}"\n  [[org.key]]\n  client_id = "{org}-admin"\n'
-            f'  client_secret = "{SECRET}"\n  role = "Service Admin"\n'
-            for org in by_port.values()
-        )
+    bootstrap = bootstrap_file(
+        tmp_path_factory.mktemp("two-hosts"),
+        {org: {f"{org}-admin": (SECRET, "Service Admin")} for org in by_port.values()},
     )
     env = {
         "PROMPTSVC_STORAGE_URL": local_cluster.url,

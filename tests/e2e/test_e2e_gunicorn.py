@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import Server, free_port, gunicorn_command
+from servers import Server, bootstrap_file, free_port, gunicorn_command
 
 pytestmark = pytest.mark.slow
 
@@ -21,17 +21,7 @@ MAX_TRIES = 200  # connections until the kernel has handed one to the wanted wor
 
 @pytest.fixture
 def two_workers(redis_url: str, tmp_path: Path) -> Iterator[Server]:
-    bootstrap = tmp_path / "orgs.toml"
-    bootstrap.write_text(
-        f"""
-[[org]]
-slug = "acme"
-  [[org.key]]
-  client_id = "admin"
-  client_secret = "{SECRET}"
-  role = "Service Admin"
-"""
-    )
+    bootstrap = bootstrap_file(tmp_path, {"acme": {"admin": (SECRET, "Service Admin")}})
     port = free_port()
     env = {
         "PROMPTSVC_BIND": f"127.0.0.1:{port}",

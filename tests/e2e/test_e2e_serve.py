@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import Server, free_port, promptsvc_command
+from servers import Server, bootstrap_file, free_port, promptsvc_command
 
 pytestmark = pytest.mark.slow
 
@@ -98,17 +98,7 @@ def storage_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def bootstrapped(tmp_path: Path, storage_url: str) -> Iterator[Server]:
-    bootstrap = tmp_path / "orgs.toml"
-    bootstrap.write_text(
-        f"""
-[[org]]
-slug = "acme"
-  [[org.key]]
-  client_id = "acme-admin"
-  client_secret = "{ADMIN_SECRET}"
-  role = "Service Admin"
-"""
-    )
+    bootstrap = bootstrap_file(tmp_path, {"acme": {"acme-admin": (ADMIN_SECRET, "Service Admin")}})
     port = free_port()
     command = promptsvc_command(
         "serve", "--port", str(port), "--storage", storage_url, "--bootstrap", str(bootstrap)

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 from rel_contract import error_problems
 from rel_load import ClientResult, LoadReport, check_invariants, client
-from rel_support import RedisServer, bootstrap_file, make_app, new_key
-from servers import Gunicorn, LiveServer, free_port
+from rel_support import RedisServer, make_app, new_key
+from servers import Gunicorn, LiveServer, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
 from promptsvc.client import PromptClient, ServerError
@@ -84,7 +84,7 @@ def outage(directory: Path, *, down_seconds: float) -> OutageReport:
     redis_server = RedisServer(directory / "redis")
     (directory / "redis").mkdir()
     client_id, secret = WRITER
-    boot = bootstrap_file(directory, ORG, {client_id: (secret, SERVICE_WRITE)})
+    boot = bootstrap_file(directory, {ORG: {client_id: (secret, SERVICE_WRITE)}})
     env = {
         "PROMPTSVC_STORAGE_URL": redis_server.url(0),
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),

@@ -21,8 +21,7 @@ from typing import Any
 
 import httpx
 from rel_contract import version_problems
-from rel_support import bootstrap_file
-from servers import Gunicorn, free_port
+from servers import Gunicorn, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
 
@@ -304,7 +303,7 @@ def load_test(
     """gunicorn with ``workers`` on ``storage_url`` (emptied by the caller), one prompt,
     ``processes`` clients for ``seconds``, then :func:`check_invariants`."""
     client_id, secret = WRITER
-    boot = bootstrap_file(directory, ORG, {client_id: (secret, SERVICE_WRITE)})
+    boot = bootstrap_file(directory, {ORG: {client_id: (secret, SERVICE_WRITE)}})
     env = {
         "PROMPTSVC_STORAGE_URL": storage_url,
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),

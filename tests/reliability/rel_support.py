@@ -163,21 +163,6 @@ class RedisServer:
         self.cleanup()
 
 
-def bootstrap_file(directory: Path, org: str, keys: Mapping[str, tuple[str, str]]) -> Path:
-    """A bootstrap TOML with ``keys`` (client_id -> (secret, role)) for ``org``."""
-    lines = ["[[org]]", f'slug = "{org}"']
-    for client_id, (secret, role) in keys.items():
-        lines += [
-            "  [[org.key]]",
-            f'  client_id = "{client_id}"',
-            f'  client_secret = "{secret}"',
-            f'  role = "{role}"',
-        ]
-    path = directory / "bootstrap.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 class PromptsvcServe(Server):
     """``promptsvc serve`` (the all-in-one werkzeug server) on a free port."""
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 from rel_contract import SAFE_REQUEST_ID, error_problems
-from rel_support import ORG, RawResponse, Report, Service, bootstrap_file, raw_request
-from servers import Gunicorn, free_port
+from rel_support import ORG, RawResponse, Report, Service, raw_request
+from servers import Gunicorn, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
 
@@ -186,7 +186,7 @@ def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gunicorn]:
     """The deployment server (one worker, memory://) for the raw HTTP checks."""
     directory = tmp_path_factory.mktemp("gunicorn")
     client_id, secret = GUNICORN_KEY
-    boot = bootstrap_file(directory, ORG, {client_id: (secret, SERVICE_WRITE)})
+    boot = bootstrap_file(directory, {ORG: {client_id: (secret, SERVICE_WRITE)}})
     env = {
         "PROMPTSVC_STORAGE_URL": "memory://",
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),

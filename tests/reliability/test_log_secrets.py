@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rel_support import PromptsvcServe, RedisServer, Report, bootstrap_file
-from servers import Gunicorn, Server, free_port
+from rel_support import PromptsvcServe, RedisServer, Report
+from servers import Gunicorn, Server, bootstrap_file, free_port
 
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN
@@ -143,7 +143,7 @@ def test_no_secret_in_the_logs(start: Start, tmp_path: Path, report: Report) -> 
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis_server = RedisServer(redis_dir, password=REDIS_PASSWORD)
-    boot = bootstrap_file(tmp_path, ORG, {ADMIN[0]: (ADMIN[1], SERVICE_ADMIN)})
+    boot = bootstrap_file(tmp_path, {ORG: {ADMIN[0]: (ADMIN[1], SERVICE_ADMIN)}})
     env = {
         "PROMPTSVC_STORAGE_URL": redis_server.url(0),
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),
