@@ -54,8 +54,7 @@ from redis.commands.core import Script
 from redis.exceptions import AskError, NoScriptError, RedisClusterException, SlotNotCoveredError
 from redis.typing import EncodableT, KeyT
 
-from storage import keys
-from storage.base import Clock, PromptVersion, StorageUnavailable, utcnow
+from storage.base import Clock, StorageUnavailable, utcnow
 from storage.read_lane import ReadLane
 from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage
 
@@ -266,25 +265,21 @@ class ClusterStorage(RedisStorage):
         if self.replica_client is not None:
             self.replica_client.close()
 
-    def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
-        keys_ = [keys.names(org), keys.prompt_prefix(org)]
-        args = [prompt_ref, mode, value]
-        if self.replica_client is None:
+    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua on a replica when asked to, else (or when no replica
+        answers) over the read lane to the slot's primary."""
+        if self.replica_client is not None:
             try:
-                reply = self._primary_lane(keys_[0])(keys_, args)
-            except _REROUTE:
-                # A moved slot, a failover, a node down: the cluster client follows the
-                # redirection, refreshes its slot map, or answers StorageUnavailable.
-                return super()._read(org, prompt_ref, mode, value, ref)
-            return self._decoded(reply, prompt_ref, ref)
+                return self._read_on_replica(keys_, args)
+            except Exception as exc:
+                if not unreachable(exc):
+                    raise
         try:
-            reply = self._read_on_replica(keys_, args)
-        except Exception as exc:
-            if not unreachable(exc):
-                raise
-            # No replica answered: the primary has the answer (or raises the 503).
-            return super()._read(org, prompt_ref, mode, value, ref)
-        return self._decoded(reply, prompt_ref, ref)
+            return self._primary_lane(keys_[0])(keys_, args)
+        except _REROUTE:
+            # A moved slot, a failover, a node down: the cluster client follows the
+            # redirection, refreshes its slot map, or fails (StorageUnavailable).
+            return self._scripts["read_version"](keys=keys_, args=args)
 
     def _primary_lane(self, key: str) -> ReadLane:
         """The read lane (storage/read_lane.py) to the primary that serves ``key``'s
@@ -295,6 +290,8 @@ class ClusterStorage(RedisStorage):
         if lane is None or lane.client is not node.redis_connection:
             if node.redis_connection is None:
                 raise SlotNotCoveredError(f"no connection to {node.name} yet")
+            if lane is not None:  # redis-py made a new client for the node
+                lane.close()
             lane = ReadLane(node.redis_connection, self._scripts["read_version"])
             self._lanes[node.name] = lane
         return lane

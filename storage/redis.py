@@ -130,8 +130,8 @@ class RedisStorage(Storage):
         self.client = client
         self._scripts: dict[str, Script] = scripts.register(client)
         self._versions: Memo[tuple[str | None, ...], PromptVersion] = Memo()
-        # The hot read skips redis-py's client layer (storage/read_lane.py); RedisCluster
-        # routes commands by slot, so the cluster backend reads through its client.
+        # The hot read skips redis-py's client layer (storage/read_lane.py). A cluster has
+        # a lane per primary instead (ClusterStorage._read_reply).
         self._read_lane = (
             ReadLane(client, self._scripts["read_version"])
             if isinstance(client, redis.Redis)
@@ -243,19 +243,14 @@ class RedisStorage(Storage):
         )
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
-        if self._read_lane is None:
-            reply = self._prompt_script("read_version", org, [prompt_ref, mode, value])
-        else:
-            with _guard():
-                reply = self._read_lane(
-                    [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
-                )
-        return self._decoded(reply, prompt_ref, ref)
-
-    def _decoded(self, reply: Any, prompt_ref: str, ref: str) -> PromptVersion:
-        """A read's reply as a PromptVersion, memoized on every stored field of it
-        (storage/memo.py): the same stored version gives the same object, which the
-        read API's body memo (promptsvc.api.records.version_body) relies on."""
+        """read_version.lua's answer as a PromptVersion, the decoding memoized on every
+        stored field of it (storage/memo.py): the same stored version gives the same
+        object, which the read API's body memo (promptsvc.api.records.version_body)
+        relies on."""
+        with _guard():
+            reply = self._read_reply(
+                [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
+            )
         _check(reply, prompt_ref, ref)
         key = (*reply[1], *reply[2])
         version = self._versions.get(key)
@@ -263,6 +258,11 @@ class RedisStorage(Storage):
             size = sum(len(value) for value in key if value is not None)
             version = self._versions.put(key, _version(reply), size)
         return version
+
+    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua's raw reply, sent over the read lane."""
+        assert self._read_lane is not None  # set for every redis.Redis client
+        return self._read_lane(keys_, args)
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)
