@@ -38,11 +38,9 @@ from storage import keys
 from storage.base import Storage
 from storage.cluster import ClusterStorage
 from storage.redis import RedisStorage
+from tests.cluster_support import Gunicorn, LocalCluster, LocalRedis, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-# The local servers are the tests' own helpers; appended, so tests/ shadows no package.
-sys.path.append(str(ROOT / "tests"))
-from cluster_support import Gunicorn, LocalCluster, LocalRedis, free_ports  # noqa: E402
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."

@@ -26,7 +26,6 @@ import runpy
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,11 +37,9 @@ import redis
 
 from bench.report import table, write_section
 from storage.redis import RedisStorage
+from tests.servers import Server, bootstrap_file, free_port, gunicorn_command
 
 ROOT = Path(__file__).resolve().parent.parent
-# The servers are started by the tests' own helper; appended, so tests/ shadows no package.
-sys.path.append(str(ROOT / "tests"))
-from servers import Server, bootstrap_file, free_port, gunicorn_command  # noqa: E402
 
 ADMIN_SECRET = "bench-admin-secret-0123456789"
 READ_SECRET = "bench-read-secret-0123456789"

@@ -32,14 +32,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.report import machine
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "reliability"
 DOC = ROOT / "docs" / "reliability.md"
-sys.path.insert(0, str(SUITE))
-# Its helpers import tests/servers.py; appended, so tests/ shadows no package.
-sys.path.append(str(ROOT / "tests"))
-
-from bench.report import machine  # noqa: E402
 
 AREAS = {
     "test_fuzz": "Fuzzing",
@@ -89,11 +86,10 @@ def _timed(name: str, run: Callable[[], Row]) -> Row:
 
 
 def fuzz_row(backend: str, examples: int, seed: int) -> Row:
-    from rel_fuzz import Tokens, fuzz
-    from rel_support import RedisServer, make_app, new_key, token_for
-    from servers import LiveServer
-
     from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
+    from tests.reliability.rel_fuzz import Tokens, fuzz
+    from tests.reliability.rel_support import RedisServer, make_app, new_key, token_for
+    from tests.servers import LiveServer
 
     os.environ[PER_CLIENT_ENV] = os.environ[PER_IP_ENV] = "off"  # limits: own tests
     redis_server = RedisServer(fsync="everysec") if backend == "redis" else None
@@ -136,8 +132,8 @@ def fuzz_row(backend: str, examples: int, seed: int) -> Row:
 
 
 def load_row(seconds: float, processes: int, workers: int) -> Row:
-    from rel_load import load_test
-    from rel_support import RedisServer
+    from tests.reliability.rel_load import load_test
+    from tests.reliability.rel_support import RedisServer
 
     with tempfile.TemporaryDirectory() as directory, RedisServer(fsync="everysec") as redis_server:
         result = load_test(
@@ -162,7 +158,7 @@ def load_row(seconds: float, processes: int, workers: int) -> Row:
 
 
 def outage_row(down_seconds: float) -> Row:
-    from rel_faults import outage
+    from tests.reliability.rel_faults import outage
 
     with tempfile.TemporaryDirectory() as directory:
         result = outage(Path(directory), down_seconds=down_seconds)
@@ -181,7 +177,7 @@ def outage_row(down_seconds: float) -> Row:
 
 
 def drop_row(seconds: float, kill_every: float) -> Row:
-    from rel_faults import dropped_connections
+    from tests.reliability.rel_faults import dropped_connections
 
     result = dropped_connections(seconds=seconds, kill_every=kill_every)
     assert result.load is not None

@@ -35,8 +35,9 @@ from typing import Self
 
 import pytest
 import redis
-import servers
-from servers import free_ports
+
+from tests import servers
+from tests.servers import free_ports
 
 REQUIRE_REDIS = os.environ.get("PROMPTSVC_TEST_REQUIRE_REDIS") == "1"
 HASH_SLOTS = 16384

@@ -1,4 +1,4 @@
-"""Shared fixtures: where the real Redis is, and whether it must be there.
+"""Shared fixtures: where the real Redis is, whether it must be there, and a fake clock.
 
 ``PROMPTSVC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/15``) names the db the
 tests own; they flush only that db. With ``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (set by
@@ -11,8 +11,10 @@ import os
 
 import pytest
 
+from tests.clock import FakeClock
+
 # The local Redis Cluster fixtures, for the storage suite and tests/cluster.
-from cluster_support import flushed_cluster_url, local_cluster, redis_cluster_url
+from tests.cluster_support import flushed_cluster_url, local_cluster, redis_cluster_url
 
 __all__ = ["flushed_cluster_url", "local_cluster", "redis_cluster_url"]
 
@@ -44,3 +46,9 @@ def redis_url() -> str:
 
     redis.Redis.from_url(REDIS_URL).flushdb()
     return REDIS_URL
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock at the current second that moves only when told (tests/storage sets its own)."""
+    return FakeClock()

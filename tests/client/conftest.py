@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sdk_support import (
+
+from promptsvc.client import AsyncPromptClient, PromptClient
+from tests.client.sdk_support import (
     AsyncAdapter,
     ControlledStorage,
-    FakeClock,
     Seen,
     Service,
     ServiceFactory,
@@ -18,9 +19,8 @@ from sdk_support import (
     seed,
     shared_signing_key,
 )
-from servers import LiveServer
-
-from promptsvc.client import AsyncPromptClient, PromptClient
+from tests.clock import FakeClock
+from tests.servers import LiveServer
 
 
 @pytest.fixture
@@ -52,11 +52,6 @@ def start_service() -> Iterator[ServiceFactory]:
 @pytest.fixture
 def service(start_service: ServiceFactory) -> Service:
     return start_service()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from flask import Flask, Response, g, request
-from servers import LiveServer
 from werkzeug.datastructures import Headers
 
 from identity.signing import new_signing_key
@@ -26,23 +25,11 @@ from promptsvc.client import AsyncPromptClient, PromptVersion
 from promptsvc.config import Settings
 from storage.base import SigningKey, StorageUnavailable, utcnow
 from storage.memory import MemoryStorage
+from tests.servers import LiveServer
 
 T = TypeVar("T")
 ORG = "acme"
 AUTHOR = str(uuid.uuid4())
-
-
-class FakeClock:
-    """The SDK's clock seam: monotonic seconds that move only when told."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class ControlledStorage(MemoryStorage):

@@ -4,9 +4,10 @@ clear_cache and promotion visibility, for both clients."""
 from __future__ import annotations
 
 import pytest
-from sdk_support import AUTHOR, ORG, FakeClock, MakeClient, Service
 
 from promptsvc.client import NoProductionVersionError
+from tests.client.sdk_support import AUTHOR, ORG, MakeClient, Service
+from tests.clock import FakeClock
 
 
 def test_hit_is_served_without_a_request(make_client: MakeClient, service: Service) -> None:

@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pytest
-from sdk_support import AUTHOR, ORG, FakeClock, Service
 
 from promptsvc.client import AsyncPromptClient, NoProductionVersionError, PromptClient
+from tests.client.sdk_support import AUTHOR, ORG, Service
+from tests.clock import FakeClock
 
 THREADS = 32
 C = TypeVar("C", PromptClient, AsyncPromptClient)

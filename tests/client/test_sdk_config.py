@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sdk_support import FakeClock, Service
 
 from promptsvc.client import AsyncPromptClient, PromptClient
 from promptsvc.client.base import ENV_VARS
+from tests.client.sdk_support import Service
+from tests.clock import FakeClock
 
 
 def env_for(service: Service) -> dict[str, str]:

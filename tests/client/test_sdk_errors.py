@@ -9,7 +9,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sdk_support import MakeClient, Service
 
 from promptsvc.client import (
     AuthenticationError,
@@ -19,6 +18,7 @@ from promptsvc.client import (
     ServerError,
     TransportError,
 )
+from tests.client.sdk_support import MakeClient, Service
 
 
 def test_wrong_key_secret_is_authentication_error(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sdk_support import FakeClock, MakeClient, Service
 
 import promptsvc
 from promptsvc.client import ServerError
+from tests.client.sdk_support import MakeClient, Service
+from tests.clock import FakeClock
 
 
 def test_every_request_carries_the_sdk_headers(

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sdk_support import ORG, MakeClient, Service
 
 from promptsvc.client import MissingVariableError, NotFoundError, PromptVersion
+from tests.client.sdk_support import ORG, MakeClient, Service
 
 
 def test_no_label_gets_production(make_client: MakeClient, service: Service) -> None:

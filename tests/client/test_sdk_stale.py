@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from sdk_support import ORG, FakeClock, MakeClient, Service
 
 from promptsvc.client import NoProductionVersionError, ServerError, TransportError
+from tests.client.sdk_support import ORG, MakeClient, Service
+from tests.clock import FakeClock
 
 
 def test_expired_entry_is_served_while_the_server_is_down(

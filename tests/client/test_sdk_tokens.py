@@ -7,9 +7,10 @@ import json
 from urllib.parse import parse_qs
 
 import pytest
-from sdk_support import FakeClock, MakeClient, Service, ServiceFactory, build_app, new_key, seed
 
 from promptsvc.client import AuthenticationError
+from tests.client.sdk_support import MakeClient, Service, ServiceFactory, build_app, new_key, seed
+from tests.clock import FakeClock
 
 
 def test_token_is_fetched_on_first_use_and_kept(make_client: MakeClient, service: Service) -> None:

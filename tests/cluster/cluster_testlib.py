@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cluster_support import LocalCluster
-
 from storage import keys
+from tests.cluster_support import LocalCluster
 
 
 def org_on_each_primary(cluster: LocalCluster) -> dict[int, str]:

@@ -6,11 +6,11 @@ import socket
 import time
 
 import pytest
-from cluster_support import LocalCluster
 
 from storage import storage_from_url
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage, SlotScript, parse_url
+from tests.cluster_support import LocalCluster
 
 
 def closed_port() -> int:

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from cluster_support import LocalCluster
-from cluster_testlib import org_on_each_primary
 from redis.cluster import RedisCluster
 
 from storage import keys
 from storage.base import StorageUnavailable
 from storage.cluster import ClusterStorage
+from tests.cluster.cluster_testlib import org_on_each_primary
+from tests.cluster_support import LocalCluster
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 T = TypeVar("T")

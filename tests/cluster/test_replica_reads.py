@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cluster_support import LocalCluster, Node, running_cluster
-from cluster_testlib import org_on_each_primary
 
 from storage.base import ApiKey, NoProductionVersion
 from storage.cluster import ClusterStorage
+from tests.cluster.cluster_testlib import org_on_each_primary
+from tests.cluster_support import LocalCluster, Node, running_cluster
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from cluster_support import LocalCluster
-
 from storage import keys
 from storage.base import ApiKey
 from storage.cluster import ClusterStorage
+from tests.cluster_support import LocalCluster
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 ORGS = [f"team-{i}" for i in range(12)]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cluster_support import Gunicorn, LocalCluster, free_ports
-from cluster_testlib import org_on_each_primary
-from servers import bootstrap_file
 
 from storage import keys
+from tests.cluster.cluster_testlib import org_on_each_primary
+from tests.cluster_support import Gunicorn, LocalCluster, free_ports
+from tests.servers import bootstrap_file
 
 pytestmark = pytest.mark.slow
 

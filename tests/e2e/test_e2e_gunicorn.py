@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import Server, bootstrap_file, free_port, gunicorn_command
+
+from tests.servers import Server, bootstrap_file, free_port, gunicorn_command
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +31,7 @@ def two_workers(redis_url: str, tmp_path: Path) -> Iterator[Server]:
         "PROMPTSVC_BOOTSTRAP_FILE": str(bootstrap),
         "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{port}",
     }
-    here = str(Path(__file__).parent)
-    with Server(gunicorn_command("--pythonpath", here, "pid_app:app"), port, env) as server:
+    with Server(gunicorn_command("tests.e2e.pid_app:app"), port, env) as server:
         yield server
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import Server, bootstrap_file, free_port, promptsvc_command
+
+from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
 
 pytestmark = pytest.mark.slow
 

@@ -13,18 +13,14 @@ import fakeredis
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from identity_support import ISSUER, FakeClock, StorageFactory, seed_signing_key
 
 import identity
 from identity import Identity
 from storage.base import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, StorageFactory, seed_signing_key
 
 
 @pytest.fixture

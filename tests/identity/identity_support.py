@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -19,19 +18,6 @@ from storage.base import SigningKey, Storage, utcnow
 ISSUER = "http://issuer.test"
 StorageFactory = Callable[[str], Storage]
 TOKEN_PATH = "/realms/{org}/protocol/openid-connect/token"
-
-
-class FakeClock:
-    """Epoch seconds that only move when told to."""
-
-    def __init__(self) -> None:
-        self.now = float(int(time.time()))
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @cache

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from identity_support import ISSUER, FakeClock, StorageFactory
 from joserfc.jwk import RSAKey
 
 from identity import Identity, commands, errors
@@ -16,6 +15,8 @@ from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from identity.signing import REFRESH_SECONDS, new_signing_key
 from storage.base import Storage, utcnow
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, StorageFactory
 
 Run = Callable[..., tuple[int, Any, str]]
 

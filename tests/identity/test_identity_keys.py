@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
-from identity_support import token_request
 
 from identity import Identity, secrets
 from identity.errors import BootstrapError, InvalidClient, InvalidKeyRequest
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ
 from storage.base import ApiKeyExists, ApiKeyNotFound, Storage
+from tests.identity.identity_support import token_request
 
 BOOTSTRAP = """
 [[org]]

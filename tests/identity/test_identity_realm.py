@@ -11,7 +11,6 @@ import jwt
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from identity_support import ISSUER, TOKEN_PATH, FakeClock, token_request
 from werkzeug.serving import make_server
 from werkzeug.test import TestResponse
 
@@ -20,6 +19,8 @@ from identity import Identity, errors
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage.base import ApiKey, Storage
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, TOKEN_PATH, token_request
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 

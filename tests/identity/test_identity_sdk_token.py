@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from identity_support import FakeClock, claims_of, token_request
 
 from identity import Identity
 from identity.roles import SERVICE_ADMIN
 from storage.base import ApiKey
+from tests.clock import FakeClock
+from tests.identity.identity_support import claims_of, token_request
 
 PATH = "/v1/auth/sdk-token"
 UNAUTHORIZED = {"code": "unauthorized", "message": "unauthorized", "error": "unauthorized"}

@@ -13,17 +13,6 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from flask.testing import FlaskClient
-from identity_support import (
-    ISSUER,
-    FakeClock,
-    claims_of,
-    foreign_signing_key,
-    reassemble,
-    segment,
-    shared_signing_key,
-    sign,
-    token_request,
-)
 
 from identity import Identity, errors
 from identity.errors import InvalidToken
@@ -32,6 +21,17 @@ from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from identity.signing import parse_key
 from identity.tokens import Verifier
 from storage.base import Storage
+from tests.clock import FakeClock
+from tests.identity.identity_support import (
+    ISSUER,
+    claims_of,
+    foreign_signing_key,
+    reassemble,
+    segment,
+    shared_signing_key,
+    sign,
+    token_request,
+)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from identity_support import ISSUER, FakeClock, StorageFactory, claims_of
 from joserfc.jwk import RSAKey
 
 from identity import Identity, errors
@@ -18,6 +17,8 @@ from identity.roles import SERVICE_READ
 from identity.signing import REFRESH_SECONDS
 from storage.base import Storage, StorageUnavailable
 from storage.memory import MemoryStorage
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, StorageFactory, claims_of
 
 BACKENDS = ["memory", "fakeredis", pytest.param("redis", marks=pytest.mark.redis)]
 

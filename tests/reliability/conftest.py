@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from rel_support import RedisServer, Report, Service, start_service
+
+from tests.reliability.rel_support import RedisServer, Report, Service, start_service
 
 
 @pytest.fixture(autouse=True)

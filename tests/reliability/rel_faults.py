@@ -22,27 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rel_contract import error_problems
-from rel_load import ClientResult, LoadReport, check_invariants, client
-from rel_support import RedisServer, make_app, new_key
-from servers import Gunicorn, LiveServer, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
 from promptsvc.client import PromptClient, ServerError
+from tests.clock import FakeClock
+from tests.reliability.rel_contract import error_problems
+from tests.reliability.rel_load import ClientResult, LoadReport, check_invariants, client
+from tests.reliability.rel_support import RedisServer, make_app, new_key
+from tests.servers import Gunicorn, LiveServer, bootstrap_file, free_port
 
 ORG = "faults"
 WRITER = ("fault-writer", "fault-writer-secret-0123456789")
 TIMEOUT = 5.0
-
-
-class FakeClock:
-    """The SDK's clock seam: cache expiry without waiting."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
@@ -132,7 +123,7 @@ def outage(directory: Path, *, down_seconds: float) -> OutageReport:
             if ready.status_code != 503:
                 report.problems.append(f"/readyz answered {ready.status_code} while Redis was down")
 
-            clock.now += 31  # the SDK's entry is now expired: it must serve it stale
+            clock.advance(31)  # the SDK's entry is now expired: it must serve it stale
             try:
                 stale = sdk.get_prompt_version("stable")
                 same = stale.version_id == cached.version_id
@@ -174,7 +165,7 @@ def outage(directory: Path, *, down_seconds: float) -> OutageReport:
                 server.base_url, token, [result], 1, 0, prompt="busy", outages_expected=True
             )
             report.problems += report.after.problems
-            clock.now += 31
+            clock.advance(31)
             if sdk.get_prompt_version("stable").version_id != cached.version_id:
                 report.problems.append("after recovery the SDK reads another production version")
             sdk.close()

@@ -35,7 +35,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
-from rel_contract import error_problems, request_id_problems
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
@@ -44,6 +43,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.reliability.rel_contract import error_problems, request_id_problems
 
 KNOWN_PROMPT = "fuzz-known"
 REQUEST_TIMEOUT = 10.0

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rel_contract import version_problems
-from servers import Gunicorn, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
+from tests.reliability.rel_contract import version_problems
+from tests.servers import Gunicorn, bootstrap_file, free_port
 
 ORG = "load"
 PROMPT = "contended"

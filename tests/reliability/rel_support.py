@@ -30,12 +30,12 @@ from pathlib import Path
 import httpx
 import redis
 from flask import Flask
-from servers import LiveServer, Server, free_port, promptsvc_command
 
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import Storage
+from tests.servers import LiveServer, Server, free_port, promptsvc_command
 
 START_SECONDS = 30.0
 STOP_SECONDS = 10.0

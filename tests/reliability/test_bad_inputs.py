@@ -11,11 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rel_contract import SAFE_REQUEST_ID, error_problems
-from rel_support import ORG, RawResponse, Report, Service, raw_request
-from servers import Gunicorn, bootstrap_file, free_port
 
 from identity.roles import SERVICE_WRITE
+from tests.reliability.rel_contract import SAFE_REQUEST_ID, error_problems
+from tests.reliability.rel_support import ORG, RawResponse, Report, Service, raw_request
+from tests.servers import Gunicorn, bootstrap_file, free_port
 
 MIB = 1024 * 1024
 PROMPT = "target"

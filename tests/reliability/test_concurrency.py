@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rel_load import PROMPT, ClientResult, check_invariants, load_test
-from rel_support import Report, Service
+
+from tests.reliability.rel_load import PROMPT, ClientResult, check_invariants, load_test
+from tests.reliability.rel_support import Report, Service
 
 SECONDS = 6.0
 PROCESSES = 3

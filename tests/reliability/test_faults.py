@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rel_faults import dropped_connections, outage
-from rel_support import RedisServer, ReplyDropper, Report, Service, start_service
+
+from tests.reliability.rel_faults import dropped_connections, outage
+from tests.reliability.rel_support import RedisServer, ReplyDropper, Report, Service, start_service
 
 pytestmark = pytest.mark.redis  # a redis-server of each test's own
 

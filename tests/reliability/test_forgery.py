@@ -15,11 +15,11 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from rel_contract import error_problems
-from rel_support import ORG, Report, Service
 
 from identity.signing import ParsedKey, new_signing_key, parse_key
 from storage.base import utcnow
+from tests.reliability.rel_contract import error_problems
+from tests.reliability.rel_support import ORG, Report, Service
 
 PROMPT = "secret-plans"
 READ_PATH = f"/api/v1/prompts/{PROMPT}/production"

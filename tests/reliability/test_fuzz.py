@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from rel_fuzz import Tokens, fuzz
-from rel_support import Report, make_app, new_key, token_for
-from servers import LiveServer
 
 from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE
+from tests.reliability.rel_fuzz import Tokens, fuzz
+from tests.reliability.rel_support import Report, make_app, new_key, token_for
+from tests.servers import LiveServer
 
 pytestmark = pytest.mark.slow
 

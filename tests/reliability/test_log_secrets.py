@@ -18,11 +18,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rel_support import PromptsvcServe, RedisServer, Report
-from servers import Gunicorn, Server, bootstrap_file, free_port
 
 from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN
+from tests.reliability.rel_support import PromptsvcServe, RedisServer, Report
+from tests.servers import Gunicorn, Server, bootstrap_file, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 

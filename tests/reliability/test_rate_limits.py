@@ -10,9 +10,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
-from rel_contract import error_problems
-from rel_support import ORG, Report, Service, make_app, new_key, start_service
-from servers import LiveServer
 
 from identity.ratelimit import (
     DEFAULT_PER_CLIENT,
@@ -23,6 +20,9 @@ from identity.ratelimit import (
     TokenRateLimits,
 )
 from identity.roles import SERVICE_READ
+from tests.reliability.rel_contract import error_problems
+from tests.reliability.rel_support import ORG, Report, Service, make_app, new_key, start_service
+from tests.servers import LiveServer
 
 SDK = "/v1/auth/sdk-token"
 REALM = f"/realms/{ORG}/protocol/openid-connect/token"

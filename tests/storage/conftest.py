@@ -10,7 +10,7 @@ local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import fakeredis
 import pytest
@@ -19,6 +19,7 @@ from storage.base import Storage
 from storage.cluster import ClusterStorage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
+from tests.clock import FakeClock
 
 REDIS_BACKENDS = [
     "fakeredis",
@@ -28,34 +29,26 @@ REDIS_BACKENDS = [
 BACKENDS = ["memory", *REDIS_BACKENDS]
 
 
-class FakeClock:
-    """A clock that only moves when told to."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 1.0) -> datetime:
-        self.now += timedelta(seconds=seconds)
-        return self.now
-
-
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    """A fixed instant with microseconds, so the tests see timestamps keep them.
+
+    Storage takes ``clock.utc``.
+    """
+    return FakeClock(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC))
 
 
 def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest) -> Storage:
     if backend == "memory":
-        return MemoryStorage(clock=clock)
+        return MemoryStorage(clock=clock.utc)
     if backend == "fakeredis":
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
-        return RedisStorage(client, clock=clock)
+        return RedisStorage(client, clock=clock.utc)
     if backend == "cluster":
-        return ClusterStorage.from_url(request.getfixturevalue("flushed_cluster_url"), clock=clock)
-    return RedisStorage.from_url(request.getfixturevalue("redis_url"), clock=clock)
+        return ClusterStorage.from_url(
+            request.getfixturevalue("flushed_cluster_url"), clock=clock.utc
+        )
+    return RedisStorage.from_url(request.getfixturevalue("redis_url"), clock=clock.utc)
 
 
 @pytest.fixture(params=BACKENDS)
