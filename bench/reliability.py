@@ -272,10 +272,11 @@ Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its 
   (`PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP`); `off` turns one off. 429 `too_many_requests`
   with `Retry-After`. Counters in the app's storage (identity/ratelimit.py).
 - Error shape: every 4xx/5xx is `{{code, message, error}}` with `error == code`
-  (CONTRACT 5); the realm token endpoint's 400/401/429 are RFC 6749 bodies plus
-  `code`/`message`.
-- A PromptVersion is complete when it has all 15 SPEC fields with their types,
-  `is_production` matches `status`, timestamps are RFC 3339 UTC with `Z`.
+  ([api.md](api.md) section 9); the realm token endpoint's 400/401/429 are RFC 6749
+  bodies plus `code`/`message`.
+- A PromptVersion is complete when it has all 15 fields of [api.md](api.md) section 4.1
+  with their types, `is_production` matches `status`, timestamps are RFC 3339 UTC with
+  `Z`.
 """
     DOC.parent.mkdir(exist_ok=True)
     DOC.write_text(text)

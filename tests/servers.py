@@ -50,7 +50,7 @@ def free_port() -> int:
 
 
 def bootstrap_file(directory: Path, orgs: Mapping[str, Mapping[str, tuple[str, str]]]) -> Path:
-    """A bootstrap TOML (CONTRACT 2) in ``directory``: for each org slug, its keys as
+    """A bootstrap TOML (README.md, Configuration) in ``directory``: for each org slug, its keys as
     client_id -> (secret, role)."""
     lines = []
     for org, keys in orgs.items():

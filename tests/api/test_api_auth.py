@@ -1,4 +1,4 @@
-"""Bearer auth, roles (CONTRACT 3), check order (CONTRACT 5) and tenancy, on every endpoint."""
+"""Bearer auth, roles, check order and tenancy on every endpoint (docs/api.md sections 2, 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Error shapes for every path (CONTRACT 5), request ids, logging, storage outages."""
+"""Error shapes for every path (docs/api.md section 9), request ids, logging, storage outages."""
 
 from __future__ import annotations
 

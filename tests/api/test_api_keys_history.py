@@ -1,4 +1,4 @@
-"""API keys (Service Admin) and promotion history (CONTRACT 7)."""
+"""API keys (Service Admin) and promotion history."""
 
 from __future__ import annotations
 

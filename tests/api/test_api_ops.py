@@ -1,4 +1,4 @@
-"""/healthz, /readyz, /openapi.json and the offline Swagger UI at /docs (CONTRACT 8)."""
+"""/healthz, /readyz, /openapi.json and the offline Swagger UI at /docs."""
 
 from __future__ import annotations
 

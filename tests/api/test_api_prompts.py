@@ -1,4 +1,4 @@
-"""Prompt management: POST/GET /prompts, GET/DELETE /prompts/{name} (CONTRACT 7)."""
+"""Prompt management: POST/GET /prompts, GET/DELETE /prompts/{name}."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The read API (SPEC 4.1-4.3, CONTRACT 6) on every backend."""
+"""The read API (docs/api.md section 6) on every backend."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ FIELD_TYPES: dict[str, Any] = {
 
 
 def assert_prompt_version(body: dict[str, Any]) -> None:
-    """Exactly the SPEC 2 fields, exactly typed; never created_by."""
+    """Exactly the PromptVersion fields, exactly typed; never created_by."""
     assert set(body) == set(FIELD_TYPES)
     for name, kind in FIELD_TYPES.items():
         assert isinstance(body[name], kind), name

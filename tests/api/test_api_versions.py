@@ -1,4 +1,4 @@
-"""Version management: create, list, edit, promote, archive, unarchive, delete (CONTRACT 7)."""
+"""Version management: create, list, edit, promote, archive, unarchive, delete."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_promotion_is_seen_only_after_ttl(
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
 
     clock.advance(59)
-    assert client.get_prompt_version("greeting").version == 1  # SPEC 3: old until expiry
+    assert client.get_prompt_version("greeting").version == 1  # the old version until expiry
     clock.advance(1)
     fresh = client.get_prompt_version("greeting")
     assert (fresh.version, fresh.is_production) == (2, True)

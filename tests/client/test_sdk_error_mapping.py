@@ -2,7 +2,7 @@
 
 Allowed here by STYLE.md ("MockTransport only for what no real server can show"):
 
-* 403: every role includes Service Read (CONTRACT 3), so no key is refused a read, and
+* 403: every role includes Service Read, so no key is refused a read, and
   the SDK has no write call; PermissionDeniedError can only be shown this way.
 * 409 / 429 / a proxy's 502 HTML page: statuses the read API never sends.
 * 200 with a body that is not a PromptVersion, or a token response without a token.

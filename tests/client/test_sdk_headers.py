@@ -1,4 +1,5 @@
-"""SPEC 4 headers, checked where they arrive: on the real server, for both clients."""
+"""The headers of every SDK request (docs/api.md section 13), checked where they arrive:
+on the real server, for both clients."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC 3 client-side resolution against the real server, for both clients."""
+"""Which endpoint each call reads (docs/api.md section 13), against the real server, for
+both clients."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def test_everything_else_stays_on_the_primaries(
         assert replica_storage.list_history(org, "greeting").items[0].version_number == 2
         assert replica_storage.get_prompt(org, "greeting").production_version == 2
         replica_storage.revoke_api_key(org, "reader")
-        key = replica_storage.get_api_key(org, "reader")  # SPEC 5.1: revoked at once
+        key = replica_storage.get_api_key(org, "reader")  # revoked at once
         assert key is not None and key.revoked
         assert replica_storage.org_exists(org)
     assert replica_storage.signing_keys() == []

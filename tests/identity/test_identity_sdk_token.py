@@ -1,4 +1,4 @@
-"""POST /v1/auth/sdk-token (SPEC 4.4, CONTRACT 4)."""
+"""POST /v1/auth/sdk-token (docs/api.md section 3.1)."""
 
 from __future__ import annotations
 

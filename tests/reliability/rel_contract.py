@@ -1,5 +1,5 @@
-"""What a correct answer looks like, written from SPEC.md and CONTRACT.md (not from the
-code under test): the error body shape of CONTRACT 4/5 and a complete PromptVersion.
+"""What a correct answer looks like, written from docs/api.md (not from the code under
+test): the error bodies of sections 3.2 and 9 and a complete PromptVersion (section 4.1).
 
 Each function returns a list of problems (empty = conforming), so one call can report
 everything wrong with an answer at once.
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# CONTRACT 5: status -> code.
+# Status -> code (docs/api.md section 9).
 CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -27,7 +27,7 @@ CODES = {
     503: "service_unavailable",
 }
 # The realm token endpoint answers RFC 6749 bodies (plus code/message) for these; other
-# statuses (413, 503, ...) come from the app and have the plain CONTRACT 5 shape.
+# statuses (413, 503, ...) come from the app and have the API's error shape.
 OAUTH_CODES = {
     400: {"invalid_request", "unsupported_grant_type", "invalid_scope", "invalid_grant"},
     401: {"invalid_client"},
@@ -66,7 +66,7 @@ def json_of(content: bytes) -> tuple[Any, str | None]:
 
 
 def error_problems(status: int, path: str, content_type: str, content: bytes) -> list[str]:
-    """Problems of an error answer (status >= 400) against CONTRACT 4/5."""
+    """Problems of an error answer (status >= 400): its body shape and code."""
     if status < 400:
         return []
     problems: list[str] = []
@@ -111,7 +111,7 @@ _LEAKS = ("Traceback", 'File "', "redis.exceptions", "ConnectionError", "127.0.0
 
 
 def version_problems(version: Any) -> list[str]:
-    """Problems of a PromptVersion body against SPEC 2 (every field, its type, the rules)."""
+    """Problems of a PromptVersion body: every field, its type, the rules."""
     if not isinstance(version, Mapping):
         return [f"not an object: {version!r:.200}"]
     problems = [f"missing field {name!r}" for name in VERSION_FIELDS if name not in version]

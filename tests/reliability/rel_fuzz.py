@@ -7,13 +7,13 @@ runs Hypothesis batches of generated requests:
 * targets: "any" (every value generated, so names and ids mostly do not exist) and
   "known" (path parameters pinned to a prompt, versions, an org and a key that do exist,
   re-created when a fuzzed DELETE removed them), so the write paths really run;
-* tokens: a Service Write token on every operation (CONTRACT 3); the key endpoints also
+* tokens: a Service Write token on every operation; the key endpoints also
   with a Service Admin token, else they could only ever answer 403.
 
 Each response goes through schemathesis' ``not_a_server_error``,
 ``status_code_conformance``, ``content_type_conformance`` and
-``response_schema_conformance`` checks, plus two of ours: the CONTRACT 4/5 error shape on
-every 4xx/5xx and a safe ``X-Request-ID`` on every response. Failures are collected (no
+``response_schema_conformance`` checks, plus two of ours: the error shape (docs/api.md section
+9) on every 4xx/5xx and a safe ``X-Request-ID`` on every response. Failures are collected (no
 shrinking: the point is a report), each with a curl line that reproduces it.
 """
 
@@ -52,7 +52,7 @@ MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 
 
 def contract_error_shape(ctx: Any, response: Any, case: Any) -> None:
-    """CONTRACT 4/5: every 4xx/5xx body is {code, message, error} with error == code."""
+    """Every 4xx/5xx body is {code, message, error} with error == code."""
     content_type = (response.headers.get("content-type") or [""])[0]
     path = urlsplit(response.request.url).path
     problems = error_problems(response.status_code, path, content_type, response.content)
@@ -61,7 +61,7 @@ def contract_error_shape(ctx: Any, response: Any, case: Any) -> None:
 
 
 def request_id_header(ctx: Any, response: Any, case: Any) -> None:
-    """CONTRACT 6: every response carries a safe X-Request-ID."""
+    """Every response carries a safe X-Request-ID."""
     sent = response.request.headers.get("X-Request-ID")
     echoed = (response.headers.get("x-request-id") or [None])[0]
     problems = request_id_problems(sent, echoed)

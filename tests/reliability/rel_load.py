@@ -1,5 +1,6 @@
 """Concurrency under a real deployment: client processes creating, promoting and reading
-one prompt through gunicorn, then the invariants of CONTRACT 7 checked on what is left.
+one prompt through gunicorn, then the lifecycle invariants (docs/api.md section 5) checked
+on what is left.
 
 Each client process (spawned, so nothing is shared but the server) loops until its
 deadline: create a draft; promote either its own newest draft or a random existing

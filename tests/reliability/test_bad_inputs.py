@@ -1,6 +1,7 @@
 """Hostile inputs: oversized and deeply nested bodies, strings JSON allows but UTF-8 does
 not, non-finite numbers, header injection through X-Request-ID, path traversal and
-unicode in names. None may give a 5xx; every error is in the CONTRACT 5 shape."""
+unicode in names. None may give a 5xx; every error is in the
+API's error shape (docs/api.md section 9)."""
 
 from __future__ import annotations
 
@@ -343,7 +344,7 @@ READ_PATHS = [
 
 
 def test_path_traversal_and_unicode_in_read_paths(target: Target, report: Report) -> None:
-    """Every such read is a 404 in our shape (CONTRACT 5: reads never answer 400)."""
+    """Every such read is a 404 in our shape (reads never answer 400)."""
     statuses: dict[int, int] = {}
     for raw in READ_PATHS:
         response = target.get(raw)

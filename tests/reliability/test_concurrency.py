@@ -1,6 +1,6 @@
 """Concurrency under a real deployment: gunicorn with two workers on real Redis, three
 client processes creating, promoting and reading one prompt; then the invariants of
-CONTRACT 7 (``python -m bench.reliability`` runs the 30 s version)."""
+docs/api.md section 5 (``python -m bench.reliability`` runs the 30 s version)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Token forgery through the HTTP API: every forged or unacceptable token is a 401 in the
-CONTRACT 5 shape, and another org's valid token cannot tell an existing prompt from a
+API's error shape, and another org's valid token cannot tell an existing prompt from a
 missing one."""
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def test_forged_tokens_are_refused(planted: Service, report: Report) -> None:
         assert "launch at dawn" not in response.text
     report(
         input=f"{len(FORGERIES)} forged tokens: " + "; ".join(FORGERIES),
-        result=f"all {len(outcomes)} answered 401 unauthorized (CONTRACT 5 shape)",
+        result=f"all {len(outcomes)} answered 401 unauthorized in the API's error shape",
     )
 
 

@@ -1,6 +1,6 @@
 """schemathesis against /openapi.json of a live server on memory:// and real Redis:
 every operation, positive and negative data, zero 5xx, every answer conforming to its
-documented schema and status codes, every error in the CONTRACT 5 shape.
+documented schema and status codes, every error in the API's error shape.
 
 The suite runs a few examples per batch (PROMPTSVC_FUZZ_EXAMPLES, default 5) with a
 fixed seed; ``python -m bench.reliability`` runs many more with a fresh seed.

@@ -1,4 +1,4 @@
-"""Concurrent promotions and version creation keep the rules (CONTRACT 7)."""
+"""Concurrent promotions and version creation keep the rules (docs/api.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Promotion (SPEC 3): one atomic step, previous archived or draft, history records."""
+"""Promotion: one atomic step, previous archived or draft, history records."""
 
 from __future__ import annotations
 
