@@ -1,4 +1,4 @@
-"""The reliability campaign (issue 7) in one command; writes docs/reliability.md.
+"""The reliability campaign in one command; writes docs/reliability.md.
 
     python -m bench.reliability            # the long runs + the whole tests/reliability suite
     python -m bench.reliability --quick    # shorter long runs (development)
