@@ -6,14 +6,9 @@ ports in a temporary directory, joins them with ``redis-cli --cluster create``, 
 node on the same port with the same ``nodes.conf`` (a restart empties that node's script
 cache; a stop is an outage of its shard).
 
-Fixtures (import them into a conftest to use them)::
-
-    local_cluster       session   the running LocalCluster (3 primaries, no replicas)
-    redis_cluster_url   session   its ``redis+cluster://h:p,h:p,h:p`` URL
-    flushed_cluster_url function  the same URL, every primary flushed first
-
-Without ``redis-server``/``redis-cli`` they skip with the reason; under
-``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (CI) they fail instead.
+:func:`running_cluster` is the body of the fixtures that need one (tests/conftest.py):
+without ``redis-server``/``redis-cli`` it skips with the reason; under
+``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (CI) it fails instead.
 
 The nodes run with ``cluster-require-full-coverage no``: when one primary is down the
 others keep serving their own slots, which is what a deployment wants (docs/deployment.md)
@@ -453,29 +448,3 @@ def running_cluster(primaries: int = 3, replicas_per_primary: int = 0) -> Iterat
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture(scope="session")
-def local_cluster() -> Iterator[LocalCluster]:
-    """A 3-primary local cluster for the whole session, stopped at its end."""
-    yield from running_cluster()
-
-
-@pytest.fixture(scope="session")
-def redis_cluster_url(local_cluster: LocalCluster) -> str:
-    """``redis+cluster://`` URL of the session's local cluster."""
-    return local_cluster.url
-
-
-@pytest.fixture
-def flushed_cluster_url(local_cluster: LocalCluster) -> str:
-    """The cluster URL with every node up and every primary flushed, before the test
-    (a test that stopped or froze a node and failed half-way leaves no trace)."""
-    for node in local_cluster.nodes:
-        if node.frozen:
-            local_cluster.thaw_node(node)
-        if not node.running():
-            local_cluster.restart_node(node)
-    local_cluster.wait_healthy(10)
-    local_cluster.flush()
-    return local_cluster.url

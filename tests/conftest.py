@@ -1,4 +1,4 @@
-"""Shared fixtures: where the real Redis is, whether it must be there, and a fake clock.
+"""Shared fixtures: the real Redis, a local Redis Cluster, and a fake clock.
 
 ``PROMPTSVC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/15``) names the db the
 tests own; they flush only that db. With ``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (set by
@@ -8,18 +8,14 @@ tests own; they flush only that db. With ``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (set
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
 from tests.clock import FakeClock
-
-# The local Redis Cluster fixtures, for the storage suite and tests/cluster.
-from tests.cluster_support import flushed_cluster_url, local_cluster, redis_cluster_url
-
-__all__ = ["flushed_cluster_url", "local_cluster", "redis_cluster_url"]
+from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
 
 REDIS_URL = os.environ.get("PROMPTSVC_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-REQUIRE_REDIS = os.environ.get("PROMPTSVC_TEST_REQUIRE_REDIS") == "1"
 
 
 def _redis_reachable(url: str) -> str | None:
@@ -39,9 +35,7 @@ _REDIS_PROBLEM = _redis_reachable(REDIS_URL)
 def redis_url() -> str:
     """The real Redis URL, flushed before the test; skips (or fails in CI) without it."""
     if _REDIS_PROBLEM:
-        if REQUIRE_REDIS:
-            pytest.fail(f"{_REDIS_PROBLEM} (PROMPTSVC_TEST_REQUIRE_REDIS=1)")
-        pytest.skip(_REDIS_PROBLEM)
+        skip_or_fail(_REDIS_PROBLEM)
     import redis
 
     redis.Redis.from_url(REDIS_URL).flushdb()
@@ -52,3 +46,30 @@ def redis_url() -> str:
 def clock() -> FakeClock:
     """A clock at the current second that moves only when told (tests/storage sets its own)."""
     return FakeClock()
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator[LocalCluster]:
+    """A 3-primary local cluster (tests/cluster_support.py) for the whole session, stopped
+    at its end; for the storage suite and tests/cluster."""
+    yield from running_cluster()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(local_cluster: LocalCluster) -> str:
+    """``redis+cluster://`` URL of the session's local cluster."""
+    return local_cluster.url
+
+
+@pytest.fixture
+def flushed_cluster_url(local_cluster: LocalCluster) -> str:
+    """The cluster URL with every node up and every primary flushed, before the test
+    (a test that stopped or froze a node and failed half-way leaves no trace)."""
+    for node in local_cluster.nodes:
+        if node.frozen:
+            local_cluster.thaw_node(node)
+        if not node.running():
+            local_cluster.restart_node(node)
+    local_cluster.wait_healthy(10)
+    local_cluster.flush()
+    return local_cluster.url
