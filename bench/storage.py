@@ -33,7 +33,7 @@ from redis.connection import AbstractConnection
 
 from bench.report import table, write_section
 from storage import codec, keys, scripts
-from storage.base import Prompt, Storage, new_id
+from storage.base import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 
@@ -78,7 +78,7 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
         for _ in range(count):
             store.create_version(org, name, CONTENT, USER)
         return
-    script, now = store._scripts["create_version"], store.clock().isoformat()
+    script, now = store._scripts["create_version"], rfc3339(store.clock())
     variables = scripts.variables(CONTENT)
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)

@@ -14,6 +14,15 @@ another org's data. A prompt is addressed by its name or its ``pmt_`` id
 (``prompt_ref``); a version by its ``v_`` id or its number as a decimal string
 (``version_ref``).
 
+Each record says once how clients see it: ``to_json()`` gives the JSON-ready dict that
+the API and the operator commands send, times spelled by :func:`rfc3339`, fields kept
+only for storage (secret hashes, private keys, ``created_by``) left out. It lives on
+the record rather than in the API because identity shows records too and may not import
+promptsvc. A record whose secret is shown once, at creation, is answered as its
+``to_json()`` plus that secret. New records follow the same pattern; the OpenAPI schemas
+(promptsvc/api/schemas.py) only document these dicts, and tests/api/test_api_records.py
+holds every record's JSON to its schema.
+
 Exception tree (one root, mapped to HTTP in one place by the API)::
 
     StorageError
@@ -39,7 +48,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 PromptType = Literal["text", "chat"]
 Status = Literal["draft", "published", "archived"]
@@ -52,6 +61,18 @@ Clock = Callable[[], datetime]
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    """``2025-01-02T03:04:05.123456Z``: the one spelling of a time, in JSON and in Redis.
+
+    UTC with a ``Z`` and always six fraction digits, so the strings sort as the times
+    do. A naive datetime is taken to be UTC already (the storage clock is UTC).
+    """
+    if moment.utcoffset():  # None (naive) and zero need no conversion
+        moment = moment.astimezone(UTC)
+    # isoformat is several times cheaper than strftime; [:26] drops any "+00:00".
+    return moment.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def new_id(prefix: str) -> str:
@@ -111,6 +132,18 @@ class Prompt:
     latest_version: int | None  # highest existing version number
     production_version: int | None  # number of the published version
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt_id": self.prompt_id,
+            "name": self.name,
+            "prompt_type": self.prompt_type,
+            "description": self.description,
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "latest_version": self.latest_version,
+            "production_version": self.production_version,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class PromptVersion:
@@ -135,6 +168,26 @@ class PromptVersion:
         # At most one version is published, and that one is production.
         return self.status == "published"
 
+    def to_json(self) -> dict[str, Any]:
+        """Runs on every read the API's body memo misses: keep it a plain dict literal."""
+        return {
+            "prompt_id": self.prompt_id,
+            "version_id": self.version_id,
+            "name": self.name,
+            "version": self.version,
+            "content": self.content,
+            "variables": list(self.variables),
+            "status": self.status,
+            "is_production": self.is_production,
+            "prompt_type": self.prompt_type,
+            "metadata": self.metadata,
+            "tags": list(self.tags),
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "promoted_at": None if self.promoted_at is None else rfc3339(self.promoted_at),
+            "promoted_by": self.promoted_by,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class PromotionRecord:
@@ -145,6 +198,17 @@ class PromotionRecord:
     promoted_at: datetime
     previous_version: int | None
     notes: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "history_id": self.history_id,
+            "prompt_id": self.prompt_id,
+            "version_number": self.version_number,
+            "promoted_by": self.promoted_by,
+            "promoted_at": rfc3339(self.promoted_at),
+            "previous_version": self.previous_version,
+            "notes": self.notes,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +224,17 @@ class ApiKey:
     created_at: datetime
     revoked: bool = False
 
+    def to_json(self) -> dict[str, Any]:
+        """Without the secret's hash, and without the org: every caller already names it."""
+        return {
+            "client_id": self.client_id,
+            "role": self.role,
+            "description": self.description,
+            "user_id": self.user_id,
+            "created_at": rfc3339(self.created_at),
+            "revoked": self.revoked,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SigningKey:
@@ -168,6 +243,10 @@ class SigningKey:
     kid: str
     private_pem: str
     created_at: datetime
+
+    def to_json(self, *, signing: bool) -> dict[str, Any]:
+        """Never the private key. ``signing``: whether this key signs new tokens."""
+        return {"kid": self.kid, "created_at": rfc3339(self.created_at), "signing": signing}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +259,9 @@ class Page(Generic[T]):
 class Promotion:
     version: PromptVersion
     record: PromotionRecord
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version.to_json(), "promotion": self.record.to_json()}
 
 
 # --------------------------------------------------------------------------- errors

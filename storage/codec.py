@@ -1,7 +1,9 @@
 """Records <-> the flat field lists Redis hashes hold and Lua scripts return.
 
-Null fields are simply absent from a hash. Timestamps are ISO 8601 strings written from
-the storage clock; lists and dicts are JSON.
+Null fields are simply absent from a hash. Timestamps are written as
+:func:`storage.base.rfc3339` spells them and read with ``datetime.fromisoformat``, which
+also reads an offset such as ``+00:00``, the form some values already in Redis carry;
+lists and dicts are JSON.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from storage.base import ApiKey, PromotionRecord, Prompt, PromptVersion, SigningKey
+from storage.base import ApiKey, PromotionRecord, Prompt, PromptVersion, SigningKey, rfc3339
 
 Fields = dict[str, str]
 
@@ -18,10 +20,6 @@ Fields = dict[str, str]
 def fields(flat: Sequence[str]) -> Fields:
     """HGETALL's flat ``[field, value, ...]`` list as a dict."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
-
-
-def timestamp(moment: datetime) -> str:
-    return moment.isoformat()
 
 
 def _time(text: str) -> datetime:
@@ -65,8 +63,8 @@ def prompt_fields(p: Prompt) -> list[str]:
             "name": p.name,
             "prompt_type": p.prompt_type,
             "description": p.description,
-            "created_at": timestamp(p.created_at),
-            "updated_at": timestamp(p.updated_at),
+            "created_at": rfc3339(p.created_at),
+            "updated_at": rfc3339(p.updated_at),
         }
     )
 
@@ -143,7 +141,7 @@ def api_key_fields(key: ApiKey) -> list[str]:
             "role": key.role,
             "user_id": key.user_id,
             "description": key.description,
-            "created_at": timestamp(key.created_at),
+            "created_at": rfc3339(key.created_at),
             "revoked": "1" if key.revoked else "0",
         }
     )
@@ -162,9 +160,10 @@ def api_key(f: Fields) -> ApiKey:
     )
 
 
-def signing_key_json(key: SigningKey) -> str:
+def signing_key_value(key: SigningKey) -> str:
+    """The JSON kept under the key's kid, private key included (never shown to clients)."""
     return json.dumps(
-        {"kid": key.kid, "private_pem": key.private_pem, "created_at": timestamp(key.created_at)}
+        {"kid": key.kid, "private_pem": key.private_pem, "created_at": rfc3339(key.created_at)}
     )
 
 

@@ -46,6 +46,7 @@ from storage.base import (
     decode_cursor,
     encode_cursor,
     new_id,
+    rfc3339,
     utcnow,
 )
 from storage.memo import Memo
@@ -161,7 +162,7 @@ class RedisStorage(Storage):
         return self._run(script, [keys.names(org), keys.prompt_prefix(org), *extra], args)
 
     def _now(self) -> str:
-        return codec.timestamp(self.clock())
+        return rfc3339(self.clock())
 
     def ping(self) -> None:
         with _guard():
@@ -219,7 +220,7 @@ class RedisStorage(Storage):
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         as_text, as_chat, not_chat = scripts.variables(content)
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [as_text, as_chat, not_chat, codec.timestamp(now)]
+        args += [as_text, as_chat, not_chat, rfc3339(now)]
         reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
         variables = as_chat if prompt["prompt_type"] == "chat" else as_text
@@ -385,7 +386,7 @@ class RedisStorage(Storage):
     def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
         signing = [keys.SIGNING_ORDER, keys.SIGNING_KEYS]
         found = self._run(
-            "ensure_signing_key", signing, [candidate.kid, codec.signing_key_json(candidate)]
+            "ensure_signing_key", signing, [candidate.kid, codec.signing_key_value(candidate)]
         )
         return codec.signing_key(found)
 
@@ -393,7 +394,7 @@ class RedisStorage(Storage):
         with _guard():
             pipe = self.client.pipeline(transaction=True)
             pipe.rpush(keys.SIGNING_ORDER, key.kid)
-            pipe.hset(keys.SIGNING_KEYS, key.kid, codec.signing_key_json(key))
+            pipe.hset(keys.SIGNING_KEYS, key.kid, codec.signing_key_value(key))
             pipe.execute()
 
     def remove_signing_key(self, kid: str) -> None:

@@ -20,6 +20,7 @@ from storage.base import (
     PromptNotFound,
     SigningKey,
     StorageUnavailable,
+    rfc3339,
 )
 from storage.redis import RedisStorage
 
@@ -103,7 +104,7 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: RedisStorage) -> Non
     # More versions than one DEL batch (500) and than Lua's unpack() limit.
     redis_storage.create_prompt(ORG, "big")
     script = redis_storage._scripts["create_version"]
-    now = redis_storage.clock().isoformat()
+    now = rfc3339(redis_storage.clock())
     for _ in range(1200):
         script(
             keys=[keys.names(ORG), keys.prompt_prefix(ORG)],
