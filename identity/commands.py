@@ -1,9 +1,9 @@
 """Operator commands (``promptsvc keys ...``, ``promptsvc signing-keys ...``).
 
 They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
-(Redis in practice), with no server involved, and print JSON on stdout. ``memory://``
-storage lives inside the server process, so these commands refuse it and say what to
-use instead.
+(Redis in practice), with no server involved, and print JSON on stdout: a key exactly
+as the API shows it (``ApiKey.to_json``). ``memory://`` storage lives inside the server
+process, so these commands refuse it and say what to use instead.
 
 ``register(subparsers)`` adds the commands to promptsvc's argparse CLI; each parsed
 namespace carries ``func(args) -> int`` (the exit status).
@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from identity import keys
@@ -24,7 +23,7 @@ from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_READ
 from identity.signing import new_signing_key
 from storage import storage_from_url
-from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, Storage, StorageError
+from storage.base import ApiKeyExists, ApiKeyNotFound, Storage, StorageError
 
 EXIT_FAILED = 1
 EXIT_MEMORY = 2
@@ -153,19 +152,19 @@ def _keys_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
         store, args.org, args.role, args.description, client_id=args.client_id
     )
     print("Store the client_secret now: it is not shown again.", file=sys.stderr)
-    return {**_key_json(key), "client_secret": secret}
+    return keys.created_json(key, secret)
 
 
 def _keys_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     if not keys.valid_org(args.org):
         raise _CommandError(f"invalid org slug {args.org!r}")
-    return {"items": [_key_json(key) for key in store.list_api_keys(args.org)]}
+    return {"items": [key.to_json() for key in store.list_api_keys(args.org)]}
 
 
 def _keys_revoke(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     if not keys.valid_org(args.org):
         raise _CommandError(f"invalid org slug {args.org!r}")
-    return _key_json(store.revoke_api_key(args.org, args.client_id))
+    return store.revoke_api_key(args.org, args.client_id).to_json()
 
 
 def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
@@ -177,17 +176,12 @@ def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
             "key; the new key only verifies there.",
             file=sys.stderr,
         )
-    return {"kid": record.kid, "created_at": _time(record.created_at), "signing": True}
+    return record.to_json(signing=True)
 
 
 def _signing_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     kept = store.signing_keys()
-    return {
-        "items": [
-            {"kid": k.kid, "created_at": _time(k.created_at), "signing": i == len(kept) - 1}
-            for i, k in enumerate(kept)
-        ]
-    }
+    return {"items": [k.to_json(signing=i == len(kept) - 1) for i, k in enumerate(kept)]}
 
 
 def _signing_retire(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
@@ -201,19 +195,3 @@ def _signing_retire(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
         )
     store.remove_signing_key(args.kid)
     return {"retired": args.kid, "remaining": [kid for kid in kids if kid != args.kid]}
-
-
-def _key_json(key: ApiKey) -> dict[str, Any]:
-    return {
-        "org": key.org,
-        "client_id": key.client_id,
-        "role": key.role,
-        "description": key.description,
-        "user_id": key.user_id,
-        "created_at": _time(key.created_at),
-        "revoked": key.revoked,
-    }
-
-
-def _time(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -71,6 +71,11 @@ def create_key(
     return key, secret
 
 
+def created_json(key: ApiKey, secret: str) -> dict[str, Any]:
+    """The answer to creating ``key``: its JSON and its secret, the only time it is shown."""
+    return {**key.to_json(), "client_secret": secret}
+
+
 def authenticate(storage: Storage, org: str, client_id: str, client_secret: str) -> ApiKey | None:
     """The active key these credentials name, or None (unknown realm or key, revoked
     key, wrong secret: the caller must not tell them apart)."""

@@ -8,7 +8,7 @@
   401, 403, 500, 503) in one decorator;
 * :meth:`ApiBlueprint.returns` / :meth:`ApiBlueprint.errors`: document the success and
   error responses without flask-smorest's run-time wrappers (views return ready
-  Responses built by promptsvc.api.records and promptsvc.http);
+  Responses built from the records' ``to_json()`` by promptsvc.http);
 * :class:`View`: the MethodView every resource uses.
 """
 
@@ -114,7 +114,8 @@ class ApiBlueprint(Blueprint):
         """Document the success response; the view itself returns a ready Response.
 
         Unlike ``Blueprint.response`` nothing is dumped through the schema at run time:
-        bodies come from promptsvc.api.records, which keeps the read path fast.
+        bodies are the records' ``to_json()`` (storage/base.py), which keeps the read
+        path fast.
         """
         return doc_only(self.response(status, schema, **options))
 

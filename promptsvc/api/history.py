@@ -8,7 +8,6 @@ from flask import Response
 
 from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.records import promotion_json
 from promptsvc.api.schemas import HistoryPageSchema, PageQuerySchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
@@ -35,5 +34,5 @@ class History(View):
             current_principal().org, name, query["limit"], query["cursor"]
         )
         return json_response(
-            {"items": [promotion_json(r) for r in page.items], "next_cursor": page.next_cursor}
+            {"items": [r.to_json() for r in page.items], "next_cursor": page.next_cursor}
         )

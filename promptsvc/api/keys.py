@@ -9,9 +9,9 @@ from typing import Any
 
 from flask import Response, current_app
 
+from identity.keys import created_json
 from identity.roles import SERVICE_ADMIN
 from promptsvc.api.common import ApiBlueprint, View
-from promptsvc.api.records import key_json, timestamp
 from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeyListSchema, KeyCreateSchema
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
@@ -34,7 +34,7 @@ class Keys(View):
         Every key of the org, revoked ones included, oldest first. Secrets are never shown.
         """
         keys = current_app.extensions["identity"].list_keys(current_principal().org)
-        return json_response({"items": [key_json(k) for k in keys]})
+        return json_response({"items": [k.to_json() for k in keys]})
 
     @blp.requires(SERVICE_ADMIN)
     @blp.arguments(KeyCreateSchema)
@@ -49,17 +49,7 @@ class Keys(View):
         key, secret = current_app.extensions["identity"].create_key(
             current_principal().org, body["role"], body["description"]
         )
-        return json_response(
-            {
-                "client_id": key.client_id,
-                "client_secret": secret,
-                "role": key.role,
-                "description": key.description,
-                "user_id": key.user_id,
-                "created_at": timestamp(key.created_at),
-            },
-            201,
-        )
+        return json_response(created_json(key, secret), 201)
 
 
 @blp.route("/<client_id>")

@@ -8,7 +8,6 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.records import prompt_json
 from promptsvc.api.schemas import (
     PageQuerySchema,
     PromptCreateSchema,
@@ -39,7 +38,7 @@ class Prompts(View):
         """
         page = storage().list_prompts(current_principal().org, query["limit"], query["cursor"])
         return json_response(
-            {"items": [prompt_json(p) for p in page.items], "next_cursor": page.next_cursor}
+            {"items": [p.to_json() for p in page.items], "next_cursor": page.next_cursor}
         )
 
     @blp.requires(SERVICE_WRITE)
@@ -54,7 +53,7 @@ class Prompts(View):
         prompt = storage().create_prompt(
             current_principal().org, body["name"], body["prompt_type"], body["description"]
         )
-        return json_response(prompt_json(prompt), 201)
+        return json_response(prompt.to_json(), 201)
 
 
 @blp.route("/<name>", parameters=[NAME_PARAM])
@@ -64,7 +63,7 @@ class PromptItem(View):
     @blp.errors(404)
     def get(self, name: str) -> Response:
         """Get a prompt"""
-        return json_response(prompt_json(storage().get_prompt(current_principal().org, name)))
+        return json_response(storage().get_prompt(current_principal().org, name).to_json())
 
     @blp.requires(SERVICE_WRITE)
     @blp.returns(204)

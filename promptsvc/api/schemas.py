@@ -1,7 +1,9 @@
 """marshmallow schemas: request validation (CONTRACT 7 limits) and response documentation.
 
 Request schemas load and validate bodies and query strings. Response schemas only
-document bodies for OpenAPI: responses are built by promptsvc.api.records.
+document bodies for OpenAPI: a response is its record's ``to_json()`` (storage/base.py),
+never dumped through a schema, and tests/api/test_api_records.py proves each schema
+and its record's JSON have the same fields, types and nullability.
 """
 
 from __future__ import annotations
@@ -243,13 +245,8 @@ class ApiKeySchema(Schema):
     revoked = fields.Boolean()
 
 
-class ApiKeyCreatedSchema(Schema):
-    client_id = fields.String()
+class ApiKeyCreatedSchema(ApiKeySchema):
     client_secret = fields.String(metadata={"description": "Shown only in this response"})
-    role = fields.String(validate=validate.OneOf(ROLES))
-    description = fields.String(allow_none=True)
-    user_id = fields.String()
-    created_at = _timestamp("Creation time")
 
 
 class ApiKeyListSchema(Schema):

@@ -15,7 +15,7 @@ from flask import Response, request
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.fastread import STORAGE_ERROR, read_version
-from promptsvc.api.records import promotion_json, version_body, version_json
+from promptsvc.api.records import version_body
 from promptsvc.api.schemas import (
     NoBodySchema,
     PromoteSchema,
@@ -109,7 +109,7 @@ class Versions(View):
             current_principal().org, name, query["status"], query["limit"], query["cursor"]
         )
         return json_response(
-            {"items": [version_json(v) for v in page.items], "next_cursor": page.next_cursor}
+            {"items": [v.to_json() for v in page.items], "next_cursor": page.next_cursor}
         )
 
     @blp.requires(SERVICE_WRITE)
@@ -131,7 +131,7 @@ class Versions(View):
             metadata=body["metadata"],
             tags=body["tags"],
         )
-        return json_response(version_json(version), 201)
+        return json_response(version.to_json(), 201)
 
 
 @blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM])
@@ -152,7 +152,7 @@ class Version(View):
         Only a draft can be edited (else 409); its variables are re-extracted.
         """
         version = storage().edit_version(current_principal().org, name, versionId, body["content"])
-        return json_response(version_json(version))
+        return json_response(version.to_json())
 
     @blp.requires(SERVICE_WRITE)
     @blp.returns(204)
@@ -189,12 +189,7 @@ class Promote(View):
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
         )
-        return json_response(
-            {
-                "version": version_json(promotion.version),
-                "promotion": promotion_json(promotion.record),
-            }
-        )
+        return json_response(promotion.to_json())
 
 
 @blp.route("/<name>/versions/<versionId>/archive", parameters=[NAME_PARAM, VERSION_PARAM])
@@ -209,9 +204,8 @@ class Archive(View):
         Only a draft can be archived; a published version gives 409 (promote another
         version instead). No body needed; if sent, it is an empty JSON object.
         """
-        return json_response(
-            version_json(storage().archive_version(current_principal().org, name, versionId))
-        )
+        version = storage().archive_version(current_principal().org, name, versionId)
+        return json_response(version.to_json())
 
 
 @blp.route("/<name>/versions/<versionId>/unarchive", parameters=[NAME_PARAM, VERSION_PARAM])
@@ -226,6 +220,5 @@ class Unarchive(View):
         An archived version goes back to draft; any other status gives 409. No body needed; if
         sent, it is an empty JSON object.
         """
-        return json_response(
-            version_json(storage().unarchive_version(current_principal().org, name, versionId))
-        )
+        version = storage().unarchive_version(current_principal().org, name, versionId)
+        return json_response(version.to_json())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory
 
 Run = Callable[..., tuple[int, Any, str]]
+RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,11 +63,14 @@ def test_keys_create_list_revoke(store: Storage, run: Run, clock: FakeClock) -> 
     )
     assert status == 0, err
     assert "not shown again" in err
-    assert created["org"] == "acme"
     assert created["role"] == SERVICE_ADMIN
     assert created["description"] == "ops"
     assert len(created["client_secret"]) == 43
-    assert created["created_at"].endswith("Z")
+    # The key as the API shows it (its one JSON description), plus the secret.
+    stored = store.get_api_key("acme", created["client_id"])
+    assert stored is not None
+    assert created == {**stored.to_json(), "client_secret": created["client_secret"]}
+    assert RFC3339_UTC.fullmatch(created["created_at"])
 
     # The key works against a server on the same storage.
     server = Identity(store, issuer_url=ISSUER, clock=clock)
@@ -80,6 +85,7 @@ def test_keys_create_list_revoke(store: Storage, run: Run, clock: FakeClock) -> 
         (created["client_id"], SERVICE_ADMIN),
         ("reader", SERVICE_READ),  # the default role is the least one
     ]
+    assert listed["items"] == [k.to_json() for k in store.list_api_keys("acme")]
     assert all("client_secret" not in k and "secret_hash" not in k for k in listed["items"])
     assert created["client_secret"] not in json.dumps(listed)
 
@@ -148,6 +154,10 @@ def test_signing_keys_rotate_list_retire(store: Storage, run: Run, clock: FakeCl
         (first_kid, False),
         (rotated["kid"], True),
     ]
+    kept = store.signing_keys()
+    assert listed["items"] == [k.to_json(signing=k is kept[-1]) for k in kept]
+    assert rotated == listed["items"][-1]
+    assert all(RFC3339_UTC.fullmatch(k["created_at"]) for k in listed["items"])
     assert "PRIVATE" not in json.dumps(listed)
 
     # The running server moves to the new key; old tokens keep verifying.

@@ -13,7 +13,7 @@ from dataclasses import replace
 import fakeredis
 import pytest
 
-from promptsvc.api.records import version_body, version_json
+from promptsvc.api.records import version_body
 from promptsvc.http import etag_of, json_body
 from storage.base import Storage
 from storage.memo import Memo
@@ -108,7 +108,7 @@ def test_the_body_memo_answers_for_that_very_object_only(
     setup_two_versions(reader)
     version = reader.get_production(ORG, "greeting")
     body, etag = version_body(version)
-    assert body == json_body(version_json(version)) and etag == etag_of(body)
+    assert body == json_body(version.to_json()) and etag == etag_of(body)
     assert version_body(version) == (body, etag)
     # An equal-looking record that differs in one field is a different object: its own
     # body, whatever memo entries exist.
