@@ -1,0 +1,251 @@
+"""Every record's JSON against the schema /openapi.json publishes for it: they cannot drift.
+
+A record's JSON is its ``to_json()`` (storage/base.py); promptsvc/api/schemas.py only
+documents it. For each record type, a populated record and a minimal one (every optional
+field null, every list empty) must match the published schema exactly: the same field
+names, the same types (list items, enums and the date-time format included), and null
+where, and only where, the schema says nullable. The API's real answers are checked
+against the schema documented for their endpoint the same way, on every backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+import storage.base
+from identity.keys import created_json
+from promptsvc.app import create_app
+from promptsvc.config import Settings
+from storage.base import (
+    ApiKey,
+    Promotion,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+    SigningKey,
+)
+from storage.memory import MemoryStorage
+
+Spec = dict[str, Any]
+
+AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+LATER = datetime(2026, 1, 3, 9, 0, 0, tzinfo=timezone(timedelta(hours=2)))
+USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+VERSION = PromptVersion(
+    prompt_id="pmt_1",
+    version_id="v_1",
+    name="greeting",
+    version=2,
+    content='[{"role": "user", "content": "Hi {{name}}"}]',
+    variables=("name",),
+    status="published",
+    prompt_type="chat",
+    metadata={"model": "gpt", "limits": {"tokens": 100}},
+    tags=("prod", "eu"),
+    created_at=AT,
+    updated_at=LATER,
+    promoted_at=LATER,
+    promoted_by=USER,
+    created_by=USER,
+)
+HISTORY = PromotionRecord("h_1", "pmt_1", 2, USER, LATER, previous_version=1, notes="ship")
+KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
+
+# Each record type the API answers with, populated and minimal, and its schema's name.
+RECORDS: dict[type, tuple[str, object, object]] = {
+    Prompt: (
+        "Prompt",
+        Prompt("pmt_1", "greeting", "chat", "Says hello", AT, LATER, 3, 2),
+        Prompt("pmt_1", "greeting", "text", None, AT, AT, None, None),
+    ),
+    PromptVersion: (
+        "PromptVersion",
+        VERSION,
+        dataclasses.replace(
+            VERSION,
+            content="Hi",
+            variables=(),
+            status="draft",
+            prompt_type="text",
+            metadata={},
+            tags=(),
+            promoted_at=None,
+            promoted_by=None,
+        ),
+    ),
+    PromotionRecord: (
+        "PromotionRecord",
+        HISTORY,
+        dataclasses.replace(HISTORY, previous_version=None, notes=None),
+    ),
+    ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
+}
+RECORDS[Promotion] = (
+    "PromotionResult",
+    Promotion(VERSION, HISTORY),
+    Promotion(RECORDS[PromptVersion][2], RECORDS[PromotionRecord][2]),  # type: ignore[arg-type]
+)
+# Shown only by `promptsvc signing-keys` (tests/identity/test_identity_commands.py).
+NOT_IN_THE_API: set[type] = {SigningKey}
+
+
+@pytest.fixture(scope="module")
+def spec(signing_key_file: str) -> Spec:
+    settings = Settings(issuer_url="http://promptsvc.test", signing_key_file=signing_key_file)
+    app = create_app(settings, storage=MemoryStorage())
+    document: Spec = app.test_client().get("/openapi.json").json
+    return document
+
+
+def resolve(spec: Spec, schema: Spec) -> Spec:
+    while "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+# JSON types as Python decodes them; ``type(x) in`` keeps True out of "integer".
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def check(spec: Spec, schema: Spec, value: object, where: str) -> None:
+    """``value`` is exactly what the OpenAPI 3.0 ``schema`` describes."""
+    schema = resolve(spec, schema)
+    if value is None:
+        assert schema.get("nullable") is True, f"{where} is null; its schema is not nullable"
+        return
+    kind = schema["type"]
+    assert type(value) in JSON_TYPES[kind], f"{where} is {type(value).__name__}, not {kind}"
+    if "enum" in schema:
+        assert value in schema["enum"], f"{where}: {value!r} is not one of {schema['enum']}"
+    if schema.get("format") == "date-time":
+        assert RFC3339_UTC.fullmatch(str(value)), f"{where}: {value!r} is not RFC 3339 UTC"
+    if kind == "array":
+        for i, item in enumerate(value):  # type: ignore[arg-type]
+            check(spec, schema["items"], item, f"{where}[{i}]")
+    if kind == "object" and "properties" in schema:
+        assert isinstance(value, dict)
+        properties = schema["properties"]
+        assert set(value) == set(properties), f"{where}: fields differ from the schema"
+        for name, item in value.items():
+            check(spec, properties[name], item, f"{where}.{name}")
+
+
+def optional_fields(record_type: type) -> set[str]:
+    hints = typing.get_type_hints(record_type)
+    return {
+        f.name
+        for f in dataclasses.fields(record_type)
+        if type(None) in typing.get_args(hints[f.name])
+        and isinstance(hints[f.name], types.UnionType)
+    }
+
+
+def test_every_record_with_json_is_checked() -> None:
+    described = {
+        value
+        for value in vars(storage.base).values()
+        if dataclasses.is_dataclass(value) and hasattr(value, "to_json")
+    }
+    assert described == set(RECORDS) | NOT_IN_THE_API
+
+
+@pytest.mark.parametrize("record_type", list(RECORDS), ids=lambda t: t.__name__)
+@pytest.mark.parametrize("which", ["populated", "minimal"])
+def test_record_json_matches_its_schema(spec: Spec, record_type: type, which: str) -> None:
+    name, populated, minimal = RECORDS[record_type]
+    record = populated if which == "populated" else minimal
+    body = record.to_json()  # type: ignore[attr-defined]
+    check(spec, {"$ref": f"#/components/schemas/{name}"}, body, name)
+
+
+@pytest.mark.parametrize("record_type", list(RECORDS), ids=lambda t: t.__name__)
+def test_null_exactly_where_the_schema_is_nullable(spec: Spec, record_type: type) -> None:
+    name, populated, minimal = RECORDS[record_type]
+    properties = spec["components"]["schemas"][name]["properties"]
+    nullable = {field for field, s in properties.items() if resolve(spec, s).get("nullable")}
+    assert None not in populated.to_json().values()  # type: ignore[attr-defined]
+    nulls = {field for field, value in minimal.to_json().items() if value is None}  # type: ignore[attr-defined]
+    assert nulls == nullable
+    # The minimal record really is minimal: every optional field of it is None.
+    assert all(getattr(minimal, f) is None for f in optional_fields(record_type))
+    # And every list in the populated one has items, so their types were checked.
+    body = populated.to_json()  # type: ignore[attr-defined]
+    assert all(value for value in body.values() if isinstance(value, list))
+
+
+@pytest.mark.parametrize("key", [KEY, RECORDS[ApiKey][2]], ids=["populated", "minimal"])
+def test_a_created_key_matches_its_schema(spec: Spec, key: ApiKey) -> None:
+    body = created_json(key, "s" * 43)
+    check(spec, {"$ref": "#/components/schemas/ApiKeyCreated"}, body, "ApiKeyCreated")
+    assert body == {**key.to_json(), "client_secret": "s" * 43}
+
+
+def test_a_signing_key_never_shows_its_private_part() -> None:
+    key = SigningKey("k1", "-----BEGIN PRIVATE KEY-----\nMII\n", LATER)
+    assert key.to_json(signing=False) == {
+        "kid": "k1",
+        "created_at": "2026-01-03T07:00:00.000000Z",
+        "signing": False,
+    }
+
+
+# --------------------------------------------------------------------------- real answers
+
+
+def documented(spec: Spec, method: str, path: str, status: int) -> Spec:
+    response = spec["paths"][path][method.lower()]["responses"][str(status)]
+    schema: Spec = response["content"]["application/json"]["schema"]
+    return schema
+
+
+def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> None:
+    prompts = "/api/v1/prompts"
+    version = prompts + "/{name}/versions/{versionId}"
+    answered: list[tuple[str, str, str, int, Any]] = []
+
+    def call(method: str, path: str, status: int, url: str, **kwargs: Any) -> Any:
+        r = api.request(method, url, **kwargs)
+        assert r.status_code == status, r.json
+        answered.append((method, path, url, status, r.json))
+        return r.json
+
+    call("POST", prompts, 201, prompts, json={"name": "greeting"})
+    chat = {"name": "chat", "prompt_type": "chat", "description": "d"}
+    call("POST", prompts, 201, prompts, json=chat)
+    call("GET", prompts, 200, prompts)
+    call("GET", prompts + "/{name}", 200, f"{prompts}/greeting")
+    versions = f"{prompts}/greeting/versions"
+    body = {"content": "Hi {{name}}", "metadata": {"a": {"b": 1}}, "tags": ["x"]}
+    call("POST", prompts + "/{name}/versions", 201, versions, json=body)
+    call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Yo"})
+    call("PATCH", version, 200, f"{versions}/2", json={"content": "Yo {{who}}"})
+    call("POST", version + "/promote", 200, f"{versions}/1/promote", json={"notes": "n"})
+    call("POST", version + "/promote", 200, f"{versions}/2/promote")
+    call("POST", version + "/unarchive", 200, f"{versions}/1/unarchive")
+    call("POST", version + "/archive", 200, f"{versions}/1/archive")
+    call("GET", prompts + "/{name}/versions", 200, versions)
+    call("GET", version, 200, f"{versions}/1")
+    call("GET", prompts + "/{name}/production", 200, f"{prompts}/greeting/production")
+    call("GET", prompts + "/{name}/latest", 200, f"{prompts}/greeting/latest")
+    call("GET", prompts + "/{name}/history", 200, f"{prompts}/greeting/history")
+    call("POST", "/api/v1/keys", 201, "/api/v1/keys", json={"role": "Service Read"})
+    call("GET", "/api/v1/keys", 200, "/api/v1/keys")
+
+    for method, path, url, status, json_body in answered:
+        check(spec, documented(spec, method, path, status), json_body, f"{method} {url}")
