@@ -1,7 +1,7 @@
 """promptsvc: self-hosted prompt versioning service.
 
-``create_app`` is imported lazily so that ``promptsvc.client`` (the SDK) and
-``promptsvc.templates`` load without Flask.
+``create_app`` is imported lazily so that ``promptsvc.client`` (the SDK) loads without
+Flask.
 """
 
 from __future__ import annotations

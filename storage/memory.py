@@ -11,7 +11,6 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from promptsvc.templates import TemplateError, extract_variables
 from storage.base import (
     ApiKey,
     ApiKeyExists,
@@ -37,6 +36,7 @@ from storage.base import (
     utcnow,
     version_number,
 )
+from storage.templates import TemplateError, extract_variables
 
 
 @dataclass(slots=True)

@@ -11,8 +11,8 @@ from typing import Any
 
 from redis.commands.core import Script
 
-from promptsvc.templates import TemplateError, extract_variables
 from storage.base import decode_number_cursor, version_number
+from storage.templates import TemplateError, extract_variables
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
 # KEYS[2], and share the helpers of _common.lua, which is put in front of each of them.

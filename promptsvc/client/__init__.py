@@ -25,7 +25,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.models import PromptVersion
 from promptsvc.client.sync import PromptClient
-from promptsvc.templates import MissingVariableError
+from storage.templates import MissingVariableError
 
 __all__ = [
     "AsyncPromptClient",

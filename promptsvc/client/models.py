@@ -8,7 +8,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from promptsvc.templates import render
+from storage.templates import render
 
 
 class ModelError(ValueError):
@@ -103,7 +103,7 @@ class PromptVersion:
         Text prompts give a ``str``, chat prompts a list of ``{"role", "content"}``
         messages. Values come from ``values`` (useful for a variable named ``strict``)
         and keyword arguments, the latter winning. Extra values are ignored. A missing
-        one raises ``promptsvc.templates.MissingVariableError`` (a ``KeyError``) when
+        one raises ``promptsvc.client.MissingVariableError`` (a ``KeyError``) when
         ``strict``, else its placeholder is left as it was.
         """
         merged = {**values, **variables} if values else variables

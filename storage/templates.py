@@ -1,4 +1,8 @@
-"""The ``{{variable}}`` placeholder grammar, shared by the server and the SDK.
+"""The ``{{variable}}`` placeholder grammar: variable extraction and rendering.
+
+It lives in storage, the bottom layer, because storage (the variables of each version)
+and the SDK (``PromptVersion.render``) both use it and no layer imports upward. Standard
+library only: the SDK imports it in an install without redis.
 
 A placeholder is ``{{ name }}``: inner whitespace is allowed and a name matches
 ``[A-Za-z_][A-Za-z0-9_.]*``. Anything else between braces is plain text. Chat prompts
