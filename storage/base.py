@@ -1,8 +1,10 @@
 """The storage interface: records, errors and the abstract ``Storage``.
 
-Everything promptsvc keeps goes through :class:`Storage`. Every lifecycle rule of
-SPEC section 3 is enforced here, inside the backend, so no caller (API, CLI, tests)
-can break it:
+Everything promptsvc keeps goes through :class:`Storage`. These lifecycle rules are part
+of the interface, and every backend enforces them itself, inside the atomic step of each
+operation (memory under its lock, Redis and Redis Cluster inside the Lua scripts), so no
+caller (API, CLI, tests) can break them; the conformance suite in tests/storage checks
+them on every backend:
 
 * at most one version per prompt is ``published``;
 * only ``draft`` content can be edited;
@@ -317,7 +319,7 @@ class ApiKeyExists(Conflict):
 
 
 class LifecycleError(Conflict):
-    """A transition SPEC section 3 forbids; the message says which rule."""
+    """A transition the lifecycle rules (module docstring) forbid; the message says which."""
 
 
 class InvalidInput(StorageError):

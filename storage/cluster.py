@@ -1,13 +1,18 @@
 """Redis Cluster storage: ``redis+cluster://host:port[,host:port...][?options]``.
 
-The Redis backend (storage/redis.py) unchanged, on redis-py's ``RedisCluster``. Nothing
-here shards or replicates: Redis Cluster does. It works because every key of one org
-carries the org's hash tag (``ps:{<org>}:...``, storage/keys.py), so all of an org's
-keys sit in one slot and every Lua script touches one slot; different orgs hash to
-different slots and so spread over the primaries. redis-py sends each EVALSHA to the
-primary of its slot; when that node answers NOSCRIPT (a restarted node, or a replica a
-failover promoted, has an empty script cache), :class:`SlotScript` loads the script on
-that node and runs it again.
+The Redis backends' operations and Lua scripts (``BaseRedisStorage``, storage/redis.py)
+on redis-py's ``RedisCluster``. Nothing here shards or replicates: Redis Cluster does. It
+works because every key of one org carries the org's hash tag (``ps:{<org>}:...``,
+storage/keys.py), so all of an org's keys sit in one slot and every Lua script touches
+one slot; different orgs hash to different slots and so spread over the primaries.
+
+What differs from one server is supplied through the base's override points: the
+client (:meth:`ClusterStorage.from_url`); the scripts, as :class:`SlotScript` (redis-py
+sends each EVALSHA to the primary of its slot; when that node answers NOSCRIPT, because
+a restarted node or a replica a failover promoted has an empty script cache, the script
+is loaded on that node and run again); version reads (``_read_reply``: a replica when
+asked to, else a read lane to the slot's primary, else the cluster client); and
+readiness (:meth:`ClusterStorage.ping`).
 
 URL::
 
@@ -27,7 +32,7 @@ of them being down at start-up. Options:
     previous latest; a version read by id its previous status or draft content), and a
     replica that lost its primary keeps answering with the data it has (Redis's default
     ``replica-serve-stale-data yes``) until it is promoted or that setting is turned off.
-    Off by default because SPEC 9 promises a promotion takes effect at once.
+    Off by default because a promotion must take effect at once.
 ``socket_timeout`` (``0.25``), ``socket_connect_timeout`` (``0.25``)
     Seconds. A storage call for an org whose primary is down fails with
     :class:`StorageUnavailable` (503) at once when the host refuses connections, and
@@ -45,7 +50,7 @@ Connecting needs one answering node: :meth:`ClusterStorage.from_url` raises
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
@@ -54,9 +59,10 @@ from redis.commands.core import Script
 from redis.exceptions import AskError, NoScriptError, RedisClusterException, SlotNotCoveredError
 from redis.typing import EncodableT, KeyT
 
+from storage import scripts
 from storage.base import Clock, StorageUnavailable, utcnow
 from storage.read_lane import ReadLane
-from storage.redis import NO_RETRY, UNAVAILABLE, RedisStorage
+from storage.redis import NO_RETRY, UNAVAILABLE, BaseRedisStorage
 
 SCHEME = "redis+cluster"
 DEFAULT_PORT = 6379
@@ -204,8 +210,8 @@ _REROUTE: tuple[type[Exception], ...] = (*UNAVAILABLE, AskError, SlotNotCoveredE
 _NO_ANSWER: tuple[type[Exception], ...] = (*UNAVAILABLE, RedisClusterException)
 
 
-class ClusterStorage(RedisStorage):
-    """Storage on a Redis Cluster: the Redis backend's scripts, routed by slot."""
+class ClusterStorage(BaseRedisStorage[RedisCluster]):
+    """Storage on a Redis Cluster: the Redis backends' scripts, routed by slot."""
 
     def __init__(
         self,
@@ -217,26 +223,11 @@ class ClusterStorage(RedisStorage):
         the three read paths through ``replica_client`` (a ``RedisCluster`` with a
         replica ``load_balancing_strategy``) as described in the module docstring."""
         super().__init__(client, clock=clock)
-        self._scripts = {
-            name: SlotScript(client, script.script) for name, script in self._scripts.items()
-        }
         self.replica_client = replica_client
         self._lanes: dict[str, ReadLane] = {}  # node name -> read lane to that primary
 
-    def ping(self) -> None:
-        """Ready when the cluster answers: one primary down fails only its own orgs'
-        requests, so readiness asks the primaries in turn until one replies."""
-        client: RedisCluster = self.client  # type: ignore[assignment]
-        for node in client.get_primaries():
-            try:
-                client.ping(target_nodes=node)
-                return
-            except _NO_ANSWER:
-                continue
-        raise StorageUnavailable("storage unavailable")
-
     @classmethod
-    def from_url(cls, url: str, clock: Clock = utcnow) -> ClusterStorage:
+    def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
         """Connect to the cluster named by ``url`` (see the module docstring).
 
         Raises ValueError for a malformed URL, StorageUnavailable when no node answers.
@@ -257,6 +248,20 @@ class ClusterStorage(RedisStorage):
                 "storage unavailable: no Redis Cluster node answered"
             ) from None
         return cls(client, clock=clock, replica_client=replica_client)
+
+    def _register_scripts(self) -> dict[str, Script]:
+        return scripts.register(self.client, SlotScript)
+
+    def ping(self) -> None:
+        """Ready when the cluster answers: one primary down fails only its own orgs'
+        requests, so readiness asks the primaries in turn until one replies."""
+        for node in self.client.get_primaries():
+            try:
+                self.client.ping(target_nodes=node)
+                return
+            except _NO_ANSWER:
+                continue
+        raise StorageUnavailable("storage unavailable")
 
     def close(self) -> None:
         super().close()
@@ -284,8 +289,7 @@ class ClusterStorage(RedisStorage):
     def _primary_lane(self, key: str) -> ReadLane:
         """The read lane (storage/read_lane.py) to the primary that serves ``key``'s
         slot, as redis-py's slot map has it."""
-        client: RedisCluster = self.client  # type: ignore[assignment]
-        node = client.nodes_manager.get_node_from_slot(client.keyslot(key))
+        node = self.client.nodes_manager.get_node_from_slot(self.client.keyslot(key))
         lane = self._lanes.get(node.name)
         if lane is None or lane.client is not node.redis_connection:
             if node.redis_connection is None:

@@ -1,9 +1,13 @@
 """Redis storage: every change is one Lua script, every read one round trip.
 
+:class:`BaseRedisStorage` holds every operation, shared by both Redis backends:
+:class:`RedisStorage` here (one server) and ``ClusterStorage`` (storage/cluster.py).
+
 Key layout: storage/keys.py. Scripts: storage/lua/*.lua, one per atomic operation,
-KEYS/ARGV in each header, registered once per client by storage/scripts.py (EVALSHA,
-loaded again by redis-py if the server forgot them). Each script touches only keys of one org, all
-under the org's ``{<org>}`` hash tag, so the same scripts run on Redis Cluster.
+KEYS/ARGV in each header, registered once per client by storage/scripts.py and run with
+EVALSHA (loaded again when a server answers NOSCRIPT). Each script touches only keys of
+one org, all under the org's ``{<org>}`` hash tag, so the same scripts run on Redis
+Cluster.
 
 Lifecycle rules are checked inside the scripts, where no other client can interleave;
 a script answers an error marker and :func:`_check` raises the typed error. Any
@@ -12,10 +16,11 @@ connection-level failure becomes :class:`StorageUnavailable` without host detail
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 import redis
 from redis.backoff import NoBackoff
@@ -58,6 +63,8 @@ from storage.read_lane import ReadLane
 # Redis closed while idle (a restart) is not a failure here: the pool notices it on
 # checkout and reconnects before sending.
 NO_RETRY = Retry(NoBackoff(), 0)
+
+ClientT = TypeVar("ClientT", bound="redis.Redis | redis.RedisCluster")
 
 # Errors that mean "Redis cannot serve this now", not "this request is wrong".
 UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -120,37 +127,53 @@ def _version(reply: Sequence[Any]) -> PromptVersion:
     return codec.version_of(reply[1], reply[2])
 
 
-class RedisStorage(Storage):
-    """Storage on one Redis server (``redis://``, ``rediss://``)."""
+class BaseRedisStorage(Storage, Generic[ClientT]):
+    """The Redis backends' shared body: every operation is a Lua script (or, for a few
+    reads and the signing keys, plain commands) sent through one redis-py client.
 
-    def __init__(self, client: redis.Redis | redis.RedisCluster, clock: Clock = utcnow) -> None:
+    :class:`RedisStorage` (one server) and ``ClusterStorage`` (storage/cluster.py) differ
+    only through these override points; nothing here asks which backend it runs as:
+
+    * :meth:`from_url` builds the client, and the backend on it, from a storage URL;
+    * :meth:`_register_scripts` gives the script objects :meth:`_run` calls (EVALSHA,
+      with the NOSCRIPT reload that suits the deployment);
+    * :meth:`_read_reply` sends read_version.lua, the hot read, where it is answered
+      fastest (a read lane, a replica);
+    * :meth:`ping` says whether the backend can serve;
+    * a backend that opens connections besides ``client`` (read lanes) extends
+      :meth:`close`.
+    """
+
+    def __init__(self, client: ClientT, clock: Clock = utcnow) -> None:
         """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
         super().__init__(clock)
         if not client.get_encoder().decode_responses:
-            raise ValueError("RedisStorage needs a client made with decode_responses=True")
+            raise ValueError(
+                f"{type(self).__name__} needs a client made with decode_responses=True"
+            )
         self.client = client
-        self._scripts: dict[str, Script] = scripts.register(client)
+        self._scripts: dict[str, Script] = self._register_scripts()
         self._versions: Memo[tuple[str | None, ...], PromptVersion] = Memo()
-        # The hot read skips redis-py's client layer (storage/read_lane.py). A cluster has
-        # a lane per primary instead (ClusterStorage._read_reply).
-        self._read_lane = (
-            ReadLane(client, self._scripts["read_version"])
-            if isinstance(client, redis.Redis)
-            else None
-        )
+
+    # -- override points
 
     @classmethod
-    def from_url(cls, url: str, clock: Clock = utcnow) -> RedisStorage:
-        """Connect lazily to ``url``. Timeouts default to 1 s (connect) and 2 s (socket)
-        so a dead Redis answers fast; ``?socket_timeout=...`` etc. in the URL win."""
-        client = redis.Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_connect_timeout=1.0,
-            socket_timeout=2.0,
-            retry=NO_RETRY,
-        )
-        return cls(client, clock=clock)
+    @abc.abstractmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
+        """The backend on a new client for ``url`` (``storage_from_url`` picks the class
+        by the URL's scheme)."""
+
+    @abc.abstractmethod
+    def _register_scripts(self) -> dict[str, Script]:
+        """Every script of storage/lua on ``self.client``, by name (storage/scripts.py)."""
+
+    @abc.abstractmethod
+    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua's raw reply for ``keys_`` and ``args``; connection errors
+        propagate (``_read`` turns them into StorageUnavailable)."""
+
+    def close(self) -> None:
+        self.client.close()
 
     # -- plumbing
 
@@ -163,15 +186,6 @@ class RedisStorage(Storage):
 
     def _now(self) -> str:
         return rfc3339(self.clock())
-
-    def ping(self) -> None:
-        with _guard():
-            self.client.ping()
-
-    def close(self) -> None:
-        self.client.close()
-        if self._read_lane is not None:
-            self._read_lane.close()
 
     # -- prompts
 
@@ -259,11 +273,6 @@ class RedisStorage(Storage):
             size = sum(len(value) for value in key if value is not None)
             version = self._versions.put(key, _version(reply), size)
         return version
-
-    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
-        """read_version.lua's raw reply, sent over the read lane."""
-        assert self._read_lane is not None  # set for every redis.Redis client
-        return self._read_lane(keys_, args)
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)
@@ -403,3 +412,42 @@ class RedisStorage(Storage):
             pipe.lrem(keys.SIGNING_ORDER, 0, kid)
             pipe.hdel(keys.SIGNING_KEYS, kid)
             pipe.execute()
+
+
+class RedisStorage(BaseRedisStorage[redis.Redis]):
+    """Storage on one Redis server (``redis://``, ``rediss://``)."""
+
+    def __init__(self, client: redis.Redis, clock: Clock = utcnow) -> None:
+        """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
+        super().__init__(client, clock)
+        # The hot read skips redis-py's client layer (storage/read_lane.py).
+        self._read_lane = ReadLane(client, self._scripts["read_version"])
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
+        """Connect lazily to ``url``. Timeouts default to 1 s (connect) and 2 s (socket)
+        so a dead Redis answers fast; ``?socket_timeout=...`` etc. in the URL win."""
+        client = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
+            retry=NO_RETRY,
+        )
+        return cls(client, clock=clock)
+
+    def _register_scripts(self) -> dict[str, Script]:
+        # redis-py's Script: on NOSCRIPT it loads the script and runs it again.
+        return scripts.register(self.client)
+
+    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua's raw reply, sent over the read lane."""
+        return self._read_lane(keys_, args)
+
+    def ping(self) -> None:
+        with _guard():
+            self.client.ping()
+
+    def close(self) -> None:
+        super().close()
+        self._read_lane.close()

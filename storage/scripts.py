@@ -44,12 +44,13 @@ def source(name: str) -> str:
     return (resources.files("storage") / "lua" / f"{name}.lua").read_text()
 
 
-def register(client: Any) -> dict[str, Script]:
-    """Every script registered once on ``client`` (redis-py runs them with EVALSHA and
-    loads them again when a server answers NOSCRIPT)."""
+def register(client: Any, script_class: type[Script] = Script) -> dict[str, Script]:
+    """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
+    (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
+    a server answers NOSCRIPT; a subclass may reload it differently."""
     common = source("_common")
-    registered = {name: client.register_script(common + source(name)) for name in PROMPT_SCRIPTS}
-    registered.update({name: client.register_script(source(name)) for name in STANDALONE_SCRIPTS})
+    registered = {name: script_class(client, common + source(name)) for name in PROMPT_SCRIPTS}
+    registered.update({name: script_class(client, source(name)) for name in STANDALONE_SCRIPTS})
     return registered
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import fakeredis
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from storage.base import Storage
 from storage.cluster import ClusterStorage
 from storage.memory import MemoryStorage
-from storage.redis import RedisStorage
+from storage.redis import BaseRedisStorage, RedisStorage
 from tests.clock import FakeClock
 
 REDIS_BACKENDS = [
@@ -60,9 +61,11 @@ def storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Storag
 
 
 @pytest.fixture(params=REDIS_BACKENDS)
-def redis_storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[RedisStorage]:
-    """The Redis backend only (fakeredis, real, cluster), for Redis-specific checks."""
+def redis_storage(
+    request: pytest.FixtureRequest, clock: FakeClock
+) -> Iterator[BaseRedisStorage[Any]]:
+    """The Redis backends only (fakeredis, real, cluster), for Redis-specific checks."""
     store = make_storage(request.param, clock, request)
-    assert isinstance(store, RedisStorage)
+    assert isinstance(store, BaseRedisStorage)
     yield store
     store.close()

@@ -22,7 +22,7 @@ from storage.base import (
     StorageUnavailable,
     rfc3339,
 )
-from storage.redis import RedisStorage
+from storage.redis import BaseRedisStorage, RedisStorage
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -39,7 +39,7 @@ def closed_port() -> int:
         return int(s.getsockname()[1])  # closed again on exit: nothing listens there
 
 
-def populate(store: RedisStorage) -> tuple[str, list[str]]:
+def populate(store: BaseRedisStorage[Any]) -> tuple[str, list[str]]:
     prompt = store.create_prompt(ORG, "greeting", "text", "d")
     ids = [store.create_version(ORG, "greeting", f"c{i}", USER).version_id for i in range(3)]
     store.promote(ORG, "greeting", "1", USER)
@@ -52,7 +52,7 @@ def populate(store: RedisStorage) -> tuple[str, list[str]]:
 # --------------------------------------------------------------------------- key layout
 
 
-def test_every_key_follows_the_layout(redis_storage: RedisStorage) -> None:
+def test_every_key_follows_the_layout(redis_storage: BaseRedisStorage[Any]) -> None:
     pid, ids = populate(redis_storage)
     history = redis_storage.client.zrange(keys.history(ORG, pid), 0, -1)
     expected = {
@@ -76,7 +76,7 @@ def test_every_key_follows_the_layout(redis_storage: RedisStorage) -> None:
     assert set(redis_storage.client.scan_iter()) == expected
 
 
-def test_an_orgs_keys_share_one_cluster_slot(redis_storage: RedisStorage) -> None:
+def test_an_orgs_keys_share_one_cluster_slot(redis_storage: BaseRedisStorage[Any]) -> None:
     populate(redis_storage)
     found = set(redis_storage.client.scan_iter())
     org_keys = [k for k in found if k.startswith("ps:{acme}:")]
@@ -86,7 +86,7 @@ def test_an_orgs_keys_share_one_cluster_slot(redis_storage: RedisStorage) -> Non
     assert {key_slot(k.encode()) for k in global_keys} == {key_slot(b"{_global}")}
 
 
-def test_delete_prompt_leaves_no_prompt_keys(redis_storage: RedisStorage) -> None:
+def test_delete_prompt_leaves_no_prompt_keys(redis_storage: BaseRedisStorage[Any]) -> None:
     populate(redis_storage)
     redis_storage.create_prompt(ORG, "other")
     redis_storage.create_version(ORG, "other", "x", USER)
@@ -100,7 +100,7 @@ def keys_of_signing() -> set[str]:
     return {keys.SIGNING_ORDER, keys.SIGNING_KEYS}
 
 
-def test_a_big_prompt_is_deleted_in_one_call(redis_storage: RedisStorage) -> None:
+def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any]) -> None:
     # More versions than one DEL batch (500) and than Lua's unpack() limit.
     redis_storage.create_prompt(ORG, "big")
     script = redis_storage._scripts["create_version"]
@@ -139,7 +139,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
         assert not undocumented, f"{name}: ARGV{sorted(undocumented)} not in the header"
 
 
-def test_every_script_file_is_registered(redis_storage: RedisStorage) -> None:
+def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
     registered = {f"{name}.lua" for name in redis_storage._scripts} | {"_common.lua"}
     assert registered == set(lua_files())
 
@@ -195,7 +195,7 @@ def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ],
 )
 def test_a_read_is_one_round_trip(
-    redis_storage: RedisStorage, monkeypatch: pytest.MonkeyPatch, read: Any
+    redis_storage: BaseRedisStorage[Any], monkeypatch: pytest.MonkeyPatch, read: Any
 ) -> None:
     pid, ids = populate(redis_storage)
     read(redis_storage, pid, ids)  # scripts load on first use; count the steady state
