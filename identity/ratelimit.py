@@ -18,10 +18,10 @@ Values use flask-limiter's notation (``"30/minute"``, ``"5/second;100/hour"``); 
 turns a limit off. A breach answers 429 ``too_many_requests`` with ``Retry-After``
 (seconds) in the endpoint's own error shape.
 
-Counters live where the app's data lives, so every worker and host shares them:
-``memory://`` -> flask-limiter's memory storage, Redis -> the app's own connection pool,
-Redis Cluster -> limits' cluster storage on the same nodes. Moving windows, so a burst at
-a window edge cannot double the limit. If the counters cannot be reached the request
+Counters live where the app's data lives, so they are shared as widely as the data (by
+every worker and host on Redis): the storage backend says where, as a ``limits`` storage
+URI and its options (``Storage.rate_limit_settings``). Moving windows, so a burst at a
+window edge cannot double the limit. If the counters cannot be reached the request
 goes on unlimited (logged): the token endpoint needs the same storage and answers 503 by
 itself, and a broken limiter must not lock every client out.
 """
@@ -34,15 +34,13 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 from urllib.parse import unquote
 
 from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.errors import RateLimitExceeded
 from limits import parse_many
-from redis import Redis
-from redis.cluster import RedisCluster
 from werkzeug.exceptions import HTTPException
 
 from identity import sdk_token
@@ -53,7 +51,6 @@ DEFAULT_PER_IP = "300/minute"
 PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
 PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
 OFF = "off"
-KEY_PREFIX = "promptsvc:ratelimit"
 # Client ids come from the request; a longer one is hashed so a counter key stays small.
 _MAX_KEY_PART = 128
 
@@ -92,29 +89,6 @@ class TokenRateLimits:
             raise ValueError(f"{PER_CLIENT_ENV} / {PER_IP_ENV}: {exc}") from None
 
 
-def storage_settings(storage: Storage) -> tuple[str, dict[str, Any]]:
-    """flask-limiter's storage URI and options for the app's ``storage``."""
-    from storage.cluster import ClusterStorage
-    from storage.redis import RedisStorage
-
-    options: dict[str, Any] = {"key_prefix": KEY_PREFIX}
-    if isinstance(storage, ClusterStorage):
-        cluster = cast(RedisCluster, storage.client)
-        nodes = ",".join(f"{n.host}:{n.port}" for n in cluster.get_nodes())
-        node = cluster.get_default_node()
-        connection = node.redis_connection if node is not None else None
-        given = connection.connection_pool.connection_kwargs if connection is not None else {}
-        for name in ("socket_timeout", "socket_connect_timeout", "username", "password"):
-            if given.get(name) is not None:
-                options[name] = given[name]
-        return f"redis+cluster://{nodes}", options
-    if isinstance(storage, RedisStorage):
-        # The app's own pool: same server, db, credentials and timeouts.
-        options["connection_pool"] = cast(Redis, storage.client).connection_pool
-        return "redis://", options
-    return "memory://", {}
-
-
 def init_limiter(
     app: Flask,
     storage: Storage,
@@ -127,14 +101,14 @@ def init_limiter(
     """
     if limits.per_client is None and limits.per_ip is None:
         return None
-    uri, options = storage_settings(storage)
+    counters = storage.rate_limit_settings()
     hooks = _hook_lists(app)
     before = {name: list(funcs) for name, funcs in hooks.items()}
     limiter = Limiter(
         key_func=_remote_address,
         app=app,
-        storage_uri=uri,
-        storage_options=options,
+        storage_uri=counters.uri,
+        storage_options=dict(counters.options),
         strategy="moving-window",
         swallow_errors=True,
         headers_enabled=False,

@@ -48,7 +48,7 @@ import base64
 import binascii
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -333,6 +333,16 @@ class StorageUnavailable(StorageError):
 # --------------------------------------------------------------------------- interface
 
 
+@dataclass(frozen=True, slots=True)
+class RateLimitSettings:
+    """Where a rate limiter keeps its counters: a storage URI of the ``limits`` library
+    (``memory://``, ``redis://``, ``redis+cluster://...``) and the keyword options for
+    that storage (flask-limiter's ``storage_uri`` and ``storage_options``)."""
+
+    uri: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
 class Storage(abc.ABC):
     """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster.
 
@@ -349,6 +359,11 @@ class Storage(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+    @abc.abstractmethod
+    def rate_limit_settings(self) -> RateLimitSettings:
+        """Where rate-limit counters go so that they are shared as widely as this
+        backend's data is (one process for memory, every worker and host for Redis)."""
 
     # -- prompts
     @abc.abstractmethod

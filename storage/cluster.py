@@ -11,8 +11,9 @@ client (:meth:`ClusterStorage.from_url`); the scripts, as :class:`SlotScript` (r
 sends each EVALSHA to the primary of its slot; when that node answers NOSCRIPT, because
 a restarted node or a replica a failover promoted has an empty script cache, the script
 is loaded on that node and run again); version reads (``_read_reply``: a replica when
-asked to, else a read lane to the slot's primary, else the cluster client); and
-readiness (:meth:`ClusterStorage.ping`).
+asked to, else a read lane to the slot's primary, else the cluster client); readiness
+(:meth:`ClusterStorage.ping`); and the rate limiter's counters (limits' cluster storage
+on the same nodes).
 
 URL::
 
@@ -59,8 +60,8 @@ from redis.commands.core import Script
 from redis.exceptions import AskError, NoScriptError, RedisClusterException, SlotNotCoveredError
 from redis.typing import EncodableT, KeyT
 
-from storage import scripts
-from storage.base import Clock, StorageUnavailable, utcnow
+from storage import keys, scripts
+from storage.base import Clock, RateLimitSettings, StorageUnavailable, utcnow
 from storage.read_lane import ReadLane
 from storage.redis import NO_RETRY, UNAVAILABLE, BaseRedisStorage
 
@@ -269,6 +270,19 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
             lane.close()
         if self.replica_client is not None:
             self.replica_client.close()
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        """limits' cluster storage on this cluster's nodes, with the client's timeouts
+        and credentials (limits opens its own ``RedisCluster``)."""
+        nodes = ",".join(f"{node.host}:{node.port}" for node in self.client.get_nodes())
+        options: dict[str, Any] = {"key_prefix": keys.RATE_LIMIT_PREFIX}
+        node = self.client.get_default_node()
+        connection = node.redis_connection if node is not None else None
+        given = connection.connection_pool.connection_kwargs if connection is not None else {}
+        for name in ("socket_timeout", "socket_connect_timeout", "username", "password"):
+            if given.get(name) is not None:
+                options[name] = given[name]
+        return RateLimitSettings(f"redis+cluster://{nodes}", options)
 
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua on a replica when asked to, else (or when no replica

@@ -21,6 +21,8 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     ps:{<org>}:key:<client_id>    hash    one API key
     ps:{_global}:signing          list    signing key ids, oldest first
     ps:{_global}:signing:keys     hash    kid -> JSON signing key
+    promptsvc:ratelimit...        -       rate-limit counters, named by the ``limits``
+                                          library after this prefix (RATE_LIMIT_PREFIX)
 
 Keys under ``P`` are named inside the Lua scripts (storage/lua/_common.lua) from the
 prefix :func:`prompt_prefix`, because the prompt id is often only known there (resolved
@@ -32,6 +34,7 @@ from __future__ import annotations
 GLOBAL_TAG = "_global"
 SIGNING_ORDER = "ps:{_global}:signing"
 SIGNING_KEYS = "ps:{_global}:signing:keys"
+RATE_LIMIT_PREFIX = "promptsvc:ratelimit"
 
 
 def org_prefix(org: str) -> str:

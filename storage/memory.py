@@ -26,6 +26,7 @@ from storage.base import (
     PromptExists,
     PromptNotFound,
     PromptVersion,
+    RateLimitSettings,
     SigningKey,
     Storage,
     VersionNotFound,
@@ -76,6 +77,10 @@ class MemoryStorage(Storage):
 
     def ping(self) -> None:
         return None
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        # Counters in this process, like the data: limits' own memory storage.
+        return RateLimitSettings("memory://")
 
     # -- lookups (call with the lock held)
 

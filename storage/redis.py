@@ -44,6 +44,7 @@ from storage.base import (
     PromptExists,
     PromptNotFound,
     PromptVersion,
+    RateLimitSettings,
     SigningKey,
     Storage,
     StorageUnavailable,
@@ -139,7 +140,8 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
       with the NOSCRIPT reload that suits the deployment);
     * :meth:`_read_reply` sends read_version.lua, the hot read, where it is answered
       fastest (a read lane, a replica);
-    * :meth:`ping` says whether the backend can serve;
+    * :meth:`ping` says whether the backend can serve, :meth:`rate_limit_settings` points
+      the rate limiter at the same servers;
     * a backend that opens connections besides ``client`` (read lanes) extends
       :meth:`close`.
     """
@@ -451,3 +453,11 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
     def close(self) -> None:
         super().close()
         self._read_lane.close()
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        """limits' Redis storage on this client's own pool: the same server, db,
+        credentials and timeouts, and no second pool."""
+        return RateLimitSettings(
+            "redis://",
+            {"key_prefix": keys.RATE_LIMIT_PREFIX, "connection_pool": self.client.connection_pool},
+        )

@@ -14,12 +14,12 @@ import redis
 from identity.ratelimit import (
     DEFAULT_PER_CLIENT,
     DEFAULT_PER_IP,
-    KEY_PREFIX,
     PER_CLIENT_ENV,
     PER_IP_ENV,
     TokenRateLimits,
 )
 from identity.roles import SERVICE_READ
+from storage.keys import RATE_LIMIT_PREFIX
 from tests.reliability.rel_contract import error_problems
 from tests.reliability.rel_support import ORG, Report, Service, make_app, new_key, start_service
 from tests.servers import LiveServer
@@ -135,12 +135,12 @@ def test_counters_live_in_the_apps_redis_and_are_shared(redis_url: str, report: 
             assert http.post(server.base_url + SDK, json=wrong).status_code == 401
         assert_429(http.post(a.base_url + SDK, json=creds.sdk_body()), SDK)
         assert_429(http.post(b.base_url + SDK, json=creds.sdk_body()), SDK)
-    keys = redis.Redis.from_url(redis_url).keys(f"{KEY_PREFIX}*")
+    keys = redis.Redis.from_url(redis_url).keys(f"{RATE_LIMIT_PREFIX}*")
     assert keys, "no rate limit counters in the app's Redis db"
     report(
         input=f"{PER_CLIENT} failed logins alternating between two app instances on one Redis",
         result=f"both instances answer 429 afterwards; {len(keys)} counter keys under "
-        f"'{KEY_PREFIX}' in the app's db",
+        f"'{RATE_LIMIT_PREFIX}' in the app's db",
     )
 
 
@@ -157,8 +157,8 @@ def test_counters_on_redis_cluster(flushed_cluster_url: str, report: Report) -> 
         wrong = {**creds.sdk_body(), "key_secret": "not-the-secret-0000"}
         statuses = [client.post(SDK, json=wrong).status_code for _ in range(PER_CLIENT + 1)]
         assert statuses == [401] * PER_CLIENT + [429]
-        nodes = store.client.get_nodes()  # type: ignore[attr-defined]
-        counters = sum(len(n.redis_connection.keys(f"{KEY_PREFIX}*")) for n in nodes)
+        nodes = store.client.get_nodes()
+        counters = sum(len(n.redis_connection.keys(f"{RATE_LIMIT_PREFIX}*")) for n in nodes)
         assert counters > 0
     finally:
         store.close()
