@@ -36,7 +36,10 @@ Exception tree (one root, mapped to HTTP in one place by the API)::
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
-    │   └── LifecycleError        (a transition the rules forbid)
+    │   ├── LifecycleError        (a transition the rules forbid)
+    │   │   └── NoRollbackTarget
+    │   └── ProductionChanged     (a guarded promotion or rollback whose expected
+    │                              production version is not the current one)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     └── StorageUnavailable        -> 503 (the backend does not answer)
 """
@@ -46,11 +49,12 @@ from __future__ import annotations
 import abc
 import base64
 import binascii
+import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
 
 PromptType = Literal["text", "chat"]
 Status = Literal["draft", "published", "archived"]
@@ -59,6 +63,17 @@ STATUSES: tuple[str, ...] = ("draft", "published", "archived")
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
+
+
+class _Unguarded(enum.Enum):
+    UNGUARDED = "unguarded"
+
+
+# A promotion or rollback's expectation of the production version at the moment of the
+# change: a number, None for "no production version", or UNGUARDED for no check at all
+# (None cannot say that: it is an expectation of its own).
+UNGUARDED: Final = _Unguarded.UNGUARDED
+Expected: TypeAlias = int | Literal[_Unguarded.UNGUARDED] | None
 
 
 def utcnow() -> datetime:
@@ -80,6 +95,11 @@ def rfc3339(moment: datetime) -> str:
 def new_id(prefix: str) -> str:
     """An opaque unique id: ``pmt_`` (prompt), ``v_`` (version) or ``h_`` (history)."""
     return prefix + uuid.uuid4().hex
+
+
+def rollback_notes(number: int) -> str:
+    """A rollback's notes when none are given (storage/lua/rollback.lua spells the same)."""
+    return f"rollback to v{number}"
 
 
 def encode_cursor(position: str) -> str:
@@ -322,6 +342,45 @@ class LifecycleError(Conflict):
     """A transition the lifecycle rules (module docstring) forbid; the message says which."""
 
 
+class ProductionChanged(Conflict):
+    """Production is not the version the caller expected; nothing was changed."""
+
+    def __init__(self, prompt_ref: str, expected: int | None, current: int | None) -> None:
+        now = (
+            "there is no production version"
+            if current is None
+            else f"production is version {current}"
+        )
+        wanted = "no production version" if expected is None else f"version {expected}"
+        super().__init__(f"prompt '{prompt_ref}': {now}, expected {wanted}; nothing was changed")
+        self.prompt_ref = prompt_ref
+        self.expected = expected
+        self.current = current
+
+
+class NoRollbackTarget(LifecycleError):
+    """A rollback with nothing to roll back to; ``reason`` says why."""
+
+    MESSAGES: Final = {
+        "no_production": "prompt '{prompt}' has no production version to roll back from",
+        "first": "version {current} is the first production version of prompt '{prompt}': "
+        "there is no earlier one to roll back to",
+        "deleted": "version {target}, production before version {current}, has been deleted",
+        "missing": "version {target} of prompt '{prompt}' does not exist (never created, or "
+        "deleted)",
+        "never": "version {target} of prompt '{prompt}' has never been production",
+        "current": "version {target} is production already",
+    }
+
+    def __init__(
+        self, reason: str, prompt_ref: str, current: int | None, target: int | None = None
+    ) -> None:
+        super().__init__(
+            self.MESSAGES[reason].format(prompt=prompt_ref, current=current, target=target)
+        )
+        self.reason = reason
+
+
 class InvalidInput(StorageError):
     pass
 
@@ -443,10 +502,40 @@ class Storage(abc.ABC):
         promoted_by: str,
         notes: str | None = None,
         archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
     ) -> Promotion:
         """Atomically: the draft becomes published (promoted_at/by set), the previously
         published version becomes archived (or draft when ``archive_previous`` is
-        False), and a history record is written. Non-draft: LifecycleError."""
+        False), and a history record is written. Non-draft: LifecycleError.
+
+        With ``expected_production`` (a number, or None for "no production version"),
+        the same atomic step first checks that production is that version, and when it
+        is not, changes nothing and raises ProductionChanged carrying the current one.
+        """
+
+    @abc.abstractmethod
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+    ) -> Promotion:
+        """Atomically make an earlier production version production again.
+
+        The target is ``to_version``, or else the version that was production before
+        the current one (the newest promotion record's previous version); whatever its
+        status now (archived or draft), it becomes published with promoted_at/by set,
+        the current production version becomes archived, and a promotion record is
+        written (``notes`` default to "rollback to v<N>"). ``expected_production``
+        guards the step as in :meth:`promote`, and is checked first.
+
+        LifecycleError when there is nothing to roll back to: no production version,
+        no earlier one, a target that was deleted, that was never production, or that
+        is production now.
+        """
 
     @abc.abstractmethod
     def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:

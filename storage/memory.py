@@ -12,14 +12,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from storage.base import (
+    UNGUARDED,
     ApiKey,
     ApiKeyExists,
     ApiKeyNotFound,
     Clock,
+    Expected,
     InvalidInput,
     LifecycleError,
     NoProductionVersion,
+    NoRollbackTarget,
     Page,
+    ProductionChanged,
     Promotion,
     PromotionRecord,
     Prompt,
@@ -34,6 +38,7 @@ from storage.base import (
     decode_number_cursor,
     encode_cursor,
     new_id,
+    rollback_notes,
     utcnow,
     version_number,
 )
@@ -254,6 +259,44 @@ class MemoryStorage(Storage):
             state.versions[number] = version
             return version
 
+    @staticmethod
+    def _check_expected(state: _PromptState, prompt_ref: str, expected: Expected) -> None:
+        if expected is not UNGUARDED and expected != state.production:
+            raise ProductionChanged(prompt_ref, expected, state.production)
+
+    @staticmethod
+    def _publish(
+        state: _PromptState,
+        number: int,
+        promoted_by: str,
+        previous: int | None,
+        notes: str | None,
+        now: datetime,
+    ) -> Promotion:
+        """``number`` becomes production and the promotion is recorded (the caller
+        has already moved the previous production version out)."""
+        version = replace(
+            state.versions[number],
+            status="published",
+            updated_at=now,
+            promoted_at=now,
+            promoted_by=promoted_by,
+        )
+        state.versions[number] = version
+        record = PromotionRecord(
+            history_id=new_id("h_"),
+            prompt_id=state.prompt.prompt_id,
+            version_number=number,
+            promoted_by=promoted_by,
+            promoted_at=now,
+            previous_version=previous,
+            notes=notes,
+        )
+        state.production = number
+        state.history.append(record)
+        state.prompt = replace(state.prompt, updated_at=now)
+        return Promotion(version, record)
+
     def promote(
         self,
         org: str,
@@ -262,38 +305,54 @@ class MemoryStorage(Storage):
         promoted_by: str,
         notes: str | None = None,
         archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
     ) -> Promotion:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
+            self._check_expected(state, prompt_ref, expected_production)
             status = state.versions[number].status
             if status != "draft":
                 raise LifecycleError(f"version {number} is {status}: only a draft can be promoted")
             previous = state.production
             if previous is not None:
                 self._set_status(state, previous, "archived" if archive_previous else "draft", now)
-            version = replace(
-                state.versions[number],
-                status="published",
-                updated_at=now,
-                promoted_at=now,
-                promoted_by=promoted_by,
-            )
-            state.versions[number] = version
-            record = PromotionRecord(
-                history_id=new_id("h_"),
-                prompt_id=state.prompt.prompt_id,
-                version_number=number,
-                promoted_by=promoted_by,
-                promoted_at=now,
-                previous_version=previous,
-                notes=notes,
-            )
-            state.production = number
-            state.history.append(record)
-            state.prompt = replace(state.prompt, updated_at=now)
-            return Promotion(version, record)
+            return self._publish(state, number, promoted_by, previous, notes, now)
+
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+    ) -> Promotion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            self._check_expected(state, prompt_ref, expected_production)
+            current = state.production
+            if current is None:
+                raise NoRollbackTarget("no_production", prompt_ref, None)
+            target = to_version
+            if target is None:
+                # The newest record is the promotion that made ``current`` production.
+                target = state.history[-1].previous_version
+                if target is None:
+                    raise NoRollbackTarget("first", prompt_ref, current)
+                if target not in state.versions:
+                    raise NoRollbackTarget("deleted", prompt_ref, current, target)
+            elif target not in state.versions:
+                raise NoRollbackTarget("missing", prompt_ref, current, target)
+            if target == current:
+                raise NoRollbackTarget("current", prompt_ref, current, target)
+            if state.versions[target].promoted_at is None:
+                raise NoRollbackTarget("never", prompt_ref, current, target)
+            self._set_status(state, current, "archived", now)
+            notes = rollback_notes(target) if notes is None else notes
+            return self._publish(state, target, promoted_by, current, notes, now)
 
     def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         now = self.clock()

@@ -30,14 +30,18 @@ from redis.retry import Retry
 from storage import codec, keys, scripts
 from storage.base import (
     STATUSES,
+    UNGUARDED,
     ApiKey,
     ApiKeyExists,
     ApiKeyNotFound,
     Clock,
+    Expected,
     InvalidInput,
     LifecycleError,
     NoProductionVersion,
+    NoRollbackTarget,
     Page,
+    ProductionChanged,
     Promotion,
     PromotionRecord,
     Prompt,
@@ -104,7 +108,13 @@ def _guard() -> Iterator[None]:
         raise
 
 
-def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "") -> Any:
+def _check(
+    reply: Any,
+    prompt_ref: str,
+    version_ref: str = "",
+    action: str = "",
+    expected: Expected = UNGUARDED,
+) -> Any:
     """Raise the typed error for a script's error marker, else return the reply."""
     marker = reply[0]
     if marker == "ok":
@@ -117,6 +127,12 @@ def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "")
         raise NoProductionVersion(prompt_ref)
     if marker == "invalid":
         raise InvalidInput(reply[1])
+    if marker == "production_changed":
+        assert expected is not UNGUARDED  # the scripts only check a guard that was given
+        raise ProductionChanged(prompt_ref, expected, _number(reply[1]))
+    if marker == "no_target":
+        reason, current, target = reply[1:4]
+        raise NoRollbackTarget(reason, prompt_ref, _number(current), _number(target))
     if marker == "state":
         status, number = reply[1], reply[2]
         template = _REFUSALS.get(f"{action}/{status}", _REFUSALS[action])
@@ -124,8 +140,16 @@ def _check(reply: Any, prompt_ref: str, version_ref: str = "", action: str = "")
     raise RuntimeError(f"unexpected script reply {marker!r}")
 
 
+def _number(text: str) -> int | None:
+    return int(text) if text != "" else None
+
+
 def _version(reply: Sequence[Any]) -> PromptVersion:
     return codec.version_of(reply[1], reply[2])
+
+
+def _promotion(reply: Sequence[Any]) -> Promotion:
+    return Promotion(_version(reply), codec.record(codec.fields(reply[3])))
 
 
 class BaseRedisStorage(Storage, Generic[ClientT]):
@@ -321,17 +345,49 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         promoted_by: str,
         notes: str | None = None,
         archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
     ) -> Promotion:
         args = [
+            prompt_ref,
+            *scripts.selector(version_ref),
             promoted_by,
             notes or "",
             "0" if notes is None else "1",
             "1" if archive_previous else "0",
             self._now(),
             new_id("h_"),
+            scripts.expected(expected_production),
         ]
-        reply = self._change("promote", "promote", org, prompt_ref, version_ref, *args)
-        return Promotion(_version(reply), codec.record(codec.fields(reply[3])))
+        reply = _check(
+            self._prompt_script("promote", org, args),
+            prompt_ref,
+            version_ref,
+            "promote",
+            expected_production,
+        )
+        return _promotion(reply)
+
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+    ) -> Promotion:
+        args = [
+            prompt_ref,
+            "" if to_version is None else str(to_version),
+            promoted_by,
+            notes or "",
+            "0" if notes is None else "1",
+            scripts.expected(expected_production),
+            self._now(),
+            new_id("h_"),
+        ]
+        reply = self._prompt_script("rollback", org, args)
+        return _promotion(_check(reply, prompt_ref, expected=expected_production))
 
     def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         reply = self._change(

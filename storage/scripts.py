@@ -11,7 +11,7 @@ from typing import Any
 
 from redis.commands.core import Script
 
-from storage.base import decode_number_cursor, version_number
+from storage.base import UNGUARDED, Expected, decode_number_cursor, version_number
 from storage.templates import TemplateError, extract_variables
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
@@ -25,6 +25,7 @@ PROMPT_SCRIPTS = (
     "list_versions",
     "edit_version",
     "promote",
+    "rollback",
     "archive_version",
     "unarchive_version",
     "delete_version",
@@ -81,3 +82,10 @@ def position(cursor: str | None) -> str:
     """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
     number = decode_number_cursor(cursor)
     return "" if number is None else str(number)
+
+
+def expected(value: Expected) -> str:
+    """A guard as the scripts take it: "*" for none, "" for "no production", or the number."""
+    if value is UNGUARDED:
+        return "*"
+    return "" if value is None else str(value)

@@ -10,7 +10,8 @@
 --
 -- Replies are tables whose first element is "ok" or an error marker that the Python
 -- side turns into a typed error: "no_prompt", "no_version", "no_production",
--- "state" (+ status, number: a lifecycle rule forbids the change), "invalid" (+ text).
+-- "state" (+ status, number: a lifecycle rule forbids the change), "invalid" (+ text),
+-- "production_changed" (+ the production number or "": a guard did not hold).
 
 local NAMES = KEYS[1]
 local PREFIX = KEYS[2]
@@ -81,6 +82,51 @@ local function set_status(pid, vid, number, from, to, now)
   redis.call("ZREM", pkey(pid, ":versions:" .. from), vid)
   redis.call("ZADD", pkey(pid, ":versions:" .. to), number, vid)
   redis.call("HSET", vkey(pid, vid), "status", to, "updated_at", now)
+end
+
+-- The published version's id and number (a string), or nil.
+local function production(pid)
+  local found = redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0, "WITHSCORES")
+  return found[1], found[2]
+end
+
+-- A guarded change's check against the production number (nil: none). expected is "*"
+-- (no guard), "" (expects no production version) or a number. Returns the error reply
+-- when production is something else, else nil.
+local function check_expected(current, expected)
+  if expected == "*" or tonumber(expected) == tonumber(current) then
+    return nil
+  end
+  return { "production_changed", current or "" }
+end
+
+-- The version vid (number, status from) becomes production: published, with
+-- promoted_at/promoted_by.
+local function publish(pid, vid, number, from, promoted_by, now)
+  set_status(pid, vid, number, from, "published", now)
+  redis.call("HSET", vkey(pid, vid), "promoted_at", now, "promoted_by", promoted_by)
+end
+
+-- Write a promotion record (previous and notes: nil when there are none) and touch the
+-- prompt. Returns the record's fields as HGETALL gives them.
+local function record_promotion(pid, hid, number, promoted_by, now, previous, notes)
+  local record = {
+    "history_id", hid, "prompt_id", pid, "version_number", number,
+    "promoted_by", promoted_by, "promoted_at", now,
+  }
+  if previous then
+    table.insert(record, "previous_version")
+    table.insert(record, previous)
+  end
+  if notes then
+    table.insert(record, "notes")
+    table.insert(record, notes)
+  end
+  local seq = redis.call("HINCRBY", pkey(pid), "hseq", 1)
+  redis.call("HSET", pkey(pid, ":h:" .. hid), unpack(record))
+  redis.call("ZADD", pkey(pid, ":history"), seq, hid)
+  redis.call("HSET", pkey(pid), "updated_at", now)
+  return redis.call("HGETALL", pkey(pid, ":h:" .. hid))
 end
 
 -- The variables for this prompt's type: both extractions come in ARGV because the type

@@ -7,16 +7,22 @@
 -- ARGV[4]  promoted_by    ARGV[5]  notes    ARGV[6]  "1" if there are notes, else "0"
 -- ARGV[7]  "1" to archive the previous production version, "0" to make it a draft
 -- ARGV[8]  now            ARGV[9]  new history id
+-- ARGV[10] expected production number, "" for none, "*" for no guard; checked first
+--          (after the prompt and version exist), so a failed guard changes nothing
 -- Returns {"ok", prompt values, version values, history record fields} or an error marker.
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
 end
+local previous = { production(pid) }
+local refused = check_expected(previous[2], ARGV[10])
+if refused then
+  return refused
+end
 if status ~= "draft" then
   return { "state", status, number }
 end
 local now, hid = ARGV[8], ARGV[9]
-local previous = redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0, "WITHSCORES")
 if previous[1] then
   local demoted = "archived"
   if ARGV[7] == "0" then
@@ -24,28 +30,10 @@ if previous[1] then
   end
   set_status(pid, previous[1], previous[2], "published", demoted, now)
 end
-set_status(pid, vid, number, "draft", "published", now)
-redis.call("HSET", vkey(pid, vid), "promoted_at", now, "promoted_by", ARGV[4])
-
-local record = {
-  "history_id", hid, "prompt_id", pid, "version_number", number,
-  "promoted_by", ARGV[4], "promoted_at", now,
-}
-if previous[1] then
-  table.insert(record, "previous_version")
-  table.insert(record, previous[2])
-end
+publish(pid, vid, number, "draft", ARGV[4], now)
+local notes = nil
 if ARGV[6] == "1" then
-  table.insert(record, "notes")
-  table.insert(record, ARGV[5])
+  notes = ARGV[5]
 end
-local seq = redis.call("HINCRBY", pkey(pid), "hseq", 1)
-redis.call("HSET", pkey(pid, ":h:" .. hid), unpack(record))
-redis.call("ZADD", pkey(pid, ":history"), seq, hid)
-redis.call("HSET", pkey(pid), "updated_at", now)
-return {
-  "ok",
-  prompt_values(pid),
-  version_values(pid, vid),
-  redis.call("HGETALL", pkey(pid, ":h:" .. hid)),
-}
+local record = record_promotion(pid, hid, number, ARGV[4], now, previous[2], notes)
+return { "ok", prompt_values(pid), version_values(pid, vid), record }
