@@ -2,10 +2,12 @@
 
 Views and helpers raise; :func:`register_error_handlers` turns what they raise into
 ``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
-``errors``). Sources mapped here:
+``errors``; a 409 of a guarded promotion or rollback adds ``current_production_version``).
+Sources mapped here:
 
 * :class:`ApiError` and its subclasses (raised by the API itself);
-* ``storage`` errors: NotFound 404, Conflict 409, InvalidInput 400, StorageUnavailable 503;
+* ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
+  production version), InvalidInput 400, StorageUnavailable 503;
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   400;
 * werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
@@ -35,6 +37,7 @@ from storage.base import (
     Conflict,
     InvalidInput,
     NotFound,
+    ProductionChanged,
     StorageError,
     StorageUnavailable,
 )
@@ -98,12 +101,15 @@ def error_response(
     *,
     errors: Mapping[str, list[str]] | None = None,
     headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Response:
-    """The one error body shape of the API."""
+    """The one error body shape of the API; ``extra`` adds fields an error documents
+    (ErrorSchema lists every one)."""
     code = CODES.get(status) or _code_for(status)
     body: dict[str, Any] = {"code": code, "message": message, "error": code}
     if errors:
         body["errors"] = dict(errors)
+    body.update(extra or {})
     response = json_response(body, status)
     for name, value in (headers or {}).items():
         response.headers[name] = value
@@ -132,6 +138,8 @@ def _handle_api_error(exc: ApiError) -> Response:
 def _handle_storage_error(exc: StorageError) -> Response:
     if isinstance(exc, NotFound):
         return error_response(404, str(exc))
+    if isinstance(exc, ProductionChanged):
+        return error_response(409, str(exc), extra={"current_production_version": exc.current})
     if isinstance(exc, Conflict):
         return error_response(409, str(exc))
     if isinstance(exc, InvalidInput):

@@ -6,7 +6,7 @@ from flask import Flask
 from flask_smorest import Api
 
 from promptsvc import __version__, ops
-from promptsvc.api import history, keys, prompts, versions
+from promptsvc.api import history, keys, prompts, releases, versions
 from promptsvc.api.common import BEARER_SCHEME
 from promptsvc.api.errors import register_error_handlers
 from promptsvc.api.identity_docs import document_identity
@@ -55,7 +55,7 @@ def init_api(app: Flask) -> PromptsvcApi:
             "description": "Access token from /v1/auth/sdk-token or the realm token endpoint",
         },
     )
-    for module in (prompts, versions, history, keys, ops):
+    for module in (prompts, versions, releases, history, keys, ops):
         api.register_blueprint(module.blp)
     document_identity(api.spec, app)
     ops.init_app(app)

@@ -111,13 +111,36 @@ class VersionEditSchema(Schema):
     )
 
 
-class PromoteSchema(Schema):
-    notes = fields.String(
+def _notes(description: str) -> fields.String:
+    return fields.String(
         load_default=None,
         allow_none=True,
         validate=validate.Length(max=MAX_NOTES),
-        metadata={"description": "Changelog text kept in the promotion history"},
+        metadata={"description": description},
     )
+
+
+def _version_number(description: str) -> fields.Integer:
+    # No load_default: for expected_production_version, absent (no guard) and null
+    # (expects no production version) mean different things.
+    return fields.Integer(
+        strict=True,
+        allow_none=True,
+        validate=validate.Range(min=1),
+        metadata={"description": description},
+    )
+
+
+EXPECTED_PRODUCTION = (
+    "Guard: the production version this change expects to replace (null: expects none). "
+    "Checked in the same atomic step; when production is another version nothing changes "
+    "and the answer is 409 with current_production_version. Absent: no check"
+)
+
+
+class PromoteSchema(Schema):
+    notes = _notes("Changelog text kept in the promotion history")
+    expected_production_version = _version_number(EXPECTED_PRODUCTION)
     archive_previous_production = fields.Boolean(
         load_default=True,
         metadata={
@@ -125,6 +148,15 @@ class PromoteSchema(Schema):
             "false: it goes back to draft"
         },
     )
+
+
+class RollbackSchema(Schema):
+    notes = _notes('Changelog text kept in the promotion history; default "rollback to vN"')
+    to_version = _version_number(
+        "The version to make production again; it must have been production before. "
+        "Absent or null: the version that was production before the current one"
+    )
+    expected_production_version = _version_number(EXPECTED_PRODUCTION)
 
 
 class NoBodySchema(Schema):
@@ -146,6 +178,26 @@ class PageQuerySchema(Schema):
     )
     cursor = fields.String(
         load_default=None, metadata={"description": "next_cursor of the previous page"}
+    )
+
+
+DIFF_REF = "A version number, a version id (v_...), production or latest"
+
+
+class DiffQuerySchema(Schema):
+    from_ = fields.String(
+        data_key="from",
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={
+            "description": "The version to compare from. " + DIFF_REF,
+            "example": "production",
+        },
+    )
+    to = fields.String(
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={"description": "The version to compare to. " + DIFF_REF, "example": "latest"},
     )
 
 
@@ -221,6 +273,41 @@ class PromotionResultSchema(Schema):
     promotion = fields.Nested(PromotionRecordSchema)
 
 
+class DiffSideSchema(Schema):
+    version = fields.Integer()
+    version_id = fields.String()
+    status = fields.String(validate=validate.OneOf(STATUSES))
+
+
+class ListChangesSchema(Schema):
+    added = fields.List(fields.String(), metadata={"description": "Only in to, in its order"})
+    removed = fields.List(fields.String(), metadata={"description": "Only in from, in its order"})
+
+
+class MetadataChangesSchema(Schema):
+    added = fields.Dict(metadata={"description": "Keys only in to, with their values"})
+    removed = fields.Dict(metadata={"description": "Keys only in from, with their values"})
+    changed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(),
+        metadata={"description": "Keys in both with different values: {key: {from, to}}"},
+    )
+
+
+class DiffSchema(Schema):
+    from_ = fields.Nested(DiffSideSchema, data_key="from")
+    to = fields.Nested(DiffSideSchema)
+    content_diff = fields.String(
+        metadata={
+            "description": "Unified diff of the contents, 3 lines of context; empty when "
+            "equal. Chat prompts: one block per message, a [role] line then its content"
+        }
+    )
+    variables = fields.Nested(ListChangesSchema)
+    metadata = fields.Nested(MetadataChangesSchema)
+    tags = fields.Nested(ListChangesSchema)
+
+
 class PromptPageSchema(Schema):
     items = fields.List(fields.Nested(PromptSchema))
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
@@ -263,6 +350,13 @@ class ErrorSchema(Schema):
         keys=fields.String(),
         values=fields.List(fields.String()),
         metadata={"description": "400 only: messages per invalid field"},
+    )
+    current_production_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "409 of a guarded promotion or rollback only: the production "
+            "version at that moment (null: none)"
+        },
     )
 
 

@@ -28,6 +28,7 @@ from promptsvc.api.schemas import (
 )
 from promptsvc.auth import current_principal
 from promptsvc.http import etag_response, json_response
+from storage.base import UNGUARDED
 
 blp = ApiBlueprint(
     "versions",
@@ -179,6 +180,11 @@ class Promote(View):
         becomes archived (or draft with archive_previous_production false), and a
         promotion record is written. Only a draft can be promoted (else 409). The body
         is optional.
+
+        With expected_production_version (a number, or null for "no production
+        version"), the promotion happens only if production is that version at that
+        moment; otherwise nothing changes and the answer is 409 with
+        current_production_version.
         """
         principal = current_principal()
         promotion = storage().promote(
@@ -188,6 +194,7 @@ class Promote(View):
             principal.user_id,
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
+            expected_production=body.get("expected_production_version", UNGUARDED),
         )
         return json_response(promotion.to_json())
 

@@ -14,7 +14,8 @@ from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, ro
 
 # Every /api/v1 endpoint: (method, path, role needed, body, success status). The fixture
 # `world` makes the state each call needs: greeting v1 published, v2 draft, v3 archived,
-# and the key "doomed".
+# v4 archived after being production before v1 (so a rollback has a target), and the
+# key "doomed".
 ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("GET", "/api/v1/prompts/greeting/production", SERVICE_READ, None, 200),
     ("GET", "/api/v1/prompts/greeting/latest", SERVICE_READ, None, 200),
@@ -31,6 +32,8 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("POST", "/api/v1/prompts/greeting/versions/2/archive", SERVICE_WRITE, None, 200),
     ("POST", "/api/v1/prompts/greeting/versions/3/unarchive", SERVICE_WRITE, None, 200),
     ("GET", "/api/v1/prompts/greeting/history", SERVICE_READ, None, 200),
+    ("POST", "/api/v1/prompts/greeting/rollback", SERVICE_WRITE, None, 200),
+    ("GET", "/api/v1/prompts/greeting/diff?from=4&to=production", SERVICE_READ, None, 200),
     ("GET", "/api/v1/keys", SERVICE_ADMIN, None, 200),
     ("POST", "/api/v1/keys", SERVICE_ADMIN, {"role": SERVICE_READ}, 201),
     ("DELETE", "/api/v1/keys/doomed", SERVICE_ADMIN, None, 204),
@@ -41,8 +44,9 @@ IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 @pytest.fixture
 def world(api: Any, app: Flask) -> None:
     api.create_prompt("greeting")
-    for _ in range(3):
+    for _ in range(4):
         api.create_version()
+    api.promote("greeting", 4)
     api.promote("greeting", 1)
     api.post("/api/v1/prompts/greeting/versions/3/archive")
     app.extensions["identity"].create_key("acme", SERVICE_READ, client_id="doomed")
@@ -67,9 +71,9 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
     normalized = {
         (
             m,
-            re.sub(r"versions/\d", "versions/{versionId}", p).replace(
-                "keys/doomed", "keys/{client_id}"
-            ),
+            re.sub(r"versions/\d", "versions/{versionId}", p)
+            .replace("keys/doomed", "keys/{client_id}")
+            .partition("?")[0],
         )
         for m, p, *_ in ENDPOINTS
     }
@@ -258,6 +262,7 @@ def test_other_orgs_prompt_looks_exactly_like_a_missing_one(api: Any, world: Non
         "/api/v1/prompts/greeting",
         "/api/v1/prompts/greeting/history",
         "/api/v1/prompts/greeting/versions",
+        "/api/v1/prompts/greeting/diff?from=1&to=2",
     ):
         theirs = api.get(path, org="globex")
         missing = api.get(path.replace("greeting", "no-such").replace(pid, "pmt_none"))
@@ -281,7 +286,7 @@ def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
         assert r.status_code == 404, (method, path)
     # acme's data is untouched.
     assert api.get("/api/v1/prompts/greeting/production").json["version"] == 1
-    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 3
+    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 4
     assert api.get("/api/v1/prompts", org="globex").json["items"] == []
 
 

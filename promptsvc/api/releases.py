@@ -1,0 +1,89 @@
+"""Safe releases: roll production back in one step, and compare any two versions.
+
+Guarded promotion (``expected_production_version``) is part of promote, in
+promptsvc.api.versions; rollback takes the same guard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+
+from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.schemas import DiffQuerySchema, DiffSchema, PromotionResultSchema, RollbackSchema
+from promptsvc.api.versions import NAME_PARAM
+from promptsvc.auth import current_principal
+from promptsvc.diffs import version_diff
+from promptsvc.http import json_response
+from storage.base import UNGUARDED, PromptVersion, Storage
+
+blp = ApiBlueprint(
+    "releases",
+    __name__,
+    url_prefix="/api/v1/prompts",
+    description="Safe releases: roll production back, compare two versions.",
+)
+
+
+def version_at(backend: Storage, org: str, prompt_ref: str, ref: str) -> PromptVersion:
+    """The version a diff ref names: ``production``, ``latest``, a number or a ``v_`` id.
+
+    Anything else names no version (VersionNotFound, 404).
+    """
+    if ref == "production":
+        return backend.get_production(org, prompt_ref)
+    if ref == "latest":
+        return backend.get_latest(org, prompt_ref)
+    return backend.get_version(org, prompt_ref, ref)
+
+
+@blp.route("/<name>/rollback", parameters=[NAME_PARAM])
+class Rollback(View):
+    @blp.requires(SERVICE_WRITE)
+    @blp.arguments(RollbackSchema, required=False)
+    @blp.returns(200, PromotionResultSchema)
+    @blp.errors(404, 409, 413, 415)
+    def post(self, body: dict[str, Any], name: str) -> Response:
+        """Roll production back
+
+        In one atomic step: the version that was production before the current one (or
+        to_version, which must have been production at some point) becomes production
+        again whatever its status now, the current production version is archived, and
+        a promotion record is written (notes default to "rollback to vN"). 409 when
+        there is nothing to roll back to (no earlier production version, or it was
+        deleted; a to_version never production or production now), or when
+        expected_production_version is given and production is another version (the
+        body then has current_production_version). The body is optional.
+        """
+        principal = current_principal()
+        promotion = storage().rollback(
+            principal.org,
+            name,
+            principal.user_id,
+            notes=body["notes"],
+            to_version=body.get("to_version"),
+            expected_production=body.get("expected_production_version", UNGUARDED),
+        )
+        return json_response(promotion.to_json())
+
+
+@blp.route("/<name>/diff", parameters=[NAME_PARAM])
+class Diff(View):
+    @blp.requires(SERVICE_READ)
+    @blp.arguments(DiffQuerySchema, location="query")
+    @blp.returns(200, DiffSchema)
+    @blp.errors(404)
+    def get(self, query: dict[str, Any], name: str) -> Response:
+        """Compare two versions
+
+        from and to are each a version number, a version id (v_...), production or
+        latest. The answer has a unified diff of the contents (3 lines of context; chat
+        prompts one block per message) and the variables, metadata and tags added,
+        removed or changed. 404 names the prompt or version that is missing.
+        """
+        backend, org = storage(), current_principal().org
+        old = version_at(backend, org, name, query["from_"])
+        new = version_at(backend, org, name, query["to"])
+        return json_response(version_diff(old.to_json(), new.to_json()))
