@@ -14,14 +14,16 @@ from promptsvc.api.schemas import ErrorSchema
 
 API_DESCRIPTION = """Prompt versioning service.
 
-Read prompt versions (production, latest, by id) and manage prompts, versions, promotions
-and API keys. Every /api/v1 endpoint needs `Authorization: Bearer <token>`; get a token
-from `POST /v1/auth/sdk-token` (JSON `{account_id, key_id, key_secret}`) or from
+Read prompt versions (production, latest, by id), compare two versions, and manage
+prompts, versions, promotions (guarded, with rollback) and API keys. Every /api/v1
+endpoint needs `Authorization: Bearer <token>`; get a token from
+`POST /v1/auth/sdk-token` (JSON `{account_id, key_id, key_secret}`) or from
 `POST /realms/<org>/protocol/openid-connect/token` (client credentials). The org of a
 request comes only from its token.
 
 Errors have the body `{"code", "message", "error"}` (`error` equals `code`); a 400 may add
-`errors` per field. Every response carries `X-Request-ID`.
+`errors` per field, a 409 of a guarded promotion or rollback `current_production_version`.
+Every response carries `X-Request-ID`.
 """
 
 
