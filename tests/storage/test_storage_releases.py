@@ -14,6 +14,7 @@ from storage.base import (
     Storage,
     VersionNotFound,
 )
+from tests.clock import FakeClock
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -57,7 +58,7 @@ def test_guarded_first_promotion(storage: Storage, ids: list[str], expected: Exp
 
 @pytest.mark.parametrize("archive_previous", [True, False])
 def test_guard_that_holds_promotes(
-    storage: Storage, ids: list[str], clock, archive_previous: bool
+    storage: Storage, ids: list[str], clock: FakeClock, archive_previous: bool
 ) -> None:
     storage.promote(ORG, "greeting", "1", PROMOTER)
     now = clock.advance(3)
@@ -82,7 +83,12 @@ def test_guard_that_holds_promotes(
     ],
 )
 def test_guard_that_fails_changes_nothing(
-    storage: Storage, ids: list[str], clock, setup: list[str], expected: int | None, current
+    storage: Storage,
+    ids: list[str],
+    clock: FakeClock,
+    setup: list[str],
+    expected: int | None,
+    current: int | None,
 ) -> None:
     for ref in setup:
         storage.promote(ORG, "greeting", ref, PROMOTER)
@@ -132,7 +138,7 @@ def promote_all(storage: Storage, *refs: str) -> None:
 
 
 def test_rollback_to_the_previous_production_version(
-    storage: Storage, ids: list[str], clock
+    storage: Storage, ids: list[str], clock: FakeClock
 ) -> None:
     promote_all(storage, "1", "2")
     now = clock.advance(7)
@@ -174,7 +180,7 @@ def test_rollback_target_that_went_back_to_draft(storage: Storage, ids: list[str
     assert statuses(storage) == {5: "draft", 4: "draft", 3: "draft", 2: "archived", 1: "published"}
 
 
-def test_rollback_to_version(storage: Storage, ids: list[str], clock) -> None:
+def test_rollback_to_version(storage: Storage, ids: list[str], clock: FakeClock) -> None:
     promote_all(storage, "1", "2", "3", "4")
     now = clock.advance(1)
     result = storage.rollback(ORG, "greeting", USER, notes="bad week", to_version=2)
@@ -232,7 +238,12 @@ def test_rolled_back_version_can_be_promoted_from_again(storage: Storage, ids: l
     ],
 )
 def test_rollback_refusals_change_nothing(
-    storage: Storage, ids: list[str], setup: list[str], kwargs, reason: str, words: str
+    storage: Storage,
+    ids: list[str],
+    setup: list[str],
+    kwargs: dict[str, int],
+    reason: str,
+    words: str,
 ) -> None:
     promote_all(storage, *setup)
     before = unchanged(storage)
@@ -266,7 +277,7 @@ def test_rollback_of_missing_prompt(storage: Storage, ids: list[str]) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"to_version": 1}])
-def test_rollback_guard_holds(storage: Storage, ids: list[str], kwargs) -> None:
+def test_rollback_guard_holds(storage: Storage, ids: list[str], kwargs: dict[str, int]) -> None:
     promote_all(storage, "1", "2")
     result = storage.rollback(ORG, "greeting", USER, expected_production=2, **kwargs)
     assert (result.record.version_number, result.record.previous_version) == (1, 2)
@@ -277,7 +288,7 @@ def test_rollback_guard_holds(storage: Storage, ids: list[str], kwargs) -> None:
     [(["1", "2"], 1, 2), (["1", "2"], None, 2), ([], 1, None), (["1"], 3, 1)],
 )
 def test_rollback_guard_fails_first(
-    storage: Storage, ids: list[str], setup: list[str], expected: int | None, current
+    storage: Storage, ids: list[str], setup: list[str], expected: int | None, current: int | None
 ) -> None:
     # Checked before anything else: even where the rollback itself would be refused.
     promote_all(storage, *setup)
