@@ -244,6 +244,9 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", prompts + "/{name}/production", 200, f"{prompts}/greeting/production")
     call("GET", prompts + "/{name}/latest", 200, f"{prompts}/greeting/latest")
     call("GET", prompts + "/{name}/history", 200, f"{prompts}/greeting/history")
+    call("POST", prompts + "/{name}/rollback", 200, f"{prompts}/greeting/rollback")
+    diff = f"{prompts}/greeting/diff?from=2&to=production"
+    call("GET", prompts + "/{name}/diff", 200, diff)
     call("POST", "/api/v1/keys", 201, "/api/v1/keys", json={"role": "Service Read"})
     call("GET", "/api/v1/keys", 200, "/api/v1/keys")
 
