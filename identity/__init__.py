@@ -2,21 +2,38 @@
 
 ``init_app`` wires it into a Flask app; ``app.extensions["identity"]`` is then the
 :class:`Identity` whose ``verify`` the API calls on every request.
+
+The server's libraries (Flask, Authlib, PyJWT) are imported only when used, so that
+``identity.roles``, ``identity.keys`` and the operator commands' parser load in an
+SDK-only install (``pip install promptsvc``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
+if TYPE_CHECKING:
+    from flask import Flask
 
-from identity import realm, sdk_token
-from identity.core import Identity
-from identity.ratelimit import TokenRateLimits, init_limiter
-from storage.base import Storage
+    from identity.core import Identity
+    from identity.ratelimit import TokenRateLimits
+    from storage.base import Storage
 
 __all__ = ["Identity", "TokenRateLimits", "init_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Identity":
+        from identity.core import Identity
+
+        return Identity
+    if name == "TokenRateLimits":
+        from identity.ratelimit import TokenRateLimits
+
+        return TokenRateLimits
+    raise AttributeError(name)
 
 
 def init_app(
@@ -39,6 +56,10 @@ def init_app(
     bootstrap file, and ValueError for an unusable rate limit, so a misconfigured server
     stops at start-up.
     """
+    from identity import realm, sdk_token
+    from identity.core import Identity
+    from identity.ratelimit import TokenRateLimits, init_limiter
+
     limits = rate_limits if rate_limits is not None else TokenRateLimits.from_env()
     identity = Identity(
         storage,

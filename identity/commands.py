@@ -21,7 +21,6 @@ from typing import Any
 from identity import keys
 from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_READ
-from identity.signing import new_signing_key
 from storage import storage_from_url
 from storage.base import ApiKeyExists, ApiKeyNotFound, Storage, StorageError
 
@@ -168,6 +167,9 @@ def _keys_revoke(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    # PyJWT and cryptography come with the server extra; the parser loads without them.
+    from identity.signing import new_signing_key
+
     record = new_signing_key(store.clock())
     store.add_signing_key(record)
     if os.environ.get("PROMPTSVC_SIGNING_KEY_FILE"):

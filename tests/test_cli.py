@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
+from typing import Any
+
 import pytest
 from flask import Flask
 
 from identity.roles import ROLES
 from promptsvc import cli, demo
 from promptsvc.app import create_app
+from promptsvc.cli import serve
 from promptsvc.config import Settings
 from storage.memory import MemoryStorage
 
@@ -73,6 +78,38 @@ def test_serve_start_up_errors_are_one_clear_line(
     assert "Traceback" not in err
 
 
+def test_a_server_command_without_the_server_extra_says_how_to_install_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def without_werkzeug(args: argparse.Namespace) -> int:
+        raise ModuleNotFoundError("No module named 'werkzeug'", name="werkzeug")
+
+    monkeypatch.setattr(serve, "serve_command", without_werkzeug)
+    assert cli.main(["serve"]) == 1
+    assert capsys.readouterr().err == (
+        "promptsvc: error: `promptsvc serve` needs the server's dependencies, which are not "
+        "installed (No module named 'werkzeug'). Install them with: "
+        "pip install 'promptsvc[server]'\n"
+    )
+
+
+class _SdkSideCommand:
+    """A command of the SDK-only install (as the HTTP-only ones are)."""
+
+    @staticmethod
+    def register(subparsers: Any) -> None:
+        command = subparsers.add_parser("sdk-side")
+        command.set_defaults(func=lambda args: importlib.import_module("no_such_module_here"))
+
+
+def test_a_missing_module_in_a_command_of_the_sdk_install_is_not_blamed_on_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, (_SdkSideCommand, False)))
+    with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
+        cli.main(["sdk-side"])
+
+
 def test_keys_on_memory_storage_explain_what_to_use(capsys: pytest.CaptureFixture[str]) -> None:
     status = cli.main(["keys", "list", "--org", "acme", "--storage", "memory://"])
     assert status != 0
@@ -84,7 +121,7 @@ def test_keys_on_memory_storage_explain_what_to_use(capsys: pytest.CaptureFixtur
     [("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "localhost"), ("::1", "[::1]"), ("::", "localhost")],
 )
 def test_issuer_host(host: str, expected: str) -> None:
-    assert cli._url_host(host) == expected
+    assert serve._url_host(host) == expected
 
 
 def _app() -> Flask:
@@ -138,4 +175,4 @@ def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> No
     ],
 )
 def test_printed_storage_urls_hide_passwords(url: str, shown: str) -> None:
-    assert cli.redact(url) == shown
+    assert serve.redact(url) == shown

@@ -1,9 +1,9 @@
-"""The ``promptsvc`` command.
+"""``promptsvc serve``: the all-in-one server (API + identity) for local use, on
+werkzeug's threaded server. For deployment use gunicorn with the shipped
+gunicorn.conf.py.
 
-* ``promptsvc serve``: the all-in-one server (API + identity) for local use, on werkzeug's
-  threaded server. For deployment use gunicorn with the shipped gunicorn.conf.py.
-* ``promptsvc keys ...`` / ``promptsvc signing-keys ...``: operator commands working
-  directly on Redis storage (identity.commands).
+The server's modules are imported when the command runs, so the parser loads in an
+SDK-only install (see :mod:`promptsvc.cli`).
 """
 
 from __future__ import annotations
@@ -13,20 +13,14 @@ import logging
 import os
 import re
 import signal
-import sys
-from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
-
-from identity import commands as identity_commands
-from identity.errors import IdentityError
 from promptsvc import __version__
-from promptsvc.config import ConfigError, Settings
-from storage.base import StorageError
+from promptsvc.cli.output import fail
 
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
 
 SERVE_HELP = """\
 Run the API and the identity endpoints in one process (werkzeug's threaded server),
@@ -35,25 +29,10 @@ override them. The token issuer URL follows --host/--port unless PROMPTSVC_ISSUE
 is set. For production, run `gunicorn -c gunicorn.conf.py wsgi:app` on Redis.
 """
 
-EPILOG = """\
-examples:
-  promptsvc serve --demo                     # try it: demo org, keys and prompts
-  promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
-  promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
-"""
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="promptsvc",
-        description="Self-hosted prompt versioning service with a bundled OIDC issuer.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"promptsvc {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    serve = commands.add_parser(
+def register(subparsers: Any) -> None:
+    """Add ``serve``."""
+    serve = subparsers.add_parser(
         "serve",
         help="run the all-in-one server (API + identity) for local use",
         description=SERVE_HELP,
@@ -88,19 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=serve_command)
 
-    identity_commands.register(commands)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``promptsvc`` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    status: int = args.func(args)
-    return status
-
-
-# --------------------------------------------------------------------------- serve
-
 
 def _url_host(host: str) -> str:
     if host in ("", "0.0.0.0", "::"):
@@ -113,19 +79,19 @@ def redact(url: str) -> str:
     return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
-def _fail(message: str, status: int = 1) -> int:
-    print(f"promptsvc: error: {message}", file=sys.stderr)
-    return status
-
-
 def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
 def serve_command(args: argparse.Namespace) -> int:
     """``promptsvc serve``: bind, build the app for the bound address, serve until stopped."""
+    from werkzeug.serving import make_server
+
+    from identity.errors import IdentityError
     from promptsvc import demo
     from promptsvc.app import create_app
+    from promptsvc.config import ConfigError, Settings
+    from storage.base import StorageError
 
     # Bind first, so that --port 0 is resolved before the issuer URL is made. A port in
     # use: werkzeug prints why and exits with status 1.
@@ -147,10 +113,10 @@ def serve_command(args: argparse.Namespace) -> int:
         keys = demo.create_demo(app) if args.demo else None
     except (ConfigError, ValueError, IdentityError, OSError) as exc:
         server.server_close()
-        return _fail(str(exc))
+        return fail(str(exc))
     except StorageError as exc:
         server.server_close()
-        return _fail(f"storage {redact(settings.storage_url)} is not usable: {exc}")
+        return fail(f"storage {redact(settings.storage_url)} is not usable: {exc}")
 
     server.app = app
     storage_shown = redact(settings.storage_url)
@@ -174,7 +140,3 @@ def _not_ready(_environ: Any, start_response: Any) -> list[bytes]:
     # Only the placeholder make_server needs before the real app exists; never served.
     start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
     return [b"starting\n"]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

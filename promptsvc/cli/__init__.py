@@ -1,0 +1,78 @@
+"""The ``promptsvc`` command line: the parser and the entry point.
+
+A command lives in a module of its own with ``register(subparsers)``, listed in
+:data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server) and
+:mod:`identity.commands` (``keys`` and ``signing-keys``, operator commands working
+directly on Redis storage).
+
+``pip install promptsvc`` installs the SDK alone, and the command must run there too:
+``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
+at module level only what that install has (the stdlib, httpx, the SDK's modules), and a
+command that runs the service or opens its storage imports those parts when it runs.
+Without the server extra, :func:`main` turns the missing import into one line saying
+how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from identity import commands as operator_commands
+from promptsvc import __version__
+from promptsvc.cli import serve
+from promptsvc.cli.output import fail
+
+SERVER_INSTALL = "pip install 'promptsvc[server]'"
+
+EPILOG = """\
+examples:
+  promptsvc serve --demo                     # try it: demo org, keys and prompts
+  promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
+  promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
+"""
+
+
+class CommandModule(Protocol):
+    def register(self, subparsers: Any) -> None: ...
+
+
+# Each module adds its commands; the flag says whether they need the server extra.
+COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
+    (serve, True),
+    (operator_commands, True),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="promptsvc",
+        description="Self-hosted prompt versioning service with a bundled OIDC issuer.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"promptsvc {__version__}")
+    parser.set_defaults(needs_server=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module, needs_server in COMMANDS:
+        known = set(commands.choices)
+        module.register(commands)
+        for name in commands.choices.keys() - known:
+            commands.choices[name].set_defaults(needs_server=needs_server)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``promptsvc`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.func(args)
+    except ModuleNotFoundError as exc:
+        if not args.needs_server:
+            raise
+        return fail(
+            f"`promptsvc {args.command}` needs the server's dependencies, which are not "
+            f"installed ({exc}). Install them with: {SERVER_INSTALL}"
+        )
+    return status
