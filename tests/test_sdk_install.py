@@ -1,0 +1,255 @@
+"""``pip install promptsvc`` gives the SDK alone, httpx its one runtime dependency; the
+service comes with ``pip install 'promptsvc[server]'``.
+
+Most tests here use one fresh virtualenv per session with this working tree installed
+the way a user installs it (a wheel, no extra), and run its python and its
+``promptsvc`` command with the virtualenv as working directory, so nothing of the
+source tree is importable there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.servers import ROOT, Server, bootstrap_file, free_port, promptsvc_command
+
+# What the server extra brings (and Flask, marshmallow and Authlib bring along).
+SERVER_MODULES = (
+    "flask",
+    "werkzeug",
+    "flask_smorest",
+    "marshmallow",
+    "authlib",
+    "joserfc",
+    "redis",
+    "hiredis",
+    "jwt",
+    "cryptography",
+    "gunicorn",
+    "flask_swagger_ui",
+    "flask_limiter",
+)
+OWN_PACKAGES = {"promptsvc", "identity", "storage"}
+SERVER_INSTALL = "pip install 'promptsvc[server]'"
+
+ADMIN_SECRET = "sdk-install-admin-0123456789"
+READ_SECRET = "sdk-install-read-0123456789"
+
+
+class Venv:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.python = path / "bin" / "python"
+        self.promptsvc = path / "bin" / "promptsvc"
+
+    def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        return subprocess.run(
+            [str(arg) for arg in args],
+            cwd=self.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    def python_code(self, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run(self.python, "-c", code, *args)
+
+
+@pytest.fixture(scope="session")
+def sdk_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh virtualenv with ``pip install <this tree>``: a wheel, no extra."""
+    root = tmp_path_factory.mktemp("sdk-install")
+    # The wheel is built from a copy: setuptools builds inside the source directory, and
+    # a build/ left there by an older tree would put modules deleted since into the wheel.
+    source = root / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".venv"
+        ),
+    )
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    venv = Venv(root / "venv")
+    install = venv.run(venv.python, "-m", "pip", "install", "--quiet", source)
+    assert install.returncode == 0, install.stdout + install.stderr
+    return venv
+
+
+def test_the_sdk_install_depends_on_httpx_alone(sdk_venv: Venv) -> None:
+    shown = sdk_venv.python_code(
+        "import importlib.metadata as m, json; print(json.dumps(m.requires('promptsvc')))"
+    )
+    assert shown.returncode == 0, shown.stderr
+    requirements: list[str] = json.loads(shown.stdout)
+    assert [r for r in requirements if "extra ==" not in r] == ["httpx>=0.27"]
+    assert any('extra == "server"' in r and r.startswith("flask>=") for r in requirements)
+
+
+def test_the_server_libraries_are_not_installed(sdk_venv: Venv) -> None:
+    shown = sdk_venv.python_code(
+        "import importlib.util, json, sys\n"
+        "print(json.dumps({n: importlib.util.find_spec(n) is not None for n in sys.argv[1:]}))",
+        *SERVER_MODULES,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == dict.fromkeys(SERVER_MODULES, False)
+
+
+def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
+    listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
+    assert listed.returncode == 0, listed.stderr
+    for command in ("serve", "keys", "signing-keys"):
+        assert command in listed.stdout
+    version = sdk_venv.run(sdk_venv.promptsvc, "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("promptsvc 0.")
+    serve_help = sdk_venv.run(sdk_venv.promptsvc, "serve", "--help")
+    assert serve_help.returncode == 0, serve_help.stderr
+    assert "--demo" in serve_help.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["serve"], "werkzeug"),
+        (["serve", "--demo", "--port", "0"], "werkzeug"),
+        # Port 1: nothing listens there, and the command stops before connecting anyway.
+        (["keys", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0"], "redis"),
+        (["signing-keys", "rotate", "--storage", "redis://127.0.0.1:1/0"], "redis"),
+    ],
+)
+def test_server_commands_say_how_to_install_the_server(
+    sdk_venv: Venv, argv: list[str], missing: str
+) -> None:
+    result = sdk_venv.run(sdk_venv.promptsvc, *argv)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"promptsvc: error: `promptsvc {argv[0]}` needs the server's dependencies, which "
+        f"are not installed (No module named '{missing}'). Install them with: "
+        f"{SERVER_INSTALL}\n"
+    )
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """``promptsvc serve`` on memory storage, run from the test's own environment (which
+    has the server extra), with one prompt in production."""
+    bootstrap = bootstrap_file(
+        tmp_path,
+        {
+            "acme": {
+                "acme-admin": (ADMIN_SECRET, "Service Admin"),
+                "acme-read": (READ_SECRET, "Service Read"),
+            }
+        },
+    )
+    port = free_port()
+    command = promptsvc_command(
+        "serve", "--port", str(port), "--storage", "memory://", "--bootstrap", str(bootstrap)
+    )
+    with Server(command, port) as running, httpx.Client(base_url=running.base_url) as http:
+        token = http.post(
+            "/v1/auth/sdk-token",
+            json={"account_id": "acme", "key_id": "acme-admin", "key_secret": ADMIN_SECRET},
+        ).json()["access_token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        assert http.post("/api/v1/prompts", json={"name": "greeting"}, headers=auth).is_success
+        created = http.post(
+            "/api/v1/prompts/greeting/versions",
+            json={"content": "Hello {{name}}"},
+            headers=auth,
+        )
+        assert created.status_code == 201, created.text
+        promoted = http.post(
+            f"/api/v1/prompts/greeting/versions/{created.json()['version_id']}/promote",
+            headers=auth,
+        )
+        assert promoted.status_code == 200, promoted.text
+        yield running
+
+
+READ_WITH_THE_SDK = """
+import json, sys
+import promptsvc
+from promptsvc.client import PromptClient
+
+url, secret = sys.argv[1:]
+with PromptClient(url, account_id="acme", key_id="acme-read", key_secret=secret) as client:
+    version = client.get_prompt_version("greeting")
+print(json.dumps({
+    "installed_at": promptsvc.__file__,
+    "version": version.version,
+    "is_production": version.is_production,
+    "rendered": version.render(name="Ada"),
+}))
+"""
+
+
+def test_the_sdk_install_reads_a_prompt_from_a_running_server(
+    sdk_venv: Venv, server: Server
+) -> None:
+    result = sdk_venv.python_code(READ_WITH_THE_SDK, server.base_url, READ_SECRET)
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout)
+    # The wheel's copy, not the source tree.
+    assert Path(read["installed_at"]).is_relative_to(sdk_venv.path)
+    assert read["version"] == 1
+    assert read["is_production"] is True
+    assert read["rendered"] == "Hello Ada"
+
+
+def _loaded_beyond_httpx(code: str) -> set[str]:
+    """Top-level modules that ``code``, run in a fresh interpreter of this environment,
+    loads beyond the stdlib and what ``import httpx`` loads."""
+
+    def loaded(source: str) -> set[str]:
+        listing = "import sys\nprint(' '.join({m.partition('.')[0] for m in sys.modules}))"
+        result = subprocess.run(
+            [sys.executable, "-c", f"{source}\n{listing}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return set(result.stdout.split())
+
+    return loaded(code) - loaded("import httpx") - set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import promptsvc",
+        "from promptsvc.client import AsyncPromptClient, PromptClient",
+        # What `promptsvc --help` loads: every command's parser.
+        "from promptsvc.cli import build_parser; build_parser()",
+    ],
+)
+def test_the_sdk_and_the_command_load_nothing_of_the_server(code: str) -> None:
+    # Here the server extra is installed, so a stray import would succeed: this shows it
+    # is not made at all, however the environment was set up.
+    assert _loaded_beyond_httpx(code) <= OWN_PACKAGES
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```")[0]
+    serve_line, test_line = (line.split("#")[0].strip() for line in quick_start.splitlines())
+    assert serve_line == "python -m pip install -e '.[server]' && promptsvc serve --demo"
+    assert test_line == "python -m pip install -e '.[test]' && python -m pytest"
+    assert test_line in (ROOT / ".ci" / "run").read_text().splitlines()
