@@ -286,8 +286,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
         """read_version.lua's answer as a PromptVersion, the decoding memoized on every
         stored field of it (storage/memo.py): the same stored version gives the same
-        object, which the read API's body memo (promptsvc.api.records.version_body)
-        relies on."""
+        object, so callers can memoize by identity what they derive from it."""
         with _guard():
             reply = self._read_reply(
                 [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
