@@ -7,7 +7,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 import identity
 from promptsvc import http
-from promptsvc.api import fastread
+from promptsvc.api import reads
 from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
 from storage import Storage, storage_from_url
@@ -33,7 +33,6 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     app.extensions["promptsvc.storage"] = backend
 
     http.configure_logging()
-    http.init_app(app)
     identity.init_app(
         app,
         backend,
@@ -43,7 +42,8 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         bootstrap_file=settings.bootstrap_file,
     )
     init_api(app)
-    fastread.init_app(app)
+    reads.init_app(app)
+    http.init_app(app)  # around the read endpoints too: every answer gets its request id
     if settings.trusted_proxies:
         # Outermost, so every layer (rate limits, logs) sees the client's own address.
         n = settings.trusted_proxies

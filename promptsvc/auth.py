@@ -25,12 +25,19 @@ class Verifier(Protocol):
     def verify(self, authorization_header: str | None) -> Principal: ...
 
 
-def authenticate(role: str) -> Principal:
-    """Verify the request's bearer token and check that its key holds ``role``."""
-    verifier: Verifier = current_app.extensions["identity"]
-    principal = verifier.verify(request.headers.get("Authorization"))
+def authorize(verifier: Verifier, authorization_header: str | None, role: str) -> Principal:
+    """The principal of a bearer ``Authorization`` header whose key holds ``role``."""
+    principal = verifier.verify(authorization_header)
     if not role_includes(principal.role, role):
         raise Forbidden(role)
+    return principal
+
+
+def authenticate(role: str) -> Principal:
+    """Verify the request's bearer token and check that its key holds ``role``."""
+    principal = authorize(
+        current_app.extensions["identity"], request.headers.get("Authorization"), role
+    )
     g.principal = principal
     return principal
 

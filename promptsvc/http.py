@@ -1,13 +1,15 @@
 """HTTP plumbing shared by every endpoint: request ids, log lines, JSON bodies, ETags.
 
-* Every response carries ``X-Request-ID``: the client's own when it is a safe token
-  (1-128 characters of ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach
-  logs or headers as they came.
+* :class:`RequestIds`, WSGI middleware around the whole app, gives every request its id:
+  the client's ``X-Request-ID`` when it is a safe token (1-128 characters of
+  ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach logs or headers as
+  they came. Every response carries it, whichever part of the app answered, and so does
+  the access log line (logger ``promptsvc.access``, on in ``promptsvc serve``).
 * Every log record gets a ``request_id`` attribute (``-`` outside a request), and
   :func:`configure_logging` prints it on each line.
 * :func:`json_body` / :func:`json_response` serialize with the stdlib directly and
-  :func:`etag_of` hashes the body: the read path (Flask views and the WSGI fast path
-  alike) uses them, so no schema dumping happens there.
+  :func:`etag_of` hashes the body, :func:`etag_answer` answers 200 or 304: the read
+  endpoints use them, so no schema dumping happens there.
 """
 
 from __future__ import annotations
@@ -19,28 +21,30 @@ import re
 import sys
 import time
 import uuid
-from typing import IO, Any, cast
+from collections.abc import Iterable
+from contextvars import ContextVar
+from typing import IO, TYPE_CHECKING, Any, cast
 
-from flask import Flask, Request, Response, current_app, g, has_request_context, request
+from flask import Flask, Request, Response
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.http import parse_etags
 from werkzeug.utils import cached_property
-from werkzeug.wsgi import LimitedStream
+from werkzeug.wsgi import LimitedStream, get_path_info
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
 
 access_log = logging.getLogger("promptsvc.access")
+_request_id: ContextVar[str] = ContextVar("promptsvc_request_id", default="-")
 
 
 def request_id() -> str:
-    """The current request's id (``-`` outside a request), decided on first use."""
-    if not has_request_context():
-        return "-"
-    rid: str | None = g.get("request_id")
-    if rid is None:
-        rid = g.request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER))
-    return rid
+    """The current request's id (``-`` outside a request)."""
+    return _request_id.get()
 
 
 def choose_request_id(given: str | None) -> str:
@@ -48,35 +52,41 @@ def choose_request_id(given: str | None) -> str:
     return given if given and _SAFE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
 
 
-def _start_timer() -> None:
-    g.started = time.perf_counter()
+class RequestIds:
+    """WSGI middleware: the request id (for log records and the ``X-Request-ID`` header)
+    and the access log line, for every request the wrapped app answers."""
 
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
 
-def finish_request(response: Response) -> Response:
-    """after_request hook: the X-Request-ID header, and the access log line when on."""
-    response.headers[REQUEST_ID_HEADER] = request_id()
-    if access_log.isEnabledFor(logging.INFO):
-        elapsed_ms = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
-        access_log.info(
-            "%s %s %s %.1fms", request.method, request.path, response.status_code, elapsed_ms
-        )
-    return response
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        rid = choose_request_id(environ.get("HTTP_X_REQUEST_ID"))
+        token = _request_id.set(rid)
+        logging_on = access_log.isEnabledFor(logging.INFO)
+        started = time.perf_counter() if logging_on else 0.0
+        status = ""
 
+        def start(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            nonlocal status
+            status = line
+            headers.append((REQUEST_ID_HEADER, rid))
+            return start_response(line, headers, exc_info)
 
-# The request hooks init_app installs (promptsvc.api.fastread tells them from others').
-OWN_HOOKS = (_start_timer, finish_request)
+        try:
+            return self.app(environ, start)
+        finally:
+            if logging_on:
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                method = environ.get("REQUEST_METHOD", "")
+                code = status.partition(" ")[0]
+                access_log.info("%s %s %s %.1fms", method, get_path_info(environ), code, elapsed_ms)
+            _request_id.reset(token)
 
 
 def init_app(app: Flask) -> None:
-    """Put ``X-Request-ID`` on every response (the id is made lazily, on first use).
-
-    The access log (logger ``promptsvc.access``, used by ``promptsvc serve``) needs a
-    start time; that hook is only installed when the log is on, to keep it off the
-    read path otherwise.
-    """
-    if access_log.isEnabledFor(logging.INFO):
-        app.before_request_funcs.setdefault(None, []).insert(0, _start_timer)
-    app.after_request(finish_request)
+    """Wrap ``app.wsgi_app`` in :class:`RequestIds`; call it after anything else that
+    answers requests in front of Flask, so that its answers get ids too."""
+    app.wsgi_app = RequestIds(app.wsgi_app)  # type: ignore[method-assign]
 
 
 # --------------------------------------------------------------------------- bodies in
@@ -160,7 +170,7 @@ def json_body(data: Any) -> bytes:
 
 def json_response(data: Any, status: int = 200) -> Response:
     """A JSON response, serialized without going through a schema."""
-    return current_app.response_class(json_body(data), status, mimetype="application/json")
+    return Response(json_body(data), status, mimetype="application/json")
 
 
 def etag_of(body: bytes) -> str:
@@ -168,13 +178,16 @@ def etag_of(body: bytes) -> str:
     return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
-def etag_response(body: bytes, etag: str) -> Response:
-    """200 with ``body`` (JSON) and its strong ETag, or 304 when ``If-None-Match``
-    already has it."""
-    response_class = current_app.response_class
-    if request.if_none_match.contains_weak(etag):
-        response = response_class(status=304)
-    else:
-        response = response_class(body, mimetype="application/json")
-    response.headers["ETag"] = f'"{etag}"'
-    return response
+def etag_answer(
+    if_none_match: str | None, body: bytes, etag: str
+) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Status, headers and body of a 200 with ``body`` (JSON) and its strong ETag, or of a
+    304 when ``If-None-Match`` already has the ETag (compared weakly, RFC 9110 13.1.2).
+
+    WSGI parts rather than a Response: the read endpoints answer in WSGI directly.
+    """
+    headers = [("ETag", f'"{etag}"')]
+    if if_none_match and parse_etags(if_none_match).contains_weak(etag):
+        return "304 NOT MODIFIED", headers, b""
+    headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    return "200 OK", headers, body

@@ -5,7 +5,8 @@
 * a parser whose validation errors are 400 (webargs' default is 422), that treats an
   empty body as no body, and answers 415 for a body whose Content-Type is not JSON;
 * :meth:`ApiBlueprint.requires`: bearer auth with a role, documented (security scheme,
-  401, 403, 500, 503) in one decorator;
+  401, 403, 500, 503) in one decorator (:meth:`ApiBlueprint.bearer_docs`: the docs alone,
+  for the read endpoints, which check the token themselves);
 * :meth:`ApiBlueprint.returns` / :meth:`ApiBlueprint.errors`: document the success and
   error responses without flask-smorest's run-time wrappers (views return ready
   Responses built from the records' ``to_json()`` by promptsvc.http);
@@ -99,14 +100,21 @@ class ApiBlueprint(Blueprint):
         """Authenticate with ``role`` first (401, 403), and say so in the docs."""
 
         def decorator(view: F) -> F:
-            wrapped = auth.requires(role)(view)
+            return self.bearer_docs(role)(auth.requires(role)(view))
+
+        return decorator
+
+    def bearer_docs(self, role: str) -> Callable[[F], F]:
+        """Document bearer auth with ``role`` (security scheme, 401, 403, 500, 503)."""
+
+        def decorator(view: F) -> F:
             # flask-smorest reads summary and description from the docstring.
-            wrapped.__doc__ = (
+            view.__doc__ = (
                 f"{inspect.cleandoc(view.__doc__ or '')}\n\n"
                 f"Needs a bearer token of a key with the role **{role}** or a higher one."
             )
-            wrapped = doc_only(self.doc(security=[{BEARER_SCHEME: []}]))(wrapped)
-            return self.errors(401, 403, 500, 503)(wrapped)
+            view = doc_only(self.doc(security=[{BEARER_SCHEME: []}]))(view)
+            return self.errors(401, 403, 500, 503)(view)
 
         return decorator
 

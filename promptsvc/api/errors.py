@@ -1,9 +1,10 @@
 """Every error the HTTP API answers, mapped in one place (CONTRACT 5).
 
-Views and helpers raise; :func:`register_error_handlers` turns what they raise into
+Views and helpers raise; :func:`error_response_for` turns what they raise into
 ``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
 ``errors``; a 409 of a guarded promotion or rollback adds ``current_production_version``).
-Sources mapped here:
+Flask calls it as the app's error handler (:func:`register_error_handlers`),
+promptsvc.api.reads for the read endpoints. Sources mapped here:
 
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
@@ -217,10 +218,20 @@ def _handle_identity_error(exc: IdentityError) -> Response:
     return _handle_unexpected(exc)
 
 
+def error_response_for(exc: Exception) -> Response:
+    """The API's answer to ``exc``, whatever raised it."""
+    if isinstance(exc, ApiError):
+        return _handle_api_error(exc)
+    if isinstance(exc, StorageError):
+        return _handle_storage_error(exc)
+    if isinstance(exc, IdentityError):
+        return _handle_identity_error(exc)
+    if isinstance(exc, HTTPException):
+        return _handle_http_exception(exc)
+    return _handle_unexpected(exc)
+
+
 def register_error_handlers(app: Flask) -> None:
-    """Install the API's error handlers on ``app`` (replacing flask-smorest's)."""
-    app.register_error_handler(ApiError, _handle_api_error)
-    app.register_error_handler(StorageError, _handle_storage_error)
-    app.register_error_handler(IdentityError, _handle_identity_error)
-    app.register_error_handler(HTTPException, _handle_http_exception)
-    app.register_error_handler(Exception, _handle_unexpected)
+    """Install :func:`error_response_for` on ``app`` (replacing flask-smorest's handlers)."""
+    for kind in (HTTPException, Exception):
+        app.register_error_handler(kind, error_response_for)

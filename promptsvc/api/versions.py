@@ -1,21 +1,20 @@
-"""Prompt versions: the read API (SPEC 4.1-4.3) and version management (CONTRACT 7).
+"""Prompt versions: the read API and version management.
 
 ``{name}`` is a prompt name or its ``pmt_`` id; ``{versionId}`` a ``v_`` id or a version
 number. The read endpoints never answer 400: a name or id that cannot exist is a 404.
-Their successful answers usually come from promptsvc.api.fastread, in front of Flask;
-the views here answer the same way and handle every other case.
+They are answered by promptsvc.api.reads (before Flask's dispatch); what each one reads
+is defined and documented here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, request
+from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
-from promptsvc.api.fastread import STORAGE_ERROR, read_version
-from promptsvc.api.records import version_body
+from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.schemas import (
     NoBodySchema,
     PromoteSchema,
@@ -27,8 +26,8 @@ from promptsvc.api.schemas import (
     VersionQuerySchema,
 )
 from promptsvc.auth import current_principal
-from promptsvc.http import etag_response, json_response
-from storage.base import UNGUARDED
+from promptsvc.http import json_response
+from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "versions",
@@ -53,46 +52,43 @@ VERSION_PARAM = {
 }
 
 
-def read_response(view: Any) -> Any:
-    """Document a read endpoint: 200 PromptVersion with an ETag, 304, 404."""
+def read_endpoint(read: ReadFunction) -> ReadView:
+    """A read endpoint made from ``read``, documented: Service Read, 200 PromptVersion with
+    an ETag, 304, 404."""
+    view = ReadView(read)
     view = blp.returns(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
     view = blp.returns(304, description="Not Modified: If-None-Match has the current ETag")(view)
     view = blp.errors(404)(view)
-    return doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
+    view = doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
+    return blp.bearer_docs(SERVICE_READ)(view)
 
 
-def read_answer(name: str, which: str, version_ref: str | None = None) -> Response:
-    """A read endpoint's answer; the storage error the fast path met, if it met one."""
-    earlier = request.environ.pop(STORAGE_ERROR, None)
-    if earlier is not None:
-        raise earlier
-    org = current_principal().org
-    return etag_response(*version_body(read_version(storage(), org, name, which, version_ref)))
+@blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
+@read_endpoint
+def production(storage: Storage, org: str, name: str) -> PromptVersion:
+    """Get the production version
+
+    The published version of the prompt (status published, is_production true).
+    404 when the prompt does not exist or has no production version.
+    """
+    return storage.get_production(org, name)
 
 
-@blp.route("/<name>/production", parameters=[NAME_PARAM])
-class Production(View):
-    @blp.requires(SERVICE_READ)
-    @read_response
-    def get(self, name: str) -> Response:
-        """Get the production version
+@blp.route("/<name>/latest", parameters=[NAME_PARAM], methods=["GET"])
+@read_endpoint
+def latest(storage: Storage, org: str, name: str) -> PromptVersion:
+    """Get the latest version
 
-        The published version of the prompt (status published, is_production true).
-        404 when the prompt does not exist or has no production version.
-        """
-        return read_answer(name, "production")
+    The version with the highest number, whatever its status.
+    """
+    return storage.get_latest(org, name)
 
 
-@blp.route("/<name>/latest", parameters=[NAME_PARAM])
-class Latest(View):
-    @blp.requires(SERVICE_READ)
-    @read_response
-    def get(self, name: str) -> Response:
-        """Get the latest version
-
-        The version with the highest number, whatever its status.
-        """
-        return read_answer(name, "latest")
+@blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM], methods=["GET"])
+@read_endpoint
+def version(storage: Storage, org: str, name: str, versionId: str) -> PromptVersion:
+    """Get a specific version"""
+    return storage.get_version(org, name, versionId)
 
 
 @blp.route("/<name>/versions", parameters=[NAME_PARAM])
@@ -137,12 +133,6 @@ class Versions(View):
 
 @blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM])
 class Version(View):
-    @blp.requires(SERVICE_READ)
-    @read_response
-    def get(self, name: str, versionId: str) -> Response:
-        """Get a specific version"""
-        return read_answer(name, "versions", versionId)
-
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(VersionEditSchema)
     @blp.returns(200, PromptVersionSchema)

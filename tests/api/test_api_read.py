@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import pytest
-from flask import Flask
 
 from identity.roles import SERVICE_READ
 
@@ -47,14 +46,6 @@ def assert_prompt_version(body: dict[str, Any]) -> None:
         if body[stamp] is not None:
             assert RFC3339_Z.match(body[stamp]), body[stamp]
     assert body["is_production"] is (body["status"] == "published")
-
-
-@pytest.fixture(autouse=True, params=["fast path", "flask views"])
-def read_path(request: pytest.FixtureRequest, app: Flask) -> str:
-    """Every test here runs through the WSGI fast path and through the Flask views alone."""
-    if request.param == "flask views":
-        app.wsgi_app = app.wsgi_app.fallback  # type: ignore[attr-defined,method-assign]
-    return str(request.param)
 
 
 @pytest.fixture
@@ -167,6 +158,7 @@ def test_metadata_and_unicode_survive_the_round_trip(api: Any) -> None:
         ("/api/v1/prompts/greeting/versions/99999999999999999999999", "99999999999999999999999"),
         ("/api/v1/prompts/pmt_0000/production", "pmt_0000"),
         ("/api/v1/prompts/bad%20name!/production", "bad name!"),
+        ("/api/v1/prompts/gr%C3%BC%C3%9Fe/latest", "grüße"),
         ("/api/v1/prompts/" + "x" * 300 + "/latest", "x" * 300),
     ],
 )

@@ -1,0 +1,181 @@
+"""The read API: GET production, latest and a version, answered before Flask's dispatch.
+
+These three endpoints are what every SDK client calls, and Flask's request machinery
+(contexts, routing, signals, Request and Response objects) costs more CPU than
+everything they do: see the server CPU per request of promptsvc and of a bare Flask
+endpoint in docs/benchmarks.md, "http". So :class:`ReadEndpoints`, WSGI middleware around
+Flask's own ``wsgi_app``, answers them itself, in every case: 200, 304, HEAD and every
+error. Each part is the one the rest of the API uses:
+
+* routing: the app's URL map (its answer remembered per method, host and path), where
+  promptsvc.api.versions registers and documents the endpoints as :class:`ReadView`\\ s;
+  whatever else the map matches, or fails to match, goes on to Flask;
+* the token: :func:`promptsvc.auth.authorize`;
+* the body and its strong ETag: :func:`version_body`; 200 or 304:
+  :func:`promptsvc.http.etag_answer`;
+* errors: :func:`promptsvc.api.errors.error_response_for`;
+* X-Request-ID and the access log: promptsvc.http's middleware, around this one.
+
+Flask request hooks (before/after/teardown request, URL value preprocessors) of the app
+or of the endpoint's blueprint must see every request they apply to. When there are
+any, a read goes on to Flask, whose dispatch calls the same :func:`answer` through the
+endpoint's :class:`ReadView`. Flask's signals are not sent for the reads answered here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import HTTPException
+
+from identity.roles import SERVICE_READ
+from promptsvc.api.errors import error_response_for
+from promptsvc.auth import authorize
+from promptsvc.http import etag_answer, etag_of, json_body
+from storage.base import PromptVersion
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+# read(storage, org, **path arguments): the version an endpoint answers with.
+ReadFunction = Callable[..., PromptVersion]
+Answer = tuple[str, list[tuple[str, str]], bytes]  # status, headers, body
+Route = tuple[ReadFunction, Mapping[str, Any], tuple[str | None, ...]]
+
+# Both memos below are bounded by entries and forget everything at once when full.
+MAX_ENTRIES = 1024
+# Bodies larger than this are built for each request: their building costs little next
+# to sending them, and it keeps the memo under MAX_ENTRIES * MAX_BODY bytes.
+MAX_BODY = 8 * 1024
+# Paths longer than this are routed for each request (real read paths are far shorter).
+MAX_PATH = 512
+
+# The read bodies last answered, by id(version): storage hands out the same object for
+# the same stored version (memory keeps its records, Redis memoizes their decoding), so
+# a hit is always the right body. The version stays in the entry so that its id cannot
+# be reused while the entry lives.
+_bodies: dict[int, tuple[PromptVersion, bytes, str]] = {}
+
+
+def version_body(version: PromptVersion) -> tuple[bytes, str]:
+    """The JSON body of ``version`` and its strong ETag (unquoted)."""
+    hit = _bodies.get(id(version))
+    if hit is not None and hit[0] is version:
+        return hit[1], hit[2]
+    body = json_body(version.to_json())
+    etag = etag_of(body)
+    if len(body) <= MAX_BODY:
+        if len(_bodies) >= MAX_ENTRIES:
+            _bodies.clear()
+        _bodies[id(version)] = (version, body, etag)
+    return body, etag
+
+
+def answer(
+    app: Flask, environ: WSGIEnvironment, read: ReadFunction, path: Mapping[str, Any]
+) -> Answer:
+    """A read endpoint's 200 or 304; raises what the token check or storage raised."""
+    identity, storage = app.extensions["identity"], app.extensions["promptsvc.storage"]
+    principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
+    body, etag = version_body(read(storage, principal.org, **path))
+    return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)
+
+
+class ReadView:
+    """A read endpoint as a Flask view, made from ``read(storage, org, **path)``.
+
+    Its name and docstring are ``read``'s: the endpoint's name and OpenAPI summary.
+    """
+
+    def __init__(self, read: ReadFunction) -> None:
+        functools.update_wrapper(self, read)
+        self.read = read
+
+    def __call__(self, **path: Any) -> Response:
+        status, headers, body = answer(current_app, request.environ, self.read, path)
+        return Response(body or None, status, headers)
+
+
+class ReadEndpoints:
+    """WSGI middleware: answers GET and HEAD of the app's :class:`ReadView` endpoints."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.flask: WSGIApplication = app.wsgi_app
+        self._views = {
+            endpoint: view.read
+            for endpoint, view in app.view_functions.items()
+            if isinstance(view, ReadView)
+        }
+        # Flask's request hooks, by scope: None (the app) or a blueprint's name.
+        self._hook_registries: tuple[Mapping[str | None, list[Any]], ...] = (
+            app.url_value_preprocessors,
+            app.before_request_funcs,
+            app.after_request_funcs,
+            app.teardown_request_funcs,
+        )
+        # (method, host, path) -> the URL map's answer: a read endpoint or None (Flask's)
+        self._routes: dict[tuple[str, str, str], Route | None] = {}
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "")
+        route = None
+        if method in ("GET", "HEAD") and "HTTP_UPGRADE" not in environ:  # Flask: WebSocket
+            route = self._route(environ, method)
+        if route is None or self._hooked(route[2]):
+            return self.flask(environ, start_response)
+        try:
+            status, headers, body = answer(self.app, environ, route[0], route[1])
+        except Exception as exc:
+            return error_response_for(exc)(environ, start_response)
+        start_response(status, headers)
+        return [body] if method == "GET" else []
+
+    def _route(self, environ: WSGIEnvironment, method: str) -> Route | None:
+        """The read endpoint the URL map routes this request to, if any."""
+        key = (method, environ.get("HTTP_HOST", ""), environ.get("PATH_INFO", ""))
+        try:
+            return self._routes[key]
+        except KeyError:
+            pass
+        route: Route | None = None
+        try:
+            adapter = self.app.create_url_adapter(self.app.request_class(environ))
+            if adapter is not None:
+                rule, path = adapter.match(return_rule=True)
+                read = self._views.get(rule.endpoint)
+                if read is not None:
+                    route = (read, path, _hook_scopes(rule.endpoint))
+        except HTTPException:  # no such path or method, a redirect: Flask answers
+            pass
+        if len(key[2]) <= MAX_PATH:
+            if len(self._routes) >= MAX_ENTRIES:
+                self._routes.clear()
+            self._routes[key] = route
+        return route
+
+    def _hooked(self, scopes: tuple[str | None, ...]) -> bool:
+        for registry in self._hook_registries:
+            for scope in scopes:
+                if registry.get(scope):
+                    return True
+        return False
+
+
+def _hook_scopes(endpoint: str) -> tuple[str | None, ...]:
+    """None (the app) and each blueprint ``endpoint`` is nested in, as Flask keys hooks."""
+    scopes: list[str | None] = [None]
+    blueprint = endpoint.rpartition(".")[0]
+    while blueprint:
+        scopes.append(blueprint)
+        blueprint = blueprint.rpartition(".")[0]
+    return tuple(scopes)
+
+
+def init_app(app: Flask) -> None:
+    """Answer the app's read endpoints in front of its WSGI callable (call it once every
+    blueprint is registered)."""
+    app.wsgi_app = ReadEndpoints(app)  # type: ignore[method-assign]
