@@ -317,11 +317,10 @@ endpoint adds Flask's (request and app contexts, routing, hooks, signals, Respon
 objects) and `jsonify`. promptsvc adds its request id, a routing answer remembered per
 path, the remembered token, one EVALSHA and the reuse of the decoded version and of its
 JSON body and ETag while the stored version is unchanged. The Redis round trip is then
-its main cost: measured in-process on this
-machine, a Redis PING through redis-py costs the calling process {cost.ping_cpu_us:.0f} us
-of CPU ({cost.ping_wall_us:.0f} us wall) and `RedisStorage.get_production`
-{cost.read_cpu_us:.0f} us of CPU ({cost.read_wall_us:.0f} us wall); the Redis server's own
-CPU comes on top.
+its main cost: measured in-process on this machine, a Redis PING through redis-py costs
+the calling process {cost.ping_cpu_us:.0f} us of CPU ({cost.ping_wall_us:.0f} us wall)
+and `RedisStorage.get_production` {cost.read_cpu_us:.0f} us of CPU
+({cost.read_wall_us:.0f} us wall); the Redis server's own CPU comes on top.
 """
     print(body)
     command = " ".join(["python -m bench.http", *sys.argv[1:]])
