@@ -16,10 +16,10 @@ error. Each part is the one the rest of the API uses:
 * errors: :func:`promptsvc.api.errors.error_response_for`;
 * X-Request-ID and the access log: promptsvc.http's middleware, around this one.
 
-Flask request hooks (before/after/teardown request, URL value preprocessors) of the app
-or of the endpoint's blueprint must see every request they apply to. When there are
-any, a read goes on to Flask, whose dispatch calls the same :func:`answer` through the
-endpoint's :class:`ReadView`. Flask's signals are not sent for the reads answered here.
+Flask's request hooks (before/after/teardown request, URL value preprocessors) and
+signals do not run for these three endpoints, whatever the app registers: they are
+answered here in every deployment. Behaviour that must see every request belongs in WSGI
+middleware around ``app.wsgi_app``, as the request ids and the access log are.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 # read(storage, org, **path arguments): the version an endpoint answers with.
 ReadFunction = Callable[..., PromptVersion]
 Answer = tuple[str, list[tuple[str, str]], bytes]  # status, headers, body
-Route = tuple[ReadFunction, Mapping[str, Any], tuple[str | None, ...]]
+Route = tuple[ReadFunction, Mapping[str, Any]]
 
 # Both memos below are bounded by entries and forget everything at once when full.
 MAX_ENTRIES = 1024
@@ -110,13 +110,6 @@ class ReadEndpoints:
             for endpoint, view in app.view_functions.items()
             if isinstance(view, ReadView)
         }
-        # Flask's request hooks, by scope: None (the app) or a blueprint's name.
-        self._hook_registries: tuple[Mapping[str | None, list[Any]], ...] = (
-            app.url_value_preprocessors,
-            app.before_request_funcs,
-            app.after_request_funcs,
-            app.teardown_request_funcs,
-        )
         # (method, host, path) -> the URL map's answer: a read endpoint or None (Flask's)
         self._routes: dict[tuple[str, str, str], Route | None] = {}
 
@@ -125,7 +118,7 @@ class ReadEndpoints:
         route = None
         if method in ("GET", "HEAD") and "HTTP_UPGRADE" not in environ:  # Flask: WebSocket
             route = self._route(environ, method)
-        if route is None or self._hooked(route[2]):
+        if route is None:
             return self.flask(environ, start_response)
         try:
             status, headers, body = answer(self.app, environ, route[0], route[1])
@@ -148,7 +141,7 @@ class ReadEndpoints:
                 rule, path = adapter.match(return_rule=True)
                 read = self._views.get(rule.endpoint)
                 if read is not None:
-                    route = (read, path, _hook_scopes(rule.endpoint))
+                    route = (read, path)
         except HTTPException:  # no such path or method, a redirect: Flask answers
             pass
         if len(key[2]) <= MAX_PATH:
@@ -156,23 +149,6 @@ class ReadEndpoints:
                 self._routes.clear()
             self._routes[key] = route
         return route
-
-    def _hooked(self, scopes: tuple[str | None, ...]) -> bool:
-        for registry in self._hook_registries:
-            for scope in scopes:
-                if registry.get(scope):
-                    return True
-        return False
-
-
-def _hook_scopes(endpoint: str) -> tuple[str | None, ...]:
-    """None (the app) and each blueprint ``endpoint`` is nested in, as Flask keys hooks."""
-    scopes: list[str | None] = [None]
-    blueprint = endpoint.rpartition(".")[0]
-    while blueprint:
-        scopes.append(blueprint)
-        blueprint = blueprint.rpartition(".")[0]
-    return tuple(scopes)
 
 
 def init_app(app: Flask) -> None:
