@@ -32,7 +32,7 @@ MAX_DESCRIPTION_LENGTH = 500
 
 
 def valid_org(org: object) -> bool:
-    """True when ``org`` is a well-formed org slug (CONTRACT 2)."""
+    """True when ``org`` is a well-formed org slug (README, "Configuration")."""
     return isinstance(org, str) and ORG_SLUG.fullmatch(org) is not None
 
 
@@ -101,7 +101,7 @@ def check_secret(key: ApiKey, client_secret: str) -> bool:
 
 
 def apply_bootstrap(storage: Storage, path: str | Path) -> list[ApiKey]:
-    """Apply a bootstrap file (CONTRACT 2): create each listed key that is absent, leave
+    """Apply a bootstrap file (README, "Configuration"): create each listed key that is absent, leave
     present ones alone (their secret and role stay as they are). Returns the keys made.
 
     The whole file is validated before anything is written, so a typo cannot leave half

@@ -8,7 +8,7 @@
 Authlib's ``AuthorizationServer`` runs the token grant with our storage-backed
 ``query_client`` (the client is looked up as (org from the URL, client_id)) and our
 token generator (an RS256 JWT from :mod:`identity.tokens`, lifetime ours, not Authlib's
-10-day default). What Authlib would answer differently from CONTRACT 4 is settled before
+10-day default). What Authlib would answer differently from docs/api.md section 3.2 is settled before
 it runs (JSON bodies, missing fields, other grant types) or after (invalid_client is
 always 401 with one description, so unknown realm, unknown or revoked key and a wrong
 secret cannot be told apart). Every error body is RFC 6749's plus ``code``/``message``.
@@ -91,7 +91,7 @@ def realm_blueprint(identity: Identity) -> Blueprint:
 
 
 def oauth_error_response(error: str, description: str, status: int) -> Response:
-    """An RFC 6749 error body plus CONTRACT 4's ``code`` and ``message``."""
+    """An RFC 6749 error body plus our ``code`` and ``message``."""
     response = jsonify(
         {"error": error, "error_description": description, "code": error, "message": description}
     )
@@ -118,7 +118,7 @@ def realm_not_found(org: str) -> tuple[Response, int]:
 
 
 def _precheck_token_request() -> None:
-    """What CONTRACT 4 answers before client authentication, in RFC 6749's order."""
+    """What the token endpoint answers before client authentication, in RFC 6749's order."""
     if request.mimetype != FORM_MIMETYPE:
         raise InvalidRequest(f"The token request must be form-encoded ({FORM_MIMETYPE})")
     form = request.form

@@ -17,7 +17,7 @@ def no_store(response: Response) -> Response:
 def api_error(
     status: int, code: str, message: str, errors: Mapping[str, list[str]] | None = None
 ) -> Response:
-    """CONTRACT 5's error body ``{code, message, error}`` (``error`` equals ``code``)."""
+    """The API's error body ``{code, message, error}`` (``error`` equals ``code``)."""
     body: dict[str, object] = {"code": code, "message": message, "error": code}
     if errors:
         body["errors"] = dict(errors)

@@ -1,4 +1,4 @@
-"""Roles (CONTRACT 3): each includes the ones before it."""
+"""Roles (docs/api.md section 2): each includes the ones before it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""``POST /v1/auth/sdk-token``: exchange an SDK API key for an access token (SPEC 4.4).
+"""``POST /v1/auth/sdk-token``: exchange an SDK API key for an access token (docs/api.md section 3.1).
 
 The body is JSON ``{account_id, key_id, key_secret}`` (account_id is the org slug,
 key_id the client_id). The token is the same as the realm endpoint's, so both verify
-through :meth:`identity.core.Identity.verify`. Errors use the API's shape (CONTRACT 5).
+through :meth:`identity.core.Identity.verify`. Errors use the API's shape (docs/api.md section 9).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def json_body() -> dict[str, Any] | None:
 
 
 def too_many_requests(retry_after: int) -> Response:
-    """429 for a rate-limited token request (identity.ratelimit), CONTRACT 5 shape."""
+    """429 for a rate-limited token request (identity.ratelimit), in the API's error shape."""
     response = api_error(429, "too_many_requests", "too many token requests, retry later")
     response.headers["Retry-After"] = str(retry_after)
     return no_store(response)

@@ -1,4 +1,4 @@
-"""Access tokens: minting (RS256 JWTs, CONTRACT 4 claims) and verification.
+"""Access tokens: minting (RS256 JWTs, claims of docs/api.md section 3.4) and verification.
 
 Verification is what the API runs on every request, so it is built for speed without
 giving anything up:

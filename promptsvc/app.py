@@ -12,7 +12,7 @@ from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
 from storage import Storage, storage_from_url
 
-MAX_BODY_BYTES = 1024 * 1024  # CONTRACT 7: a larger body is answered 413
+MAX_BODY_BYTES = 1024 * 1024  # a larger body is answered 413 (docs/api.md section 11)
 
 
 def create_app(settings: Settings | None = None, *, storage: Storage | None = None) -> Flask:

@@ -1,4 +1,4 @@
-"""Service settings, read from ``PROMPTSVC_*`` environment variables (CONTRACT 2)."""
+"""Service settings, read from ``PROMPTSVC_*`` environment variables (README, "Configuration")."""
 
 from __future__ import annotations
 

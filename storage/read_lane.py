@@ -3,10 +3,8 @@
 Why: GET production/latest/version is one EVALSHA, and redis-py's client layer around
 that command (pool checkout and release under a lock, command-name lookups, metrics
 hooks, the retry wrapper) costs the calling process about as much CPU as the round trip
-itself: measured on our 2-core machine with redis-py 8.1 and hiredis, 79 us of CPU per
-call through ``Redis.evalsha`` against 35 us through a ``Connection`` directly. On the
-read path every LLM call waits on, that difference decides whether the API keeps up
-with a bare Flask endpoint.
+itself. On the read path every LLM call waits on, that difference decides whether the
+API keeps up with a bare Flask endpoint.
 
 So the read goes through :class:`ReadLane`: a stack of idle connections made exactly as
 the client's pool makes them (same host, db, credentials, TLS, timeouts and parser),

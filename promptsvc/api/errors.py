@@ -1,4 +1,4 @@
-"""Every error the HTTP API answers, mapped in one place (CONTRACT 5).
+"""Every error the HTTP API answers, mapped in one place (docs/api.md section 9).
 
 Views and helpers raise; :func:`error_response_for` turns what they raise into
 ``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
@@ -194,7 +194,7 @@ def _handle_http_exception(exc: HTTPException) -> Response:
     if isinstance(data, Mapping) and "messages" in data:
         message, errors = _flatten_webargs(data["messages"])
         headers.update(data.get("headers") or {})
-        # webargs' 422 is our 400 (CONTRACT 5 has no 422).
+        # webargs' 422 is our 400 (docs/api.md section 9 has no 422).
         return error_response(400, message, errors=errors, headers=headers)
     if status == 400:
         message = "the request is invalid"

@@ -1,4 +1,4 @@
-"""Promotion history of a prompt (CONTRACT 7)."""
+"""Promotion history of a prompt (docs/api.md section 7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API keys of the caller's org (CONTRACT 7; Service Admin only).
+"""API keys of the caller's org (docs/api.md section 7; Service Admin only).
 
 Keys are made and revoked by the identity extension; the org is always the token's.
 """

@@ -1,4 +1,4 @@
-"""Prompts: create, list, get and delete (CONTRACT 7)."""
+"""Prompts: create, list, get and delete (docs/api.md section 7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""marshmallow schemas: request validation (CONTRACT 7 limits) and response documentation.
+"""marshmallow schemas: request validation (docs/api.md section 11) and response documentation.
 
 Request schemas load and validate bodies and query strings. Response schemas only
 document bodies for OpenAPI: a response is its record's ``to_json()`` (storage/base.py),

@@ -1,4 +1,4 @@
-"""The promptsvc Python SDK (CONTRACT 9).
+"""The promptsvc Python SDK (docs/api.md section 13).
 
 ```python
 from promptsvc.client import PromptClient

@@ -1,4 +1,4 @@
-"""Access-token providers: the SDK-token exchange (SPEC 5.2) and client credentials (5.1).
+"""Access-token providers: the SDK-token exchange and client credentials (docs/api.md sections 3.1, 3.2).
 
 A provider holds the current token and knows how to ask for a new one; the client's
 driver runs ``refresh_flow`` under a lock, so one refresh happens at a time however

@@ -36,7 +36,7 @@ ENV_VARS = ("PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPT
 
 
 def resolve(name: str, label: str | None, version: str | int | None) -> tuple[str, bool]:
-    """The API path for a call (SPEC 3 resolution) and whether it is a production lookup.
+    """The API path for a call (docs/api.md section 13) and whether it is a production lookup.
 
     Path segments are percent-encoded. Raises ValueError for an unknown label, both
     label and version, or an empty name or version.
@@ -116,7 +116,7 @@ class BaseClient(Generic[TransportT]):
         **options: Any,
     ) -> Self:
         """A client whose tokens come from the identity service's realm token endpoint
-        (SPEC 5.1), refreshed ``token_refresh_buffer`` (default 30) seconds before
+        (docs/api.md section 3.2), refreshed ``token_refresh_buffer`` (default 30) seconds before
         expiry. ``options`` are the constructor's other keywords."""
         provider = ClientCredentialsProvider(
             auth_url,

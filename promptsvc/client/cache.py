@@ -1,4 +1,4 @@
-"""The SDK's cache of resolved prompt versions (SPEC 3, "Caching in the SDK").
+"""The SDK's cache of resolved prompt versions (docs/api.md section 13).
 
 Keys are ``prompt:<name>:<label or version_id>``; a call with neither label nor version
 uses the ``production`` label. Each entry keeps its own expiry and the response's ETag,

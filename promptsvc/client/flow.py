@@ -50,7 +50,7 @@ Flow = Generator[Action, Any, T]
 
 
 def request_headers(token: str | None = None) -> dict[str, str]:
-    """The headers of every SDK request (SPEC 4), with a fresh X-Request-ID."""
+    """The headers of every SDK request (docs/api.md section 13), with a fresh X-Request-ID."""
     headers = {
         "Accept": "application/json",
         "User-Agent": USER_AGENT,
@@ -97,7 +97,7 @@ def send_with_retries(
 ) -> Flow[httpx.Response]:
     """Send ``build()`` until it gets a non-5xx answer, retrying as ``policy`` says.
 
-    Each attempt is a new request with its own X-Request-ID (SPEC 4: unique per
+    Each attempt is a new request with its own X-Request-ID (docs/api.md section 13: unique per
     request); the service logs every attempt separately. Returns the last answer,
     which may still be a 5xx; raises TransportError when the last attempt got none.
     """

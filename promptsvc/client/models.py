@@ -1,4 +1,4 @@
-"""The client-side PromptVersion (SPEC 2): every field of the API's answer, typed."""
+"""The client-side PromptVersion (docs/api.md section 4.1): every field of the API's answer, typed."""
 
 from __future__ import annotations
 

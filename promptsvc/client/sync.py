@@ -1,4 +1,4 @@
-"""PromptClient: the blocking SDK client (CONTRACT 9)."""
+"""PromptClient: the blocking SDK client (docs/api.md section 13)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
     def get_prompt_version(
         self, name: str, label: str | None = None, version: str | int | None = None
     ) -> PromptVersion:
-        """The version of prompt ``name`` (SPEC 3 resolution).
+        """The version of prompt ``name`` (docs/api.md section 13).
 
         No label or ``label="production"``: the production version; ``label="latest"``:
         the newest, any status; ``version="v_..."`` (or a version number): that
