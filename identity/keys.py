@@ -101,8 +101,9 @@ def check_secret(key: ApiKey, client_secret: str) -> bool:
 
 
 def apply_bootstrap(storage: Storage, path: str | Path) -> list[ApiKey]:
-    """Apply a bootstrap file (README, "Configuration"): create each listed key that is absent, leave
-    present ones alone (their secret and role stay as they are). Returns the keys made.
+    """Apply a bootstrap file (README, "Configuration"): create each listed key that is
+    absent, leave present ones alone (their secret and role stay as they are). Returns the
+    keys made.
 
     The whole file is validated before anything is written, so a typo cannot leave half
     of it applied. Safe to run from many workers at once.

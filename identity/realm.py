@@ -8,8 +8,8 @@
 Authlib's ``AuthorizationServer`` runs the token grant with our storage-backed
 ``query_client`` (the client is looked up as (org from the URL, client_id)) and our
 token generator (an RS256 JWT from :mod:`identity.tokens`, lifetime ours, not Authlib's
-10-day default). What Authlib would answer differently from docs/api.md section 3.2 is settled before
-it runs (JSON bodies, missing fields, other grant types) or after (invalid_client is
+10-day default). What Authlib would answer differently from docs/api.md section 3.2 is
+settled before it runs (JSON bodies, missing fields, other grant types) or after (invalid_client is
 always 401 with one description, so unknown realm, unknown or revoked key and a wrong
 secret cannot be told apart). Every error body is RFC 6749's plus ``code``/``message``.
 """

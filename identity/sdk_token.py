@@ -1,4 +1,6 @@
-"""``POST /v1/auth/sdk-token``: exchange an SDK API key for an access token (docs/api.md section 3.1).
+"""``POST /v1/auth/sdk-token``: exchange an SDK API key for an access token.
+
+docs/api.md section 3.1 describes the endpoint.
 
 The body is JSON ``{account_id, key_id, key_secret}`` (account_id is the org slug,
 key_id the client_id). The token is the same as the realm endpoint's, so both verify

@@ -1,4 +1,6 @@
-"""Access-token providers: the SDK-token exchange and client credentials (docs/api.md sections 3.1, 3.2).
+"""Access-token providers: the SDK-token exchange and client credentials.
+
+docs/api.md sections 3.1 and 3.2 describe the two token endpoints.
 
 A provider holds the current token and knows how to ask for a new one; the client's
 driver runs ``refresh_flow`` under a lock, so one refresh happens at a time however

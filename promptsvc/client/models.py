@@ -1,4 +1,4 @@
-"""The client-side PromptVersion (docs/api.md section 4.1): every field of the API's answer, typed."""
+"""The client-side PromptVersion: every field of the API's answer (docs/api.md section 4.1)."""
 
 from __future__ import annotations
 
