@@ -25,6 +25,10 @@ promptsvc. A record whose secret is shown once, at creation, is answered as its
 (promptsvc/api/schemas.py) only document these dicts, and tests/api/test_api_records.py
 holds every record's JSON to its schema.
 
+Users and the state of the login flows (authorization codes, device authorizations,
+realm sessions, refresh token families) are per org too; see "People and login" on
+:class:`Storage`.
+
 Exception tree (one root, mapped to HTTP in one place by the API)::
 
     StorageError
@@ -32,10 +36,16 @@ Exception tree (one root, mapped to HTTP in one place by the API)::
     │   ├── PromptNotFound
     │   ├── VersionNotFound
     │   ├── NoProductionVersion
-    │   └── ApiKeyNotFound
+    │   ├── ApiKeyNotFound
+    │   ├── UserNotFound
+    │   └── SessionNotFound       (a refresh family for a session that has ended)
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
+    │   ├── UserExists
+    │   ├── DeviceCodeExists      (a device or user code already in use)
+    │   ├── DeviceAlreadyDecided  (approve/deny of a device authorization not pending)
+    │   ├── RefreshTokenReused    (a used refresh token again: its family is revoked)
     │   ├── LifecycleError        (a transition the rules forbid)
     │   │   └── NoRollbackTarget
     │   └── ProductionChanged     (a guarded promotion or rollback whose expected
@@ -272,6 +282,87 @@ class SigningKey:
 
 
 @dataclass(frozen=True, slots=True)
+class User:
+    """A person of one org. The password is only ever stored hashed (identity hashes)."""
+
+    org: str
+    user_id: str  # uuid; the token ``sub`` and what created_by/promoted_by record
+    username: str  # unique per org, never changes
+    role: str
+    disabled: bool
+    created_at: datetime
+    updated_at: datetime
+    password_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationCode:
+    """An authorization code (single use, short-lived): what the token request needs
+    to check and to issue tokens."""
+
+    org: str
+    code_hash: str  # digest of the code the client holds
+    client_id: str
+    redirect_uri: str
+    scope: str
+    user_id: str
+    session_id: str | None  # the realm session the login made
+    code_challenge: str
+    code_challenge_method: str
+    nonce: str | None
+    auth_time: datetime  # when the person authenticated
+    expires_at: datetime
+
+
+DEVICE_STATUSES: tuple[str, ...] = ("pending", "approved", "denied")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAuthorization:
+    """A device authorization request (RFC 8628) and how the person answered it."""
+
+    org: str
+    device_code_hash: str  # digest of the device code the client polls with
+    user_code: str  # what the person types on the verification page (as normalized)
+    client_id: str
+    scope: str
+    interval: int  # seconds the client is told to wait between polls
+    created_at: datetime
+    expires_at: datetime
+    status: str = "pending"  # one of DEVICE_STATUSES
+    user_id: str | None = None  # who approved or denied
+    session_id: str | None = None  # the approving person's realm session
+    last_polled_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RealmSession:
+    """A person signed in to a realm: what the login page's cookie points at."""
+
+    org: str
+    session_id: str
+    user_id: str
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshToken:
+    """One refresh token of a family (the chain of rotations that began at one login)."""
+
+    org: str
+    token_hash: str  # digest of the token the client holds
+    family_id: str
+    client_id: str
+    user_id: str
+    scope: str
+    session_id: str | None  # the family ends with this session (None: it has none)
+    issued_at: datetime
+    expires_at: datetime
+    used: bool = False  # rotated already; presenting it again is a replay
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
@@ -336,6 +427,39 @@ class ApiKeyExists(Conflict):
     def __init__(self, client_id: str) -> None:
         super().__init__(f"API key '{client_id}' already exists")
         self.client_id = client_id
+
+
+class UserNotFound(NotFound):
+    def __init__(self, username: str) -> None:
+        super().__init__(f"user '{username}' not found")
+        self.username = username
+
+
+class UserExists(Conflict):
+    def __init__(self, username: str) -> None:
+        super().__init__(f"user '{username}' already exists")
+        self.username = username
+
+
+class SessionNotFound(NotFound):
+    """The realm session is gone (ended or expired)."""
+
+
+class DeviceCodeExists(Conflict):
+    """The device code or the user code is in use already: make new ones."""
+
+
+class DeviceAlreadyDecided(Conflict):
+    """The device authorization was approved or denied already."""
+
+
+class RefreshTokenReused(Conflict):
+    """A refresh token was presented after it had been rotated; its whole family is
+    revoked by the same atomic step that found out."""
+
+    def __init__(self, family_id: str) -> None:
+        super().__init__("refresh token reused: its family is revoked")
+        self.family_id = family_id
 
 
 class LifecycleError(Conflict):
@@ -406,6 +530,37 @@ class Storage(abc.ABC):
     """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster.
 
     Timestamps come from ``clock`` so tests can move time without sleeping.
+
+    People and login
+    ----------------
+    Users are kept like API keys: per org, added once, listed oldest first; their role,
+    disabled flag and password hash can change, their username and user id never do.
+
+    The login flows keep four kinds of short-lived state, each with an ``expires_at``
+    set by the caller. Redis drops a record at that moment (a key TTL, counted from
+    the storage clock when the record is written); memory compares ``expires_at`` with
+    the storage clock on every access. An expired record is simply absent.
+
+    * Authorization codes: added, then *taken* once (read and deleted in one step), so
+      of any number of concurrent token requests with one code exactly one gets it.
+    * Device authorizations (RFC 8628): found by device code (the polling client) or
+      user code (the verification page); the person's answer is recorded once
+      (:meth:`decide_device_authorization`); each poll records its time and returns the
+      previous one (for ``slow_down``); once approved, :meth:`consume_device_authorization`
+      hands it out exactly once and deletes it.
+    * Realm sessions: who signed in, until when; :meth:`end_session` (logout) deletes it
+      and revokes every refresh token family started in it.
+    * Refresh tokens, in families: one family per login, started by
+      :meth:`start_refresh_family`, grown by :meth:`rotate_refresh_token` (the presented
+      token is marked used and its successor stored, in one step). Presenting a used
+      token revokes the whole family. A family also dies with its session, and by
+      :meth:`revoke_refresh_family`. A family lives as long as its newest token.
+
+    Everything a client or browser presents as a secret (code, device code, refresh
+    token) is stored and looked up by a digest the caller computes (the ``*_hash``
+    fields), so a copy of storage holds nothing that can be presented. Session ids and
+    user codes are kept as given. Whether a user is disabled is checked by the flows
+    against the user record, not here.
     """
 
     def __init__(self, clock: Clock = utcnow) -> None:
@@ -559,7 +714,7 @@ class Storage(abc.ABC):
     # -- orgs and API keys
     @abc.abstractmethod
     def org_exists(self, org: str) -> bool:
-        """An org (realm) exists once it has a key, revoked or not."""
+        """An org (realm) exists once it has a key (revoked or not) or a user."""
 
     @abc.abstractmethod
     def add_api_key(self, key: ApiKey) -> None:
@@ -576,6 +731,149 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
         """Mark revoked (idempotent). Raises ApiKeyNotFound."""
+
+    # -- users
+
+    @abc.abstractmethod
+    def add_user(self, user: User) -> None:
+        """Store a new user. Raises UserExists if the username is taken in that org
+        (user ids are uuids and never collide)."""
+
+    @abc.abstractmethod
+    def get_user(self, org: str, username: str) -> User | None:
+        """The user, disabled or not; None when absent."""
+
+    @abc.abstractmethod
+    def get_user_by_id(self, org: str, user_id: str) -> User | None:
+        """The user with this user id in this org; None when absent."""
+
+    @abc.abstractmethod
+    def list_users(self, org: str) -> list[User]:
+        """Every user of the org, oldest first."""
+
+    @abc.abstractmethod
+    def update_user(
+        self,
+        org: str,
+        username: str,
+        *,
+        role: str | None = None,
+        disabled: bool | None = None,
+        password_hash: str | None = None,
+    ) -> User:
+        """Change what is given (None leaves a field alone); ``updated_at`` moves to now
+        even when nothing else changes. Returns the user as stored. Raises UserNotFound."""
+
+    # -- authorization codes
+
+    @abc.abstractmethod
+    def add_authorization_code(self, code: AuthorizationCode) -> None:
+        """Keep ``code`` until its ``expires_at``."""
+
+    @abc.abstractmethod
+    def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
+        """The code, deleted in the same step; None when absent, expired or taken already.
+        Of concurrent calls with one code, exactly one gets it."""
+
+    # -- device authorizations
+
+    @abc.abstractmethod
+    def add_device_authorization(self, device: DeviceAuthorization) -> None:
+        """Keep a new (pending) device authorization until its ``expires_at``. Raises
+        DeviceCodeExists when its device code or its user code is in use in the org."""
+
+    @abc.abstractmethod
+    def get_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        """By device code digest; None when absent or expired."""
+
+    @abc.abstractmethod
+    def get_device_authorization_by_user_code(
+        self, org: str, user_code: str
+    ) -> DeviceAuthorization | None:
+        """By user code (the verification page); None when absent or expired."""
+
+    @abc.abstractmethod
+    def decide_device_authorization(
+        self,
+        org: str,
+        user_code: str,
+        *,
+        approved: bool,
+        user_id: str,
+        session_id: str | None = None,
+    ) -> DeviceAuthorization | None:
+        """Record the person's answer (``approved`` or denied) with who gave it, in one
+        step. Returns the decided record; None when absent or expired. Raises
+        DeviceAlreadyDecided when it is not pending."""
+
+    @abc.abstractmethod
+    def poll_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        """A client's poll: record its time (the clock's now) as ``last_polled_at`` and
+        return the record as it was *before*, so ``last_polled_at`` there is the previous
+        poll (None on the first). None when absent or expired."""
+
+    @abc.abstractmethod
+    def consume_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        """If approved: delete it and return it, in one step (exactly one of concurrent
+        callers gets it). None when pending, denied, absent, expired or consumed."""
+
+    # -- realm sessions
+
+    @abc.abstractmethod
+    def add_session(self, session: RealmSession) -> None:
+        """Keep a new session until its ``expires_at``."""
+
+    @abc.abstractmethod
+    def get_session(self, org: str, session_id: str) -> RealmSession | None:
+        """The session; None when absent, expired or ended."""
+
+    @abc.abstractmethod
+    def end_session(self, org: str, session_id: str) -> RealmSession | None:
+        """Logout: delete the session and revoke every refresh family started in it, in
+        one step. Returns the session it ended; None when there was none (idempotent)."""
+
+    # -- refresh tokens
+
+    @abc.abstractmethod
+    def start_refresh_family(self, token: RefreshToken) -> None:
+        """Store the first token of a new family ``token.family_id`` (a new uuid per
+        login). With ``token.session_id`` the family joins that session and ends with
+        it; raises SessionNotFound when that session has ended or expired already."""
+
+    @abc.abstractmethod
+    def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
+        """The token, ``used`` or not, while its family lives; None when absent, expired,
+        or its family was revoked or its session ended. A ``used`` token found here is a
+        replay: the caller revokes its family."""
+
+    @abc.abstractmethod
+    def rotate_refresh_token(
+        self,
+        org: str,
+        token_hash: str,
+        new_token_hash: str,
+        expires_at: datetime,
+        scope: str | None = None,
+    ) -> RefreshToken | None:
+        """In one step: mark the presented token used and store its successor (same
+        family, client, user and session; ``scope`` narrowed when given, issued now,
+        ``expires_at`` as given). Returns the successor; None when the token is absent
+        or expired, or its family or session has ended.
+
+        Raises RefreshTokenReused when the token was used already, after revoking its
+        family in the same step: of concurrent rotations of one token exactly one
+        succeeds, and the others revoke the family (the successor included).
+        """
+
+    @abc.abstractmethod
+    def revoke_refresh_family(self, org: str, family_id: str) -> None:
+        """Revoke every token of the family (idempotent)."""
 
     # -- signing keys (global, not per org)
     @abc.abstractmethod

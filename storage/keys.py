@@ -17,16 +17,33 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     P:v:<version_id>              hash    one version's fields
     P:history                     zset    history_id by promotion sequence
     P:h:<history_id>              hash    one promotion record
-    ps:{<org>}:keys               list    client_ids, oldest first (org exists iff non-empty)
+    ps:{<org>}:keys               list    client_ids, oldest first
     ps:{<org>}:key:<client_id>    hash    one API key
+    ps:{<org>}:users              list    usernames, oldest first (the org exists when
+                                          this list or the keys list is non-empty)
+    ps:{<org>}:user:<username>    hash    one user
+    ps:{<org>}:user-ids           hash    user_id -> username
     ps:{_global}:signing          list    signing key ids, oldest first
     ps:{_global}:signing:keys     hash    kid -> JSON signing key
     promptsvc:ratelimit...        -       rate-limit counters, named by the ``limits``
                                           library after this prefix (RATE_LIMIT_PREFIX)
 
-Keys under ``P`` are named inside the Lua scripts (storage/lua/_common.lua) from the
-prefix :func:`prompt_prefix`, because the prompt id is often only known there (resolved
-from a name). The functions below spell the same layout for Python and the tests.
+Login flow state; each key expires (PEXPIRE) with its record::
+
+    ps:{<org>}:code:<code_hash>           hash    an authorization code
+    ps:{<org>}:device:<device_code_hash>  hash    a device authorization
+    ps:{<org>}:user-code:<user_code>      string  its device_code_hash
+    ps:{<org>}:session:<session_id>       hash    a realm session
+    ps:{<org>}:session-families:<id>      set     family ids started in that session
+    ps:{<org>}:refresh:<token_hash>       hash    a refresh token, used or not
+    ps:{<org>}:family:<family_id>         hash    a live refresh family (its session_id);
+                                                  revoking deletes it; it expires with
+                                                  its newest token
+
+Keys under ``P``, and the family and session keys a refresh token points at, are named
+inside the Lua scripts from the prefixes below, because the id they need is often only
+known there (a prompt resolved from a name, a token's family). The functions below spell
+the same layout for Python and the tests.
 """
 
 from __future__ import annotations
@@ -84,3 +101,63 @@ def api_keys(org: str) -> str:
 
 def api_key(org: str, client_id: str) -> str:
     return org_prefix(org) + "key:" + client_id
+
+
+def users(org: str) -> str:
+    return org_prefix(org) + "users"
+
+
+def user(org: str, username: str) -> str:
+    return user_prefix(org) + username
+
+
+def user_prefix(org: str) -> str:
+    return org_prefix(org) + "user:"
+
+
+def user_ids(org: str) -> str:
+    return org_prefix(org) + "user-ids"
+
+
+def authorization_code(org: str, code_hash: str) -> str:
+    return org_prefix(org) + "code:" + code_hash
+
+
+def device(org: str, device_code_hash: str) -> str:
+    return device_prefix(org) + device_code_hash
+
+
+def device_prefix(org: str) -> str:
+    return org_prefix(org) + "device:"
+
+
+def user_code(org: str, code: str) -> str:
+    return user_code_prefix(org) + code
+
+
+def user_code_prefix(org: str) -> str:
+    return org_prefix(org) + "user-code:"
+
+
+def session(org: str, session_id: str) -> str:
+    return session_prefix(org) + session_id
+
+
+def session_prefix(org: str) -> str:
+    return org_prefix(org) + "session:"
+
+
+def session_families(org: str, session_id: str) -> str:
+    return org_prefix(org) + "session-families:" + session_id
+
+
+def refresh_token(org: str, token_hash: str) -> str:
+    return org_prefix(org) + "refresh:" + token_hash
+
+
+def family(org: str, family_id: str) -> str:
+    return family_prefix(org) + family_id
+
+
+def family_prefix(org: str) -> str:
+    return org_prefix(org) + "family:"

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
 from typing import Any, Generic, Self, TypeVar
 
 import redis
@@ -34,7 +37,11 @@ from storage.base import (
     ApiKey,
     ApiKeyExists,
     ApiKeyNotFound,
+    AuthorizationCode,
     Clock,
+    DeviceAlreadyDecided,
+    DeviceAuthorization,
+    DeviceCodeExists,
     Expected,
     InvalidInput,
     LifecycleError,
@@ -49,9 +56,16 @@ from storage.base import (
     PromptNotFound,
     PromptVersion,
     RateLimitSettings,
+    RealmSession,
+    RefreshToken,
+    RefreshTokenReused,
+    SessionNotFound,
     SigningKey,
     Storage,
     StorageUnavailable,
+    User,
+    UserExists,
+    UserNotFound,
     VersionNotFound,
     decode_cursor,
     encode_cursor,
@@ -416,7 +430,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
 
     def org_exists(self, org: str) -> bool:
         with _guard():
-            return bool(self.client.exists(keys.api_keys(org)))
+            return bool(self.client.exists(keys.api_keys(org), keys.users(org)))
 
     def add_api_key(self, key: ApiKey) -> None:
         hash_key = keys.api_key(key.org, key.client_id)
@@ -430,7 +444,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         return codec.api_key(found) if found else None
 
     def list_api_keys(self, org: str) -> list[ApiKey]:
-        found = self._run("list_api_keys", [keys.api_keys(org), keys.api_key(org, "")], [])
+        found = self._run("list_records", [keys.api_keys(org), keys.api_key(org, "")], [])
         return [codec.api_key(codec.fields(flat)) for flat in found]
 
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
@@ -438,6 +452,193 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         if not found:
             raise ApiKeyNotFound(client_id)
         return codec.api_key(codec.fields(found))
+
+    # -- users
+
+    def add_user(self, user: User) -> None:
+        org = user.org
+        keys_ = [keys.users(org), keys.user(org, user.username), keys.user_ids(org)]
+        if not self._run(
+            "add_user", keys_, [user.username, user.user_id, *codec.user_fields(user)]
+        ):
+            raise UserExists(user.username)
+
+    def get_user(self, org: str, username: str) -> User | None:
+        return self._user(self._hgetall(keys.user(org, username)))
+
+    def get_user_by_id(self, org: str, user_id: str) -> User | None:
+        found = self._run("get_user_by_id", [keys.user_ids(org), keys.user_prefix(org)], [user_id])
+        return self._user(codec.fields(found))
+
+    @staticmethod
+    def _user(found: codec.Fields) -> User | None:
+        return codec.user(found) if found else None
+
+    def list_users(self, org: str) -> list[User]:
+        found = self._run("list_records", [keys.users(org), keys.user_prefix(org)], [])
+        return [codec.user(codec.fields(flat)) for flat in found]
+
+    def update_user(
+        self,
+        org: str,
+        username: str,
+        *,
+        role: str | None = None,
+        disabled: bool | None = None,
+        password_hash: str | None = None,
+    ) -> User:
+        changes = codec.pairs(
+            {
+                "role": role,
+                "disabled": None if disabled is None else "1" if disabled else "0",
+                "password_hash": password_hash,
+                "updated_at": self._now(),
+            }
+        )
+        found = self._run("update_user", [keys.user(org, username)], changes)
+        if not found:
+            raise UserNotFound(username)
+        return codec.user(codec.fields(found))
+
+    # -- login flow state
+
+    def _hgetall(self, key: str) -> codec.Fields:
+        with _guard():
+            return self.client.hgetall(key)  # type: ignore[return-value]
+
+    def _ttl_ms(self, expires_at: datetime) -> int:
+        """Milliseconds from the storage clock's now to ``expires_at`` (at least 1: an
+        already expired record is stored for a millisecond rather than forever)."""
+        return max(1, math.ceil((expires_at - self.clock()).total_seconds() * 1000))
+
+    def add_authorization_code(self, code: AuthorizationCode) -> None:
+        key = keys.authorization_code(code.org, code.code_hash)
+        args = [self._ttl_ms(code.expires_at), *codec.authorization_code_fields(code)]
+        self._run("add_expiring", [key], args)
+
+    def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
+        found = self._run("take_authorization_code", [keys.authorization_code(org, code_hash)], [])
+        return codec.authorization_code(codec.fields(found)) if found else None
+
+    def add_device_authorization(self, device: DeviceAuthorization) -> None:
+        org = device.org
+        keys_ = [keys.device(org, device.device_code_hash), keys.user_code(org, device.user_code)]
+        args = [self._ttl_ms(device.expires_at), device.device_code_hash]
+        if not self._run("add_device_authorization", keys_, [*args, *codec.device_fields(device)]):
+            raise DeviceCodeExists("device code or user code in use")
+
+    @staticmethod
+    def _device(found: Sequence[str]) -> DeviceAuthorization | None:
+        return codec.device(codec.fields(found)) if found else None
+
+    def get_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        found = self._hgetall(keys.device(org, device_code_hash))
+        return codec.device(found) if found else None
+
+    def get_device_authorization_by_user_code(
+        self, org: str, user_code: str
+    ) -> DeviceAuthorization | None:
+        keys_ = [keys.user_code(org, user_code), keys.device_prefix(org)]
+        return self._device(self._run("get_device_authorization_by_user_code", keys_, []))
+
+    def decide_device_authorization(
+        self,
+        org: str,
+        user_code: str,
+        *,
+        approved: bool,
+        user_id: str,
+        session_id: str | None = None,
+    ) -> DeviceAuthorization | None:
+        keys_ = [keys.user_code(org, user_code), keys.device_prefix(org)]
+        args = ["approved" if approved else "denied", user_id, session_id or ""]
+        reply = self._run("decide_device_authorization", keys_, args)
+        if reply[0] == "decided":
+            raise DeviceAlreadyDecided(f"device authorization is {reply[1]} already")
+        return self._device(reply[1]) if reply[0] == "ok" else None
+
+    def poll_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        key = keys.device(org, device_code_hash)
+        return self._device(self._run("poll_device_authorization", [key], [self._now()]))
+
+    def consume_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        keys_ = [keys.device(org, device_code_hash), keys.user_code_prefix(org)]
+        return self._device(self._run("consume_device_authorization", keys_, []))
+
+    def add_session(self, session: RealmSession) -> None:
+        key = keys.session(session.org, session.session_id)
+        args = [self._ttl_ms(session.expires_at), *codec.session_fields(session)]
+        self._run("add_expiring", [key], args)
+
+    def get_session(self, org: str, session_id: str) -> RealmSession | None:
+        found = self._hgetall(keys.session(org, session_id))
+        return codec.session(found) if found else None
+
+    def end_session(self, org: str, session_id: str) -> RealmSession | None:
+        keys_ = [
+            keys.session(org, session_id),
+            keys.session_families(org, session_id),
+            keys.family_prefix(org),
+        ]
+        found = self._run("end_session", keys_, [])
+        return codec.session(codec.fields(found)) if found else None
+
+    def start_refresh_family(self, token: RefreshToken) -> None:
+        org, session_id = token.org, token.session_id or ""
+        keys_ = [
+            keys.refresh_token(org, token.token_hash),
+            keys.family(org, token.family_id),
+            keys.session(org, session_id),
+            keys.session_families(org, session_id),
+        ]
+        args = [self._ttl_ms(token.expires_at), token.family_id, session_id]
+        fields = codec.refresh_token_fields(replace(token, used=False))
+        if not self._run("start_refresh_family", keys_, [*args, *fields]):
+            raise SessionNotFound(f"session {session_id} has ended")
+
+    def _refresh_keys(self, org: str, token_hash: str) -> list[str]:
+        """KEYS[1..3] of the refresh token scripts (storage/lua/_refresh.lua)."""
+        return [
+            keys.refresh_token(org, token_hash),
+            keys.family_prefix(org),
+            keys.session_prefix(org),
+        ]
+
+    def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
+        found = self._run("get_refresh_token", self._refresh_keys(org, token_hash), [])
+        return codec.refresh_token(codec.fields(found)) if found else None
+
+    def rotate_refresh_token(
+        self,
+        org: str,
+        token_hash: str,
+        new_token_hash: str,
+        expires_at: datetime,
+        scope: str | None = None,
+    ) -> RefreshToken | None:
+        keys_ = [*self._refresh_keys(org, token_hash), keys.refresh_token(org, new_token_hash)]
+        args = [
+            new_token_hash,
+            self._now(),
+            rfc3339(expires_at),
+            self._ttl_ms(expires_at),
+            "0" if scope is None else "1",
+            scope or "",
+        ]
+        reply = self._run("rotate_refresh_token", keys_, args)
+        if reply[0] == "reused":
+            raise RefreshTokenReused(reply[1])
+        return codec.refresh_token(codec.fields(reply[1])) if reply[0] == "ok" else None
+
+    def revoke_refresh_family(self, org: str, family_id: str) -> None:
+        with _guard():
+            self.client.delete(keys.family(org, family_id))
 
     # -- signing keys
 

@@ -31,12 +31,26 @@ PROMPT_SCRIPTS = (
     "delete_version",
     "list_history",
 )
+# Scripts of one refresh token share the helpers of _refresh.lua the same way.
+REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",
     "revoke_api_key",
-    "list_api_keys",
+    "list_records",
     "ensure_signing_key",
+    "add_user",
+    "get_user_by_id",
+    "update_user",
+    "add_expiring",
+    "take_authorization_code",
+    "add_device_authorization",
+    "get_device_authorization_by_user_code",
+    "decide_device_authorization",
+    "poll_device_authorization",
+    "consume_device_authorization",
+    "end_session",
+    "start_refresh_family",
 )
 
 
@@ -49,8 +63,10 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
     (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
     a server answers NOSCRIPT; a subclass may reload it differently."""
-    common = source("_common")
-    registered = {name: script_class(client, common + source(name)) for name in PROMPT_SCRIPTS}
+    registered = {}
+    for helpers, names in (("_common", PROMPT_SCRIPTS), ("_refresh", REFRESH_SCRIPTS)):
+        shared = source(helpers)
+        registered.update({name: script_class(client, shared + source(name)) for name in names})
     registered.update({name: script_class(client, source(name)) for name in STANDALONE_SCRIPTS})
     return registered
 

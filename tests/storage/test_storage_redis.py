@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import socket
 import time
+from datetime import timedelta
 from importlib import resources
 from typing import Any
 
@@ -17,9 +18,14 @@ from redis.crc import key_slot
 from storage import keys, storage_from_url
 from storage.base import (
     ApiKey,
+    AuthorizationCode,
+    DeviceAuthorization,
     PromptNotFound,
+    RealmSession,
+    RefreshToken,
     SigningKey,
     StorageUnavailable,
+    User,
     rfc3339,
 )
 from storage.redis import BaseRedisStorage, RedisStorage
@@ -76,8 +82,59 @@ def test_every_key_follows_the_layout(redis_storage: BaseRedisStorage[Any]) -> N
     assert set(redis_storage.client.scan_iter()) == expected
 
 
+def populate_people(store: BaseRedisStorage[Any]) -> None:
+    """A user and one record of every login flow kind (a rotated refresh token too)."""
+    now = store.clock()
+    soon = now + timedelta(minutes=10)
+    store.add_user(User(ORG, USER, "ada@example.com", "Service Admin", False, now, now, "h"))
+    store.add_authorization_code(
+        AuthorizationCode(ORG, "c0de", "cli", "http://127.0.0.1/cb", "openid", USER, "s1",
+                          "challenge", "S256", None, now, soon)
+    )  # fmt: skip
+    store.add_device_authorization(
+        DeviceAuthorization(ORG, "dev", "WDJBMJHT", "cli", "openid", 5, now, soon)
+    )
+    store.add_session(RealmSession(ORG, "s1", USER, now, soon))
+    store.start_refresh_family(
+        RefreshToken(ORG, "rt1", "fam", "cli", USER, "openid", "s1", now, soon)
+    )
+    store.rotate_refresh_token(ORG, "rt1", "rt2", soon)
+
+
+PEOPLE_KEYS = {
+    keys.users(ORG),
+    keys.user(ORG, "ada@example.com"),
+    keys.user_ids(ORG),
+}
+EXPIRING_KEYS = {
+    keys.authorization_code(ORG, "c0de"),
+    keys.device(ORG, "dev"),
+    keys.user_code(ORG, "WDJBMJHT"),
+    keys.session(ORG, "s1"),
+    keys.session_families(ORG, "s1"),
+    keys.refresh_token(ORG, "rt1"),
+    keys.refresh_token(ORG, "rt2"),
+    keys.family(ORG, "fam"),
+}
+
+
+def test_people_and_login_keys_follow_the_layout(redis_storage: BaseRedisStorage[Any]) -> None:
+    populate_people(redis_storage)
+    assert set(redis_storage.client.scan_iter()) == PEOPLE_KEYS | EXPIRING_KEYS
+
+
+def test_login_state_expires_with_its_record(redis_storage: BaseRedisStorage[Any]) -> None:
+    populate_people(redis_storage)
+    for key in EXPIRING_KEYS:
+        ttl = redis_storage.client.pttl(key)
+        assert 0 < ttl <= 600_000, key
+    for key in PEOPLE_KEYS:
+        assert redis_storage.client.pttl(key) == -1, key  # users never expire
+
+
 def test_an_orgs_keys_share_one_cluster_slot(redis_storage: BaseRedisStorage[Any]) -> None:
     populate(redis_storage)
+    populate_people(redis_storage)
     found = set(redis_storage.client.scan_iter())
     org_keys = [k for k in found if k.startswith("ps:{acme}:")]
     global_keys = [k for k in found if k.startswith("ps:{_global}:")]
@@ -140,7 +197,8 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    registered = {f"{name}.lua" for name in redis_storage._scripts} | {"_common.lua"}
+    helpers = {"_common.lua", "_refresh.lua"}
+    registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
 
