@@ -8,20 +8,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from identity import keys, tokens
+from identity import bootstrap, keys, tokens, users
 from identity.errors import InvalidClient
 from identity.principal import Principal
 from identity.signing import KeyRing
-from storage.base import ApiKey, ApiKeyNotFound, SigningKey, Storage
+from storage.base import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
 
-# Orgs never disappear (an org exists once it has a key, revoked or not), so a "yes"
+# Orgs never disappear (an org exists once it has a key or a user, revoked and disabled
+# ones included), so a "yes"
 # can be remembered; it is still re-asked now and then in case storage was emptied.
 ORG_CACHE_SECONDS = 60.0
 _ORG_CACHE_SIZE = 10_000
 
 
 class Identity:
-    """The bundled issuer: API keys, token minting and token verification.
+    """The bundled issuer: API keys, users, token minting and token verification.
 
     Everything goes through ``storage``, so any number of processes on the same storage
     agree on keys, signing keys and orgs. ``clock`` (epoch seconds) drives token times.
@@ -88,7 +89,7 @@ class Identity:
     # -- orgs and keys
 
     def org_exists(self, org: str) -> bool:
-        """True when ``org`` is a well-formed slug with at least one key (cached)."""
+        """True when ``org`` is a well-formed slug with a key or a user (cached)."""
         if not keys.valid_org(org):
             return False
         now = self.clock()
@@ -139,6 +140,33 @@ class Identity:
             raise ApiKeyNotFound(client_id)
         return self.storage.revoke_api_key(org, client_id)
 
-    def apply_bootstrap(self, path: str | Path) -> list[ApiKey]:
-        """Apply a bootstrap file idempotently; returns the keys it created."""
-        return keys.apply_bootstrap(self.storage, path)
+    def create_user(
+        self, org: str, username: str, role: str, password: str | None = None
+    ) -> tuple[User, str | None]:
+        """Create a user; returns it with its generated password (shown once), or None
+        when ``password`` was given. Raises InvalidUserRequest for a bad org slug,
+        username, role or password, and storage's UserExists for a taken username."""
+        return users.create_user(self.storage, org, username, role, password)
+
+    def list_users(self, org: str) -> list[User]:
+        """Every user of the org, oldest first (records hold only password hashes)."""
+        return users.list_users(self.storage, org)
+
+    def update_user(
+        self,
+        org: str,
+        username: str,
+        *,
+        role: str | None = None,
+        disabled: bool | None = None,
+        password: str | None = None,
+    ) -> User:
+        """Change a user's role, disabled flag or password; what is None stays.
+        Raises InvalidUserRequest or storage's UserNotFound."""
+        return users.update_user(
+            self.storage, org, username, role=role, disabled=disabled, password=password
+        )
+
+    def apply_bootstrap(self, path: str | Path) -> bootstrap.Bootstrapped:
+        """Apply a bootstrap file idempotently; returns the keys and users it created."""
+        return bootstrap.apply_bootstrap(self.storage, path)

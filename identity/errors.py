@@ -9,6 +9,7 @@ Tree::
     │   └── UnsupportedGrantType   unsupported_grant_type 400
     ├── InvalidToken               a bearer token that does not verify (``reason``)
     ├── InvalidKeyRequest          an API key cannot be made as asked (bad org/role/...)
+    ├── InvalidUserRequest         a user cannot be made or changed as asked
     ├── BootstrapError             a bootstrap file that cannot be applied
     └── SigningKeyError            PROMPTSVC_SIGNING_KEY_FILE cannot be used
 """
@@ -75,6 +76,11 @@ class InvalidToken(IdentityError):
 
 class InvalidKeyRequest(IdentityError):
     """An API key cannot be created as asked; the message says which input is wrong."""
+
+
+class InvalidUserRequest(IdentityError):
+    """A user cannot be created or changed as asked; the message says which input is
+    wrong (never the password itself)."""
 
 
 class BootstrapError(IdentityError):

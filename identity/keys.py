@@ -1,26 +1,21 @@
-"""API keys (OAuth clients of one org): create, list, revoke, authenticate, bootstrap.
+"""API keys (OAuth clients of one org): create, list, revoke, authenticate.
 
 A key is a client_id, a secret shown once (stored only as a salted hash, see
 :mod:`identity.secrets`), a fixed role and a service-account user id (a uuid, the
-token's ``sub``). An org (= realm) exists once it has a key.
+token's ``sub``). An org (= realm) exists once it has a key or a user.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
-import tomllib
 import uuid
-from pathlib import Path
 from typing import Any
 
 from identity import secrets as client_secrets
-from identity.errors import BootstrapError, InvalidKeyRequest
+from identity.errors import InvalidKeyRequest
 from identity.roles import ROLES
-from storage.base import ApiKey, ApiKeyExists, Storage
-
-log = logging.getLogger(__name__)
+from storage.base import ApiKey, Storage
 
 ORG_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 # No ':' (it separates id and secret in HTTP Basic) and nothing that needs escaping in
@@ -55,7 +50,7 @@ def create_key(
             f"invalid org slug {org!r}: use 1-63 lowercase letters, digits or '-', "
             "starting with a letter or digit"
         )
-    _check_key_fields(role, description, client_id, client_secret)
+    check_key_fields(role, description, client_id, client_secret)
     generated = client_secret is None
     secret = client_secrets.generate_secret() if client_secret is None else client_secret
     key = ApiKey(
@@ -100,31 +95,10 @@ def check_secret(key: ApiKey, client_secret: str) -> bool:
     return client_secrets.check_secret(client_secret, key.secret_hash)
 
 
-def apply_bootstrap(storage: Storage, path: str | Path) -> list[ApiKey]:
-    """Apply a bootstrap file (README, "Configuration"): create each listed key that is
-    absent, leave present ones alone (their secret and role stay as they are). Returns the
-    keys made.
-
-    The whole file is validated before anything is written, so a typo cannot leave half
-    of it applied. Safe to run from many workers at once.
-    """
-    entries = _read_bootstrap(Path(path))
-    created = []
-    for org, fields in entries:
-        if storage.get_api_key(org, fields["client_id"]) is not None:
-            continue
-        try:
-            key, _ = create_key(storage, org, **fields)
-        except ApiKeyExists:  # another worker applied the same file just now
-            continue
-        log.info("bootstrap: created key %s in org %s", key.client_id, org)
-        created.append(key)
-    return created
-
-
-def _check_key_fields(
+def check_key_fields(
     role: object, description: object, client_id: object, client_secret: object
 ) -> None:
+    """Raise InvalidKeyRequest naming the first input that cannot make a key."""
     if role not in ROLES:
         raise InvalidKeyRequest(f"invalid role {role!r}: use one of {', '.join(ROLES)}")
     if description is not None and (
@@ -147,66 +121,3 @@ def _check_key_fields(
         raise InvalidKeyRequest(
             f"client_secret must be {MIN_SECRET_LENGTH}-{MAX_SECRET_LENGTH} characters long"
         )
-
-
-_ORG_FIELDS = {"slug", "key"}
-_KEY_FIELDS = {"client_id", "client_secret", "role", "description"}
-
-
-def _read_bootstrap(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BootstrapError(f"cannot read bootstrap file {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BootstrapError(f"bootstrap file {path} is not valid TOML: {exc}") from None
-    unknown = set(data) - {"org"}
-    if unknown:
-        raise BootstrapError(f"{path}: unknown top-level entries {sorted(unknown)}; use [[org]]")
-    orgs = data.get("org", [])
-    if not isinstance(orgs, list):
-        raise BootstrapError(f"{path}: 'org' must be an array of tables ([[org]])")
-    entries: list[tuple[str, dict[str, Any]]] = []
-    seen: set[tuple[str, str]] = set()
-    for i, org_table in enumerate(orgs, 1):
-        where = f"{path}: [[org]] #{i}"
-        if not isinstance(org_table, dict) or set(org_table) - _ORG_FIELDS:
-            raise BootstrapError(f"{where}: only 'slug' and [[org.key]] entries are allowed")
-        slug = org_table.get("slug")
-        if not isinstance(slug, str) or not valid_org(slug):
-            raise BootstrapError(f"{where}: invalid or missing slug {slug!r}")
-        keys = org_table.get("key", [])
-        if not isinstance(keys, list) or not keys:
-            raise BootstrapError(
-                f"{where} ({slug}): no [[org.key]] entries; an org exists once it has a key"
-            )
-        for j, key_table in enumerate(keys, 1):
-            fields = _bootstrap_key(f"{where} ({slug}), [[org.key]] #{j}", key_table)
-            ident = (slug, str(fields["client_id"]))
-            if ident in seen:
-                raise BootstrapError(f"{where} ({slug}): client_id {ident[1]!r} appears twice")
-            seen.add(ident)
-            entries.append((slug, fields))
-    return entries
-
-
-def _bootstrap_key(where: str, table: object) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise BootstrapError(f"{where}: must be a table")
-    unknown = set(table) - _KEY_FIELDS
-    if unknown:
-        raise BootstrapError(f"{where}: unknown fields {sorted(unknown)}")
-    missing = {"client_id", "client_secret", "role"} - set(table)
-    if missing:
-        raise BootstrapError(f"{where}: missing {sorted(missing)}")
-    fields = {
-        "role": table["role"],
-        "description": table.get("description"),
-        "client_id": table["client_id"],
-        "client_secret": table["client_secret"],
-    }
-    try:
-        _check_key_fields(**fields)
-    except InvalidKeyRequest as exc:
-        raise BootstrapError(f"{where}: {exc}") from None
-    return fields

@@ -1,48 +1,15 @@
-"""API keys: creation rules, secrets only hashed, listing, revocation, bootstrap."""
+"""API keys: creation rules, secrets only hashed, listing, revocation."""
 
 from __future__ import annotations
 
 import dataclasses
-import logging
-from pathlib import Path
 
 import pytest
-from flask.testing import FlaskClient
 
 from identity import Identity, secrets
-from identity.errors import BootstrapError, InvalidClient, InvalidKeyRequest
+from identity.errors import InvalidClient, InvalidKeyRequest
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ
 from storage.base import ApiKeyExists, ApiKeyNotFound, Storage
-from tests.identity.identity_support import token_request
-
-BOOTSTRAP = """
-[[org]]
-slug = "acme"
-  [[org.key]]
-  client_id = "acme-admin"
-  client_secret = "at-least-16-characters"
-  role = "Service Admin"
-  description = "first admin"
-
-  [[org.key]]
-  client_id = "acme-reader"
-  client_secret = "reader-secret-0123"
-  role = "Service Read"
-
-[[org]]
-slug = "globex"
-  [[org.key]]
-  client_id = "globex-admin"
-  client_secret = "globex-secret-0123"
-  role = "Service Admin"
-"""
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "bootstrap.toml"
-    path.write_text(text)
-    return path
-
 
 # -- secrets
 
@@ -172,130 +139,3 @@ def test_issue_token_errors(ident: Identity) -> None:
     ]:
         with pytest.raises(InvalidClient):
             ident.issue_token(org, client_id, given)
-
-
-# -- bootstrap
-
-
-def test_bootstrap_creates_keys_that_work(
-    ident: Identity, client: FlaskClient, tmp_path: Path
-) -> None:
-    created = ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
-    assert [(k.org, k.client_id, k.role) for k in created] == [
-        ("acme", "acme-admin", SERVICE_ADMIN),
-        ("acme", "acme-reader", SERVICE_READ),
-        ("globex", "globex-admin", SERVICE_ADMIN),
-    ]
-    assert created[0].description == "first admin"
-    response = token_request(client, "acme", "acme-admin", "at-least-16-characters")
-    assert response.status_code == 200
-    assert ident.verify(f"Bearer {response.json['access_token']}").role == SERVICE_ADMIN
-
-
-def test_bootstrap_is_idempotent(ident: Identity, storage: Storage, tmp_path: Path) -> None:
-    path = write(tmp_path, BOOTSTRAP)
-    ident.apply_bootstrap(path)
-    before = {k.client_id: k for k in storage.list_api_keys("acme")}
-    assert ident.apply_bootstrap(path) == []
-    after = {k.client_id: k for k in storage.list_api_keys("acme")}
-    assert after == before  # no duplicate, same hash (secret unchanged), same user id
-
-
-def test_bootstrap_leaves_existing_keys_alone(
-    ident: Identity, storage: Storage, tmp_path: Path
-) -> None:
-    existing, secret = ident.create_key("acme", SERVICE_READ, client_id="acme-admin")
-    revoked, _ = ident.create_key("acme", SERVICE_READ, client_id="acme-reader")
-    ident.revoke_key("acme", "acme-reader")
-    created = ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
-    assert [k.client_id for k in created] == ["globex-admin"]
-    assert storage.get_api_key("acme", "acme-admin") == existing  # role and hash as they were
-    assert storage.get_api_key("acme", "acme-reader") == dataclasses.replace(revoked, revoked=True)
-    # The key's own secret still works; the file's does not replace it.
-    assert ident.issue_token("acme", "acme-admin", secret)["scope"] == "prompts:read"
-    with pytest.raises(InvalidClient):
-        ident.issue_token("acme", "acme-admin", "at-least-16-characters")
-
-
-def test_bootstrap_at_start_up(storage: Storage, tmp_path: Path) -> None:
-    from flask import Flask
-
-    import identity
-
-    path = write(tmp_path, BOOTSTRAP)
-    for _ in range(2):  # two workers starting on the same storage
-        identity.init_app(Flask("w"), storage, issuer_url="http://x", bootstrap_file=str(path))
-    assert [k.client_id for k in storage.list_api_keys("acme")] == ["acme-admin", "acme-reader"]
-
-
-@pytest.mark.parametrize(
-    ("text", "complaint"),
-    [
-        ("not toml [", "not valid TOML"),
-        ("[[orgs]]\nslug='a'", "unknown top-level"),
-        ("org = 'acme'", "array of tables"),
-        ("[[org]]\nslug = 'Acme'\n[[org.key]]\nclient_id='a'", "invalid or missing slug"),
-        ("[[org]]\nslug = 'acme'", "no [[org.key]]"),
-        ("[[org]]\nslug='acme'\nname='x'\n[[org.key]]\nclient_id='a'", "only 'slug'"),
-        (
-            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nrole='Service Read'",
-            "missing ['client_secret']",
-        ),
-        (
-            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nclient_secret='s'\n"
-            "role='Service Read'",
-            "client_secret must be",
-        ),
-        (
-            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\n"
-            "client_secret='sixteen-chars-ok'\nrole='Admin'",
-            "invalid role",
-        ),
-        (
-            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\n"
-            "client_secret='sixteen-chars-ok'\nrole='Service Read'\nsecret='x'",
-            "unknown fields",
-        ),
-        (
-            "[[org]]\nslug='acme'\n[[org.key]]\nclient_id='a'\nclient_secret='sixteen-chars-ok'\n"
-            "role='Service Read'\n[[org.key]]\nclient_id='a'\nclient_secret='sixteen-chars-ok'\n"
-            "role='Service Read'",
-            "appears twice",
-        ),
-    ],
-)
-def test_bad_bootstrap_files(
-    ident: Identity, storage: Storage, tmp_path: Path, text: str, complaint: str
-) -> None:
-    path = write(tmp_path, text)
-    with pytest.raises(BootstrapError) as caught:
-        ident.apply_bootstrap(path)
-    assert complaint in str(caught.value)
-    assert str(path) in str(caught.value)
-    assert not storage.org_exists("acme")
-
-
-def test_bad_entry_late_in_the_file_changes_nothing(
-    ident: Identity, storage: Storage, tmp_path: Path
-) -> None:
-    text = BOOTSTRAP.replace('role = "Service Admin"\n', 'role = "Admin"\n').replace(
-        'role = "Admin"', 'role = "Service Admin"', 1
-    )
-    assert text.count('role = "Admin"') == 1  # only globex's key is wrong
-    with pytest.raises(BootstrapError, match="globex"):
-        ident.apply_bootstrap(write(tmp_path, text))
-    assert not storage.org_exists("acme")
-
-
-def test_missing_bootstrap_file(ident: Identity, tmp_path: Path) -> None:
-    with pytest.raises(BootstrapError, match="cannot read"):
-        ident.apply_bootstrap(tmp_path / "absent.toml")
-
-
-def test_bootstrap_logs_what_it_created(
-    ident: Identity, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.INFO, logger="identity.keys"):
-        ident.apply_bootstrap(write(tmp_path, BOOTSTRAP))
-    assert "acme-admin" in caplog.text
-    assert "at-least-16-characters" not in caplog.text
