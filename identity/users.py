@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from typing import Any
 
 from identity import passwords
 from identity.errors import InvalidUserRequest
@@ -67,6 +68,12 @@ def create_user(
     )
     storage.add_user(user)
     return user, generated
+
+
+def created_json(user: User, generated: str | None) -> dict[str, Any]:
+    """The answer to creating ``user``: its JSON, plus the generated password when there
+    is one (the only time it is shown)."""
+    return user.to_json() if generated is None else {**user.to_json(), "password": generated}
 
 
 def list_users(storage: Storage, org: str) -> list[User]:

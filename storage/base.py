@@ -294,6 +294,17 @@ class User:
     updated_at: datetime
     password_hash: str
 
+    def to_json(self) -> dict[str, Any]:
+        """Without the password hash, and without the org: every caller already names it."""
+        return {
+            "user_id": self.user_id,
+            "username": self.username,
+            "role": self.role,
+            "disabled": self.disabled,
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class AuthorizationCode:

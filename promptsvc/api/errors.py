@@ -10,7 +10,7 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
   production version), InvalidInput 400, StorageUnavailable 503;
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
-  400;
+  and InvalidUserRequest 400;
 * werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
 * anything else: 500 with a generic message, the traceback only in the log.
 
@@ -32,7 +32,7 @@ from typing import Any
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken
+from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
 from promptsvc.http import json_response
 from storage.base import (
     Conflict,
@@ -213,7 +213,7 @@ def _handle_identity_error(exc: IdentityError) -> Response:
         return error_response(
             401, "unauthorized", headers={"WWW-Authenticate": _bearer_challenge(exc.description)}
         )
-    if isinstance(exc, InvalidKeyRequest):
+    if isinstance(exc, InvalidKeyRequest | InvalidUserRequest):
         return error_response(400, str(exc))
     return _handle_unexpected(exc)
 

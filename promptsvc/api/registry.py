@@ -6,7 +6,7 @@ from flask import Flask
 from flask_smorest import Api
 
 from promptsvc import __version__, ops
-from promptsvc.api import history, keys, prompts, releases, versions
+from promptsvc.api import history, keys, prompts, releases, users, versions
 from promptsvc.api.common import BEARER_SCHEME
 from promptsvc.api.errors import register_error_handlers
 from promptsvc.api.identity_docs import document_identity
@@ -15,7 +15,7 @@ from promptsvc.api.schemas import ErrorSchema
 API_DESCRIPTION = """Prompt versioning service.
 
 Read prompt versions (production, latest, by id), compare two versions, and manage
-prompts, versions, promotions (guarded, with rollback) and API keys. Every /api/v1
+prompts, versions, promotions (guarded, with rollback), API keys and users. Every /api/v1
 endpoint needs `Authorization: Bearer <token>`; get a token from
 `POST /v1/auth/sdk-token` (JSON `{account_id, key_id, key_secret}`) or from
 `POST /realms/<org>/protocol/openid-connect/token` (client credentials). The org of a
@@ -57,7 +57,7 @@ def init_api(app: Flask) -> PromptsvcApi:
             "description": "Access token from /v1/auth/sdk-token or the realm token endpoint",
         },
     )
-    for module in (prompts, versions, releases, history, keys, ops):
+    for module in (prompts, versions, releases, history, keys, users, ops):
         api.register_blueprint(module.blp)
     document_identity(api.spec, app)
     ops.init_app(app)

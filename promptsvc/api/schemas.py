@@ -12,9 +12,11 @@ import json
 import re
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from identity.roles import ROLES
+from identity.users import USERNAME
 from storage.base import PROMPT_TYPES, STATUSES
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
@@ -168,6 +170,53 @@ class KeyCreateSchema(Schema):
     description = fields.String(
         load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
     )
+
+
+class _StrictBoolean(fields.Boolean):
+    """JSON true or false only: "yes" or 1 is a mistake, not a flag."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+def _password(description: str) -> fields.String:
+    return fields.String(
+        load_only=True,
+        validate=validate.Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH),
+        metadata={"description": description},
+    )
+
+
+class UserCreateSchema(Schema):
+    username = fields.String(
+        required=True,
+        validate=validate.Regexp(
+            USERNAME.pattern + r"\Z",
+            error="must be 1-64 lowercase letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit",
+        ),
+        metadata={"description": "Unique in the org; cannot be changed later"},
+    )
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    password = _password(
+        f"{MIN_PASSWORD_LENGTH}-{MAX_PASSWORD_LENGTH} characters; leave it out to have one "
+        "generated and shown once in the response"
+    )
+
+
+class UserUpdateSchema(Schema):
+    role = fields.String(validate=validate.OneOf(ROLES))
+    disabled = _StrictBoolean(
+        metadata={"description": "true: the user can no longer sign in or refresh tokens"}
+    )
+    password = _password(f"A new password, {MIN_PASSWORD_LENGTH}-{MAX_PASSWORD_LENGTH} characters")
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give at least one of role, disabled, password")
 
 
 class PageQuerySchema(Schema):
@@ -338,6 +387,30 @@ class ApiKeyCreatedSchema(ApiKeySchema):
 
 class ApiKeyListSchema(Schema):
     items = fields.List(fields.Nested(ApiKeySchema))
+
+
+class UserSchema(Schema):
+    user_id = fields.String(
+        metadata={"description": "The person's id (token sub; what created_by records)"}
+    )
+    username = fields.String()
+    role = fields.String(validate=validate.OneOf(ROLES))
+    disabled = fields.Boolean()
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last change of role, disabled flag or password")
+
+
+class UserCreatedSchema(UserSchema):
+    password = fields.String(
+        metadata={
+            "description": "Only when none was given: the generated password, shown only "
+            "in this response"
+        }
+    )
+
+
+class UserListSchema(Schema):
+    items = fields.List(fields.Nested(UserSchema))
 
 
 class ErrorSchema(Schema):

@@ -14,8 +14,8 @@ from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, ro
 
 # Every /api/v1 endpoint: (method, path, role needed, body, success status). The fixture
 # `world` makes the state each call needs: greeting v1 published, v2 draft, v3 archived,
-# v4 archived after being production before v1 (so a rollback has a target), and the
-# key "doomed".
+# v4 archived after being production before v1 (so a rollback has a target), the key
+# "doomed" and the user "ada".
 ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("GET", "/api/v1/prompts/greeting/production", SERVICE_READ, None, 200),
     ("GET", "/api/v1/prompts/greeting/latest", SERVICE_READ, None, 200),
@@ -37,6 +37,9 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("GET", "/api/v1/keys", SERVICE_ADMIN, None, 200),
     ("POST", "/api/v1/keys", SERVICE_ADMIN, {"role": SERVICE_READ}, 201),
     ("DELETE", "/api/v1/keys/doomed", SERVICE_ADMIN, None, 204),
+    ("GET", "/api/v1/users", SERVICE_ADMIN, None, 200),
+    ("POST", "/api/v1/users", SERVICE_ADMIN, {"username": "fresh", "role": SERVICE_READ}, 201),
+    ("PATCH", "/api/v1/users/ada", SERVICE_ADMIN, {"disabled": True}, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
@@ -50,6 +53,7 @@ def world(api: Any, app: Flask) -> None:
     api.promote("greeting", 1)
     api.post("/api/v1/prompts/greeting/versions/3/archive")
     app.extensions["identity"].create_key("acme", SERVICE_READ, client_id="doomed")
+    app.extensions["identity"].create_user("acme", "ada", SERVICE_READ)
 
 
 def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:
@@ -73,6 +77,7 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
             m,
             re.sub(r"versions/\d", "versions/{versionId}", p)
             .replace("keys/doomed", "keys/{client_id}")
+            .replace("users/ada", "users/{username}")
             .partition("?")[0],
         )
         for m, p, *_ in ENDPOINTS
@@ -276,7 +281,7 @@ def test_other_orgs_prompt_looks_exactly_like_a_missing_one(api: Any, world: Non
 
 def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
     for method, path, _, body, _ in ENDPOINTS:
-        if "/keys" in path or path == "/api/v1/prompts":
+        if "/keys" in path or path in ("/api/v1/prompts", "/api/v1/users"):
             continue
         r = (
             api.request(method, path, org="globex", json=body)
@@ -288,6 +293,7 @@ def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
     assert api.get("/api/v1/prompts/greeting/production").json["version"] == 1
     assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 4
     assert api.get("/api/v1/prompts", org="globex").json["items"] == []
+    assert api.get("/api/v1/users").json["items"][0]["disabled"] is False
 
 
 def test_keys_are_per_org(api: Any, world: None) -> None:

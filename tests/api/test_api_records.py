@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import storage.base
+from identity import users
 from identity.keys import created_json
 from promptsvc.app import create_app
 from promptsvc.config import Settings
@@ -30,6 +31,7 @@ from storage.base import (
     Prompt,
     PromptVersion,
     SigningKey,
+    User,
 )
 from storage.memory import MemoryStorage
 
@@ -59,6 +61,7 @@ VERSION = PromptVersion(
 )
 HISTORY = PromotionRecord("h_1", "pmt_1", 2, USER, LATER, previous_version=1, notes="ship")
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
+PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")
 
 # Each record type the API answers with, populated and minimal, and its schema's name.
 RECORDS: dict[type, tuple[str, object, object]] = {
@@ -88,6 +91,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
         dataclasses.replace(HISTORY, previous_version=None, notes=None),
     ),
     ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
+    # A user has no optional field: "minimal" is the other value of its flag.
+    User: ("User", PERSON, dataclasses.replace(PERSON, disabled=False, updated_at=AT)),
 }
 RECORDS[Promotion] = (
     "PromotionResult",
@@ -196,6 +201,15 @@ def test_a_created_key_matches_its_schema(spec: Spec, key: ApiKey) -> None:
     assert body == {**key.to_json(), "client_secret": "s" * 43}
 
 
+@pytest.mark.parametrize("generated", ["p" * 24, None], ids=["generated", "given"])
+def test_a_created_user_matches_its_schema(spec: Spec, generated: str | None) -> None:
+    body = users.created_json(PERSON, generated)
+    # The password is there only when it was generated; a given one is never answered.
+    name = "UserCreated" if generated else "User"
+    check(spec, {"$ref": f"#/components/schemas/{name}"}, body, name)
+    assert "password_hash" not in body and PERSON.password_hash not in str(body)
+
+
 def test_a_signing_key_never_shows_its_private_part() -> None:
     key = SigningKey("k1", "-----BEGIN PRIVATE KEY-----\nMII\n", LATER)
     assert key.to_json(signing=False) == {
@@ -249,6 +263,16 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", prompts + "/{name}/diff", 200, diff)
     call("POST", "/api/v1/keys", 201, "/api/v1/keys", json={"role": "Service Read"})
     call("GET", "/api/v1/keys", 200, "/api/v1/keys")
+    call(
+        "POST",
+        "/api/v1/users",
+        201,
+        "/api/v1/users",
+        json={"username": "ada", "role": "Service Read"},
+    )
+    call("GET", "/api/v1/users", 200, "/api/v1/users")
+    user = "/api/v1/users/{username}"
+    call("PATCH", user, 200, "/api/v1/users/ada", json={"disabled": True})
 
     for method, path, url, status, json_body in answered:
         check(spec, documented(spec, method, path, status), json_body, f"{method} {url}")
