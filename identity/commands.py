@@ -1,4 +1,5 @@
-"""Operator commands (``promptsvc keys ...``, ``promptsvc signing-keys ...``).
+"""Operator commands (``promptsvc keys ...``, ``promptsvc users ...``,
+``promptsvc signing-keys ...``).
 
 They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
 (Redis in practice), with no server involved, and print JSON on stdout: a key exactly
@@ -22,7 +23,7 @@ from identity import keys
 from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_READ
 from storage import storage_from_url
-from storage.base import ApiKeyExists, ApiKeyNotFound, Storage, StorageError
+from storage.base import Conflict, NotFound, Storage, StorageError
 
 EXIT_FAILED = 1
 EXIT_MEMORY = 2
@@ -31,6 +32,11 @@ _KEYS_HELP = (
     "Manage an org's API keys directly on Redis storage, with no server involved. "
     "Output is JSON; a new key's secret is printed once and cannot be read again. "
     "The storage comes from --storage or PROMPTSVC_STORAGE_URL."
+)
+_USERS_HELP = (
+    "Manage an org's users (people) directly on Redis storage, with no server involved. "
+    "Output is JSON. A password is read from stdin with --password-stdin, or generated "
+    "and printed once. The storage comes from --storage or PROMPTSVC_STORAGE_URL."
 )
 _SIGNING_HELP = (
     "Manage the token signing keys on Redis storage. `rotate` adds a key that signs "
@@ -43,6 +49,13 @@ _MEMORY_KEYS = (
     "its keys. Use the running server instead: POST /api/v1/keys with a Service Admin "
     "token, or list the key in a bootstrap file (PROMPTSVC_BOOTSTRAP_FILE or "
     "`promptsvc serve --bootstrap FILE`). Or point --storage / PROMPTSVC_STORAGE_URL "
+    "at Redis."
+)
+_MEMORY_USERS = (
+    "memory:// storage lives inside the server process, so this command cannot reach "
+    "its users. Use the running server instead: POST /api/v1/users with a Service Admin "
+    "token, or list the user in a bootstrap file ([[org.user]] in PROMPTSVC_BOOTSTRAP_FILE "
+    "or `promptsvc serve --bootstrap FILE`). Or point --storage / PROMPTSVC_STORAGE_URL "
     "at Redis."
 )
 _MEMORY_SIGNING = (
@@ -78,6 +91,56 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("--org", required=True, help="org (realm) slug")
     revoke.add_argument("--client-id", required=True, help="the key to revoke")
     revoke.set_defaults(func=_command(_keys_revoke, _MEMORY_KEYS))
+
+    users_parser = subparsers.add_parser(
+        "users", help="manage users (people) directly on Redis storage", description=_USERS_HELP
+    )
+    users_sub = users_parser.add_subparsers(dest="users_command", required=True)
+
+    user_create = users_sub.add_parser(
+        "create", help="create a user; prints a generated password once"
+    )
+    _common(user_create)
+    user_create.add_argument("--org", required=True, help="org (realm) slug")
+    user_create.add_argument("--username", required=True, help="unique in the org, lowercase")
+    user_create.add_argument("--role", default=SERVICE_READ, choices=ROLES, help="the role")
+    user_create.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from stdin (default: generate one and print it once)",
+    )
+    user_create.set_defaults(func=_command(_users_create, _MEMORY_USERS))
+
+    user_list = users_sub.add_parser("list", help="list an org's users (never a password)")
+    _common(user_list)
+    user_list.add_argument("--org", required=True, help="org (realm) slug")
+    user_list.set_defaults(func=_command(_users_list, _MEMORY_USERS))
+
+    user_update = users_sub.add_parser(
+        "update", help="change a user's role, disable or enable it, or set a new password"
+    )
+    _common(user_update)
+    user_update.add_argument("--org", required=True, help="org (realm) slug")
+    user_update.add_argument("--username", required=True, help="the user to change")
+    user_update.add_argument("--role", choices=ROLES, help="the new role")
+    enabled = user_update.add_mutually_exclusive_group()
+    enabled.add_argument(
+        "--disable", dest="disabled", action="store_const", const=True,
+        help="the user can no longer sign in or refresh tokens",
+    )  # fmt: skip
+    enabled.add_argument(
+        "--enable", dest="disabled", action="store_const", const=False, help="undo --disable"
+    )
+    password = user_update.add_mutually_exclusive_group()
+    password.add_argument(
+        "--password-stdin", action="store_true", help="read a new password from stdin"
+    )
+    password.add_argument(
+        "--generate-password",
+        action="store_true",
+        help="set a new generated password and print it once",
+    )
+    user_update.set_defaults(func=_command(_users_update, _MEMORY_USERS))
 
     signing = subparsers.add_parser(
         "signing-keys", help="manage token signing keys on Redis", description=_SIGNING_HELP
@@ -125,7 +188,7 @@ def _command(
             return _fail(str(exc))
         try:
             result = body(store, args)
-        except (IdentityError, ApiKeyExists, ApiKeyNotFound) as exc:
+        except (IdentityError, Conflict, NotFound) as exc:
             return _fail(str(exc))
         except StorageError:
             return _fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
@@ -164,6 +227,55 @@ def _keys_revoke(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     if not keys.valid_org(args.org):
         raise _CommandError(f"invalid org slug {args.org!r}")
     return store.revoke_api_key(args.org, args.client_id).to_json()
+
+
+# The users commands import identity.users when they run: it needs argon2-cffi, which
+# only the server extra installs (promptsvc.cli).
+
+
+def _users_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    from identity import users
+
+    given = _read_password() if args.password_stdin else None
+    user, generated = users.create_user(store, args.org, args.username, args.role, given)
+    if generated is not None:
+        print("Store the password now: it is not shown again.", file=sys.stderr)
+    return users.created_json(user, generated)
+
+
+def _users_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    from identity import users
+
+    if not keys.valid_org(args.org):
+        raise _CommandError(f"invalid org slug {args.org!r}")
+    return {"items": [user.to_json() for user in users.list_users(store, args.org)]}
+
+
+def _users_update(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    from identity import passwords, users
+
+    if not keys.valid_org(args.org):
+        raise _CommandError(f"invalid org slug {args.org!r}")
+    new_password = args.password_stdin or args.generate_password
+    if args.role is None and args.disabled is None and not new_password:
+        raise _CommandError(
+            "nothing to change: give --role, --disable/--enable, --password-stdin "
+            "or --generate-password"
+        )
+    generated = passwords.generate_password() if args.generate_password else None
+    password = _read_password() if args.password_stdin else generated
+    user = users.update_user(
+        store, args.org, args.username, role=args.role, disabled=args.disabled, password=password
+    )
+    if generated is not None:
+        print("Store the password now: it is not shown again.", file=sys.stderr)
+    return users.created_json(user, generated)
+
+
+def _read_password() -> str:
+    """The password on stdin: its first line, without the line break."""
+    line = sys.stdin.readline()
+    return line.removesuffix("\n").removesuffix("\r")
 
 
 def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:

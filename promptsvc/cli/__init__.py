@@ -2,8 +2,8 @@
 
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server) and
-:mod:`identity.commands` (``keys`` and ``signing-keys``, operator commands working
-directly on Redis storage).
+:mod:`identity.commands` (``keys``, ``users`` and ``signing-keys``, operator commands
+working directly on Redis storage).
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports

@@ -1,8 +1,10 @@
-"""The operator commands, run as promptsvc's CLI runs them, on Redis storage."""
+"""The operator commands (keys, users, signing keys), run as promptsvc's CLI runs them, on
+Redis storage."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 from collections.abc import Callable
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 from joserfc.jwk import RSAKey
 
-from identity import Identity, commands, errors
+from identity import Identity, commands, errors, users
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from identity.signing import REFRESH_SECONDS, new_signing_key
@@ -250,3 +252,130 @@ def test_a_new_kid_never_looks_like_an_option(monkeypatch: pytest.MonkeyPatch) -
     assert new_signing_key(utcnow()).kid == "_fine"
     args = parser().parse_args(["signing-keys", "retire", "_fine"])
     assert args.kid == "_fine"
+
+
+# -- users
+
+
+def test_users_create_list_update(
+    store: Storage, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("chosen password 123\n"))
+    status, ada, err = run(
+        "users", "create", "--org", "acme", "--username", "ada", "--role", SERVICE_ADMIN,
+        "--password-stdin",
+    )  # fmt: skip
+    assert status == 0, err
+    assert "password" not in ada  # it was given, so it is not printed
+    assert (ada["username"], ada["role"], ada["disabled"]) == ("ada", SERVICE_ADMIN, False)
+    assert ada == store.get_user("acme", "ada").to_json()  # type: ignore[union-attr]
+    assert ada["created_at"].endswith("Z")
+    assert users.authenticate(store, "acme", "ada", "chosen password 123") is not None
+
+    status, bob, err = run("users", "create", "--org", "acme", "--username", "bob")
+    assert status == 0, err
+    assert "not shown again" in err
+    assert bob["role"] == SERVICE_READ  # the least role by default
+    assert users.authenticate(store, "acme", "bob", bob["password"]) is not None
+
+    status, listed, _ = run("users", "list", "--org", "acme")
+    assert status == 0
+    assert [u["username"] for u in listed["items"]] == ["ada", "bob"]
+    assert all("password" not in u and "password_hash" not in u for u in listed["items"])
+    assert bob["password"] not in json.dumps(listed)
+
+    status, changed, err = run(
+        "users", "update", "--org", "acme", "--username", "bob", "--role", SERVICE_ADMIN,
+        "--disable",
+    )  # fmt: skip
+    assert status == 0, err
+    assert (changed["role"], changed["disabled"]) == (SERVICE_ADMIN, True)
+    assert users.authenticate(store, "acme", "bob", bob["password"]) is None
+    status, changed, err = run(
+        "users", "update", "--org", "acme", "--username", "bob", "--enable", "--generate-password"
+    )
+    assert status == 0, err
+    assert changed["disabled"] is False and "not shown again" in err
+    assert users.authenticate(store, "acme", "bob", bob["password"]) is None
+    assert users.authenticate(store, "acme", "bob", changed["password"]) is not None
+    monkeypatch.setattr("sys.stdin", io.StringIO("a third password\r\n"))
+    status, changed, err = run(
+        "users", "update", "--org", "acme", "--username", "bob", "--password-stdin"
+    )
+    assert status == 0, err
+    assert "password" not in changed
+    assert users.authenticate(store, "acme", "bob", "a third password") is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "complaint"),
+    [
+        (("users", "create", "--org", "Bad_Org", "--username", "a"), "", "invalid org slug"),
+        (("users", "create", "--org", "acme", "--username", "Ada"), "", "invalid username"),
+        (
+            ("users", "create", "--org", "acme", "--username", "a", "--password-stdin"),
+            "short\n",
+            "password must be 12-1024 characters long",
+        ),
+        (("users", "create", "--org", "acme", "--username", "taken"), "", "already exists"),
+        (("users", "list", "--org", "Bad_Org"), "", "invalid org slug"),
+        (("users", "update", "--org", "acme", "--username", "taken"), "", "nothing to change"),
+        (
+            ("users", "update", "--org", "acme", "--username", "nobody", "--disable"),
+            "",
+            "user 'nobody' not found",
+        ),
+        (
+            ("users", "update", "--org", "acme", "--username", "taken", "--password-stdin"),
+            "tiny\n",
+            "12-1024 characters",
+        ),
+    ],
+)
+def test_users_failures_exit_non_zero(
+    store: Storage,
+    run: Run,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: tuple[str, ...],
+    stdin: str,
+    complaint: str,
+) -> None:
+    users.create_user(store, "acme", "taken", SERVICE_READ, "taken's password")
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    status, out, err = run(*argv)
+    assert status == commands.EXIT_FAILED
+    assert out is None
+    assert complaint in err
+    if stdin.strip():
+        assert stdin.strip() not in err  # a refused password is never echoed
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("users", "update", "--org", "a", "--username", "b", "--enable", "--disable"),
+        ("users", "update", "--org", "a", "--username", "b", "--password-stdin",
+         "--generate-password"),
+        ("users", "create", "--org", "a", "--username", "b", "--role", "Root"),
+        ("users", "create", "--org", "a", "--username", "b", "--password", "on-the-command-line"),
+    ],
+)  # fmt: skip
+def test_users_usage_errors(run: Run, argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit):
+        run(*argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("users", "create", "--org", "acme", "--username", "ada"),
+        ("users", "list", "--org", "acme"),
+        ("users", "update", "--org", "acme", "--username", "ada", "--disable"),
+    ],
+)
+def test_users_on_memory_storage_are_refused(run: Run, argv: tuple[str, ...]) -> None:
+    status, out, err = run(*argv, "--storage", "memory://")
+    assert status == commands.EXIT_MEMORY
+    assert out is None
+    assert "inside the server process" in err
+    assert "POST /api/v1/users" in err and "[[org.user]]" in err
