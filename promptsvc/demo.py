@@ -1,7 +1,9 @@
-"""``promptsvc serve --demo``: org ``demo``, one key per role, sample prompts, instructions.
+"""``promptsvc serve --demo``: org ``demo``, one key and one user per role, sample
+prompts, instructions.
 
 The printed instructions are complete on their own: ready-to-paste curl lines (token
-exchange, reads, a write) and SDK lines with the real credentials filled in.
+exchange, reads, a write) and SDK lines with the real credentials filled in, and the
+users' passwords for people to sign in with.
 """
 
 from __future__ import annotations
@@ -12,11 +14,17 @@ from dataclasses import dataclass
 
 from flask import Flask
 
+from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import ApiKeyExists, PromptExists, Storage
+from storage.base import ApiKeyExists, PromptExists, Storage, UserExists
 
 ORG = "demo"
 KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}
+USERNAMES = {
+    SERVICE_READ: "demo-reader",
+    SERVICE_WRITE: "demo-writer",
+    SERVICE_ADMIN: "demo-admin",
+}
 MODEL = {"model": "gpt-4o-mini", "temperature": 0.2}
 
 
@@ -25,6 +33,21 @@ class DemoKey:
     role: str
     client_id: str
     client_secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class DemoUser:
+    role: str
+    username: str
+    password: str
+
+
+@dataclass(frozen=True, slots=True)
+class Demo:
+    """The credentials the demo made, in role order (read, write, admin)."""
+
+    keys: list[DemoKey]
+    users: list[DemoUser]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +93,13 @@ SAMPLES = (
 )
 
 
-def create_demo(app: Flask) -> list[DemoKey]:
-    """Make org ``demo`` with a key per role and the sample prompts; return the keys.
+def create_demo(app: Flask) -> Demo:
+    """Make org ``demo`` with a key and a user per role and the sample prompts; return the
+    credentials.
 
-    On storage that already has them (Redis), existing prompts are left alone and keys
-    get a fresh client_id, since an existing key's secret cannot be shown again.
+    On storage that already has them (Redis), existing prompts are left alone, keys get a
+    fresh client_id and existing users a new password (enabled, with their demo role),
+    since an existing secret or password cannot be shown again.
     """
     identity = app.extensions["identity"]
     storage: Storage = app.extensions["promptsvc.storage"]
@@ -100,7 +125,17 @@ def create_demo(app: Flask) -> list[DemoKey]:
         )
         storage.promote(ORG, sample.name, first.version_id, author, notes="first release")
         storage.create_version(ORG, sample.name, sample.draft, author, metadata=MODEL)
-    return keys
+    return Demo(keys, [_demo_user(app, role, username) for role, username in USERNAMES.items()])
+
+
+def _demo_user(app: Flask, role: str, username: str) -> DemoUser:
+    identity = app.extensions["identity"]
+    try:
+        _, password = identity.create_user(ORG, username, role)
+    except UserExists:
+        password = generate_password()
+        identity.update_user(ORG, username, role=role, disabled=False, password=password)
+    return DemoUser(role, username, password)
 
 
 def _token_line(base_url: str, key: DemoKey, variable: str) -> str:
@@ -112,12 +147,13 @@ def _token_line(base_url: str, key: DemoKey, variable: str) -> str:
     )
 
 
-def instructions(base_url: str, keys: list[DemoKey], storage_url: str) -> str:
+def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
     """What to paste: credentials, curl lines and SDK lines for this server."""
-    by_role = {k.role: k for k in keys}
+    by_role = {k.role: k for k in demo.keys}
     read, write = by_role[SERVICE_READ], by_role[SERVICE_WRITE]
     api = f"{base_url}/api/v1/prompts"
-    rows = "\n".join(f"  {k.role:<14} {k.client_id:<20} {k.client_secret}" for k in keys)
+    rows = "\n".join(f"  {k.role:<14} {k.client_id:<20} {k.client_secret}" for k in demo.keys)
+    people = "\n".join(f"  {u.role:<14} {u.username:<20} {u.password}" for u in demo.users)
     forget = (
         "memory:// storage forgets everything when the server stops"
         if storage_url.startswith("memory")
@@ -131,6 +167,10 @@ production version 1 and a newer draft version 2.
 API keys (the secrets are shown only now; {forget}):
   {"role":<14} {"client_id":<20} client_secret
 {rows}
+
+Users, for people to sign in to realm "{ORG}" (the passwords are shown only now):
+  {"role":<14} {"username":<20} password
+{people}
 
 1. Get an access token (SDK token exchange) with the read key:
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from typing import Any
 
 import pytest
 from flask import Flask
 
-from identity.roles import ROLES
+from identity import users
+from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc import cli, demo
 from promptsvc.app import create_app
 from promptsvc.cli import serve
@@ -130,7 +132,8 @@ def _app() -> Flask:
 
 def test_demo_data() -> None:
     app = _app()
-    keys = demo.create_demo(app)
+    made = demo.create_demo(app)
+    keys = made.keys
     assert [k.role for k in keys] == list(ROLES)
     assert [k.client_id for k in keys] == ["demo-read", "demo-write", "demo-admin"]
     identity = app.extensions["identity"]
@@ -146,9 +149,11 @@ def test_demo_data() -> None:
         production = storage.get_production("demo", name)
         assert production.promoted_by == admin.user_id
         assert production.variables
-    text = demo.instructions("http://127.0.0.1:8000", keys, "memory://")
+    text = demo.instructions("http://127.0.0.1:8000", made, "memory://")
     for key in keys:
         assert key.client_secret in text
+    for user in made.users:
+        assert re.search(rf"{user.role}\s+{user.username}\s+{re.escape(user.password)}", text)
     assert "http://127.0.0.1:8000/v1/auth/sdk-token" in text
     assert 'PromptClient("http://127.0.0.1:8000", account_id="demo"' in text
     assert "forgets everything" in text
@@ -160,8 +165,38 @@ def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> No
     storage = app.extensions["promptsvc.storage"]
     storage.create_version("demo", "greeting", "added later", "someone")
     again = demo.create_demo(app)
-    assert all(k.client_id.startswith(f"{demo.KEY_IDS[k.role]}-") for k in again)
+    assert all(k.client_id.startswith(f"{demo.KEY_IDS[k.role]}-") for k in again.keys)
     assert storage.get_prompt("demo", "greeting").latest_version == 3
+
+
+def test_demo_makes_a_user_per_role_who_can_sign_in() -> None:
+    app = _app()
+    storage = app.extensions["promptsvc.storage"]
+    made = demo.create_demo(app)
+    assert [(u.role, u.username) for u in made.users] == [
+        (SERVICE_READ, "demo-reader"),
+        (SERVICE_WRITE, "demo-writer"),
+        (SERVICE_ADMIN, "demo-admin"),
+    ]
+    for user in made.users:
+        signed_in = users.authenticate(storage, "demo", user.username, user.password)
+        assert signed_in is not None and signed_in.role == user.role
+
+
+def test_demo_again_gives_the_users_new_passwords() -> None:
+    app = _app()
+    storage = app.extensions["promptsvc.storage"]
+    identity = app.extensions["identity"]
+    first = demo.create_demo(app)
+    ids = [u.user_id for u in storage.list_users("demo")]
+    identity.update_user("demo", "demo-reader", role=SERVICE_ADMIN, disabled=True)
+    again = demo.create_demo(app)
+    assert [u.user_id for u in storage.list_users("demo")] == ids  # the same people
+    for old, new in zip(first.users, again.users, strict=True):
+        assert new.password != old.password
+        assert users.authenticate(storage, "demo", new.username, old.password) is None
+        signed_in = users.authenticate(storage, "demo", new.username, new.password)
+        assert signed_in is not None and signed_in.role == new.role  # demo-reader reset
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
 EPILOG = """\
 examples:
-  promptsvc serve --demo                     # try it: demo org, keys and prompts
+  promptsvc serve --demo                     # try it: demo org, keys, users and prompts
   promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
   promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
 """

@@ -56,14 +56,14 @@ def register(subparsers: Any) -> None:
     serve.add_argument(
         "--bootstrap",
         metavar="FILE",
-        help="TOML file of orgs and keys to create at start-up, idempotently "
+        help="TOML file of orgs, keys and users to create at start-up, idempotently "
         "(overrides PROMPTSVC_BOOTSTRAP_FILE)",
     )
     serve.add_argument(
         "--demo",
         action="store_true",
-        help="create org 'demo' with a key per role and sample prompts, and print the "
-        "credentials with ready-to-paste curl and SDK lines",
+        help="create org 'demo' with a key and a user per role and sample prompts, and print "
+        "the credentials with ready-to-paste curl and SDK lines",
     )
     serve.set_defaults(func=serve_command)
 
@@ -110,7 +110,7 @@ def serve_command(args: argparse.Namespace) -> int:
         app = create_app(settings)
         storage = app.extensions["promptsvc.storage"]
         storage.ping()
-        keys = demo.create_demo(app) if args.demo else None
+        made = demo.create_demo(app) if args.demo else None
     except (ConfigError, ValueError, IdentityError, OSError) as exc:
         server.server_close()
         return fail(str(exc))
@@ -122,8 +122,8 @@ def serve_command(args: argparse.Namespace) -> int:
     storage_shown = redact(settings.storage_url)
     print(f"promptsvc {__version__} listening on {base_url} (storage: {storage_shown})")
     print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")
-    if keys is not None:
-        print(demo.instructions(base_url, keys, storage_shown))
+    if made is not None:
+        print(demo.instructions(base_url, made, storage_shown))
     print("Press Ctrl+C to stop.", flush=True)
     signal.signal(signal.SIGTERM, _stop)
     try:

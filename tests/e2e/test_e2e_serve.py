@@ -71,7 +71,7 @@ def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server)
     assert "support agent for promptsvc" in chat_messages
 
 
-def test_demo_prints_a_key_per_role_and_the_docs(demo_server: Server) -> None:
+def test_demo_prints_a_key_and_a_user_per_role_and_the_docs(demo_server: Server) -> None:
     printed = demo_server.stdout
     for role, client_id in (
         ("Service Read", "demo-read"),
@@ -79,6 +79,12 @@ def test_demo_prints_a_key_per_role_and_the_docs(demo_server: Server) -> None:
         ("Service Admin", "demo-admin"),
     ):
         assert re.search(rf"{role}\s+{client_id}\s+\S{{20,}}", printed), role
+    for role, username in (
+        ("Service Read", "demo-reader"),
+        ("Service Write", "demo-writer"),
+        ("Service Admin", "demo-admin"),
+    ):
+        assert re.search(rf"{role}\s+{username}\s+\S{{24}}\n", printed), username
     assert f"{demo_server.base_url}/docs" in printed
     assert httpx.get(f"{demo_server.base_url}/docs").status_code == 200
     # Access lines carry the request id the client sent.
