@@ -49,17 +49,28 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def bootstrap_file(directory: Path, orgs: Mapping[str, Mapping[str, tuple[str, str]]]) -> Path:
+def bootstrap_file(
+    directory: Path,
+    orgs: Mapping[str, Mapping[str, tuple[str, str]]],
+    users: Mapping[str, Mapping[str, tuple[str, str]]] | None = None,
+) -> Path:
     """A bootstrap TOML (README.md, Configuration) in ``directory``: for each org slug, its keys as
-    client_id -> (secret, role)."""
+    client_id -> (secret, role), and in ``users`` its users as username -> (password, role)."""
     lines = []
-    for org, keys in orgs.items():
+    for org in {**orgs, **(users or {})}:
         lines += ["[[org]]", f'slug = "{org}"']
-        for client_id, (secret, role) in keys.items():
+        for client_id, (secret, role) in orgs.get(org, {}).items():
             lines += [
                 "  [[org.key]]",
                 f'  client_id = "{client_id}"',
                 f'  client_secret = "{secret}"',
+                f'  role = "{role}"',
+            ]
+        for username, (password, role) in (users or {}).get(org, {}).items():
+            lines += [
+                "  [[org.user]]",
+                f'  username = "{username}"',
+                f'  password = "{password}"',
                 f'  role = "{role}"',
             ]
     path = directory / "bootstrap.toml"

@@ -2,11 +2,12 @@
 with its access log on, and ``promptsvc serve``), with everything it printed and logged
 searched afterwards for every secret and every access token of the flow.
 
-The flow: a bootstrap admin key; tokens from both endpoints (form and HTTP Basic); two
-keys created through the API; their tokens; writes and reads; failed logins (wrong
-secret, unknown client, a secret sent as the client id); rate-limited logins; refused
-bearer tokens; and a Redis outage (its password is in the storage URL) with requests
-answered 503 meanwhile.
+The flow: a bootstrap admin key and user; tokens from both endpoints (form and HTTP
+Basic); two keys created through the API; their tokens; users created through the API
+with a password and with a generated one, a password changed and a refused one; writes
+and reads; failed logins (wrong secret, unknown client, a secret sent as the client id);
+rate-limited logins; refused bearer tokens; and a Redis outage (its password is in the
+storage URL) with requests answered 503 meanwhile.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 ORG = "secretive"
 ADMIN = ("boot-admin", "bootstrap-secret-DO-NOT-LOG-1234")
+BOOT_USER = ("boot-ada", "bootstrap-password-DO-NOT-LOG-3456")
+USER_PASSWORDS = ("api-password-DO-NOT-LOG-7890", "changed-password-DO-NOT-LOG-2468")
+SHORT_PASSWORD = "DONTLOG-135"  # 11 characters: refused, and must not be echoed either
 REDIS_PASSWORD = "redis-password-DO-NOT-LOG-5678"
 WRONG_SECRET = "a-wrong-guess-DO-NOT-LOG-9012"
 REALM = f"/realms/{ORG}/protocol/openid-connect/token"
@@ -46,7 +50,8 @@ def start_serve(env: dict[str, str], boot: Path) -> Server:
 
 def full_flow(base_url: str, redis_server: RedisServer) -> list[str]:
     """Everything a secret-bearing flow does; returns every secret and token it saw."""
-    secrets = [ADMIN[1], REDIS_PASSWORD, WRONG_SECRET]
+    secrets = [ADMIN[1], REDIS_PASSWORD, WRONG_SECRET, BOOT_USER[1], *USER_PASSWORDS]
+    secrets.append(SHORT_PASSWORD)
     client_id, secret = ADMIN
     with httpx.Client(base_url=base_url, timeout=10) as http:
 
@@ -93,6 +98,24 @@ def full_flow(base_url: str, redis_server: RedisServer) -> list[str]:
         http.post(f"/api/v1/prompts/p/versions/{version['version_id']}/promote", headers=w)
         http.get("/api/v1/prompts/p/production", headers={**r, "X-Request-ID": "flow-1"})
         http.get("/api/v1/keys", headers=auth)
+        # People: created with a password and without (generated), changed, refused.
+        for body, status in (
+            ({"username": "ada", "role": "Service Write", "password": USER_PASSWORDS[0]}, 201),
+            ({"username": "bob", "role": "Service Read"}, 201),
+            ({"username": "eve", "role": "Service Read", "password": SHORT_PASSWORD}, 400),
+        ):
+            created = http.post("/api/v1/users", json=body, headers=auth)
+            assert created.status_code == status, created.text
+            if status == 201 and "password" not in body:
+                secrets.append(created.json()["password"])
+        for who, password, status in (
+            ("ada", USER_PASSWORDS[1], 200),
+            ("ada", SHORT_PASSWORD, 400),
+            ("nobody", USER_PASSWORDS[0], 404),
+        ):
+            changed = http.patch(f"/api/v1/users/{who}", json={"password": password}, headers=auth)
+            assert changed.status_code == status, changed.text
+        assert len(http.get("/api/v1/users", headers=auth).json()["items"]) == 3
         http.delete(f"/api/v1/keys/{keys[1]['client_id']}", headers=auth)
         # Failed logins, of every kind.
         for _ in range(32):  # past the per-client limit: 401s, then 429s
@@ -143,7 +166,11 @@ def test_no_secret_in_the_logs(start: Start, tmp_path: Path, report: Report) -> 
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis_server = RedisServer(redis_dir, password=REDIS_PASSWORD)
-    boot = bootstrap_file(tmp_path, {ORG: {ADMIN[0]: (ADMIN[1], SERVICE_ADMIN)}})
+    boot = bootstrap_file(
+        tmp_path,
+        {ORG: {ADMIN[0]: (ADMIN[1], SERVICE_ADMIN)}},
+        {ORG: {BOOT_USER[0]: (BOOT_USER[1], SERVICE_ADMIN)}},
+    )
     env = {
         "PROMPTSVC_STORAGE_URL": redis_server.url(0),
         "PROMPTSVC_BOOTSTRAP_FILE": str(boot),
@@ -159,15 +186,16 @@ def test_no_secret_in_the_logs(start: Start, tmp_path: Path, report: Report) -> 
         redis_server.cleanup()
     assert "GET /api/v1/prompts/p/production" in output or "/production" in output, output[:2000]
     assert "storage unavailable" in output  # the outage was logged
+    assert "/api/v1/users/ada" in output  # the users calls were logged
     found = {s[:12] + "...": s in output for s in secrets}
     # A token's signature alone would still be a usable token's proof; check it too.
     found.update({f"signature of token {n}": s.rsplit(".", 1)[-1] in output
                   for n, s in enumerate(secrets) if s.count(".") == 2})  # fmt: skip
     leaked = [name for name, seen in found.items() if seen]
     report(
-        input=f"{server.__class__.__name__}: full flow (bootstrap key, tokens from both "
-        "endpoints, keys created and revoked, writes, reads, failed and rate-limited logins, "
-        "refused tokens, a Redis outage); searched "
+        input=f"{server.__class__.__name__}: full flow (bootstrap key and user, tokens from "
+        "both endpoints, keys created and revoked, users created and changed, writes, reads, "
+        "failed and rate-limited logins, refused tokens, a Redis outage); searched "
         f"{len(output.splitlines())} log lines for {len(found)} secrets and token signatures",
         result="none found" if not leaked else f"LEAKED: {leaked}",
     )
