@@ -14,6 +14,11 @@ Two hash schemes, chosen by where the secret came from, tagged in the stored val
   hash so they can be raised later without invalidating existing keys.
 
 The salt is 16 random bytes per key. Comparison is ``hmac.compare_digest``.
+
+Secrets the login flows hand out and later look up (authorization codes, device codes,
+refresh tokens) are generated with 256 random bits too and kept in storage only as
+:func:`lookup_digest`, an unsalted SHA-256: it must be recomputable from the presented
+value to find the record, and with that much entropy a salt adds nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ _SCRYPT_MAXMEM_FACTOR = 2
 def generate_secret() -> str:
     """A new high-entropy client secret (URL-safe text, 43 characters)."""
     return secrets.token_urlsafe(GENERATED_SECRET_BYTES)
+
+
+def lookup_digest(value: str) -> str:
+    """The storage key of a generated secret a client presents (code, device code,
+    refresh token): SHA-256, hex."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 def hash_secret(secret: str, *, generated: bool) -> str:

@@ -100,7 +100,7 @@ E = TypeVar("E", bound=_Expiring)
 
 # Expired flow records are dropped when met, and all of them every this many writes, so
 # records nobody asks for again (abandoned logins) cannot pile up.
-_SWEEP_EVERY = 512
+SWEEP_EVERY = 512
 
 
 def _live(records: MutableMapping[str, E], key: str, now: datetime) -> E | None:
@@ -551,7 +551,7 @@ class MemoryStorage(Storage):
 
     def _added(self) -> None:
         self._flow_writes += 1
-        if self._flow_writes % _SWEEP_EVERY == 0:
+        if self._flow_writes % SWEEP_EVERY == 0:
             self._sweep(self.clock())
 
     def _sweep(self, now: datetime) -> None:

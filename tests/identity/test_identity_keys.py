@@ -39,6 +39,15 @@ def test_damaged_hashes_never_match(stored: str) -> None:
     assert not secrets.check_secret("anything-at-all", stored)
 
 
+def test_lookup_digest_is_stable_and_hides_the_value() -> None:
+    code = secrets.generate_secret()
+    digest = secrets.lookup_digest(code)
+    assert digest == secrets.lookup_digest(code)  # found again from the presented value
+    assert len(digest) == 64 and int(digest, 16) >= 0  # SHA-256, hex: safe in a Redis key
+    assert code not in digest
+    assert secrets.lookup_digest(code + "x") != digest
+
+
 # -- keys
 
 

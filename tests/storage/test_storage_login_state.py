@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from storage import memory
 from storage.base import (
     AuthorizationCode,
     DeviceAlreadyDecided,
@@ -24,6 +25,7 @@ from storage.base import (
     SessionNotFound,
     Storage,
 )
+from storage.memory import MemoryStorage
 from storage.redis import BaseRedisStorage
 from tests.storage.test_storage_concurrency import all_at_once
 
@@ -411,3 +413,20 @@ def test_racing_rotations_one_wins_and_the_family_is_revoked(
     assert storage.get_refresh_token(ORG, won[0].token_hash) is None
     assert storage.get_refresh_token(ORG, "rt1") is None
     assert all(storage.get_refresh_token(ORG, f"next-{i}") is None for i in range(threads))
+
+
+def test_memory_drops_expired_records_nobody_asks_for(clock) -> None:
+    # Abandoned logins leave records no one reads again; memory must not keep them.
+    store = MemoryStorage(clock=clock.utc)
+    store.add_authorization_code(code(store, "abandoned", lifetime=5))
+    store.add_device_authorization(device(store, lifetime=5))
+    store.add_session(session(store, lifetime=5))
+    store.start_refresh_family(token(store, lifetime=5))
+    clock.advance(10)
+    for i in range(memory.SWEEP_EVERY):
+        store.add_authorization_code(code(store, f"fresh-{i}", lifetime=60))
+    state = store._orgs[ORG]
+    assert "abandoned" not in state.codes and len(state.codes) == memory.SWEEP_EVERY
+    for kept in (state.devices, state.user_codes, state.sessions, state.session_families,
+                 state.tokens, state.families):  # fmt: skip
+        assert kept == {}
