@@ -37,6 +37,7 @@ SERVER_MODULES = (
     "gunicorn",
     "flask_swagger_ui",
     "flask_limiter",
+    "argon2",
 )
 OWN_PACKAGES = {"promptsvc", "identity", "storage"}
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -111,7 +112,7 @@ def test_the_server_libraries_are_not_installed(sdk_venv: Venv) -> None:
 def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
     assert listed.returncode == 0, listed.stderr
-    for command in ("serve", "keys", "signing-keys"):
+    for command in ("serve", "keys", "users", "signing-keys"):
         assert command in listed.stdout
     version = sdk_venv.run(sdk_venv.promptsvc, "--version")
     assert version.returncode == 0, version.stderr
@@ -129,6 +130,7 @@ def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
         # Port 1: nothing listens there, and the command stops before connecting anyway.
         (["keys", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0"], "redis"),
         (["signing-keys", "rotate", "--storage", "redis://127.0.0.1:1/0"], "redis"),
+        (["users", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0"], "redis"),
     ],
 )
 def test_server_commands_say_how_to_install_the_server(
