@@ -1,23 +1,24 @@
 """A real promptsvc server for SDK tests: create_app + MemoryStorage on a loopback port.
 
 Nothing here imitates the server: requests go over TCP to the app the service ships.
-The only test additions are a before/after-request hook that records what arrived (to
-count requests and check headers server-side) and a storage subclass whose prompt
-reads can be made unavailable (503) or held at a gate.
+The only test additions are WSGI middleware that records what arrived (to count
+requests and check headers server-side; Flask hooks do not see the read endpoints) and
+a storage subclass whose prompt reads can be made unavailable (503) or held at a gate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from flask import Flask, Response, g, request
-from werkzeug.datastructures import Headers
+from flask import Flask
+from werkzeug.datastructures import EnvironHeaders, Headers
 
 from identity.signing import new_signing_key
 from promptsvc.app import create_app
@@ -109,26 +110,26 @@ def seed(storage: MemoryStorage) -> Versions:
 
 
 def build_app(storage: MemoryStorage, seen: list[Seen], token_lifetime: int = 300) -> Flask:
-    """The real app, plus a hook recording each request and its status into ``seen``."""
+    """The real app, wrapped in middleware recording each request and its answer."""
     app = create_app(Settings(token_lifetime=token_lifetime), storage=storage)
+    inner = app.wsgi_app
 
-    @app.before_request
-    def record() -> None:
-        g.seen = Seen(
-            request.method,
-            request.environ.get("REQUEST_URI") or request.full_path,
-            Headers(request.headers),
-            request.get_data(cache=True),
-        )
-        seen.append(g.seen)
+    def record(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        query = environ.get("QUERY_STRING", "")
+        path = environ.get("REQUEST_URI") or environ["PATH_INFO"] + (f"?{query}" if query else "")
+        entry = Seen(environ["REQUEST_METHOD"], path, Headers(EnvironHeaders(environ)), body)
+        seen.append(entry)
 
-    @app.after_request
-    def record_status(response: Response) -> Response:
-        if "seen" in g:
-            g.seen.status = response.status_code
-            g.seen.etag = response.headers.get("ETag")
-        return response
+        def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+            entry.status = int(status.split()[0])
+            entry.etag = Headers(headers).get("ETag")
+            return start_response(status, headers, *args)
 
+        return inner(environ, start)
+
+    app.wsgi_app = record  # type: ignore[method-assign]
     return app
 
 
