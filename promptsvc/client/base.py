@@ -173,17 +173,35 @@ class BaseClient(Generic[TransportT]):
         return found
 
     def _get(self, path: str, etag: str | None) -> Flow[httpx.Response]:
-        """GET with a token, retries, and one refresh-and-retry after a 401.
+        """GET ``path``, conditional on ``etag`` when given: see :meth:`_call_flow`."""
+        return self._call_flow("GET", path, etag=etag)
 
-        Returns any answer but 5xx (which it raises as ServerError).
+    def _call_flow(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: object = None,
+        params: Mapping[str, str | int] | None = None,
+        etag: str | None = None,
+    ) -> Flow[httpx.Response]:
+        """Send a request to the API with a token, retries, and one refresh-and-retry
+        after a 401.
+
+        ``body`` is sent as JSON when it is not None. Returns any answer but 5xx (which
+        it raises as ServerError). POST and PATCH are retried only when the request
+        never left (see ``send_with_retries``).
         """
         deadline = self._policy.deadline()
         url = self.base_url + path
+        idempotent = method not in ("POST", "PATCH")
         stale: str | None = None
         while True:
             token = yield NeedToken(stale, deadline)
-            build = partial(_api_request, url, token, etag)
-            response = yield from send_with_retries(build, self._policy, deadline)
+            build = partial(_api_request, method, url, token, etag, body, params)
+            response = yield from send_with_retries(
+                build, self._policy, deadline, idempotent=idempotent
+            )
             if response.status_code >= 500:
                 raise error_for_response(response)
             if response.status_code != 401 or stale is not None:
@@ -191,8 +209,17 @@ class BaseClient(Generic[TransportT]):
             stale = token  # refused (expired early, key rotated): refresh once, retry once
 
 
-def _api_request(url: str, token: str, etag: str | None) -> httpx.Request:
+def _api_request(
+    method: str,
+    url: str,
+    token: str,
+    etag: str | None,
+    body: object,
+    params: Mapping[str, str | int] | None,
+) -> httpx.Request:
     headers = request_headers(token)
     if etag is not None:
         headers["If-None-Match"] = etag
-    return httpx.Request("GET", url, headers=headers)
+    if body is None:
+        return httpx.Request(method, url, headers=headers, params=params)
+    return httpx.Request(method, url, headers=headers, params=params, json=body)

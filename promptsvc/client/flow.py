@@ -92,14 +92,26 @@ class RetryPolicy:
         return time.monotonic() + self.timeout
 
 
+# Failures that happen before any byte of the request is sent: retrying them cannot
+# make the service act twice.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
 def send_with_retries(
-    build: Callable[[], httpx.Request], policy: RetryPolicy, deadline: float
+    build: Callable[[], httpx.Request],
+    policy: RetryPolicy,
+    deadline: float,
+    *,
+    idempotent: bool = True,
 ) -> Flow[httpx.Response]:
     """Send ``build()`` until it gets a non-5xx answer, retrying as ``policy`` says.
 
     Each attempt is a new request with its own X-Request-ID (docs/api.md section 13: unique per
     request); the service logs every attempt separately. Returns the last answer,
     which may still be a 5xx; raises TransportError when the last attempt got none.
+    A request that is not ``idempotent`` (a POST that creates something) is retried
+    only when it was never sent (:data:`NOT_SENT`): after a 5xx or a lost answer the
+    service may have acted, and a second attempt could act again.
     """
     retry = 0
     while True:
@@ -114,10 +126,11 @@ def send_with_retries(
         except httpx.RequestError as exc:
             failure = exc
         else:
-            if response.status_code < 500:
+            if response.status_code < 500 or not idempotent:
                 return response
         delay = policy.delay(retry)
-        if retry >= policy.max_retries or time.monotonic() + delay >= deadline:
+        retryable = idempotent or isinstance(failure, NOT_SENT)
+        if not retryable or retry >= policy.max_retries or time.monotonic() + delay >= deadline:
             if failure is None:
                 return response
             raise TransportError(

@@ -1,13 +1,17 @@
-"""The pieces under the clients, where a server adds nothing: cache, keys, backoff."""
+"""The pieces under the clients, where a server adds nothing: cache, keys, backoff,
+which failures are retried."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 
 from promptsvc.client.cache import CacheEntry, PromptCache, cache_key
-from promptsvc.client.flow import RetryPolicy
+from promptsvc.client.errors import TransportError
+from promptsvc.client.flow import RetryPolicy, Sleep, send_with_retries
 from promptsvc.client.models import ModelError, PromptVersion
 
 BODY = {
@@ -74,6 +78,56 @@ def test_backoff_doubles_with_jitter_and_a_cap() -> None:
     high = RetryPolicy(backoff=0.25, backoff_cap=1.0, jitter=lambda: 1.0)
     assert [low.delay(n) for n in range(4)] == [0.125, 0.25, 0.5, 0.5]
     assert [high.delay(n) for n in range(4)] == [0.25, 0.5, 1.0, 1.0]
+
+
+def _attempts(idempotent: bool, outcomes: list[object]) -> tuple[int, object]:
+    """Drive send_with_retries, answering each attempt with the next outcome (a status
+    code or an httpx error); the number of attempts and the flow's result or error."""
+    policy = RetryPolicy(timeout=10, max_retries=3, jitter=lambda: 0.0)
+    flow = send_with_retries(
+        lambda: httpx.Request("POST", "http://svc.test/x"),
+        policy,
+        time.monotonic() + 10,
+        idempotent=idempotent,
+    )
+    attempts, step = 0, next(flow)
+    try:
+        while True:
+            if isinstance(step, Sleep):
+                step = flow.send(None)
+                continue
+            assert isinstance(step, httpx.Request)
+            outcome = outcomes[attempts]
+            attempts += 1
+            if isinstance(outcome, Exception):
+                step = flow.throw(outcome)
+            else:
+                step = flow.send(httpx.Response(int(str(outcome)), request=step))
+    except StopIteration as stop:
+        return attempts, stop.value.status_code
+    except TransportError as exc:
+        return attempts, exc.code
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "idempotent", "attempts", "result"),
+    [
+        ([503, 503, 200], True, 3, 200),
+        ([httpx.ReadError("reset"), 200], True, 2, 200),
+        # A POST may have acted before the answer was lost: one attempt only...
+        ([503, 200], False, 1, 503),
+        ([httpx.ReadError("reset"), 200], False, 1, "transport"),
+        ([httpx.ReadTimeout("slow"), 200], False, 1, "timeout"),
+        # ...unless it never left.
+        ([httpx.ConnectError("refused"), 201], False, 2, 201),
+        ([httpx.ConnectTimeout("no route"), httpx.ConnectError("refused"), 201], False, 3, 201),
+        ([404], False, 1, 404),
+    ],
+)
+def test_what_is_retried(
+    outcomes: list[object], idempotent: bool, attempts: int, result: object
+) -> None:
+    assert _attempts(idempotent, outcomes) == (attempts, result)
 
 
 def test_model_parses_times_and_freezes_collections() -> None:
