@@ -1,9 +1,11 @@
 """The ``promptsvc`` command line: the parser and the entry point.
 
 A command lives in a module of its own with ``register(subparsers)``, listed in
-:data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server) and
+:data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
 :mod:`identity.commands` (``keys``, ``users`` and ``signing-keys``, operator commands
-working directly on Redis storage).
+working directly on Redis storage), :mod:`promptsvc.cli.prompts` (``prompts ...``) and
+:mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``), which talk to a running
+service over HTTP only.
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -21,16 +23,28 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import serve
+from promptsvc.cli import ascode, prompts, serve
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
 EPILOG = """\
+commands that talk to a running service over HTTP (prompts, pull, plan, apply) take
+their credentials from PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID
+and PROMPTSVC_KEY_SECRET (an API key); they need only `pip install promptsvc`.
+
+exit status:
+  0  success; for `plan`, nothing to change
+  1  error: the reason (and the service's request id) is printed on stderr
+  2  `plan`: changes are pending; any command: wrong usage
+
 examples:
   promptsvc serve --demo                     # try it: demo org, keys, users and prompts
   promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
   promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
+  promptsvc prompts list
+  promptsvc prompts diff greeting production latest
+  promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
 """
 
 
@@ -42,6 +56,8 @@ class CommandModule(Protocol):
 COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (serve, True),
     (operator_commands, True),
+    (prompts, False),
+    (ascode, False),
 )
 
 

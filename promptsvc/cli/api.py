@@ -1,0 +1,199 @@
+"""The management API as the command line uses it: a thin client over the SDK's HTTP
+layer, and where its credentials come from.
+
+:class:`ServiceClient` is a ``PromptClient`` (its token providers, request headers,
+retry policy and error classes) with one method per management call, answering the
+API's JSON as plain dicts. It stays in the command line: applications read prompts
+with the SDK's public surface, and the command line's needs (every endpoint, raw JSON
+for ``--json``) are not that surface.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from promptsvc.client import PromptClient, PromptServiceError
+from promptsvc.client.base import ENV_VARS
+from promptsvc.client.errors import error_for_response, invalid_response, json_or_none
+
+PAGE_SIZE = 200
+LABELS = ("production", "latest")
+
+
+# No expectation: a promotion or rollback that is not guarded.
+UNGUARDED: object = object()
+
+
+class CredentialsError(Exception):
+    """No way to reach the service: the message says what to set."""
+
+
+class ProductionMoved(PromptServiceError):
+    """409 from a guarded promotion or rollback: production is not what was expected."""
+
+    def __init__(self, error: PromptServiceError, current: int | None) -> None:
+        super().__init__(
+            error.message, status=error.status, code=error.code, request_id=error.request_id
+        )
+        self.current_production_version = current
+
+
+def _segment(value: str | int) -> str:
+    return quote(str(value), safe="")
+
+
+class ServiceClient(PromptClient):
+    """One method per management endpoint (docs/api.md, section 7); JSON in, JSON out.
+
+    Errors are the SDK's (``PromptServiceError`` and its subclasses), plus
+    :class:`ProductionMoved` when a guard did not hold.
+    """
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: object = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> Any:
+        """The decoded answer of a 2xx (None for 204); raises the mapped error else."""
+        response = self._drive(self._call_flow(method, path, body=body, params=params))
+        if response.status_code >= 400:
+            error = error_for_response(response)
+            answer = json_or_none(response)
+            if (
+                response.status_code == 409
+                and isinstance(answer, dict)
+                and "current_production_version" in answer
+            ):
+                raise ProductionMoved(error, answer["current_production_version"])
+            raise error
+        if response.status_code == 204:
+            return None
+        decoded = json_or_none(response)
+        if not isinstance(decoded, dict):
+            raise invalid_response(response, "not a JSON object")
+        return decoded
+
+    def pages(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[Any]:
+        """Every item of a paginated listing, following ``next_cursor``."""
+        query: dict[str, str | int] = {**(params or {}), "limit": PAGE_SIZE}
+        while True:
+            page = self.call("GET", path, params=query)
+            yield from page["items"]
+            if not page.get("next_cursor"):
+                return
+            query["cursor"] = page["next_cursor"]
+
+    @staticmethod
+    def prompt_path(name: str) -> str:
+        return f"/api/v1/prompts/{_segment(name)}"
+
+    def version_path(self, name: str, ref: str | int) -> str:
+        """The read path of the version ``ref`` names: a number, a ``v_`` id, or a label."""
+        if ref in LABELS:
+            return f"{self.prompt_path(name)}/{ref}"
+        return f"{self.prompt_path(name)}/versions/{_segment(ref)}"
+
+    def action_path(self, name: str, ref: str | int) -> str:
+        """The path of a version to act on; a label is first resolved to its version."""
+        if ref in LABELS:
+            ref = self.get_version(name, ref)["version_id"]
+        return f"{self.prompt_path(name)}/versions/{_segment(ref)}"
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        return list(self.pages("/api/v1/prompts"))
+
+    def get_prompt(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", self.prompt_path(name))
+        return result
+
+    def get_version(self, name: str, ref: str | int) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", self.version_path(name, ref))
+        return result
+
+    def list_versions(self, name: str) -> Iterator[dict[str, Any]]:
+        """The prompt's versions, newest first, fetched page by page as iterated."""
+        return self.pages(f"{self.prompt_path(name)}/versions")
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        return list(self.pages(f"{self.prompt_path(name)}/history"))
+
+    def diff(self, name: str, from_ref: str, to_ref: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "GET", f"{self.prompt_path(name)}/diff", params={"from": from_ref, "to": to_ref}
+        )
+        return result
+
+    def create_prompt(self, name: str, prompt_type: str, description: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "prompt_type": prompt_type}
+        if description is not None:
+            body["description"] = description
+        result: dict[str, Any] = self.call("POST", "/api/v1/prompts", body=body)
+        return result
+
+    def create_version(
+        self, name: str, content: str, metadata: dict[str, Any], tags: list[str]
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "POST",
+            f"{self.prompt_path(name)}/versions",
+            body={"content": content, "metadata": metadata, "tags": tags},
+        )
+        return result
+
+    def promote(
+        self, name: str, ref: str | int, notes: str | None, expect: int | object | None
+    ) -> dict[str, Any]:
+        """Promote; ``expect`` is the production version the caller saw (None: no
+        production), or :data:`UNGUARDED`."""
+        body: dict[str, Any] = {}
+        if notes is not None:
+            body["notes"] = notes
+        if expect is not UNGUARDED:
+            body["expected_production_version"] = expect
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.action_path(name, ref)}/promote", body=body
+        )
+        return result
+
+    def rollback(
+        self, name: str, to_version: int | None, notes: str | None, expect: int | object | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if to_version is not None:
+            body["to_version"] = to_version
+        if notes is not None:
+            body["notes"] = notes
+        if expect is not UNGUARDED:
+            body["expected_production_version"] = expect
+        result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/rollback", body=body)
+        return result
+
+    def set_status(self, name: str, ref: str | int, action: str) -> dict[str, Any]:
+        """``action`` is ``archive`` or ``unarchive``."""
+        result: dict[str, Any] = self.call("POST", f"{self.action_path(name, ref)}/{action}")
+        return result
+
+    def delete_prompt(self, name: str) -> None:
+        self.call("DELETE", self.prompt_path(name))
+
+    def delete_version(self, name: str, ref: str | int) -> None:
+        self.call("DELETE", self.action_path(name, ref))
+
+
+def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
+    """A client with the environment's credentials (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
+    PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
+    service as it is now."""
+    env = os.environ if environ is None else environ
+    missing = [var for var in ENV_VARS if not env.get(var)]
+    if missing:
+        raise CredentialsError(
+            "no credentials: set " + ", ".join(ENV_VARS) + f" (not set: {', '.join(missing)})"
+        )
+    return ServiceClient.from_env(env, cache_ttl=0)

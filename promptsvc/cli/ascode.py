@@ -1,0 +1,479 @@
+"""Prompts as code: ``promptsvc pull DIR``, ``plan DIR`` and ``apply DIR``.
+
+A directory holds one ``.prompt`` file per prompt (:mod:`promptsvc.cli.promptfile`).
+``plan`` compares each file with its prompt's latest version; ``apply`` creates a
+version where content, metadata or tags differ, and with ``--promote`` makes the files'
+versions production, each promotion guarded by the production version the plan saw.
+
+Two ``apply`` runs at once on the same directory create each version once. Just before
+creating, a run reads the latest version again and creates nothing if it already
+matches. Two runs can still both pass that check; so after creating, a run lists the
+versions newer than the latest it saw, and when one of them with the same content,
+metadata and tags has a lower number, it deletes its own: of identical new versions the
+lowest number survives, and each run adopts that one. A run killed between creating and
+deleting leaves one identical extra draft (which nothing promotes).
+
+Every file is read and checked before anything is sent, so a malformed file changes
+nothing. Every step is one API call that leaves the service consistent, so a run that
+fails half-way is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from promptsvc.cli.api import ProductionMoved, ServiceClient
+from promptsvc.cli.commands import CommandError, add_command
+from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
+from promptsvc.cli.promptfile import (
+    PromptFile,
+    dumps,
+    file_name,
+    prompt_from_version,
+    read_directory,
+)
+from promptsvc.cli.prompts import describe_changes
+from promptsvc.client import PromptServiceError
+from promptsvc.diffs import content_diff, list_changes, metadata_changes
+from storage.templates import extract_variables
+
+DIR_HELP = "directory of .prompt files, one per prompt (docs/prompts-as-code.md)"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``pull``, ``plan`` and ``apply``."""
+    pull = add_command(
+        subparsers,
+        "pull",
+        pull_command,
+        summary="write every prompt's latest version into DIR",
+        description="Write one .prompt file per prompt of the org into DIR (created if "
+        "missing), from its latest version. Files that would not change are not "
+        "touched; other files in DIR are left alone.",
+        examples="  promptsvc pull prompts/ && git add prompts/\n",
+    )
+    pull.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
+
+    plan = add_command(
+        subparsers,
+        "plan",
+        plan_command,
+        summary="show what apply would change (exit 2 when something would)",
+        description="Compare every .prompt file in DIR with its prompt's latest version "
+        "and show what `apply` would do. Nothing is changed. Exit status: 0 nothing to "
+        "do, 2 changes pending, 1 error (a malformed file names its file and line).",
+        examples="  promptsvc plan prompts/ --promote\n",
+    )
+    plan.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
+    plan.add_argument(
+        "--promote",
+        action="store_true",
+        help="also show the promotions `apply --promote` would make",
+    )
+
+    apply = add_command(
+        subparsers,
+        "apply",
+        apply_command,
+        summary="make the service match DIR",
+        description="Create a version for every .prompt file whose content, metadata or "
+        "tags differ from its prompt's latest version (and the prompt, if it does not "
+        "exist). A second run does nothing. With --promote, make each file's version "
+        "production, guarded by the production version the plan saw: if someone else "
+        "promoted meanwhile, that prompt fails and nothing of it is overridden. Prompts "
+        "without a file are left alone.",
+        examples='  promptsvc apply prompts/ --promote --notes "$(git log -1 --format=%h)"\n',
+    )
+    apply.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
+    apply.add_argument("--promote", action="store_true", help="make each file's version production")
+    apply.add_argument("--notes", help="promotion notes kept in the history (with --promote)")
+
+
+def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
+    """Whether a version (API JSON) has the file's content, metadata and tags."""
+    if prompt.messages is not None:
+        try:
+            messages = json.loads(version["content"])
+        except ValueError:
+            return False
+        if messages != prompt.messages:
+            return False
+    elif version["content"] != prompt.text:
+        return False
+    return _as_json(version["metadata"]) == _as_json(prompt.metadata) and list(
+        version["tags"]
+    ) == list(prompt.tags)
+
+
+def _as_json(value: Any) -> str:
+    # As JSON, so 1, 1.0 and true (equal to Python) are different values.
+    return json.dumps(value, sort_keys=True)
+
+
+@dataclass
+class Change:
+    """What one file asks of the service, as the plan found it."""
+
+    prompt: PromptFile
+    path: Path
+    exists: bool
+    latest: dict[str, Any] | None
+    production: dict[str, Any] | None
+    production_version: int | None
+    new_version: bool
+    promote: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        return not self.exists or self.new_version or self.promote
+
+    def diff(self) -> dict[str, Any] | None:
+        """The change from the latest version to the file, shaped as the diff endpoint's."""
+        if not self.new_version:
+            return None
+        prompt, latest = self.prompt, self.latest
+        new_variables = extract_variables(prompt.content, prompt.prompt_type)
+        old = latest or {"content": "", "variables": [], "metadata": {}, "tags": []}
+        return {
+            "content_diff": content_diff(
+                old["content"],
+                prompt.content,
+                prompt.prompt_type,
+                f"v{latest['version']}" if latest else "/dev/null",
+                str(self.path),
+            ),
+            "variables": list_changes(old["variables"], new_variables),
+            "metadata": metadata_changes(old["metadata"], prompt.metadata),
+            "tags": list_changes(old["tags"], prompt.tags),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.prompt.name,
+            "file": str(self.path),
+            "prompt_type": self.prompt.prompt_type,
+            "create_prompt": not self.exists,
+            "create_version": self.new_version,
+            "promote": self.promote,
+            "latest_version": self.latest["version"] if self.latest else None,
+            "production_version": self.production_version,
+            "diff": self.diff(),
+            "notes": self.notes,
+        }
+
+
+def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Change]:
+    """Read every file (all of them, before any request), then compare with the service."""
+    files = _read(directory)
+    existing = {p["name"]: p for p in client.list_prompts()}
+    changes = []
+    for prompt in files:
+        path = directory / file_name(prompt.name)
+        found = existing.get(prompt.name)
+        if found is None:
+            changes.append(Change(prompt, path, False, None, None, None, True, promote))
+            continue
+        if found["prompt_type"] != prompt.prompt_type:
+            raise CommandError(
+                f"{path}: type is {prompt.prompt_type!r} but prompt {prompt.name!r} is "
+                f"{found['prompt_type']!r} on the service, and a prompt's type is fixed"
+            )
+        latest = (
+            client.get_version(prompt.name, "latest")
+            if found["latest_version"] is not None
+            else None
+        )
+        new_version = latest is None or not same_state(latest, prompt)
+        production = None
+        if promote and found["production_version"] is not None:
+            production = client.get_version(prompt.name, "production")
+        change = Change(
+            prompt,
+            path,
+            True,
+            latest,
+            production,
+            found["production_version"],
+            new_version,
+            promote and (production is None or not same_state(production, prompt)),
+        )
+        if (found["description"] or None) != (prompt.description or None):
+            change.notes.append(
+                "the description differs from the service's; the API cannot change a "
+                "prompt's description, so apply leaves it"
+            )
+        changes.append(change)
+    return changes
+
+
+def _read(directory: Path) -> list[PromptFile]:
+    try:
+        return read_directory(directory)
+    except NotADirectoryError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def plan_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    changes = make_plan(client, args.directory, args.promote)
+    pending = [c for c in changes if c.pending]
+    if args.json:
+        print_json({"pending": bool(pending), "changes": [c.to_json() for c in pending]})
+    else:
+        _print_plan(changes)
+    return EXIT_CHANGES if pending else 0
+
+
+def _print_plan(changes: list[Change]) -> None:
+    paint = Painter.for_stream(sys.stdout)
+    counts = {"prompts": 0, "versions": 0, "promotions": 0}
+    for change in changes:
+        name = change.prompt.name
+        for note in change.notes:
+            print(paint(f"! {name}: {note}", "yellow"))
+        if not change.pending:
+            continue
+        if not change.exists:
+            counts["prompts"] += 1
+            print(paint(f"+ {name}: new {change.prompt.prompt_type} prompt", "green"))
+        if change.new_version:
+            counts["versions"] += 1
+            latest = f"latest is v{change.latest['version']}" if change.latest else "none yet"
+            print(paint(f"~ {name}: new version ({latest})", "yellow"))
+            diff = change.diff()
+            assert diff is not None
+            for line in describe_changes(diff, paint):
+                print("    " + line.replace("\n", "\n    "))
+        if change.promote:
+            counts["promotions"] += 1
+            now = change.production_version
+            archived = (
+                f"; v{change.latest['version']} is archived and will be unarchived"
+                if change.latest
+                and not change.new_version
+                and change.latest["status"] == "archived"
+                else ""
+            )
+            print(
+                paint(
+                    f"^ {name}: promote to production (production is "
+                    f"{'none' if now is None else f'v{now}'}{archived})",
+                    "cyan",
+                )
+            )
+    if not any(counts.values()):
+        print("No changes: the service matches the files.")
+        return
+    print(
+        f"Plan: {counts['prompts']} prompt(s) to create, {counts['versions']} version(s) "
+        f"to create, {counts['promotions']} promotion(s)."
+    )
+
+
+@dataclass
+class Applied:
+    """What a run did, in order (for the report and --json)."""
+
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, name: str, action: str, **details: Any) -> None:
+        self.actions.append({"name": name, "action": action, **details})
+
+
+def apply_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    if args.notes is not None and not args.promote:
+        raise CommandError("--notes is for promotions: use it with --promote")
+    changes = make_plan(client, args.directory, args.promote)
+    applied = Applied()
+    show = not args.json
+    try:
+        for change in changes:
+            if change.pending:
+                _apply_one(client, change, args.notes, applied, show)
+    except (PromptServiceError, CommandError) as exc:
+        if args.json:
+            print_json({"actions": applied.actions, "error": _error_json(exc)})
+        raise
+    if args.json:
+        print_json({"actions": applied.actions})
+    elif not applied.actions:
+        print("No changes: the service matches the files.")
+    else:
+        done = [a["action"] for a in applied.actions]
+        print(
+            f"Applied: {done.count('create_prompt')} prompt(s) created, "
+            f"{done.count('create_version')} version(s) created, "
+            f"{done.count('promote')} promotion(s)."
+        )
+    return 0
+
+
+def _error_json(exc: PromptServiceError | CommandError) -> dict[str, Any]:
+    if isinstance(exc, CommandError):
+        return {"message": str(exc)}
+    return {
+        "status": exc.status,
+        "code": exc.code,
+        "message": exc.message,
+        "request_id": exc.request_id,
+    }
+
+
+def _apply_one(
+    client: ServiceClient,
+    change: Change,
+    notes: str | None,
+    applied: Applied,
+    show: bool,
+) -> None:
+    prompt = change.prompt
+    name = prompt.name
+
+    def say(text: str) -> None:
+        if show:
+            print(text, flush=True)
+
+    if not change.exists:
+        try:
+            client.create_prompt(name, prompt.prompt_type, prompt.description)
+            applied.record(name, "create_prompt", prompt_type=prompt.prompt_type)
+            say(f"+ {name}: created {prompt.prompt_type} prompt")
+        except PromptServiceError as exc:
+            if exc.status != 409:
+                raise
+            # Created meanwhile (another run): go on with it if its type is the file's.
+            found = client.get_prompt(name)
+            if found["prompt_type"] != prompt.prompt_type:
+                raise CommandError(
+                    f"{change.path}: prompt {name!r} was created meanwhile as "
+                    f"{found['prompt_type']!r}"
+                ) from None
+    target = change.latest
+    if change.new_version:
+        target = _create_version(client, prompt, applied, say)
+    if not change.promote:
+        return
+    assert target is not None
+    if target["status"] == "published":
+        return
+    if target["status"] == "archived":
+        try:
+            target = client.set_status(name, target["version_id"], "unarchive")
+            applied.record(name, "unarchive", version=target["version"])
+            say(f"~ {name}: unarchived v{target['version']} to promote it")
+        except PromptServiceError as exc:
+            if exc.status != 409:
+                raise
+    expected = change.production_version
+    try:
+        result = client.promote(name, target["version_id"], notes, expected)
+    except ProductionMoved as moved:
+        if moved.current_production_version == target["version"]:
+            return  # another run promoted the same version
+        raise
+    applied.record(
+        name,
+        "promote",
+        version=target["version"],
+        previous_version=result["promotion"]["previous_version"],
+    )
+    say(
+        f"^ {name}: promoted v{target['version']} "
+        f"(was {'none' if expected is None else f'v{expected}'})"
+    )
+
+
+def _create_version(
+    client: ServiceClient,
+    prompt: PromptFile,
+    applied: Applied,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The version holding the file's state: the latest if it holds it already, else a
+    new one, settled against identical ones created at the same time by another run."""
+    name = prompt.name
+    try:
+        latest: dict[str, Any] | None = client.get_version(name, "latest")
+    except PromptServiceError as exc:
+        if exc.status != 404:
+            raise
+        latest = None  # no versions yet
+    if latest is not None and same_state(latest, prompt):
+        return latest
+    base = latest["version"] if latest is not None else 0
+    created = client.create_version(name, prompt.content, prompt.metadata, prompt.tags)
+    winner = created
+    for version in client.list_versions(name):
+        if version["version"] <= base:
+            break
+        if version["version"] < winner["version"] and same_state(version, prompt):
+            winner = version
+    if winner is created:
+        applied.record(name, "create_version", version=created["version"])
+        say(f"~ {name}: created v{created['version']}")
+        return created
+    try:
+        client.delete_version(name, created["version_id"])
+    except PromptServiceError as exc:
+        if exc.status == 409:  # promoted meanwhile by someone: it stays, and is the one
+            return client.get_version(name, created["version_id"])
+        if exc.status != 404:
+            raise
+    return winner
+
+
+def pull_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    directory: Path = args.directory
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create {directory}: {exc.strerror}") from None
+    results = []
+    for found in client.list_prompts():
+        name = found["name"]
+        path = directory / file_name(name)
+        if found["latest_version"] is None:
+            results.append({"name": name, "file": str(path), "version": None, "written": False})
+            if not args.json:
+                print(f"  {name}: no versions yet, no file written", file=sys.stderr)
+            continue
+        latest = client.get_version(name, "latest")
+        text = dumps(
+            prompt_from_version(name, found["prompt_type"], found["description"], latest)
+        ).encode("utf-8")
+        written = _write_if_changed(path, text)
+        results.append(
+            {"name": name, "file": str(path), "version": latest["version"], "written": written}
+        )
+        if not args.json:
+            print(f"{'wrote' if written else 'unchanged'} {path} (v{latest['version']})")
+    if args.json:
+        print_json(results)
+    return 0
+
+
+def _write_if_changed(path: Path, data: bytes) -> bool:
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    # Written beside it and renamed: an interrupted pull never leaves half a file.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise CommandError(f"cannot write {path}: {exc.strerror}") from None
+    return True

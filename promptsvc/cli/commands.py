@@ -1,0 +1,88 @@
+"""What the HTTP commands share: how a command is declared and run.
+
+A command's function gets a connected :class:`~promptsvc.cli.api.ServiceClient` and
+its parsed arguments and returns the exit status; :func:`add_command` wires it into
+argparse with its help, an example and ``--json``, and :func:`run` turns every failure
+into one line on stderr and status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from promptsvc.cli.api import CredentialsError, ServiceClient, connect
+from promptsvc.cli.output import fail, service_failure
+from promptsvc.cli.promptfile import PromptFileError
+from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptServiceError
+
+Action = Callable[[ServiceClient, argparse.Namespace], int]
+
+# What a person can do about a refusal the service's message leaves unexplained.
+HINTS: dict[type[PromptServiceError], str] = {
+    AuthenticationError: "the service refused the credentials: check PROMPTSVC_ACCOUNT_ID "
+    "(the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET",
+    PermissionDeniedError: "the API key's role does not allow this: changes need a Service "
+    "Write key",
+}
+
+
+class CommandError(Exception):
+    """A command cannot go on; the message says why (status 1)."""
+
+
+def run(action: Action, args: argparse.Namespace) -> int:
+    """Connect, run ``action``, and report any failure on stderr."""
+    try:
+        with connect() as client:
+            return action(client, args)
+    except PromptServiceError as exc:
+        status = service_failure(exc)
+        for kind, hint in HINTS.items():
+            if isinstance(exc, kind):
+                fail(hint)
+        return status
+    except (CredentialsError, CommandError, PromptFileError) as exc:
+        return fail(str(exc))
+    except httpx.InvalidURL as exc:
+        return fail(f"PROMPTSVC_URL is not a usable URL: {exc}")
+
+
+def add_command(
+    subparsers: Any,
+    name: str,
+    action: Action,
+    *,
+    summary: str,
+    description: str,
+    examples: str,
+) -> argparse.ArgumentParser:
+    """A subcommand running ``action``, with ``--json`` and its examples in ``--help``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="example:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the result as JSON (for scripts)"
+    )
+    parser.set_defaults(func=lambda args: run(action, args))
+    return parser
+
+
+def expectation(text: str) -> int | None:
+    """``--expect``: a version number, or ``none`` for "no production version"."""
+    if text.lower() == "none":
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a version number or 'none'") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("version numbers start at 1")
+    return number
