@@ -52,8 +52,12 @@ class Venv:
         self.python = path / "bin" / "python"
         self.promptsvc = path / "bin" / "promptsvc"
 
-    def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    def run(
+        self, *args: str | Path, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``args`` with this environment's variables (minus any Python path) plus ``env``."""
+        base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env = {**base, **(env or {})}
         return subprocess.run(
             [str(arg) for arg in args],
             cwd=self.path,
@@ -112,7 +116,8 @@ def test_the_server_libraries_are_not_installed(sdk_venv: Venv) -> None:
 def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
     assert listed.returncode == 0, listed.stderr
-    for command in ("serve", "keys", "users", "signing-keys"):
+    commands = ("serve", "keys", "users", "signing-keys", "prompts", "pull", "plan", "apply")
+    for command in commands:
         assert command in listed.stdout
     version = sdk_venv.run(sdk_venv.promptsvc, "--version")
     assert version.returncode == 0, version.stderr
@@ -214,6 +219,42 @@ def test_the_sdk_install_reads_a_prompt_from_a_running_server(
     assert read["rendered"] == "Hello Ada"
 
 
+def test_the_http_commands_run_in_the_sdk_install(
+    sdk_venv: Venv, server: Server, tmp_path: Path
+) -> None:
+    """prompts, pull, plan and apply: what a CI runner with `pip install promptsvc` runs."""
+    env = {
+        "PROMPTSVC_URL": server.base_url,
+        "PROMPTSVC_ACCOUNT_ID": "acme",
+        "PROMPTSVC_KEY_ID": "acme-admin",
+        "PROMPTSVC_KEY_SECRET": ADMIN_SECRET,
+    }
+
+    def promptsvc(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return sdk_venv.run(sdk_venv.promptsvc, *args, env=env)
+
+    listed = promptsvc("prompts", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [p["name"] for p in json.loads(listed.stdout)] == ["greeting"]
+    shown = promptsvc("prompts", "show", "greeting", "production")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.endswith("\n\nHello {{name}}\n")
+
+    directory = tmp_path / "prompts"
+    assert promptsvc("pull", directory).returncode == 0
+    assert promptsvc("plan", directory).returncode == 0
+    greeting = directory / "greeting.prompt"
+    greeting.write_bytes(greeting.read_bytes().replace(b"Hello", b"Hi"))
+    plan = promptsvc("plan", directory)
+    assert plan.returncode == 2, plan.stderr
+    applied = promptsvc("apply", directory, "--promote")
+    assert applied.returncode == 0, applied.stderr
+    assert "^ greeting: promoted v2 (was v1)" in applied.stdout
+    missing = promptsvc("prompts", "show", "nope")
+    assert missing.returncode == 1
+    assert "prompt 'nope' not found (404 not_found, request id " in missing.stderr
+
+
 def _loaded_beyond_httpx(code: str) -> set[str]:
     """Top-level modules that ``code``, run in a fresh interpreter of this environment,
     loads beyond the stdlib and what ``import httpx`` loads."""
@@ -240,6 +281,8 @@ def _loaded_beyond_httpx(code: str) -> set[str]:
         "from promptsvc.client import AsyncPromptClient, PromptClient",
         # What `promptsvc --help` loads: every command's parser.
         "from promptsvc.cli import build_parser; build_parser()",
+        # What the HTTP commands load when they run (the format, the diff, the client).
+        "from promptsvc.cli import main; main(['plan', '/nonexistent'])",
     ],
 )
 def test_the_sdk_and_the_command_load_nothing_of_the_server(code: str) -> None:
