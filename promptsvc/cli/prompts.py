@@ -37,6 +37,9 @@ def register(subparsers: Any) -> None:
         "prompts",
         help="list, show, compare and release prompts (over HTTP)",
         description=GROUP_HELP,
+        epilog="examples:\n  promptsvc prompts list\n"
+        "  promptsvc prompts promote greeting latest --expect 3 --notes 'friendlier'\n"
+        "  promptsvc prompts ACTION --help        # each action explained, with an example\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
