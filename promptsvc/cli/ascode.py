@@ -123,12 +123,11 @@ class Change:
 
     prompt: PromptFile
     path: Path
-    exists: bool
-    latest: dict[str, Any] | None
-    production: dict[str, Any] | None
-    production_version: int | None
-    new_version: bool
-    promote: bool
+    exists: bool  # the prompt exists on the service
+    latest: dict[str, Any] | None  # its latest version (None: no version yet)
+    production_version: int | None  # what the promotion's guard expects
+    new_version: bool  # the file differs from the latest version
+    promote: bool  # with --promote: production does not hold the file's state
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -179,7 +178,17 @@ def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Cha
         path = directory / file_name(prompt.name)
         found = existing.get(prompt.name)
         if found is None:
-            changes.append(Change(prompt, path, False, None, None, None, True, promote))
+            changes.append(
+                Change(
+                    prompt,
+                    path,
+                    exists=False,
+                    latest=None,
+                    production_version=None,
+                    new_version=True,
+                    promote=promote,
+                )
+            )
             continue
         if found["prompt_type"] != prompt.prompt_type:
             raise CommandError(
@@ -191,19 +200,17 @@ def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Cha
             if found["latest_version"] is not None
             else None
         )
-        new_version = latest is None or not same_state(latest, prompt)
         production = None
         if promote and found["production_version"] is not None:
             production = client.get_version(prompt.name, "production")
         change = Change(
             prompt,
             path,
-            True,
-            latest,
-            production,
-            found["production_version"],
-            new_version,
-            promote and (production is None or not same_state(production, prompt)),
+            exists=True,
+            latest=latest,
+            production_version=found["production_version"],
+            new_version=latest is None or not same_state(latest, prompt),
+            promote=promote and (production is None or not same_state(production, prompt)),
         )
         if (found["description"] or None) != (prompt.description or None):
             change.notes.append(
