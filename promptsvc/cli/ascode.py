@@ -172,6 +172,9 @@ class Change:
 def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Change]:
     """Read every file (all of them, before any request), then compare with the service."""
     files = _read(directory)
+    if not files:
+        # Most likely the wrong directory: say so rather than pass silently.
+        print(f"promptsvc: warning: no .prompt files in {directory}", file=sys.stderr)
     existing = {p["name"]: p for p in client.list_prompts()}
     changes = []
     for prompt in files:
@@ -383,7 +386,8 @@ def _apply_one(
         result = client.promote(name, target["version_id"], notes, expected)
     except ProductionMoved as moved:
         if moved.current_production_version == target["version"]:
-            return  # another run promoted the same version
+            say(f"= {name}: v{target['version']} is production already (promoted meanwhile)")
+            return
         raise
     applied.record(
         name,
@@ -413,6 +417,7 @@ def _create_version(
             raise
         latest = None  # no versions yet
     if latest is not None and same_state(latest, prompt):
+        say(f"= {name}: v{latest['version']} already holds the file (made meanwhile)")
         return latest
     base = latest["version"] if latest is not None else 0
     created = client.create_version(name, prompt.content, prompt.metadata, prompt.tags)
@@ -433,6 +438,11 @@ def _create_version(
             return client.get_version(name, created["version_id"])
         if exc.status != 404:
             raise
+    applied.record(name, "delete_duplicate", version=created["version"], kept=winner["version"])
+    say(
+        f"= {name}: v{winner['version']}, made at the same time by another run, holds the "
+        f"file; deleted this run's duplicate v{created['version']}"
+    )
     return winner
 
 

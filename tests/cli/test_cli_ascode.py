@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptsvc.cli.promptfile import loads
+from promptsvc.cli.promptfile import PromptFile, dumps, loads
 from promptsvc.client import PromptClient
 from storage.base import PromptVersion, StorageUnavailable
 from tests.cli.conftest import ORG, Barrier, Cli, CliService, process_env
@@ -92,6 +92,26 @@ def test_pull_then_plan_shows_no_change_and_apply_does_nothing(
     applied = cli("apply", directory)
     assert (applied.status, applied.out) == (0, "No changes: the service matches the files.\n")
     assert len(api_writes(nasty)) == writes
+
+
+def test_apply_from_files_stores_nasty_contents_exactly_and_pull_gives_the_files_back(
+    cli: Cli, service: CliService, tmp_path: Path
+) -> None:
+    source = tmp_path / "source"
+    for i, content in enumerate(NASTY_TEXTS):
+        prompt = PromptFile(f"text-{i:02d}", "text", "d", {"i": i}, ["x"], text=content)
+        write(source, prompt.name, dumps(prompt))
+    write(source, "chat", dumps(PromptFile("chat", "chat", None, {}, [], messages=NASTY_MESSAGES)))
+    assert cli("apply", source, "--promote").status == 0
+    for i, content in enumerate(NASTY_TEXTS):
+        assert service.storage.get_production(ORG, f"text-{i:02d}").content == content
+    stored = service.storage.get_production(ORG, "chat").content
+    assert json.loads(stored) == NASTY_MESSAGES
+    pulled = tmp_path / "pulled"
+    assert cli("pull", pulled).status == 0
+    assert {p.name: p.read_bytes() for p in pulled.iterdir()} == {
+        p.name: p.read_bytes() for p in source.iterdir()
+    }
 
 
 def test_pull_leaves_unchanged_files_alone(cli: Cli, nasty: CliService, tmp_path: Path) -> None:
@@ -298,6 +318,11 @@ def test_apply_needs_promote_for_notes_and_a_directory(cli: Cli, tmp_path: Path)
     )
     missing = cli("plan", tmp_path / "nope")
     assert missing.status == 1 and "is not a directory" in missing.err
+    empty = cli("plan", tmp_path)
+    assert (empty.status, empty.err) == (
+        0,
+        f"promptsvc: warning: no .prompt files in {tmp_path}\n",
+    )
 
 
 def test_a_failure_half_way_leaves_a_consistent_service_and_a_rerun_finishes(
@@ -392,6 +417,10 @@ def test_two_applies_at_once_create_each_version_once(service: CliService, tmp_p
                 if a == {**a, "name": name, "action": "promote"}
             )
         assert promoted == len(names)  # one run promoted each; the other saw it done
+        actions = [a["action"] for out, _ in outputs for a in json.loads(out)["actions"]]
+        # Both runs created each version; one of each pair deleted its own.
+        assert actions.count("create_version") == len(names)
+        assert actions.count("delete_duplicate") == len(names)
 
 
 def test_two_applies_at_once_without_help(service: CliService, tmp_path: Path) -> None:
