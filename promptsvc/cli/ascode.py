@@ -21,7 +21,6 @@ fails half-way is finished by running it again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -32,17 +31,10 @@ from typing import Any
 from promptsvc.cli.api import ProductionMoved, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
-from promptsvc.cli.promptfile import (
-    PromptFile,
-    dumps,
-    file_name,
-    prompt_from_version,
-    read_directory,
-)
+from promptsvc.cli.planning import Change, make_plan, same_state
+from promptsvc.cli.promptfile import PromptFile, dumps, file_name, prompt_from_version
 from promptsvc.cli.prompts import describe_changes
 from promptsvc.client import PromptServiceError
-from promptsvc.diffs import content_diff, list_changes, metadata_changes
-from storage.templates import extract_variables
 
 DIR_HELP = "directory of .prompt files, one per prompt (docs/prompts-as-code.md)"
 
@@ -94,141 +86,6 @@ def register(subparsers: Any) -> None:
     apply.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
     apply.add_argument("--promote", action="store_true", help="make each file's version production")
     apply.add_argument("--notes", help="promotion notes kept in the history (with --promote)")
-
-
-def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
-    """Whether a version (API JSON) has the file's content, metadata and tags."""
-    if prompt.messages is not None:
-        try:
-            messages = json.loads(version["content"])
-        except ValueError:
-            return False
-        if messages != prompt.messages:
-            return False
-    elif version["content"] != prompt.text:
-        return False
-    return _as_json(version["metadata"]) == _as_json(prompt.metadata) and list(
-        version["tags"]
-    ) == list(prompt.tags)
-
-
-def _as_json(value: Any) -> str:
-    # As JSON, so 1, 1.0 and true (equal to Python) are different values.
-    return json.dumps(value, sort_keys=True)
-
-
-@dataclass
-class Change:
-    """What one file asks of the service, as the plan found it."""
-
-    prompt: PromptFile
-    path: Path
-    exists: bool  # the prompt exists on the service
-    latest: dict[str, Any] | None  # its latest version (None: no version yet)
-    production_version: int | None  # what the promotion's guard expects
-    new_version: bool  # the file differs from the latest version
-    promote: bool  # with --promote: production does not hold the file's state
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def pending(self) -> bool:
-        return not self.exists or self.new_version or self.promote
-
-    def diff(self) -> dict[str, Any] | None:
-        """The change from the latest version to the file, shaped as the diff endpoint's."""
-        if not self.new_version:
-            return None
-        prompt, latest = self.prompt, self.latest
-        new_variables = extract_variables(prompt.content, prompt.prompt_type)
-        old = latest or {"content": "", "variables": [], "metadata": {}, "tags": []}
-        return {
-            "content_diff": content_diff(
-                old["content"],
-                prompt.content,
-                prompt.prompt_type,
-                f"v{latest['version']}" if latest else "/dev/null",
-                str(self.path),
-            ),
-            "variables": list_changes(old["variables"], new_variables),
-            "metadata": metadata_changes(old["metadata"], prompt.metadata),
-            "tags": list_changes(old["tags"], prompt.tags),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.prompt.name,
-            "file": str(self.path),
-            "prompt_type": self.prompt.prompt_type,
-            "create_prompt": not self.exists,
-            "create_version": self.new_version,
-            "promote": self.promote,
-            "latest_version": self.latest["version"] if self.latest else None,
-            "production_version": self.production_version,
-            "diff": self.diff(),
-            "notes": self.notes,
-        }
-
-
-def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Change]:
-    """Read every file (all of them, before any request), then compare with the service."""
-    files = _read(directory)
-    if not files:
-        # Most likely the wrong directory: say so rather than pass silently.
-        print(f"promptsvc: warning: no .prompt files in {directory}", file=sys.stderr)
-    existing = {p["name"]: p for p in client.list_prompts()}
-    changes = []
-    for prompt in files:
-        path = directory / file_name(prompt.name)
-        found = existing.get(prompt.name)
-        if found is None:
-            changes.append(
-                Change(
-                    prompt,
-                    path,
-                    exists=False,
-                    latest=None,
-                    production_version=None,
-                    new_version=True,
-                    promote=promote,
-                )
-            )
-            continue
-        if found["prompt_type"] != prompt.prompt_type:
-            raise CommandError(
-                f"{path}: type is {prompt.prompt_type!r} but prompt {prompt.name!r} is "
-                f"{found['prompt_type']!r} on the service, and a prompt's type is fixed"
-            )
-        latest = (
-            client.get_version(prompt.name, "latest")
-            if found["latest_version"] is not None
-            else None
-        )
-        production = None
-        if promote and found["production_version"] is not None:
-            production = client.get_version(prompt.name, "production")
-        change = Change(
-            prompt,
-            path,
-            exists=True,
-            latest=latest,
-            production_version=found["production_version"],
-            new_version=latest is None or not same_state(latest, prompt),
-            promote=promote and (production is None or not same_state(production, prompt)),
-        )
-        if (found["description"] or None) != (prompt.description or None):
-            change.notes.append(
-                "the description differs from the service's; the API cannot change a "
-                "prompt's description, so apply leaves it"
-            )
-        changes.append(change)
-    return changes
-
-
-def _read(directory: Path) -> list[PromptFile]:
-    try:
-        return read_directory(directory)
-    except NotADirectoryError as exc:
-        raise CommandError(str(exc)) from None
 
 
 def plan_command(client: ServiceClient, args: argparse.Namespace) -> int:
