@@ -17,23 +17,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
+    from identity.clients import ConsoleUris
     from identity.core import Identity
     from identity.ratelimit import TokenRateLimits
     from storage.base import Storage
 
-__all__ = ["Identity", "TokenRateLimits", "init_app"]
+__all__ = ["ConsoleUris", "Identity", "TokenRateLimits", "init_app"]
+# Exported names and the modules that hold them, imported on first use.
+_LAZY = {
+    "ConsoleUris": "identity.clients",
+    "Identity": "identity.core",
+    "TokenRateLimits": "identity.ratelimit",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Identity":
-        from identity.core import Identity
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    import importlib
 
-        return Identity
-    if name == "TokenRateLimits":
-        from identity.ratelimit import TokenRateLimits
-
-        return TokenRateLimits
-    raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)
 
 
 def init_app(
@@ -46,17 +50,23 @@ def init_app(
     bootstrap_file: str | None = None,
     clock: Callable[[], float] = time.time,
     rate_limits: TokenRateLimits | None = None,
+    console: ConsoleUris | None = None,
+    account_url: str | None = None,
 ) -> Identity:
     """Register the realm and sdk-token endpoints on ``app`` and apply the bootstrap file.
 
     ``rate_limits`` (default: from the environment, see :mod:`identity.ratelimit`) limit
-    the token endpoints per client and per IP, counted in ``storage``.
+    the token endpoints per client and per IP, counted in ``storage``. ``console`` says
+    where the built-in client ``promptsvc-console`` may redirect people (none: it cannot
+    sign anyone in); ``account_url`` is the realm document's ``account-service`` (default
+    ``<issuer_url>/account``).
 
     Raises SigningKeyError for an unusable key file and BootstrapError for an unusable
     bootstrap file, and ValueError for an unusable rate limit, so a misconfigured server
     stops at start-up.
     """
     from identity import realm, sdk_token
+    from identity.clients import ConsoleUris
     from identity.core import Identity
     from identity.ratelimit import TokenRateLimits, init_limiter
 
@@ -71,7 +81,11 @@ def init_app(
     if bootstrap_file:
         identity.apply_bootstrap(bootstrap_file)
     token_endpoints = {
-        realm.realm_blueprint(identity): realm.too_many_requests,
+        realm.realm_blueprint(
+            identity,
+            console=console or ConsoleUris(),
+            account_url=account_url or f"{identity.issuer_url}/account",
+        ): realm.too_many_requests,
         sdk_token.sdk_token_blueprint(identity): sdk_token.too_many_requests,
     }
     init_limiter(app, storage, limits, token_endpoints)

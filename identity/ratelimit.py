@@ -35,7 +35,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
@@ -44,6 +43,7 @@ from limits import parse_many
 from werkzeug.exceptions import HTTPException
 
 from identity import sdk_token
+from identity.oauth import basic_credentials
 from storage.base import Storage
 
 DEFAULT_PER_CLIENT = "30/minute"
@@ -182,10 +182,8 @@ def _client_key() -> str:
         org, client_id = data.get("account_id"), data.get("key_id")
     else:
         org = (request.view_args or {}).get("org", "")
-        client_id = request.form.get("client_id")
-        auth = request.authorization
-        if auth is not None and auth.type == "basic" and auth.username:
-            client_id = unquote(auth.username)  # RFC 6749 2.3.1: form-encoded in Basic
+        basic_id, _ = basic_credentials(request.headers)
+        client_id = basic_id or request.form.get("client_id")
     if not (isinstance(org, str) and isinstance(client_id, str) and org and client_id):
         return ""
     key = f"{org}/{client_id}"

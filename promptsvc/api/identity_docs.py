@@ -13,14 +13,17 @@ from flask import Flask
 
 from identity.keys import ORG_SLUG
 from promptsvc.api.schemas import (
-    ClientCredentialsFormSchema,
     ErrorSchema,
+    IntrospectionFormSchema,
+    IntrospectionSchema,
     JwksSchema,
     OAuthErrorSchema,
     OAuthTokenSchema,
     OpenIdConfigurationSchema,
+    RealmDocumentSchema,
     SdkTokenRequestSchema,
     SdkTokenSchema,
+    TokenFormSchema,
 )
 
 ORG_PARAM = {
@@ -31,6 +34,7 @@ ORG_PARAM = {
     "description": "The org slug (realm)",
 }
 TAG = "identity"
+FORM = "application/x-www-form-urlencoded"
 
 
 def _json(schema: Any, description: str) -> dict[str, Any]:
@@ -86,18 +90,21 @@ def document_identity(spec: APISpec, app: Flask) -> None:
         operations={
             "post": {
                 "tags": [TAG],
-                "summary": "Client-credentials token endpoint (OAuth 2.0)",
-                "description": "Form-encoded. Client auth by client_id/client_secret fields "
-                "or HTTP Basic. Errors are RFC 6749 bodies plus code and message.",
+                "summary": "Token endpoint (OAuth 2.0)",
+                "description": "Form-encoded. Keys authenticate with client_id/client_secret "
+                "fields or HTTP Basic (form-encoded id and secret, RFC 6749 2.3.1). `scope` "
+                "may ask for fewer scopes than the key holds. Errors are RFC 6749 bodies "
+                "plus code and message.",
                 "requestBody": {
                     "required": True,
-                    "content": {
-                        "application/x-www-form-urlencoded": {"schema": ClientCredentialsFormSchema}
-                    },
+                    "content": {FORM: {"schema": TokenFormSchema}},
                 },
                 "responses": {
                     "200": _json(OAuthTokenSchema, "Access token"),
-                    "400": _json(OAuthErrorSchema, "invalid_request or unsupported_grant_type"),
+                    "400": _json(
+                        OAuthErrorSchema,
+                        "invalid_request, invalid_scope, invalid_grant or unsupported_grant_type",
+                    ),
                     "401": _json(OAuthErrorSchema, "invalid_client"),
                     "429": _rate_limited(OAuthErrorSchema),
                     "500": _error("INTERNAL_SERVER_ERROR"),
@@ -130,6 +137,44 @@ def document_identity(spec: APISpec, app: Flask) -> None:
                 "summary": "The realm's OpenID Connect discovery document",
                 "responses": {
                     "200": _json(OpenIdConfigurationSchema, "Discovery document"),
+                    "404": _error("NOT_FOUND"),
+                    "503": _error("SERVICE_UNAVAILABLE"),
+                },
+            }
+        },
+    )
+    spec.path(
+        rule=rules["/realms/<org>/protocol/openid-connect/token/introspect"],
+        parameters=[ORG_PARAM],
+        operations={
+            "post": {
+                "tags": [TAG],
+                "summary": "Token introspection (RFC 7662)",
+                "description": "The caller authenticates as a key of the realm. Expired, "
+                'malformed, revoked and other realms\' tokens are `{"active": false}`.',
+                "requestBody": {
+                    "required": True,
+                    "content": {FORM: {"schema": IntrospectionFormSchema}},
+                },
+                "responses": {
+                    "200": _json(IntrospectionSchema, "Whether the token is active, its claims"),
+                    "400": _json(OAuthErrorSchema, "invalid_request or unsupported_token_type"),
+                    "401": _json(OAuthErrorSchema, "invalid_client"),
+                    "500": _error("INTERNAL_SERVER_ERROR"),
+                    "503": _error("SERVICE_UNAVAILABLE"),
+                },
+            }
+        },
+    )
+    spec.path(
+        rule=rules["/realms/<org>"],
+        parameters=[ORG_PARAM],
+        operations={
+            "get": {
+                "tags": [TAG],
+                "summary": "The realm document (Keycloak's), with the current public key",
+                "responses": {
+                    "200": _json(RealmDocumentSchema, "Realm document"),
                     "404": _error("NOT_FOUND"),
                     "503": _error("SERVICE_UNAVAILABLE"),
                 },
