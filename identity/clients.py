@@ -25,11 +25,20 @@ from identity.discovery import (
     REFRESH_TOKEN,
     SECRET_AUTH_METHODS,
 )
+from identity.keys import CLI_CLIENT_ID, CONSOLE_CLIENT_ID
 from storage.base import ApiKey
 
-CONSOLE_CLIENT_ID = "promptsvc-console"
-CLI_CLIENT_ID = "promptsvc-cli"
-PUBLIC_CLIENT_IDS = (CONSOLE_CLIENT_ID, CLI_CLIENT_ID)
+__all__ = [
+    "CLI_CLIENT_ID",
+    "CONSOLE_CLIENT_ID",
+    "PUBLIC_CLIENT_IDS",
+    "ConsoleUris",
+    "KeyClient",
+    "PublicClient",
+    "is_loopback_uri",
+]
+
+PUBLIC_CLIENT_IDS = keys.RESERVED_CLIENT_IDS
 # RFC 8252 7.3: http, a loopback host, any port, any path; nothing that could make a
 # browser read the URI differently (userinfo, backslashes, fragments, spaces).
 _LOOPBACK = re.compile(
@@ -64,6 +73,11 @@ class KeyClient(ClientMixin):
 
     def __init__(self, key: ApiKey) -> None:
         self.key = key
+        self.org = key.org
+
+    @property
+    def client_metadata(self) -> dict[str, Any]:
+        return {}
 
     def get_client_id(self) -> str:
         return self.key.client_id
@@ -82,7 +96,12 @@ class KeyClient(ClientMixin):
         return keys.check_secret(self.key, client_secret)
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        return method in SECRET_AUTH_METHODS and endpoint in ("token", "introspection")
+        # Revocation answers a key too (it has nothing to revoke: no refresh tokens).
+        return method in SECRET_AUTH_METHODS and endpoint in (
+            "token",
+            "introspection",
+            "revocation",
+        )
 
     def check_response_type(self, response_type: str) -> bool:
         return False
@@ -94,7 +113,8 @@ class KeyClient(ClientMixin):
 class PublicClient(ClientMixin):
     """A built-in public client of one realm (see the module docstring)."""
 
-    def __init__(self, client_id: str, console: ConsoleUris) -> None:
+    def __init__(self, org: str, client_id: str, console: ConsoleUris) -> None:
+        self.org = org
         self.client_id = client_id
         self._console = console
 

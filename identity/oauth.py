@@ -1,16 +1,18 @@
 """The realm's OAuth 2.0 authorization server: Authlib's, given our storage and tokens.
 
-Authlib runs the protocol (grants, client authentication, introspection); this module
-supplies what Authlib asks of an application:
+Authlib runs the protocol (:mod:`identity.grants`, :mod:`identity.endpoints`); this
+module supplies what its server asks of an application:
 
-* ``query_client``: a client of the realm named in the URL
-  (:mod:`identity.clients`);
-* a token generator: RS256 JWTs from :mod:`identity.tokens`, with our lifetime (not
-  Authlib's 10-day default) and the scope :mod:`identity.scopes` grants;
+* ``query_client``: a client of the realm named in the URL (:mod:`identity.clients`):
+  an API key, or one of the two built-in public clients once the realm exists;
+* a token generator: RS256 JWTs from :mod:`identity.tokens` with our lifetime (not
+  Authlib's 10-day default) and the scope :mod:`identity.scopes` grants, plus a
+  refresh token for people;
 * HTTP Basic client authentication that form-decodes id and secret (RFC 6749 2.3.1:
   ``+`` is a space; Authlib's own leaves ``+`` as it is);
-* request objects that read parameters from the form body only (never from the query
-  string, where a secret would end up in access logs);
+* request objects that read OAuth parameters from where each endpoint expects them:
+  the form body for the token-like endpoints (never the query string, where a secret
+  would end up in access logs), the query string for the authorization endpoint;
 * error answers: RFC 6749 bodies plus ``code``/``message``, ``invalid_client`` always
   401 with one description (unknown realm, unknown or revoked key and a wrong secret
   cannot be told apart).
@@ -20,30 +22,30 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import unquote_plus
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import OAuth2Payload, OAuth2Request
-from authlib.oauth2.rfc6749.errors import InvalidScopeError
-from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant
-from authlib.oauth2.rfc7662 import IntrospectionEndpoint
-from flask import Request, Response, jsonify, request
+from authlib.oauth2.rfc6749.errors import InvalidGrantError, InvalidScopeError
+from flask import Request, Response, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 
-from identity import keys, tokens
-from identity.clients import ConsoleUris, KeyClient
+from identity import endpoints, grants, keys, people, scopes
+from identity.clients import PUBLIC_CLIENT_IDS, ConsoleUris, KeyClient, PublicClient
 from identity.core import Identity
-from identity.discovery import SECRET_AUTH_METHODS
-from identity.errors import InvalidClient, InvalidScope, InvalidToken
+from identity.errors import InvalidClient, InvalidScope
+from identity.people import Lifetimes, Person, seconds_until
 from identity.responses import no_store
 from identity.tokens import Subject
+from storage.base import DeviceAuthorization, SessionNotFound
 
 INVALID_CLIENT_DESCRIPTION = "Invalid client or client credentials"
 # RFC 7009 2.2.1 answers unsupported_token_type with 400; Authlib uses 401.
 _STATUS_OVERRIDES = {"invalid_client": 401, "unsupported_token_type": 400}
+_END_SESSION_STATE = "identity_end_session"
 
 
 def oauth_error_response(
@@ -63,64 +65,7 @@ def oauth_error_response(
     return response
 
 
-def realm_org() -> str:
-    """The org (realm) named in the current request's URL."""
-    org = (request.view_args or {}).get("org", "")
-    return org if isinstance(org, str) else ""
-
-
-class _ClientCredentialsGrant(ClientCredentialsGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = list(SECRET_AUTH_METHODS)
-
-
-@dataclass(frozen=True, slots=True)
-class _AccessToken:
-    """An access token that verified, as Authlib's introspection wants to see it."""
-
-    claims: dict[str, Any]
-    revoked: bool
-
-    def is_expired(self) -> bool:
-        return False  # the verifier refused expired tokens already
-
-    def is_revoked(self) -> bool:
-        return self.revoked
-
-
-class _Introspection(IntrospectionEndpoint):
-    """RFC 7662 at Keycloak's ``token/introspect``; callers authenticate as a key.
-
-    A token is active when the API would accept it and what issued it still stands:
-    its key is not revoked. Expired, malformed, foreign-realm and other issuers' tokens
-    are ``{"active": false}``, never an error.
-    """
-
-    CLIENT_AUTH_METHODS = list(SECRET_AUTH_METHODS)
-
-    def __init__(self, server: RealmServer) -> None:
-        super().__init__(server)
-        self._identity = server.identity
-
-    def query_token(self, token_string: str, token_type_hint: str | None) -> _AccessToken | None:
-        try:
-            principal = self._identity.verify_token(token_string)
-        except InvalidToken:
-            return None
-        key = keys.active_key(self._identity.storage, principal.org, principal.client_id)
-        return _AccessToken(tokens.payload(token_string), revoked=key is None)
-
-    def check_permission(self, token: _AccessToken, client: KeyClient, request: object) -> bool:
-        return bool(token.claims.get("org") == client.key.org)
-
-    def introspect_token(self, token: _AccessToken) -> dict[str, Any]:
-        claims = token.claims
-        body = {"active": True, **claims, "client_id": claims.get("azp"), "token_type": "Bearer"}
-        if "preferred_username" in claims:
-            body["username"] = claims["preferred_username"]
-        return body
-
-
-class _FormPayload(OAuth2Payload):
+class _Params(OAuth2Payload):
     def __init__(self, params: MultiDict[str, str]) -> None:
         self._params = params
 
@@ -134,9 +79,10 @@ class _FormPayload(OAuth2Payload):
 
 
 class RealmRequest(OAuth2Request):
-    """Authlib's request over Flask's, its parameters from the form body only."""
+    """Authlib's request over Flask's. Its OAuth parameters come from the form body,
+    or from the query string for the authorization endpoint (``query=True``)."""
 
-    def __init__(self, flask_request: Request) -> None:
+    def __init__(self, flask_request: Request, *, query: bool = False) -> None:
         # OAuth2Request.__init__ refuses plain-http URLs other than loopback. Whether TLS
         # is used is the deployment's decision (a TLS-terminating proxy makes Flask see
         # http), so the check is given the https form of the URL and the real one kept.
@@ -148,7 +94,7 @@ class RealmRequest(OAuth2Request):
         )
         self.uri = url
         self._request = flask_request
-        self.payload = _FormPayload(flask_request.form)
+        self.payload = _Params(flask_request.args if query else flask_request.form)
 
     @property
     def args(self) -> MultiDict[str, str]:
@@ -189,24 +135,68 @@ class RealmServer(AuthorizationServer):
     """Authlib's authorization server for every realm of ``identity`` (the realm of a
     request is the ``org`` in its URL)."""
 
-    def __init__(self, identity: Identity, console: ConsoleUris) -> None:
+    def __init__(self, identity: Identity, console: ConsoleUris, lifetimes: Lifetimes) -> None:
         super().__init__()
+        self.scopes_supported = list(scopes.SUPPORTED_SCOPES)
         self.identity = identity
         self.console = console
-        self.register_grant(_ClientCredentialsGrant)
+        self.lifetimes = lifetimes
+        self.register_grant(grants.ClientCredentials)
+        self.register_grant(
+            grants.AuthorizationCodeGrant,
+            [grants.S256Challenge(required=True), grants.IdTokenOnCode(self)],
+        )
+        self.register_grant(grants.RefreshTokenGrant, [grants.IdToken(self)])
+        self.register_grant(grants.DeviceGrant, [grants.IdToken(self)])
         self.register_token_generator("default", self._generate_token)
         self.register_client_auth_method("client_secret_basic", _authenticate_basic)
-        self.register_endpoint(_Introspection(self))
+        for endpoint in (
+            endpoints.Introspection(self),
+            endpoints.Revocation(self),
+            endpoints.DeviceStart(self),
+            endpoints.EndSession(self),
+            endpoints.UserInfoAnswer(self),
+        ):
+            self.register_endpoint(endpoint)
 
-    def query_client(self, client_id: str) -> KeyClient | None:
-        key = keys.active_key(self.identity.storage, realm_org(), client_id)
+    # -- what the grants and endpoints ask
+
+    @staticmethod
+    def current_org() -> str:
+        """The org (realm) named in the current request's URL."""
+        org = (request.view_args or {}).get("org", "")
+        return org if isinstance(org, str) else ""
+
+    def expiry(self, seconds: int) -> datetime:
+        return self.identity.storage.clock() + timedelta(seconds=seconds)
+
+    def device_expired(self, record: DeviceAuthorization) -> bool:
+        deadline = record.created_at + timedelta(seconds=self.lifetimes.device)
+        return self.identity.storage.clock() >= deadline
+
+    def end_session_state(self) -> endpoints.EndSessionState:
+        state: endpoints.EndSessionState | None = g.get(_END_SESSION_STATE)
+        if state is None:
+            state = endpoints.EndSessionState()
+            setattr(g, _END_SESSION_STATE, state)
+        return state
+
+    # -- Authlib's application hooks
+
+    def query_client(self, client_id: str) -> KeyClient | PublicClient | None:
+        org = self.current_org()
+        if client_id in PUBLIC_CLIENT_IDS:
+            if not self.identity.org_exists(org):
+                return None
+            return PublicClient(org, client_id, self.console)
+        key = keys.active_key(self.identity.storage, org, client_id)
         return KeyClient(key) if key is not None else None
 
     def save_token(self, token: dict[str, Any], oauth_request: OAuth2Request) -> None:
-        return None  # access tokens are self-contained JWTs: nothing to keep
+        return None  # access tokens are self-contained JWTs; refresh tokens kept already
 
     def create_oauth2_request(self, _: object) -> RealmRequest:
-        return RealmRequest(request)
+        return RealmRequest(request, query=request.endpoint == "identity_login.auth")
 
     def handle_response(self, status: int, body: Any, headers: Any) -> Response:
         response: Response = super().handle_response(status, body, headers)
@@ -218,6 +208,8 @@ class RealmServer(AuthorizationServer):
                 InvalidClient.error, INVALID_CLIENT_DESCRIPTION, InvalidClient.status
             )
         status, body, headers = error()
+        if status == 302:  # an error sent back to a validated redirect_uri
+            return self.handle_response(status, body, headers)
         status = _STATUS_OVERRIDES.get(error.error, status)
         description = dict(body).get("error_description") or error.error
         return oauth_error_response(error.error, description, status, headers)
@@ -225,14 +217,39 @@ class RealmServer(AuthorizationServer):
     def _generate_token(
         self,
         grant_type: str,
-        client: KeyClient,
-        user: object = None,
+        client: KeyClient | PublicClient,
+        user: Person | None = None,
         scope: str | None = None,
         expires_in: int | None = None,
         include_refresh_token: bool = True,
     ) -> dict[str, Any]:
-        try:
-            granted = client.get_allowed_scope(scope)
-        except InvalidScope as exc:
-            raise InvalidScopeError(exc.description) from None
-        return self.identity.mint(Subject.of_key(client.key), granted)
+        if isinstance(client, KeyClient):
+            try:
+                granted = client.get_allowed_scope(scope)
+            except InvalidScope as exc:
+                raise InvalidScopeError(exc.description) from None
+            return self.identity.mint(Subject.of_key(client.key), granted)
+        if user is None:  # pragma: no cover - every people grant passes its person
+            raise InvalidGrantError()
+        # The role may have changed since the sign-in: the scope follows it down.
+        granted = scopes.narrow(user.user.role, scope or "")
+        subject = Subject(
+            org=user.user.org,
+            user_id=user.user.user_id,
+            client_id=client.get_client_id(),
+            role=user.user.role,
+            username=user.user.username,
+            session_id=user.session_id,
+        )
+        token = self.identity.mint(subject, granted)
+        if include_refresh_token:
+            storage = self.identity.storage
+            try:
+                refresh = user.refresh or people.start_refresh(
+                    storage, user, client.get_client_id(), granted, self.lifetimes
+                )
+            except SessionNotFound:
+                raise InvalidGrantError("The session has ended") from None
+            token["refresh_token"] = refresh.token
+            token["refresh_expires_in"] = seconds_until(storage, refresh.expires_at)
+        return token

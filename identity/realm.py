@@ -1,16 +1,22 @@
-"""Realm endpoints (one realm per org, Keycloak's paths), served by Authlib.
+"""Realm endpoints for clients (one realm per org, Keycloak's paths), served by Authlib.
 
-* ``POST /realms/<org>/protocol/openid-connect/token``: client_credentials, form-encoded,
-  client_secret_basic or client_secret_post; ``scope`` may narrow the key's scopes.
-* ``POST /realms/<org>/protocol/openid-connect/token/introspect``: RFC 7662, the caller
-  authenticated as a key of the realm.
-* ``GET /realms/<org>/protocol/openid-connect/certs``: the JWKS (public parts only).
-* ``GET /realms/<org>/.well-known/openid-configuration``: discovery.
-* ``GET /realms/<org>``: Keycloak's realm document.
+Under ``/realms/<org>/protocol/openid-connect/``:
 
-The protocol is Authlib's (:mod:`identity.oauth`). What Authlib would answer differently
-from docs/api.md section 3.2 is settled before it runs (JSON bodies, missing fields,
-other grant types). Every error body is RFC 6749's plus ``code``/``message``.
+* ``POST token``: client_credentials (keys, client_secret_basic or client_secret_post,
+  ``scope`` may narrow), authorization_code (with ``code_verifier``), refresh_token
+  (rotating) and the device_code grant (public clients ``promptsvc-console`` and
+  ``promptsvc-cli``, no secret);
+* ``POST token/introspect`` (RFC 7662, the caller authenticated as a key);
+* ``POST revoke`` (RFC 7009), ``GET|POST userinfo``, ``POST auth/device`` (RFC 8628);
+* ``GET certs`` (the JWKS);
+
+and ``GET /realms/<org>/.well-known/openid-configuration`` (discovery) and
+``GET /realms/<org>`` (Keycloak's realm document). The pages people see (sign-in,
+device approval, sign-out) are :mod:`identity.login`'s.
+
+What Authlib would answer differently from docs/api.md section 3 is settled before it
+runs (JSON bodies, repeated parameters, missing fields, unknown grant types). Every
+error body is RFC 6749's plus ``code``/``message``.
 """
 
 from __future__ import annotations
@@ -18,8 +24,6 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from identity import discovery, keys
-from identity.clients import ConsoleUris
-from identity.core import Identity
 from identity.errors import InvalidRequest, OAuthError, UnsupportedGrantType
 from identity.oauth import RealmServer, oauth_error_response
 from identity.responses import api_error
@@ -31,11 +35,10 @@ JWKS_MAX_AGE = 300
 REALM = "/realms/<org>"
 
 
-def realm_blueprint(identity: Identity, *, console: ConsoleUris, account_url: str) -> Blueprint:
-    """The realm endpoints of ``identity`` as a blueprint. ``console`` holds the URIs of
-    the built-in console client; ``account_url`` is where the realm document sends
-    people to manage their account."""
-    server = RealmServer(identity, console)
+def realm_blueprint(server: RealmServer, *, account_url: str) -> Blueprint:
+    """The realm endpoints of ``server`` as a blueprint; ``account_url`` is where the
+    realm document sends people to manage their account."""
+    identity = server.identity
     bp = Blueprint("identity_realm", __name__)
 
     @bp.post(REALM + discovery.TOKEN_PATH)
@@ -47,13 +50,29 @@ def realm_blueprint(identity: Identity, *, console: ConsoleUris, account_url: st
         response: Response = server.create_token_response()
         return response
 
-    @bp.post(REALM + discovery.INTROSPECT_PATH)
-    def introspect(org: str) -> Response:
+    def form_endpoint(name: str) -> Response:
         if request.mimetype != FORM_MIMETYPE:
             return oauth_error_response(
                 InvalidRequest.error, f"The request must be form-encoded ({FORM_MIMETYPE})", 400
             )
-        response: Response = server.create_endpoint_response("introspection")
+        response: Response = server.create_endpoint_response(name)
+        return response
+
+    @bp.post(REALM + discovery.INTROSPECT_PATH)
+    def introspect(org: str) -> Response:
+        return form_endpoint("introspection")
+
+    @bp.post(REALM + discovery.REVOKE_PATH)
+    def revoke(org: str) -> Response:
+        return form_endpoint("revocation")
+
+    @bp.post(REALM + discovery.DEVICE_AUTH_PATH)
+    def device_authorization(org: str) -> Response:
+        return form_endpoint("device_authorization")
+
+    @bp.route(REALM + discovery.USERINFO_PATH, methods=["GET", "POST"])
+    def userinfo(org: str) -> Response:
+        response: Response = server.create_endpoint_response("userinfo")
         return response
 
     @bp.get(REALM + discovery.CERTS_PATH)
@@ -106,10 +125,14 @@ def _precheck_token_request() -> None:
     grant_type = form.get("grant_type")
     if not grant_type:
         raise InvalidRequest("Missing 'grant_type' parameter")
-    if grant_type != discovery.CLIENT_CREDENTIALS:
-        raise UnsupportedGrantType(f"grant_type={grant_type} is not supported")
+    if grant_type not in discovery.GRANT_TYPES:
+        raise UnsupportedGrantType(f"grant_type={grant_type[:80]} is not supported")
     basic = request.headers.get("Authorization", "")[:6].lower() == "basic "
     if basic and "client_secret" in form:
         raise InvalidRequest("Use one client authentication method, not Basic and a form secret")
-    if not basic and not (form.get("client_id") and form.get("client_secret")):
+    if basic or (form.get("client_id") and form.get("client_secret")):
+        return
+    if grant_type == discovery.CLIENT_CREDENTIALS:
         raise InvalidRequest("Missing 'client_id' or 'client_secret' parameter")
+    if not form.get("client_id"):
+        raise InvalidRequest("Missing 'client_id' parameter")

@@ -57,6 +57,17 @@ def grant(role: str, requested: str | None) -> str:
     return " ".join((*oidc, *api))
 
 
+def narrow(role: str, scope: str) -> str:
+    """``scope`` (granted earlier) cut down to what ``role`` holds now: a person whose
+    role was lowered since signing in gets tokens of the lower role."""
+    names = scope.split()
+    held = ROLE_SCOPES[role]
+    asked_api = [name for name in API_SCOPES if name in names]
+    api = [name for name in asked_api if name in held] if asked_api else list(held)
+    oidc = [name for name in OIDC_SCOPES if name in names]
+    return " ".join((*oidc, *api))
+
+
 def effective_role(role: str, scope: str) -> str | None:
     """The highest role, not above ``role``, whose scopes ``scope`` all carries."""
     carried = set(scope.split())

@@ -284,12 +284,24 @@ def test_two_authentication_methods(client: FlaskClient, key: tuple[ApiKey, str]
     assert_oauth_error(response, 400, "invalid_request")
 
 
-@pytest.mark.parametrize(
-    "grant", ["password", "authorization_code", "refresh_token", "CLIENT_CREDENTIALS"]
-)
+@pytest.mark.parametrize("grant", ["password", "implicit", "CLIENT_CREDENTIALS", "x" * 300])
 def test_unsupported_grant_type(client: FlaskClient, key: tuple[ApiKey, str], grant: str) -> None:
     response = token_request(client, "acme", key[0].client_id, key[1], grant_type=grant)
     assert_oauth_error(response, 400, "unsupported_grant_type")
+
+
+@pytest.mark.parametrize(
+    "grant",
+    ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+)
+def test_a_key_cannot_use_the_people_grants(
+    client: FlaskClient, key: tuple[ApiKey, str], grant: str
+) -> None:
+    response = token_request(
+        client, "acme", key[0].client_id, key[1], grant_type=grant, code="x", refresh_token="x",
+        device_code="x",
+    )  # fmt: skip
+    assert_oauth_error(response, 400, "unauthorized_client")
 
 
 def test_plain_http_behind_a_proxy_works(app: Flask, key: tuple[ApiKey, str]) -> None:
