@@ -21,6 +21,7 @@ from authlib.oauth2.rfc6749.errors import (
     InvalidRequestError,
     InvalidScopeError,
     UnauthorizedClientError,
+    UnsupportedTokenTypeError,
 )
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
@@ -77,6 +78,19 @@ def verified_claims(server: RealmServer, token: str) -> dict[str, Any] | None:
     return claims if claims.get("org") == server.current_org() else None
 
 
+class UnsupportedTokenHint(UnsupportedTokenTypeError):
+    """RFC 7009 2.2.1 answers an unsupported ``token_type_hint`` with 400 (Authlib's
+    class says 401, which RFC 6750 uses for a bearer token of another scheme)."""
+
+    status_code = 400
+
+
+def _check_hint(endpoint: Any, request: Any) -> None:
+    hint = request.form.get("token_type_hint")
+    if hint and hint not in endpoint.SUPPORTED_TOKEN_TYPES:
+        raise UnsupportedTokenHint()
+
+
 @dataclass(frozen=True, slots=True)
 class _Introspected:
     """A token as Authlib's introspection wants to see it."""
@@ -101,6 +115,10 @@ class Introspection(IntrospectionEndpoint):
 
     CLIENT_AUTH_METHODS = list(SECRET_AUTH_METHODS)
     server: RealmServer
+
+    def check_params(self, request: Any, client: Any) -> None:
+        _check_hint(self, request)
+        super().check_params(request, client)
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> _Introspected | None:
         claims = verified_claims(self.server, token_string)
@@ -157,6 +175,10 @@ class Revocation(RevocationEndpoint):
 
     CLIENT_AUTH_METHODS = ALL_AUTH_METHODS
     server: RealmServer
+
+    def check_params(self, request: Any, client: Any) -> None:
+        _check_hint(self, request)
+        super().check_params(request, client)
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> _Refresh | None:
         record = _refresh_token(self.server, token_string)

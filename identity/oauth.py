@@ -43,8 +43,6 @@ from identity.tokens import Subject
 from storage.base import DeviceAuthorization, SessionNotFound
 
 INVALID_CLIENT_DESCRIPTION = "Invalid client or client credentials"
-# RFC 7009 2.2.1 answers unsupported_token_type with 400; Authlib uses 401.
-_STATUS_OVERRIDES = {"invalid_client": 401, "unsupported_token_type": 400}
 _END_SESSION_STATE = "identity_end_session"
 
 
@@ -79,8 +77,8 @@ class _Params(OAuth2Payload):
 
 
 class RealmRequest(OAuth2Request):
-    """Authlib's request over Flask's. Its OAuth parameters come from the form body,
-    or from the query string for the authorization endpoint (``query=True``)."""
+    """Authlib's request over Flask's. Its OAuth parameters come from the form body, or
+    from the query string (``query=True``)."""
 
     def __init__(self, flask_request: Request, *, query: bool = False) -> None:
         # OAuth2Request.__init__ refuses plain-http URLs other than loopback. Whether TLS
@@ -196,7 +194,10 @@ class RealmServer(AuthorizationServer):
         return None  # access tokens are self-contained JWTs; refresh tokens kept already
 
     def create_oauth2_request(self, _: object) -> RealmRequest:
-        return RealmRequest(request, query=request.endpoint == "identity_login.auth")
+        # The authorization endpoint's parameters stay in its URL when the login form
+        # posts back; GET requests (logout) have only their query string.
+        query = request.method == "GET" or request.endpoint == "identity_login.auth"
+        return RealmRequest(request, query=query)
 
     def handle_response(self, status: int, body: Any, headers: Any) -> Response:
         response: Response = super().handle_response(status, body, headers)
@@ -210,7 +211,6 @@ class RealmServer(AuthorizationServer):
         status, body, headers = error()
         if status == 302:  # an error sent back to a validated redirect_uri
             return self.handle_response(status, body, headers)
-        status = _STATUS_OVERRIDES.get(error.error, status)
         description = dict(body).get("error_description") or error.error
         return oauth_error_response(error.error, description, status, headers)
 

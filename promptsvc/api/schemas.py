@@ -558,3 +558,56 @@ class IntrospectionSchema(Schema):
     exp = fields.Integer()
     iat = fields.Integer()
     iss = fields.String()
+
+
+class RevocationFormSchema(Schema):
+    token = fields.String(required=True, metadata={"description": "A refresh token"})
+    token_type_hint = fields.String(validate=validate.OneOf(["access_token", "refresh_token"]))
+    client_id = fields.String(metadata={"description": "The client the token was issued to"})
+    client_secret = fields.String(metadata={"description": "Keys only; public clients send none"})
+
+
+class UserInfoSchema(Schema):
+    sub = fields.String(metadata={"description": "The user id (a key's service account id)"})
+    preferred_username = fields.String()
+    org = fields.String()
+    roles = fields.List(fields.String())
+
+
+class DeviceAuthorizationFormSchema(Schema):
+    client_id = fields.String(required=True, metadata={"example": "promptsvc-cli"})
+    scope = fields.String(metadata={"description": "Space-separated; e.g. openid"})
+
+
+class DeviceAuthorizationSchema(Schema):
+    device_code = fields.String(metadata={"description": "Poll the token endpoint with this"})
+    user_code = fields.String(metadata={"example": "BCDF-GHJK"})
+    verification_uri = fields.String()
+    verification_uri_complete = fields.String()
+    expires_in = fields.Integer()
+    interval = fields.Integer(metadata={"description": "Seconds between polls"})
+
+
+class LoginFormSchema(Schema):
+    username = fields.String(required=True)
+    password = fields.String(required=True)
+    csrf_token = fields.String(required=True, metadata={"description": "From the page's form"})
+
+
+class DeviceFormSchema(Schema):
+    csrf_token = fields.String(required=True, metadata={"description": "From the page's form"})
+    user_code = fields.String()
+    action = fields.String(validate=validate.OneOf(["lookup", "approve", "deny"]))
+    username = fields.String(metadata={"description": "Signing in first"})
+    password = fields.String(metadata={"description": "Signing in first"})
+
+
+class LogoutFormSchema(Schema):
+    client_id = fields.String()
+    refresh_token = fields.String(
+        metadata={"description": "A client's logout (Keycloak's): ends that token's session"}
+    )
+    id_token_hint = fields.String()
+    post_logout_redirect_uri = fields.String()
+    state = fields.String()
+    csrf_token = fields.String(metadata={"description": "The confirmation page's form"})
