@@ -35,6 +35,7 @@ from identity.clients import KeyClient, PublicClient
 from identity.discovery import DEVICE_CODE, DEVICE_PAGE_PATH, SECRET_AUTH_METHODS
 from identity.errors import InvalidToken
 from identity.grants import NONE_AUTH
+from identity.secrets import lookup_digest
 from storage.base import DeviceAuthorization, DeviceCodeExists, RefreshToken
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ class _Refresh:
 def _refresh_token(server: RealmServer, token: str) -> RefreshToken | None:
     if not isinstance(token, str) or not token or len(token) > 256:
         return None
-    return server.identity.storage.get_refresh_token(server.current_org(), people.digest(token))
+    return server.identity.storage.get_refresh_token(server.current_org(), lookup_digest(token))
 
 
 class Revocation(RevocationEndpoint):
@@ -224,7 +225,7 @@ class DeviceStart(DeviceAuthorizationEndpoint):
             storage.add_device_authorization(
                 DeviceAuthorization(
                     org=self.server.current_org(),
-                    device_code_hash=people.digest(data["device_code"]),
+                    device_code_hash=lookup_digest(data["device_code"]),
                     user_code=data["user_code"],
                     client_id=client_id,
                     scope=" ".join((scope or "").split()),

@@ -33,6 +33,7 @@ from identity.clients import PublicClient
 from identity.discovery import SECRET_AUTH_METHODS
 from identity.errors import InvalidScope
 from identity.people import Person
+from identity.secrets import lookup_digest
 from storage.base import (
     AuthorizationCode,
     DeviceAuthorization,
@@ -121,7 +122,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         storage.add_authorization_code(
             AuthorizationCode(
                 org=person.user.org,
-                code_hash=people.digest(code),
+                code_hash=lookup_digest(code),
                 client_id=request.client.get_client_id(),
                 redirect_uri=request.payload.redirect_uri,
                 scope=granted,
@@ -137,7 +138,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
 
     def query_authorization_code(self, code: str, client: PublicClient) -> _Code | None:
         storage = _server(self).identity.storage
-        record = storage.take_authorization_code(client.org, people.digest(code))
+        record = storage.take_authorization_code(client.org, lookup_digest(code))
         if record is None or record.client_id != client.get_client_id():
             return None
         return _Code(record)
@@ -175,7 +176,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         org = self.request.client.org
         if len(refresh_token) > 256:
             return None
-        record = storage.get_refresh_token(org, people.digest(refresh_token))
+        record = storage.get_refresh_token(org, lookup_digest(refresh_token))
         if record is None:
             return None
         if record.used:  # a replay: the whole chain goes
@@ -230,7 +231,7 @@ class DeviceGrant(DeviceCodeGrant):
         org = server.current_org()
         if len(device_code) > 256:
             return None
-        record = server.identity.storage.poll_device_authorization(org, people.digest(device_code))
+        record = server.identity.storage.poll_device_authorization(org, lookup_digest(device_code))
         if record is None:
             return None
         self._polled = record

@@ -37,6 +37,7 @@ from identity.endpoints import ALL_AUTH_METHODS, normalize_user_code
 from identity.errors import InvalidScope
 from identity.oauth import RealmRequest, RealmServer
 from identity.people import Person
+from identity.secrets import lookup_digest
 from storage.base import DeviceAlreadyDecided, Storage, User
 
 SESSION_COOKIE = "promptsvc_realm_session"
@@ -162,7 +163,7 @@ def login_blueprint(server: RealmServer) -> Blueprint:
             return _client_logout(server, org)
         cookie = request.cookies.get(SESSION_COOKIE)
         state = server.end_session_state()
-        state.cookie_session_id = people.digest(cookie) if cookie and len(cookie) <= 128 else None
+        state.cookie_session_id = lookup_digest(cookie) if cookie and len(cookie) <= 128 else None
         if request.method == "POST":
             if request.mimetype != FORM_MIMETYPE or not _csrf_ok():
                 return _message(org, "Form expired", "Go back, reload and try again.", 400)
@@ -334,7 +335,7 @@ def _client_logout(server: RealmServer, org: str) -> Response:
         client = server.authenticate_client(oauth_request, ALL_AUTH_METHODS, "end_session")
         token = request.form.get("refresh_token", "")
         record = (
-            storage.get_refresh_token(org, people.digest(token))
+            storage.get_refresh_token(org, lookup_digest(token))
             if token and len(token) <= 256
             else None
         )

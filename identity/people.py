@@ -2,27 +2,23 @@
 signed-in person is to the OAuth flows.
 
 Everything a browser or client presents as a secret (the session cookie, authorization
-codes, device codes, refresh tokens) is kept in storage only as its SHA-256 digest
-(:func:`digest`), so a copy of storage holds nothing that can be presented. A realm
-session's id is the digest of its cookie: tokens carry it as ``sid`` without giving
-away the cookie. Expiry times are on the storage clock, which is what storage expires
-records by.
+codes, device codes, refresh tokens) carries 256 random bits and is kept in storage only
+as its digest (:func:`identity.secrets.lookup_digest`), so a copy of storage holds
+nothing that can be presented. A realm session's id is the digest of its cookie: tokens
+carry it as ``sid`` without giving away the cookie. Expiry times are on the storage
+clock, which is what storage expires records by.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from identity.clients import PUBLIC_CLIENT_IDS
 from identity.roles import ROLES
+from identity.secrets import generate_secret, lookup_digest
 from storage.base import RealmSession, RefreshToken, SessionNotFound, Storage, User
-
-SECRET_BYTES = 32  # 256 bits for cookies, codes and refresh tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +63,6 @@ class IssuedRefresh:
     expires_at: datetime
 
 
-def new_secret() -> str:
-    """A fresh 256-bit URL-safe secret (cookie value, code, refresh token)."""
-    return secrets.token_urlsafe(SECRET_BYTES)
-
-
-def digest(secret: str) -> str:
-    """What storage keeps of a presented secret."""
-    raw = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
 def is_person_client(client_id: object) -> bool:
     return client_id in PUBLIC_CLIENT_IDS
 
@@ -92,11 +77,11 @@ def can_sign_in(user: User | None) -> bool:
 
 def start_session(storage: Storage, user: User, lifetimes: Lifetimes) -> tuple[str, RealmSession]:
     """A new realm session for ``user``; returns the cookie value with the record."""
-    cookie = new_secret()
+    cookie = generate_secret()
     now = storage.clock()
     session = RealmSession(
         org=user.org,
-        session_id=digest(cookie),
+        session_id=lookup_digest(cookie),
         user_id=user.user_id,
         created_at=now,
         expires_at=now + timedelta(seconds=lifetimes.session),
@@ -111,7 +96,7 @@ def session_user(
     """The live session the cookie stands for and its user, who may still sign in."""
     if not cookie or len(cookie) > 128:
         return None
-    session = storage.get_session(org, digest(cookie))
+    session = storage.get_session(org, lookup_digest(cookie))
     if session is None:
         return None
     user = storage.get_user_by_id(org, session.user_id)
@@ -128,13 +113,13 @@ def start_refresh(
 
     Raises SessionNotFound when the person's session has ended meanwhile.
     """
-    token = new_secret()
+    token = generate_secret()
     now = storage.clock()
     expires_at = _refresh_expiry(storage, person.user.org, person.session_id, now, lifetimes)
     storage.start_refresh_family(
         RefreshToken(
             org=person.user.org,
-            token_hash=digest(token),
+            token_hash=lookup_digest(token),
             family_id=str(uuid.uuid4()),
             client_id=client_id,
             user_id=person.user.user_id,
@@ -155,14 +140,14 @@ def rotate_refresh(
     None when it is gone meanwhile; storage raises RefreshTokenReused (having revoked
     the family) when another request rotated it first.
     """
-    token = new_secret()
+    token = generate_secret()
     now = storage.clock()
     try:
         expires_at = _refresh_expiry(storage, presented.org, presented.session_id, now, lifetimes)
     except SessionNotFound:
         return None
     successor = storage.rotate_refresh_token(
-        presented.org, presented.token_hash, digest(token), expires_at
+        presented.org, presented.token_hash, lookup_digest(token), expires_at
     )
     return IssuedRefresh(token, expires_at) if successor is not None else None
 

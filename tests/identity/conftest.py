@@ -8,7 +8,6 @@ their own storages through ``make_storage``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import fakeredis
 import pytest
@@ -98,7 +97,7 @@ def people(
     runs on the test clock too, so sessions, codes and refresh tokens age with it (on
     Redis their TTL also runs in real time)."""
     store = make_storage(backend)
-    store.clock = lambda: datetime.fromtimestamp(clock(), UTC)
+    store.clock = clock.utc
     seed_signing_key(store)
     app = Flask("people-test")
     ident = identity.init_app(

@@ -12,23 +12,23 @@ from authlib.oidc.discovery import OpenIDProviderMetadata
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 from flask import Flask
 from flask.testing import FlaskClient
-from identity_support import (
-    ISSUER,
-    TOKEN_PATH,
-    FakeClock,
-    claims_of,
-    foreign_signing_key,
-    shared_signing_key,
-    sign,
-    token_request,
-)
-from test_identity_realm import assert_oauth_error
 
 import identity
 from identity import Identity, errors
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage.base import ApiKey, Storage
+from tests.clock import FakeClock
+from tests.identity.identity_support import (
+    ISSUER,
+    TOKEN_PATH,
+    assert_oauth_error,
+    claims_of,
+    foreign_signing_key,
+    shared_signing_key,
+    sign,
+    token_request,
+)
 
 INTROSPECT_PATH = "/realms/{org}/protocol/openid-connect/token/introspect"
 

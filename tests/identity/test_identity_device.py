@@ -8,8 +8,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from flask.testing import FlaskClient
-from identity_support import ISSUER, FakeClock, claims_of
-from people_support import (
+from werkzeug.test import TestResponse
+
+from identity import Lifetimes
+from identity.login import SESSION_COOKIE
+from identity.secrets import lookup_digest as digest
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, assert_oauth_error, claims_of
+from tests.identity.people_support import (
     CLI,
     CONSOLE,
     DEVICE_AUTH,
@@ -19,12 +25,6 @@ from people_support import (
     People,
     form_of,
 )
-from test_identity_realm import assert_oauth_error
-from werkzeug.test import TestResponse
-
-from identity import Lifetimes
-from identity.login import SESSION_COOKIE
-from identity.people import digest
 
 GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 

@@ -10,8 +10,13 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 import pytest
 from flask.testing import FlaskClient
-from identity_support import ISSUER, FakeClock, claims_of
-from people_support import (
+
+from identity import Lifetimes
+from identity.login import CSRF_COOKIE, SESSION_COOKIE
+from identity.roles import SERVICE_READ, SERVICE_WRITE
+from tests.clock import FakeClock
+from tests.identity.identity_support import ISSUER, assert_oauth_error, claims_of
+from tests.identity.people_support import (
     AUTH,
     CLI,
     CONSOLE,
@@ -29,11 +34,6 @@ from people_support import (
     sign_in,
     tokens_for,
 )
-from test_identity_realm import assert_oauth_error
-
-from identity import Lifetimes
-from identity.login import CSRF_COOKIE, SESSION_COOKIE
-from identity.roles import SERVICE_READ, SERVICE_WRITE
 
 INVALID_LOGIN = "Invalid username or password."
 

@@ -16,15 +16,15 @@ import pytest
 from authlib.oidc.discovery import OpenIDProviderMetadata
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from flask import Flask
-from identity_support import StorageFactory, seed_signing_key
 from keycloak import KeycloakOpenID
 from keycloak.exceptions import KeycloakPostError
-from servers import LiveServer
 
 from identity import Identity
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
+from tests.identity.identity_support import StorageFactory, seed_signing_key
+from tests.servers import LiveServer
 
 BACKENDS = ["memory", "fakeredis", "redis"]
 

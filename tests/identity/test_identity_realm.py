@@ -12,7 +12,6 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.serving import make_server
-from werkzeug.test import TestResponse
 
 import identity
 from identity import Identity, errors
@@ -20,26 +19,18 @@ from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage.base import ApiKey, Storage
 from tests.clock import FakeClock
-from tests.identity.identity_support import ISSUER, TOKEN_PATH, token_request
-
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+from tests.identity.identity_support import (
+    ISSUER,
+    NO_STORE,
+    TOKEN_PATH,
+    assert_oauth_error,
+    token_request,
+)
 
 
 @pytest.fixture
 def key(ident: Identity) -> tuple[ApiKey, str]:
     return ident.create_key("acme", SERVICE_WRITE, "ci")
-
-
-def assert_oauth_error(response: TestResponse, status: int, error: str) -> None:
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.json
-    assert body is not None
-    assert set(body) == {"error", "error_description", "code", "message"}
-    assert body["error"] == body["code"] == error
-    assert body["error_description"] == body["message"]
-    assert body["message"]
-    for name, value in NO_STORE.items():
-        assert response.headers[name] == value
 
 
 def test_client_secret_post(

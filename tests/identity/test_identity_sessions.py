@@ -7,8 +7,13 @@ import time
 from typing import Any
 
 import pytest
-from identity_support import FakeClock, claims_of
-from people_support import (
+
+from identity import Lifetimes
+from identity.login import SESSION_COOKIE
+from identity.roles import SERVICE_READ
+from tests.clock import FakeClock
+from tests.identity.identity_support import assert_oauth_error, claims_of
+from tests.identity.people_support import (
     AUTH,
     CLI,
     CONSOLE,
@@ -28,11 +33,6 @@ from people_support import (
     sign_in,
     tokens_for,
 )
-from test_identity_realm import assert_oauth_error
-
-from identity import Lifetimes
-from identity.login import SESSION_COOKIE
-from identity.roles import SERVICE_READ
 
 INTROSPECT = "/realms/acme/protocol/openid-connect/token/introspect"
 ADMIN = ("acme-admin", "s" * 20)
