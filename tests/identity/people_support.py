@@ -108,8 +108,8 @@ def redirect_params(response: TestResponse) -> dict[str, str]:
     return {name: values[0] for name, values in query.items()}
 
 
-def code_for(client: FlaskClient, pkce: Pkce, **params: Any) -> str:
-    answer = sign_in(client, auth_params(pkce, **params))
+def code_for(client: FlaskClient, pkce: Pkce, username: str = "ada", **params: Any) -> str:
+    answer = sign_in(client, auth_params(pkce, **params), username)
     return redirect_params(answer)["code"]
 
 
@@ -134,10 +134,10 @@ def exchange(
     return client.post(TOKEN, data=data)
 
 
-def tokens_for(client: FlaskClient, **params: Any) -> dict[str, Any]:
-    """A person's full token response through the code flow (ada, promptsvc-cli)."""
+def tokens_for(client: FlaskClient, username: str = "ada", **params: Any) -> dict[str, Any]:
+    """A person's full token response through the code flow (promptsvc-cli)."""
     pkce = Pkce.new()
-    response = exchange(client, code_for(client, pkce, **params), pkce)
+    response = exchange(client, code_for(client, pkce, username, **params), pkce)
     assert response.status_code == 200, response.get_data(as_text=True)
     body: dict[str, Any] = response.json
     return body
