@@ -82,7 +82,11 @@ def auth_params(
 
 def form_of(response: TestResponse) -> tuple[str, dict[str, str]]:
     """The first form of a page: its action and its hidden fields."""
-    page = response.get_data(as_text=True)
+    return form_in(response.get_data(as_text=True))
+
+
+def form_in(page: str) -> tuple[str, dict[str, str]]:
+    """The first form of an HTML page: its action and its hidden fields."""
     form = re.search(r'<form method="post" action="([^"]*)"', page)
     assert form is not None, page[:2000]
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
