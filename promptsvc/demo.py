@@ -200,5 +200,12 @@ Users, for people to sign in to realm "{ORG}" (the passwords are shown only now)
   print(client.get_prompt_version("greeting").render(name="Ada", product="promptsvc"))
   print(client.get_prompt_version("support-chat").render(product="promptsvc", question="How do I reset my password?"))
 
+6. Sign in as a person (one of the users above): open {base_url}/docs?realm={ORG} and
+   press Authorize, then Authorize under realmLogin; or, from a terminal, the device flow:
+
+  curl -s -w '\n' -X POST {base_url}/realms/{ORG}/protocol/openid-connect/auth/device -d client_id=promptsvc-cli -d scope=openid
+  # open its verification_uri_complete in a browser, sign in, approve; then:
+  curl -s -w '\n' -X POST {base_url}/realms/{ORG}/protocol/openid-connect/token -d client_id=promptsvc-cli -d grant_type=urn:ietf:params:oauth:grant-type:device_code -d device_code=<its device_code>
+
 API docs (Swagger UI): {base_url}/docs
 """  # noqa: E501 - each command is one line so that it pastes as one

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Flask
+
+from tests.identity.people_support import PASSWORD, Pkce, auth_params, form_of, redirect_params
 
 CDN_HOSTS = ("unpkg.com", "jsdelivr", "cdnjs", "googleapis", "cloudflare", "swagger.io")
 
@@ -203,3 +206,37 @@ def test_docs_page_for_a_realm_turns_on_its_sign_in(api: Any, app: Flask) -> Non
     # A hostile realm value is data, not markup.
     hostile = api.client.get("/docs?realm=</script><script>alert(1)</script>")
     assert "<script>alert(1)" not in hostile.get_data(as_text=True)
+
+
+def test_swagger_ui_sign_in_as_its_popup_does(api: Any, app: Flask) -> None:
+    """What Swagger UI's Authorize (realmLogin) does: the authorization URL of the realm's
+    document with promptsvc-console, PKCE and the shipped redirect page; the person signs
+    in; the page hands the code back and Swagger UI exchanges it at the tokenUrl."""
+    app.extensions["identity"].create_user("acme", "ada", "Service Write", PASSWORD)
+    spec = api.client.get("/openapi.json?realm=acme").json
+    flow = spec["components"]["securitySchemes"]["realmLogin"]["flows"]["authorizationCode"]
+    redirect_uri = "http://promptsvc.test/docs/assets/oauth2-redirect.html"
+    pkce = Pkce.new()
+    browser = app.test_client()
+    page = browser.get(
+        urlsplit(flow["authorizationUrl"]).path,
+        query_string=auth_params(pkce, client_id="promptsvc-console", redirect_uri=redirect_uri),
+    )
+    assert page.status_code == 200
+    action, fields = form_of(page)
+    answer = browser.post(action, data={**fields, "username": "ada", "password": PASSWORD})
+    assert answer.headers["Location"].startswith(redirect_uri + "?code=")
+    token = browser.post(
+        urlsplit(flow["tokenUrl"]).path,
+        data={
+            "grant_type": "authorization_code",
+            "code": redirect_params(answer)["code"],
+            "client_id": "promptsvc-console",
+            "redirect_uri": redirect_uri,
+            "code_verifier": pkce.verifier,
+        },
+    )
+    assert token.status_code == 200, token.json
+    headers = {"Authorization": f"Bearer {token.json['access_token']}"}
+    created = api.client.post("/api/v1/prompts", json={"name": "from-docs"}, headers=headers)
+    assert created.status_code == 201
