@@ -20,10 +20,11 @@ from authlib.integrations.flask_oauth2 import ResourceProtector
 from authlib.oauth2.rfc6749.errors import (
     InvalidRequestError,
     InvalidScopeError,
+    MissingAuthorizationError,
     UnauthorizedClientError,
     UnsupportedTokenTypeError,
 )
-from authlib.oauth2.rfc6750 import BearerTokenValidator
+from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint
@@ -342,6 +343,13 @@ class UserInfoAnswer(UserInfoEndpoint):
         protector = ResourceProtector()
         protector.register_token_validator(_BearerValidator(server))
         super().__init__(server, resource_protector=protector)
+
+    def __call__(self, request: Any) -> Any:
+        try:
+            return super().__call__(request)
+        except (MissingAuthorizationError, UnsupportedTokenTypeError):
+            # RFC 6750 has no code of its own for these: a Bearer challenge, invalid_token.
+            raise InvalidTokenError("Send 'Authorization: Bearer <access token>'") from None
 
     def generate_user_info(self, user: dict[str, Any], scope: str) -> UserInfo:
         username = user.get("preferred_username") or f"service-account-{user['azp']}"

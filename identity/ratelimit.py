@@ -50,6 +50,7 @@ from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.errors import RateLimitExceeded
 from limits import parse_many
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
 from identity import sdk_token
@@ -223,7 +224,7 @@ def _limit_login(
             limits.per_ip,
             scope="login-ip",
             key_func=_remote_address,
-            exempt_when=lambda: "password" not in request.form,
+            exempt_when=lambda: "password" not in _form(),
             methods=["POST"],
             on_breach=on_breach,
         )(bp)
@@ -232,13 +233,23 @@ def _limit_login(
 
 def _username_key() -> str:
     """``<org>/<username>`` of a sign-in attempt, '' for any other request."""
-    if "password" not in request.form:
+    form = _form()
+    if "password" not in form:
         return ""
     org = (request.view_args or {}).get("org", "")
-    username = request.form.get("username", "").strip().lower()
+    username = form.get("username", "").strip().lower()
     if not (isinstance(org, str) and org and username):
         return ""
     return _bounded(f"{org}/{username}")
+
+
+def _form() -> MultiDict[str, str]:
+    """The request's form, empty when it cannot be read (over the size limit: the view
+    answers 413 by itself)."""
+    try:
+        return request.form
+    except HTTPException:
+        return MultiDict()
 
 
 def _bounded(key: str) -> str:
@@ -286,7 +297,7 @@ def _client_key() -> str:
     else:
         org = (request.view_args or {}).get("org", "")
         basic_id, _ = basic_credentials(request.headers)
-        client_id = basic_id or request.form.get("client_id")
+        client_id = basic_id or _form().get("client_id")
     if not (isinstance(org, str) and isinstance(client_id, str) and org and client_id):
         return ""
     if client_id in RESERVED_CLIENT_IDS:

@@ -91,3 +91,43 @@ def test_a_persons_token_outlives_logout_and_disabling_until_exp(
     assert logout.status_code == 204
     app.extensions["identity"].update_user("acme", "ada", disabled=True)
     assert api.get("/api/v1/prompts", role=None, headers=headers).status_code == 200
+
+
+REALM_POSTS = [
+    "/realms/acme/protocol/openid-connect/token",
+    "/realms/acme/protocol/openid-connect/token/introspect",
+    "/realms/acme/protocol/openid-connect/revoke",
+    "/realms/acme/protocol/openid-connect/auth/device",
+    "/realms/acme/protocol/openid-connect/auth?response_type=code&client_id=promptsvc-cli"
+    "&redirect_uri=http://127.0.0.1:9/cb&code_challenge_method=S256"
+    "&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    "/realms/acme/protocol/openid-connect/logout",
+    "/realms/acme/protocol/openid-connect/userinfo",
+    "/realms/acme/device",
+]
+
+
+@pytest.mark.parametrize("path", REALM_POSTS)
+def test_an_oversized_form_is_413(api: Any, people: dict[str, Any], path: str) -> None:
+    body = "username=" + "a" * (1024 * 1024 + 10)
+    r = api.client.post(path, data=body, content_type="application/x-www-form-urlencoded")
+    assert r.status_code == 413
+    assert r.json["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize("path", REALM_POSTS)
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"%zz=%%%&&=&token=%", "application/x-www-form-urlencoded"),
+        (b"\xff\xfe\x00garbage\x00", "application/x-www-form-urlencoded"),
+        (b'{"token": "x"}', "application/json"),
+        (b"--x\r\n\r\n--x--", "multipart/form-data; boundary=x"),
+        (b"a=" + b"b" * 70000, "application/x-www-form-urlencoded"),
+    ],
+)
+def test_malformed_forms_are_4xx(
+    api: Any, people: dict[str, Any], path: str, body: bytes, content_type: str
+) -> None:
+    r = api.client.post(path, data=body, content_type=content_type)
+    assert 400 <= r.status_code < 500, (r.status_code, r.get_data(as_text=True)[:300])
