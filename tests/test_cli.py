@@ -159,7 +159,9 @@ def test_demo_data() -> None:
     assert "forgets everything" in text
     # How a person signs in: Swagger UI of the realm, or the device flow it prints.
     assert "http://127.0.0.1:8000/docs?realm=demo" in text
-    device = re.search(r"-X POST http://127\.0\.0\.1:8000(\S+/auth/device) -d (\S+) -d (\S+)", text)
+    device = re.search(
+        r"-X POST http://127\.0\.0\.1:8000(\S+/auth/device) -d (\S+) -d ([^)]+)", text
+    )
     assert device is not None
     form = dict(field.split("=", 1) for field in device.group(2, 3))
     started = app.test_client().post(device.group(1), data=form)
