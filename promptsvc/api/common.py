@@ -111,7 +111,8 @@ class ApiBlueprint(Blueprint):
             # flask-smorest reads summary and description from the docstring.
             view.__doc__ = (
                 f"{inspect.cleandoc(view.__doc__ or '')}\n\n"
-                f"Needs a bearer token (a key's or a person's) with the role **{role}** or a higher one."
+                f"Needs a bearer token (a key's or a person's) with the role **{role}** or a "
+                "higher one."
             )
             view = doc_only(self.doc(security=realm_docs.security(role)))(view)
             return self.errors(401, 403, 500, 503)(view)
