@@ -1,4 +1,5 @@
-"""The bundled OIDC issuer: per-org realms, API keys, SDK token exchange, verification.
+"""The bundled OIDC issuer: per-org realms, API keys, users and their sign-in, SDK token
+exchange, verification.
 
 ``init_app`` wires it into a Flask app; ``app.extensions["identity"]`` is then the
 :class:`Identity` whose ``verify`` the API calls on every request.
@@ -10,6 +11,7 @@ SDK-only install (``pip install promptsvc``).
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,23 +19,35 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
+    from identity.clients import ConsoleUris
     from identity.core import Identity
-    from identity.ratelimit import TokenRateLimits
+    from identity.people import Lifetimes
+    from identity.ratelimit import LoginRateLimits, TokenRateLimits
     from storage.base import Storage
 
-__all__ = ["Identity", "TokenRateLimits", "init_app"]
+__all__ = [
+    "ConsoleUris",
+    "Identity",
+    "Lifetimes",
+    "LoginRateLimits",
+    "TokenRateLimits",
+    "init_app",
+]
+# Exported names and the modules that hold them, imported on first use.
+_LAZY = {
+    "ConsoleUris": "identity.clients",
+    "Identity": "identity.core",
+    "Lifetimes": "identity.people",
+    "LoginRateLimits": "identity.ratelimit",
+    "TokenRateLimits": "identity.ratelimit",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Identity":
-        from identity.core import Identity
-
-        return Identity
-    if name == "TokenRateLimits":
-        from identity.ratelimit import TokenRateLimits
-
-        return TokenRateLimits
-    raise AttributeError(name)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)
 
 
 def init_app(
@@ -46,21 +60,35 @@ def init_app(
     bootstrap_file: str | None = None,
     clock: Callable[[], float] = time.time,
     rate_limits: TokenRateLimits | None = None,
+    login_rate_limits: LoginRateLimits | None = None,
+    console: ConsoleUris | None = None,
+    account_url: str | None = None,
+    lifetimes: Lifetimes | None = None,
 ) -> Identity:
-    """Register the realm and sdk-token endpoints on ``app`` and apply the bootstrap file.
+    """Register the realm's endpoints and pages and the sdk-token endpoint on ``app``, and
+    apply the bootstrap file.
 
-    ``rate_limits`` (default: from the environment, see :mod:`identity.ratelimit`) limit
-    the token endpoints per client and per IP, counted in ``storage``.
+    ``rate_limits`` and ``login_rate_limits`` (default: from the environment, see
+    :mod:`identity.ratelimit`) limit the token endpoints per client and per IP, and
+    people's sign-in per username and per IP, counted in ``storage``. ``lifetimes`` of
+    sessions, refresh tokens and codes default to :class:`Lifetimes`'. ``console`` says
+    where the built-in client ``promptsvc-console`` may redirect people (none: it cannot
+    sign anyone in); ``account_url`` is the realm document's ``account-service`` (default
+    ``<issuer_url>/account``).
 
     Raises SigningKeyError for an unusable key file and BootstrapError for an unusable
     bootstrap file, and ValueError for an unusable rate limit, so a misconfigured server
     stops at start-up.
     """
-    from identity import realm, sdk_token
+    from identity import login, realm, sdk_token
+    from identity.clients import ConsoleUris
     from identity.core import Identity
-    from identity.ratelimit import TokenRateLimits, init_limiter
+    from identity.oauth import RealmServer
+    from identity.people import Lifetimes
+    from identity.ratelimit import LoginRateLimits, TokenRateLimits, init_limiter
 
     limits = rate_limits if rate_limits is not None else TokenRateLimits.from_env()
+    login_limits = login_rate_limits or LoginRateLimits.from_env()
     identity = Identity(
         storage,
         issuer_url=issuer_url,
@@ -70,12 +98,18 @@ def init_app(
     )
     if bootstrap_file:
         identity.apply_bootstrap(bootstrap_file)
+    server = RealmServer(identity, console or ConsoleUris(), lifetimes or Lifetimes())
     token_endpoints = {
-        realm.realm_blueprint(identity): realm.too_many_requests,
+        realm.realm_blueprint(
+            server, account_url=account_url or f"{identity.issuer_url}/account"
+        ): realm.too_many_requests,
         sdk_token.sdk_token_blueprint(identity): sdk_token.too_many_requests,
     }
-    init_limiter(app, storage, limits, token_endpoints)
-    for blueprint in token_endpoints:
+    pages = login.login_blueprint(server)
+    init_limiter(
+        app, storage, limits, token_endpoints, login_limits, (pages, login.too_many_attempts)
+    )
+    for blueprint in (*token_endpoints, pages):
         app.register_blueprint(blueprint)
     app.extensions["identity"] = identity
     return identity

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from identity import bootstrap, keys, tokens, users
+from identity import bootstrap, keys, scopes, tokens, users
 from identity.errors import InvalidClient
 from identity.principal import Principal
 from identity.signing import KeyRing
+from identity.tokens import Subject
 from storage.base import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
 
 # Orgs never disappear (an org exists once it has a key or a user, revoked and disabled
@@ -57,17 +58,28 @@ class Identity:
         (and nothing else) for a missing, malformed or unacceptable token."""
         return self._verifier.verify(authorization_header)
 
-    def issue_token(self, org: str, client_id: str, client_secret: str) -> dict[str, Any]:
-        """A token response for valid, unrevoked credentials of ``org``; else InvalidClient."""
+    def verify_token(self, token: str) -> Principal:
+        """The principal of an access token; raises InvalidToken like :meth:`verify`."""
+        return self._verifier.verify_token(token)
+
+    def issue_token(
+        self, org: str, client_id: str, client_secret: str, scope: str | None = None
+    ) -> dict[str, Any]:
+        """A token response for valid, unrevoked credentials of ``org``; else InvalidClient.
+
+        ``scope`` narrows the key's scopes (see :mod:`identity.scopes`); InvalidScope
+        when it asks for more than the key's role holds.
+        """
         key = keys.authenticate(self.storage, org, client_id, client_secret)
         if key is None:
             raise InvalidClient("invalid client or client credentials")
-        return self.mint(key)
+        return self.mint(Subject.of_key(key), scopes.grant(key.role, scope))
 
-    def mint(self, key: ApiKey) -> dict[str, Any]:
-        """A token response for an already authenticated key."""
+    def mint(self, subject: Subject, scope: str) -> dict[str, Any]:
+        """A token response for an already authenticated subject and granted scope."""
         return tokens.mint(
-            key,
+            subject,
+            scope,
             self.keyring,
             issuer_url=self.issuer_url,
             lifetime=self.token_lifetime,

@@ -6,6 +6,7 @@ Tree::
     ├── OAuthError                 an RFC 6749 token error: ``error`` + HTTP status
     │   ├── InvalidRequest         invalid_request 400
     │   ├── InvalidClient          invalid_client 401 (also the sdk-token 401)
+    │   ├── InvalidScope           invalid_scope 400
     │   └── UnsupportedGrantType   unsupported_grant_type 400
     ├── InvalidToken               a bearer token that does not verify (``reason``)
     ├── InvalidKeyRequest          an API key cannot be made as asked (bad org/role/...)
@@ -43,6 +44,11 @@ class InvalidClient(OAuthError):
     # revoked key and a wrong secret all look the same to the caller.
     error = "invalid_client"
     status = 401
+
+
+class InvalidScope(OAuthError):
+    error = "invalid_scope"
+    status = 400
 
 
 class UnsupportedGrantType(OAuthError):

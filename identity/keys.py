@@ -21,6 +21,10 @@ ORG_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 # No ':' (it separates id and secret in HTTP Basic) and nothing that needs escaping in
 # a URL path (DELETE /api/v1/keys/<client_id>).
 CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# The realm's built-in public clients (identity.clients) own these ids: no key takes one.
+CONSOLE_CLIENT_ID = "promptsvc-console"
+CLI_CLIENT_ID = "promptsvc-cli"
+RESERVED_CLIENT_IDS = (CONSOLE_CLIENT_ID, CLI_CLIENT_ID)
 MIN_SECRET_LENGTH = 16
 MAX_SECRET_LENGTH = 512
 MAX_DESCRIPTION_LENGTH = 500
@@ -114,6 +118,8 @@ def check_key_fields(
             f"invalid client_id {client_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
+    if client_id in RESERVED_CLIENT_IDS:
+        raise InvalidKeyRequest(f"client_id {client_id!r} is a built-in client of every realm")
     if client_secret is not None and (
         not isinstance(client_secret, str)
         or not MIN_SECRET_LENGTH <= len(client_secret) <= MAX_SECRET_LENGTH

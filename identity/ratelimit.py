@@ -1,4 +1,5 @@
-"""Rate limits on the two token endpoints, by flask-limiter on the app's own storage.
+"""Rate limits on the token endpoints and on people's sign-in, by flask-limiter on the
+app's own storage.
 
 Two limits, each shared by ``POST /realms/<org>/protocol/openid-connect/token`` and
 ``POST /v1/auth/sdk-token`` (so alternating endpoints gains an attacker nothing):
@@ -13,6 +14,15 @@ Two limits, each shared by ``POST /realms/<org>/protocol/openid-connect/token`` 
   ``PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP``. Behind a reverse proxy every request has the
   proxy's address: the deployment must set ``remote_addr`` from the proxy's header
   (werkzeug's ProxyFix) or raise this limit.
+
+People's sign-in (the login form of the authorization endpoint and of the device page)
+has two limits of its own, with the same behaviour:
+
+* per username, ``(org, username)``: counts only failed sign-ins, whether the username
+  exists or not (so the limit tells nothing about it). Default ``10/minute``; env
+  ``PROMPTSVC_LOGIN_RATE_LIMIT``.
+* per client IP: counts every sign-in attempt. Default ``60/minute``; env
+  ``PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP``.
 
 Values use flask-limiter's notation (``"30/minute"``, ``"5/second;100/hour"``); ``off``
 turns a limit off. A breach answers 429 ``too_many_requests`` with ``Retry-After``
@@ -35,21 +45,28 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.errors import RateLimitExceeded
 from limits import parse_many
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
 from identity import sdk_token
+from identity.keys import RESERVED_CLIENT_IDS
+from identity.login import login_failed
+from identity.oauth import basic_credentials
 from storage.base import Storage
 
 DEFAULT_PER_CLIENT = "30/minute"
 DEFAULT_PER_IP = "300/minute"
 PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
 PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
+DEFAULT_LOGIN_PER_USERNAME = "10/minute"
+DEFAULT_LOGIN_PER_IP = "60/minute"
+LOGIN_PER_USERNAME_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT"
+LOGIN_PER_IP_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP"
 OFF = "off"
 # Client ids come from the request; a longer one is hashed so a counter key stays small.
 _MAX_KEY_PART = 128
@@ -57,36 +74,72 @@ _MAX_KEY_PART = 128
 Respond = Callable[[int], Response]
 
 
+def _check(*values: str | None) -> None:
+    for value in values:
+        if value is not None:
+            try:
+                parse_many(value)
+            except ValueError:
+                raise ValueError(
+                    f"invalid rate limit {value!r}: use e.g. '30/minute' or '{OFF}'"
+                ) from None
+
+
+def _read_env(
+    environ: Mapping[str, str] | None, *names_and_defaults: tuple[str, str]
+) -> list[str | None]:
+    env = os.environ if environ is None else environ
+    values: list[str | None] = []
+    for name, default in names_and_defaults:
+        value = env.get(name, "").strip() or default
+        values.append(None if value.lower() == OFF else value)
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class TokenRateLimits:
-    """The two limits (flask-limiter strings); None turns one off."""
+    """The token endpoints' two limits (flask-limiter strings); None turns one off."""
 
     per_client: str | None = DEFAULT_PER_CLIENT
     per_ip: str | None = DEFAULT_PER_IP
 
     def __post_init__(self) -> None:
-        for value in (self.per_client, self.per_ip):
-            if value is not None:
-                try:
-                    parse_many(value)
-                except ValueError:
-                    raise ValueError(
-                        f"invalid rate limit {value!r}: use e.g. '30/minute' or '{OFF}'"
-                    ) from None
+        _check(self.per_client, self.per_ip)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenRateLimits:
         """The limits named by PROMPTSVC_TOKEN_RATE_LIMIT[_PER_IP], else the defaults."""
-        env = os.environ if environ is None else environ
-
-        def read(name: str, default: str) -> str | None:
-            value = env.get(name, "").strip() or default
-            return None if value.lower() == OFF else value
-
+        values = _read_env(
+            environ, (PER_CLIENT_ENV, DEFAULT_PER_CLIENT), (PER_IP_ENV, DEFAULT_PER_IP)
+        )
         try:
-            return cls(read(PER_CLIENT_ENV, DEFAULT_PER_CLIENT), read(PER_IP_ENV, DEFAULT_PER_IP))
+            return cls(*values)
         except ValueError as exc:
             raise ValueError(f"{PER_CLIENT_ENV} / {PER_IP_ENV}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class LoginRateLimits:
+    """People's sign-in limits (flask-limiter strings); None turns one off."""
+
+    per_username: str | None = DEFAULT_LOGIN_PER_USERNAME
+    per_ip: str | None = DEFAULT_LOGIN_PER_IP
+
+    def __post_init__(self) -> None:
+        _check(self.per_username, self.per_ip)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LoginRateLimits:
+        """The limits named by PROMPTSVC_LOGIN_RATE_LIMIT[_PER_IP], else the defaults."""
+        values = _read_env(
+            environ,
+            (LOGIN_PER_USERNAME_ENV, DEFAULT_LOGIN_PER_USERNAME),
+            (LOGIN_PER_IP_ENV, DEFAULT_LOGIN_PER_IP),
+        )
+        try:
+            return cls(*values)
+        except ValueError as exc:
+            raise ValueError(f"{LOGIN_PER_USERNAME_ENV} / {LOGIN_PER_IP_ENV}: {exc}") from None
 
 
 def init_limiter(
@@ -94,12 +147,17 @@ def init_limiter(
     storage: Storage,
     limits: TokenRateLimits,
     endpoints: Mapping[Blueprint, Respond],
+    login_limits: LoginRateLimits | None = None,
+    login: tuple[Blueprint, Respond] | None = None,
 ) -> Limiter | None:
-    """Limit the token endpoints of ``endpoints`` (blueprint -> its 429 response builder).
+    """Limit the token endpoints of ``endpoints`` (blueprint -> its 429 response builder)
+    and the sign-in forms of the ``login`` blueprint.
 
-    Call before the blueprints are registered on ``app``. None when both limits are off.
+    Call before the blueprints are registered on ``app``. None when every limit is off.
     """
-    if limits.per_client is None and limits.per_ip is None:
+    login_limits = login_limits or LoginRateLimits(None, None)
+    wanted = (limits.per_client, limits.per_ip, login_limits.per_username, login_limits.per_ip)
+    if all(value is None for value in wanted):
         return None
     counters = storage.rate_limit_settings()
     hooks = _hook_lists(app)
@@ -115,10 +173,11 @@ def init_limiter(
     )
     # flask-limiter hooks into every request of the app (about 0.1 ms each, measured on
     # the read path); only the token blueprints need it, so its hooks move there.
+    limited = [*endpoints, *([login[0]] if login else [])]
     for kind, funcs in hooks.items():
         added = [f for f in funcs if f not in before[kind]]
         funcs[:] = before[kind]
-        for bp in endpoints:
+        for bp in limited:
             getattr(app, kind).setdefault(bp.name, []).extend(added)
     for bp, respond in endpoints.items():
         on_breach = _breach_handler(respond)
@@ -141,7 +200,62 @@ def init_limiter(
                 on_breach=on_breach,
             )(bp)
         bp.register_error_handler(RateLimitExceeded, _rate_limit_exceeded(respond))
+    if login is not None:
+        _limit_login(limiter, login_limits, *login)
     return limiter
+
+
+def _limit_login(
+    limiter: Limiter, limits: LoginRateLimits, bp: Blueprint, respond: Respond
+) -> None:
+    on_breach = _breach_handler(respond)
+    if limits.per_username is not None:
+        limiter.shared_limit(
+            limits.per_username,
+            scope="login-username",
+            key_func=_username_key,
+            exempt_when=lambda: not _username_key(),
+            deduct_when=lambda response: login_failed(),
+            methods=["POST"],
+            on_breach=on_breach,
+        )(bp)
+    if limits.per_ip is not None:
+        limiter.shared_limit(
+            limits.per_ip,
+            scope="login-ip",
+            key_func=_remote_address,
+            exempt_when=lambda: "password" not in _form(),
+            methods=["POST"],
+            on_breach=on_breach,
+        )(bp)
+    bp.register_error_handler(RateLimitExceeded, _rate_limit_exceeded(respond))
+
+
+def _username_key() -> str:
+    """``<org>/<username>`` of a sign-in attempt, '' for any other request."""
+    form = _form()
+    if "password" not in form:
+        return ""
+    org = (request.view_args or {}).get("org", "")
+    username = form.get("username", "").strip().lower()
+    if not (isinstance(org, str) and org and username):
+        return ""
+    return _bounded(f"{org}/{username}")
+
+
+def _form() -> MultiDict[str, str]:
+    """The request's form, empty when it cannot be read (over the size limit: the view
+    answers 413 by itself)."""
+    try:
+        return request.form
+    except HTTPException:
+        return MultiDict()
+
+
+def _bounded(key: str) -> str:
+    if len(key) > _MAX_KEY_PART:
+        return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return key
 
 
 def _hook_lists(app: Flask) -> dict[str, list[Callable[..., Any]]]:
@@ -182,13 +296,10 @@ def _client_key() -> str:
         org, client_id = data.get("account_id"), data.get("key_id")
     else:
         org = (request.view_args or {}).get("org", "")
-        client_id = request.form.get("client_id")
-        auth = request.authorization
-        if auth is not None and auth.type == "basic" and auth.username:
-            client_id = unquote(auth.username)  # RFC 6749 2.3.1: form-encoded in Basic
+        basic_id, _ = basic_credentials(request.headers)
+        client_id = basic_id or _form().get("client_id")
     if not (isinstance(org, str) and isinstance(client_id, str) and org and client_id):
         return ""
-    key = f"{org}/{client_id}"
-    if len(key) > _MAX_KEY_PART:
-        key = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-    return key
+    if client_id in RESERVED_CLIENT_IDS:
+        return ""  # public clients have no secret to guess; one limit for all would lock out all
+    return _bounded(f"{org}/{client_id}")

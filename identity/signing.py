@@ -50,6 +50,7 @@ class ParsedKey:
     private_key: RSAPrivateKey
     verifier: jwt.PyJWK
     public_jwk: dict[str, Any]
+    jwk: RSAKey  # the private key as joserfc's, for Authlib's id_token signing
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,7 @@ def parse_key(record: SigningKey) -> ParsedKey:
         private_key=key.private_key,
         verifier=jwt.PyJWK(public_jwk, algorithm=ALGORITHM),
         public_jwk=public_jwk,
+        jwk=key,
     )
 
 

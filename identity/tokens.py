@@ -34,6 +34,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
@@ -42,20 +43,13 @@ from identity import errors
 from identity.errors import InvalidToken
 from identity.keys import valid_org
 from identity.principal import Principal
-from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+from identity.roles import ROLES
+from identity.scopes import effective_role
 from identity.signing import ALGORITHM, REFRESH_SECONDS, KeyRing
 from storage.base import ApiKey
 
 AUDIENCE = "promptsvc"
 TOKEN_TYPE = "Bearer"
-# The scope a token carries follows from its key's role (roles still decide access;
-# the scope tells a client what it may do, as RFC 6749 5.1 expects in the response).
-# A requested ``scope`` parameter is ignored: a key's rights are fixed at creation.
-ROLE_SCOPES = {
-    SERVICE_READ: "prompts:read",
-    SERVICE_WRITE: "prompts:read prompts:write",
-    SERVICE_ADMIN: "prompts:read prompts:write keys:manage",
-}
 CACHE_SIZE = 10_000
 MAX_TOKEN_LENGTH = 8192
 # A token whose iat lies further ahead than this was not minted by a sane clock.
@@ -66,25 +60,53 @@ _JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _REQUIRED = ("exp", "iat", "iss", "aud", "sub")
 
 
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Whom an access token speaks for: a key's service account or a person.
+
+    ``client_id`` is the client the token was issued to (``azp``): the key itself, or
+    the public client a person signed in through. ``username`` and ``session_id`` are
+    set for people only (``preferred_username`` and ``sid``).
+    """
+
+    org: str
+    user_id: str
+    client_id: str
+    role: str
+    username: str | None = None
+    session_id: str | None = None
+
+    @classmethod
+    def of_key(cls, key: ApiKey) -> Subject:
+        return cls(org=key.org, user_id=key.user_id, client_id=key.client_id, role=key.role)
+
+
 def issuer_for(issuer_url: str, org: str) -> str:
     """The ``iss`` of an org's tokens."""
     return f"{issuer_url}/realms/{org}"
 
 
 def mint(
-    key: ApiKey, ring: KeyRing, *, issuer_url: str, lifetime: int, now: float
+    subject: Subject,
+    scope: str,
+    ring: KeyRing,
+    *,
+    issuer_url: str,
+    lifetime: int,
+    now: float,
 ) -> dict[str, Any]:
-    """A token response body for ``key``: {access_token, expires_in, token_type, scope}."""
+    """A token response body for ``subject`` with ``scope`` (already granted):
+    ``{access_token, expires_in, refresh_expires_in, token_type, not-before-policy,
+    scope}``; whoever adds a refresh token sets ``refresh_expires_in``."""
     signer = ring.refresh(REFRESH_SECONDS).signer
     issued = int(now)
-    scope = ROLE_SCOPES[key.role]
-    claims = {
-        "iss": issuer_for(issuer_url, key.org),
-        "sub": key.user_id,
-        "azp": key.client_id,
-        "org": key.org,
-        "roles": [key.role],
-        "realm_access": {"roles": [key.role]},
+    claims: dict[str, Any] = {
+        "iss": issuer_for(issuer_url, subject.org),
+        "sub": subject.user_id,
+        "azp": subject.client_id,
+        "org": subject.org,
+        "roles": [subject.role],
+        "realm_access": {"roles": [subject.role]},
         "scope": scope,
         "iat": issued,
         "exp": issued + lifetime,
@@ -92,15 +114,28 @@ def mint(
         "typ": TOKEN_TYPE,
         "aud": AUDIENCE,
     }
+    if subject.username is not None:
+        claims["preferred_username"] = subject.username
+    if subject.session_id is not None:
+        claims["sid"] = subject.session_id
     token = jwt.encode(
         claims, signer.private_key, algorithm=ALGORITHM, headers={"kid": signer.record.kid}
     )
+    # Keycloak's field names and order: its clients read refresh_expires_in and
+    # not-before-policy (always 0: tokens are never revoked by a not-before date).
     return {
         "access_token": token,
         "expires_in": lifetime,
+        "refresh_expires_in": 0,
         "token_type": TOKEN_TYPE,
+        "not-before-policy": 0,
         "scope": scope,
     }
+
+
+def payload(token: str) -> dict[str, Any]:
+    """The claims of a token the Verifier has accepted (no checks of its own)."""
+    return _segment_json(token.split(".")[1], "payload")
 
 
 class Verifier:
@@ -134,7 +169,10 @@ class Verifier:
 
         Raises InvalidToken (and nothing else) for anything that is not one.
         """
-        token = bearer_token(authorization)
+        return self.verify_token(bearer_token(authorization))
+
+    def verify_token(self, token: str) -> Principal:
+        """The principal of a valid access token; raises InvalidToken otherwise."""
         now = self._clock()
         with self._lock:
             hit = self._cache.get(token)
@@ -210,11 +248,19 @@ class Verifier:
             raise InvalidToken(errors.INVALID_CLAIMS, "sub and azp must be non-empty strings")
         if not (isinstance(roles, list) and len(roles) == 1 and roles[0] in ROLES):
             raise InvalidToken(errors.INVALID_CLAIMS, "the token carries no known role")
+        role = roles[0]
+        scope = claims.get("scope")
+        if scope is not None:
+            # A narrowed token acts as the highest role its scopes cover.
+            narrowed = effective_role(role, scope) if isinstance(scope, str) else None
+            if narrowed is None:
+                raise InvalidToken(errors.INVALID_CLAIMS, "the token's scope allows nothing")
+            role = narrowed
         # Last: it may ask storage (cached), and only a well-formed, correctly signed
         # token should cost that.
         if not self._org_exists(org):
             raise InvalidToken(errors.UNKNOWN_ORG, "the token's realm does not exist")
-        return Principal(org=org, user_id=sub, client_id=azp, role=roles[0], expires_at=exp)
+        return Principal(org=org, user_id=sub, client_id=azp, role=role, expires_at=exp)
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -8,11 +8,17 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 import identity
 from promptsvc import http
 from promptsvc.api import reads
+from promptsvc.api.realm_docs import SWAGGER_REDIRECT_PATH
 from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
+from promptsvc.ops import CONSOLE_PATH
 from storage import Storage, storage_from_url
 
 MAX_BODY_BYTES = 1024 * 1024  # a larger body is answered 413 (docs/api.md section 11)
+# Where the realm sends a person back to the console after sign-in (the console's OIDC
+# callback); the realm accepts exactly this URI, and Swagger UI's redirect page, for
+# the built-in client promptsvc-console.
+CONSOLE_CALLBACK_PATH = "/console/callback"
 
 
 def create_app(settings: Settings | None = None, *, storage: Storage | None = None) -> Flask:
@@ -33,6 +39,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     app.extensions["promptsvc.storage"] = backend
 
     http.configure_logging()
+    base_url = settings.issuer_url.rstrip("/")
     identity.init_app(
         app,
         backend,
@@ -40,6 +47,14 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         token_lifetime=settings.token_lifetime,
         signing_key_file=settings.signing_key_file,
         bootstrap_file=settings.bootstrap_file,
+        console=identity.ConsoleUris(
+            redirect=(
+                base_url + CONSOLE_CALLBACK_PATH,
+                base_url + SWAGGER_REDIRECT_PATH,
+            ),
+            post_logout=(base_url + CONSOLE_PATH,),
+        ),
+        account_url=base_url + CONSOLE_PATH,
     )
     init_api(app)
     reads.init_app(app)

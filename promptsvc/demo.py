@@ -152,6 +152,7 @@ def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
     by_role = {k.role: k for k in demo.keys}
     read, write = by_role[SERVICE_READ], by_role[SERVICE_WRITE]
     api = f"{base_url}/api/v1/prompts"
+    realm = f"{base_url}/realms/{ORG}/protocol/openid-connect"
     rows = "\n".join(f"  {k.role:<14} {k.client_id:<20} {k.client_secret}" for k in demo.keys)
     people = "\n".join(f"  {u.role:<14} {u.username:<20} {u.password}" for u in demo.users)
     forget = (
@@ -199,6 +200,13 @@ Users, for people to sign in to realm "{ORG}" (the passwords are shown only now)
   client = PromptClient("{base_url}", account_id="{ORG}", key_id="{read.client_id}", key_secret="{read.client_secret}")
   print(client.get_prompt_version("greeting").render(name="Ada", product="promptsvc"))
   print(client.get_prompt_version("support-chat").render(product="promptsvc", question="How do I reset my password?"))
+
+6. Sign in as a person (a user above): open {base_url}/docs?realm={ORG}, press
+   Authorize, then Authorize under realmLogin. Or, from a terminal, the device flow:
+
+  DEVICE=$(curl -s -X POST {realm}/auth/device -d client_id=promptsvc-cli -d scope=openid); echo "$DEVICE"
+  # open its verification_uri_complete in a browser, sign in and approve; then:
+  curl -s -w '\\n' -X POST {realm}/token -d client_id=promptsvc-cli -d grant_type=urn:ietf:params:oauth:grant-type:device_code -d device_code="$(echo "$DEVICE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_code"])')"
 
 API docs (Swagger UI): {base_url}/docs
 """  # noqa: E501 - each command is one line so that it pastes as one

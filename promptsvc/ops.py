@@ -1,7 +1,8 @@
-"""Operations endpoints: /healthz, /readyz, and the Swagger UI assets behind /docs.
+"""Operations endpoints: /healthz, /readyz, ``/``, and the Swagger UI assets behind /docs.
 
-The Swagger UI page itself is flask-smorest's (OPENAPI_SWAGGER_UI_PATH); its scripts and
+The Swagger UI page itself is the API's (OPENAPI_SWAGGER_UI_PATH); its scripts and
 styles are served here from the flask-swagger-ui package, so /docs needs no internet.
+``/`` sends people to the console, or to /docs in an app without one.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import os
 
 import flask_swagger_ui
-from flask import Flask, Response, send_from_directory
+from flask import Flask, Response, current_app, redirect, send_from_directory
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import StatusSchema
@@ -55,6 +57,16 @@ def _swagger_asset(filename: str) -> Response:
     return send_from_directory(SWAGGER_UI_DIST, filename, max_age=86400)
 
 
+CONSOLE_PATH = "/console/"
+DOCS_PATH = "/docs"
+
+
+def _root() -> WerkzeugResponse:
+    has_console = any(rule.rule == CONSOLE_PATH for rule in current_app.url_map.iter_rules())
+    return redirect(CONSOLE_PATH if has_console else DOCS_PATH)
+
+
 def init_app(app: Flask) -> None:
-    """Serve the Swagger UI assets that flask-smorest's /docs page loads."""
+    """Serve the Swagger UI assets that the /docs page loads, and ``/``."""
     app.add_url_rule(SWAGGER_UI_ASSETS + "<path:filename>", "swagger_ui_asset", _swagger_asset)
+    app.add_url_rule("/", "root", _root)

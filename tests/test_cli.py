@@ -157,6 +157,15 @@ def test_demo_data() -> None:
     assert "http://127.0.0.1:8000/v1/auth/sdk-token" in text
     assert 'PromptClient("http://127.0.0.1:8000", account_id="demo"' in text
     assert "forgets everything" in text
+    # How a person signs in: Swagger UI of the realm, or the device flow it prints.
+    assert "http://127.0.0.1:8000/docs?realm=demo" in text
+    device = re.search(
+        r"-X POST http://127\.0\.0\.1:8000(\S+/auth/device) -d (\S+) -d ([^)]+)", text
+    )
+    assert device is not None
+    form = dict(field.split("=", 1) for field in device.group(2, 3))
+    started = app.test_client().post(device.group(1), data=form)
+    assert started.status_code == 200 and started.json["user_code"]
 
 
 def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> None:

@@ -31,11 +31,11 @@ from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from promptsvc import auth
+from promptsvc.api import realm_docs
 from promptsvc.api.errors import BadRequest, UnsupportedMediaType
 from storage.base import Storage
 
 F = TypeVar("F", bound=Callable[..., Any])
-BEARER_SCHEME = "bearerAuth"
 
 
 class JsonBodyParser(FlaskParser):
@@ -111,9 +111,10 @@ class ApiBlueprint(Blueprint):
             # flask-smorest reads summary and description from the docstring.
             view.__doc__ = (
                 f"{inspect.cleandoc(view.__doc__ or '')}\n\n"
-                f"Needs a bearer token of a key with the role **{role}** or a higher one."
+                f"Needs a bearer token (a key's or a person's) with the role **{role}** or a "
+                "higher one."
             )
-            view = doc_only(self.doc(security=[{BEARER_SCHEME: []}]))(view)
+            view = doc_only(self.doc(security=realm_docs.security(role)))(view)
             return self.errors(401, 403, 500, 503)(view)
 
         return decorator

@@ -13,14 +13,24 @@ from flask import Flask
 
 from identity.keys import ORG_SLUG
 from promptsvc.api.schemas import (
-    ClientCredentialsFormSchema,
+    DeviceAuthorizationFormSchema,
+    DeviceAuthorizationSchema,
+    DeviceFormSchema,
     ErrorSchema,
+    IntrospectionFormSchema,
+    IntrospectionSchema,
     JwksSchema,
+    LoginFormSchema,
+    LogoutFormSchema,
     OAuthErrorSchema,
     OAuthTokenSchema,
     OpenIdConfigurationSchema,
+    RealmDocumentSchema,
+    RevocationFormSchema,
     SdkTokenRequestSchema,
     SdkTokenSchema,
+    TokenFormSchema,
+    UserInfoSchema,
 )
 
 ORG_PARAM = {
@@ -31,6 +41,7 @@ ORG_PARAM = {
     "description": "The org slug (realm)",
 }
 TAG = "identity"
+FORM = "application/x-www-form-urlencoded"
 
 
 def _json(schema: Any, description: str) -> dict[str, Any]:
@@ -39,6 +50,14 @@ def _json(schema: Any, description: str) -> dict[str, Any]:
 
 def _error(description: str) -> dict[str, Any]:
     return {"$ref": "#/components/responses/" + description}
+
+
+def _html(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+def _query(*names: str) -> list[dict[str, Any]]:
+    return [{"in": "query", "name": name, "schema": {"type": "string"}} for name in names]
 
 
 def _rate_limited(schema: Any) -> dict[str, Any]:
@@ -86,18 +105,21 @@ def document_identity(spec: APISpec, app: Flask) -> None:
         operations={
             "post": {
                 "tags": [TAG],
-                "summary": "Client-credentials token endpoint (OAuth 2.0)",
-                "description": "Form-encoded. Client auth by client_id/client_secret fields "
-                "or HTTP Basic. Errors are RFC 6749 bodies plus code and message.",
+                "summary": "Token endpoint (OAuth 2.0)",
+                "description": "Form-encoded. Keys authenticate with client_id/client_secret "
+                "fields or HTTP Basic (form-encoded id and secret, RFC 6749 2.3.1). `scope` "
+                "may ask for fewer scopes than the key holds. Errors are RFC 6749 bodies "
+                "plus code and message.",
                 "requestBody": {
                     "required": True,
-                    "content": {
-                        "application/x-www-form-urlencoded": {"schema": ClientCredentialsFormSchema}
-                    },
+                    "content": {FORM: {"schema": TokenFormSchema}},
                 },
                 "responses": {
                     "200": _json(OAuthTokenSchema, "Access token"),
-                    "400": _json(OAuthErrorSchema, "invalid_request or unsupported_grant_type"),
+                    "400": _json(
+                        OAuthErrorSchema,
+                        "invalid_request, invalid_scope, invalid_grant or unsupported_grant_type",
+                    ),
                     "401": _json(OAuthErrorSchema, "invalid_client"),
                     "429": _rate_limited(OAuthErrorSchema),
                     "500": _error("INTERNAL_SERVER_ERROR"),
@@ -134,5 +156,214 @@ def document_identity(spec: APISpec, app: Flask) -> None:
                     "503": _error("SERVICE_UNAVAILABLE"),
                 },
             }
+        },
+    )
+    spec.path(
+        rule=rules["/realms/<org>/protocol/openid-connect/token/introspect"],
+        parameters=[ORG_PARAM],
+        operations={
+            "post": {
+                "tags": [TAG],
+                "summary": "Token introspection (RFC 7662)",
+                "description": "The caller authenticates as a key of the realm. Expired, "
+                'malformed, revoked and other realms\' tokens are `{"active": false}`.',
+                "requestBody": {
+                    "required": True,
+                    "content": {FORM: {"schema": IntrospectionFormSchema}},
+                },
+                "responses": {
+                    "200": _json(IntrospectionSchema, "Whether the token is active, its claims"),
+                    "400": _json(OAuthErrorSchema, "invalid_request or unsupported_token_type"),
+                    "401": _json(OAuthErrorSchema, "invalid_client"),
+                    "500": _error("INTERNAL_SERVER_ERROR"),
+                    "503": _error("SERVICE_UNAVAILABLE"),
+                },
+            }
+        },
+    )
+    spec.path(
+        rule=rules["/realms/<org>"],
+        parameters=[ORG_PARAM],
+        operations={
+            "get": {
+                "tags": [TAG],
+                "summary": "The realm document (Keycloak's), with the current public key",
+                "responses": {
+                    "200": _json(RealmDocumentSchema, "Realm document"),
+                    "404": _error("NOT_FOUND"),
+                    "503": _error("SERVICE_UNAVAILABLE"),
+                },
+            }
+        },
+    )
+    _document_people(spec, rules)
+
+
+AUTH_PARAMS = (
+    *("response_type", "client_id", "redirect_uri", "state", "scope"),
+    *("code_challenge", "code_challenge_method", "nonce", "prompt"),
+)
+
+
+def _document_people(spec: APISpec, rules: dict[str, Any]) -> None:
+    """The endpoints of people's sign-in: pages and their JSON companions."""
+    base = "/realms/<org>/protocol/openid-connect"
+    form_errors = {
+        "400": _json(OAuthErrorSchema, "invalid_request, unsupported_token_type"),
+        "401": _json(OAuthErrorSchema, "invalid_client"),
+        "429": _rate_limited(OAuthErrorSchema),
+        "500": _error("INTERNAL_SERVER_ERROR"),
+        "503": _error("SERVICE_UNAVAILABLE"),
+    }
+    spec.path(
+        rule=rules[f"{base}/revoke"],
+        parameters=[ORG_PARAM],
+        operations={
+            "post": {
+                "tags": [TAG],
+                "summary": "Revoke a refresh token and its whole chain (RFC 7009)",
+                "description": "Answers 200 for unknown tokens and for access tokens, which "
+                "are self-contained and expire by themselves.",
+                "requestBody": {
+                    "required": True,
+                    "content": {FORM: {"schema": RevocationFormSchema}},
+                },
+                "responses": {
+                    "200": {"description": "Revoked, or nothing to revoke"},
+                    **form_errors,
+                },
+            }
+        },
+    )
+    userinfo: dict[str, Any] = {
+        "tags": [TAG],
+        "summary": "Who the bearer token speaks for (OpenID Connect userinfo)",
+        "description": "Needs a token with scope openid whose session still stands.",
+        "responses": {
+            "200": _json(UserInfoSchema, "The person (or the key's service account)"),
+            "401": _json(OAuthErrorSchema, "invalid_token or no token"),
+            "403": _json(OAuthErrorSchema, "insufficient_scope: the token lacks openid"),
+            "500": _error("INTERNAL_SERVER_ERROR"),
+            "503": _error("SERVICE_UNAVAILABLE"),
+        },
+    }
+    spec.path(
+        rule=rules[f"{base}/userinfo"],
+        parameters=[ORG_PARAM],
+        operations={"get": userinfo, "post": userinfo},
+    )
+    spec.path(
+        rule=rules[f"{base}/auth/device"],
+        parameters=[ORG_PARAM],
+        operations={
+            "post": {
+                "tags": [TAG],
+                "summary": "Start a device sign-in (RFC 8628), for promptsvc-cli",
+                "requestBody": {
+                    "required": True,
+                    "content": {FORM: {"schema": DeviceAuthorizationFormSchema}},
+                },
+                "responses": {
+                    "200": _json(DeviceAuthorizationSchema, "Codes for the device and person"),
+                    **form_errors,
+                    "400": _json(
+                        OAuthErrorSchema, "invalid_request, invalid_scope or unauthorized_client"
+                    ),
+                },
+            }
+        },
+    )
+    page_errors = {
+        "400": _html("An error page (bad client or redirect URI, expired form, ...)"),
+        "429": _html("Too many sign-in attempts (with Retry-After)"),
+        "500": _error("INTERNAL_SERVER_ERROR"),
+        "503": _error("SERVICE_UNAVAILABLE"),
+    }
+    auth_get: dict[str, Any] = {
+        "tags": [TAG],
+        "summary": "Authorization endpoint: the login page (authorization code + PKCE)",
+        "description": "PKCE is required (S256). A person signed in to the realm is sent "
+        "straight back to redirect_uri with a code; anyone else sees the login form.",
+        "parameters": _query(*AUTH_PARAMS),
+        "responses": {
+            "200": _html("The login form (fields username and password)"),
+            "302": {"description": "Back to redirect_uri with code and state, or an error"},
+            **page_errors,
+        },
+    }
+    spec.path(
+        rule=rules[f"{base}/auth"],
+        parameters=[ORG_PARAM],
+        operations={
+            "get": auth_get,
+            "post": {
+                **auth_get,
+                "summary": "Submit the login form (posted back to the same URL)",
+                "requestBody": {"required": True, "content": {FORM: {"schema": LoginFormSchema}}},
+                "responses": {
+                    "200": _html("The form again: invalid username or password"),
+                    "302": {"description": "Signed in: back to redirect_uri with a code"},
+                    **page_errors,
+                    "415": _html("Not a form"),
+                },
+            },
+        },
+    )
+    device_get: dict[str, Any] = {
+        "tags": [TAG],
+        "summary": "Device verification page: sign in, enter the code, approve or deny",
+        "parameters": _query("user_code"),
+        "responses": {"200": _html("The page"), "404": _html("Unknown realm"), **page_errors},
+    }
+    spec.path(
+        rule=rules["/realms/<org>/device"],
+        parameters=[ORG_PARAM],
+        operations={
+            "get": device_get,
+            "post": {
+                **device_get,
+                "summary": "Device verification page: its forms",
+                "requestBody": {"required": True, "content": {FORM: {"schema": DeviceFormSchema}}},
+                "responses": {
+                    "200": _html("The next step"),
+                    "303": {"description": "Signed in: the page again"},
+                    "403": _html("The person's role does not allow the device's scopes"),
+                    "404": _html("Unknown realm"),
+                    "415": _html("Not a form"),
+                    **page_errors,
+                },
+            },
+        },
+    )
+    logout_get: dict[str, Any] = {
+        "tags": [TAG],
+        "summary": "Sign out (OpenID Connect RP-initiated logout)",
+        "description": "Ends the session of id_token_hint and of this browser, revoking their "
+        "refresh tokens; redirects only to a registered post_logout_redirect_uri. Without "
+        "id_token_hint the person confirms first.",
+        "parameters": _query("id_token_hint", "client_id", "post_logout_redirect_uri", "state"),
+        "responses": {
+            "200": _html("Signed out, or the confirmation page"),
+            "302": {"description": "To the registered post_logout_redirect_uri"},
+            **page_errors,
+        },
+    }
+    spec.path(
+        rule=rules[f"{base}/logout"],
+        parameters=[ORG_PARAM],
+        operations={
+            "get": logout_get,
+            "post": {
+                **logout_get,
+                "summary": "Sign out: the confirmation form, or a client's logout",
+                "description": "With refresh_token (and client_id): Keycloak's client logout, "
+                "answered 204. Otherwise the confirmation page's form.",
+                "requestBody": {"required": True, "content": {FORM: {"schema": LogoutFormSchema}}},
+                "responses": {
+                    **logout_get["responses"],
+                    "204": {"description": "Client logout: the session ended"},
+                    "401": _json(OAuthErrorSchema, "invalid_client (client logout)"),
+                },
+            },
         },
     )

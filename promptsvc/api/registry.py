@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from urllib.parse import urlencode
+
+from flask import Flask, Response, current_app, request
 from flask_smorest import Api
 
+from identity.core import Identity
 from promptsvc import __version__, ops
-from promptsvc.api import history, keys, prompts, releases, users, versions
-from promptsvc.api.common import BEARER_SCHEME
-from promptsvc.api.errors import register_error_handlers
+from promptsvc.api import history, keys, prompts, realm_docs, releases, users, versions
+from promptsvc.api.errors import error_response, register_error_handlers
 from promptsvc.api.identity_docs import document_identity
+from promptsvc.api.realm_docs import BEARER_SCHEME
 from promptsvc.api.schemas import ErrorSchema
+from promptsvc.http import json_response
 
 API_DESCRIPTION = """Prompt versioning service.
 
@@ -20,6 +24,10 @@ endpoint needs `Authorization: Bearer <token>`; get a token from
 `POST /v1/auth/sdk-token` (JSON `{account_id, key_id, key_secret}`) or from
 `POST /realms/<org>/protocol/openid-connect/token` (client credentials). The org of a
 request comes only from its token.
+
+To sign in from this page, open it as `/docs?realm=<org>`: its Authorize button then
+offers the realm's own flows, a person's login (authorization code with PKCE) and an
+API key's client credentials.
 
 Errors have the body `{"code", "message", "error"}` (`error` equals `code`); a 400 may add
 `errors` per field, a 409 of a guarded promotion or rollback `current_production_version`.
@@ -34,6 +42,31 @@ class PromptsvcApi(Api):
 
     def _register_error_handlers(self) -> None:
         register_error_handlers(self._app)
+
+    def _openapi_json(self) -> Response:
+        """The document; with ``?realm=<org>`` it offers that realm's OAuth 2.0 flows."""
+        realm = request.args.get("realm")
+        if realm is None:
+            return json_response(realm_docs.for_realm(self.spec.to_dict(), None))
+        identity: Identity = current_app.extensions["identity"]
+        if not identity.org_exists(realm):
+            return error_response(404, "realm not found")
+        return json_response(realm_docs.for_realm(self.spec.to_dict(), identity.issuer(realm)))
+
+    def _openapi_swagger_ui(self) -> Response:
+        """Swagger UI; ``?realm=<org>`` loads the realm's document and turns on its
+        sign-in (an unknown realm loads a 404, which Swagger UI reports)."""
+        realm = request.args.get("realm") or None
+        spec_url = "/openapi.json" + ("" if realm is None else "?" + urlencode({"realm": realm}))
+        identity: Identity = current_app.extensions["identity"]
+        return realm_docs.swagger_page(
+            title=self._app.config["API_TITLE"],
+            assets=self._app.config["OPENAPI_SWAGGER_UI_URL"],
+            spec_url=spec_url,
+            config=self._app.config.get("OPENAPI_SWAGGER_UI_CONFIG", {}),
+            issuer_url=identity.issuer_url,
+            realm=realm,
+        )
 
 
 def init_api(app: Flask) -> PromptsvcApi:

@@ -101,6 +101,31 @@ def test_roles(api: Any, world: None, endpoint: Any, role: str) -> None:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
+@pytest.mark.parametrize("scope", ["prompts:read", "prompts:read prompts:write"])
+def test_a_narrowed_token_acts_as_its_scopes_role(
+    api: Any, app: Flask, world: None, endpoint: Any, scope: str
+) -> None:
+    """An Admin key asking for fewer scopes gets a token the API treats as the highest
+    role those scopes cover: Read, or Write."""
+    key, secret = app.extensions["identity"].create_key("acme", SERVICE_ADMIN)
+    issued = api.client.post(
+        "/realms/acme/protocol/openid-connect/token",
+        data={"grant_type": "client_credentials", "scope": scope},
+        auth=(key.client_id, secret),
+    )
+    assert issued.status_code == 200
+    acts_as = SERVICE_WRITE if "prompts:write" in scope else SERVICE_READ
+    headers = {"Authorization": f"Bearer {issued.json['access_token']}"}
+    r = call(api, endpoint, role=None, headers=headers)
+    needed, success = endpoint[2], endpoint[4]
+    if role_includes(acts_as, needed):
+        assert r.status_code == success, r.json
+    else:
+        assert r.status_code == 403
+        assert needed in r.headers["WWW-Authenticate"]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
 def test_no_token_is_401_everywhere(api: Any, world: None, endpoint: Any) -> None:
     r = call(api, endpoint, role=None)
     assert r.status_code == 401

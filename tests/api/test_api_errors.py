@@ -45,7 +45,7 @@ def log_lines() -> Iterator[io.StringIO]:
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/v1/nope", "/api/v1/prompts/a/b/c/d/e", "/v1/nope", "/api/v2/prompts", "/"]
+    "path", ["/api/v1/nope", "/api/v1/prompts/a/b/c/d/e", "/v1/nope", "/api/v2/prompts", "/nope"]
 )
 def test_unknown_path_is_404_in_our_shape(api: Any, path: str) -> None:
     r = api.get(path)

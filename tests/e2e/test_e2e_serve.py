@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -29,24 +30,53 @@ def demo_server() -> Iterator[Server]:
         yield server
 
 
-def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server) -> None:
-    printed = demo_server.stdout
-    shell = [
-        line.strip()
-        for line in printed.splitlines()
-        if re.match(r"\s+(TOKEN=|WTOKEN=|curl )", line)
-    ]
-    assert len(shell) >= 8
+def approve_device(url: str, username: str, password: str) -> None:
+    """What the person does in a browser: sign in on the page, then approve."""
+    with httpx.Client(follow_redirects=True, timeout=10) as browser:
+        page = browser.get(url)
+        action, fields = _form(page.text)
+        confirm = browser.post(
+            httpx.URL(url).join(action),
+            data={**fields, "username": username, "password": password},
+        )
+        action, fields = _form(confirm.text)
+        done = browser.post(httpx.URL(url).join(action), data={**fields, "action": "approve"})
+    assert "connected" in done.text, done.text[:1000]
+
+
+def _form(page: str) -> tuple[str, dict[str, str]]:
+    action = re.search(r'<form method="post" action="([^"]*)"', page)
+    assert action is not None, page[:1000]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
+    return html.unescape(action.group(1)), {k: html.unescape(v) for k, v in fields.items()}
+
+
+def bash(script: list[str]) -> str:
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", "\n".join(shell)],
+        ["bash", "-euo", "pipefail", "-c", "\n".join(script)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    bodies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    production, latest, chat, created, promoted, production_after, realm_token = bodies
+    return result.stdout
+
+
+def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server) -> None:
+    printed = demo_server.stdout
+    shell = [
+        line.strip()
+        for line in printed.splitlines()
+        if re.match(r"\s+(TOKEN=|WTOKEN=|DEVICE=|curl )", line)
+    ]
+    assert len(shell) >= 10
+    # The last line waits for a person: it runs once they have approved (below).
+    poll = shell.pop()
+    assert "device_code" in poll
+    stdout = bash(shell)
+    bodies = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    production, latest, chat, created, promoted, production_after, realm_token, device = bodies
     assert production["name"] == "greeting"
     assert production["status"] == "published" and production["version"] == 1
     assert latest["version"] == 2 and latest["status"] == "draft"
@@ -55,6 +85,16 @@ def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server)
     assert promoted["promotion"]["notes"] == "friendlier"
     assert production_after["version"] == 2
     assert realm_token["token_type"] == "Bearer" and realm_token["access_token"]
+
+    # A person approves the device as the printed instructions say, then the poll works.
+    writer = re.search(r"Service Write\s+(demo-writer)\s+(\S+)\n", printed)
+    assert writer is not None
+    approve_device(device["verification_uri_complete"], *writer.group(1, 2))
+    tokens = json.loads(bash([f"DEVICE='{json.dumps(device)}'", poll]))
+    assert tokens["token_type"] == "Bearer" and tokens["refresh_token"]
+    headers = {"Authorization": f"Bearer {tokens['access_token']}"}
+    mine = httpx.get(f"{demo_server.base_url}/api/v1/prompts", headers=headers)
+    assert mine.status_code == 200
 
     sdk = "\n".join(
         line.strip()

@@ -15,12 +15,14 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 import identity
-from identity import Identity
+from identity import ConsoleUris, Identity, Lifetimes, LoginRateLimits
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage.base import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, seed_signing_key
+from tests.identity.people_support import CONSOLE_CALLBACK, CONSOLE_HOME, People
 
 
 @pytest.fixture
@@ -70,3 +72,45 @@ def ident(app: Flask) -> Identity:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+BACKENDS = ["memory", "fakeredis", "redis"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each storage backend in turn, for tests of the people flows."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def lifetimes() -> Lifetimes:
+    return Lifetimes()
+
+
+@pytest.fixture
+def people(
+    backend: str, make_storage: StorageFactory, clock: FakeClock, lifetimes: Lifetimes
+) -> People:
+    """An app on ``backend`` with org acme: a key, ada (Write) and bob (Read). Storage
+    runs on the test clock too, so sessions, codes and refresh tokens age with it (on
+    Redis their TTL also runs in real time)."""
+    store = make_storage(backend)
+    store.clock = clock.utc
+    seed_signing_key(store)
+    app = Flask("people-test")
+    ident = identity.init_app(
+        app,
+        store,
+        issuer_url=ISSUER,
+        clock=clock,
+        console=ConsoleUris(redirect=(CONSOLE_CALLBACK,), post_logout=(CONSOLE_HOME,)),
+        login_rate_limits=LoginRateLimits(None, None),
+        lifetimes=lifetimes,
+    )
+    ident.create_key("acme", SERVICE_ADMIN, client_id="acme-admin", client_secret="s" * 20)
+    world = People(app, ident, app.test_client())
+    world.user("ada", SERVICE_WRITE)
+    world.user("bob", SERVICE_READ)
+    return world

@@ -68,3 +68,19 @@ def reassemble(token: str, *, header: dict[str, Any] | None = None, payload: Any
     if payload is not None:
         body = segment(payload)
     return f"{head}.{body}.{signature}"
+
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def assert_oauth_error(response: TestResponse, status: int, error: str) -> None:
+    """An RFC 6749 error body with our code/message, not to be cached."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.json
+    assert body is not None
+    assert set(body) == {"error", "error_description", "code", "message"}
+    assert body["error"] == body["code"] == error
+    assert body["error_description"] == body["message"]
+    assert body["message"]
+    for name, value in NO_STORE.items():
+        assert response.headers[name] == value

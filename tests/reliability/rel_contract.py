@@ -1,5 +1,6 @@
 """What a correct answer looks like, written from docs/api.md (not from the code under
-test): the error bodies of sections 3.2 and 9 and a complete PromptVersion (section 4.1).
+test): the error bodies of sections 3.2, 3.7 and 9 and a complete PromptVersion (section
+4.1).
 
 Each function returns a list of problems (empty = conforming), so one call can report
 everything wrong with an answer at once.
@@ -26,14 +27,24 @@ CODES = {
     500: "internal_server_error",
     503: "service_unavailable",
 }
-# The realm token endpoint answers RFC 6749 bodies (plus code/message) for these; other
+# The realm's OAuth endpoints answer RFC 6749 bodies (plus code/message) for these; other
 # statuses (413, 503, ...) come from the app and have the API's error shape.
 OAUTH_CODES = {
-    400: {"invalid_request", "unsupported_grant_type", "invalid_scope", "invalid_grant"},
-    401: {"invalid_client"},
+    400: {
+        *("invalid_request", "unsupported_grant_type", "invalid_scope", "invalid_grant"),
+        *("unauthorized_client", "unsupported_token_type"),
+        *("authorization_pending", "slow_down", "access_denied", "expired_token"),
+    },
+    401: {"invalid_client", "invalid_token"},
+    403: {"insufficient_scope"},
     429: {"too_many_requests"},
 }
-REALM_TOKEN_PATH = re.compile(r"^/realms/[^/]+/protocol/openid-connect/token$")
+REALM_OAUTH_PATH = re.compile(
+    r"^/realms/[^/]+/protocol/openid-connect/"
+    r"(token|token/introspect|revoke|userinfo|auth/device|logout)$"
+)
+# The realm's pages for people answer their own errors as HTML pages (section 3.7).
+REALM_PAGE_PATH = re.compile(r"^/realms/[^/]+/(protocol/openid-connect/(auth|logout)|device)$")
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 STATUSES = {"draft", "published", "archived"}
 PROMPT_TYPES = {"text", "chat"}
@@ -70,6 +81,10 @@ def error_problems(status: int, path: str, content_type: str, content: bytes) ->
     if status < 400:
         return []
     problems: list[str] = []
+    if REALM_PAGE_PATH.match(path) and content_type.startswith("text/html") and status < 500:
+        if b"<html" not in content:
+            problems.append(f"a page's {status} is not an HTML page: {content[:200]!r}")
+        return problems
     if not content_type.startswith("application/json"):
         problems.append(f"Content-Type is {content_type!r}, not application/json")
     body, problem = json_of(content)
@@ -83,12 +98,12 @@ def error_problems(status: int, path: str, content_type: str, content: bytes) ->
             problems.append(f"{name!r} missing or not a non-empty string in {text}")
     if body.get("error") != body.get("code"):
         problems.append(f"error {body.get('error')!r} != code {body.get('code')!r}")
-    oauth = REALM_TOKEN_PATH.match(path) and status in OAUTH_CODES
+    oauth = REALM_OAUTH_PATH.match(path) and status in OAUTH_CODES
     if oauth:
         if body.get("error") not in OAUTH_CODES[status]:
-            problems.append(f"realm token {status} has error {body.get('error')!r}")
+            problems.append(f"realm {status} has error {body.get('error')!r}")
         if body.get("message") != body.get("error_description"):
-            problems.append("realm token: message != error_description")
+            problems.append("realm: message != error_description")
     elif status in CODES and body.get("code") != CODES[status]:
         problems.append(f"status {status} has code {body.get('code')!r}, not {CODES[status]!r}")
     if status in (401, 403) and not oauth and body.get("message") != body.get("code"):

@@ -14,6 +14,8 @@ import redis
 from identity.ratelimit import (
     DEFAULT_PER_CLIENT,
     DEFAULT_PER_IP,
+    LOGIN_PER_IP_ENV,
+    LOGIN_PER_USERNAME_ENV,
     PER_CLIENT_ENV,
     PER_IP_ENV,
     TokenRateLimits,
@@ -185,8 +187,8 @@ def test_a_bad_limit_stops_the_server_at_start(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_off_turns_the_limits_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(PER_CLIENT_ENV, "off")
-    monkeypatch.setenv(PER_IP_ENV, "off")
+    for name in (PER_CLIENT_ENV, PER_IP_ENV, LOGIN_PER_USERNAME_ENV, LOGIN_PER_IP_ENV):
+        monkeypatch.setenv(name, "off")
     app = make_app("memory://")
     creds = new_key(app, ORG, SERVICE_READ)
     client = app.test_client()
