@@ -46,6 +46,7 @@ Exception tree (one root, mapped to HTTP in one place by the API)::
     │   ├── DeviceCodeExists      (a device or user code already in use)
     │   ├── DeviceAlreadyDecided  (approve/deny of a device authorization not pending)
     │   ├── RefreshTokenReused    (a used refresh token again: its family is revoked)
+    │   ├── OrgNotEmpty           (a restore into an org that has data)
     │   ├── LifecycleError        (a transition the rules forbid)
     │   │   └── NoRollbackTarget
     │   └── ProductionChanged     (a guarded promotion or rollback whose expected
@@ -374,6 +375,38 @@ class RefreshToken:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptSnapshot:
+    """One prompt with everything it keeps, as a backup holds it.
+
+    ``next_version`` is the last version number handed out: higher than every kept
+    version when the newest ones were deleted, and it must survive a restore so numbers
+    are never reused. ``versions`` ascend by number; ``history`` is in promotion order,
+    oldest first. ``prompt``'s latest and production numbers follow from ``versions``.
+    """
+
+    prompt: Prompt
+    next_version: int
+    versions: tuple[PromptVersion, ...]
+    history: tuple[PromotionRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OrgSnapshot:
+    """Everything one org keeps that outlives a login: prompts (by name), API keys and
+    users (each oldest first, secrets and passwords as hashes). Login flow state
+    (codes, sessions, refresh tokens) is not in it: it lives minutes to days, and a
+    person signs in again."""
+
+    org: str
+    prompts: tuple[PromptSnapshot, ...]
+    api_keys: tuple[ApiKey, ...]
+    users: tuple[User, ...]
+
+    def is_empty(self) -> bool:
+        return not (self.prompts or self.api_keys or self.users)
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
@@ -471,6 +504,15 @@ class RefreshTokenReused(Conflict):
     def __init__(self, family_id: str) -> None:
         super().__init__("refresh token reused: its family is revoked")
         self.family_id = family_id
+
+
+class OrgNotEmpty(Conflict):
+    def __init__(self, org: str) -> None:
+        super().__init__(
+            f"org '{org}' is not empty (it has prompts, API keys or users): "
+            "a restore only writes into an empty org, and nothing was written"
+        )
+        self.org = org
 
 
 class LifecycleError(Conflict):
@@ -885,6 +927,27 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def revoke_refresh_family(self, org: str, family_id: str) -> None:
         """Revoke every token of the family (idempotent)."""
+
+    # -- backup and restore
+
+    @abc.abstractmethod
+    def list_orgs(self) -> list[str]:
+        """Every org that has a prompt, an API key or a user, sorted."""
+
+    @abc.abstractmethod
+    def export_org(self, org: str) -> OrgSnapshot:
+        """Everything ``org`` keeps, exactly as stored (ids, numbers and the version
+        counters, statuses, times, secret and password hashes). Each prompt is read in
+        one atomic step, so it is consistent in itself; a prompt created or deleted
+        meanwhile is in the snapshot or not. An org without data gives an empty
+        snapshot."""
+
+    @abc.abstractmethod
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        """Write ``snapshot`` exactly as given, with every index and counter the other
+        operations use, in one atomic step. Only into an org without prompts, API keys
+        or users: otherwise OrgNotEmpty, and nothing is written. The caller checked that
+        the snapshot is consistent (promptsvc.backup does)."""
 
     # -- signing keys (global, not per org)
     @abc.abstractmethod

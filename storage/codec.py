@@ -131,6 +131,41 @@ def version(p: Fields, v: Fields) -> PromptVersion:
     )
 
 
+def version_fields(v: PromptVersion) -> list[str]:
+    """A version's hash as create_version.lua and the status changes leave it."""
+    return pairs(
+        {
+            "version_id": v.version_id,
+            "version": str(v.version),
+            "content": v.content,
+            "variables": json.dumps(list(v.variables)),
+            "status": v.status,
+            "metadata": json.dumps(v.metadata),
+            "tags": json.dumps(list(v.tags)),
+            "created_by": v.created_by,
+            "created_at": rfc3339(v.created_at),
+            "updated_at": rfc3339(v.updated_at),
+            "promoted_at": None if v.promoted_at is None else rfc3339(v.promoted_at),
+            "promoted_by": v.promoted_by,
+        }
+    )
+
+
+def record_fields(r: PromotionRecord) -> list[str]:
+    """A promotion record's hash as promote.lua writes it."""
+    return pairs(
+        {
+            "history_id": r.history_id,
+            "prompt_id": r.prompt_id,
+            "version_number": str(r.version_number),
+            "promoted_by": r.promoted_by,
+            "promoted_at": rfc3339(r.promoted_at),
+            "previous_version": None if r.previous_version is None else str(r.previous_version),
+            "notes": r.notes,
+        }
+    )
+
+
 def record(h: Fields) -> PromotionRecord:
     previous = h.get("previous_version")
     return PromotionRecord(

@@ -2,8 +2,8 @@
 
 Every key of one org starts with ``ps:{<org>}:``: the ``{<org>}`` hash tag puts all of
 an org's keys in one Redis Cluster slot, so each Lua script (which only ever touches one
-org) runs unchanged on a cluster. Signing keys are global and carry the tag ``{_global}``,
-which no org slug can spell (slugs have no underscore).
+org) runs unchanged on a cluster. Signing keys and the set of orgs are global and carry
+the tag ``{_global}``, which no org slug can spell (slugs have no underscore).
 
 Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
 
@@ -25,6 +25,11 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     ps:{<org>}:user-ids           hash    user_id -> username
     ps:{_global}:signing          list    signing key ids, oldest first
     ps:{_global}:signing:keys     hash    kid -> JSON signing key
+    ps:{_global}:orgs             set     org slugs: every org that was given a prompt, a
+                                          key or a user (a superset: an org whose data is
+                                          gone stays listed)
+    ps:{_global}:orgs:complete    string  set once the orgs set also holds every org
+                                          written before it existed
     promptsvc:ratelimit...        -       rate-limit counters, named by the ``limits``
                                           library after this prefix (RATE_LIMIT_PREFIX)
 
@@ -51,6 +56,8 @@ from __future__ import annotations
 GLOBAL_TAG = "_global"
 SIGNING_ORDER = "ps:{_global}:signing"
 SIGNING_KEYS = "ps:{_global}:signing:keys"
+ORGS = "ps:{_global}:orgs"
+ORGS_COMPLETE = "ps:{_global}:orgs:complete"
 RATE_LIMIT_PREFIX = "promptsvc:ratelimit"
 
 

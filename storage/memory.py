@@ -28,6 +28,8 @@ from storage.base import (
     LifecycleError,
     NoProductionVersion,
     NoRollbackTarget,
+    OrgNotEmpty,
+    OrgSnapshot,
     Page,
     ProductionChanged,
     Promotion,
@@ -35,6 +37,7 @@ from storage.base import (
     Prompt,
     PromptExists,
     PromptNotFound,
+    PromptSnapshot,
     PromptVersion,
     RateLimitSettings,
     RealmSession,
@@ -89,6 +92,10 @@ class _OrgState:
     session_families: dict[str, set[str]] = field(default_factory=dict)
     tokens: dict[str, RefreshToken] = field(default_factory=dict)
     families: dict[str, _Family] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        """No prompts, keys or users (login state alone does not count)."""
+        return not (self.by_name or self.keys or self.users)
 
 
 class _Expiring(Protocol):
@@ -751,6 +758,54 @@ class MemoryStorage(Storage):
             org_state = self._orgs.get(org)
             if org_state is not None:
                 org_state.families.pop(family_id, None)
+
+    # -- backup and restore
+
+    def list_orgs(self) -> list[str]:
+        with self._lock:
+            return sorted(org for org, state in self._orgs.items() if not state.is_empty())
+
+    def export_org(self, org: str) -> OrgSnapshot:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            if org_state is None:
+                return OrgSnapshot(org, (), (), ())
+            prompts = tuple(
+                PromptSnapshot(
+                    prompt=self._prompt(state),
+                    next_version=state.counter,
+                    versions=tuple(state.versions.values()),
+                    history=tuple(state.history),
+                )
+                for _, state in sorted(org_state.by_name.items())
+            )
+            keys = tuple(org_state.keys.values())
+            return OrgSnapshot(org, prompts, keys, tuple(org_state.users.values()))
+
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        by_name: dict[str, _PromptState] = {}
+        for item in snapshot.prompts:
+            versions = sorted(item.versions, key=lambda v: v.version)
+            published = [v.version for v in versions if v.status == "published"]
+            state = _PromptState(
+                prompt=replace(item.prompt, latest_version=None, production_version=None),
+                counter=item.next_version,
+                versions={v.version: v for v in versions},
+                numbers={v.version_id: v.version for v in versions},
+                production=published[0] if published else None,
+                history=list(item.history),
+            )
+            by_name[item.prompt.name] = state
+        with self._lock:
+            org_state = self._orgs.setdefault(snapshot.org, _OrgState())
+            if not org_state.is_empty():
+                raise OrgNotEmpty(snapshot.org)
+            # Into the org's own state: whatever login state it holds stays.
+            org_state.by_name = by_name
+            org_state.by_id = {state.prompt.prompt_id: state for state in by_name.values()}
+            org_state.keys = {key.client_id: key for key in snapshot.api_keys}
+            org_state.users = {user.username: user for user in snapshot.users}
+            org_state.user_ids = {user.user_id: user.username for user in snapshot.users}
 
     # -- signing keys
 

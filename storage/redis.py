@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,7 +31,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 
-from storage import codec, keys, scripts
+from storage import codec, keys, redis_snapshot, scripts
 from storage.base import (
     STATUSES,
     UNGUARDED,
@@ -47,6 +48,8 @@ from storage.base import (
     LifecycleError,
     NoProductionVersion,
     NoRollbackTarget,
+    OrgNotEmpty,
+    OrgSnapshot,
     Page,
     ProductionChanged,
     Promotion,
@@ -95,6 +98,10 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.OutOfMemoryError,
 )
+
+# The keys an org had before the set of orgs (keys.ORGS) existed: its key list and its
+# names hash, found once by SCAN (see BaseRedisStorage.list_orgs).
+_ORG_INDEX_KEY = re.compile(r"^ps:\{([a-z0-9][a-z0-9-]{0,62})\}:(?:keys|names)$")
 
 # The message of each lifecycle refusal, by operation and the version's current status.
 _REFUSALS = {
@@ -234,6 +241,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     ) -> Prompt:
         now = self.clock()
         prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+        self._index_org(org)
         created = self._run(
             "create_prompt",
             [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
@@ -435,6 +443,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     def add_api_key(self, key: ApiKey) -> None:
         hash_key = keys.api_key(key.org, key.client_id)
         args = [key.client_id, *codec.api_key_fields(key)]
+        self._index_org(key.org)
         if not self._run("add_api_key", [keys.api_keys(key.org), hash_key], args):
             raise ApiKeyExists(key.client_id)
 
@@ -458,6 +467,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     def add_user(self, user: User) -> None:
         org = user.org
         keys_ = [keys.users(org), keys.user(org, user.username), keys.user_ids(org)]
+        self._index_org(org)
         if not self._run(
             "add_user", keys_, [user.username, user.user_id, *codec.user_fields(user)]
         ):
@@ -639,6 +649,60 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     def revoke_refresh_family(self, org: str, family_id: str) -> None:
         with _guard():
             self.client.delete(keys.family(org, family_id))
+
+    # -- backup and restore
+
+    def _index_org(self, org: str) -> None:
+        # Before the org's own write: the set is in another slot, so the two cannot be
+        # one step, and this order leaves it a superset (list_orgs checks each org).
+        with _guard():
+            self.client.sadd(keys.ORGS, org)
+
+    def list_orgs(self) -> list[str]:
+        """The set of orgs, less those whose data is gone.
+
+        Orgs written before the set existed are added to it once, by one SCAN over every
+        primary for their key lists and names hashes; ``ps:{_global}:orgs:complete``
+        then records that it was done, so later calls read the set alone.
+        """
+        with _guard():
+            if not self.client.exists(keys.ORGS_COMPLETE):
+                found = set()
+                for pattern in ("ps:{*}:keys", "ps:{*}:names"):
+                    for key in self.client.scan_iter(match=pattern, count=1000):
+                        match = _ORG_INDEX_KEY.match(key)
+                        if match:
+                            found.add(match.group(1))
+                if found:
+                    self.client.sadd(keys.ORGS, *found)
+                self.client.set(keys.ORGS_COMPLETE, "1")
+            orgs: set[str] = self.client.smembers(keys.ORGS)  # type: ignore[assignment]
+            return sorted(
+                org
+                for org in orgs
+                if self.client.exists(*redis_snapshot.guards(org))  # one slot: one command
+            )
+
+    def export_org(self, org: str) -> OrgSnapshot:
+        with _guard():
+            names: dict[str, str] = self.client.hgetall(keys.names(org))  # type: ignore[assignment]
+        prompts = []
+        for name in sorted(names):
+            reply = self._prompt_script("export_prompt", org, [names[name]])
+            if reply[0] == "ok":  # else deleted since the names were read
+                prompts.append(redis_snapshot.prompt_snapshot(reply))
+        return OrgSnapshot(
+            org, tuple(prompts), tuple(self.list_api_keys(org)), tuple(self.list_users(org))
+        )
+
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        org = snapshot.org
+        self._index_org(org)
+        guards = redis_snapshot.guards(org)
+        args = [len(guards), *guards, *redis_snapshot.writes(snapshot)]
+        reply = self._run("restore_org", [keys.org_prefix(org)], args)
+        if reply[0] != "ok":
+            raise OrgNotEmpty(org)
 
     # -- signing keys
 

@@ -30,6 +30,7 @@ PROMPT_SCRIPTS = (
     "unarchive_version",
     "delete_version",
     "list_history",
+    "export_prompt",
 )
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
@@ -51,6 +52,7 @@ STANDALONE_SCRIPTS = (
     "consume_device_authorization",
     "end_session",
     "start_refresh_family",
+    "restore_org",
 )
 
 

@@ -74,6 +74,7 @@ def test_every_key_follows_the_layout(redis_storage: BaseRedisStorage[Any]) -> N
         keys.api_key(ORG, "admin"),
         keys.SIGNING_ORDER,
         keys.SIGNING_KEYS,
+        keys.ORGS,
         *(keys.version(ORG, pid, vid) for vid in ids),
         *(keys.history_record(ORG, pid, hid) for hid in history),
     }
@@ -120,7 +121,8 @@ EXPIRING_KEYS = {
 
 def test_people_and_login_keys_follow_the_layout(redis_storage: BaseRedisStorage[Any]) -> None:
     populate_people(redis_storage)
-    assert set(redis_storage.client.scan_iter()) == PEOPLE_KEYS | EXPIRING_KEYS
+    found = set(redis_storage.client.scan_iter())
+    assert found == PEOPLE_KEYS | EXPIRING_KEYS | {keys.ORGS}
 
 
 def test_login_state_expires_with_its_record(redis_storage: BaseRedisStorage[Any]) -> None:
@@ -150,11 +152,11 @@ def test_delete_prompt_leaves_no_prompt_keys(redis_storage: BaseRedisStorage[Any
     redis_storage.delete_prompt(ORG, "greeting")
     redis_storage.delete_prompt(ORG, "other")
     left = set(redis_storage.client.scan_iter())
-    assert left == {keys.api_keys(ORG), keys.api_key(ORG, "admin"), *keys_of_signing()}
+    assert left == {keys.api_keys(ORG), keys.api_key(ORG, "admin"), *global_keys()}
 
 
-def keys_of_signing() -> set[str]:
-    return {keys.SIGNING_ORDER, keys.SIGNING_KEYS}
+def global_keys() -> set[str]:
+    return {keys.SIGNING_ORDER, keys.SIGNING_KEYS, keys.ORGS}
 
 
 def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any]) -> None:
@@ -169,7 +171,9 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
         )
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
-    assert set(redis_storage.client.scan_iter()) == set()
+    # The set of orgs keeps the org (a superset); list_orgs leaves it out.
+    assert set(redis_storage.client.scan_iter()) == {keys.ORGS}
+    assert redis_storage.list_orgs() == []
 
 
 # --------------------------------------------------------------------------- scripts

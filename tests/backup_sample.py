@@ -1,0 +1,85 @@
+"""Sample data for the backup and restore tests: orgs with every kind of record and every
+state a record can be in, written through the storage interface as the service would.
+"""
+
+from __future__ import annotations
+
+import json
+
+from identity import keys
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+from storage.base import Storage
+from tests.clock import FakeClock
+
+AUTHOR = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+PROMOTER = "7d8f6a0e-3f43-4c1b-8a4e-2b51e0c4d7aa"
+READER_ID = "reader"
+READER_SECRET = "reader-secret-0123456789"
+ADMIN_ID = "admin"
+ADMIN_SECRET = "admin-secret-0123456789"
+CHAT = json.dumps(
+    [
+        {"role": "system", "content": "You help with {{ product }}.\n"},
+        {"role": "user", "content": "Ünïcode ✓ {{question}}"},
+    ]
+)
+
+
+def populate(store: Storage, org: str, clock: FakeClock) -> None:
+    """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
+    above every kept number), with three promotions (one demoting to draft), a published,
+    an archived, an unarchived, a demoted and an edited draft; a chat prompt in
+    production; a prompt without versions; a deleted prompt; keys of every role, one
+    revoked, one without description.
+
+    The reader and admin keys' secrets are :data:`READER_SECRET` and :data:`ADMIN_SECRET`.
+    """
+
+    def tick() -> None:
+        clock.advance(1.5)
+
+    store.create_prompt(org, "greeting", "text", "Says hello")
+    tick()
+    for number in range(1, 7):
+        metadata = {"n": number, "nested": {"model": "m", "ok": True, "none": None}}
+        content = f"Hello {{{{ name }}}} #{number}\n\n```\n{{{{ code }}}}\n```\n"
+        store.create_version(org, "greeting", content, AUTHOR, metadata, [f"t{number}", "x"])
+        tick()
+    store.promote(org, "greeting", "1", PROMOTER, notes="first")
+    tick()
+    store.promote(org, "greeting", "2", AUTHOR)  # no notes: null, not ""
+    tick()
+    store.promote(org, "greeting", "3", PROMOTER, notes="", archive_previous=False)
+    tick()
+    store.edit_version(org, "greeting", "4", "Hello {{ name }}, edited")
+    tick()
+    store.archive_version(org, "greeting", "5")
+    tick()
+    store.unarchive_version(org, "greeting", "1")
+    tick()
+    store.delete_version(org, "greeting", "6")
+    tick()
+
+    store.create_prompt(org, "support-chat", "chat")
+    tick()
+    store.create_version(org, "support-chat", CHAT, AUTHOR, {"temperature": 0.2}, [])
+    tick()
+    store.promote(org, "support-chat", "1", PROMOTER, notes="go live")
+    tick()
+
+    store.create_prompt(org, "empty")
+    tick()
+    store.create_prompt(org, "gone")
+    store.create_version(org, "gone", "bye", AUTHOR)
+    store.delete_prompt(org, "gone")
+    tick()
+
+    keys.create_key(
+        store, org, SERVICE_READ, "dashboards", client_id=READER_ID, client_secret=READER_SECRET
+    )
+    tick()
+    keys.create_key(store, org, SERVICE_ADMIN, None, client_id=ADMIN_ID, client_secret=ADMIN_SECRET)
+    tick()
+    keys.create_key(store, org, SERVICE_WRITE, "old CI", client_id="ci")
+    store.revoke_api_key(org, "ci")
+    tick()
