@@ -5,10 +5,13 @@ state a record can be in, written through the storage interface as the service w
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from identity import keys
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
+from storage import keys as redis_keys
 from storage.base import Storage
+from storage.redis import BaseRedisStorage
 from tests.clock import FakeClock
 
 AUTHOR = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -83,3 +86,37 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     keys.create_key(store, org, SERVICE_WRITE, "old CI", client_id="ci")
     store.revoke_api_key(org, "ci")
     tick()
+
+
+def everything(store: Storage) -> dict[str, Any]:
+    """Every record ``store`` keeps, through its export and its ordinary reads."""
+    found: dict[str, Any] = {"orgs": store.list_orgs(), "signing": store.signing_keys()}
+    for org in store.list_orgs():
+        found[org] = store.export_org(org)
+        for prompt in store.list_prompts(org).items:
+            found[f"{org}/{prompt.name}"] = (
+                prompt,
+                store.list_versions(org, prompt.name, limit=200).items,
+                store.list_history(org, prompt.name, limit=200).items,
+            )
+        found[f"{org}/keys"] = store.list_api_keys(org)
+    return found
+
+
+def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
+    """Every key of ``org`` with its value, named without the org's prefix (KEYS-like
+    listing is fine in a test; the code keeps index sets)."""
+    prefix = redis_keys.org_prefix(org)
+    read = {
+        "hash": store.client.hgetall,
+        "zset": lambda key: store.client.zrange(key, 0, -1, withscores=True),
+        "list": lambda key: store.client.lrange(key, 0, -1),
+    }
+    found: dict[str, object] = {}
+    for key in store.client.scan_iter():
+        if key.startswith(prefix):
+            value = read[store.client.type(key)](key)
+            if isinstance(value, dict) and value.get("org") == org:
+                value["org"] = "<org>"  # an API key names its org
+            found[key.removeprefix(prefix)] = value
+    return found

@@ -28,7 +28,7 @@ def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     out = _help(capsys)
-    for command in ("serve", "keys", "signing-keys"):
+    for command in ("serve", "keys", "signing-keys", "backup", "restore"):
         assert command in out
     assert "promptsvc serve --demo" in out  # examples
 

@@ -116,7 +116,18 @@ def test_the_server_libraries_are_not_installed(sdk_venv: Venv) -> None:
 def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
     assert listed.returncode == 0, listed.stderr
-    commands = ("serve", "keys", "users", "signing-keys", "prompts", "pull", "plan", "apply")
+    commands = (
+        "serve",
+        "keys",
+        "users",
+        "signing-keys",
+        "prompts",
+        "pull",
+        "plan",
+        "apply",
+        "backup",
+        "restore",
+    )
     for command in commands:
         assert command in listed.stdout
     version = sdk_venv.run(sdk_venv.promptsvc, "--version")
@@ -136,6 +147,8 @@ def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
         (["keys", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0"], "redis"),
         (["signing-keys", "rotate", "--storage", "redis://127.0.0.1:1/0"], "redis"),
         (["users", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0"], "redis"),
+        (["backup", "--storage", "redis://127.0.0.1:1/0", "--out", "x.json"], "marshmallow"),
+        (["restore", "--storage", "redis://127.0.0.1:1/0", "x.json"], "marshmallow"),
     ],
 )
 def test_server_commands_say_how_to_install_the_server(

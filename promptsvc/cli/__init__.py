@@ -3,9 +3,10 @@
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
 :mod:`identity.commands` (``keys``, ``users`` and ``signing-keys``, operator commands
-working directly on Redis storage), :mod:`promptsvc.cli.prompts` (``prompts ...``) and
-:mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``), which talk to a running
-service over HTTP only.
+working directly on Redis storage), :mod:`promptsvc.cli.backup` (``backup`` and
+``restore``, operators' copies of a Redis storage), :mod:`promptsvc.cli.prompts`
+(``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``),
+which talk to a running service over HTTP only.
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import ascode, prompts, serve
+from promptsvc.cli import ascode, backup, prompts, serve
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -42,6 +43,8 @@ examples:
   promptsvc serve --demo                     # try it: demo org, keys, users and prompts
   promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
   promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
+  promptsvc backup --storage redis://localhost:6379/0 --out promptsvc-backup.json
+  promptsvc serve --restore promptsvc-backup.json   # a local copy to try things on
   promptsvc prompts list
   promptsvc prompts diff greeting production latest
   promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
@@ -56,6 +59,7 @@ class CommandModule(Protocol):
 COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (serve, True),
     (operator_commands, True),
+    (backup, True),
     (prompts, False),
     (ascode, False),
 )

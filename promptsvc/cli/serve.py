@@ -59,11 +59,18 @@ def register(subparsers: Any) -> None:
         help="TOML file of orgs, keys and users to create at start-up, idempotently "
         "(overrides PROMPTSVC_BOOTSTRAP_FILE)",
     )
-    serve.add_argument(
+    start = serve.add_mutually_exclusive_group()
+    start.add_argument(
         "--demo",
         action="store_true",
         help="create org 'demo' with a key and a user per role and sample prompts, and print "
         "the credentials with ready-to-paste curl and SDK lines",
+    )
+    start.add_argument(
+        "--restore",
+        metavar="FILE",
+        help="start on memory:// with everything in a backup (`promptsvc backup`): a copy "
+        "of production to try things on; PROMPTSVC_STORAGE_URL is not used",
     )
     serve.set_defaults(func=serve_command)
 
@@ -88,10 +95,23 @@ def serve_command(args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
 
     from identity.errors import IdentityError
-    from promptsvc import demo
+    from promptsvc import backup, demo
     from promptsvc.app import create_app
     from promptsvc.config import ConfigError, Settings
-    from storage.base import StorageError
+    from storage.base import Storage, StorageError
+
+    restored: backup.Restored | None = None
+    storage: Storage | None = None
+    if args.restore:
+        if args.storage and not args.storage.lower().startswith("memory://"):
+            return fail(
+                "--restore starts a memory:// server; to restore into Redis use "
+                "`promptsvc restore --storage URL FILE`"
+            )
+        try:  # before a port is taken: a bad file stops here
+            storage, restored = backup.into_memory(args.restore)
+        except backup.BackupError as exc:
+            return fail(str(exc))
 
     # Bind first, so that --port 0 is resolved before the issuer URL is made. A port in
     # use: werkzeug prints why and exits with status 1.
@@ -99,7 +119,7 @@ def serve_command(args: argparse.Namespace) -> int:
     base_url = f"http://{_url_host(args.host)}:{server.server_port}"
     try:
         settings = Settings.from_env(
-            storage_url=args.storage,
+            storage_url="memory://" if args.restore else args.storage,
             bootstrap_file=args.bootstrap,
             issuer_url=None if os.environ.get("PROMPTSVC_ISSUER_URL") else base_url,
         )
@@ -107,7 +127,7 @@ def serve_command(args: argparse.Namespace) -> int:
         # repeat them without one. Set before create_app, which installs the log's timer.
         logging.getLogger("promptsvc.access").setLevel(logging.INFO)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        app = create_app(settings)
+        app = create_app(settings, storage=storage)
         storage = app.extensions["promptsvc.storage"]
         storage.ping()
         made = demo.create_demo(app) if args.demo else None
@@ -124,6 +144,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")
     if made is not None:
         print(demo.instructions(base_url, made, storage_shown))
+    if restored is not None:
+        print(f"restored from {args.restore}:\n{backup.describe(restored)}")
     print("Press Ctrl+C to stop.", flush=True)
     signal.signal(signal.SIGTERM, _stop)
     try:

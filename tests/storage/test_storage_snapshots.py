@@ -20,7 +20,7 @@ from storage.base import (
     rfc3339,
 )
 from storage.redis import BaseRedisStorage
-from tests.backup_sample import AUTHOR, PROMOTER, populate
+from tests.backup_sample import AUTHOR, PROMOTER, populate, raw
 from tests.clock import FakeClock
 
 ORG = "acme"
@@ -162,25 +162,6 @@ def test_an_empty_snapshot_writes_nothing(storage: Storage) -> None:
 
 
 # --------------------------------------------------------------------------- Redis only
-
-
-def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
-    """Every key of ``org`` with its value, named without the org's prefix (KEYS-like
-    listing is fine in a test; the code keeps index sets)."""
-    prefix = keys.org_prefix(org)
-    read = {
-        "hash": store.client.hgetall,
-        "zset": lambda key: store.client.zrange(key, 0, -1, withscores=True),
-        "list": lambda key: store.client.lrange(key, 0, -1),
-    }
-    found: dict[str, object] = {}
-    for key in store.client.scan_iter():
-        if key.startswith(prefix):
-            value = read[store.client.type(key)](key)
-            if isinstance(value, dict) and value.get("org") == org:
-                value["org"] = "<org>"  # an API key names its org
-            found[key.removeprefix(prefix)] = value
-    return found
 
 
 def test_restore_writes_every_key_as_the_operations_left_it(

@@ -1,0 +1,163 @@
+"""``promptsvc backup`` and ``promptsvc restore``: operators' copies of a Redis storage.
+
+They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
+(Redis or Redis Cluster), with no server involved. The file format is
+:mod:`promptsvc.backup`'s; on success each prints, as JSON on stdout, how many records of
+each kind it wrote per org. ``memory://`` storage lives inside a server process, so
+these refuse it; ``promptsvc serve --restore FILE`` starts such a server from a backup.
+
+The storage and the format modules are imported when a command runs, so the parser
+loads without the server's dependencies (see :mod:`promptsvc.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from promptsvc.cli.output import fail
+
+EXIT_MEMORY = 2
+
+_BACKUP_HELP = """\
+Write everything a Redis or Redis Cluster storage keeps to FILE (JSON): every org, or
+the one --org names, with their prompts, versions (numbers, statuses, times, and the
+next number to hand out), promotion history and API keys, and the token signing keys.
+
+The file holds the signing keys' PRIVATE keys and the API keys' secret hashes: it is
+written readable by its owner only (mode 0600); keep it as safe as Redis itself.
+Each prompt is read in one atomic step; for one point in time across prompts, stop
+writes while it runs.
+
+exit status: 0 written, 1 failed, 2 memory:// storage.
+"""
+
+_RESTORE_HELP = """\
+Write a backup (from `promptsvc backup`) into a Redis or Redis Cluster storage: every
+org in it, or the one --org names, each exactly as it was and in one atomic step.
+Every org restored must be empty there (no prompts, no API keys); when one is not,
+nothing at all is written.
+
+Without --org the backup's signing keys are added too (the newest signs from then on;
+keys already there keep verifying). With --org they are not: they belong to the whole
+deployment the backup came from.
+
+exit status: 0 restored, 1 refused or failed (nothing written unless the message says
+so), 2 memory:// storage.
+"""
+
+_MEMORY = (
+    "memory:// storage lives inside the server process, so this command cannot reach "
+    "it. Start a memory:// server from a backup with `promptsvc serve --restore FILE`, "
+    "or point --storage / PROMPTSVC_STORAGE_URL at Redis."
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``backup`` and ``restore``."""
+    backup = subparsers.add_parser(
+        "backup",
+        help="write a Redis storage's orgs, prompts, keys and signing keys to a file",
+        description=_BACKUP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _storage(backup)
+    backup.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    backup.add_argument("--org", metavar="SLUG", help="only this org (default: every org)")
+    backup.set_defaults(func=backup_command)
+
+    restore = subparsers.add_parser(
+        "restore",
+        help="write a backup into empty orgs of a Redis storage",
+        description=_RESTORE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _storage(restore)
+    restore.add_argument("--org", metavar="SLUG", help="only this org (default: every org)")
+    restore.add_argument("file", metavar="FILE", help="a file written by `promptsvc backup`")
+    restore.set_defaults(func=restore_command)
+
+
+def _storage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--storage",
+        metavar="URL",
+        help="redis://, rediss:// or redis+cluster:// URL (default: PROMPTSVC_STORAGE_URL)",
+    )
+
+
+def _url(args: argparse.Namespace) -> str | None:
+    """The storage URL, or None (after saying why) when it is memory://."""
+    url: str = args.storage or os.environ.get("PROMPTSVC_STORAGE_URL") or "memory://"
+    return None if url.split("://", 1)[0].lower() == "memory" else url
+
+
+def backup_command(args: argparse.Namespace) -> int:
+    """``promptsvc backup``."""
+    from identity.keys import valid_org
+    from promptsvc import backup
+    from storage import storage_from_url
+    from storage.base import StorageError
+
+    url = _url(args)
+    if url is None:
+        return fail(_MEMORY, EXIT_MEMORY)
+    if args.org is not None and not valid_org(args.org):
+        return fail(f"invalid org slug {args.org!r}")
+    try:
+        store = storage_from_url(url)
+    except (ValueError, StorageError) as exc:
+        return fail(str(exc))
+    try:
+        taken = backup.export(store, args.org)
+        backup.write(taken, args.out)
+    except backup.BackupError as exc:
+        return fail(str(exc))
+    except StorageError:
+        return fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
+    finally:
+        store.close()
+    print(
+        f"{args.out} holds private signing keys and secret hashes: keep it safe.",
+        file=sys.stderr,
+    )
+    report = {
+        "file": args.out,
+        "orgs": backup.summary(taken.orgs.values()),
+        "signing_keys": len(taken.signing_keys),
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def restore_command(args: argparse.Namespace) -> int:
+    """``promptsvc restore``."""
+    from identity.keys import valid_org
+    from promptsvc import backup
+    from storage import storage_from_url
+    from storage.base import StorageError
+
+    url = _url(args)
+    if url is None:
+        return fail(_MEMORY, EXIT_MEMORY)
+    if args.org is not None and not valid_org(args.org):
+        return fail(f"invalid org slug {args.org!r}")
+    try:
+        found = backup.read(args.file)
+        store = storage_from_url(url)
+    except (backup.BackupError, ValueError, StorageError) as exc:
+        return fail(str(exc))
+    try:
+        restored = backup.restore(store, found, org=args.org, source=args.file)
+    except backup.BackupError as exc:
+        return fail(str(exc))
+    except StorageError:
+        return fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
+    finally:
+        store.close()
+    report = {"orgs": backup.summary(restored.orgs), "signing_keys_added": restored.signing_keys}
+    print(json.dumps(report, indent=2))
+    return 0

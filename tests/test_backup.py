@@ -1,0 +1,346 @@
+"""Backups: the file format, exact round trips, refusals, and the commands' errors.
+
+Redis to Redis Cluster and ``serve --restore`` over HTTP: tests/e2e/test_e2e_backup.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from identity.signing import new_signing_key
+from promptsvc import backup, cli
+from storage.base import SigningKey
+from storage.memory import MemoryStorage
+from tests.backup_sample import CHAT, everything, populate
+from tests.clock import FakeClock
+
+ORGS = ("acme", "globex")
+
+
+@pytest.fixture(scope="module")
+def signing_keys() -> list[SigningKey]:
+    clock = FakeClock()
+    return [new_signing_key(clock.utc()), new_signing_key(clock.advance(60))]
+
+
+@pytest.fixture
+def source(clock: FakeClock, signing_keys: list[SigningKey]) -> MemoryStorage:
+    store = MemoryStorage(clock=clock.utc)
+    for org in ORGS:
+        populate(store, org, clock)
+    for key in signing_keys:
+        store.add_signing_key(key)
+    return store
+
+
+def test_memory_to_file_to_memory_is_exact(source: MemoryStorage, tmp_path: Path) -> None:
+    path = tmp_path / "backup.json"
+    taken = backup.export(source)
+    backup.write(taken, path)
+    target = MemoryStorage()
+    restored = backup.restore(target, backup.read(path))
+    assert everything(target) == everything(source)
+    assert [s.org for s in restored.orgs] == list(ORGS) and restored.signing_keys == 2
+    # And the file written again from the copy is the same file, byte for byte.
+    again = tmp_path / "again.json"
+    backup.write(backup.export(target), again)
+    first, second = json.loads(path.read_text()), json.loads(again.read_text())
+    assert first.pop("created_at") and second.pop("created_at")
+    assert first == second
+
+
+def test_the_document_spells_records_as_the_api_does(source: MemoryStorage) -> None:
+    doc = backup.document(backup.export(source))
+    assert (doc["format"], doc["version"]) == ("promptsvc-backup", 1)
+    greeting = doc["orgs"]["acme"]["prompts"][1]
+    assert greeting["name"] == "greeting" and greeting["next_version"] == 6
+    version = source.get_version("acme", "greeting", "3")
+    expected = {
+        k: v
+        for k, v in version.to_json().items()
+        if k not in ("prompt_id", "name", "prompt_type", "is_production")
+    }
+    assert greeting["versions"][2] == {**expected, "created_by": version.created_by}
+    assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
+    assert doc["orgs"]["acme"]["prompts"][2]["versions"][0]["content"] == CHAT
+    key = doc["orgs"]["acme"]["api_keys"][0]
+    assert key["secret_hash"] == source.list_api_keys("acme")[0].secret_hash
+    assert "client_secret" not in key
+    assert doc["signing_keys"][1]["private_pem"].startswith("-----BEGIN PRIVATE KEY-----")
+
+
+def test_a_restored_copy_hands_out_numbers_after_the_deleted_ones(
+    source: MemoryStorage,
+) -> None:
+    target = MemoryStorage()
+    backup.restore(target, backup.parse(json.dumps(backup.document(backup.export(source)))))
+    assert target.get_latest("acme", "greeting").version == 5
+    assert target.create_version("acme", "greeting", "next", "someone").version == 7
+
+
+def test_restoring_into_a_non_empty_org_writes_nothing_at_all(source: MemoryStorage) -> None:
+    taken = backup.export(source)
+    target = MemoryStorage()
+    target.create_prompt("globex", "mine")
+    with pytest.raises(backup.BackupError, match="globex already has prompts or API keys"):
+        backup.restore(target, taken)
+    assert target.list_orgs() == ["globex"]  # acme, before it in the file, was not written
+    assert target.signing_keys() == []
+
+
+def test_one_org_restores_without_the_signing_keys(source: MemoryStorage) -> None:
+    target = MemoryStorage()
+    restored = backup.restore(target, backup.export(source), org="globex")
+    assert [s.org for s in restored.orgs] == ["globex"] and restored.signing_keys == 0
+    assert target.list_orgs() == ["globex"] and target.signing_keys() == []
+    assert target.export_org("globex") == source.export_org("globex")
+    with pytest.raises(backup.BackupError, match="has no org 'initech' \\(it has: acme, globex"):
+        backup.restore(target, backup.export(source), org="initech")
+
+
+def test_signing_keys_join_those_already_kept(source: MemoryStorage, clock: FakeClock) -> None:
+    target = MemoryStorage()
+    own = new_signing_key(clock.utc())
+    target.add_signing_key(own)
+    backup.restore(target, backup.export(source))
+    # The backup's newest signs; the target's own key still verifies.
+    assert target.signing_keys() == [own, *source.signing_keys()]
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def valid_document(source: MemoryStorage) -> dict[str, Any]:
+    return backup.document(backup.export(source))
+
+
+Change = Callable[[dict[str, Any]], object]
+
+
+def _set(path: str, value: object) -> Change:
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path.split("/")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[int(last) if last.isdigit() else last] = value
+
+    return change
+
+
+def _delete(path: str) -> Change:
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path.split("/")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        del node[last]
+
+    return change
+
+
+GREETING = "orgs/acme/prompts/1"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set("version", 2), "backup format version 2; this promptsvc reads version 1; it was"),
+        (_set("version", "1"), 'backup format version "1"; this promptsvc reads version 1'),
+        (_delete("version"), "backup format version null"),
+        (_set("format", "other"), 'is not a promptsvc backup (no "format": "promptsvc-backup")'),
+        (
+            _set(f"{GREETING}/versions/0/status", "live"),
+            "orgs.acme.prompts[1].versions[0].status: Must be one of: draft, published",
+        ),
+        (
+            _delete(f"{GREETING}/versions/0/created_by"),
+            "orgs.acme.prompts[1].versions[0].created_by: Missing data for required field.",
+        ),
+        (
+            _set(f"{GREETING}/versions/1/version", "2"),
+            "orgs.acme.prompts[1].versions[1].version: Not a valid integer.",
+        ),
+        (
+            _set(f"{GREETING}/versions/1/created_at", "2026-01-02T03:04:05"),
+            "orgs.acme.prompts[1].versions[1].created_at: Not a valid aware datetime.",
+        ),
+        (_set(f"{GREETING}/surprise", 1), "orgs.acme.prompts[1].surprise: Unknown field."),
+        (
+            _set(f"{GREETING}/next_version", 4),
+            "orgs.acme.prompts[1].next_version: 4 is below version 5",
+        ),
+        (
+            _set(f"{GREETING}/versions/0/status", "published"),
+            "orgs.acme.prompts[1].versions: 2 published, at most 1 allowed",
+        ),
+        (
+            _set(f"{GREETING}/versions/1/version", 1),
+            "orgs.acme.prompts[1].versions: numbers must ascend without repeats",
+        ),
+        (_set(f"{GREETING}/name", "support-chat"), "name 'support-chat' appears twice"),
+        (_set(f"{GREETING}/prompt_id", "pmt_x:y"), "not a valid prompt id: 'pmt_x:y'"),
+        (_set("orgs/Bad Org", {"prompts": [], "api_keys": []}), "orgs.Bad Org: not a valid org"),
+        (_set("orgs/acme/api_keys/0/revoked", "no"), "api_keys[0].revoked: Not a valid boolean."),
+        (_set("orgs/acme/api_keys/0/role", "Root"), "api_keys[0].role: Must be one of"),
+        (_set("signing_keys/1/kid", None), "signing_keys[1].kid: Field may not be null."),
+    ],
+)
+def test_a_bad_file_is_refused_naming_the_problem(
+    source: MemoryStorage, change: Change, message: str
+) -> None:
+    doc = valid_document(source)
+    change(doc)
+    with pytest.raises(backup.BackupError) as refused:
+        backup.parse(json.dumps(doc), "b.json")
+    assert message in str(refused.value)
+    assert str(refused.value).startswith("b.json ")
+
+
+def test_many_problems_are_counted_not_all_listed(source: MemoryStorage) -> None:
+    doc = valid_document(source)
+    for version in doc["orgs"]["acme"]["prompts"][1]["versions"]:
+        version["status"] = version["created_at"] = "x"
+    with pytest.raises(backup.BackupError, match=r"\n  \(5 more\)$"):
+        backup.parse(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "not valid JSON (Expecting value at line 1 column 1)"),
+        ('{"format": "promptsvc-backup", "version": 1, "orgs": {', "not valid JSON"),
+        ("[1, 2]", "is not a promptsvc backup"),
+        ('{"format": "promptsvc-backup", "version": NaN}', "NaN is not JSON"),
+    ],
+)
+def test_a_file_that_is_not_json_is_refused(text: str, message: str) -> None:
+    with pytest.raises(backup.BackupError, match="is not a promptsvc backup") as refused:
+        backup.parse(text, "b.json")
+    assert message in str(refused.value)
+
+
+def test_a_cut_off_file_is_refused(source: MemoryStorage) -> None:
+    text = json.dumps(valid_document(source))
+    with pytest.raises(backup.BackupError, match=r"not valid JSON .*a cut-off or damaged file"):
+        backup.parse(text[: len(text) // 2])
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = cli.main(list(argv))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+@pytest.fixture
+def backup_file(source: MemoryStorage, tmp_path: Path) -> Path:
+    path = tmp_path / "backup.json"
+    backup.write(backup.export(source), path)
+    return path
+
+
+def test_the_file_is_readable_by_its_owner_only(source: MemoryStorage, tmp_path: Path) -> None:
+    path = tmp_path / "backup.json"
+    path.write_text("an older file, world-readable")
+    path.chmod(0o644)
+    previous = os.umask(0)
+    try:
+        backup.write(backup.export(source), path)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert backup.read(path).orgs.keys() == set(ORGS)
+    assert [p.name for p in tmp_path.iterdir()] == ["backup.json"]  # no temporary left
+
+
+def test_an_unwritable_place_is_a_clear_error(source: MemoryStorage, tmp_path: Path) -> None:
+    with pytest.raises(backup.BackupError, match=r"cannot write .*/missing/b\.json"):
+        backup.write(backup.export(source), tmp_path / "missing" / "b.json")
+
+
+@pytest.mark.parametrize("command", ["backup", "restore"])
+def test_commands_refuse_memory_storage_saying_what_to_use(
+    run: Callable[..., tuple[int, str, str]], command: str, backup_file: Path
+) -> None:
+    argv = ["--out", str(backup_file)] if command == "backup" else [str(backup_file)]
+    status, out, err = run(command, "--storage", "memory://", *argv)
+    assert status == 2 and out == ""
+    assert "memory://" in err and "promptsvc serve --restore FILE" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["restore", "--storage", "redis://127.0.0.1:1/0", "MISSING"], "cannot read MISSING"),
+        (["restore", "--storage", "ftp://x", "FILE"], "unsupported storage URL scheme"),
+        (["restore", "--storage", "redis://127.0.0.1:1/0", "--org", "A!", "FILE"], "slug"),
+        (["backup", "--storage", "redis://127.0.0.1:1/0", "--out", "x"], "did not answer"),
+        (["backup", "--storage", "redis://127.0.0.1:1/0", "--org", "A!", "--out", "x"], "slug"),
+    ],
+)
+def test_command_errors_are_one_clear_line(
+    run: Callable[..., tuple[int, str, str]],
+    backup_file: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    argv = [str(backup_file) if a == "FILE" else a for a in argv]
+    status, out, err = run(*argv)
+    assert status == 1 and out == ""
+    assert err.startswith("promptsvc: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_serve_restore_refuses_a_bad_file_before_serving(
+    run: Callable[..., tuple[int, str, str]], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "promptsvc-backup", "version": 7}')
+    status, out, err = run("serve", "--port", "0", "--restore", str(bad))
+    assert status == 1 and "listening" not in out
+    assert "backup format version 7; this promptsvc reads version 1" in err
+
+
+def test_serve_restore_is_memory_only(
+    run: Callable[..., tuple[int, str, str]], backup_file: Path
+) -> None:
+    status, _, err = run(
+        "serve", "--restore", str(backup_file), "--storage", "redis://127.0.0.1:1/0"
+    )
+    assert status == 1 and "promptsvc restore --storage URL FILE" in err
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--restore", str(backup_file), "--demo"])
+
+
+def test_help_says_what_the_file_holds_and_the_exit_statuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    texts = {}
+    for command in ("backup", "restore"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        texts[command] = capsys.readouterr().out
+        assert "exit status: 0" in texts[command]
+        assert "2 memory:// storage" in texts[command]
+    assert "PRIVATE keys" in texts["backup"] and "mode 0600" in texts["backup"]
+    assert "nothing at all is written" in texts["restore"]
+
+
+@pytest.fixture(autouse=True)
+def _no_storage_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("PROMPTSVC_STORAGE_URL", raising=False)
+    yield
