@@ -31,8 +31,8 @@ CHAT = json.dumps(
 def populate(store: Storage, org: str, clock: FakeClock) -> None:
     """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
     above every kept number), with three promotions (one demoting to draft), a published,
-    an archived, an unarchived, a demoted and an edited draft; a chat prompt in
-    production; a prompt without versions; a deleted prompt; keys of every role, one
+    an archived, an unarchived, a demoted and an edited draft; a chat prompt rolled
+    back to its first version; a prompt without versions; a deleted prompt; keys of every role, one
     revoked, one without description.
 
     The reader and admin keys' secrets are :data:`READER_SECRET` and :data:`ADMIN_SECRET`.
@@ -68,6 +68,12 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     store.create_version(org, "support-chat", CHAT, AUTHOR, {"temperature": 0.2}, [])
     tick()
     store.promote(org, "support-chat", "1", PROMOTER, notes="go live")
+    tick()
+    store.create_version(org, "support-chat", CHAT.replace("help", "assist"), AUTHOR)
+    tick()
+    store.promote(org, "support-chat", "2", PROMOTER, expected_production=1)
+    tick()
+    store.rollback(org, "support-chat", PROMOTER)  # to version 1, which is production again
     tick()
 
     store.create_prompt(org, "empty")

@@ -59,8 +59,8 @@ def test_redis_backup_restores_into_a_cluster_exactly(
     report = json.loads(out)
     assert report["orgs"]["globex"] == {
         "prompts": 3,
-        "versions": 6,
-        "promotions": 4,
+        "versions": 7,
+        "promotions": 6,
         "api_keys": 3,
     }
     assert report["signing_keys"] == 2 and "keep it safe" in err
@@ -131,7 +131,7 @@ def test_serve_restore_answers_the_api_with_the_restored_data(
     command = promptsvc_command("serve", "--port", str(port), "--restore", str(path))
     with Server(command, port) as server, httpx.Client(base_url=server.base_url) as http:
         assert f"restored from {path}:" in server.stdout
-        assert "acme: 3 prompts, 6 versions, 4 promotions, 3 api keys" in server.stdout
+        assert "acme: 3 prompts, 7 versions, 6 promotions, 3 api keys" in server.stdout
 
         def token(org: str, client_id: str, secret: str) -> httpx.Response:
             return http.post(

@@ -115,6 +115,9 @@ def test_every_operation_works_on_restored_data(storage: Storage, clock: FakeClo
     with pytest.raises(LifecycleError):
         storage.edit_version(COPY, "greeting", "3", "archived: no edits")
     storage.delete_version(COPY, "greeting", "4")
+    # A rollback finds its target in the restored history: the version before the last.
+    rolled = storage.rollback(COPY, "support-chat", PROMOTER)
+    assert (rolled.version.version, rolled.record.previous_version) == (2, 1)
     with pytest.raises(PromptExists):
         storage.create_prompt(COPY, "greeting")
     storage.delete_prompt(COPY, "support-chat")
