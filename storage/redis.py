@@ -19,7 +19,6 @@ from __future__ import annotations
 import abc
 import json
 import math
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -98,10 +97,6 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.OutOfMemoryError,
 )
-
-# The keys an org had before the set of orgs (keys.ORGS) existed: its key list and its
-# names hash, found once by SCAN (see BaseRedisStorage.list_orgs).
-_ORG_INDEX_KEY = re.compile(r"^ps:\{([a-z0-9][a-z0-9-]{0,62})\}:(?:keys|names)$")
 
 # The message of each lifecycle refusal, by operation and the version's current status.
 _REFUSALS = {
@@ -667,12 +662,12 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         """
         with _guard():
             if not self.client.exists(keys.ORGS_COMPLETE):
-                found = set()
-                for pattern in ("ps:{*}:keys", "ps:{*}:names"):
-                    for key in self.client.scan_iter(match=pattern, count=1000):
-                        match = _ORG_INDEX_KEY.match(key)
-                        if match:
-                            found.add(match.group(1))
+                found = {
+                    org
+                    for pattern in keys.ORG_INDEX_PATTERNS
+                    for key in self.client.scan_iter(match=pattern, count=1000)
+                    if (org := keys.org_of_index_key(key)) is not None
+                }
                 if found:
                     self.client.sadd(keys.ORGS, *found)
                 self.client.set(keys.ORGS_COMPLETE, "1")

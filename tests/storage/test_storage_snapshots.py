@@ -225,3 +225,18 @@ def test_a_big_prompt_is_exported_and_restored_in_one_call(
     assert redis_storage.export_org(COPY) == moved(snapshot, COPY)
     assert redis_storage.get_latest(COPY, "big").version == 1200
     assert len(redis_storage.list_versions(COPY, "big", status="draft", limit=200).items) == 200
+
+
+@pytest.mark.parametrize(
+    ("key", "org"),
+    [
+        ("ps:{acme}:keys", "acme"),
+        ("ps:{a-1}:names", "a-1"),
+        ("ps:{acme}:key:keys", None),  # the hash of a key whose client_id is "keys"
+        ("ps:{acme}:p:pmt_1:names", None),
+        ("ps:{_global}:keys", None),
+        ("ps:{acme}:keys\n", None),
+    ],
+)
+def test_the_org_of_an_index_key(key: str, org: str | None) -> None:
+    assert keys.org_of_index_key(key) == org
