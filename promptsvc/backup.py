@@ -11,7 +11,8 @@ serve --restore`` read::
       "orgs": {
         "<slug>": {
           "prompts": [{<prompt>, "next_version": 7, "versions": [...], "history": [...]}],
-          "api_keys": [{<key>, "secret_hash": "..."}]
+          "api_keys": [{<key>, "secret_hash": "..."}],
+          "users": [{<user>, "password_hash": "..."}]
         }
       },
       "signing_keys": [{"kid", "created_at", "private_pem"}]
@@ -19,11 +20,13 @@ serve --restore`` read::
 
 Each record is its ``to_json()`` (the API's spelling, times by ``storage.base.rfc3339``)
 plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
-signing key's ``private_pem``), less what its place in the document already says (a
-version's prompt, a prompt's latest and production numbers). ``next_version`` is the
-last version number the prompt handed out, so numbers stay unused after a restore even
-when the newest versions were deleted. Versions ascend by number, history is in
-promotion order, keys and signing keys oldest first (the last signing key signs).
+user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
+document already says (a version's prompt, a prompt's latest and production numbers).
+``next_version`` is the last version number the prompt handed out, so numbers stay
+unused after a restore even when the newest versions were deleted. Versions ascend by
+number, history is in promotion order, keys, users and signing keys oldest first (the
+last signing key signs). Login flow state (codes, sessions, refresh tokens) is left
+out: it lives minutes to days, and people sign in again.
 
 A newer record kind gets a new ``version``; reading checks the format, the version and
 every field, and names the first problems found (``orgs.acme.prompts[2].versions[0]
@@ -46,6 +49,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from identity.keys import CLIENT_ID, ORG_SLUG
 from identity.roles import ROLES
+from identity.users import USERNAME
 from promptsvc import __version__
 from promptsvc.api.schemas import NAME_PATTERN
 from storage.base import (
@@ -60,6 +64,7 @@ from storage.base import (
     SigningKey,
     Storage,
     StorageError,
+    User,
     rfc3339,
 )
 from storage.memory import MemoryStorage
@@ -117,6 +122,7 @@ def _org_json(snapshot: OrgSnapshot) -> dict[str, Any]:
     return {
         "prompts": [_prompt_json(item) for item in snapshot.prompts],
         "api_keys": [{**k.to_json(), "secret_hash": k.secret_hash} for k in snapshot.api_keys],
+        "users": [{**u.to_json(), "password_hash": u.password_hash} for u in snapshot.users],
     }
 
 
@@ -125,7 +131,7 @@ def export(storage: Storage, org: str | None = None) -> Backup:
     if org is not None:
         snapshot = storage.export_org(org)
         if snapshot.is_empty():
-            raise BackupError(f"org '{org}' has no prompts or API keys: nothing to back up")
+            raise BackupError(f"org '{org}' has no prompts, API keys or users: nothing to back up")
         snapshots = [snapshot]
     else:
         # An org emptied between listing and export has nothing to keep.
@@ -182,6 +188,7 @@ def summary(orgs: Iterable[OrgSnapshot]) -> dict[str, dict[str, int]]:
             "versions": sum(len(p.versions) for p in s.prompts),
             "promotions": sum(len(p.history) for p in s.prompts),
             "api_keys": len(s.api_keys),
+            "users": len(s.users),
         }
         for s in orgs
     }
@@ -297,9 +304,20 @@ class _ApiKeySchema(Schema):
     secret_hash = _string(validate=validate.Length(min=1))
 
 
+class _UserSchema(Schema):
+    user_id = _string(validate=validate.Length(min=1))
+    username = _string(validate=_full(USERNAME, "username"))
+    role = _string(validate=validate.OneOf(ROLES))
+    disabled = fields.Boolean(required=True, truthy={True}, falsy={False})
+    created_at = _time()
+    updated_at = _time()
+    password_hash = _string(validate=validate.Length(min=1))
+
+
 class _OrgSchema(Schema):
     prompts = fields.List(fields.Nested(_PromptSchema), required=True)
     api_keys = fields.List(fields.Nested(_ApiKeySchema), required=True)
+    users = fields.List(fields.Nested(_UserSchema), required=True)
 
 
 class _SigningKeySchema(Schema):
@@ -387,7 +405,7 @@ def parse(text: str, source: str = "the backup") -> Backup:
             slug,
             tuple(loaded["prompts"]),
             tuple(ApiKey(org=slug, **key) for key in loaded["api_keys"]),
-            (),
+            tuple(User(org=slug, **user) for user in loaded["users"]),
         )
         problems += _inconsistencies(snapshot)
         orgs[slug] = snapshot
@@ -430,6 +448,8 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
     found = _repeats(f"{at}.prompts", "name", (p.prompt.name for p in snapshot.prompts))
     found += _repeats(f"{at}.prompts", "prompt_id", (p.prompt.prompt_id for p in snapshot.prompts))
     found += _repeats(f"{at}.api_keys", "client_id", (k.client_id for k in snapshot.api_keys))
+    found += _repeats(f"{at}.users", "username", (u.username for u in snapshot.users))
+    found += _repeats(f"{at}.users", "user_id", (u.user_id for u in snapshot.users))
     for index, item in enumerate(snapshot.prompts):
         here = f"{at}.prompts[{index}]"
         if item.prompt.name.startswith("pmt_"):
@@ -487,7 +507,8 @@ def restore(
     if busy:
         raise BackupError(
             f"not restored: {', '.join(busy)} already {'has' if len(busy) == 1 else 'have'} "
-            "prompts or API keys. A restore only writes into empty orgs; nothing was written"
+            "prompts, API keys or users. A restore only writes into empty orgs; nothing was "
+            "written"
         )
     added = 0
     if org is None:

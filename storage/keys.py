@@ -61,14 +61,14 @@ SIGNING_KEYS = "ps:{_global}:signing:keys"
 ORGS = "ps:{_global}:orgs"
 ORGS_COMPLETE = "ps:{_global}:orgs:complete"
 RATE_LIMIT_PREFIX = "promptsvc:ratelimit"
-# SCAN patterns of the keys that exist once an org has a key or a prompt, and how to
-# read the org from one: orgs written before ORGS existed are found by them, once.
-ORG_INDEX_PATTERNS = ("ps:{*}:keys", "ps:{*}:names")
-_ORG_INDEX_KEY = re.compile(r"ps:\{([a-z0-9][a-z0-9-]{0,62})\}:(?:keys|names)")
+# SCAN patterns of the keys that exist once an org has a key, a user or a prompt, and
+# how to read the org from one: orgs written before ORGS existed are found by them, once.
+ORG_INDEX_PATTERNS = ("ps:{*}:keys", "ps:{*}:users", "ps:{*}:names")
+_ORG_INDEX_KEY = re.compile(r"ps:\{([a-z0-9][a-z0-9-]{0,62})\}:(?:keys|users|names)")
 
 
 def org_of_index_key(key: str) -> str | None:
-    """The org whose key list or names hash ``key`` is; None for any other key."""
+    """The org whose key list, user list or names hash ``key`` is; None for any other."""
     match = _ORG_INDEX_KEY.fullmatch(key)
     return match.group(1) if match else None
 

@@ -657,7 +657,7 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         """The set of orgs, less those whose data is gone.
 
         Orgs written before the set existed are added to it once, by one SCAN over every
-        primary for their key lists and names hashes; ``ps:{_global}:orgs:complete``
+        primary for their key lists, user lists and names hashes; ``ps:{_global}:orgs:complete``
         then records that it was done, so later calls read the set alone.
         """
         with _guard():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from identity import keys
+from identity import keys, users
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage import keys as redis_keys
 from storage.base import Storage
@@ -20,6 +20,7 @@ READER_ID = "reader"
 READER_SECRET = "reader-secret-0123456789"
 ADMIN_ID = "admin"
 ADMIN_SECRET = "admin-secret-0123456789"
+ADA_PASSWORD = "ada-password-0123456789"
 CHAT = json.dumps(
     [
         {"role": "system", "content": "You help with {{ product }}.\n"},
@@ -32,10 +33,12 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
     above every kept number), with three promotions (one demoting to draft), a published,
     an archived, an unarchived, a demoted and an edited draft; a chat prompt rolled
-    back to its first version; a prompt without versions; a deleted prompt; keys of every role, one
-    revoked, one without description.
+    back to its first version; a prompt without versions; a deleted prompt; keys of
+    every role, one revoked, one without description; two users, one changed and
+    disabled.
 
-    The reader and admin keys' secrets are :data:`READER_SECRET` and :data:`ADMIN_SECRET`.
+    The reader and admin keys' secrets are :data:`READER_SECRET` and :data:`ADMIN_SECRET`,
+    user ada's password :data:`ADA_PASSWORD`.
     """
 
     def tick() -> None:
@@ -93,6 +96,13 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     store.revoke_api_key(org, "ci")
     tick()
 
+    users.create_user(store, org, "ada@example.com", SERVICE_ADMIN, ADA_PASSWORD)
+    tick()
+    users.create_user(store, org, "bob", SERVICE_READ, "bob-password-0123456789")
+    tick()
+    users.update_user(store, org, "bob", role=SERVICE_WRITE, disabled=True)
+    tick()
+
 
 def everything(store: Storage) -> dict[str, Any]:
     """Every record ``store`` keeps, through its export and its ordinary reads."""
@@ -106,6 +116,9 @@ def everything(store: Storage) -> dict[str, Any]:
                 store.list_history(org, prompt.name, limit=200).items,
             )
         found[f"{org}/keys"] = store.list_api_keys(org)
+        found[f"{org}/users"] = store.list_users(org)
+        for user in store.list_users(org):
+            found[f"{org}/users/{user.user_id}"] = store.get_user_by_id(org, user.user_id)
     return found
 
 

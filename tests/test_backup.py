@@ -14,11 +14,19 @@ from typing import Any
 
 import pytest
 
+from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
 from storage.base import SigningKey
 from storage.memory import MemoryStorage
-from tests.backup_sample import CHAT, everything, populate
+from tests.backup_sample import (
+    ADA_PASSWORD,
+    CHAT,
+    READER_ID,
+    READER_SECRET,
+    everything,
+    populate,
+)
 from tests.clock import FakeClock
 
 ORGS = ("acme", "globex")
@@ -30,8 +38,11 @@ def signing_keys() -> list[SigningKey]:
     return [new_signing_key(clock.utc()), new_signing_key(clock.advance(60))]
 
 
-@pytest.fixture
-def source(clock: FakeClock, signing_keys: list[SigningKey]) -> MemoryStorage:
+@pytest.fixture(scope="module")
+def source(signing_keys: list[SigningKey]) -> MemoryStorage:
+    """Every kind of record in two orgs; made once (hashing passwords takes a while), so
+    no test may change it."""
+    clock = FakeClock()
     store = MemoryStorage(clock=clock.utc)
     for org in ORGS:
         populate(store, org, clock)
@@ -48,6 +59,11 @@ def test_memory_to_file_to_memory_is_exact(source: MemoryStorage, tmp_path: Path
     restored = backup.restore(target, backup.read(path))
     assert everything(target) == everything(source)
     assert [s.org for s in restored.orgs] == list(ORGS) and restored.signing_keys == 2
+    # Secrets and passwords still work, as hashes kept exactly.
+    ada = users.authenticate(target, "globex", "ada@example.com", ADA_PASSWORD)
+    assert ada == source.get_user("globex", "ada@example.com")
+    assert users.authenticate(target, "globex", "bob", "bob-password-0123456789") is None
+    assert keys.authenticate(target, "acme", READER_ID, READER_SECRET) is not None
     # And the file written again from the copy is the same file, byte for byte.
     again = tmp_path / "again.json"
     backup.write(backup.export(target), again)
@@ -73,6 +89,10 @@ def test_the_document_spells_records_as_the_api_does(source: MemoryStorage) -> N
     key = doc["orgs"]["acme"]["api_keys"][0]
     assert key["secret_hash"] == source.list_api_keys("acme")[0].secret_hash
     assert "client_secret" not in key
+    ada = doc["orgs"]["acme"]["users"][0]
+    stored = source.get_user("acme", "ada@example.com")
+    assert ada == {**stored.to_json(), "password_hash": stored.password_hash}  # type: ignore[union-attr]
+    assert doc["orgs"]["acme"]["users"][1]["disabled"] is True
     assert doc["signing_keys"][1]["private_pem"].startswith("-----BEGIN PRIVATE KEY-----")
 
 
@@ -89,7 +109,7 @@ def test_restoring_into_a_non_empty_org_writes_nothing_at_all(source: MemoryStor
     taken = backup.export(source)
     target = MemoryStorage()
     target.create_prompt("globex", "mine")
-    with pytest.raises(backup.BackupError, match="globex already has prompts or API keys"):
+    with pytest.raises(backup.BackupError, match="globex already has prompts, API keys or users"):
         backup.restore(target, taken)
     assert target.list_orgs() == ["globex"]  # acme, before it in the file, was not written
     assert target.signing_keys() == []
@@ -191,6 +211,10 @@ GREETING = "orgs/acme/prompts/1"
         (_set("orgs/acme/api_keys/0/revoked", "no"), "api_keys[0].revoked: Not a valid boolean."),
         (_set("orgs/acme/api_keys/0/role", "Root"), "api_keys[0].role: Must be one of"),
         (_set("signing_keys/1/kid", None), "signing_keys[1].kid: Field may not be null."),
+        (_set("orgs/acme/users/1/username", "Bob"), "users[1].username: not a valid username"),
+        (_delete("orgs/acme/users/0/password_hash"), "users[0].password_hash: Missing data"),
+        (_set("orgs/acme/users/1/username", "ada@example.com"), "username 'ada@example.com'"),
+        (_delete("orgs/acme/users"), "orgs.acme.users: Missing data for required field."),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_problem(

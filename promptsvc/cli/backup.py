@@ -25,10 +25,12 @@ EXIT_MEMORY = 2
 _BACKUP_HELP = """\
 Write everything a Redis or Redis Cluster storage keeps to FILE (JSON): every org, or
 the one --org names, with their prompts, versions (numbers, statuses, times, and the
-next number to hand out), promotion history and API keys, and the token signing keys.
+next number to hand out), promotion history, API keys and users, and the token
+signing keys. Login state (sessions, refresh tokens) is left out: people sign in again.
 
-The file holds the signing keys' PRIVATE keys and the API keys' secret hashes: it is
-written readable by its owner only (mode 0600); keep it as safe as Redis itself.
+The file holds the signing keys' PRIVATE keys, the API keys' secret hashes and the
+users' password hashes: it is written readable by its owner only (mode 0600); keep it
+as safe as Redis itself.
 Each prompt is read in one atomic step; for one point in time across prompts, stop
 writes while it runs.
 
@@ -38,8 +40,8 @@ exit status: 0 written, 1 failed, 2 memory:// storage.
 _RESTORE_HELP = """\
 Write a backup (from `promptsvc backup`) into a Redis or Redis Cluster storage: every
 org in it, or the one --org names, each exactly as it was and in one atomic step.
-Every org restored must be empty there (no prompts, no API keys); when one is not,
-nothing at all is written.
+Every org restored must be empty there (no prompts, API keys or users); when one is
+not, nothing at all is written.
 
 Without --org the backup's signing keys are added too (the newest signs from then on;
 keys already there keep verifying). With --org they are not: they belong to the whole
@@ -121,7 +123,7 @@ def backup_command(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(
-        f"{args.out} holds private signing keys and secret hashes: keep it safe.",
+        f"{args.out} holds private signing keys, secret and password hashes: keep it safe.",
         file=sys.stderr,
     )
     report = {

@@ -62,6 +62,7 @@ def test_redis_backup_restores_into_a_cluster_exactly(
         "versions": 7,
         "promotions": 6,
         "api_keys": 3,
+        "users": 2,
     }
     assert report["signing_keys"] == 2 and "keep it safe" in err
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -85,7 +86,7 @@ def test_redis_backup_restores_into_a_cluster_exactly(
         before = everything(copy)
         assert cli.main(["restore", "--storage", flushed_cluster_url, str(path)]) == 1
         err = capsys.readouterr().err
-        assert "acme, globex, initech already have prompts or API keys" in err
+        assert "acme, globex, initech already have prompts, API keys or users" in err
         assert "nothing was written" in err
         assert everything(copy) == before
     finally:
@@ -112,7 +113,9 @@ def test_one_org_moves_alone(
         copy.close()
     # An org with nothing in it has nothing to back up.
     status = cli.main(["backup", "--storage", redis_url, "--org", "hooli", "--out", str(path)])
-    assert status == 1 and "org 'hooli' has no prompts or API keys" in capsys.readouterr().err
+    assert (
+        status == 1 and "org 'hooli' has no prompts, API keys or users" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.slow
@@ -131,7 +134,7 @@ def test_serve_restore_answers_the_api_with_the_restored_data(
     command = promptsvc_command("serve", "--port", str(port), "--restore", str(path))
     with Server(command, port) as server, httpx.Client(base_url=server.base_url) as http:
         assert f"restored from {path}:" in server.stdout
-        assert "acme: 3 prompts, 7 versions, 6 promotions, 3 api keys" in server.stdout
+        assert "acme: 3 prompts, 7 versions, 6 promotions, 3 api keys, 2 users" in server.stdout
 
         def token(org: str, client_id: str, secret: str) -> httpx.Response:
             return http.post(
@@ -160,6 +163,12 @@ def test_serve_restore_answers_the_api_with_the_restored_data(
             expected_history = source.list_history("acme", name).items
             assert history.json()["items"] == [r.to_json() for r in expected_history]
 
+        admin_auth = {
+            "Authorization": "Bearer "
+            + token("acme", ADMIN_ID, ADMIN_SECRET).json()["access_token"]
+        }
+        people = http.get("/api/v1/users", headers=admin_auth).json()["items"]
+        assert people == [u.to_json() for u in source.list_users("acme")]
         assert token("acme", "ci", "anything-at-all-0123").status_code == 401  # revoked
         assert token("globex", READER_ID, "wrong-secret-0123456789").status_code == 401
         admin = token("initech", ADMIN_ID, ADMIN_SECRET).json()["access_token"]

@@ -17,6 +17,7 @@ from storage.base import (
     PromptExists,
     PromptNotFound,
     Storage,
+    UserExists,
     rfc3339,
 )
 from storage.redis import BaseRedisStorage
@@ -30,7 +31,10 @@ COPY = "acme-copy"
 def moved(snapshot: OrgSnapshot, org: str) -> OrgSnapshot:
     """The same records under another org slug."""
     return replace(
-        snapshot, org=org, api_keys=tuple(replace(k, org=org) for k in snapshot.api_keys)
+        snapshot,
+        org=org,
+        api_keys=tuple(replace(k, org=org) for k in snapshot.api_keys),
+        users=tuple(replace(u, org=org) for u in snapshot.users),
     )
 
 
@@ -44,9 +48,11 @@ def test_list_orgs_names_every_org_with_data(storage: Storage, clock: FakeClock)
     storage.create_prompt("zeta", "only-a-prompt")
     populate(storage, ORG, clock)
     storage.add_api_key(ApiKey("beta", "k", "hash", "Service Read", AUTHOR, None, clock.now))
+    bob = storage.list_users(ORG)[1]
+    storage.add_user(replace(bob, org="people-only"))
     storage.create_prompt("gone", "p")
     storage.delete_prompt("gone", "p")  # nothing left: not an org to back up
-    assert storage.list_orgs() == [ORG, "beta", "zeta"]
+    assert storage.list_orgs() == [ORG, "beta", "people-only", "zeta"]
 
 
 def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock) -> None:
@@ -71,6 +77,11 @@ def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock)
     assert [k.client_id for k in snapshot.api_keys] == ["reader", "admin", "ci"]
     assert snapshot.api_keys == tuple(storage.list_api_keys(ORG))
     assert snapshot.api_keys[2].revoked
+    assert snapshot.users == tuple(storage.list_users(ORG))
+    assert [(u.username, u.disabled) for u in snapshot.users] == [
+        ("ada@example.com", False),
+        ("bob", True),
+    ]
 
 
 def test_import_restores_every_record_exactly(storage: Storage, clock: FakeClock) -> None:
@@ -92,6 +103,10 @@ def test_import_restores_every_record_exactly(storage: Storage, clock: FakeClock
     for status, numbers in (("draft", [4, 2, 1]), ("published", [3]), ("archived", [5])):
         found = storage.list_versions(COPY, "greeting", status=status).items
         assert [v.version for v in found] == numbers
+    for user in storage.list_users(ORG):
+        copied = replace(user, org=COPY)
+        assert storage.get_user(COPY, user.username) == copied
+        assert storage.get_user_by_id(COPY, user.user_id) == copied
     version = storage.get_version(ORG, "greeting", "4")
     assert storage.get_version(COPY, "greeting", version.version_id) == version
     assert storage.get_api_key(COPY, "ci") == replace(storage.get_api_key(ORG, "ci"), org=COPY)  # type: ignore[arg-type]
@@ -125,12 +140,16 @@ def test_every_operation_works_on_restored_data(storage: Storage, clock: FakeClo
         storage.get_prompt(COPY, "support-chat")
     storage.create_prompt(COPY, "support-chat", "chat")  # the name is free again
     assert storage.revoke_api_key(COPY, "reader").revoked
+    assert storage.update_user(COPY, "bob", disabled=False).role == "Service Write"
+    with pytest.raises(UserExists):
+        storage.add_user(replace(storage.list_users(COPY)[0], user_id="another"))
     # The original is untouched by all of it.
     assert storage.get_latest(ORG, "greeting").version == 5
     assert not storage.get_api_key(ORG, "reader").revoked  # type: ignore[union-attr]
+    assert storage.get_user(ORG, "bob").disabled  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("existing", ["prompt", "key", "revoked key"])
+@pytest.mark.parametrize("existing", ["prompt", "key", "revoked key", "user"])
 def test_import_into_an_org_with_data_refuses_and_writes_nothing(
     storage: Storage, clock: FakeClock, existing: str
 ) -> None:
@@ -138,6 +157,8 @@ def test_import_into_an_org_with_data_refuses_and_writes_nothing(
     snapshot = moved(storage.export_org(ORG), COPY)
     if existing == "prompt":
         storage.create_prompt(COPY, "mine")
+    elif existing == "user":
+        storage.add_user(replace(snapshot.users[0], user_id="someone-else"))
     else:
         storage.add_api_key(ApiKey(COPY, "k", "hash", "Service Read", AUTHOR, None, clock.now))
         if existing == "revoked key":
@@ -185,8 +206,9 @@ def test_list_orgs_adds_the_orgs_written_before_the_set_of_orgs_once(
 ) -> None:
     populate(redis_storage, ORG, clock)
     redis_storage.create_prompt("prompts-only", "p")
+    redis_storage.add_user(replace(redis_storage.list_users(ORG)[0], org="people-only"))
     redis_storage.client.delete(keys.ORGS, keys.ORGS_COMPLETE)  # as before it existed
-    assert redis_storage.list_orgs() == [ORG, "prompts-only"]
+    assert redis_storage.list_orgs() == [ORG, "people-only", "prompts-only"]
     assert redis_storage.client.exists(keys.ORGS_COMPLETE)
     redis_storage.client.delete(keys.ORGS)
     assert redis_storage.list_orgs() == []  # done once: from now on the set alone counts
@@ -232,6 +254,8 @@ def test_a_big_prompt_is_exported_and_restored_in_one_call(
     [
         ("ps:{acme}:keys", "acme"),
         ("ps:{a-1}:names", "a-1"),
+        ("ps:{acme}:users", "acme"),
+        ("ps:{acme}:user:users", None),
         ("ps:{acme}:key:keys", None),  # the hash of a key whose client_id is "keys"
         ("ps:{acme}:p:pmt_1:names", None),
         ("ps:{_global}:keys", None),
