@@ -1,47 +1,11 @@
-"""Backups: everything a storage keeps, as one JSON document, and back again.
-
-A backup is what ``promptsvc backup`` writes and ``promptsvc restore`` and ``promptsvc
-serve --restore`` read::
-
-    {
-      "format": "promptsvc-backup",
-      "version": 1,
-      "created_at": "2026-01-02T03:04:05.678901Z",
-      "promptsvc_version": "0.1.0",
-      "orgs": {
-        "<slug>": {
-          "prompts": [{<prompt>, "next_version": 7, "versions": [...], "history": [...]}],
-          "api_keys": [{<key>, "secret_hash": "..."}],
-          "users": [{<user>, "password_hash": "..."}]
-        }
-      },
-      "signing_keys": [{"kid", "created_at", "private_pem"}]
-    }
-
-Each record is its ``to_json()`` (the API's spelling, times by ``storage.base.rfc3339``)
-plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
-user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
-document already says (a version's prompt, a prompt's latest and production numbers).
-``next_version`` is the last version number the prompt handed out, so numbers stay
-unused after a restore even when the newest versions were deleted. Versions ascend by
-number, history is in promotion order, keys, users and signing keys oldest first (the
-last signing key signs). Login flow state (codes, sessions, refresh tokens) is left
-out: it lives minutes to days, and people sign in again.
-
-A newer record kind gets a new ``version``; reading checks the format, the version and
-every field, and names the first problems found (``orgs.acme.prompts[2].versions[0]
-.status: ...``), before anything is written.
-"""
+"""A backup file read back: the format, the version and every field checked, and the
+records checked against the storage rules, before anything is written."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +14,8 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 from identity.keys import CLIENT_ID, ORG_SLUG
 from identity.roles import ROLES
 from identity.users import USERNAME
-from promptsvc import __version__
 from promptsvc.api.schemas import NAME_PATTERN
+from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from storage.base import (
     PROMPT_TYPES,
     STATUSES,
@@ -62,149 +26,11 @@ from storage.base import (
     PromptSnapshot,
     PromptVersion,
     SigningKey,
-    Storage,
-    StorageError,
     User,
-    rfc3339,
 )
-from storage.memory import MemoryStorage
 
-FORMAT = "promptsvc-backup"
-VERSION = 1
 # How many problems a refused file's message lists.
 _SHOWN_PROBLEMS = 5
-
-
-class BackupError(Exception):
-    """A backup that cannot be written, read or restored; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """What a restore wrote: the orgs, and how many signing keys it added."""
-
-    orgs: list[OrgSnapshot]
-    signing_keys: int
-
-
-@dataclass(frozen=True, slots=True)
-class Backup:
-    """A backup as read: every org's snapshot by slug, and the signing keys."""
-
-    created_at: datetime
-    orgs: dict[str, OrgSnapshot]
-    signing_keys: tuple[SigningKey, ...]
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def _without(record: dict[str, Any], *names: str) -> dict[str, Any]:
-    return {name: value for name, value in record.items() if name not in names}
-
-
-def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
-    return {
-        **_without(item.prompt.to_json(), "latest_version", "production_version"),
-        "next_version": item.next_version,
-        "versions": [
-            {
-                **_without(v.to_json(), "prompt_id", "name", "prompt_type", "is_production"),
-                "created_by": v.created_by,
-            }
-            for v in item.versions
-        ],
-        "history": [_without(r.to_json(), "prompt_id") for r in item.history],
-    }
-
-
-def _org_json(snapshot: OrgSnapshot) -> dict[str, Any]:
-    return {
-        "prompts": [_prompt_json(item) for item in snapshot.prompts],
-        "api_keys": [{**k.to_json(), "secret_hash": k.secret_hash} for k in snapshot.api_keys],
-        "users": [{**u.to_json(), "password_hash": u.password_hash} for u in snapshot.users],
-    }
-
-
-def export(storage: Storage, org: str | None = None) -> Backup:
-    """Everything ``storage`` keeps: every org with data, or only ``org``."""
-    if org is not None:
-        snapshot = storage.export_org(org)
-        if snapshot.is_empty():
-            raise BackupError(f"org '{org}' has no prompts, API keys or users: nothing to back up")
-        snapshots = [snapshot]
-    else:
-        # An org emptied between listing and export has nothing to keep.
-        snapshots = [s for s in map(storage.export_org, storage.list_orgs()) if not s.is_empty()]
-    return Backup(
-        created_at=storage.clock(),
-        orgs={s.org: s for s in snapshots},
-        signing_keys=tuple(storage.signing_keys()),
-    )
-
-
-def document(backup: Backup) -> dict[str, Any]:
-    """The JSON document of ``backup`` (module docstring)."""
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "created_at": rfc3339(backup.created_at),
-        "promptsvc_version": __version__,
-        "orgs": {slug: _org_json(snapshot) for slug, snapshot in backup.orgs.items()},
-        "signing_keys": [
-            {"kid": k.kid, "created_at": rfc3339(k.created_at), "private_pem": k.private_pem}
-            for k in backup.signing_keys
-        ],
-    }
-
-
-def write(backup: Backup, path: str | Path) -> None:
-    """Write ``backup`` to ``path`` readable by its owner only (mode 0600: it holds
-    private signing keys and secret hashes), replacing any file there in one step."""
-    target = Path(path)
-    # ASCII escapes: any string storage holds can be written, and read back the same.
-    text = json.dumps(document(backup), indent=2) + "\n"
-    try:
-        # mkstemp makes the file with mode 0600, so the text is never readable by others.
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise BackupError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise BackupError(f"cannot write {path}: {exc.strerror}") from None
-
-
-def summary(orgs: Iterable[OrgSnapshot]) -> dict[str, dict[str, int]]:
-    """How many records of each kind, by org: what the commands print."""
-    return {
-        s.org: {
-            "prompts": len(s.prompts),
-            "versions": sum(len(p.versions) for p in s.prompts),
-            "promotions": sum(len(p.history) for p in s.prompts),
-            "api_keys": len(s.api_keys),
-            "users": len(s.users),
-        }
-        for s in orgs
-    }
-
-
-def describe(restored: Restored) -> str:
-    """What a restore wrote, one indented line per org and one for the signing keys."""
-    lines = [
-        f"  {org}: "
-        + ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in counts.items())
-        for org, counts in summary(restored.orgs).items()
-    ]
-    return "\n".join([*lines, f"  signing keys added: {restored.signing_keys}"])
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def _full(pattern: str | re.Pattern[str], what: str) -> Callable[[str], None]:
@@ -479,57 +305,3 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
         ]
         found += _repeats(f"{here}.history", "history_id", (r.history_id for r in item.history))
     return found
-
-
-# --------------------------------------------------------------------------- restoring
-
-
-def _has_data(storage: Storage, org: str) -> bool:
-    return storage.org_exists(org) or bool(storage.list_prompts(org, limit=1).items)
-
-
-def restore(
-    storage: Storage, backup: Backup, *, org: str | None = None, source: str = "the backup"
-) -> Restored:
-    """Write ``backup`` into ``storage``: every org, or only ``org``.
-
-    Every org restored must be empty in ``storage``; when one is not, nothing at all is
-    written. Each org is written in one atomic step. The signing keys are added (those
-    ``storage`` lacks, in the backup's order, so its newest signs) only when every org
-    is restored: they are shared by all orgs of a deployment, and one org moved
-    elsewhere must not make that deployment trust tokens of this one.
-    """
-    if org is not None and org not in backup.orgs:
-        held = ", ".join(sorted(backup.orgs)) or "none"
-        raise BackupError(f"{source} has no org '{org}' (it has: {held})")
-    targets = [backup.orgs[org]] if org is not None else list(backup.orgs.values())
-    busy = [s.org for s in targets if _has_data(storage, s.org)]
-    if busy:
-        raise BackupError(
-            f"not restored: {', '.join(busy)} already {'has' if len(busy) == 1 else 'have'} "
-            "prompts, API keys or users. A restore only writes into empty orgs; nothing was "
-            "written"
-        )
-    added = 0
-    if org is None:
-        kept = {key.kid for key in storage.signing_keys()}
-        for key in backup.signing_keys:
-            if key.kid not in kept:
-                storage.add_signing_key(key)
-                added += 1
-    done: list[OrgSnapshot] = []
-    for snapshot in targets:
-        try:
-            storage.import_org(snapshot)
-        except StorageError as exc:
-            written = ", ".join(s.org for s in done) or "none"
-            raise BackupError(f"{exc} (orgs restored before it: {written})") from exc
-        done.append(snapshot)
-    return Restored(done, added)
-
-
-def into_memory(path: str | Path) -> tuple[Storage, Restored]:
-    """A memory storage holding everything in the backup at ``path``, for ``promptsvc
-    serve --restore``; BackupError when the file cannot be read or restored."""
-    storage = MemoryStorage()
-    return storage, restore(storage, read(path), source=str(path))

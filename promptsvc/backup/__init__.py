@@ -1,0 +1,60 @@
+"""Backups: everything a storage keeps, as one JSON document, and back again.
+
+A backup is what ``promptsvc backup`` writes and ``promptsvc restore`` and ``promptsvc
+serve --restore`` read::
+
+    {
+      "format": "promptsvc-backup",
+      "version": 1,
+      "created_at": "2026-01-02T03:04:05.678901Z",
+      "promptsvc_version": "0.1.0",
+      "orgs": {
+        "<slug>": {
+          "prompts": [{<prompt>, "next_version": 7, "versions": [...], "history": [...]}],
+          "api_keys": [{<key>, "secret_hash": "..."}],
+          "users": [{<user>, "password_hash": "..."}]
+        }
+      },
+      "signing_keys": [{"kid", "created_at", "private_pem"}]
+    }
+
+Each record is its ``to_json()`` (the API's spelling, times by ``storage.base.rfc3339``)
+plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
+user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
+document already says (a version's prompt, a prompt's latest and production numbers).
+``next_version`` is the last version number the prompt handed out, so numbers stay
+unused after a restore even when the newest versions were deleted. Versions ascend by
+number, history is in promotion order, keys, users and signing keys oldest first (the
+last signing key signs). Login flow state (codes, sessions, refresh tokens) is left
+out: it lives minutes to days, and people sign in again.
+
+A newer record kind gets a new ``version``; reading checks the format, the version and
+every field, and names the first problems found (``orgs.acme.prompts[2].versions[0]
+.status: ...``), before anything is written.
+
+The package: :mod:`.model` (what a backup is), :mod:`.writing` (to the document and the
+file), :mod:`.reading` (from the file, every field checked) and :mod:`.restoring` (out
+of a storage and into one).
+"""
+
+from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError, Restored
+from promptsvc.backup.reading import parse, read
+from promptsvc.backup.restoring import describe, export, into_memory, restore, summary
+from promptsvc.backup.writing import document, write
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Backup",
+    "BackupError",
+    "Restored",
+    "describe",
+    "document",
+    "export",
+    "into_memory",
+    "parse",
+    "read",
+    "restore",
+    "summary",
+    "write",
+]
