@@ -4,9 +4,10 @@ A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
 :mod:`identity.commands` (``keys``, ``users`` and ``signing-keys``, operator commands
 working directly on Redis storage), :mod:`promptsvc.cli.backup` (``backup`` and
-``restore``, operators' copies of a Redis storage), :mod:`promptsvc.cli.prompts`
-(``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``),
-which talk to a running service over HTTP only.
+``restore``, operators' copies of a Redis storage), :mod:`promptsvc.cli.login`
+(``login``, ``logout``, ``whoami``), :mod:`promptsvc.cli.prompts` (``prompts ...``) and
+:mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``), which talk to a running
+service over HTTP only.
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -24,15 +25,16 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import ascode, backup, prompts, serve
+from promptsvc.cli import ascode, backup, login, prompts, serve
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
 EPILOG = """\
-commands that talk to a running service over HTTP (prompts, pull, plan, apply) take
-their credentials from PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID
-and PROMPTSVC_KEY_SECRET (an API key); they need only `pip install promptsvc`.
+commands that talk to a running service over HTTP (prompts, pull, plan, apply) use the
+login saved by `promptsvc login` (a person), else PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID
+(the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET (an API key, for CI); they, login,
+logout and whoami need only `pip install promptsvc`.
 
 exit status:
   0  success; for `plan`, nothing to change
@@ -45,6 +47,7 @@ examples:
   promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
   promptsvc backup --storage redis://localhost:6379/0 --out promptsvc-backup.json
   promptsvc serve --restore promptsvc-backup.json   # a local copy to try things on
+  promptsvc login --url https://prompts.example.com --org acme
   promptsvc prompts list
   promptsvc prompts diff greeting production latest
   promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
@@ -60,6 +63,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (serve, True),
     (operator_commands, True),
     (backup, True),
+    (login, False),
     (prompts, False),
     (ascode, False),
 )

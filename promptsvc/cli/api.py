@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from promptsvc.cli import credentials
 from promptsvc.client import PromptClient, PromptServiceError
 from promptsvc.client.base import ENV_VARS
 from promptsvc.client.errors import error_for_response, invalid_response, json_or_none
@@ -187,13 +188,21 @@ class ServiceClient(PromptClient):
 
 
 def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
-    """A client with the environment's credentials (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
+    """A client signed in with the saved login (``promptsvc login``) when there is one,
+    else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
     PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
     service as it is now."""
     env = os.environ if environ is None else environ
+    path = credentials.credentials_path(env)
+    login = credentials.load(path)
+    if login is not None:
+        provider = credentials.SavedLoginProvider(path, login)
+        return ServiceClient(login.url, auth=provider, cache_ttl=0)
     missing = [var for var in ENV_VARS if not env.get(var)]
     if missing:
         raise CredentialsError(
-            "no credentials: set " + ", ".join(ENV_VARS) + f" (not set: {', '.join(missing)})"
+            "not signed in: run `promptsvc login --url URL --org SLUG`, or set "
+            + ", ".join(ENV_VARS)
+            + f" (not set: {', '.join(missing)})"
         )
     return ServiceClient.from_env(env, cache_ttl=0)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from promptsvc.cli.api import CredentialsError, ServiceClient, connect
+from promptsvc.cli.credentials import LoginRequired
 from promptsvc.cli.output import fail, service_failure
 from promptsvc.cli.promptfile import PromptFileError
 from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptServiceError
@@ -23,10 +24,9 @@ Action = Callable[[ServiceClient, argparse.Namespace], int]
 
 # What a person can do about a refusal the service's message leaves unexplained.
 HINTS: dict[type[PromptServiceError], str] = {
-    AuthenticationError: "the service refused the credentials: check PROMPTSVC_ACCOUNT_ID "
-    "(the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET",
-    PermissionDeniedError: "the API key's role does not allow this: changes need a Service "
-    "Write key",
+    AuthenticationError: "the service refused the credentials: sign in again with `promptsvc "
+    "login`, or check PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET",
+    PermissionDeniedError: "your role does not allow this: changes need Service Write",
 }
 
 
@@ -45,7 +45,7 @@ def run(action: Action, args: argparse.Namespace) -> int:
             if isinstance(exc, kind):
                 fail(hint)
         return status
-    except (CredentialsError, CommandError, PromptFileError) as exc:
+    except (CredentialsError, LoginRequired, CommandError, PromptFileError) as exc:
         return fail(str(exc))
     except httpx.InvalidURL as exc:
         return fail(f"PROMPTSVC_URL is not a usable URL: {exc}")

@@ -25,9 +25,9 @@ from promptsvc.diffs import content_lines
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
 
 GROUP_HELP = """\
-Read and release prompts through the service's HTTP API. Credentials come from
-PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET. Every
-command takes --json for scripts.
+Read and release prompts through the service's HTTP API. Credentials come from the
+saved `promptsvc login`, else PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID and
+PROMPTSVC_KEY_SECRET. Every command takes --json for scripts.
 """
 
 

@@ -12,7 +12,12 @@ with PromptClient("http://localhost:8000", account_id="demo", key_id="...",
 from __future__ import annotations
 
 from promptsvc.client.async_ import AsyncPromptClient
-from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
+from promptsvc.client.auth import (
+    ClientCredentialsProvider,
+    RefreshTokenProvider,
+    SdkTokenProvider,
+    TokenProvider,
+)
 from promptsvc.client.errors import (
     AuthenticationError,
     InvalidResponseError,
@@ -39,6 +44,7 @@ __all__ = [
     "PromptClient",
     "PromptServiceError",
     "PromptVersion",
+    "RefreshTokenProvider",
     "SdkTokenProvider",
     "ServerError",
     "TokenProvider",

@@ -1,4 +1,5 @@
-"""Access-token providers: the SDK-token exchange and client credentials.
+"""Access-token providers: the SDK-token exchange, client credentials and a person's
+refresh token.
 
 docs/api.md sections 3.1 and 3.2 describe the two token endpoints.
 
@@ -16,6 +17,9 @@ that is used for the call that fetched it and refreshed on every later use.
 from __future__ import annotations
 
 import abc
+import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -27,6 +31,10 @@ from promptsvc.client.flow import Flow, RetryPolicy, request_headers, send_with_
 
 class TokenProvider(abc.ABC):
     """Holds one access token and fetches a new one when asked."""
+
+    # A token request that spends what it presents (a rotating refresh token) must not be
+    # sent twice: it is retried only when it never left (see send_with_retries).
+    single_use = False
 
     def __init__(self, refresh_buffer: float, clock: Clock) -> None:
         self.refresh_buffer = refresh_buffer
@@ -47,7 +55,9 @@ class TokenProvider(abc.ABC):
     def refresh_flow(self, policy: RetryPolicy, deadline: float) -> Flow[str]:
         """Fetch, keep and return a new token; raises the mapped PromptServiceError."""
         asked_at = self.clock()
-        response = yield from send_with_retries(self.token_request, policy, deadline)
+        response = yield from send_with_retries(
+            self.token_request, policy, deadline, idempotent=not self.single_use
+        )
         if response.status_code != 200:
             raise error_for_response(response)
         body = json_or_none(response)
@@ -59,7 +69,13 @@ class TokenProvider(abc.ABC):
             expires_in = 0  # unknown lifetime: refresh on every use rather than guess
         self._token = token
         self._refresh_at = asked_at + expires_in - self.refresh_buffer
+        self.received(body, asked_at + expires_in)
         return token
+
+    def received(self, body: dict[str, Any], expires_at: float) -> None:
+        """Called with each token response (``expires_at`` on :attr:`clock`); a provider
+        that keeps more than the access token overrides it."""
+        return None
 
 
 class SdkTokenProvider(TokenProvider):
@@ -107,3 +123,57 @@ class ClientCredentialsProvider(TokenProvider):
 
     def token_request(self) -> httpx.Request:
         return httpx.Request("POST", self.url, headers=request_headers(), data=self._form)
+
+
+class RefreshTokenProvider(TokenProvider):
+    """A person's tokens from the realm: POST grant_type=refresh_token to
+    {auth_url}/realms/{org}/protocol/openid-connect/token as the public client
+    ``client_id``.
+
+    The realm rotates refresh tokens: each answer carries a new one and presenting a
+    used one revokes the whole sign-in, so the request is never resent once it may have
+    arrived, and ``on_tokens(body, expires_at)`` is called with every answer for the
+    caller to keep the new refresh token. ``access_token`` and ``expires_at`` (on
+    ``clock``, by default wall-clock seconds, so they survive a process) seed the
+    provider with a token already held.
+    """
+
+    single_use = True
+
+    def __init__(
+        self,
+        auth_url: str,
+        org: str,
+        client_id: str,
+        refresh_token: str,
+        *,
+        access_token: str | None = None,
+        expires_at: float = 0.0,
+        on_tokens: Callable[[dict[str, Any], float], None] | None = None,
+        refresh_buffer: float = 30,
+        clock: Clock = time.time,
+    ) -> None:
+        super().__init__(refresh_buffer, clock)
+        realm = quote(org, safe="")
+        self.url = f"{auth_url.rstrip('/')}/realms/{realm}/protocol/openid-connect/token"
+        self.client_id = client_id
+        self.refresh_token = refresh_token
+        self._on_tokens = on_tokens
+        if access_token is not None:
+            self._token = access_token
+            self._refresh_at = expires_at - refresh_buffer
+
+    def token_request(self) -> httpx.Request:
+        form = {
+            "grant_type": "refresh_token",
+            "refresh_token": self.refresh_token,
+            "client_id": self.client_id,
+        }
+        return httpx.Request("POST", self.url, headers=request_headers(), data=form)
+
+    def received(self, body: dict[str, Any], expires_at: float) -> None:
+        rotated = body.get("refresh_token")
+        if isinstance(rotated, str) and rotated:
+            self.refresh_token = rotated
+        if self._on_tokens is not None:
+            self._on_tokens(body, expires_at)
