@@ -73,3 +73,12 @@ def flushed_cluster_url(local_cluster: LocalCluster) -> str:
     local_cluster.wait_healthy(10)
     local_cluster.flush()
     return local_cluster.url
+
+
+@pytest.fixture(autouse=True)
+def no_saved_login(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Commands run by tests never find the login of whoever runs them (``promptsvc
+    login`` saves it under PROMPTSVC_CONFIG_DIR)."""
+    monkeypatch.setenv("PROMPTSVC_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))

@@ -116,18 +116,8 @@ def test_the_server_libraries_are_not_installed(sdk_venv: Venv) -> None:
 def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
     assert listed.returncode == 0, listed.stderr
-    commands = (
-        "serve",
-        "keys",
-        "users",
-        "signing-keys",
-        "prompts",
-        "pull",
-        "plan",
-        "apply",
-        "backup",
-        "restore",
-    )
+    commands = ("serve", "keys", "users", "signing-keys", "backup", "restore")
+    commands += ("login", "logout", "whoami", "prompts", "pull", "plan", "apply")
     for command in commands:
         assert command in listed.stdout
     version = sdk_venv.run(sdk_venv.promptsvc, "--version")
@@ -136,6 +126,14 @@ def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     serve_help = sdk_venv.run(sdk_venv.promptsvc, "serve", "--help")
     assert serve_help.returncode == 0, serve_help.stderr
     assert "--demo" in serve_help.stdout
+    login_help = sdk_venv.run(sdk_venv.promptsvc, "login", "--help")
+    assert login_help.returncode == 0, login_help.stderr
+    assert "--device" in login_help.stdout and "--no-browser" in login_help.stdout
+    # The sign-in code itself runs here: it gets as far as the unreachable realm.
+    nowhere = "http://127.0.0.1:1"
+    login = sdk_venv.run(sdk_venv.promptsvc, "login", "--url", nowhere, "--org", "acme", "--device")
+    assert login.returncode == 1
+    assert login.stderr.startswith(f"promptsvc: error: cannot reach {nowhere}: ")
 
 
 @pytest.mark.parametrize(
@@ -296,6 +294,8 @@ def _loaded_beyond_httpx(code: str) -> set[str]:
         "from promptsvc.cli import build_parser; build_parser()",
         # What the HTTP commands load when they run (the format, the diff, the client).
         "from promptsvc.cli import main; main(['plan', '/nonexistent'])",
+        # What a saved login loads: the credentials file and the sign-in flows.
+        "from promptsvc.cli import main, signin; main(['whoami'])",
     ],
 )
 def test_the_sdk_and_the_command_load_nothing_of_the_server(code: str) -> None:

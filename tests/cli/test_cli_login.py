@@ -213,10 +213,13 @@ def test_an_expired_access_token_is_refreshed_and_the_rotation_saved(short_realm
     assert browser_login(short_realm).returncode == 0
     first = short_realm.saved()
     time.sleep(1.5)  # the saved access token has expired
-    assert httpx.get(
-        f"{short_realm.url}/api/v1/prompts",
-        headers={"Authorization": f"Bearer {first.access_token}"},
-    ).status_code == 401
+    assert (
+        httpx.get(
+            f"{short_realm.url}/api/v1/prompts",
+            headers={"Authorization": f"Bearer {first.access_token}"},
+        ).status_code
+        == 401
+    )
 
     listed = short_realm.run("prompts", "list")
     assert listed.returncode == 0, listed.stderr
