@@ -64,6 +64,7 @@ class _Callback(http.server.BaseHTTPRequestHandler):
     """Answers the browser's one redirect back and keeps its query."""
 
     query: dict[str, str] | None = None
+    state = ""  # the sign-in's own: an answer without it is not this sign-in's
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -72,7 +73,9 @@ class _Callback(http.server.BaseHTTPRequestHandler):
             return
         query = {name: values[0] for name, values in parse_qs(parts.query).items()}
         type(self).query = query
-        if "code" in query:
+        if query.get("state") != type(self).state:
+            message = "Sign-in refused: this answer is not for the sign-in that was started."
+        elif "code" in query:
             message = "You are signed in to promptsvc. You can close this window."
         else:
             message = "Sign-in failed: " + query.get("error", "no code in the answer")
@@ -99,14 +102,16 @@ def loopback_sign_in(
     """The token response of an authorization-code sign-in whose redirect comes back to a
     one-shot server on 127.0.0.1 (an ephemeral port)."""
 
+    state = secrets.token_urlsafe(24)
+
     class Handler(_Callback):
         """This sign-in's own handler, so its answer is kept apart from any other's."""
 
+    Handler.state = state
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     try:
         redirect_uri = f"http://127.0.0.1:{server.server_port}{CALLBACK_PATH}"
         verifier, challenge = pkce_pair()
-        state = secrets.token_urlsafe(24)
         params = {
             "response_type": "code",
             "client_id": CLI_CLIENT,
