@@ -453,10 +453,16 @@ class RefreshToken:
 
 @dataclass(frozen=True, slots=True)
 class EventLogBounds:
-    """The ids of the oldest and the newest event an org's log keeps (None: empty)."""
+    """The ids of the oldest and the newest event an org's log keeps (None: empty), and
+    whether it has dropped older events to stay within its bound.
+
+    A reader whose last id is older than ``oldest`` has missed events only when
+    ``trimmed``: a log that never dropped one still holds everything after any id.
+    """
 
     oldest: str | None
     newest: str | None
+    trimmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -873,7 +879,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def event_log_bounds(self, org: str) -> EventLogBounds:
-        """The oldest and the newest event id the org's log keeps, read together."""
+        """The oldest and the newest event id the org's log keeps, and whether it has
+        dropped any, read together."""
 
     @abc.abstractmethod
     def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:

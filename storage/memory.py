@@ -95,6 +95,7 @@ class _OrgState:
     families: dict[str, _Family] = field(default_factory=dict)
     events: deque[Event] = field(default_factory=deque)  # oldest first
     last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
+    events_dropped: bool = False  # the log went over its bound at least once
 
 
 class _Expiring(Protocol):
@@ -207,6 +208,7 @@ class MemoryStorage(Storage):
         )
         while len(org_state.events) > self.event_log_size:
             org_state.events.popleft()
+            org_state.events_dropped = True
         self._appended.notify_all()
 
     @staticmethod
@@ -607,7 +609,8 @@ class MemoryStorage(Storage):
             org_state = self._orgs.get(org)
             if org_state is None or not org_state.events:
                 return EventLogBounds(None, None)
-            return EventLogBounds(org_state.events[0].id, org_state.events[-1].id)
+            events = org_state.events
+            return EventLogBounds(events[0].id, events[-1].id, org_state.events_dropped)
 
     def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
         position = event_position(after)

@@ -570,8 +570,10 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         return codec.events(entries)
 
     def event_log_bounds(self, org: str) -> EventLogBounds:
-        oldest, newest = self._run("event_log_bounds", [keys.events(org)], [])
-        return EventLogBounds(oldest or None, newest or None)
+        oldest, newest, trimmed = self._run(
+            "event_log_bounds", [keys.events(org)], [self.event_log_size]
+        )
+        return EventLogBounds(oldest or None, newest or None, trimmed == 1)
 
     def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
         event_position(after)

@@ -59,7 +59,7 @@ def prompt_id(storage: Storage) -> str:
 
 def test_an_empty_log(storage: Storage) -> None:
     bounds = storage.event_log_bounds(ORG)
-    assert bounds.oldest is None and bounds.newest is None
+    assert bounds.oldest is None and bounds.newest is None and not bounds.trimmed
     assert storage.events_after(ORG, START, 10) == []
     assert storage.wait_for_events(ORG, START, 0, 10) == []
 
@@ -210,6 +210,7 @@ def test_every_type_is_written_and_ids_increase(storage: Storage, prompt_id: str
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
     bounds = storage.event_log_bounds(ORG)
     assert (bounds.oldest, bounds.newest) == (events[0].id, events[-1].id)
+    assert not bounds.trimmed
 
 
 REFUSED: list[tuple[str, Callable[[Storage], object], type[StorageError]]] = [
@@ -365,6 +366,15 @@ def test_trimming_keeps_at_least_the_bound(storage: Storage) -> None:
     # The newest events are all there, in order, with nothing missing among them...
     assert len(events) >= 20
     assert [e.prompt_name for e in events] == [f"p{i:03d}" for i in range(300 - len(events), 300)]
-    # ... and the oldest ones went.
+    # ... and the oldest ones went, which the bounds tell.
     assert len(events) < 300
-    assert storage.event_log_bounds(ORG).oldest == events[0].id
+    bounds = storage.event_log_bounds(ORG)
+    assert (bounds.oldest, bounds.newest, bounds.trimmed) == (events[0].id, events[-1].id, True)
+
+
+def test_a_log_at_its_bound_has_dropped_nothing(storage: Storage) -> None:
+    storage.event_log_size = 20
+    for i in range(20):
+        storage.create_prompt(ORG, f"p{i:03d}")
+    bounds = storage.event_log_bounds(ORG)
+    assert len(log(storage)) == 20 and not bounds.trimmed
