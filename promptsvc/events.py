@@ -1,0 +1,280 @@
+"""Change events for the API: the log's readers in one worker process.
+
+A stream (``GET /api/v1/events`` as Server-Sent Events) stays open for minutes, and one
+instance must hold a thousand of them. If each read the log itself, each would hold a
+Redis connection in a blocking ``XREAD``. Instead each process has one
+:class:`EventHub`; for every org with at least one open stream or waiting long poll, the
+hub runs one reader thread that does the blocking read (``Storage.wait_for_events``),
+keeps the newest events in a bounded buffer and wakes every waiter of that org. A
+waiter costs a thread asleep on a condition variable (the gthread worker's thread for
+the request: docs/deployment.md) and nothing in Redis.
+
+A waiter that is behind the buffer (it asked for an old id, or it was slow to take what
+came) reads the log itself, a page at a time, until it is back in the buffer. An id
+older than the log keeps, when the log has dropped events since, gives a :class:`Reset`
+instead: the reader missed events and must forget what it derived from them.
+
+Ids are ordered by ``storage.base.event_position``; ``START`` is below every id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from storage.base import Event, Storage, event_position
+
+log = logging.getLogger(__name__)
+
+START = "0-0"
+Position = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """The asked id is older than the log keeps: events after it are lost. Go on from
+    ``last_id``, the newest event now, after forgetting what earlier events said."""
+
+    last_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """A long poll's answer: events after the asked id (oldest first), the id to ask
+    after next time, and whether the asked id was too old (``Reset``)."""
+
+    items: list[Event]
+    last_id: str
+    reset: bool = False
+
+
+Item = Event | Reset
+
+
+class EventHub:
+    """Follows org event logs for the streams and long polls of this process.
+
+    ``read_timeout`` bounds each blocking read of a reader thread (so that a reader
+    whose last waiter left stops soon after); ``buffer_size`` is how many recent events
+    each org keeps here; ``page_size`` how many events one read of the log returns.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        read_timeout: float = 5.0,
+        buffer_size: int = 1000,
+        page_size: int = 500,
+    ) -> None:
+        self.storage = storage
+        self.read_timeout = read_timeout
+        self.buffer_size = buffer_size
+        self.page_size = page_size
+        self._lock = threading.Lock()  # guards _feeds and each feed's waiter count
+        self._feeds: dict[str, _Feed] = {}
+        self._closed = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def close(self) -> None:
+        """End every stream and reader of this hub now (the worker is stopping): open
+        streams end at once, and their clients reconnect elsewhere with their last id."""
+        self._closed.set()
+        with self._lock:
+            feeds = list(self._feeds.values())
+        for feed in feeds:
+            with feed.changed:
+                feed.changed.notify_all()
+
+    def newest(self, org: str) -> str:
+        """The id of the org's newest event (``START`` for an empty log)."""
+        return self.storage.event_log_bounds(org).newest or START
+
+    def read_log(self, org: str, after: str, limit: int) -> list[Item]:
+        """Up to ``limit`` events after ``after``, read from the log itself; or one
+        Reset when events after ``after`` are no longer in the log."""
+        bounds = self.storage.event_log_bounds(org)
+        if (
+            bounds.trimmed
+            and bounds.oldest is not None
+            and event_position(after) < event_position(bounds.oldest)
+        ):
+            return [Reset(bounds.newest or START)]
+        return list(self.storage.events_after(org, after, limit))
+
+    def follow(self, org: str, after: str | None) -> Follower:
+        """A place in the org's log from which to read what comes after ``after``
+        (None: after the newest event now). Close it when done.
+
+        Raises a StorageError when the log cannot be read now.
+        """
+        feed = self._join(org)
+        try:
+            return Follower(self, feed, feed.start if after is None else after)
+        except BaseException:
+            self._leave(feed)
+            raise
+
+    def poll(self, org: str, after: str | None, wait: float, limit: int) -> Poll:
+        """Events after ``after`` (None: after the newest now), waiting up to ``wait``
+        seconds for the first one when there are none yet."""
+        cursor = self.newest(org) if after is None else after
+        items = self.read_log(org, cursor, limit)
+        if not items and wait > 0 and not self.closed:
+            follower = self.follow(org, cursor)
+            try:
+                items = follower.read(wait, limit)
+            finally:
+                follower.close()
+        if items and isinstance(items[0], Reset):
+            return Poll([], items[0].last_id, reset=True)
+        events = [item for item in items if isinstance(item, Event)]
+        return Poll(events, events[-1].id if events else cursor)
+
+    # -- feeds
+
+    def _join(self, org: str) -> _Feed:
+        with self._lock:
+            feed = self._feeds.get(org)
+            if feed is not None:
+                feed.waiters += 1
+                return feed
+        # Read outside the lock: other orgs' streams need not wait for this org's Redis.
+        start = self.newest(org)
+        with self._lock:
+            feed = self._feeds.get(org)
+            if feed is None:
+                feed = self._feeds[org] = _Feed(self, org, start)
+                feed.reader.start()
+            feed.waiters += 1
+            return feed
+
+    def _leave(self, feed: _Feed) -> None:
+        with self._lock:
+            feed.waiters -= 1
+
+    def _keep_reading(self, feed: _Feed) -> bool:
+        """Whether ``feed``'s reader goes on; when not, it is no longer joinable."""
+        with self._lock:
+            if feed.waiters > 0 and not self.closed:
+                return True
+            if self._feeds.get(feed.org) is feed:
+                del self._feeds[feed.org]
+            return False
+
+
+class _Feed:
+    """One org's recent events in this process, kept by one reader thread."""
+
+    def __init__(self, hub: EventHub, org: str, start: str) -> None:
+        self.hub = hub
+        self.org = org
+        self.start = start  # the newest id when the feed started
+        self.changed = threading.Condition()
+        # The buffer holds every event after ``base``, oldest first, with its position.
+        self.base: Position = event_position(start)
+        self.newest = start
+        self.buffer: deque[tuple[Position, Event]] = deque()
+        self.waiters = 0  # guarded by the hub's lock
+        self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
+
+    def after(self, position: Position, limit: int) -> list[Event] | None:
+        """Buffered events after ``position`` (call with ``changed`` held); None when
+        the buffer no longer reaches back that far."""
+        if position < self.base:
+            return None
+        found: list[Event] = []
+        for at, event in reversed(self.buffer):  # waiters are usually near the end
+            if at <= position:
+                break
+            found.append(event)
+        found.reverse()
+        return found[:limit]
+
+    def _read(self) -> None:
+        pause = 0.1
+        while self.hub._keep_reading(self):
+            try:
+                events = self.hub.storage.wait_for_events(
+                    self.org, self.newest, self.hub.read_timeout, self.hub.page_size
+                )
+            except Exception:
+                # Storage unreachable (or a bug): the streams stay open, and the reader
+                # goes on from the same id once the log answers, so nothing is lost.
+                log.warning("reading the event log of %s failed", self.org, exc_info=True)
+                with self.changed:
+                    self.changed.wait(pause)  # close() wakes it early
+                pause = min(pause * 2, 5.0)
+                continue
+            pause = 0.1
+            if events:
+                with self.changed:
+                    for event in events:
+                        if len(self.buffer) == self.hub.buffer_size:
+                            self.base = self.buffer.popleft()[0]
+                        self.buffer.append((event_position(event.id), event))
+                    self.newest = events[-1].id
+                    self.changed.notify_all()
+
+
+class Follower:
+    """One reader's place in an org's log: :meth:`read` gives what came after it."""
+
+    def __init__(self, hub: EventHub, feed: _Feed, after: str) -> None:
+        self._hub = hub
+        self._feed = feed
+        self._position = event_position(after)
+        self.last_id = after
+        self._closed = False
+
+    @property
+    def ended(self) -> bool:
+        """The hub closed: no more events will come through it."""
+        return self._hub.closed
+
+    def read(self, timeout: float, limit: int | None = None) -> list[Item]:
+        """What came after the last id read, oldest first: events, or one Reset. Waits
+        up to ``timeout`` seconds when nothing came yet, then answers []."""
+        limit = limit or self._hub.page_size
+        deadline = time.monotonic() + timeout
+        feed = self._feed
+        while True:
+            with feed.changed:
+                while not self.ended:
+                    found = feed.after(self._position, limit)
+                    if found is None:
+                        break  # behind the buffer: read the log below, without the lock
+                    if found:
+                        self._moved(found[-1].id)
+                        return list(found)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return []
+                    feed.changed.wait(remaining)
+                else:
+                    return []
+                base = feed.base
+            items = self._hub.read_log(feed.org, self.last_id, limit)
+            if items:
+                last = items[-1]
+                self._moved(last.last_id if isinstance(last, Reset) else last.id)
+                return items
+            # The log has nothing after an id the buffer has passed: it lost events (a
+            # Redis without persistence restarted). Go on from the buffer's start.
+            self._position = base
+            self.last_id = f"{base[0]}-{base[1]}"
+
+    def _moved(self, last_id: str) -> None:
+        self.last_id = last_id
+        self._position = event_position(last_id)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._hub._leave(self._feed)
