@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order
     app.extensions["promptsvc.settings"] = settings
     app.extensions["promptsvc.storage"] = backend
-    app.extensions["promptsvc.events"] = EventHub(backend)
+    app.extensions["promptsvc.events"] = EventHub(backend, max_followers=settings.event_streams)
 
     http.configure_logging()
     base_url = settings.issuer_url.rstrip("/")

@@ -14,7 +14,13 @@ came) reads the log itself, a page at a time, until it is back in the buffer. An
 older than the log keeps, when the log has dropped events since, gives a :class:`Reset`
 instead: the reader missed events and must forget what it derived from them.
 
+Each follower (an open stream, a waiting long poll) holds a thread of the server for as
+long as it waits, so a hub takes at most ``max_followers`` of them at once and refuses
+more (:class:`Saturated`), leaving the other threads to the rest of the API.
+
 Ids are ordered by ``storage.base.event_position``; ``START`` is below every id.
+:func:`close_all` ends every stream of the process (gunicorn.conf.py calls it when a
+worker is told to stop, so that its clients reconnect to another one at once).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 
@@ -31,6 +38,22 @@ log = logging.getLogger(__name__)
 
 START = "0-0"
 Position = tuple[int, int]
+
+_HUBS: weakref.WeakSet[EventHub] = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Close every hub of this process (:meth:`EventHub.close`)."""
+    for hub in list(_HUBS):
+        hub.close()
+
+
+class Saturated(Exception):
+    """This process already holds as many followers as it may."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} event streams are open on this server already")
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,7 @@ Item = Event | Reset
 class EventHub:
     """Follows org event logs for the streams and long polls of this process.
 
+    ``max_followers`` bounds the followers open at once (None: no bound);
     ``read_timeout`` bounds each blocking read of a reader thread (so that a reader
     whose last waiter left stops soon after); ``buffer_size`` is how many recent events
     each org keeps here; ``page_size`` how many events one read of the log returns.
@@ -66,17 +90,21 @@ class EventHub:
         self,
         storage: Storage,
         *,
+        max_followers: int | None = None,
         read_timeout: float = 5.0,
         buffer_size: int = 1000,
         page_size: int = 500,
     ) -> None:
         self.storage = storage
+        self.max_followers = max_followers
         self.read_timeout = read_timeout
         self.buffer_size = buffer_size
         self.page_size = page_size
         self._lock = threading.Lock()  # guards _feeds and each feed's waiter count
         self._feeds: dict[str, _Feed] = {}
+        self._followers = 0  # open Followers, guarded by _lock
         self._closed = threading.Event()
+        _HUBS.add(self)
 
     @property
     def closed(self) -> bool:
@@ -112,9 +140,19 @@ class EventHub:
         """A place in the org's log from which to read what comes after ``after``
         (None: after the newest event now). Close it when done.
 
-        Raises a StorageError when the log cannot be read now.
+        Raises Saturated when ``max_followers`` are open already, a StorageError when
+        the log cannot be read now.
         """
-        feed = self._join(org)
+        with self._lock:
+            if self.max_followers is not None and self._followers >= self.max_followers:
+                raise Saturated(self.max_followers)
+            self._followers += 1
+        try:
+            feed = self._join(org)
+        except BaseException:
+            with self._lock:
+                self._followers -= 1
+            raise
         try:
             return Follower(self, feed, feed.start if after is None else after)
         except BaseException:
@@ -158,6 +196,7 @@ class EventHub:
     def _leave(self, feed: _Feed) -> None:
         with self._lock:
             feed.waiters -= 1
+            self._followers -= 1
 
     def _keep_reading(self, feed: _Feed) -> bool:
         """Whether ``feed``'s reader goes on; when not, it is no longer joinable."""
