@@ -32,12 +32,15 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 
-from storage.base import Event, Storage, event_position
+from storage.base import Event, Storage, StorageUnavailable, event_position
 
 log = logging.getLogger(__name__)
 
 START = "0-0"
 Position = tuple[int, int]
+# A reader whose storage failed tries again after 0.1 s, then twice as long each time up
+# to this: events reach the streams at most about this late after an outage ends.
+LONGEST_PAUSE = 1.0
 
 _HUBS: weakref.WeakSet[EventHub] = weakref.WeakSet()
 
@@ -243,13 +246,18 @@ class _Feed:
                 events = self.hub.storage.wait_for_events(
                     self.org, self.newest, self.hub.read_timeout, self.hub.page_size
                 )
-            except Exception:
+            except Exception as exc:
                 # Storage unreachable (or a bug): the streams stay open, and the reader
                 # goes on from the same id once the log answers, so nothing is lost.
-                log.warning("reading the event log of %s failed", self.org, exc_info=True)
+                log.warning(
+                    "reading the event log of %s failed: %s",
+                    self.org,
+                    exc,
+                    exc_info=not isinstance(exc, StorageUnavailable),
+                )
                 with self.changed:
                     self.changed.wait(pause)  # close() wakes it early
-                pause = min(pause * 2, 5.0)
+                pause = min(pause * 2, LONGEST_PAUSE)
                 continue
             pause = 0.1
             if events:

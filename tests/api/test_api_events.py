@@ -393,3 +393,20 @@ def test_openapi_documents_both_answers(api: Api) -> None:
         "at",
         "request_id",
     }
+
+
+def test_streams_beyond_the_limit_are_503(backend: Storage, settings: Settings) -> None:
+    app = create_app(dataclasses.replace(settings, event_streams=1), storage=backend)
+    app.config["EVENTS_HEARTBEAT"] = 60.0
+    token = Tokens(app)(SERVICE_READ)
+    bearer = {"Authorization": f"Bearer {token}"}
+    with LiveServer(app) as live, stream(live, token) as first:
+        assert first.response.status_code == 200
+        refused = httpx.get(live.base_url + EVENTS, headers={**bearer, **SSE}, timeout=5)
+        assert refused.status_code == 503
+        assert refused.headers["Retry-After"] == "5"
+        assert refused.json()["code"] == "service_unavailable"
+        # A waiting long poll holds a thread as a stream does; one that waits not, does not.
+        waiting = httpx.get(live.base_url + EVENTS, params={"wait": 1}, headers=bearer)
+        assert waiting.status_code == 503
+        assert httpx.get(live.base_url + EVENTS, headers=bearer).status_code == 200
