@@ -5,9 +5,9 @@ default, on real Redis) holds ``--streams`` open Server-Sent Event streams
 (``GET /api/v1/events``, 1,000 by default) from one client process (asyncio, httpx and
 httpx-sse, on loopback). Measured, round by round:
 
-* GET production throughput (wrk, keep-alive, a read token) without any stream open,
-  then with every stream open, on the same server; the ratio with / without is set
-  against its goal (at least 0.9);
+* GET production throughput (wrk, keep-alive, a read token) with every stream open and
+  without any, alternating on the same server; the ratio with / without is set against
+  its goal (at least 0.9);
 * for ``--promotions`` promotions per round made through the API while the streams are
   open: the time from sending the promote request until each stream has received its
   ``version.promoted`` frame (p50, p99, max over every stream and promotion; goal: p99
@@ -57,6 +57,7 @@ GOAL_RATIO = 0.9
 GOAL_P99_S = 1.0
 DELIVERY_TIMEOUT = 30.0  # a promotion not seen by every stream by then is a failure
 OPEN_TIMEOUT = 120.0
+SETTLE = 1.0  # seconds of quiet before each wrk run
 
 
 @dataclass
@@ -179,17 +180,23 @@ def threads_and_rss(pid: int) -> tuple[int, float]:
 
 @dataclass
 class Round:
-    without: WrkResult
+    """A run with the streams open between two runs without (``before``, ``after``)."""
+
+    before: WrkResult
     with_streams: WrkResult
+    after: WrkResult
     delivery_s: list[float]
     threads: int
     rss_mib: float
-    threads_before: int
-    rss_before_mib: float
+    threads_without: int
+    rss_without_mib: float
 
     @property
     def ratio(self) -> float:
-        return self.with_streams.requests_per_s / self.without.requests_per_s
+        """With the streams / the mean of the runs on either side of it, without: a
+        change of the machine's load over the round weighs on both sides alike."""
+        without = (self.before.requests_per_s + self.after.requests_per_s) / 2
+        return self.with_streams.requests_per_s / without
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -208,6 +215,8 @@ def run(args: argparse.Namespace) -> None:
         "PROMPTSVC_WORKERS": str(args.workers),
         "PROMPTSVC_THREADS": str(args.threads),
         "PROMPTSVC_EVENT_STREAMS": str(args.streams),
+        # Streams end when their token expires: one token must outlast the whole run.
+        "PROMPTSVC_TOKEN_LIFETIME": "3600",
     }
     server = gunicorn("wsgi:app", env)
     rounds: list[Round] = []
@@ -237,18 +246,13 @@ def run(args: argparse.Namespace) -> None:
             return number
 
         load()  # warm-up: imports, connection pools, the read path's memos
-        for number in range(args.rounds):
-            worker = worker_pid(master)
+        worker = worker_pid(master)
+        before = load()
+        for _ in range(args.rounds):
+            threads_without, rss_without = threads_and_rss(worker)
             holder = Holder(server.base_url, read_token, args.streams)
-            # Every other round measures with the streams first, so that whatever the
-            # machine does over a round weighs on both sides alike.
-            streams_first = number % 2 == 1
-            if streams_first:
-                holder.open()
-            else:
-                without = load()
-                threads_before, rss_before = threads_and_rss(worker)
-                holder.open()
+            holder.open()
+            time.sleep(SETTLE)
             with_streams = load()
             threads, rss = threads_and_rss(worker)
             delivery: list[float] = []
@@ -266,12 +270,21 @@ def run(args: argparse.Namespace) -> None:
             for _ in range(3):
                 new_version()
                 time.sleep(0.5)
-            if streams_first:
-                without = load()
-                threads_before, rss_before = threads_and_rss(worker)
+            time.sleep(SETTLE)
+            after = load()
             rounds.append(
-                Round(without, with_streams, delivery, threads, rss, threads_before, rss_before)
+                Round(
+                    before,
+                    with_streams,
+                    after,
+                    delivery,
+                    threads,
+                    rss,
+                    threads_without,
+                    rss_without,
+                )
             )
+            before = after
     finally:
         server.stop()
         redis.Redis.from_url(args.redis_url).flushdb()
@@ -293,7 +306,8 @@ def report(args: argparse.Namespace, rounds: list[Round]) -> None:
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
-    without = median([r.without.requests_per_s for r in rounds])
+    runs_without = [rounds[0].before] + [r.after for r in rounds]
+    without = median([r.requests_per_s for r in runs_without])
     with_streams = median([r.with_streams.requests_per_s for r in rounds])
     ratios = [r.ratio for r in rounds]
     ratio = median(ratios)
@@ -303,11 +317,11 @@ def report(args: argparse.Namespace, rounds: list[Round]) -> None:
         [
             "no stream open",
             f"{without:,.0f}",
-            f"{median([r.without.p50_ms for r in rounds]):.2f}",
-            f"{median([r.without.p99_ms for r in rounds]):.2f}",
-            f"{median([r.without.cpu_us_per_request for r in rounds]):.0f}",
-            f"{median([r.threads_before for r in rounds]):.0f}",
-            f"{median([r.rss_before_mib for r in rounds]):.0f}",
+            f"{median([r.p50_ms for r in runs_without]):.2f}",
+            f"{median([r.p99_ms for r in runs_without]):.2f}",
+            f"{median([r.cpu_us_per_request for r in runs_without]):.0f}",
+            f"{median([r.threads_without for r in rounds]):.0f}",
+            f"{median([r.rss_without_mib for r in rounds]):.0f}",
         ],
         [
             f"{args.streams:,} streams open",
@@ -331,12 +345,15 @@ One instance: `gunicorn -c gunicorn.conf.py wsgi:app`, {args.workers} gthread wo
 {args.streams}` stream threads per worker, on Redis. {args.streams:,} `GET /api/v1/events`
 streams (`Accept: text/event-stream`, a read token) are opened by one client process
 (asyncio, httpx, httpx-sse) on loopback and held while wrk ({args.connections}
-keep-alive connections, {args.seconds:g} s per run) asks for GET production. {args.rounds}
-rounds, each: wrk with no stream open, open every stream, wrk again, {args.promotions}
-promotions through the API, close the streams (every other round the other way round:
-streams first). The table shows medians over the rounds; "server CPU" is the gunicorn
-processes' user+system CPU time per request; threads and memory are the worker's (from
-/proc) after each wrk run.
+keep-alive connections, {args.seconds:g} s per run) asks for GET production. The runs
+alternate: one with no stream open, then {args.rounds} times: open every stream, a run,
+{args.promotions} promotions through the API, close the streams, a run without. Each
+round's ratio sets its run with the streams against the mean of the runs without on
+either side of it, so a change in the machine's load over a round weighs on both sides.
+The table shows medians over the runs; "server CPU" is the gunicorn processes'
+user+system CPU time per request; threads and memory are the worker's (from /proc),
+with no stream open (the threads of earlier streams wait idle in the pool) and with
+the streams open.
 
 {table(HEADERS, rows)}
 
@@ -349,7 +366,7 @@ max {worst * 1000:.0f} ms** ({len(delivery):,} deliveries: {args.promotions} pro
 to the client's receiving the frame, so the client's own work on 1,000 frames is in
 it); goal p99 under {GOAL_P99_S:g} s: {p99_verdict} it.
 
-How: each open stream keeps one gthread thread, asleep on a condition variable; one
+How: each open stream keeps one gthread thread, asleep on a lock of its own; one
 reader thread per org in the worker does the blocking read of the org's event stream
 in Redis and wakes them (promptsvc/events.py), so the streams cost no Redis connection
 and no CPU while nothing happens (a comment line every 15 s each). The request threads

@@ -6,7 +6,7 @@ Redis connection in a blocking ``XREAD``. Instead each process has one
 :class:`EventHub`; for every org with at least one open stream or waiting long poll, the
 hub runs one reader thread that does the blocking read (``Storage.wait_for_events``),
 keeps the newest events in a bounded buffer and wakes every waiter of that org. A
-waiter costs a thread asleep on a condition variable (the gthread worker's thread for
+waiter costs a thread asleep on a lock of its own (the gthread worker's thread for
 the request: docs/deployment.md) and nothing in Redis.
 
 A waiter that is behind the buffer (it asked for an old id, or it was slow to take what
@@ -29,7 +29,6 @@ import logging
 import threading
 import time
 import weakref
-from collections import deque
 from dataclasses import dataclass
 
 from storage.base import Event, Storage, StorageUnavailable, event_position
@@ -120,8 +119,7 @@ class EventHub:
         with self._lock:
             feeds = list(self._feeds.values())
         for feed in feeds:
-            with feed.changed:
-                feed.changed.notify_all()
+            feed.close()
 
     def newest(self, org: str) -> str:
         """The id of the org's newest event (``START`` for an empty log)."""
@@ -157,7 +155,9 @@ class EventHub:
                 self._followers -= 1
             raise
         try:
-            return Follower(self, feed, feed.start if after is None else after)
+            if after is None:
+                after = feed.newest
+            return Follower(self, feed, after)
         except BaseException:
             self._leave(feed)
             raise
@@ -184,7 +184,7 @@ class EventHub:
         with self._lock:
             feed = self._feeds.get(org)
             if feed is not None:
-                feed.waiters += 1
+                feed.followers += 1
                 return feed
         # Read outside the lock: other orgs' streams need not wait for this org's Redis.
         start = self.newest(org)
@@ -193,51 +193,98 @@ class EventHub:
             if feed is None:
                 feed = self._feeds[org] = _Feed(self, org, start)
                 feed.reader.start()
-            feed.waiters += 1
+            feed.followers += 1
             return feed
 
     def _leave(self, feed: _Feed) -> None:
         with self._lock:
-            feed.waiters -= 1
+            feed.followers -= 1
             self._followers -= 1
 
     def _keep_reading(self, feed: _Feed) -> bool:
         """Whether ``feed``'s reader goes on; when not, it is no longer joinable."""
         with self._lock:
-            if feed.waiters > 0 and not self.closed:
+            if feed.followers > 0 and not self.closed:
                 return True
             if self._feeds.get(feed.org) is feed:
                 del self._feeds[feed.org]
             return False
 
 
-class _Feed:
-    """One org's recent events in this process, kept by one reader thread."""
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    """A feed's recent events, replaced whole on every change so that followers read it
+    without a lock: every event after ``base`` is in ``events``, oldest first, each with
+    its position."""
 
-    def __init__(self, hub: EventHub, org: str, start: str) -> None:
-        self.hub = hub
-        self.org = org
-        self.start = start  # the newest id when the feed started
-        self.changed = threading.Condition()
-        # The buffer holds every event after ``base``, oldest first, with its position.
-        self.base: Position = event_position(start)
-        self.newest = start
-        self.buffer: deque[tuple[Position, Event]] = deque()
-        self.waiters = 0  # guarded by the hub's lock
-        self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
+    base: Position
+    events: tuple[tuple[Position, Event], ...] = ()
 
     def after(self, position: Position, limit: int) -> list[Event] | None:
-        """Buffered events after ``position`` (call with ``changed`` held); None when
-        the buffer no longer reaches back that far."""
+        """The events after ``position``, at most ``limit``; None when this no longer
+        reaches back that far."""
         if position < self.base:
             return None
         found: list[Event] = []
-        for at, event in reversed(self.buffer):  # waiters are usually near the end
+        for at, event in reversed(self.events):  # followers are usually near the end
             if at <= position:
                 break
             found.append(event)
         found.reverse()
         return found[:limit]
+
+    def extended(self, batch: list[Event], size: int) -> _Recent:
+        events = self.events + tuple((event_position(e.id), e) for e in batch)
+        if len(events) <= size:
+            return _Recent(self.base, events)
+        return _Recent(events[-size - 1][0], events[-size:])
+
+
+class _Feed:
+    """One org's recent events in this process, kept by one reader thread.
+
+    Followers with nothing new to read wait each on a lock of their own, which the
+    reader releases when events come: a thousand of them wake without queueing for one
+    shared lock (as a Condition's waiters would, each in turn), so the first frames go
+    out while the reader is still waking the others.
+    """
+
+    def __init__(self, hub: EventHub, org: str, start: str) -> None:
+        self.hub = hub
+        self.org = org
+        self.recent = _Recent(event_position(start))
+        self.newest = start
+        self.lock = threading.Lock()  # guards replacing ``recent`` and ``waiting``
+        self.waiting: set[threading.Lock] = set()  # the wake locks of waiting followers
+        self.followers = 0  # guarded by the hub's lock
+        self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
+        self._paused = threading.Event()  # the reader's pause after a failure
+
+    def wait(self, wake: threading.Lock, position: Position, timeout: float) -> None:
+        """Sleep until something comes after ``position``, the hub closes, or
+        ``timeout`` seconds pass; it may also return early for nothing.
+
+        ``wake`` is the follower's own lock. It is held (armed) whenever the follower is
+        registered, and the reader releases each registered one once, so a release that
+        comes after the follower stopped waiting only makes its next wait return early.
+        """
+        wake.acquire(blocking=False)  # armed, taking in a release that came late
+        with self.lock:
+            if self.recent.after(position, 1) != [] or self.hub.closed:
+                return  # it came meanwhile, or the follower is behind: no need to sleep
+            self.waiting.add(wake)
+        try:
+            wake.acquire(timeout=timeout)
+        finally:
+            with self.lock:
+                self.waiting.discard(wake)
+
+    def wake_all(self) -> None:
+        with self.lock:
+            woken = list(self.waiting)
+            self.waiting.clear()
+        for wake in woken:
+            wake.release()
 
     def _read(self) -> None:
         pause = 0.1
@@ -255,19 +302,19 @@ class _Feed:
                     exc,
                     exc_info=not isinstance(exc, StorageUnavailable),
                 )
-                with self.changed:
-                    self.changed.wait(pause)  # close() wakes it early
+                self._paused.wait(pause)  # close() ends the pause early
                 pause = min(pause * 2, LONGEST_PAUSE)
                 continue
             pause = 0.1
             if events:
-                with self.changed:
-                    for event in events:
-                        if len(self.buffer) == self.hub.buffer_size:
-                            self.base = self.buffer.popleft()[0]
-                        self.buffer.append((event_position(event.id), event))
+                with self.lock:
+                    self.recent = self.recent.extended(events, self.hub.buffer_size)
                     self.newest = events[-1].id
-                    self.changed.notify_all()
+                self.wake_all()
+
+    def close(self) -> None:
+        self._paused.set()
+        self.wake_all()
 
 
 class Follower:
@@ -278,6 +325,7 @@ class Follower:
         self._feed = feed
         self._position = event_position(after)
         self.last_id = after
+        self._wake = threading.Lock()
         self._closed = False
 
     @property
@@ -291,31 +339,27 @@ class Follower:
         limit = limit or self._hub.page_size
         deadline = time.monotonic() + timeout
         feed = self._feed
-        while True:
-            with feed.changed:
-                while not self.ended:
-                    found = feed.after(self._position, limit)
-                    if found is None:
-                        break  # behind the buffer: read the log below, without the lock
-                    if found:
-                        self._moved(found[-1].id)
-                        return list(found)
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return []
-                    feed.changed.wait(remaining)
-                else:
-                    return []
-                base = feed.base
-            items = self._hub.read_log(feed.org, self.last_id, limit)
-            if items:
-                last = items[-1]
-                self._moved(last.last_id if isinstance(last, Reset) else last.id)
-                return items
-            # The log has nothing after an id the buffer has passed: it lost events (a
-            # Redis without persistence restarted). Go on from the buffer's start.
-            self._position = base
-            self.last_id = f"{base[0]}-{base[1]}"
+        while not self.ended:
+            recent = feed.recent
+            found = recent.after(self._position, limit)
+            if found:
+                self._moved(found[-1].id)
+                return list(found)
+            if found is None:  # behind the feed: read the log itself
+                items = self._hub.read_log(feed.org, self.last_id, limit)
+                if items:
+                    last = items[-1]
+                    self._moved(last.last_id if isinstance(last, Reset) else last.id)
+                    return items
+                # The log has nothing after an id the feed has passed: it lost events
+                # (a Redis without persistence restarted). Go on from the feed's start.
+                self._moved(f"{recent.base[0]}-{recent.base[1]}")
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            feed.wait(self._wake, self._position, remaining)
+        return []
 
     def _moved(self, last_id: str) -> None:
         self.last_id = last_id

@@ -53,6 +53,23 @@ def test_a_follower_from_now_sees_only_what_comes(storage: Storage) -> None:
         hub.close()
 
 
+def test_a_follower_from_now_joining_a_running_feed_starts_at_its_newest(
+    storage: Storage,
+) -> None:
+    hub = hub_on(storage)
+    first = hub.follow(ORG, None)
+    try:
+        storage.create_prompt(ORG, "seen-by-first")
+        assert names(first.read(5)) == ["seen-by-first"]
+        second = hub.follow(ORG, None)
+        storage.create_prompt(ORG, "seen-by-both")
+        assert names(second.read(5)) == ["seen-by-both"]
+        second.close()
+    finally:
+        first.close()
+        hub.close()
+
+
 def test_a_follower_behind_the_buffer_reads_the_log_in_order(storage: Storage) -> None:
     hub = hub_on(storage, buffer_size=3, page_size=4)
     first = hub.follow(ORG, None)

@@ -94,10 +94,13 @@ class Events(View):
             EVENT_STREAM
         ):
             after = headers["last_event_id"] or query["after"]
-            # Joined here, before the answer starts: a storage error is still a 503.
-            follower = events.follow(principal.org, after)
-            heartbeat = current_app.config.get("EVENTS_HEARTBEAT", HEARTBEAT_SECONDS)
-            stream = frames(follower, principal.expires_at, heartbeat)
+            if request.method == "HEAD":
+                stream: Iterator[bytes] = iter(())  # no body: nothing to follow
+            else:
+                # Joined here, before the answer starts: a storage error is still a 503.
+                follower = events.follow(principal.org, after)
+                heartbeat = current_app.config.get("EVENTS_HEARTBEAT", HEARTBEAT_SECONDS)
+                stream = frames(follower, principal.expires_at, heartbeat)
             response = current_app.response_class(stream, mimetype=EVENT_STREAM)
             response.headers["Cache-Control"] = "no-store"
             # nginx buffers proxied answers unless told not to (docs/deployment.md).

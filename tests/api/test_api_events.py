@@ -410,3 +410,10 @@ def test_streams_beyond_the_limit_are_503(backend: Storage, settings: Settings) 
         waiting = httpx.get(live.base_url + EVENTS, params={"wait": 1}, headers=bearer)
         assert waiting.status_code == 503
         assert httpx.get(live.base_url + EVENTS, headers=bearer).status_code == 200
+
+
+def test_head_of_the_stream_follows_nothing(api: Api) -> None:
+    r = api.request("HEAD", EVENTS, headers=SSE, role=SERVICE_READ)
+    assert r.status_code == 200 and r.data == b""
+    assert r.headers["Content-Type"].startswith("text/event-stream")
+    assert api.client.application.extensions["promptsvc.events"]._feeds == {}
