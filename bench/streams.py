@@ -102,9 +102,9 @@ class Holder:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
-                times = list(self.seen.get(version, []))
-            if len(times) >= self.count:
-                return times
+                times = self.seen.get(version, [])
+                if len(times) >= self.count:
+                    return list(times)
             time.sleep(0.005)
         raise SystemExit(f"version {version} reached {len(times)} of {self.count} streams")
 
@@ -119,7 +119,7 @@ class Holder:
     async def _run(self) -> None:
         self._stop = asyncio.Event()
         limits = httpx.Limits(max_connections=self.count + 10, max_keepalive_connections=0)
-        timeout = httpx.Timeout(10.0, read=60.0)  # a comment line comes every 15 s
+        timeout = httpx.Timeout(10.0, read=60.0)  # a comment line comes every 14 s
         headers = {"Authorization": f"Bearer {self.token}"}
         async with httpx.AsyncClient(
             base_url=self.base_url, limits=limits, timeout=timeout, headers=headers
@@ -369,7 +369,7 @@ it); goal p99 under {GOAL_P99_S:g} s: {p99_verdict} it.
 How: each open stream keeps one gthread thread, asleep on a lock of its own; one
 reader thread per org in the worker does the blocking read of the org's event stream
 in Redis and wakes them (promptsvc/events.py), so the streams cost no Redis connection
-and no CPU while nothing happens (a comment line every 15 s each). The request threads
+and no CPU while nothing happens (a comment line every 14 s each). The request threads
 stay free for the rest of the API because the worker has `PROMPTSVC_EVENT_STREAMS`
 threads on top of them and refuses (503) streams beyond that number.
 """

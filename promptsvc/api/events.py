@@ -4,9 +4,10 @@ The org is the token's, like everywhere in the API; the role is Service Read. Wi
 ``Accept: text/event-stream`` the answer is a stream of SSE frames (``id:``,
 ``event: <type>``, ``data: <event JSON>``): first what came after ``Last-Event-ID`` (or
 ``?after=``), then every change as it happens, a comment line whenever nothing was sent
-for ``EVENTS_HEARTBEAT`` seconds (15 by default), an ``event: reset`` frame when the
-asked id is older than the log keeps, and the end of the stream when the token expires
-(the client reconnects with a fresh token and its last id). Otherwise it is a long
+for ``EVENTS_HEARTBEAT`` seconds (app config; 14 by default, so never 15 s without a
+line), an ``event: reset`` frame when the asked id is older than the log keeps, and the
+end of the stream when the token expires (the client reconnects with a fresh token and
+its last id). Otherwise it is a long
 poll: ``{items, last_id, reset}``, waiting up to ``?wait=`` seconds for the first event.
 The events come from the process's :class:`promptsvc.events.EventHub`.
 """
@@ -32,7 +33,9 @@ from storage.base import Event, StorageError
 log = logging.getLogger(__name__)
 
 EVENT_STREAM = "text/event-stream"
-HEARTBEAT_SECONDS = 15.0
+# Silence after which a comment line goes out: under 15 s, so that the time it takes to
+# wake and write cannot stretch a gap beyond 15 s.
+HEARTBEAT_SECONDS = 14.0
 STREAM_OPENED = b": stream open\n\n"
 KEEP_ALIVE = b": keep-alive\n\n"
 
