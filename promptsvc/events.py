@@ -102,7 +102,7 @@ class EventHub:
         self.read_timeout = read_timeout
         self.buffer_size = buffer_size
         self.page_size = page_size
-        self._lock = threading.Lock()  # guards _feeds and each feed's waiter count
+        self._lock = threading.Lock()  # guards _feeds and the counts of followers
         self._feeds: dict[str, _Feed] = {}
         self._followers = 0  # open Followers, guarded by _lock
         self._closed = threading.Event()
