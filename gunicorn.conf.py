@@ -2,16 +2,23 @@
 
 Environment (command-line flags such as ``--workers`` still override these):
 
-=====================  ==========================================================
-PROMPTSVC_BIND         address to listen on (default ``127.0.0.1:8000``)
-PROMPTSVC_WORKERS      worker processes (default ``2 * CPU cores + 1``)
-PROMPTSVC_THREADS      threads per worker (default 4; the gthread worker keeps
-                       client connections alive, which SDK clients reuse)
-PROMPTSVC_STORAGE_URL  must name Redis when there is more than one worker
-=====================  ==========================================================
+=======================  ========================================================
+PROMPTSVC_BIND           address to listen on (default ``127.0.0.1:8000``)
+PROMPTSVC_WORKERS        worker processes (default ``2 * CPU cores + 1``)
+PROMPTSVC_THREADS        threads per worker that answer requests (default 4; the
+                         gthread worker keeps client connections alive, which SDK
+                         clients reuse)
+PROMPTSVC_EVENT_STREAMS  event streams one worker holds (default 1000): each open
+                         stream (GET /api/v1/events) keeps a thread of its own, so
+                         the worker gets this many threads on top of
+                         PROMPTSVC_THREADS, and the app refuses (503) the streams
+                         beyond it, which keeps those threads for other requests
+PROMPTSVC_STORAGE_URL    must name Redis when there is more than one worker
+=======================  ========================================================
 
 The other PROMPTSVC_* variables (issuer URL, signing key file, token lifetime,
-bootstrap file) are read by the app itself; see promptsvc.config.
+bootstrap file) are read by the app itself; see promptsvc.config. Deployment notes for
+the event streams (proxy buffering, timeouts): docs/deployment.md.
 
 ``memory://`` storage lives inside one process, so several workers would each have
 their own prompts and keys: with more than one worker and memory:// the server refuses
@@ -23,12 +30,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from typing import Any
 
 bind = os.environ.get("PROMPTSVC_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = "gthread"
-threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
+request_threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
+event_streams = int(os.environ.get("PROMPTSVC_EVENT_STREAMS", "1000"))
+# A stream's thread sleeps until its org has an event, or for its 15 s comment line.
+threads = request_threads + event_streams
+# Every open stream is a connection too; gunicorn's default 1,000 is left for the rest.
+worker_connections = event_streams + 1000
 keepalive = 5
 preload_app = False
 # gunicorn's access log (off unless --access-logfile is given) shows the request id.
@@ -46,3 +59,19 @@ def on_starting(server: Any) -> None:
             "redis://host:port/db, or run a single worker (--workers 1 or "
             "PROMPTSVC_WORKERS=1)."
         )
+
+
+def post_worker_init(worker: Any) -> None:
+    """When the worker is told to stop (SIGTERM: a restart, a scale-down), end its event
+    streams at once: their clients reconnect to another worker with their last event id
+    and miss nothing, instead of waiting ``graceful_timeout`` for streams that would
+    never end on their own."""
+    from promptsvc.events import close_all
+
+    stop = worker.handle_exit
+
+    def stop_and_end_streams(signum: int, frame: Any) -> None:
+        stop(signum, frame)
+        close_all()
+
+    signal.signal(signal.SIGTERM, stop_and_end_streams)

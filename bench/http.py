@@ -219,6 +219,9 @@ def run(args: argparse.Namespace) -> None:
         "PROMPTSVC_BOOTSTRAP_FILE": str(bootstrap),
         "PROMPTSVC_WORKERS": str(args.workers),
         "PROMPTSVC_THREADS": str(args.threads),
+        # No threads for event streams (gunicorn.conf.py adds them to PROMPTSVC_THREADS):
+        # both sides answer with exactly --threads threads.
+        "PROMPTSVC_EVENT_STREAMS": "0",
         "BENCH_HTTP_BODY": str(body_file),
     }
     path = "/api/v1/prompts/support/production"

@@ -80,11 +80,16 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
         return
     script, now = store._scripts["create_version"], rfc3339(store.clock())
     variables = scripts.variables(CONTENT)
+    event_keys, event_args = scripts.event_context(org, USER, None, now, store.event_log_size)
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for _ in range(start, min(start + 1_000, count)):
-            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", *variables, now]
-            script(keys=[keys.names(org), keys.prompt_prefix(org)], args=args, client=pipe)
+            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", *variables, now, *event_args]
+            script(
+                keys=[keys.names(org), keys.prompt_prefix(org), *event_keys],
+                args=args,
+                client=pipe,
+            )
         pipe.execute()
 
 
@@ -95,13 +100,21 @@ def bulk_prompts(store: Storage, org: str, count: int) -> None:
             store.create_prompt(org, f"p{i:06d}")
         return
     script, now = store._scripts["create_prompt"], store.clock()
+    event_keys, event_args = scripts.event_context(
+        org, USER, None, rfc3339(now), store.event_log_size
+    )
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for i in range(start, min(start + 1_000, count)):
             prompt = Prompt(new_id("pmt_"), f"p{i:06d}", "text", None, now, now, None, None)
             script(
-                keys=[keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
-                args=[prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+                keys=[
+                    keys.names(org),
+                    keys.prompt_list(org),
+                    keys.prompt(org, prompt.prompt_id),
+                    *event_keys,
+                ],
+                args=[prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt), *event_args],
                 client=pipe,
             )
         pipe.execute()

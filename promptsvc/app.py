@@ -11,6 +11,7 @@ from promptsvc.api import reads
 from promptsvc.api.realm_docs import SWAGGER_REDIRECT_PATH
 from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
+from promptsvc.events import EventHub
 from promptsvc.ops import CONSOLE_PATH
 from storage import Storage, storage_from_url
 
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order
     app.extensions["promptsvc.settings"] = settings
     app.extensions["promptsvc.storage"] = backend
+    app.extensions["promptsvc.events"] = EventHub(backend, max_followers=settings.event_streams)
 
     http.configure_logging()
     base_url = settings.issuer_url.rstrip("/")

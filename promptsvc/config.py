@@ -22,6 +22,10 @@ class Settings:
     # none). Without it, behind a proxy every client shares the proxy's address, and so
     # the per-IP token rate limit.
     trusted_proxies: int = 0
+    # Event streams and waiting long polls (GET /api/v1/events) one process holds at
+    # once; more are answered 503. Each holds a thread (gunicorn.conf.py sizes the
+    # workers' threads from the same variable).
+    event_streams: int = 1000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -41,6 +45,12 @@ class Settings:
             raise ConfigError(
                 f"PROMPTSVC_TRUSTED_PROXIES must be a number of proxies (0-10), got {proxies_raw!r}"
             )
+        streams_raw = env.get("PROMPTSVC_EVENT_STREAMS", "1000")
+        if not streams_raw.isascii() or not streams_raw.isdigit() or int(streams_raw) > 100_000:
+            raise ConfigError(
+                "PROMPTSVC_EVENT_STREAMS must be a number of streams (0-100000), "
+                f"got {streams_raw!r}"
+            )
         settings = cls(
             storage_url=env.get("PROMPTSVC_STORAGE_URL", "memory://"),
             issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
@@ -48,6 +58,7 @@ class Settings:
             token_lifetime=lifetime,
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
             trusted_proxies=int(proxies_raw),
+            event_streams=int(streams_raw),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]

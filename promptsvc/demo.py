@@ -117,7 +117,9 @@ def create_demo(app: Flask) -> Demo:
             author = key.user_id  # sample versions are "created" by the admin key
     for sample in SAMPLES:
         try:
-            storage.create_prompt(ORG, sample.name, sample.prompt_type, sample.description)
+            storage.create_prompt(
+                ORG, sample.name, sample.prompt_type, sample.description, actor=author
+            )
         except PromptExists:
             continue
         first = storage.create_version(

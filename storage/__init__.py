@@ -5,6 +5,7 @@ from __future__ import annotations
 from storage.base import (
     ApiKey,
     Clock,
+    Event,
     Page,
     Promotion,
     PromotionRecord,
@@ -18,6 +19,7 @@ from storage.base import (
 
 __all__ = [
     "ApiKey",
+    "Event",
     "Page",
     "Promotion",
     "PromotionRecord",

@@ -29,6 +29,13 @@ Users and the state of the login flows (authorization codes, device authorizatio
 realm sessions, refresh token families) are per org too; see "People and login" on
 :class:`Storage`.
 
+Every change of a prompt or a version also appends one :class:`Event` to its org's
+event log, in the same atomic step (memory under its lock, Redis inside the change's Lua
+script), so the log holds exactly the changes that happened, in the order they
+happened. A refused change writes none. The log keeps at least the newest
+``event_log_size`` events of each org. Event ids are opaque to clients and increase
+within an org; :func:`event_position` orders them.
+
 Exception tree (one root, mapped to HTTP in one place by the API)::
 
     StorageError
@@ -61,6 +68,7 @@ import abc
 import base64
 import binascii
 import enum
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +79,18 @@ PromptType = Literal["text", "chat"]
 Status = Literal["draft", "published", "archived"]
 PROMPT_TYPES: tuple[str, ...] = ("text", "chat")
 STATUSES: tuple[str, ...] = ("draft", "published", "archived")
+EVENT_TYPES: tuple[str, ...] = (
+    "prompt.created",
+    "prompt.deleted",
+    "version.created",
+    "version.updated",
+    "version.promoted",
+    "version.archived",
+    "version.unarchived",
+    "version.deleted",
+)
+# The least number of events the log keeps per org.
+EVENT_LOG_SIZE = 10_000
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -149,6 +169,25 @@ def version_number(version_ref: str) -> int | None:
     if version_ref.isascii() and version_ref.isdigit():
         return int(version_ref)
     return None
+
+
+# An event id: "<milliseconds>-<sequence>", the form of a Redis stream id, on every backend.
+_EVENT_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+_ID_PART_LIMIT = 2**64
+
+
+def event_position(event_id: str) -> tuple[int, int]:
+    """Where ``event_id`` sits in its org's log: ids of one org compare as these do.
+
+    InvalidInput for text that is not an event id.
+    """
+    match = _EVENT_ID.fullmatch(event_id)
+    if match is None:
+        raise InvalidInput(f"{event_id[:40]!r} is not an event id")
+    position = (int(match[1]), int(match[2]))
+    if max(position) >= _ID_PART_LIMIT:
+        raise InvalidInput(f"{event_id[:40]!r} is not an event id")
+    return position
 
 
 # --------------------------------------------------------------------------- records
@@ -308,6 +347,45 @@ class User:
 
 
 @dataclass(frozen=True, slots=True)
+class Event:
+    """One change in an org's event log.
+
+    ``version``, ``version_id`` and ``status`` (the version's status after the change)
+    are None for prompt events; ``previous_version`` is the production version a
+    promotion replaced (None when there was none, and for other events). ``actor`` is
+    the user id that made the change and ``request_id`` the request that asked for it,
+    when the caller gave them.
+    """
+
+    id: str  # increases within an org (event_position)
+    type: str  # one of EVENT_TYPES
+    prompt_id: str
+    prompt_name: str
+    version: int | None
+    version_id: str | None
+    status: str | None
+    previous_version: int | None
+    actor: str | None
+    at: datetime
+    request_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "prompt_id": self.prompt_id,
+            "prompt_name": self.prompt_name,
+            "version": self.version,
+            "version_id": self.version_id,
+            "status": self.status,
+            "previous_version": self.previous_version,
+            "actor": self.actor,
+            "at": rfc3339(self.at),
+            "request_id": self.request_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AuthorizationCode:
     """An authorization code (single use, short-lived): what the token request needs
     to check and to issue tokens."""
@@ -404,6 +482,20 @@ class OrgSnapshot:
 
     def is_empty(self) -> bool:
         return not (self.prompts or self.api_keys or self.users)
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogBounds:
+    """The ids of the oldest and the newest event an org's log keeps (None: empty), and
+    whether it has dropped older events to stay within its bound.
+
+    A reader whose last id is older than ``oldest`` has missed events only when
+    ``trimmed``: a log that never dropped one still holds everything after any id.
+    """
+
+    oldest: str | None
+    newest: str | None
+    trimmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +676,11 @@ class Storage(abc.ABC):
 
     Timestamps come from ``clock`` so tests can move time without sleeping.
 
+    Every method that changes a prompt or a version takes, besides its own arguments,
+    who made the change (``actor``, a user id; ``created_by`` and ``promoted_by`` where
+    the method already has them) and the id of the request that asked for it
+    (``request_id``): both go into the change's event.
+
     People and login
     ----------------
     Users are kept like API keys: per org, added once, listed oldest first; their role,
@@ -616,6 +713,9 @@ class Storage(abc.ABC):
     against the user record, not here.
     """
 
+    # The least number of events kept per org; the oldest beyond it may be dropped.
+    event_log_size: int = EVENT_LOG_SIZE
+
     def __init__(self, clock: Clock = utcnow) -> None:
         self.clock = clock
 
@@ -635,7 +735,14 @@ class Storage(abc.ABC):
     # -- prompts
     @abc.abstractmethod
     def create_prompt(
-        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> Prompt:
         """Create a prompt. Raises PromptExists. The caller validated the name."""
 
@@ -648,7 +755,9 @@ class Storage(abc.ABC):
         """Prompts ordered by name. Raises InvalidInput for a cursor it did not issue."""
 
     @abc.abstractmethod
-    def delete_prompt(self, org: str, prompt_ref: str) -> None:
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
         """Delete a prompt with all its versions and history. Raises PromptNotFound.
 
         A prompt created later under the same name starts again at version 1.
@@ -664,6 +773,8 @@ class Storage(abc.ABC):
         created_by: str,
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
+        *,
+        request_id: str | None = None,
     ) -> PromptVersion:
         """New draft with the next number (atomic, never reused).
 
@@ -697,7 +808,14 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def edit_version(
-        self, org: str, prompt_ref: str, version_ref: str, content: str
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> PromptVersion:
         """Replace a draft's content (variables re-extracted). Non-draft: LifecycleError."""
 
@@ -711,6 +829,8 @@ class Storage(abc.ABC):
         notes: str | None = None,
         archive_previous: bool = True,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
         """Atomically: the draft becomes published (promoted_at/by set), the previously
         published version becomes archived (or draft when ``archive_previous`` is
@@ -730,6 +850,8 @@ class Storage(abc.ABC):
         notes: str | None = None,
         to_version: int | None = None,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
         """Atomically make an earlier production version production again.
 
@@ -738,7 +860,9 @@ class Storage(abc.ABC):
         status now (archived or draft), it becomes published with promoted_at/by set,
         the current production version becomes archived, and a promotion record is
         written (``notes`` default to "rollback to v<N>"). ``expected_production``
-        guards the step as in :meth:`promote`, and is checked first.
+        guards the step as in :meth:`promote`, and is checked first. The event is a
+        ``version.promoted`` with the replaced version as ``previous_version``, as for
+        any promotion.
 
         LifecycleError when there is nothing to roll back to: no production version,
         no earlier one, a target that was deleted, that was never production, or that
@@ -746,15 +870,39 @@ class Storage(abc.ABC):
         """
 
     @abc.abstractmethod
-    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
         """draft -> archived. Published or archived: LifecycleError."""
 
     @abc.abstractmethod
-    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
         """archived -> draft. Anything else: LifecycleError."""
 
     @abc.abstractmethod
-    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
         """Delete a draft or archived version; numbering is unchanged. Published:
         LifecycleError."""
 
@@ -763,6 +911,23 @@ class Storage(abc.ABC):
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
     ) -> Page[PromotionRecord]:
         """Promotion records, newest promotion first."""
+
+    # -- change events
+    @abc.abstractmethod
+    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
+        """Up to ``limit`` events of the org's log with ids above ``after``, oldest
+        first. Events older than the log keeps are gone: compare ``after`` with
+        :meth:`event_log_bounds` to know whether any were missed."""
+
+    @abc.abstractmethod
+    def event_log_bounds(self, org: str) -> EventLogBounds:
+        """The oldest and the newest event id the org's log keeps, and whether it has
+        dropped any, read together."""
+
+    @abc.abstractmethod
+    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
+        """As :meth:`events_after`, but when there are none yet, block until one is
+        written or ``timeout`` seconds pass (then: an empty list)."""
 
     # -- orgs and API keys
     @abc.abstractmethod

@@ -12,8 +12,9 @@ sends each EVALSHA to the primary of its slot; when that node answers NOSCRIPT, 
 a restarted node or a replica a failover promoted has an empty script cache, the script
 is loaded on that node and run again); version reads (``_read_reply``: a replica when
 asked to, else a read lane to the slot's primary, else the cluster client); readiness
-(:meth:`ClusterStorage.ping`); and the rate limiter's counters (limits' cluster storage
-on the same nodes).
+(:meth:`ClusterStorage.ping`); the rate limiter's counters (limits' cluster storage
+on the same nodes); and the socket timeout that bounds each blocking read of the event
+log (the nodes' own).
 
 URL::
 
@@ -270,6 +271,10 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
             lane.close()
         if self.replica_client is not None:
             self.replica_client.close()
+
+    def _socket_timeout(self) -> float | None:
+        timeout: float | None = self.client.get_connection_kwargs().get("socket_timeout")
+        return timeout
 
     def rate_limit_settings(self) -> RateLimitSettings:
         """limits' cluster storage on this cluster's nodes, with the client's timeouts

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from storage.base import (
     ApiKey,
     AuthorizationCode,
     DeviceAuthorization,
+    Event,
     PromotionRecord,
     Prompt,
     PromptVersion,
@@ -176,6 +178,29 @@ def record(h: Fields) -> PromotionRecord:
         promoted_at=_time(h["promoted_at"]),
         previous_version=int(previous) if previous else None,
         notes=h.get("notes"),
+    )
+
+
+def events(entries: Sequence[Any]) -> list[Event]:
+    """From XRANGE's (or one stream of XREAD's) ``[(id, fields), ...]``."""
+    return [event(event_id, fields) for event_id, fields in entries]
+
+
+def event(event_id: str, e: Fields) -> Event:
+    """From a stream entry of the event log (storage/lua/_events.lua writes them)."""
+    version, previous = e.get("version"), e.get("previous_version")
+    return Event(
+        id=event_id,
+        type=e["type"],
+        prompt_id=e["prompt_id"],
+        prompt_name=e["prompt_name"],
+        version=int(version) if version else None,
+        version_id=e.get("version_id"),
+        status=e.get("status"),
+        previous_version=int(previous) if previous else None,
+        actor=e.get("actor"),
+        at=_time(e["at"]),
+        request_id=e.get("request_id"),
     )
 
 

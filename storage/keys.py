@@ -17,6 +17,8 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     P:v:<version_id>              hash    one version's fields
     P:history                     zset    history_id by promotion sequence
     P:h:<history_id>              hash    one promotion record
+    ps:{<org>}:events             stream  the org's event log (one entry per change,
+                                          written by the change's own script)
     ps:{<org>}:keys               list    client_ids, oldest first
     ps:{<org>}:key:<client_id>    hash    one API key
     ps:{<org>}:users              list    usernames, oldest first (the org exists when
@@ -112,6 +114,10 @@ def history(org: str, prompt_id: str) -> str:
 
 def history_record(org: str, prompt_id: str, history_id: str) -> str:
     return prompt(org, prompt_id) + ":h:" + history_id
+
+
+def events(org: str) -> str:
+    return org_prefix(org) + "events"
 
 
 def api_keys(org: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -23,6 +24,8 @@ from storage.base import (
     DeviceAlreadyDecided,
     DeviceAuthorization,
     DeviceCodeExists,
+    Event,
+    EventLogBounds,
     Expected,
     InvalidInput,
     LifecycleError,
@@ -53,6 +56,7 @@ from storage.base import (
     decode_cursor,
     decode_number_cursor,
     encode_cursor,
+    event_position,
     new_id,
     rollback_notes,
     utcnow,
@@ -92,6 +96,9 @@ class _OrgState:
     session_families: dict[str, set[str]] = field(default_factory=dict)
     tokens: dict[str, RefreshToken] = field(default_factory=dict)
     families: dict[str, _Family] = field(default_factory=dict)
+    events: deque[Event] = field(default_factory=deque)  # oldest first
+    last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
+    events_dropped: bool = False  # the log went over its bound at least once
 
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""
@@ -134,6 +141,8 @@ class MemoryStorage(Storage):
         # One lock for everything: each operation is short, and one lock makes every
         # multi-record change (promotion above all) atomic for readers too.
         self._lock = threading.Lock()
+        # Waiters for new events (wait_for_events) sleep on the same lock.
+        self._appended = threading.Condition(self._lock)
         self._orgs: dict[str, _OrgState] = {}
         self._signing: list[SigningKey] = []
         self._flow_writes = 0
@@ -170,6 +179,45 @@ class MemoryStorage(Storage):
         latest = next(reversed(state.versions)) if state.versions else None
         return replace(state.prompt, latest_version=latest, production_version=state.production)
 
+    def _record(
+        self,
+        org_state: _OrgState,
+        kind: str,
+        prompt: Prompt,
+        version: PromptVersion | None,
+        actor: str | None,
+        request_id: str | None,
+        now: datetime,
+        previous_version: int | None = None,
+    ) -> None:
+        """Append the event of a change made under the lock, and wake the waiters."""
+        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
+        # never lower than the last one, whatever the clock does.
+        ms = int(now.timestamp() * 1000)
+        last_ms, last_seq = org_state.last_event
+        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
+        org_state.last_event = position
+        org_state.events.append(
+            Event(
+                id=f"{position[0]}-{position[1]}",
+                type=kind,
+                prompt_id=prompt.prompt_id,
+                prompt_name=prompt.name,
+                version=version.version if version else None,
+                version_id=version.version_id if version else None,
+                # A deleted version has no status any more.
+                status=version.status if version and kind != "version.deleted" else None,
+                previous_version=previous_version,
+                actor=actor,
+                at=now,
+                request_id=request_id,
+            )
+        )
+        while len(org_state.events) > self.event_log_size:
+            org_state.events.popleft()
+            org_state.events_dropped = True
+        self._appended.notify_all()
+
     @staticmethod
     def _set_status(state: _PromptState, number: int, status: str, now: datetime) -> PromptVersion:
         version = replace(state.versions[number], status=status, updated_at=now)
@@ -179,7 +227,14 @@ class MemoryStorage(Storage):
     # -- prompts
 
     def create_prompt(
-        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> Prompt:
         now = self.clock()
         with self._lock:
@@ -190,6 +245,7 @@ class MemoryStorage(Storage):
             state = _PromptState(prompt)
             org_state.by_name[name] = state
             org_state.by_id[prompt.prompt_id] = state
+            self._record(org_state, "prompt.created", prompt, None, actor, request_id, now)
             return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
@@ -208,12 +264,16 @@ class MemoryStorage(Storage):
         more = len(names) > limit
         return Page(items, encode_cursor(page[-1]) if more else None)
 
-    def delete_prompt(self, org: str, prompt_ref: str) -> None:
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
             org_state = self._orgs[org]
             del org_state.by_name[state.prompt.name]
             del org_state.by_id[state.prompt.prompt_id]
+            self._record(org_state, "prompt.deleted", state.prompt, None, actor, request_id, now)
 
     # -- versions
 
@@ -225,6 +285,8 @@ class MemoryStorage(Storage):
         created_by: str,
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
+        *,
+        request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         # A private copy: the caller keeps no handle on a stored (immutable) record.
@@ -254,6 +316,9 @@ class MemoryStorage(Storage):
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
             state.prompt = replace(prompt, updated_at=now)
+            self._record(
+                self._orgs[org], "version.created", prompt, version, created_by, request_id, now
+            )
             return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
@@ -301,7 +366,14 @@ class MemoryStorage(Storage):
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
 
     def edit_version(
-        self, org: str, prompt_ref: str, version_ref: str, content: str
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         with self._lock:
@@ -315,6 +387,9 @@ class MemoryStorage(Storage):
             variables = _variables(content, current.prompt_type)
             version = replace(current, content=content, variables=variables, updated_at=now)
             state.versions[number] = version
+            self._record(
+                self._orgs[org], "version.updated", state.prompt, version, actor, request_id, now
+            )
             return version
 
     @staticmethod
@@ -322,17 +397,20 @@ class MemoryStorage(Storage):
         if expected is not UNGUARDED and expected != state.production:
             raise ProductionChanged(prompt_ref, expected, state.production)
 
-    @staticmethod
     def _publish(
+        self,
+        org: str,
         state: _PromptState,
         number: int,
         promoted_by: str,
         previous: int | None,
         notes: str | None,
         now: datetime,
+        request_id: str | None,
     ) -> Promotion:
-        """``number`` becomes production and the promotion is recorded (the caller
-        has already moved the previous production version out)."""
+        """``number`` becomes production and the promotion is recorded, in the history
+        and in the event log (the caller has already moved the previous production
+        version out)."""
         version = replace(
             state.versions[number],
             status="published",
@@ -353,6 +431,16 @@ class MemoryStorage(Storage):
         state.production = number
         state.history.append(record)
         state.prompt = replace(state.prompt, updated_at=now)
+        self._record(
+            self._orgs[org],
+            "version.promoted",
+            state.prompt,
+            version,
+            promoted_by,
+            request_id,
+            now,
+            previous_version=previous,
+        )
         return Promotion(version, record)
 
     def promote(
@@ -364,6 +452,8 @@ class MemoryStorage(Storage):
         notes: str | None = None,
         archive_previous: bool = True,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
         now = self.clock()
         with self._lock:
@@ -376,7 +466,7 @@ class MemoryStorage(Storage):
             previous = state.production
             if previous is not None:
                 self._set_status(state, previous, "archived" if archive_previous else "draft", now)
-            return self._publish(state, number, promoted_by, previous, notes, now)
+            return self._publish(org, state, number, promoted_by, previous, notes, now, request_id)
 
     def rollback(
         self,
@@ -386,6 +476,8 @@ class MemoryStorage(Storage):
         notes: str | None = None,
         to_version: int | None = None,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
         now = self.clock()
         with self._lock:
@@ -410,9 +502,17 @@ class MemoryStorage(Storage):
                 raise NoRollbackTarget("never", prompt_ref, current, target)
             self._set_status(state, current, "archived", now)
             notes = rollback_notes(target) if notes is None else notes
-            return self._publish(state, target, promoted_by, current, notes, now)
+            return self._publish(org, state, target, promoted_by, current, notes, now, request_id)
 
-    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
@@ -424,9 +524,21 @@ class MemoryStorage(Storage):
                 )
             if status != "draft":
                 raise LifecycleError(f"version {number} is {status}: only a draft can be archived")
-            return self._set_status(state, number, "archived", now)
+            version = self._set_status(state, number, "archived", now)
+            self._record(
+                self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
+            )
+            return version
 
-    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
@@ -436,9 +548,21 @@ class MemoryStorage(Storage):
                 raise LifecycleError(
                     f"version {number} is {status}: only an archived version can be unarchived"
                 )
-            return self._set_status(state, number, "draft", now)
+            version = self._set_status(state, number, "draft", now)
+            self._record(
+                self._orgs[org], "version.unarchived", state.prompt, version, actor, request_id, now
+            )
+            return version
 
-    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
@@ -451,6 +575,9 @@ class MemoryStorage(Storage):
             del state.versions[number]
             del state.numbers[version.version_id]
             state.prompt = replace(state.prompt, updated_at=now)
+            self._record(
+                self._orgs[org], "version.deleted", state.prompt, version, actor, request_id, now
+            )
 
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
@@ -463,6 +590,46 @@ class MemoryStorage(Storage):
             start = max(end - limit, 0)
             items = list(reversed(history[start:end]))
         return Page(items, encode_cursor(str(start + 1)) if start > 0 else None)
+
+    # -- change events
+
+    def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
+        org_state = self._orgs.get(org)
+        if org_state is None:
+            return []
+        found: list[Event] = []
+        # Newest first from the end: a follower asks for the few newest events.
+        for event in reversed(org_state.events):
+            if event_position(event.id) <= after:
+                break
+            found.append(event)
+        found.reverse()
+        return found[:limit]
+
+    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
+        position = event_position(after)
+        with self._lock:
+            return self._events_after(org, position, limit)
+
+    def event_log_bounds(self, org: str) -> EventLogBounds:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            if org_state is None or not org_state.events:
+                return EventLogBounds(None, None)
+            events = org_state.events
+            return EventLogBounds(events[0].id, events[-1].id, org_state.events_dropped)
+
+    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
+        position = event_position(after)
+        with self._appended:
+            found: list[Event] = []
+
+            def arrived() -> bool:
+                found[:] = self._events_after(org, position, limit)
+                return bool(found)
+
+            self._appended.wait_for(arrived, timeout)
+            return found
 
     # -- orgs and API keys
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import json
 import math
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -42,6 +43,8 @@ from storage.base import (
     DeviceAlreadyDecided,
     DeviceAuthorization,
     DeviceCodeExists,
+    Event,
+    EventLogBounds,
     Expected,
     InvalidInput,
     LifecycleError,
@@ -71,6 +74,7 @@ from storage.base import (
     VersionNotFound,
     decode_cursor,
     encode_cursor,
+    event_position,
     new_id,
     rfc3339,
     utcnow,
@@ -86,6 +90,9 @@ from storage.read_lane import ReadLane
 NO_RETRY = Retry(NoBackoff(), 0)
 
 ClientT = TypeVar("ClientT", bound="redis.Redis | redis.RedisCluster")
+
+# The longest XREAD BLOCK when the client has no socket timeout to stay under.
+LONGEST_BLOCK = 5.0
 
 # Errors that mean "Redis cannot serve this now", not "this request is wrong".
 UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -182,6 +189,8 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
       fastest (a read lane, a replica);
     * :meth:`ping` says whether the backend can serve, :meth:`rate_limit_settings` points
       the rate limiter at the same servers;
+    * :meth:`_socket_timeout` tells how long a blocking read (``XREAD BLOCK``, for
+      :meth:`wait_for_events`) may wait on one command;
     * a backend that opens connections besides ``client`` (read lanes) extends
       :meth:`close`.
     """
@@ -214,6 +223,10 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         """read_version.lua's raw reply for ``keys_`` and ``args``; connection errors
         propagate (``_read`` turns them into StorageUnavailable)."""
 
+    @abc.abstractmethod
+    def _socket_timeout(self) -> float | None:
+        """Seconds the client waits for any reply (None: no limit)."""
+
     def close(self) -> None:
         self.client.close()
 
@@ -226,21 +239,61 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
     def _prompt_script(self, script: str, org: str, args: list[Any], *extra: str) -> Any:
         return self._run(script, [keys.names(org), keys.prompt_prefix(org), *extra], args)
 
+    def _change_script(
+        self,
+        script: str,
+        keys_: list[str],
+        args: list[Any],
+        org: str,
+        actor: str | None,
+        request_id: str | None,
+        now: str,
+    ) -> Any:
+        """A script of scripts.CHANGE_SCRIPTS, with its event's keys and arguments."""
+        event_keys, event_args = scripts.event_context(
+            org, actor, request_id, now, self.event_log_size
+        )
+        return self._run(script, [*keys_, *event_keys], [*args, *event_args])
+
+    def _prompt_change(
+        self,
+        script: str,
+        org: str,
+        args: list[Any],
+        actor: str | None,
+        request_id: str | None,
+        now: str,
+        *extra: str,
+    ) -> Any:
+        prompt_keys = [keys.names(org), keys.prompt_prefix(org), *extra]
+        return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
+
     def _now(self) -> str:
         return rfc3339(self.clock())
 
     # -- prompts
 
     def create_prompt(
-        self, org: str, name: str, prompt_type: str = "text", description: str | None = None
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> Prompt:
         now = self.clock()
         prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
         self._index_org(org)
-        created = self._run(
+        created = self._change_script(
             "create_prompt",
             [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
             [name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+            org,
+            actor,
+            request_id,
+            rfc3339(now),
         )
         if not created:
             raise PromptExists(name)
@@ -257,8 +310,18 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         more = len(found) > limit
         return Page(items, encode_cursor(items[-1].name) if more else None)
 
-    def delete_prompt(self, org: str, prompt_ref: str) -> None:
-        reply = self._prompt_script("delete_prompt", org, [prompt_ref], keys.prompt_list(org))
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        reply = self._prompt_change(
+            "delete_prompt",
+            org,
+            [prompt_ref],
+            actor,
+            request_id,
+            self._now(),
+            keys.prompt_list(org),
+        )
         _check(reply, prompt_ref)
 
     # -- versions
@@ -271,14 +334,18 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         created_by: str,
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
+        *,
+        request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        at = rfc3339(now)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         as_text, as_chat, not_chat = scripts.variables(content)
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [as_text, as_chat, not_chat, rfc3339(now)]
-        reply = _check(self._prompt_script("create_version", org, args), prompt_ref)
+        args += [as_text, as_chat, not_chat, at]
+        reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
+        _check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
         variables = as_chat if prompt["prompt_type"] == "chat" else as_text
         # Built here rather than read back: the script would only echo the content.
@@ -342,16 +409,39 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         return Page(items, encode_cursor(str(items[-1].version)) if more else None)
 
     def _change(
-        self, script: str, action: str, org: str, prompt_ref: str, version_ref: str, *args: Any
+        self,
+        script: str,
+        action: str,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        args: list[Any],
+        actor: str | None,
+        request_id: str | None,
+        now: str,
     ) -> Any:
+        """A change script of one version: ARGV starts with the prompt and version refs,
+        ``now`` is the script's own time argument and its event's."""
         argv = [prompt_ref, *scripts.selector(version_ref), *args]
-        return _check(self._prompt_script(script, org, argv), prompt_ref, version_ref, action)
+        reply = self._prompt_change(script, org, argv, actor, request_id, now)
+        return _check(reply, prompt_ref, version_ref, action)
 
     def edit_version(
-        self, org: str, prompt_ref: str, version_ref: str, content: str
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> PromptVersion:
-        args = [content, *scripts.variables(content), self._now()]
-        return _version(self._change("edit_version", "edit", org, prompt_ref, version_ref, *args))
+        now = self._now()
+        args = [content, *scripts.variables(content), now]
+        reply = self._change(
+            "edit_version", "edit", org, prompt_ref, version_ref, args, actor, request_id, now
+        )
+        return _version(reply)
 
     def promote(
         self,
@@ -362,7 +452,10 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         notes: str | None = None,
         archive_previous: bool = True,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
+        now = self._now()
         args = [
             prompt_ref,
             *scripts.selector(version_ref),
@@ -370,18 +463,12 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
             notes or "",
             "0" if notes is None else "1",
             "1" if archive_previous else "0",
-            self._now(),
+            now,
             new_id("h_"),
             scripts.expected(expected_production),
         ]
-        reply = _check(
-            self._prompt_script("promote", org, args),
-            prompt_ref,
-            version_ref,
-            "promote",
-            expected_production,
-        )
-        return _promotion(reply)
+        reply = self._prompt_change("promote", org, args, promoted_by, request_id, now)
+        return _promotion(_check(reply, prompt_ref, version_ref, "promote", expected_production))
 
     def rollback(
         self,
@@ -391,7 +478,10 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         notes: str | None = None,
         to_version: int | None = None,
         expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
     ) -> Promotion:
+        now = self._now()
         args = [
             prompt_ref,
             "" if to_version is None else str(to_version),
@@ -399,26 +489,71 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
             notes or "",
             "0" if notes is None else "1",
             scripts.expected(expected_production),
-            self._now(),
+            now,
             new_id("h_"),
         ]
-        reply = self._prompt_script("rollback", org, args)
+        reply = self._prompt_change("rollback", org, args, promoted_by, request_id, now)
         return _promotion(_check(reply, prompt_ref, expected=expected_production))
 
-    def archive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self._now()
         reply = self._change(
-            "archive_version", "archive", org, prompt_ref, version_ref, self._now()
+            "archive_version",
+            "archive",
+            org,
+            prompt_ref,
+            version_ref,
+            [now],
+            actor,
+            request_id,
+            now,
         )
         return _version(reply)
 
-    def unarchive_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self._now()
         reply = self._change(
-            "unarchive_version", "unarchive", org, prompt_ref, version_ref, self._now()
+            "unarchive_version",
+            "unarchive",
+            org,
+            prompt_ref,
+            version_ref,
+            [now],
+            actor,
+            request_id,
+            now,
         )
         return _version(reply)
 
-    def delete_version(self, org: str, prompt_ref: str, version_ref: str) -> None:
-        self._change("delete_version", "delete", org, prompt_ref, version_ref, self._now())
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self._now()
+        self._change(
+            "delete_version", "delete", org, prompt_ref, version_ref, [now], actor, request_id, now
+        )
 
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
@@ -428,6 +563,42 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
         page = found[:limit]
         items = [codec.record(codec.fields(flat)) for _, flat in page]
         return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+
+    # -- change events
+
+    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
+        event_position(after)  # InvalidInput for text that is not an id, as on every backend
+        with _guard():
+            entries: Any = self.client.xrange(keys.events(org), min="(" + after, count=limit)
+        return codec.events(entries)
+
+    def event_log_bounds(self, org: str) -> EventLogBounds:
+        oldest, newest, trimmed = self._run(
+            "event_log_bounds", [keys.events(org)], [self.event_log_size]
+        )
+        return EventLogBounds(oldest or None, newest or None, trimmed == 1)
+
+    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
+        event_position(after)
+        if timeout <= 0:
+            return self.events_after(org, after, limit)
+        deadline = time.monotonic() + timeout
+        # Each XREAD blocks for at most half the socket timeout, so that the client
+        # never mistakes a wait for a dead server.
+        socket_timeout = self._socket_timeout()
+        longest = LONGEST_BLOCK if socket_timeout is None else socket_timeout / 2
+        while True:
+            remaining = deadline - time.monotonic()
+            block = min(remaining, longest)
+            with _guard():
+                # BLOCK 0 would wait forever: at least 1 ms.
+                reply: Any = self.client.xread(
+                    {keys.events(org): after}, count=limit, block=max(1, int(block * 1000))
+                )
+            if reply:  # [[stream key, entries]]
+                return codec.events(reply[0][1])
+            if remaining <= longest:
+                return []
 
     # -- orgs and API keys
 
@@ -760,6 +931,10 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua's raw reply, sent over the read lane."""
         return self._read_lane(keys_, args)
+
+    def _socket_timeout(self) -> float | None:
+        timeout: float | None = self.client.connection_pool.connection_kwargs.get("socket_timeout")
+        return timeout
 
     def ping(self) -> None:
         with _guard():

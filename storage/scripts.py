@@ -11,6 +11,7 @@ from typing import Any
 
 from redis.commands.core import Script
 
+from storage import keys
 from storage.base import UNGUARDED, Expected, decode_number_cursor, version_number
 from storage.templates import TemplateError, extract_variables
 
@@ -34,6 +35,22 @@ PROMPT_SCRIPTS = (
 )
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
+
+# The scripts that change a prompt or a version: each also writes the change's event,
+# with the helper of _events.lua in front of it and the arguments of event_context().
+CHANGE_SCRIPTS = frozenset(
+    {
+        "create_prompt",
+        "delete_prompt",
+        "create_version",
+        "edit_version",
+        "promote",
+        "rollback",
+        "archive_version",
+        "unarchive_version",
+        "delete_version",
+    }
+)
 STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",
@@ -53,6 +70,7 @@ STANDALONE_SCRIPTS = (
     "end_session",
     "start_refresh_family",
     "restore_org",
+    "event_log_bounds",
 )
 
 
@@ -65,12 +83,24 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
     (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
     a server answers NOSCRIPT; a subclass may reload it differently."""
+    events = source("_events")
+
+    def text(name: str) -> str:
+        return (events if name in CHANGE_SCRIPTS else "") + source(name)
+
     registered = {}
     for helpers, names in (("_common", PROMPT_SCRIPTS), ("_refresh", REFRESH_SCRIPTS)):
         shared = source(helpers)
-        registered.update({name: script_class(client, shared + source(name)) for name in names})
-    registered.update({name: script_class(client, source(name)) for name in STANDALONE_SCRIPTS})
+        registered.update({name: script_class(client, shared + text(name)) for name in names})
+    registered.update({name: script_class(client, text(name)) for name in STANDALONE_SCRIPTS})
     return registered
+
+
+def event_context(
+    org: str, actor: str | None, request_id: str | None, at: str, log_size: int
+) -> tuple[list[str], list[str]]:
+    """The KEYS and ARGV a change script takes after its own (storage/lua/_events.lua)."""
+    return [keys.events(org)], [actor or "", request_id or "", at, str(log_size)]
 
 
 def selector(version_ref: str) -> tuple[str, str]:

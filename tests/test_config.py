@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import runpy
+
 import pytest
 
 from promptsvc.app import create_app
 from promptsvc.config import ConfigError, Settings
 from storage.memory import MemoryStorage
+from tests.servers import ROOT
 
 
 def test_defaults_and_overrides() -> None:
@@ -16,6 +19,8 @@ def test_defaults_and_overrides() -> None:
     env = {"PROMPTSVC_TOKEN_LIFETIME": "60", "PROMPTSVC_TRUSTED_PROXIES": "2"}
     assert Settings.from_env(env).token_lifetime == 60
     assert Settings.from_env(env).trusted_proxies == 2
+    assert settings.event_streams == 1000
+    assert Settings.from_env({"PROMPTSVC_EVENT_STREAMS": "12"}).event_streams == 12
 
 
 @pytest.mark.parametrize(
@@ -26,11 +31,24 @@ def test_defaults_and_overrides() -> None:
         ("PROMPTSVC_TRUSTED_PROXIES", "-1"),
         ("PROMPTSVC_TRUSTED_PROXIES", "yes"),
         ("PROMPTSVC_TRUSTED_PROXIES", "11"),
+        ("PROMPTSVC_EVENT_STREAMS", "-1"),
+        ("PROMPTSVC_EVENT_STREAMS", "many"),
+        ("PROMPTSVC_EVENT_STREAMS", "100001"),
     ],
 )
 def test_unusable_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         Settings.from_env({name: value})
+
+
+def test_gunicorn_gives_each_worker_threads_for_its_event_streams(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PROMPTSVC_THREADS", "6")
+    monkeypatch.setenv("PROMPTSVC_EVENT_STREAMS", "50")
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    assert (conf["request_threads"], conf["event_streams"], conf["threads"]) == (6, 50, 56)
+    assert conf["worker_connections"] >= conf["threads"]
 
 
 def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -9,6 +9,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
   production version), InvalidInput 400, StorageUnavailable 503;
+* promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
+  streams as it may);
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   and InvalidUserRequest 400;
 * werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
@@ -33,6 +35,7 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
+from promptsvc.events import Saturated
 from promptsvc.http import json_response
 from storage.base import (
     Conflict,
@@ -152,6 +155,19 @@ def _handle_storage_error(exc: StorageError) -> Response:
     return _handle_unexpected(exc)
 
 
+# Seconds a client is told to wait before opening an event stream again.
+SATURATED_RETRY_AFTER = 5
+
+
+def _handle_saturated(exc: Saturated) -> Response:
+    log.warning("event stream refused: %s", exc)
+    return error_response(
+        503,
+        "this server holds as many event streams as it may; retry later or elsewhere",
+        headers={"Retry-After": str(SATURATED_RETRY_AFTER)},
+    )
+
+
 def _flatten_webargs(messages: Any) -> tuple[str, dict[str, list[str]]]:
     """webargs nests messages by location ({"json": {"name": [...]}}); clients want fields."""
     errors: dict[str, list[str]] = {}
@@ -224,6 +240,8 @@ def error_response_for(exc: Exception) -> Response:
         return _handle_api_error(exc)
     if isinstance(exc, StorageError):
         return _handle_storage_error(exc)
+    if isinstance(exc, Saturated):
+        return _handle_saturated(exc)
     if isinstance(exc, IdentityError):
         return _handle_identity_error(exc)
     if isinstance(exc, HTTPException):

@@ -16,7 +16,7 @@ from promptsvc.api.schemas import (
 )
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
-from promptsvc.http import json_response
+from promptsvc.http import json_response, request_id
 
 blp = ApiBlueprint(
     "prompts",
@@ -50,8 +50,14 @@ class Prompts(View):
 
         409 when the org already has a prompt of that name.
         """
+        principal = current_principal()
         prompt = storage().create_prompt(
-            current_principal().org, body["name"], body["prompt_type"], body["description"]
+            principal.org,
+            body["name"],
+            body["prompt_type"],
+            body["description"],
+            actor=principal.user_id,
+            request_id=request_id(),
         )
         return json_response(prompt.to_json(), 201)
 
@@ -74,5 +80,8 @@ class PromptItem(View):
         All its versions and its promotion history go with it. A prompt created later
         under the same name starts again at version 1.
         """
-        storage().delete_prompt(current_principal().org, name)
+        principal = current_principal()
+        storage().delete_prompt(
+            principal.org, name, actor=principal.user_id, request_id=request_id()
+        )
         return Response(status=204)

@@ -16,7 +16,7 @@ from promptsvc.api.schemas import DiffQuerySchema, DiffSchema, PromotionResultSc
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
-from promptsvc.http import json_response
+from promptsvc.http import json_response, request_id
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
@@ -65,6 +65,7 @@ class Rollback(View):
             notes=body["notes"],
             to_version=body.get("to_version"),
             expected_production=body.get("expected_production_version", UNGUARDED),
+            request_id=request_id(),
         )
         return json_response(promotion.to_json())
 

@@ -17,7 +17,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from identity.roles import ROLES
 from identity.users import USERNAME
-from storage.base import PROMPT_TYPES, STATUSES
+from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -28,6 +28,9 @@ MAX_NOTES = 2000
 MAX_DESCRIPTION = 2000
 MAX_LIMIT = 200
 DEFAULT_LIMIT = 50
+MAX_WAIT = 30
+EVENT_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"  # as documented (ECMA syntax)
+EVENT_ID_EXAMPLE = "1767323045678-0"
 
 
 def _valid_name(name: str) -> None:
@@ -258,6 +261,55 @@ class VersionQuerySchema(PageQuerySchema):
     )
 
 
+def _event_id(value: str) -> None:
+    try:
+        event_position(value)
+    except InvalidInput:
+        raise ValidationError("must be the id of an event, as this API gave it") from None
+
+
+def _event_id_field(description: str, **options: object) -> fields.String:
+    return fields.String(
+        load_default=None,
+        validate=_event_id,
+        metadata={
+            "description": description,
+            "pattern": EVENT_ID_PATTERN,
+            "example": EVENT_ID_EXAMPLE,
+        },
+        **options,  # type: ignore[arg-type]
+    )
+
+
+class EventQuerySchema(Schema):
+    after = _event_id_field(
+        "Answer the events after this id (an event's id, or last_id of the previous "
+        "answer). Absent: only events from now on. With text/event-stream, a "
+        "Last-Event-ID header takes precedence."
+    )
+    wait = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0, max=MAX_WAIT),
+        metadata={
+            "description": "JSON only: seconds (0-30) to wait for the first event when "
+            "there is none yet"
+        },
+    )
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "JSON only: most events in one answer, 1-200"},
+    )
+
+
+class EventHeadersSchema(Schema):
+    last_event_id = _event_id_field(
+        "text/event-stream only: the id of the last event received, as an EventSource "
+        "sends it when it reconnects; the stream replays what came after it",
+        data_key="Last-Event-ID",
+    )
+
+
 # --------------------------------------------------------------------------- responses
 
 
@@ -370,6 +422,61 @@ class VersionPageSchema(Schema):
 class HistoryPageSchema(Schema):
     items = fields.List(fields.Nested(PromotionRecordSchema))
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class EventSchema(Schema):
+    id = fields.String(
+        metadata={
+            "description": "Opaque; increases within the org. Resume after it with "
+            "?after= or Last-Event-ID",
+            "example": EVENT_ID_EXAMPLE,
+        }
+    )
+    type = fields.String(validate=validate.OneOf(EVENT_TYPES))
+    prompt_id = fields.String(metadata={"description": "pmt_..."})
+    prompt_name = fields.String()
+    version = fields.Integer(
+        allow_none=True, metadata={"description": "The version changed; null for prompt events"}
+    )
+    version_id = fields.String(allow_none=True, metadata={"description": "v_...; null likewise"})
+    status = fields.String(
+        allow_none=True,
+        validate=validate.OneOf(STATUSES),
+        metadata={
+            "description": "The version's status after the change; null for prompt events "
+            "and version.deleted"
+        },
+    )
+    previous_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "version.promoted: the version in production before, null if "
+            "none; null for other events"
+        },
+    )
+    actor = fields.String(allow_none=True, metadata={"description": "User id that made the change"})
+    at = _timestamp("When the change was made")
+    request_id = fields.String(
+        allow_none=True, metadata={"description": "X-Request-ID of the request that made it"}
+    )
+
+
+class EventPageSchema(Schema):
+    items = fields.List(fields.Nested(EventSchema), metadata={"description": "Oldest first"})
+    last_id = fields.String(
+        metadata={
+            "description": "Pass as ?after= next time: the last item's id, else the id "
+            "asked after (or the newest event's when none was asked)",
+            "example": EVENT_ID_EXAMPLE,
+        }
+    )
+    reset = fields.Boolean(
+        metadata={
+            "description": "true: the id asked after is older than the log keeps, so "
+            "events were missed; forget what was derived from earlier events and go on "
+            "from last_id"
+        }
+    )
 
 
 class ApiKeySchema(Schema):

@@ -26,7 +26,7 @@ from promptsvc.api.schemas import (
     VersionQuerySchema,
 )
 from promptsvc.auth import current_principal
-from promptsvc.http import json_response
+from promptsvc.http import json_response, request_id
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
@@ -127,6 +127,7 @@ class Versions(View):
             principal.user_id,
             metadata=body["metadata"],
             tags=body["tags"],
+            request_id=request_id(),
         )
         return json_response(version.to_json(), 201)
 
@@ -142,7 +143,15 @@ class Version(View):
 
         Only a draft can be edited (else 409); its variables are re-extracted.
         """
-        version = storage().edit_version(current_principal().org, name, versionId, body["content"])
+        principal = current_principal()
+        version = storage().edit_version(
+            principal.org,
+            name,
+            versionId,
+            body["content"],
+            actor=principal.user_id,
+            request_id=request_id(),
+        )
         return json_response(version.to_json())
 
     @blp.requires(SERVICE_WRITE)
@@ -153,7 +162,10 @@ class Version(View):
 
         A draft or archived version; a published one gives 409. Numbers are never reused.
         """
-        storage().delete_version(current_principal().org, name, versionId)
+        principal = current_principal()
+        storage().delete_version(
+            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
+        )
         return Response(status=204)
 
 
@@ -185,6 +197,7 @@ class Promote(View):
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
             expected_production=body.get("expected_production_version", UNGUARDED),
+            request_id=request_id(),
         )
         return json_response(promotion.to_json())
 
@@ -201,7 +214,10 @@ class Archive(View):
         Only a draft can be archived; a published version gives 409 (promote another
         version instead). No body needed; if sent, it is an empty JSON object.
         """
-        version = storage().archive_version(current_principal().org, name, versionId)
+        principal = current_principal()
+        version = storage().archive_version(
+            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
+        )
         return json_response(version.to_json())
 
 
@@ -217,5 +233,8 @@ class Unarchive(View):
         An archived version goes back to draft; any other status gives 409. No body needed; if
         sent, it is an empty JSON object.
         """
-        version = storage().unarchive_version(current_principal().org, name, versionId)
+        principal = current_principal()
+        version = storage().unarchive_version(
+            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
+        )
         return json_response(version.to_json())

@@ -24,6 +24,10 @@ local function vkey(pid, vid)
   return PREFIX .. pid .. ":v:" .. vid
 end
 
+local function prompt_name(pid)
+  return redis.call("HGET", pkey(pid), "name")
+end
+
 -- A name or a pmt_ id -> the prompt id, or nil when there is no such prompt.
 local function resolve_prompt(ref)
   if string.sub(ref, 1, 4) ~= "pmt_" then

@@ -8,6 +8,7 @@
 -- ARGV[8]  variables if the prompt is chat (JSON)
 -- ARGV[9]  why the content is not valid chat ("" = it is)
 -- ARGV[10] now (ISO 8601)
+-- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number}, {"no_prompt"} or {"invalid", reason}.
 local pid = resolve_prompt(ARGV[1])
 if not pid then
@@ -28,4 +29,5 @@ redis.call(
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
 redis.call("HSET", pkey(pid), "updated_at", now)
+emit("version.created", pid, prompt_name(pid), number, vid, "draft")
 return { "ok", prompt_values(pid), number }

@@ -4,6 +4,7 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- KEYS[3]  ps:{<org>}:prompts  zset of names
 -- ARGV[1]  prompt ref
+-- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok"} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
 if not pid then
@@ -43,4 +44,5 @@ redis.call(
 )
 redis.call("HDEL", NAMES, name)
 redis.call("ZREM", KEYS[3], name)
+emit("prompt.deleted", pid, name)
 return { "ok" }

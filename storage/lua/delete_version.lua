@@ -3,6 +3,7 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
 -- ARGV[4]  now
+-- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok"} or an error marker (see _common.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
@@ -15,4 +16,6 @@ redis.call("DEL", vkey(pid, vid))
 redis.call("ZREM", pkey(pid, ":versions"), vid)
 redis.call("ZREM", pkey(pid, ":versions:" .. status), vid)
 redis.call("HSET", pkey(pid), "updated_at", ARGV[4])
+-- A deleted version has no status any more.
+emit("version.deleted", pid, prompt_name(pid), number, vid, nil)
 return { "ok" }

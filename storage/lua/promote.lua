@@ -9,6 +9,7 @@
 -- ARGV[8]  now            ARGV[9]  new history id
 -- ARGV[10] expected production number, "" for none, "*" for no guard; checked first
 --          (after the prompt and version exist), so a failed guard changes nothing
+-- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, version values, history record fields} or an error marker.
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
@@ -36,4 +37,5 @@ if ARGV[6] == "1" then
   notes = ARGV[5]
 end
 local record = record_promotion(pid, hid, number, ARGV[4], now, previous[2], notes)
+emit("version.promoted", pid, prompt_name(pid), number, vid, "published", previous[2])
 return { "ok", prompt_values(pid), version_values(pid, vid), record }

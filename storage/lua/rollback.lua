@@ -11,6 +11,8 @@
 -- ARGV[3]  promoted_by    ARGV[4]  notes    ARGV[5]  "1" if there are notes, else "0"
 -- ARGV[6]  expected production number, "" for none, "*" for no guard; checked first
 -- ARGV[7]  now            ARGV[8]  new history id
+-- + the org's event stream and the event context, as _events.lua says: a rollback is
+--   logged as a version.promoted event
 -- Returns {"ok", prompt values, version values, history record fields}, {"no_prompt"},
 -- {"production_changed", current or ""} or {"no_target", reason, current, target} with
 -- reason "no_production", "first", "deleted", "missing", "current" or "never".
@@ -56,4 +58,5 @@ if ARGV[5] == "1" then
   notes = ARGV[4]
 end
 local record = record_promotion(pid, ARGV[8], number, ARGV[3], now, current, notes)
+emit("version.promoted", pid, prompt_name(pid), number, vid, "published", current)
 return { "ok", prompt_values(pid), version_values(pid, vid), record }

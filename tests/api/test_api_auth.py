@@ -40,6 +40,7 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("GET", "/api/v1/users", SERVICE_ADMIN, None, 200),
     ("POST", "/api/v1/users", SERVICE_ADMIN, {"username": "fresh", "role": SERVICE_READ}, 201),
     ("PATCH", "/api/v1/users/ada", SERVICE_ADMIN, {"disabled": True}, 200),
+    ("GET", "/api/v1/events", SERVICE_READ, None, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
@@ -306,7 +307,7 @@ def test_other_orgs_prompt_looks_exactly_like_a_missing_one(api: Any, world: Non
 
 def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
     for method, path, _, body, _ in ENDPOINTS:
-        if "/keys" in path or path in ("/api/v1/prompts", "/api/v1/users"):
+        if "/keys" in path or path in ("/api/v1/prompts", "/api/v1/users", "/api/v1/events"):
             continue
         r = (
             api.request(method, path, org="globex", json=body)
@@ -319,6 +320,8 @@ def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
     assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 4
     assert api.get("/api/v1/prompts", org="globex").json["items"] == []
     assert api.get("/api/v1/users").json["items"][0]["disabled"] is False
+    # The events path is not a prompt's: each org sees its own log.
+    assert api.get("/api/v1/events?after=0-0", org="globex").json["items"] == []
 
 
 def test_keys_are_per_org(api: Any, world: None) -> None:

@@ -26,6 +26,7 @@ from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import (
     ApiKey,
+    Event,
     Promotion,
     PromotionRecord,
     Prompt,
@@ -93,6 +94,35 @@ RECORDS: dict[type, tuple[str, object, object]] = {
     ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
     # A user has no optional field: "minimal" is the other value of its flag.
     User: ("User", PERSON, dataclasses.replace(PERSON, disabled=False, updated_at=AT)),
+    Event: (
+        "Event",
+        Event(
+            "1767323045678-0",
+            "version.promoted",
+            "pmt_1",
+            "greeting",
+            2,
+            "v_1",
+            "published",
+            1,
+            USER,
+            LATER,
+            "req-1",
+        ),
+        Event(
+            "1767323045678-1",
+            "prompt.created",
+            "pmt_1",
+            "greeting",
+            None,
+            None,
+            None,
+            None,
+            None,
+            AT,
+            None,
+        ),
+    ),
 }
 RECORDS[Promotion] = (
     "PromotionResult",
@@ -273,6 +303,7 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", "/api/v1/users", 200, "/api/v1/users")
     user = "/api/v1/users/{username}"
     call("PATCH", user, 200, "/api/v1/users/ada", json={"disabled": True})
+    call("GET", "/api/v1/events", 200, "/api/v1/events?after=0-0&limit=200")
 
     for method, path, url, status, json_body in answered:
         check(spec, documented(spec, method, path, status), json_body, f"{method} {url}")

@@ -15,7 +15,7 @@ import redis
 from redis.connection import AbstractConnection
 from redis.crc import key_slot
 
-from storage import keys, storage_from_url
+from storage import keys, scripts, storage_from_url
 from storage.base import (
     ApiKey,
     AuthorizationCode,
@@ -70,6 +70,7 @@ def test_every_key_follows_the_layout(redis_storage: BaseRedisStorage[Any]) -> N
         keys.status_index(ORG, pid, "published"),
         keys.status_index(ORG, pid, "archived"),
         keys.history(ORG, pid),
+        keys.events(ORG),
         keys.api_keys(ORG),
         keys.api_key(ORG, "admin"),
         keys.SIGNING_ORDER,
@@ -152,7 +153,9 @@ def test_delete_prompt_leaves_no_prompt_keys(redis_storage: BaseRedisStorage[Any
     redis_storage.delete_prompt(ORG, "greeting")
     redis_storage.delete_prompt(ORG, "other")
     left = set(redis_storage.client.scan_iter())
-    assert left == {keys.api_keys(ORG), keys.api_key(ORG, "admin"), *global_keys()}
+    # The org's event log stays: it records the deletions too.
+    org_keys = {keys.api_keys(ORG), keys.api_key(ORG, "admin"), keys.events(ORG)}
+    assert left == {*org_keys, *global_keys()}
 
 
 def global_keys() -> set[str]:
@@ -164,15 +167,17 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     redis_storage.create_prompt(ORG, "big")
     script = redis_storage._scripts["create_version"]
     now = rfc3339(redis_storage.clock())
+    event_keys, event_args = scripts.event_context(ORG, USER, None, now, 10_000)
     for _ in range(1200):
         script(
-            keys=[keys.names(ORG), keys.prompt_prefix(ORG)],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", "[]", "", now],
+            keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
+            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", "[]", "", now, *event_args],
         )
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
-    # The set of orgs keeps the org (a superset); list_orgs leaves it out.
-    assert set(redis_storage.client.scan_iter()) == {keys.ORGS}
+    # The set of orgs keeps the org (a superset); list_orgs leaves it out. The event
+    # log stays too: it records the deletions.
+    assert set(redis_storage.client.scan_iter()) == {keys.ORGS, keys.events(ORG)}
     assert redis_storage.list_orgs() == []
 
 
@@ -192,7 +197,8 @@ def test_every_script_documents_its_keys_and_argv() -> None:
         header = "\n".join(line for line in lines if line.startswith("--"))
         body = "\n".join(line.split("--", 1)[0] for line in lines)
         assert header.startswith(f"-- {name.removesuffix('.lua')}"), name
-        assert "KEYS[1]" in header, name
+        # A helper put in front of scripts names the keys it reads as it reads them.
+        assert ("KEYS[" if name.startswith("_") else "KEYS[1]") in header, name
         used = {int(n) for n in re.findall(r"ARGV\[(\d+)\]", body)}
         named = {int(n) for n in re.findall(r"ARGV\[(\d+)\]", header)}
         open_from = [int(n) for n in re.findall(r"ARGV\[(\d+)\.\.\]", header)]
@@ -201,7 +207,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua", "_refresh.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
