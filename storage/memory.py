@@ -136,6 +136,7 @@ class MemoryStorage(Storage):
         self._lock = threading.Lock()
         self._orgs: dict[str, _OrgState] = {}
         self._signing: list[SigningKey] = []
+        self._session_secret: str | None = None
         self._flow_writes = 0
 
     def ping(self) -> None:
@@ -826,3 +827,11 @@ class MemoryStorage(Storage):
     def remove_signing_key(self, kid: str) -> None:
         with self._lock:
             self._signing = [k for k in self._signing if k.kid != kid]
+
+    # -- session secret
+
+    def ensure_session_secret(self, candidate: str) -> str:
+        with self._lock:
+            if self._session_secret is None:
+                self._session_secret = candidate
+            return self._session_secret

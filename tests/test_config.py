@@ -16,6 +16,9 @@ def test_defaults_and_overrides() -> None:
     env = {"PROMPTSVC_TOKEN_LIFETIME": "60", "PROMPTSVC_TRUSTED_PROXIES": "2"}
     assert Settings.from_env(env).token_lifetime == 60
     assert Settings.from_env(env).trusted_proxies == 2
+    assert settings.secret_key is None
+    secret = "s" * 32
+    assert Settings.from_env({"PROMPTSVC_SECRET_KEY": secret}).secret_key == secret
 
 
 @pytest.mark.parametrize(
@@ -26,6 +29,7 @@ def test_defaults_and_overrides() -> None:
         ("PROMPTSVC_TRUSTED_PROXIES", "-1"),
         ("PROMPTSVC_TRUSTED_PROXIES", "yes"),
         ("PROMPTSVC_TRUSTED_PROXIES", "11"),
+        ("PROMPTSVC_SECRET_KEY", "too-short"),
     ],
 )
 def test_unusable_values_name_the_variable(name: str, value: str) -> None:
