@@ -7,6 +7,7 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import (
     PageQuerySchema,
@@ -50,8 +51,8 @@ class Prompts(View):
 
         409 when the org already has a prompt of that name.
         """
-        prompt = storage().create_prompt(
-            current_principal().org, body["name"], body["prompt_type"], body["description"]
+        prompt = actions.create_prompt(
+            storage(), current_principal(), body["name"], body["prompt_type"], body["description"]
         )
         return json_response(prompt.to_json(), 201)
 
@@ -74,5 +75,5 @@ class PromptItem(View):
         All its versions and its promotion history go with it. A prompt created later
         under the same name starts again at version 1.
         """
-        storage().delete_prompt(current_principal().org, name)
+        actions.delete_prompt(storage(), current_principal(), name)
         return Response(status=204)

@@ -13,6 +13,7 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.schemas import (
@@ -119,12 +120,11 @@ class Versions(View):
         A new draft with the next version number. Variables are extracted from the
         content; a chat prompt's content must be a JSON list of {role, content} messages.
         """
-        principal = current_principal()
-        version = storage().create_version(
-            principal.org,
+        version = actions.create_version(
+            storage(),
+            current_principal(),
             name,
             body["content"],
-            principal.user_id,
             metadata=body["metadata"],
             tags=body["tags"],
         )
@@ -142,7 +142,9 @@ class Version(View):
 
         Only a draft can be edited (else 409); its variables are re-extracted.
         """
-        version = storage().edit_version(current_principal().org, name, versionId, body["content"])
+        version = actions.edit_version(
+            storage(), current_principal(), name, versionId, body["content"]
+        )
         return json_response(version.to_json())
 
     @blp.requires(SERVICE_WRITE)
@@ -153,7 +155,7 @@ class Version(View):
 
         A draft or archived version; a published one gives 409. Numbers are never reused.
         """
-        storage().delete_version(current_principal().org, name, versionId)
+        actions.delete_version(storage(), current_principal(), name, versionId)
         return Response(status=204)
 
 
@@ -176,12 +178,11 @@ class Promote(View):
         moment; otherwise nothing changes and the answer is 409 with
         current_production_version.
         """
-        principal = current_principal()
-        promotion = storage().promote(
-            principal.org,
+        promotion = actions.promote(
+            storage(),
+            current_principal(),
             name,
             versionId,
-            principal.user_id,
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
             expected_production=body.get("expected_production_version", UNGUARDED),
@@ -201,7 +202,7 @@ class Archive(View):
         Only a draft can be archived; a published version gives 409 (promote another
         version instead). No body needed; if sent, it is an empty JSON object.
         """
-        version = storage().archive_version(current_principal().org, name, versionId)
+        version = actions.archive_version(storage(), current_principal(), name, versionId)
         return json_response(version.to_json())
 
 
@@ -217,5 +218,5 @@ class Unarchive(View):
         An archived version goes back to draft; any other status gives 409. No body needed; if
         sent, it is an empty JSON object.
         """
-        version = storage().unarchive_version(current_principal().org, name, versionId)
+        version = actions.unarchive_version(storage(), current_principal(), name, versionId)
         return json_response(version.to_json())
