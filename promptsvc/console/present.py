@@ -166,7 +166,8 @@ def _rows(
 def inline_changes(old: str, new: str) -> tuple[Markup, Markup]:
     """Two versions of a line, each escaped and highlighted, with what differs between
     them wrapped in ``<span class="del">`` (old) and ``<span class="ins">`` (new)."""
-    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    a = [m.group(0) for m in _TOKEN.finditer(old)]
+    b = [m.group(0) for m in _TOKEN.finditer(new)]
     left: list[Markup] = []
     right: list[Markup] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
