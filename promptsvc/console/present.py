@@ -165,12 +165,19 @@ def _rows(
 
 def inline_changes(old: str, new: str) -> tuple[Markup, Markup]:
     """Two versions of a line, each escaped and highlighted, with what differs between
-    them wrapped in ``<span class="del">`` (old) and ``<span class="ins">`` (new)."""
+    them wrapped in ``<span class="del">`` (old) and ``<span class="ins">`` (new).
+
+    Lines that share less than half their text are rewrites: marking every word of
+    them would only add noise, so they come back unmarked (the row shows the change).
+    """
     a = [m.group(0) for m in _TOKEN.finditer(old)]
     b = [m.group(0) for m in _TOKEN.finditer(new)]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.ratio() < REWRITE_RATIO:
+        return highlight(old), highlight(new)
     left: list[Markup] = []
     right: list[Markup] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _merged(matcher.get_opcodes(), a):
         before, after = highlight("".join(a[i1:i2])), highlight("".join(b[j1:j2]))
         if tag == "equal":
             left.append(before)
@@ -181,6 +188,31 @@ def inline_changes(old: str, new: str) -> tuple[Markup, Markup]:
         if after:
             right.append(Markup('<span class="ins">') + after + Markup("</span>"))
     return Markup("").join(left), Markup("").join(right)
+
+
+REWRITE_RATIO = 0.5
+Opcode = tuple[str, int, int, int, int]
+
+
+def _merged(opcodes: Sequence[Opcode], a: Sequence[str]) -> list[Opcode]:
+    """The opcodes with whitespace-only equal runs between two changes folded into one
+    change, so "one two" -> "uno dos" marks one stretch, not two words and a space."""
+    merged: list[Opcode] = []
+    for op in opcodes:
+        tag, _, i2, _, j2 = op
+        if (
+            len(merged) >= 2
+            and merged[-1][0] == "equal"
+            and merged[-2][0] != "equal"
+            and tag != "equal"
+            and not "".join(a[merged[-1][1] : merged[-1][2]]).strip()
+        ):
+            merged.pop()
+            first = merged.pop()
+            merged.append(("replace", first[1], i2, first[3], j2))
+            continue
+        merged.append(op)
+    return merged
 
 
 def metadata_rows(changes: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:

@@ -66,3 +66,11 @@ def test_when_reads_like_people_talk() -> None:
     assert when(now - timedelta(days=4), now) == "4 days ago"
     assert when(now - timedelta(days=30), now) == "2026-02-08"
     assert when(None, now) == ""
+
+
+def test_inline_changes_leave_rewritten_lines_unmarked_and_join_neighbours() -> None:
+    left, right = inline_changes("Welcome to {{product}}.", "Reply if you need a hand.")
+    assert "span" not in left and "span" not in right
+    left, right = inline_changes("one two three four", "one uno dos four")
+    assert left == 'one <span class="del">two three</span> four'
+    assert right == 'one <span class="ins">uno dos</span> four'
