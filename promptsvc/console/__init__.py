@@ -100,6 +100,8 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         WTF_CSRF_FIELD_NAME=CSRF_FIELD,
+        # A form stays good as long as its session: a long edit must not be lost.
+        WTF_CSRF_TIME_LIMIT=None,
     )
     app.session_interface = ConsoleSessions(SessionSecret(secret_key))
     app.extensions[signin.CLIENTS] = signin.RealmClients(app, issuer_url)

@@ -146,10 +146,10 @@ def test_openapi_documents_the_token_endpoints_rate_limits(api: Any) -> None:
         assert "Retry-After" in too_many["headers"]
 
 
-def test_root_redirects_to_the_docs_until_a_console_exists(api: Any) -> None:
+def test_root_redirects_to_the_console(api: Any) -> None:
     r = api.client.get("/")
     assert r.status_code == 302
-    assert r.headers["Location"] == "/docs"
+    assert r.headers["Location"] == "/console/"
 
 
 def test_openapi_for_a_realm_offers_its_oauth_flows(api: Any, app: Flask) -> None:

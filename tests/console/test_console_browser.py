@@ -210,6 +210,29 @@ def test_author_journey(page: Page, server: Server) -> None:
     history = page.find("#history-heading").find_element(page.by.XPATH, "../..").text
     assert "rollback to v1" in history
 
+    # A chat prompt, written message by message (a message added without JavaScript).
+    page.open("/console/prompts")
+    page.find("details.create summary").click()
+    page.fill("name", "support-chat")
+    page.fill("description", "Answers customer questions")
+    page.find("input[name=prompt_type][value=chat]").click()
+    page.click("Create prompt")
+    page.fill("content-0", "You are a {{tone}} support agent for {{product}}.")
+    page.fill("content-1", "{{question}}")
+    page.click("+ Add a message")
+    Select(page.find("select[name=role-2]")).select_by_visible_text("assistant")
+    page.fill("content-2", "Happy to help! Could you tell me your order number?")
+    page.photo("13-chat-editor")
+    page.click("Save draft")
+    assert page.path() == "/console/prompts/support-chat/versions/1"
+    roles = [e.text for e in page.driver.find_elements(page.by.CSS_SELECTOR, ".message-view .role")]
+    assert roles == ["SYSTEM", "USER", "ASSISTANT"]
+    assert [e.text for e in page.driver.find_elements(page.by.CSS_SELECTOR, "aside .chip.var")] == [
+        "tone",
+        "product",
+        "question",
+    ]
+
     page.open("/console/prompts")
     page.photo("03-prompts")
 
