@@ -55,16 +55,16 @@ class Page:
     """The browser on the server, with the few moves a person makes."""
 
     def __init__(self, driver: Any, base_url: str, shots: Path) -> None:
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.ui import WebDriverWait
 
         self.driver = driver
         self.base = base_url
         self.shots = shots
         self.by = By
-        self.until = expected_conditions
-        self.wait = WebDriverWait(driver, 10)
+        # Questions asked while a page is being replaced may fail; ask again.
+        self.wait = WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,))
 
     def open(self, path: str) -> None:
         self.driver.get(self.base + path)
@@ -85,9 +85,16 @@ class Page:
         target = self.driver.find_element(
             self.by.XPATH, f"//{kind}[normalize-space(.)={_xpath_text(label)}]"
         )
-        old = self.find("html")
+        # A mark on the old page's window: the next page loaded has none. (Chromium
+        # answers questions about the old page's elements with odd errors while it
+        # navigates, so element staleness is no reliable sign.)
+        self.driver.execute_script("window.promptsvcOldPage = true")
         target.click()
-        self.wait.until(self.until.staleness_of(old))
+        self.wait.until(
+            lambda driver: driver.execute_script(
+                "return !window.promptsvcOldPage && document.readyState === 'complete'"
+            )
+        )
 
     def path(self) -> str:
         return re.sub(r"^https?://[^/]+", "", str(self.driver.current_url))

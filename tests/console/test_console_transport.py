@@ -8,6 +8,7 @@ import requests
 from flask import Flask, jsonify, request
 
 from promptsvc.console.transport import InProcessRealm
+from promptsvc.http import RequestIds
 
 
 def _echo_app() -> Flask:
@@ -46,16 +47,23 @@ def test_requests_under_the_issuer_url_reach_the_app_in_process() -> None:
 def test_the_realm_sees_the_persons_address_and_request_id() -> None:
     realm = InProcessRealm(_echo_app(), "http://localhost")
     outer = Flask(__name__)
-    with (
-        outer.test_request_context(
+    outer.wsgi_app = RequestIds(outer.wsgi_app)  # type: ignore[method-assign]
+
+    @outer.get("/console/callback")
+    def callback() -> Any:
+        with requests.Session() as session:
+            session.mount(realm.prefix, realm)
+            return session.get("http://localhost/realms/acme").json()
+
+    body = (
+        outer.test_client()
+        .get(
             "/console/callback",
             environ_base={"REMOTE_ADDR": "203.0.113.7"},
             headers={"X-Request-ID": "trace-123"},
-        ),
-        requests.Session() as session,
-    ):
-        session.mount(realm.prefix, realm)
-        body = session.get("http://localhost/realms/acme").json()
+        )
+        .json
+    )
     assert body["remote_addr"] == "203.0.113.7"
     assert body["request_id"] == "trace-123"
 
