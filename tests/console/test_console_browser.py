@@ -263,6 +263,7 @@ def test_author_journey(page: Page, server: Server) -> None:
         assert production.render(name="Ada", product="promptsvc") == (
             "Hello Ada!\nWelcome to promptsvc."
         )
+    session_cookie = page.driver.get_cookie("promptsvc_console")["value"]
     page.open("/console/keys")
     assert client_id in page.text() and secret not in page.text()
     page.photo("11-keys")
@@ -278,6 +279,12 @@ def test_author_journey(page: Page, server: Server) -> None:
     page.fill("org", ORG)
     page.click("Continue")
     assert page.driver.find_elements(page.by.NAME, "password")
+
+    # Nothing secret reached the server's log lines.
+    logged = server.output()
+    assert "GET /console/prompts/greeting" in logged  # the access log is on
+    for value in (PASSWORD, secret, session_cookie):
+        assert value not in logged
 
 
 def test_reader_sees_no_write_action_and_a_forged_post_is_refused(

@@ -250,3 +250,12 @@ def test_sessions_hold_across_apps_sharing_storage(
         assert first.secret_key == configured
     else:
         assert first.secret_key == storage.ensure_session_secret("ignored")
+
+
+def test_sign_in_page_points_to_the_consoles_own_address(app: Flask) -> None:
+    """The realm sends people back to the issuer URL's console only; a page opened
+    under another host name says where to go instead of failing after sign-in."""
+    elsewhere = app.test_client().get("/console/", base_url="http://127.0.0.1:8000")
+    assert "open it there" in elsewhere.text and "http://localhost/console/" in elsewhere.text
+    here = app.test_client().get("/console/")
+    assert "open it there" not in here.text
