@@ -25,7 +25,6 @@ are safe by construction:
 
 from __future__ import annotations
 
-import logging
 import secrets
 import threading
 from datetime import timedelta
@@ -44,8 +43,6 @@ from promptsvc.console.common import CSRF_FIELD, PRINCIPAL
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
 from storage.base import Storage
-
-log = logging.getLogger(__name__)
 
 PATH = "/console"
 SESSION_COOKIE = "promptsvc_console"

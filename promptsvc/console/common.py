@@ -4,7 +4,7 @@ the API's input rules applied to forms, and names for the user ids records carry
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
 from flask import abort, current_app, g, request
 from marshmallow import Schema, ValidationError
@@ -83,10 +83,6 @@ def optional_int(value: str | None, *, field: str) -> int | None:
     if not value.isascii() or not value.isdigit() or len(value) > 9:
         abort(400, f"{field} must be a version number")
     return int(value)
-
-
-def bad_request(message: str) -> NoReturn:
-    abort(400, message)
 
 
 class Names:
