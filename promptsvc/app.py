@@ -6,7 +6,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import identity
-from promptsvc import http
+from promptsvc import console, http
 from promptsvc.api import reads
 from promptsvc.api.realm_docs import SWAGGER_REDIRECT_PATH
 from promptsvc.api.registry import init_api
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         account_url=base_url + CONSOLE_PATH,
     )
     init_api(app)
+    console.init_app(app, issuer_url=base_url, secret_key=settings.secret_key)
     reads.init_app(app)
     http.init_app(app)  # around the read endpoints too: every answer gets its request id
     if settings.trusted_proxies:

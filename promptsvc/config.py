@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+MIN_SECRET_KEY_LENGTH = 32
+
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names the variable."""
@@ -26,6 +28,9 @@ class Settings:
     # once; more are answered 503. Each holds a thread (gunicorn.conf.py sizes the
     # workers' threads from the same variable).
     event_streams: int = 1000
+    # Signs the console's session cookies. None: one is generated once and kept in
+    # storage, so every worker and host sharing the storage accepts every session.
+    secret_key: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -51,6 +56,13 @@ class Settings:
                 "PROMPTSVC_EVENT_STREAMS must be a number of streams (0-100000), "
                 f"got {streams_raw!r}"
             )
+        secret_key = env.get("PROMPTSVC_SECRET_KEY") or None
+        if secret_key is not None and len(secret_key) < MIN_SECRET_KEY_LENGTH:
+            raise ConfigError(
+                f"PROMPTSVC_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters "
+                "(for example the output of: python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'); leave it unset to have one kept in storage"
+            )
         settings = cls(
             storage_url=env.get("PROMPTSVC_STORAGE_URL", "memory://"),
             issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
@@ -59,6 +71,7 @@ class Settings:
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
             trusted_proxies=int(proxies_raw),
             event_streams=int(streams_raw),
+            secret_key=secret_key,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]

@@ -152,6 +152,9 @@ def _token_line(base_url: str, key: DemoKey, variable: str) -> str:
 def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
     """What to paste: credentials, curl lines and SDK lines for this server."""
     by_role = {k.role: k for k in demo.keys}
+    people_by_role = {u.role: u for u in demo.users}
+    admin = people_by_role[SERVICE_ADMIN]
+    writer, reader = people_by_role[SERVICE_WRITE], people_by_role[SERVICE_READ]
     read, write = by_role[SERVICE_READ], by_role[SERVICE_WRITE]
     api = f"{base_url}/api/v1/prompts"
     realm = f"{base_url}/realms/{ORG}/protocol/openid-connect"
@@ -166,6 +169,10 @@ def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
 promptsvc demo is ready at {base_url}
 Org (account_id): {ORG}   Prompts: greeting (text), support-chat (chat); each has a
 production version 1 and a newer draft version 2.
+
+Web console: {base_url}/console/
+  sign in to organization "{ORG}" as {admin.username} / {admin.password}
+  (or as {writer.username} or {reader.username}, with the passwords below)
 
 API keys (the secrets are shown only now; {forget}):
   {"role":<14} {"client_id":<20} client_secret

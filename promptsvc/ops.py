@@ -2,7 +2,7 @@
 
 The Swagger UI page itself is the API's (OPENAPI_SWAGGER_UI_PATH); its scripts and
 styles are served here from the flask-swagger-ui package, so /docs needs no internet.
-``/`` sends people to the console, or to /docs in an app without one.
+``/`` sends people to the web console.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import flask_swagger_ui
-from flask import Flask, Response, current_app, redirect, send_from_directory
+from flask import Flask, Response, redirect, send_from_directory
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc.api.common import ApiBlueprint, View, storage
@@ -58,12 +58,10 @@ def _swagger_asset(filename: str) -> Response:
 
 
 CONSOLE_PATH = "/console/"
-DOCS_PATH = "/docs"
 
 
 def _root() -> WerkzeugResponse:
-    has_console = any(rule.rule == CONSOLE_PATH for rule in current_app.url_map.iter_rules())
-    return redirect(CONSOLE_PATH if has_console else DOCS_PATH)
+    return redirect(CONSOLE_PATH)
 
 
 def init_app(app: Flask) -> None:

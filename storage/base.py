@@ -1134,3 +1134,12 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def remove_signing_key(self, kid: str) -> None:
         """Drop a retired key (no-op when absent)."""
+
+    # -- the web console's session secret (global, not per org)
+    @abc.abstractmethod
+    def ensure_session_secret(self, candidate: str) -> str:
+        """Keep ``candidate`` only if no session secret is kept yet; return the kept one.
+
+        Like :meth:`ensure_signing_key`: of many workers starting at once, exactly one
+        candidate wins and every worker signs sessions with it.
+        """

@@ -32,6 +32,7 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
                                           gone stays listed)
     ps:{_global}:orgs:complete    string  set once the orgs set also holds every org
                                           written before it existed
+    ps:{_global}:session-secret   string  the web console's session signing secret
     promptsvc:ratelimit...        -       rate-limit counters, named by the ``limits``
                                           library after this prefix (RATE_LIMIT_PREFIX)
 
@@ -62,6 +63,7 @@ SIGNING_ORDER = "ps:{_global}:signing"
 SIGNING_KEYS = "ps:{_global}:signing:keys"
 ORGS = "ps:{_global}:orgs"
 ORGS_COMPLETE = "ps:{_global}:orgs:complete"
+SESSION_SECRET = "ps:{_global}:session-secret"
 RATE_LIMIT_PREFIX = "promptsvc:ratelimit"
 # SCAN patterns of the keys that exist once an org has a key, a user or a prompt, and
 # how to read the org from one: orgs written before ORGS existed are found by them, once.

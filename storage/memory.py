@@ -145,6 +145,7 @@ class MemoryStorage(Storage):
         self._appended = threading.Condition(self._lock)
         self._orgs: dict[str, _OrgState] = {}
         self._signing: list[SigningKey] = []
+        self._session_secret: str | None = None
         self._flow_writes = 0
 
     def ping(self) -> None:
@@ -993,3 +994,11 @@ class MemoryStorage(Storage):
     def remove_signing_key(self, kid: str) -> None:
         with self._lock:
             self._signing = [k for k in self._signing if k.kid != kid]
+
+    # -- session secret
+
+    def ensure_session_secret(self, candidate: str) -> str:
+        with self._lock:
+            if self._session_secret is None:
+                self._session_secret = candidate
+            return self._session_secret

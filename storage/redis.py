@@ -901,6 +901,16 @@ class BaseRedisStorage(Storage, Generic[ClientT]):
             pipe.hdel(keys.SIGNING_KEYS, kid)
             pipe.execute()
 
+    # -- session secret
+
+    def ensure_session_secret(self, candidate: str) -> str:
+        with _guard():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.set(keys.SESSION_SECRET, candidate, nx=True)
+            pipe.get(keys.SESSION_SECRET)
+            _, kept = pipe.execute()
+        return str(kept)
+
 
 class RedisStorage(BaseRedisStorage[redis.Redis]):
     """Storage on one Redis server (``redis://``, ``rediss://``)."""

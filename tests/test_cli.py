@@ -166,6 +166,10 @@ def test_demo_data() -> None:
     form = dict(field.split("=", 1) for field in device.group(2, 3))
     started = app.test_client().post(device.group(1), data=form)
     assert started.status_code == 200 and started.json["user_code"]
+    # Or the web console, as the admin user.
+    admin = made.users[-1]
+    assert "Web console: http://127.0.0.1:8000/console/" in text
+    assert f'organization "demo" as {admin.username} / {admin.password}' in text
 
 
 def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> None:

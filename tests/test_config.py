@@ -21,6 +21,9 @@ def test_defaults_and_overrides() -> None:
     assert Settings.from_env(env).trusted_proxies == 2
     assert settings.event_streams == 1000
     assert Settings.from_env({"PROMPTSVC_EVENT_STREAMS": "12"}).event_streams == 12
+    assert settings.secret_key is None
+    secret = "s" * 32
+    assert Settings.from_env({"PROMPTSVC_SECRET_KEY": secret}).secret_key == secret
 
 
 @pytest.mark.parametrize(
@@ -34,6 +37,7 @@ def test_defaults_and_overrides() -> None:
         ("PROMPTSVC_EVENT_STREAMS", "-1"),
         ("PROMPTSVC_EVENT_STREAMS", "many"),
         ("PROMPTSVC_EVENT_STREAMS", "100001"),
+        ("PROMPTSVC_SECRET_KEY", "too-short"),
     ],
 )
 def test_unusable_values_name_the_variable(name: str, value: str) -> None:

@@ -11,6 +11,7 @@ from flask import Response, current_app
 
 from identity.keys import created_json
 from identity.roles import SERVICE_ADMIN
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeyListSchema, KeyCreateSchema
 from promptsvc.auth import current_principal
@@ -33,7 +34,7 @@ class Keys(View):
 
         Every key of the org, revoked ones included, oldest first. Secrets are never shown.
         """
-        keys = current_app.extensions["identity"].list_keys(current_principal().org)
+        keys = actions.list_keys(current_app.extensions["identity"], current_principal())
         return json_response({"items": [k.to_json() for k in keys]})
 
     @blp.requires(SERVICE_ADMIN)
@@ -46,8 +47,11 @@ class Keys(View):
         The client_secret is in this response only; it cannot be retrieved later. A
         key's role is fixed: to change it, create a new key and revoke the old one.
         """
-        key, secret = current_app.extensions["identity"].create_key(
-            current_principal().org, body["role"], body["description"]
+        key, secret = actions.create_key(
+            current_app.extensions["identity"],
+            current_principal(),
+            body["role"],
+            body["description"],
         )
         return json_response(created_json(key, secret), 201)
 
@@ -63,5 +67,5 @@ class KeyItem(View):
         New token requests with it fail at once; tokens already issued stay valid until
         they expire.
         """
-        current_app.extensions["identity"].revoke_key(current_principal().org, client_id)
+        actions.revoke_key(current_app.extensions["identity"], current_principal(), client_id)
         return Response(status=204)

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import (
     PageQuerySchema,
@@ -16,7 +17,7 @@ from promptsvc.api.schemas import (
 )
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
-from promptsvc.http import json_response, request_id
+from promptsvc.http import json_response
 
 blp = ApiBlueprint(
     "prompts",
@@ -50,14 +51,8 @@ class Prompts(View):
 
         409 when the org already has a prompt of that name.
         """
-        principal = current_principal()
-        prompt = storage().create_prompt(
-            principal.org,
-            body["name"],
-            body["prompt_type"],
-            body["description"],
-            actor=principal.user_id,
-            request_id=request_id(),
+        prompt = actions.create_prompt(
+            storage(), current_principal(), body["name"], body["prompt_type"], body["description"]
         )
         return json_response(prompt.to_json(), 201)
 
@@ -80,8 +75,5 @@ class PromptItem(View):
         All its versions and its promotion history go with it. A prompt created later
         under the same name starts again at version 1.
         """
-        principal = current_principal()
-        storage().delete_prompt(
-            principal.org, name, actor=principal.user_id, request_id=request_id()
-        )
+        actions.delete_prompt(storage(), current_principal(), name)
         return Response(status=204)

@@ -11,12 +11,13 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import DiffQuerySchema, DiffSchema, PromotionResultSchema, RollbackSchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
-from promptsvc.http import json_response, request_id
+from promptsvc.http import json_response
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
@@ -57,15 +58,13 @@ class Rollback(View):
         expected_production_version is given and production is another version (the
         body then has current_production_version). The body is optional.
         """
-        principal = current_principal()
-        promotion = storage().rollback(
-            principal.org,
+        promotion = actions.rollback(
+            storage(),
+            current_principal(),
             name,
-            principal.user_id,
             notes=body["notes"],
             to_version=body.get("to_version"),
             expected_production=body.get("expected_production_version", UNGUARDED),
-            request_id=request_id(),
         )
         return json_response(promotion.to_json())
 

@@ -11,6 +11,7 @@ from flask import Response, current_app
 
 from identity.roles import SERVICE_ADMIN
 from identity.users import created_json
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.schemas import (
     UserCreatedSchema,
@@ -40,7 +41,7 @@ class Users(View):
         Every user of the org, disabled ones included, oldest first. Passwords are never
         shown.
         """
-        users = current_app.extensions["identity"].list_users(current_principal().org)
+        users = actions.list_users(current_app.extensions["identity"], current_principal())
         return json_response({"items": [u.to_json() for u in users]})
 
     @blp.requires(SERVICE_ADMIN)
@@ -53,8 +54,12 @@ class Users(View):
         Without a password one is generated and returned in this response only. 409 when
         the username is taken in the org.
         """
-        user, generated = current_app.extensions["identity"].create_user(
-            current_principal().org, body["username"], body["role"], body.get("password")
+        user, generated = actions.create_user(
+            current_app.extensions["identity"],
+            current_principal(),
+            body["username"],
+            body["role"],
+            body.get("password"),
         )
         return json_response(created_json(user, generated), 201)
 
@@ -72,8 +77,9 @@ class UserItem(View):
         stays. A disabled user can no longer sign in or refresh tokens; access tokens
         already issued live until they expire.
         """
-        user = current_app.extensions["identity"].update_user(
-            current_principal().org,
+        user = actions.update_user(
+            current_app.extensions["identity"],
+            current_principal(),
             username,
             role=body.get("role"),
             disabled=body.get("disabled"),

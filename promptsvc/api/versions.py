@@ -13,6 +13,7 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.schemas import (
@@ -26,7 +27,7 @@ from promptsvc.api.schemas import (
     VersionQuerySchema,
 )
 from promptsvc.auth import current_principal
-from promptsvc.http import json_response, request_id
+from promptsvc.http import json_response
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
@@ -119,15 +120,13 @@ class Versions(View):
         A new draft with the next version number. Variables are extracted from the
         content; a chat prompt's content must be a JSON list of {role, content} messages.
         """
-        principal = current_principal()
-        version = storage().create_version(
-            principal.org,
+        version = actions.create_version(
+            storage(),
+            current_principal(),
             name,
             body["content"],
-            principal.user_id,
             metadata=body["metadata"],
             tags=body["tags"],
-            request_id=request_id(),
         )
         return json_response(version.to_json(), 201)
 
@@ -143,14 +142,8 @@ class Version(View):
 
         Only a draft can be edited (else 409); its variables are re-extracted.
         """
-        principal = current_principal()
-        version = storage().edit_version(
-            principal.org,
-            name,
-            versionId,
-            body["content"],
-            actor=principal.user_id,
-            request_id=request_id(),
+        version = actions.edit_version(
+            storage(), current_principal(), name, versionId, body["content"]
         )
         return json_response(version.to_json())
 
@@ -162,10 +155,7 @@ class Version(View):
 
         A draft or archived version; a published one gives 409. Numbers are never reused.
         """
-        principal = current_principal()
-        storage().delete_version(
-            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
-        )
+        actions.delete_version(storage(), current_principal(), name, versionId)
         return Response(status=204)
 
 
@@ -188,16 +178,14 @@ class Promote(View):
         moment; otherwise nothing changes and the answer is 409 with
         current_production_version.
         """
-        principal = current_principal()
-        promotion = storage().promote(
-            principal.org,
+        promotion = actions.promote(
+            storage(),
+            current_principal(),
             name,
             versionId,
-            principal.user_id,
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
             expected_production=body.get("expected_production_version", UNGUARDED),
-            request_id=request_id(),
         )
         return json_response(promotion.to_json())
 
@@ -214,10 +202,7 @@ class Archive(View):
         Only a draft can be archived; a published version gives 409 (promote another
         version instead). No body needed; if sent, it is an empty JSON object.
         """
-        principal = current_principal()
-        version = storage().archive_version(
-            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
-        )
+        version = actions.archive_version(storage(), current_principal(), name, versionId)
         return json_response(version.to_json())
 
 
@@ -233,8 +218,5 @@ class Unarchive(View):
         An archived version goes back to draft; any other status gives 409. No body needed; if
         sent, it is an empty JSON object.
         """
-        principal = current_principal()
-        version = storage().unarchive_version(
-            principal.org, name, versionId, actor=principal.user_id, request_id=request_id()
-        )
+        version = actions.unarchive_version(storage(), current_principal(), name, versionId)
         return json_response(version.to_json())

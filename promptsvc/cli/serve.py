@@ -141,7 +141,8 @@ def serve_command(args: argparse.Namespace) -> int:
     server.app = app
     storage_shown = redact(settings.storage_url)
     print(f"promptsvc {__version__} listening on {base_url} (storage: {storage_shown})")
-    print(f"issuer: {settings.issuer_url}/realms/<org>   docs: {base_url}/docs")
+    print(f"console: {settings.issuer_url}/console/   docs: {base_url}/docs")
+    print(f"issuer: {settings.issuer_url}/realms/<org>")
     if made is not None:
         print(demo.instructions(base_url, made, storage_shown))
     if restored is not None:

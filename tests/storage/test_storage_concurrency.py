@@ -81,6 +81,13 @@ def test_racing_signing_key_candidates_agree(storage: Storage) -> None:
     assert storage.signing_keys() == [winners[0]]
 
 
+def test_racing_session_secret_candidates_agree(storage: Storage) -> None:
+    winners = all_at_once(8, lambda i: storage.ensure_session_secret(f"secret-{i}"))
+    assert len(set(winners)) == 1
+    assert isinstance(winners[0], str)
+    assert storage.ensure_session_secret("late") == winners[0]
+
+
 def _create_versions(url: str, count: int, start: multiprocessing.synchronize.Event) -> list[int]:
     store = RedisStorage.from_url(url)
     start.wait()

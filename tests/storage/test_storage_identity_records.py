@@ -1,4 +1,4 @@
-"""Orgs, API keys and signing keys."""
+"""Orgs, API keys, signing keys and the console's session secret."""
 
 from __future__ import annotations
 
@@ -103,3 +103,8 @@ def test_signing_keys(storage: Storage) -> None:
     storage.remove_signing_key("k1")
     storage.remove_signing_key("absent")
     assert storage.signing_keys() == [signing("k2")]
+
+
+def test_session_secret_is_the_first_one_offered(storage: Storage) -> None:
+    assert storage.ensure_session_secret("first-secret") == "first-secret"
+    assert storage.ensure_session_secret("later-secret") == "first-secret"

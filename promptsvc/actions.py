@@ -1,0 +1,256 @@
+"""Every change a person or a key can make, one function per action.
+
+The API's views and the web console both call these, so a change made in either place
+follows the same rules and leaves the same trace (``created_by``, ``promoted_by``,
+promotion history, and the change's event with the request id). Each function takes the
+verified :class:`Principal` whose org it acts in and whose user id it records, refuses a principal whose role is too low
+(:class:`Forbidden`, whatever the caller checked before), and takes input already
+validated by the API's schemas (promptsvc.api.schemas). Storage and identity errors
+pass through to the caller's error mapping.
+
+:func:`allowed` tells whether a principal may run an action, so a page offers only
+what the server would accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+
+from identity.principal import Principal
+from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
+from promptsvc.api.errors import Forbidden
+from promptsvc.http import request_id
+from storage.base import (
+    UNGUARDED,
+    ApiKey,
+    Expected,
+    Promotion,
+    Prompt,
+    PromptVersion,
+    Storage,
+    User,
+)
+
+if TYPE_CHECKING:
+    from identity.core import Identity
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+ROLE_ATTRIBUTE = "required_role"
+
+
+def requires(role: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The action needs ``role``: its second argument, the principal, must hold it."""
+
+    def decorator(action: Callable[P, R]) -> Callable[P, R]:
+        @wraps(action)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+            principal = cast(Principal, args[1])
+            if not role_includes(principal.role, role):
+                raise Forbidden(role)
+            return action(*args, **kwargs)
+
+        setattr(checked, ROLE_ATTRIBUTE, role)
+        return checked
+
+    return decorator
+
+
+def _trace(principal: Principal) -> dict[str, str]:
+    """Who made a change and in which request: written into its event."""
+    return {"actor": principal.user_id, "request_id": request_id()}
+
+
+def allowed(principal: Principal, action: Callable[..., Any]) -> bool:
+    """True when ``principal`` holds the role ``action`` needs."""
+    role: str = getattr(action, ROLE_ATTRIBUTE)
+    return role_includes(principal.role, role)
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@requires(SERVICE_WRITE)
+def create_prompt(
+    storage: Storage,
+    principal: Principal,
+    name: str,
+    prompt_type: str = "text",
+    description: str | None = None,
+) -> Prompt:
+    """A new prompt without versions. Raises PromptExists."""
+    return storage.create_prompt(principal.org, name, prompt_type, description, **_trace(principal))
+
+
+@requires(SERVICE_WRITE)
+def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> None:
+    """The prompt, all its versions and its history."""
+    storage.delete_prompt(principal.org, prompt_ref, **_trace(principal))
+
+
+# --------------------------------------------------------------------------- versions
+
+
+@requires(SERVICE_WRITE)
+def create_version(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    content: str,
+    *,
+    metadata: dict[str, object] | None = None,
+    tags: list[str] | None = None,
+) -> PromptVersion:
+    """A new draft with the next number, created by the principal."""
+    return storage.create_version(
+        principal.org,
+        prompt_ref,
+        content,
+        principal.user_id,
+        metadata=metadata,
+        tags=tags,
+        request_id=request_id(),
+    )
+
+
+@requires(SERVICE_WRITE)
+def edit_version(
+    storage: Storage, principal: Principal, prompt_ref: str, version_ref: str, content: str
+) -> PromptVersion:
+    """A draft's new content. Raises LifecycleError for any other status."""
+    return storage.edit_version(
+        principal.org, prompt_ref, version_ref, content, **_trace(principal)
+    )
+
+
+@requires(SERVICE_WRITE)
+def promote(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    version_ref: str,
+    *,
+    notes: str | None = None,
+    archive_previous: bool = True,
+    expected_production: Expected = UNGUARDED,
+) -> Promotion:
+    """Make a draft production, in one atomic step with its history record. With
+    ``expected_production``, raises ProductionChanged when production is another
+    version at that moment."""
+    return storage.promote(
+        principal.org,
+        prompt_ref,
+        version_ref,
+        principal.user_id,
+        notes=notes,
+        archive_previous=archive_previous,
+        expected_production=expected_production,
+        request_id=request_id(),
+    )
+
+
+@requires(SERVICE_WRITE)
+def rollback(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    *,
+    notes: str | None = None,
+    to_version: int | None = None,
+    expected_production: Expected = UNGUARDED,
+) -> Promotion:
+    """Make the previous production version (or ``to_version``) production again."""
+    return storage.rollback(
+        principal.org,
+        prompt_ref,
+        principal.user_id,
+        notes=notes,
+        to_version=to_version,
+        expected_production=expected_production,
+        request_id=request_id(),
+    )
+
+
+@requires(SERVICE_WRITE)
+def archive_version(
+    storage: Storage, principal: Principal, prompt_ref: str, version_ref: str
+) -> PromptVersion:
+    """A draft becomes archived."""
+    return storage.archive_version(principal.org, prompt_ref, version_ref, **_trace(principal))
+
+
+@requires(SERVICE_WRITE)
+def unarchive_version(
+    storage: Storage, principal: Principal, prompt_ref: str, version_ref: str
+) -> PromptVersion:
+    """An archived version becomes a draft again."""
+    return storage.unarchive_version(principal.org, prompt_ref, version_ref, **_trace(principal))
+
+
+@requires(SERVICE_WRITE)
+def delete_version(
+    storage: Storage, principal: Principal, prompt_ref: str, version_ref: str
+) -> None:
+    """A draft or archived version; its number is never reused."""
+    storage.delete_version(principal.org, prompt_ref, version_ref, **_trace(principal))
+
+
+# --------------------------------------------------------------------------- keys and users
+
+
+@requires(SERVICE_ADMIN)
+def create_key(
+    identity: Identity, principal: Principal, role: str, description: str | None = None
+) -> tuple[ApiKey, str]:
+    """A new API key of the principal's org, with its secret (shown once)."""
+    return identity.create_key(principal.org, role, description)
+
+
+@requires(SERVICE_ADMIN)
+def revoke_key(identity: Identity, principal: Principal, client_id: str) -> ApiKey:
+    """New token requests with the key fail at once."""
+    return identity.revoke_key(principal.org, client_id)
+
+
+@requires(SERVICE_ADMIN)
+def list_keys(identity: Identity, principal: Principal) -> list[ApiKey]:
+    """Every key of the principal's org, oldest first."""
+    return identity.list_keys(principal.org)
+
+
+@requires(SERVICE_ADMIN)
+def create_user(
+    identity: Identity,
+    principal: Principal,
+    username: str,
+    role: str,
+    password: str | None = None,
+) -> tuple[User, str | None]:
+    """A new user of the principal's org, with its generated password when none was
+    given (shown once)."""
+    return identity.create_user(principal.org, username, role, password)
+
+
+@requires(SERVICE_ADMIN)
+def update_user(
+    identity: Identity,
+    principal: Principal,
+    username: str,
+    *,
+    role: str | None = None,
+    disabled: bool | None = None,
+    password: str | None = None,
+) -> User:
+    """Change a user's role, disabled flag or password; what is None stays."""
+    return identity.update_user(
+        principal.org, username, role=role, disabled=disabled, password=password
+    )
+
+
+@requires(SERVICE_ADMIN)
+def list_users(identity: Identity, principal: Principal) -> list[User]:
+    """Every user of the principal's org, oldest first."""
+    return identity.list_users(principal.org)

@@ -1,0 +1,100 @@
+"""What every console page shares: who is signed in, the app's storage and identity,
+the API's input rules applied to forms, and names for the user ids records carry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import abort, current_app, g, request
+from marshmallow import Schema, ValidationError
+
+from identity.core import Identity
+from identity.principal import Principal
+from storage.base import Storage
+
+PRINCIPAL = "console_principal"
+# Every form carries this field; promptsvc.console checks it on every POST.
+CSRF_FIELD = "csrf_token"
+
+FieldErrors = dict[str, list[str]]
+
+
+class FormInvalid(Exception):
+    """A form whose fields break the API's rules; ``errors`` by field name."""
+
+    def __init__(self, errors: FieldErrors) -> None:
+        super().__init__("the form has errors")
+        self.errors = errors
+
+
+def principal() -> Principal:
+    """The signed-in person of this request (checked before any console view runs)."""
+    found: Principal = g.get(PRINCIPAL)
+    return found
+
+
+def storage() -> Storage:
+    backend: Storage = current_app.extensions["promptsvc.storage"]
+    return backend
+
+
+def identity() -> Identity:
+    found: Identity = current_app.extensions["identity"]
+    return found
+
+
+def load(schema: Schema, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` loaded by one of the API's request schemas (the same rules, the same
+    messages); raises :class:`FormInvalid`."""
+    try:
+        loaded: dict[str, Any] = schema.load(data)
+    except ValidationError as exc:
+        raise FormInvalid(_by_field(exc.messages)) from None
+    return loaded
+
+
+def _by_field(messages: Any) -> FieldErrors:
+    if not isinstance(messages, Mapping):
+        return {"_form": [str(messages)]}
+    errors: FieldErrors = {}
+    for field, detail in messages.items():
+        if isinstance(detail, Mapping):  # a list field's item (tags.3) or a nested one
+            errors[str(field)] = [
+                f"item {key}: {' '.join(map(str, value))}" for key, value in detail.items()
+            ]
+        else:
+            errors[str(field)] = (
+                [str(m) for m in detail] if isinstance(detail, list) else [str(detail)]
+            )
+    return errors
+
+
+def form_text(name: str) -> str:
+    """A text field as the author meant it: browsers send a textarea's line breaks as
+    CRLF (the HTML form encoding), which the content never had."""
+    return request.form.get(name, "").replace("\r\n", "\n")
+
+
+def optional_int(value: str | None, *, field: str) -> int | None:
+    """A form's version number, or None for an empty field; a 400 for anything else."""
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or len(value) > 9:
+        abort(400, f"{field} must be a version number")
+    return int(value)
+
+
+class Names:
+    """Display names for the user ids that records carry: a person's username, or an
+    API key's ``key <client_id>``; ids that no longer name anyone are shortened."""
+
+    def __init__(self, org: str) -> None:
+        found = identity()
+        self._names = {key.user_id: f"key {key.client_id}" for key in found.list_keys(org)}
+        self._names.update({user.user_id: user.username for user in found.list_users(org)})
+
+    def __call__(self, user_id: str | None) -> str:
+        if not user_id:
+            return ""
+        return self._names.get(user_id) or f"user {user_id[:8]}"

@@ -1,0 +1,247 @@
+"""Versions: a version's page, a new version (from any version's content), editing a
+draft, archiving, unarchiving and deleting.
+
+A chat prompt is edited as its messages (a role and a text each), not as JSON: the
+form has one block per message and a button that adds another, which works without
+JavaScript (the form comes back with one more block, nothing saved).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from promptsvc import actions
+from promptsvc.api.schemas import VersionCreateSchema, VersionEditSchema
+from promptsvc.console.common import FormInvalid, Names, form_text, load, principal, storage
+from promptsvc.console.present import chat_messages, pretty_json, sdk_snippet
+from storage.base import NoProductionVersion, Prompt, PromptVersion
+
+bp = Blueprint("versions", __name__)
+
+CHAT_ROLES = ("system", "user", "assistant")
+MAX_MESSAGES = 200
+
+
+@dataclass
+class Draft:
+    """What a version form shows: the content (text, or chat messages), metadata as
+    JSON text, tags as a comma-separated line."""
+
+    text: str = ""
+    messages: list[dict[str, str]] = field(default_factory=list)
+    metadata: str = ""
+    tags: str = ""
+
+    @classmethod
+    def of(cls, prompt: Prompt, version: PromptVersion | None) -> Draft:
+        if version is None:
+            blank = [{"role": "system", "content": ""}, {"role": "user", "content": ""}]
+            return cls(messages=blank if prompt.prompt_type == "chat" else [])
+        messages = chat_messages(version.content) if prompt.prompt_type == "chat" else None
+        return cls(
+            text=version.content if messages is None else "",
+            messages=messages or [],
+            metadata=pretty_json(version.metadata) if version.metadata else "",
+            tags=", ".join(version.tags),
+        )
+
+    @classmethod
+    def posted(cls, prompt: Prompt) -> Draft:
+        if prompt.prompt_type != "chat" or "message_count" not in request.form:
+            return cls(
+                text=form_text("content"),
+                metadata=form_text("metadata"),
+                tags=request.form.get("tags", ""),
+            )
+        count = min(_int(request.form.get("message_count")), MAX_MESSAGES)
+        messages = [
+            {
+                "role": request.form.get(f"role-{i}", "user").strip() or "user",
+                "content": form_text(f"content-{i}"),
+            }
+            for i in range(count)
+        ]
+        return cls(
+            messages=messages, metadata=form_text("metadata"), tags=request.form.get("tags", "")
+        )
+
+    def content(self, prompt: Prompt) -> str:
+        if prompt.prompt_type != "chat" or not self.messages:
+            return self.text
+        kept = [m for m in self.messages if m["content"].strip()]
+        return json.dumps(kept, ensure_ascii=False) if kept else ""
+
+    def body(self, prompt: Prompt) -> dict[str, Any]:
+        """The API's create-version body; FormInvalid for metadata that is not a JSON
+        object."""
+        body: dict[str, Any] = {
+            "content": self.content(prompt),
+            "tags": [tag.strip() for tag in self.tags.split(",") if tag.strip()],
+        }
+        if self.metadata.strip():
+            try:
+                body["metadata"] = json.loads(self.metadata)
+            except ValueError as exc:
+                raise FormInvalid({"metadata": [f"is not valid JSON: {exc}"]}) from None
+            if not isinstance(body["metadata"], dict):
+                raise FormInvalid({"metadata": ['must be a JSON object, like {"model": "x"}']})
+        return body
+
+
+def _int(value: str | None) -> int:
+    return int(value) if value and value.isascii() and value.isdigit() else 0
+
+
+def _version(name: str, number: int) -> tuple[Prompt, PromptVersion]:
+    backend, org = storage(), principal().org
+    prompt = backend.get_prompt(org, name)
+    return prompt, backend.get_version(org, prompt.prompt_id, str(number))
+
+
+def _page(name: str, number: int) -> str:
+    return url_for("console.versions.show", name=name, number=number)
+
+
+@bp.get("/prompts/<name>/versions/<int:number>")
+def show(name: str, number: int) -> str:
+    prompt, version = _version(name, number)
+    return render_template(
+        "console/version.html",
+        prompt=prompt,
+        version=version,
+        messages=chat_messages(version.content) if prompt.prompt_type == "chat" else None,
+        who=Names(principal().org),
+        snippet=sdk_snippet(prompt.name, version),
+    )
+
+
+@bp.route("/prompts/<name>/versions/new", methods=["GET", "POST"])
+def new(name: str) -> str | WerkzeugResponse:
+    backend, org = storage(), principal().org
+    prompt = backend.get_prompt(org, name)
+    if request.method == "GET":
+        source = _source(prompt, request.args.get("from"))
+        return _form(prompt, Draft.of(prompt, source), source=source)
+    draft = Draft.posted(prompt)
+    source_number = _int(request.form.get("from")) or None
+    if request.form.get("intent") == "add-message":
+        draft.messages.append({"role": "user", "content": ""})
+        return _form(prompt, draft, source_number=source_number)
+    try:
+        body = load(VersionCreateSchema(), draft.body(prompt))
+        version = actions.create_version(
+            backend,
+            principal(),
+            prompt.prompt_id,
+            body["content"],
+            metadata=body["metadata"],
+            tags=body["tags"],
+        )
+    except FormInvalid as invalid:
+        return _form(prompt, draft, errors=invalid.errors, source_number=source_number)
+    flash(f"Version {version.version} saved as a draft.", "success")
+    return redirect(_page(prompt.name, version.version))
+
+
+def _source(prompt: Prompt, ref: str | None) -> PromptVersion | None:
+    """The version a new one starts from: ``ref`` (a number, ``production`` or
+    ``latest``), by default production, else the latest; None for a prompt without
+    versions."""
+    backend, org = storage(), principal().org
+    if prompt.latest_version is None:
+        return None
+    if ref and ref not in ("production", "latest"):
+        return backend.get_version(org, prompt.prompt_id, ref)
+    if ref != "latest":
+        try:
+            return backend.get_production(org, prompt.prompt_id)
+        except NoProductionVersion:
+            if ref == "production":
+                raise
+    return backend.get_latest(org, prompt.prompt_id)
+
+
+def _form(
+    prompt: Prompt,
+    draft: Draft,
+    *,
+    source: PromptVersion | None = None,
+    source_number: int | None = None,
+    errors: dict[str, list[str]] | None = None,
+    editing: PromptVersion | None = None,
+) -> Any:
+    html = render_template(
+        "console/version_form.html",
+        prompt=prompt,
+        draft=draft,
+        source_number=source.version if source else source_number,
+        errors=errors or {},
+        editing=editing,
+        roles=list(dict.fromkeys([*CHAT_ROLES, *(m["role"] for m in draft.messages)])),
+    )
+    return Response(html, status=400 if errors else 200, mimetype="text/html")
+
+
+@bp.route("/prompts/<name>/versions/<int:number>/edit", methods=["GET", "POST"])
+def edit(name: str, number: int) -> str | WerkzeugResponse:
+    prompt, version = _version(name, number)
+    if request.method == "GET":
+        return _form(prompt, Draft.of(prompt, version), editing=version)
+    draft = Draft.posted(prompt)
+    if request.form.get("intent") == "add-message":
+        draft.messages.append({"role": "user", "content": ""})
+        return _form(prompt, draft, editing=version)
+    try:
+        body = load(VersionEditSchema(), {"content": draft.content(prompt)})
+        actions.edit_version(storage(), principal(), prompt.prompt_id, str(number), body["content"])
+    except FormInvalid as invalid:
+        return _form(prompt, draft, errors=invalid.errors, editing=version)
+    flash(f"Version {number} updated.", "success")
+    return redirect(_page(prompt.name, number))
+
+
+@bp.post("/prompts/<name>/versions/<int:number>/archive")
+def archive(name: str, number: int) -> WerkzeugResponse:
+    prompt, _ = _version(name, number)
+    actions.archive_version(storage(), principal(), prompt.prompt_id, str(number))
+    flash(f"Version {number} archived.", "success")
+    return redirect(_page(prompt.name, number))
+
+
+@bp.post("/prompts/<name>/versions/<int:number>/unarchive")
+def unarchive(name: str, number: int) -> WerkzeugResponse:
+    prompt, _ = _version(name, number)
+    actions.unarchive_version(storage(), principal(), prompt.prompt_id, str(number))
+    flash(f"Version {number} is a draft again.", "success")
+    return redirect(_page(prompt.name, number))
+
+
+@bp.route("/prompts/<name>/versions/<int:number>/delete", methods=["GET", "POST"])
+def delete(name: str, number: int) -> str | WerkzeugResponse:
+    prompt, version = _version(name, number)
+    if request.method == "GET":
+        return render_template(
+            "console/confirm.html",
+            title=f"Delete version {number} of {prompt.name}?",
+            message=(
+                f"Version {number} ({version.status}) is deleted for good. Its number is "
+                "never given to another version."
+            ),
+            button=f"Delete version {number}",
+            danger=True,
+            cancel=_page(prompt.name, number),
+            crumbs=[
+                ("Prompts", url_for("console.prompts.index")),
+                (prompt.name, url_for("console.prompts.show", name=prompt.name)),
+                (f"v{number}", _page(prompt.name, number)),
+            ],
+            action=actions.delete_version,
+        )
+    actions.delete_version(storage(), principal(), prompt.prompt_id, str(number))
+    flash(f"Version {number} deleted.", "success")
+    return redirect(url_for("console.prompts.show", name=prompt.name))
