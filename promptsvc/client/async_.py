@@ -10,10 +10,10 @@ import httpx
 
 from promptsvc.client.base import BaseClient
 from promptsvc.client.cache import cache_key
-from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.errors import PromptServiceError, ServerError, TransportError
 from promptsvc.client.flight import AsyncSingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import Fallback, PromptVersion
 
 T = TypeVar("T")
 
@@ -33,16 +33,27 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         self._flights: AsyncSingleFlight[PromptVersion] = AsyncSingleFlight()
 
     async def get_prompt_version(
-        self, name: str, label: str | None = None, version: str | int | None = None
+        self,
+        name: str,
+        label: str | None = None,
+        version: str | int | None = None,
+        *,
+        fallback: Fallback | None = None,
     ) -> PromptVersion:
         """As ``PromptClient.get_prompt_version``; a cache hit does not suspend."""
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
-        return await self._flights.do(
-            key, lambda: self._drive(self._miss_flow(name, label, version, key))
-        )
+        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
+        try:
+            return await self._flights.do(
+                key, lambda: self._drive(self._miss_flow(name, label, version, key))
+            )
+        except (TransportError, ServerError) as exc:
+            if spare is None:
+                raise
+            return self._serve_fallback(key, spare, exc)
 
     async def aclose(self) -> None:
         """Close pooled connections. The cache and token are kept."""

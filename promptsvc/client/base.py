@@ -19,6 +19,7 @@ import httpx
 from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
 from promptsvc.client.cache import LABELS, Clock, PromptCache
 from promptsvc.client.errors import (
+    PromptServiceError,
     ServerError,
     TransportError,
     error_for_response,
@@ -142,6 +143,12 @@ class BaseClient(Generic[TransportT]):
     def clear_cache(self) -> None:
         """Drop every cached version at once; the next call of each key asks the service."""
         self._cache.clear()
+
+    def _serve_fallback(
+        self, key: str, spare: PromptVersion, failure: PromptServiceError
+    ) -> PromptVersion:
+        logger.warning("serving the caller's fallback for %s: the service failed: %s", key, failure)
+        return spare
 
     def _miss_flow(
         self, name: str, label: str | None, version: str | int | None, key: str

@@ -11,10 +11,10 @@ import httpx
 
 from promptsvc.client.base import BaseClient
 from promptsvc.client.cache import cache_key
-from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.errors import PromptServiceError, ServerError, TransportError
 from promptsvc.client.flight import SingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import Fallback, PromptVersion
 
 T = TypeVar("T")
 
@@ -55,7 +55,12 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         self._flights: SingleFlight[PromptVersion] = SingleFlight()
 
     def get_prompt_version(
-        self, name: str, label: str | None = None, version: str | int | None = None
+        self,
+        name: str,
+        label: str | None = None,
+        version: str | int | None = None,
+        *,
+        fallback: Fallback | None = None,
     ) -> PromptVersion:
         """The version of prompt ``name`` (docs/api.md section 13).
 
@@ -63,14 +68,26 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         the newest, any status; ``version="v_..."`` (or a version number): that
         version. Cached under ``prompt:<name>:<label or version>``. Raises ValueError
         for an unknown label or both label and version, else a PromptServiceError.
+
+        ``fallback``: text, or a list of chat messages, to serve (as a PromptVersion
+        with ``is_fallback`` True, not cached) when the service cannot answer (a
+        TransportError or ServerError) and there is no cached entry to serve instead;
+        every other error still raises. A bad fallback raises ValueError on every call
+        that misses the cache, so the first call finds it.
         """
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
-        return self._flights.do(
-            key, lambda: self._drive(self._miss_flow(name, label, version, key))
-        )
+        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
+        try:
+            return self._flights.do(
+                key, lambda: self._drive(self._miss_flow(name, label, version, key))
+            )
+        except (TransportError, ServerError) as exc:
+            if spare is None:
+                raise
+            return self._serve_fallback(key, spare, exc)
 
     def close(self) -> None:
         """Close pooled connections. The cache and token are kept."""
