@@ -15,8 +15,13 @@ from promptsvc.client.errors import PromptServiceError, ServerError, TransportEr
 from promptsvc.client.flight import SingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
 from promptsvc.client.models import Fallback, PromptVersion
+from promptsvc.client.watch import ThreadWatcher
 
 T = TypeVar("T")
+
+# close() waits this long for the watcher thread. An open stream ends at once; a token
+# fetch or connect under way may take longer, and the thread ends when it does.
+CLOSE_WAIT = 2.0
 
 
 class PromptClient(BaseClient[httpx.BaseTransport]):
@@ -40,19 +45,33 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       Every attempt is a new request with its own ``X-Request-ID``.
     * ``stale_if_error`` (True): when the service is unreachable or answers 5xx, serve
       an expired cache entry (logging a warning) instead of raising.
+    * ``watch`` (False): follow the org's change events in a background thread (one
+      stream, reconnecting with backoff and ``Last-Event-ID``), dropping a prompt's
+      cached entries as soon as an event says it changed; ``watching`` tells whether
+      the stream is open now. Cache hits cost the same. The key needs Service Read.
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
     * ``transport``: an ``httpx.BaseTransport`` (proxies, tests).
 
     A 401 from the API makes the client fetch a new token and retry once.
-    Thread-safe: share one client. Use it as a context manager or call ``close()``.
+    Thread-safe: share one client. Use it as a context manager or call ``close()``
+    (with ``watch``, the thread keeps the client alive until then).
     """
 
     def _open(self, transport: httpx.BaseTransport | None) -> None:
         self._http = httpx.Client(transport=transport)
         self._token_lock = threading.Lock()
         self._flights: SingleFlight[PromptVersion] = SingleFlight()
+        self._watcher: ThreadWatcher | None = None
+        if self._watch is not None:
+            self._watcher = ThreadWatcher(
+                self._watch,
+                self._http,
+                lambda stale: self._token(NeedToken(stale, self._policy.deadline())),
+                lambda: self._drive(self._position_flow()),
+            )
+            self._watcher.start()
 
     def get_prompt_version(
         self,
@@ -90,7 +109,9 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
             return self._serve_fallback(key, spare, exc)
 
     def close(self) -> None:
-        """Close pooled connections. The cache and token are kept."""
+        """Stop watching and close pooled connections. The cache and token are kept."""
+        if self._watcher is not None:
+            self._watcher.stop(CLOSE_WAIT)
         self._http.close()
 
     def __enter__(self) -> Self:

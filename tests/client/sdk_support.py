@@ -169,15 +169,19 @@ MakeClient = Callable[..., Any]  # make_client(svc=None, *, client_credentials, 
 
 
 class AsyncAdapter:
-    """Drives an AsyncPromptClient from synchronous test code on a private loop, so
-    every behaviour test runs against both clients."""
+    """Drives an AsyncPromptClient from synchronous test code, so every behaviour test
+    runs against both clients. Its loop runs in a thread of its own between calls too,
+    as an application's would: the client's background task (``watch=True``) goes on
+    while the test waits."""
 
     def __init__(self, client: AsyncPromptClient) -> None:
         self.client = client
-        self._loop = asyncio.new_event_loop()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def get_prompt_version(self, *args: Any, **kwargs: Any) -> PromptVersion:
         return self.run(self.client.get_prompt_version(*args, **kwargs))
@@ -189,6 +193,14 @@ class AsyncAdapter:
     def stale_if_error(self) -> bool:
         return self.client.stale_if_error
 
+    @property
+    def watching(self) -> bool:
+        return self.client.watching
+
     def close(self) -> None:
+        if self.loop.is_closed():
+            return
         self.run(self.client.aclose())
-        self._loop.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
