@@ -203,18 +203,25 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 READ_WITH_THE_SDK = """
-import json, sys
+import json, sys, time
 import promptsvc
 from promptsvc.client import PromptClient
 
 url, secret = sys.argv[1:]
-with PromptClient(url, account_id="acme", key_id="acme-read", key_secret=secret) as client:
+with PromptClient(
+    url, account_id="acme", key_id="acme-read", key_secret=secret, watch=True
+) as client:
     version = client.get_prompt_version("greeting")
+    deadline = time.monotonic() + 10
+    while not client.watching and time.monotonic() < deadline:
+        time.sleep(0.01)
+    watching = client.watching
 print(json.dumps({
     "installed_at": promptsvc.__file__,
     "version": version.version,
     "is_production": version.is_production,
     "rendered": version.render(name="Ada"),
+    "watching": watching,
 }))
 """
 
@@ -230,6 +237,7 @@ def test_the_sdk_install_reads_a_prompt_from_a_running_server(
     assert read["version"] == 1
     assert read["is_production"] is True
     assert read["rendered"] == "Hello Ada"
+    assert read["watching"] is True  # the events stream, read with httpx-sse
 
 
 def test_the_http_commands_run_in_the_sdk_install(
