@@ -153,7 +153,7 @@ def summary(name: str, values: list[float], unit: str = "us") -> list[object]:
     ]
 
 
-def measure(args: argparse.Namespace) -> tuple[list[list[object]], float]:
+def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[str, float]]:
     rows: list[list[object]] = []
     with local_server() as (url, key_id, secret):
         options: dict[str, Any] = {"account_id": ORG, "key_id": key_id, "key_secret": secret}
@@ -224,11 +224,15 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float]:
             AsyncPromptClient(url, **options),
             AsyncPromptClient(url, watch=True, **options),
             2_000,
-            50,
+            args.hit_repeat,
         )
         rows.append(summary("async cache hit (batches of 2,000)", async_hits))
         rows.append(summary("async cache hit, watch=True (batches of 2,000)", async_watched))
-    return rows, statistics.median(hits), statistics.median(watched)
+    ratios = {
+        "sync": statistics.median(watched) / statistics.median(hits),
+        "async": statistics.median(async_watched) / statistics.median(async_hits),
+    }
+    return rows, statistics.median(hits), ratios
 
 
 def main() -> None:
@@ -240,10 +244,9 @@ def main() -> None:
     )
 
     load = os.getloadavg()[0]
-    rows, hit_median, watch_median = measure(args)
+    rows, hit_median, ratios = measure(args)
     verdict = "met" if hit_median < TARGET_HIT_US else "NOT met"
-    ratio = watch_median / hit_median
-    watch_verdict = "met" if ratio <= TARGET_WATCH_RATIO else "NOT met"
+    watch_verdict = "met" if max(ratios.values()) <= TARGET_WATCH_RATIO else "NOT met"
     body = "\n\n".join(
         [
             f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
@@ -252,7 +255,7 @@ def main() -> None:
             f"Target: cache hit under {TARGET_HIT_US} us median: **{verdict}** "
             f"({hit_median:.3f} us). Target: a hit with watch=True costs what one without "
             f"does (median ratio at most {TARGET_WATCH_RATIO}): **{watch_verdict}** "
-            f"({ratio:.3f}).",
+            f"({ratios['sync']:.3f} sync, {ratios['async']:.3f} async).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "watch=True adds nothing to it: the events stream is read by a thread (a task "
             "for the async client) that sleeps in a socket read between events, and an "
