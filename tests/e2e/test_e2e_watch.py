@@ -17,6 +17,7 @@ from tests.servers import Gunicorn, bootstrap_file, free_port
 
 pytestmark = pytest.mark.slow
 
+STREAMS = 4  # PROMPTSVC_EVENT_STREAMS of the server here
 ADMIN = ("e2e-admin", "e2e-watch-admin-0123456789")
 READER = ("e2e-read", "e2e-watch-read-0123456789")
 
@@ -37,8 +38,10 @@ def gunicorn(redis_url: str, tmp_path: Path) -> Iterator[Gunicorn]:
         "PROMPTSVC_STORAGE_URL": redis_url,
         "PROMPTSVC_BOOTSTRAP_FILE": str(bootstrap),
         "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{port}",
+        "PROMPTSVC_EVENT_STREAMS": str(STREAMS),
     }
-    with Gunicorn(port, env, workers=2, threads=4) as server:
+    # --threads replaces gunicorn.conf.py's sum: request threads plus one per stream.
+    with Gunicorn(port, env, workers=2, threads=4 + STREAMS) as server:
         yield server
 
 
