@@ -14,9 +14,11 @@ holds the stream's state and does no I/O:
   it carries: see ``PromptCache.drop``); ``reset`` (the client was away longer than the
   log keeps) clears the cache;
 * the stream ends when its token expires, or on any failure; the next attempt waits
-  the reconnect backoff (none after a healthy stream) and uses the client's token
-  provider, so a fresh token replaces an expired one; a token the stream refuses is
-  refreshed and tried again at once, once.
+  the reconnect backoff (about 0.1 s, doubling with each failure up to 10 s, back to
+  0.1 s after a healthy stream), or the refusal's ``Retry-After`` when that is longer
+  (a server at its limit of streams), and uses the client's token provider, so a
+  fresh token replaces an expired one; a token the stream refuses is refreshed and
+  tried again at once, once.
 
 While no stream is open the cache is only as fresh as ``cache_ttl`` makes it; events
 missed meanwhile arrive on reconnection, when they are still in the log.
@@ -55,6 +57,9 @@ READ_TIMEOUT = 45.0
 # A stream open this long counts as healthy: the next one starts without backoff.
 HEALTHY_SECONDS = 1.0
 RECONNECT = RetryPolicy(backoff=0.1, backoff_cap=10.0)
+# The most of a refusal's Retry-After that is honoured: longer would leave the cache
+# unwatched for longer than anyone asked for.
+RETRY_AFTER_CAP = 60.0
 
 
 class Watch:
@@ -81,6 +86,7 @@ class Watch:
         self._opened_at = 0.0
         self._failures = 0
         self._retry_now = False
+        self._retry_after = 0.0  # the last refusal's Retry-After, seconds
 
     def position_path(self) -> str:
         """The long poll that answers the newest event's id at once."""
@@ -118,6 +124,7 @@ class Watch:
             if self._retry_now:
                 return False
         if response.status_code != 200:
+            self._retry_after = _retry_after(response)
             raise error_for_response(response)
         if response.headers.get("Content-Type", "").partition(";")[0].strip() != EVENT_STREAM:
             raise invalid_response(response, "events answer is not text/event-stream")
@@ -152,9 +159,16 @@ class Watch:
             return 0.0
         if healthy:
             self._failures = 0
-        delay = self.reconnect.delay(self._failures)
+        delay = max(self.reconnect.delay(self._failures), self._retry_after)
         self._failures += 1
+        self._retry_after = 0.0
         return delay
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The answer's Retry-After in seconds (0 when absent or an HTTP date), capped."""
+    value = response.headers.get("Retry-After", "").strip()
+    return min(float(value), RETRY_AFTER_CAP) if value.isdigit() else 0.0
 
 
 def _report(watch: Watch, exc: BaseException | None) -> None:

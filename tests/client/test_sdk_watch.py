@@ -269,3 +269,26 @@ def test_an_async_client_made_in_a_running_loop_watches_at_once(
         assert await watcher_tasks() == []
 
     asyncio.run(main())
+
+
+def test_a_server_at_its_limit_of_streams_is_asked_again_after_its_retry_after(
+    make_client: MakeClient, service: Service
+) -> None:
+    service.app.extensions["promptsvc.events"].max_followers = 1
+    first = make_client(watch=True)
+    first.get_prompt_version("greeting")
+    eventually(lambda: first.watching, within=5)
+
+    second = make_client(watch=True)
+    second.get_prompt_version("greeting")
+    eventually(lambda: len(answered_streams(service, 503)) == 1, within=5)
+    refused = answered_streams(service, 503)[0]
+    assert refused.headers["Authorization"] != first_stream_token(service)
+    # Retry-After: 5. Backoff alone would have tried four more times in 1.5 s.
+    time.sleep(1.5)
+    assert len(answered_streams(service, 503)) == 1
+    assert not second.watching
+
+
+def first_stream_token(service: Service) -> str:
+    return str(answered_streams(service, 200)[0].headers["Authorization"])

@@ -132,3 +132,16 @@ def test_backoff_grows_over_failures_and_starts_over_after_a_healthy_stream() ->
     clock.now += HEALTHY_SECONDS  # a stream that lived, ended by its token's expiry
     assert watch.ended() == 0.1
     assert watch.connected is False
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "waits"), [("5", 5.0), ("3600", 60.0), ("Wed, 21 Oct 2026 07:28:00 GMT", 0.1)]
+)
+def test_a_refusals_retry_after_is_honoured_when_longer_up_to_a_cap(
+    retry_after: str, waits: float
+) -> None:
+    watch = make_watch()
+    with pytest.raises(ServerError):
+        watch.opened(answer(503, headers={"Retry-After": retry_after}), "t")
+    assert watch.ended() == waits
+    assert watch.ended() == 0.2  # only that once
