@@ -1,5 +1,6 @@
-"""``pip install promptsvc`` gives the SDK alone, httpx its one runtime dependency; the
-service comes with ``pip install 'promptsvc[server]'``.
+"""``pip install promptsvc`` gives the SDK alone, on httpx and httpx-sse (its
+Server-Sent Events parser, for ``watch=True``); the service comes with
+``pip install 'promptsvc[server]'``.
 
 Most tests here use one fresh virtualenv per session with this working tree installed
 the way a user installs it (a wheel, no extra), and run its python and its
@@ -40,6 +41,7 @@ SERVER_MODULES = (
     "argon2",
 )
 OWN_PACKAGES = {"promptsvc", "identity", "storage"}
+SDK_LIBRARIES = {"httpx_sse"}
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
 ADMIN_SECRET = "sdk-install-admin-0123456789"
@@ -93,13 +95,13 @@ def sdk_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
     return venv
 
 
-def test_the_sdk_install_depends_on_httpx_alone(sdk_venv: Venv) -> None:
+def test_the_sdk_install_depends_on_httpx_and_httpx_sse_alone(sdk_venv: Venv) -> None:
     shown = sdk_venv.python_code(
         "import importlib.metadata as m, json; print(json.dumps(m.requires('promptsvc')))"
     )
     assert shown.returncode == 0, shown.stderr
     requirements: list[str] = json.loads(shown.stdout)
-    assert [r for r in requirements if "extra ==" not in r] == ["httpx>=0.27"]
+    assert [r for r in requirements if "extra ==" not in r] == ["httpx>=0.27", "httpx-sse>=0.4"]
     assert any('extra == "server"' in r and r.startswith("flask>=") for r in requirements)
 
 
@@ -201,18 +203,25 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 READ_WITH_THE_SDK = """
-import json, sys
+import json, sys, time
 import promptsvc
 from promptsvc.client import PromptClient
 
 url, secret = sys.argv[1:]
-with PromptClient(url, account_id="acme", key_id="acme-read", key_secret=secret) as client:
+with PromptClient(
+    url, account_id="acme", key_id="acme-read", key_secret=secret, watch=True
+) as client:
     version = client.get_prompt_version("greeting")
+    deadline = time.monotonic() + 10
+    while not client.watching and time.monotonic() < deadline:
+        time.sleep(0.01)
+    watching = client.watching
 print(json.dumps({
     "installed_at": promptsvc.__file__,
     "version": version.version,
     "is_production": version.is_production,
     "rendered": version.render(name="Ada"),
+    "watching": watching,
 }))
 """
 
@@ -228,6 +237,7 @@ def test_the_sdk_install_reads_a_prompt_from_a_running_server(
     assert read["version"] == 1
     assert read["is_production"] is True
     assert read["rendered"] == "Hello Ada"
+    assert read["watching"] is True  # the events stream, read with httpx-sse
 
 
 def test_the_http_commands_run_in_the_sdk_install(
@@ -301,7 +311,7 @@ def _loaded_beyond_httpx(code: str) -> set[str]:
 def test_the_sdk_and_the_command_load_nothing_of_the_server(code: str) -> None:
     # Here the server extra is installed, so a stray import would succeed: this shows it
     # is not made at all, however the environment was set up.
-    assert _loaded_beyond_httpx(code) <= OWN_PACKAGES
+    assert _loaded_beyond_httpx(code) <= OWN_PACKAGES | SDK_LIBRARIES
 
 
 def test_ci_runs_the_readme_test_command() -> None:

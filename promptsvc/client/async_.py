@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from types import TracebackType
 from typing import Self, TypeVar
 
@@ -10,10 +11,11 @@ import httpx
 
 from promptsvc.client.base import BaseClient
 from promptsvc.client.cache import cache_key
-from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.errors import PromptServiceError, ServerError, TransportError
 from promptsvc.client.flight import AsyncSingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import Fallback, PromptVersion
+from promptsvc.client.watch import TaskWatcher
 
 T = TypeVar("T")
 
@@ -24,33 +26,62 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     ``transport`` an ``httpx.AsyncBaseTransport``.
 
     Use one instance per event loop: its token lock and single flight belong to a loop.
-    The cache is the same thread-safe cache as PromptClient's.
+    The cache is the same thread-safe cache as PromptClient's. With ``watch=True`` the
+    events stream is a task of that loop, started by ``async with``, or by the first
+    call that misses the cache when the client was made outside a running loop.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
         self._http = httpx.AsyncClient(transport=transport)
         self._token_lock = asyncio.Lock()
         self._flights: AsyncSingleFlight[PromptVersion] = AsyncSingleFlight()
+        self._watcher: TaskWatcher | None = None
+        if self._watch is not None:
+            self._watcher = TaskWatcher(
+                self._watch,
+                self._http,
+                lambda stale: self._token(NeedToken(stale, self._policy.deadline())),
+                lambda: self._drive(self._position_flow()),
+            )
+            with contextlib.suppress(RuntimeError):  # no running loop: the first call starts it
+                self._watcher.start()
 
     async def get_prompt_version(
-        self, name: str, label: str | None = None, version: str | int | None = None
+        self,
+        name: str,
+        label: str | None = None,
+        version: str | int | None = None,
+        *,
+        fallback: Fallback | None = None,
     ) -> PromptVersion:
         """As ``PromptClient.get_prompt_version``; a cache hit does not suspend."""
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
-        return await self._flights.do(
-            key, lambda: self._drive(self._miss_flow(name, label, version, key))
-        )
+        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
+        if self._watcher is not None:
+            self._watcher.start()
+        try:
+            return await self._flights.do(
+                key, lambda: self._drive(self._miss_flow(name, label, version, key))
+            )
+        except (TransportError, ServerError) as exc:
+            if spare is None:
+                raise
+            return self._serve_fallback(key, spare, exc)
 
     async def aclose(self) -> None:
-        """Close pooled connections. The cache and token are kept."""
+        """Stop watching and close pooled connections. The cache and token are kept."""
+        if self._watcher is not None:
+            await self._watcher.stop()
         await self._http.aclose()
 
     close = aclose
 
     async def __aenter__(self) -> Self:
+        if self._watcher is not None:
+            self._watcher.start()
         return self
 
     async def __aexit__(

@@ -19,6 +19,7 @@ import httpx
 from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
 from promptsvc.client.cache import LABELS, Clock, PromptCache
 from promptsvc.client.errors import (
+    PromptServiceError,
     ServerError,
     TransportError,
     error_for_response,
@@ -27,6 +28,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers, send_with_retries
 from promptsvc.client.models import ModelError, PromptVersion
+from promptsvc.client.watch import Watch
 
 logger = logging.getLogger("promptsvc.client")
 
@@ -76,6 +78,7 @@ class BaseClient(Generic[TransportT]):
         max_retries: int = 2,
         retry_backoff: float = 0.25,
         stale_if_error: bool = True,
+        watch: bool = False,
         clock: Clock = time.monotonic,
         transport: TransportT | None = None,
     ) -> None:
@@ -97,10 +100,16 @@ class BaseClient(Generic[TransportT]):
         self._cache = PromptCache(cache_ttl, clock)
         self._policy = RetryPolicy(timeout, max_retries, retry_backoff)
         self.stale_if_error = stale_if_error
+        self._watch = Watch(self.base_url, self._cache, timeout) if watch else None
         self._open(transport)
 
     def _open(self, transport: TransportT | None) -> None:
         raise NotImplementedError
+
+    @property
+    def watching(self) -> bool:
+        """Whether the change-event stream (``watch=True``) is open right now."""
+        return self._watch is not None and self._watch.connected
 
     @classmethod
     def with_client_credentials(
@@ -143,6 +152,12 @@ class BaseClient(Generic[TransportT]):
         """Drop every cached version at once; the next call of each key asks the service."""
         self._cache.clear()
 
+    def _serve_fallback(
+        self, key: str, spare: PromptVersion, failure: PromptServiceError
+    ) -> PromptVersion:
+        logger.warning("serving the caller's fallback for %s: the service failed: %s", key, failure)
+        return spare
+
     def _miss_flow(
         self, name: str, label: str | None, version: str | int | None, key: str
     ) -> Flow[PromptVersion]:
@@ -169,8 +184,13 @@ class BaseClient(Generic[TransportT]):
             etag = response.headers.get("ETag")
         else:
             raise error_for_response(response, production=production)
-        self._cache.put(key, found, etag, generation)
+        self._cache.put(key, name, found, etag, generation)
         return found
+
+    def _position_flow(self) -> Flow[httpx.Response]:
+        """The events long poll that tells the watcher where the log ends now."""
+        assert self._watch is not None
+        return (yield from self._get(self._watch.position_path(), None))
 
     def _get(self, path: str, etag: str | None) -> Flow[httpx.Response]:
         """GET ``path``, conditional on ``etag`` when given: see :meth:`_call_flow`."""

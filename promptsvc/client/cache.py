@@ -5,17 +5,22 @@ uses the ``production`` label. Each entry keeps its own expiry and the response'
 so an expired entry can be revalidated with ``If-None-Match`` and still be served when
 the service is down (stale-if-error).
 
+Each key is also filed under the prompt reference it was asked with (a name or a
+``pmt_`` id), so ``drop`` forgets exactly one prompt's entries (a change event names
+both forms); never by key prefix, which would take ``greeting2`` along with ``greeting``.
+
 Reads (``fresh``, ``get``) take no lock: a dict lookup is atomic in CPython and entries
 are immutable, replaced whole. Writes take a lock only to pair the write with the
-generation check that keeps a fetch begun before ``clear()`` from refilling the cache
-with what it fetched before the clear.
+generation check that keeps a fetch begun before a ``clear()``, or before a ``drop`` of
+its prompt, from refilling the cache with what it fetched before.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from promptsvc.client.models import PromptVersion
@@ -23,6 +28,10 @@ from promptsvc.client.models import PromptVersion
 LABELS = frozenset({"production", "latest"})
 
 Clock = Callable[[], float]
+
+# How many recent drops a put can be checked against; a fetch that began before the
+# oldest of them is not stored (it may predate a drop of its prompt).
+DROPS_KEPT = 256
 
 
 def cache_key(name: str, label: str | None, version: str | int | None) -> str:
@@ -60,7 +69,10 @@ class PromptCache:
         self.ttl = ttl
         self.clock = clock
         self._entries: dict[str, CacheEntry] = {}
-        self._generation = 0
+        self._keys: dict[str, set[str]] = {}  # prompt reference -> its keys
+        self._generation = 0  # moved by every clear() and drop()
+        self._cleared = 0  # the generation the last clear() made
+        self._drops: deque[tuple[int, frozenset[str]]] = deque(maxlen=DROPS_KEPT)
         self._lock = threading.Lock()
 
     def fresh(self, key: str) -> PromptVersion | None:
@@ -76,23 +88,50 @@ class PromptCache:
 
     @property
     def generation(self) -> int:
-        """Read before a fetch and hand to ``put``: a ``clear()`` in between wins."""
+        """Read before a fetch and hand to ``put``: a ``clear()`` in between, or a
+        ``drop`` of the fetched prompt, wins."""
         return self._generation
 
-    def put(self, key: str, version: PromptVersion, etag: str | None, generation: int) -> None:
-        """Store (or renew) an entry for ``ttl`` seconds from now."""
+    def put(
+        self, key: str, prompt: str, version: PromptVersion, etag: str | None, generation: int
+    ) -> None:
+        """Store (or renew) an entry for ``ttl`` seconds from now, filed under ``prompt``
+        (the name or id it was asked with)."""
         if self.ttl <= 0:
             return
         entry = CacheEntry(version, etag, self.clock() + self.ttl)
         with self._lock:
-            if generation == self._generation:
+            if generation == self._generation or self._untouched(prompt, generation):
                 self._entries[key] = entry
+                self._keys.setdefault(prompt, set()).add(key)
+
+    def _untouched(self, prompt: str, generation: int) -> bool:
+        """Whether neither a clear nor a drop of ``prompt`` came after ``generation``
+        (False when the drops since then are no longer all kept)."""
+        if generation < self._cleared:
+            return False
+        if not self._drops or self._drops[0][0] > generation + 1:
+            return False
+        return not any(prompt in refs for gen, refs in self._drops if gen > generation)
+
+    def drop(self, prompts: Iterable[str]) -> None:
+        """Forget every entry filed under any of ``prompts`` (names or ``pmt_`` ids)."""
+        refs = frozenset(prompts)
+        with self._lock:
+            self._generation += 1
+            self._drops.append((self._generation, refs))
+            for ref in refs:
+                for key in self._keys.pop(ref, ()):
+                    self._entries.pop(key, None)
 
     def clear(self) -> None:
         """Drop every entry at once: readers see the old dict or an empty one."""
         with self._lock:
             self._generation += 1
+            self._cleared = self._generation
+            self._drops.clear()
             self._entries = {}
+            self._keys = {}
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from storage.templates import render
+from storage.templates import extract_variables, render
+
+Fallback = str | Sequence[Mapping[str, str]]
+"""What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
 
 
 class ModelError(ValueError):
@@ -46,6 +50,7 @@ class PromptVersion:
 
     Instances are shared by everyone reading the same cache entry, so they are frozen;
     ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping.
+    ``is_fallback`` is True only for the stand-in built from ``fallback=``.
     """
 
     prompt_id: str
@@ -63,6 +68,7 @@ class PromptVersion:
     updated_at: datetime
     promoted_at: datetime | None
     promoted_by: str | None
+    is_fallback: bool = False
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
@@ -88,6 +94,45 @@ class PromptVersion:
             updated_at=_time(body, "updated_at"),
             promoted_at=_optional_time(body, "promoted_at"),
             promoted_by=promoted_by,
+        )
+
+    @classmethod
+    def fallback(cls, name: str, content: Fallback) -> PromptVersion:
+        """The stand-in for ``name`` built from the caller's own content (``fallback=``):
+        ``is_fallback`` True, ``version`` 0, empty ids, status ``fallback``.
+
+        A ``str`` is a text prompt; a list of ``{"role", "content"}`` messages a chat
+        prompt. Raises ValueError when the messages are not that.
+        """
+        if isinstance(content, str):
+            prompt_type, text = "text", content
+        elif isinstance(content, Sequence):
+            messages = [dict(m) if isinstance(m, Mapping) else m for m in content]
+            try:
+                prompt_type, text = "chat", json.dumps(messages)
+            except TypeError as exc:
+                raise ValueError(f"fallback messages are not JSON: {exc}") from None
+        else:
+            raise ValueError("fallback must be text (str) or a list of chat messages")
+        variables = tuple(extract_variables(text, prompt_type))  # validates chat messages
+        now = datetime.now(UTC)
+        return cls(
+            prompt_id="",
+            version_id="",
+            name=name,
+            version=0,
+            content=text,
+            variables=variables,
+            status="fallback",
+            is_production=False,
+            prompt_type=prompt_type,
+            metadata=MappingProxyType({}),
+            tags=(),
+            created_at=now,
+            updated_at=now,
+            promoted_at=None,
+            promoted_by=None,
+            is_fallback=True,
         )
 
     def render(

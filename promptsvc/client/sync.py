@@ -11,12 +11,17 @@ import httpx
 
 from promptsvc.client.base import BaseClient
 from promptsvc.client.cache import cache_key
-from promptsvc.client.errors import PromptServiceError
+from promptsvc.client.errors import PromptServiceError, ServerError, TransportError
 from promptsvc.client.flight import SingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import Fallback, PromptVersion
+from promptsvc.client.watch import ThreadWatcher
 
 T = TypeVar("T")
+
+# close() waits this long for the watcher thread. An open stream ends at once; a token
+# fetch or connect under way may take longer, and the thread ends when it does.
+CLOSE_WAIT = 2.0
 
 
 class PromptClient(BaseClient[httpx.BaseTransport]):
@@ -40,22 +45,41 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       Every attempt is a new request with its own ``X-Request-ID``.
     * ``stale_if_error`` (True): when the service is unreachable or answers 5xx, serve
       an expired cache entry (logging a warning) instead of raising.
+    * ``watch`` (False): follow the org's change events in a background thread (one
+      stream, reconnecting with backoff and ``Last-Event-ID``), dropping a prompt's
+      cached entries as soon as an event says it changed; ``watching`` tells whether
+      the stream is open now. Cache hits cost the same. The key needs Service Read.
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
     * ``transport``: an ``httpx.BaseTransport`` (proxies, tests).
 
     A 401 from the API makes the client fetch a new token and retry once.
-    Thread-safe: share one client. Use it as a context manager or call ``close()``.
+    Thread-safe: share one client. Use it as a context manager or call ``close()``
+    (with ``watch``, the thread keeps the client alive until then).
     """
 
     def _open(self, transport: httpx.BaseTransport | None) -> None:
         self._http = httpx.Client(transport=transport)
         self._token_lock = threading.Lock()
         self._flights: SingleFlight[PromptVersion] = SingleFlight()
+        self._watcher: ThreadWatcher | None = None
+        if self._watch is not None:
+            self._watcher = ThreadWatcher(
+                self._watch,
+                self._http,
+                lambda stale: self._token(NeedToken(stale, self._policy.deadline())),
+                lambda: self._drive(self._position_flow()),
+            )
+            self._watcher.start()
 
     def get_prompt_version(
-        self, name: str, label: str | None = None, version: str | int | None = None
+        self,
+        name: str,
+        label: str | None = None,
+        version: str | int | None = None,
+        *,
+        fallback: Fallback | None = None,
     ) -> PromptVersion:
         """The version of prompt ``name`` (docs/api.md section 13).
 
@@ -63,17 +87,31 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         the newest, any status; ``version="v_..."`` (or a version number): that
         version. Cached under ``prompt:<name>:<label or version>``. Raises ValueError
         for an unknown label or both label and version, else a PromptServiceError.
+
+        ``fallback``: text, or a list of chat messages, to serve (as a PromptVersion
+        with ``is_fallback`` True, not cached) when the service cannot answer (a
+        TransportError or ServerError) and there is no cached entry to serve instead;
+        every other error still raises. A bad fallback raises ValueError on every call
+        that misses the cache, so the first call finds it.
         """
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
-        return self._flights.do(
-            key, lambda: self._drive(self._miss_flow(name, label, version, key))
-        )
+        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
+        try:
+            return self._flights.do(
+                key, lambda: self._drive(self._miss_flow(name, label, version, key))
+            )
+        except (TransportError, ServerError) as exc:
+            if spare is None:
+                raise
+            return self._serve_fallback(key, spare, exc)
 
     def close(self) -> None:
-        """Close pooled connections. The cache and token are kept."""
+        """Stop watching and close pooled connections. The cache and token are kept."""
+        if self._watcher is not None:
+            self._watcher.stop(CLOSE_WAIT)
         self._http.close()
 
     def __enter__(self) -> Self:

@@ -10,6 +10,8 @@ import pytest
 from promptsvc.client import AsyncPromptClient, PromptClient
 from tests.client.sdk_support import (
     AsyncAdapter,
+    Controlled,
+    ControlledRedisStorage,
     ControlledStorage,
     Seen,
     Service,
@@ -24,16 +26,23 @@ from tests.servers import LiveServer
 
 
 @pytest.fixture
-def start_service() -> Iterator[ServiceFactory]:
+def start_service(request: pytest.FixtureRequest) -> Iterator[ServiceFactory]:
     """Start seeded servers (``token_lifetime`` is passed to Settings); all stopped after.
 
     Servers share one signing key (so accept each other's tokens) unless
-    ``own_signing_key`` is set.
+    ``own_signing_key`` is set. ``backend="redis"`` keeps the data in the flushed test
+    Redis db instead of memory (one such server per test).
     """
-    servers: list[LiveServer] = []
+    services: list[Service] = []
 
-    def start(token_lifetime: int = 300, own_signing_key: bool = False) -> Service:
-        storage = ControlledStorage()
+    def start(
+        token_lifetime: int = 300, own_signing_key: bool = False, backend: str = "memory"
+    ) -> Service:
+        storage: Controlled
+        if backend == "redis":
+            storage = ControlledRedisStorage.from_url(request.getfixturevalue("redis_url"))
+        else:
+            storage = ControlledStorage()
         if not own_signing_key:
             storage.ensure_signing_key(shared_signing_key())
         versions = seed(storage)
@@ -41,12 +50,12 @@ def start_service() -> Iterator[ServiceFactory]:
         app = build_app(storage, seen, token_lifetime)
         key_id, secret = new_key(app)
         server = LiveServer(app).start()
-        servers.append(server)
-        return Service(server, app, storage, versions, key_id, secret, seen)
+        services.append(Service(server, app, storage, versions, key_id, secret, seen))
+        return services[-1]
 
     yield start
-    for server in servers:
-        server.stop()
+    for started in services:
+        started.stop()
 
 
 @pytest.fixture

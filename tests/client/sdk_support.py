@@ -1,9 +1,11 @@
-"""A real promptsvc server for SDK tests: create_app + MemoryStorage on a loopback port.
+"""A real promptsvc server for SDK tests: create_app + MemoryStorage (or the test
+Redis) on a loopback port.
 
 Nothing here imitates the server: requests go over TCP to the app the service ships.
 The only test additions are WSGI middleware that records what arrived (to count
 requests and check headers server-side; Flask hooks do not see the read endpoints) and
-a storage subclass whose prompt reads can be made unavailable (503) or held at a gate.
+a storage subclass whose prompt reads can be made unavailable (503) or held at a gate,
+and whose event log can be made unavailable.
 """
 
 from __future__ import annotations
@@ -24,8 +26,17 @@ from identity.signing import new_signing_key
 from promptsvc.app import create_app
 from promptsvc.client import AsyncPromptClient, PromptVersion
 from promptsvc.config import Settings
-from storage.base import SigningKey, StorageUnavailable, utcnow
+from promptsvc.events import EventHub
+from storage.base import (
+    Event,
+    EventLogBounds,
+    SigningKey,
+    Storage,
+    StorageUnavailable,
+    utcnow,
+)
 from storage.memory import MemoryStorage
+from storage.redis import RedisStorage
 from tests.servers import LiveServer
 
 T = TypeVar("T")
@@ -33,22 +44,27 @@ ORG = "acme"
 AUTHOR = str(uuid.uuid4())
 
 
-class ControlledStorage(MemoryStorage):
-    """MemoryStorage whose prompt reads can fail (``down``) or wait at ``gate``.
+class Controlled(Storage):
+    """A backend whose prompt reads can fail (``down``) or wait at ``gate``, and whose
+    event log reads can fail (``events_down``).
 
-    Only the three reads the SDK's endpoints use are affected, so tokens still work.
+    Only the three reads the SDK's endpoints use are affected by ``down``, so tokens
+    still work; ``events_down`` makes ``GET /api/v1/events`` answer 503.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-        self.gate: threading.Event | None = None
+    down = False
+    events_down = False
+    gate: threading.Event | None = None
 
     def _before_read(self) -> None:
         if self.down:
             raise StorageUnavailable("storage switched off by the test")
         if self.gate is not None:
             self.gate.wait(10)
+
+    def _before_events(self) -> None:
+        if self.events_down:
+            raise StorageUnavailable("event log switched off by the test")
 
     def get_production(self, org: str, prompt_ref: str) -> Any:
         self._before_read()
@@ -61,6 +77,26 @@ class ControlledStorage(MemoryStorage):
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> Any:
         self._before_read()
         return super().get_version(org, prompt_ref, version_ref)
+
+    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
+        self._before_events()
+        return super().events_after(org, after, limit)
+
+    def event_log_bounds(self, org: str) -> EventLogBounds:
+        self._before_events()
+        return super().event_log_bounds(org)
+
+    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
+        self._before_events()
+        return super().wait_for_events(org, after, timeout, limit)
+
+
+class ControlledStorage(Controlled, MemoryStorage):
+    """MemoryStorage, controlled."""
+
+
+class ControlledRedisStorage(Controlled, RedisStorage):
+    """RedisStorage on the test db, controlled."""
 
 
 @dataclass
@@ -89,7 +125,7 @@ def shared_signing_key() -> SigningKey:
     return new_signing_key(utcnow())
 
 
-def seed(storage: MemoryStorage) -> Versions:
+def seed(storage: Storage) -> Versions:
     """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
     storage.create_prompt(ORG, "greeting")
     v1 = storage.create_version(ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"])
@@ -109,7 +145,7 @@ def seed(storage: MemoryStorage) -> Versions:
     return Versions(v1.version_id, v2.version_id, chat.version_id, draft.version_id)
 
 
-def build_app(storage: MemoryStorage, seen: list[Seen], token_lifetime: int = 300) -> Flask:
+def build_app(storage: Storage, seen: list[Seen], token_lifetime: int = 300) -> Flask:
     """The real app, wrapped in middleware recording each request and its answer."""
     app = create_app(Settings(token_lifetime=token_lifetime), storage=storage)
     inner = app.wsgi_app
@@ -147,7 +183,7 @@ class Service:
 
     server: LiveServer
     app: Flask
-    storage: ControlledStorage
+    storage: Controlled
     versions: Versions
     key_id: str
     key_secret: str
@@ -163,21 +199,49 @@ class Service:
     def token_calls(self) -> list[Seen]:
         return [s for s in self.seen if not s.path.startswith("/api/")]
 
+    def stream_calls(self) -> list[Seen]:
+        """The requests that opened (or tried to open) an events stream."""
+        return [
+            s
+            for s in self.seen
+            if s.path.startswith("/api/v1/events") and "Last-Event-ID" in s.headers
+        ]
+
+    def stop(self) -> None:
+        """Stop serving and end open streams. (The storage is left open: the event
+        hub's reader may still be in a read, and ends by itself.)"""
+        self.app.extensions["promptsvc.events"].close()
+        self.server.stop()
+
+    def drop_streams(self) -> None:
+        """End every open events stream, as a restarted server does: the app gets a new
+        event hub and the old one is closed."""
+        old: EventHub = self.app.extensions["promptsvc.events"]
+        self.app.extensions["promptsvc.events"] = EventHub(self.storage)
+        old.close()
+
 
 ServiceFactory = Callable[..., Service]  # start_service(token_lifetime=300, own_signing_key=False)
 MakeClient = Callable[..., Any]  # make_client(svc=None, *, client_credentials, secret, **options)
 
 
 class AsyncAdapter:
-    """Drives an AsyncPromptClient from synchronous test code on a private loop, so
-    every behaviour test runs against both clients."""
+    """Drives an AsyncPromptClient from synchronous test code, so every behaviour test
+    runs against both clients. It uses the client as ``async with`` does (entered here,
+    left by ``close``), on a loop that runs in a thread of its own between calls too, as
+    an application's would: the client's background task (``watch=True``) goes on while
+    the test waits. ``enter=False`` leaves the client as it was made."""
 
-    def __init__(self, client: AsyncPromptClient) -> None:
+    def __init__(self, client: AsyncPromptClient, enter: bool = True) -> None:
         self.client = client
-        self._loop = asyncio.new_event_loop()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        if enter:
+            self.run(client.__aenter__())
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def get_prompt_version(self, *args: Any, **kwargs: Any) -> PromptVersion:
         return self.run(self.client.get_prompt_version(*args, **kwargs))
@@ -189,6 +253,14 @@ class AsyncAdapter:
     def stale_if_error(self) -> bool:
         return self.client.stale_if_error
 
+    @property
+    def watching(self) -> bool:
+        return self.client.watching
+
     def close(self) -> None:
+        if self.loop.is_closed():
+            return
         self.run(self.client.aclose())
-        self._loop.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()

@@ -39,7 +39,7 @@ def answer(status: int, **kwargs: Any) -> Handler:
     return handle
 
 
-def fetch(kind: str, handler: Handler) -> Any:
+def fetch(kind: str, handler: Handler, **call: Any) -> Any:
     options: dict[str, Any] = {
         "account_id": "acme",
         "key_id": "k",
@@ -49,11 +49,11 @@ def fetch(kind: str, handler: Handler) -> Any:
     }
     if kind == "sync":
         with PromptClient("http://promptsvc.test", **options) as client:
-            return client.get_prompt_version("greeting")
+            return client.get_prompt_version("greeting", **call)
 
     async def run() -> Any:
         async with AsyncPromptClient("http://promptsvc.test", **options) as client:
-            return await client.get_prompt_version("greeting")
+            return await client.get_prompt_version("greeting", **call)
 
     return asyncio.run(run())
 
@@ -77,14 +77,29 @@ def test_403_is_permission_denied(kind: str) -> None:
     )
 
 
+def test_403_raises_despite_a_fallback(kind: str) -> None:
+    body = {"code": "forbidden", "message": "forbidden", "error": "forbidden"}
+    with pytest.raises(PermissionDeniedError):
+        fetch(kind, answer(403, json=body), fallback="Hello {{name}}")
+
+
 @pytest.mark.parametrize(("status", "code"), [(409, "conflict"), (429, "too_many_requests")])
-def test_other_4xx_is_the_base_error(kind: str, status: int, code: str) -> None:
+@pytest.mark.parametrize("fallback", [None, "Hello {{name}}"])
+def test_other_4xx_is_the_base_error(
+    kind: str, status: int, code: str, fallback: str | None
+) -> None:
+    """An answer, not a failure to answer: a fallback does not hide it."""
     body = {"code": code, "message": f"{code} happened", "error": code}
     with pytest.raises(PromptServiceError) as caught:
-        fetch(kind, answer(status, json=body))
+        fetch(kind, answer(status, json=body), fallback=fallback)
     assert type(caught.value) is PromptServiceError
     assert (caught.value.status, caught.value.code) == (status, code)
     assert caught.value.message == f"{code} happened"
+
+
+def test_a_proxy_5xx_page_gives_the_fallback(kind: str) -> None:
+    handler = answer(502, text="<html>Bad Gateway</html>", headers={"Content-Type": "text/html"})
+    assert fetch(kind, handler, fallback="Hello {{name}}").is_fallback is True
 
 
 def test_non_json_5xx_gets_a_code_from_the_status(kind: str) -> None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from promptsvc.client.cache import CacheEntry, PromptCache, cache_key
+from promptsvc.client.cache import DROPS_KEPT, CacheEntry, PromptCache, cache_key
 from promptsvc.client.errors import TransportError
 from promptsvc.client.flow import RetryPolicy, Sleep, send_with_retries
 from promptsvc.client.models import ModelError, PromptVersion
@@ -58,9 +58,9 @@ def test_put_from_before_a_clear_is_dropped() -> None:
     cache = PromptCache(60, clock=lambda: now[0])
     generation = cache.generation
     cache.clear()  # a clear_cache() while that fetch was in flight
-    cache.put("k", version(), None, generation)
+    cache.put("k", "greeting", version(), None, generation)
     assert cache.get("k") is None
-    cache.put("k", version(), '"e"', cache.generation)
+    cache.put("k", "greeting", version(), '"e"', cache.generation)
     assert cache.fresh("k") is not None
     now[0] = 60.0
     assert cache.fresh("k") is None
@@ -69,7 +69,75 @@ def test_put_from_before_a_clear_is_dropped() -> None:
 
 def test_ttl_zero_stores_nothing() -> None:
     cache = PromptCache(0)
-    cache.put("k", version(), None, cache.generation)
+    cache.put("k", "greeting", version(), None, cache.generation)
+    assert len(cache) == 0
+
+
+def fill(cache: PromptCache, *names: str) -> None:
+    for name in names:
+        for label in ("production", "latest"):
+            cache.put(cache_key(name, label, None), name, version(), None, cache.generation)
+
+
+def test_drop_forgets_one_prompt_by_its_reference_not_by_prefix() -> None:
+    cache = PromptCache(60)
+    fill(cache, "greeting", "greeting2", "greeting.x", "pmt_1", "other")
+
+    cache.drop({"greeting", "pmt_1"})  # an event names the prompt both ways
+
+    assert cache.get("prompt:greeting:production") is None
+    assert cache.get("prompt:greeting:latest") is None
+    assert cache.get("prompt:pmt_1:latest") is None
+    kept = {"greeting2", "greeting.x", "other"}
+    assert len(cache) == 2 * len(kept)
+    assert all(cache.fresh(cache_key(name, "latest", None)) for name in kept)
+    cache.drop({"unknown"})
+    assert len(cache) == 2 * len(kept)
+
+
+def test_put_from_before_a_drop_of_its_prompt_is_refused_others_are_kept() -> None:
+    cache = PromptCache(60)
+    before = cache.generation
+    cache.drop({"greeting", "pmt_1"})
+    cache.drop({"chatty"})
+
+    cache.put("prompt:greeting:production", "greeting", version(), None, before)
+    cache.put("prompt:pmt_1:production", "pmt_1", version(), None, before)
+    cache.put("prompt:other:production", "other", version(), None, before)
+
+    assert cache.get("prompt:greeting:production") is None
+    assert cache.get("prompt:pmt_1:production") is None
+    assert cache.get("prompt:other:production") is not None
+
+    after_first = before + 1  # began between the two drops: only "chatty" came later
+    cache.put("prompt:greeting:latest", "greeting", version(), None, after_first)
+    assert cache.get("prompt:greeting:latest") is not None
+
+
+def test_put_older_than_the_kept_drops_is_refused() -> None:
+    cache = PromptCache(60)
+    before = cache.generation
+    for n in range(DROPS_KEPT + 1):
+        cache.drop({f"p{n}"})
+    cache.put("prompt:other:production", "other", version(), None, before)
+    assert cache.get("prompt:other:production") is None  # cannot tell: not stored
+
+    recent = cache.generation - DROPS_KEPT + 1
+    cache.put("prompt:other:production", "other", version(), None, recent)
+    assert cache.get("prompt:other:production") is not None
+
+
+def test_clear_refuses_every_earlier_put_even_after_later_drops() -> None:
+    cache = PromptCache(60)
+    fill(cache, "greeting")
+    before = cache.generation
+    cache.clear()
+    cache.drop({"chatty"})
+    assert len(cache) == 0
+    cache.put("prompt:other:production", "other", version(), None, before)
+    assert len(cache) == 0
+    fill(cache, "greeting")
+    cache.drop({"greeting"})  # its index was rebuilt after the clear
     assert len(cache) == 0
 
 
