@@ -132,8 +132,10 @@ def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
         "list": lambda key: store.client.lrange(key, 0, -1),
     }
     found: dict[str, object] = {}
+    # The event log is not part of a backup (docs/deployment.md, "Backup and restore").
+    events = redis_keys.events(org)
     for key in store.client.scan_iter():
-        if key.startswith(prefix):
+        if key.startswith(prefix) and key != events:
             value = read[store.client.type(key)](key)
             if isinstance(value, dict) and value.get("org") == org:
                 value["org"] = "<org>"  # an API key names its org
