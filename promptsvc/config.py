@@ -26,6 +26,8 @@ class Settings:
     # once; more are answered 503. Each holds a thread (gunicorn.conf.py sizes the
     # workers' threads from the same variable).
     event_streams: int = 1000
+    # Webhooks may point at http:// and non-public addresses (tests, private networks).
+    webhook_allow_private: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -59,6 +61,7 @@ class Settings:
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
             trusted_proxies=int(proxies_raw),
             event_streams=int(streams_raw),
+            webhook_allow_private=env.get("PROMPTSVC_WEBHOOK_ALLOW_PRIVATE", "") == "1",
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]

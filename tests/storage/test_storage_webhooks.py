@@ -149,7 +149,9 @@ def test_retry_waits_for_its_time_with_the_same_message_id(
     storage.add_webhook(ORG, hook(clock))
     storage.create_prompt(ORG, "a", actor=USER)
     (task,) = storage.claim_deliveries(ORG, "w", 10, LEASE)
-    storage.finish_delivery(ORG, task, attempt(task, 500, clock), clock.utc() + timedelta(seconds=5))
+    storage.finish_delivery(
+        ORG, task, attempt(task, 500, clock), clock.utc() + timedelta(seconds=5)
+    )
     clock.advance(4)
     assert storage.claim_deliveries(ORG, "w", 10, LEASE) == []
     clock.advance(1)
@@ -171,9 +173,7 @@ def test_a_claim_past_its_lease_goes_to_another_consumer(
     assert (again.message_id, again.attempt) == (task.message_id, 1)
 
 
-def test_deleting_a_webhook_drops_its_pending_messages(
-    storage: Storage, clock: FakeClock
-) -> None:
+def test_deleting_a_webhook_drops_its_pending_messages(storage: Storage, clock: FakeClock) -> None:
     gone, kept = hook(clock, 1), hook(clock, 2)
     storage.add_webhook(ORG, gone)
     storage.add_webhook(ORG, kept)
