@@ -26,8 +26,9 @@ class Receiver:
     """``statuses``: answers for the first requests, in order (then 200). ``delay``:
     seconds to wait before answering each."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[Received] = []
+        self.arrived = threading.Event()  # set when a request's body is in
         self.statuses: list[int] = []
         self.delay = 0.0
         self._lock = threading.Lock()
@@ -36,6 +37,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                receiver.arrived.set()
                 if receiver.delay:
                     time.sleep(receiver.delay)
                 with receiver._lock:
@@ -51,7 +53,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
