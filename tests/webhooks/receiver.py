@@ -53,7 +53,13 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # many workers connect at once
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a sender that gave up (timeout, killed) is part of the tests
+
+        self.server = Server(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
