@@ -13,6 +13,7 @@ most :data:`MAX_RESPONSE_BYTES` of the answer are read.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -80,13 +81,16 @@ def send(
         timeout=timeout,
         extensions={"sni_hostname": target.host},
     )
+    # httpx's timeout bounds each read; the deadline bounds the whole answer, so a
+    # receiver trickling bytes cannot hold a worker.
+    deadline = time.monotonic() + timeout
     try:
         response = client.send(request, stream=True, follow_redirects=False)
         try:
             read = 0
             for chunk in response.iter_raw():
                 read += len(chunk)
-                if read >= MAX_RESPONSE_BYTES:
+                if read >= MAX_RESPONSE_BYTES or time.monotonic() > deadline:
                     break
         finally:
             response.close()

@@ -214,3 +214,39 @@ def test_delivery_connects_to_the_checked_address(
     (got,) = receiver.requests
     assert got.headers["host"] == f"hooks.example:{port}"
     assert lookups == ["hooks.example", "hooks.example"]  # at creation, at delivery
+
+
+def test_only_the_start_of_a_large_answer_is_read(storage: Storage, worker: DeliveryWorker) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sent: list[int] = []
+
+    class Endless(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.end_headers()
+            chunk = b"x" * 65536
+            try:
+                for _ in range(1600):  # 100 MiB unless the sender stops reading
+                    self.wfile.write(chunk)
+                    sent.append(len(chunk))
+            except OSError:
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        webhook = subscribe(storage, f"http://127.0.0.1:{server.server_port}/", ["*"])
+        storage.create_prompt(ORG, "a", actor=USER)
+        assert worker.run_once() == 1
+        (attempt,) = storage.list_deliveries(ORG, webhook.webhook_id, 10)
+        assert attempt.delivered
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sum(sent) < 100 * 2**20
