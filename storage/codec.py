@@ -16,9 +16,9 @@ from typing import Any
 from storage.base import (
     ApiKey,
     AuthorizationCode,
-    DeviceAuthorization,
     Delivery,
     DeliveryTask,
+    DeviceAuthorization,
     Event,
     PromotionRecord,
     Prompt,
