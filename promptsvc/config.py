@@ -31,6 +31,8 @@ class Settings:
     # Signs the console's session cookies. None: one is generated once and kept in
     # storage, so every worker and host sharing the storage accepts every session.
     secret_key: str | None = None
+    # Webhooks may point at http:// and non-public addresses (tests, private networks).
+    webhook_allow_private: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -72,6 +74,7 @@ class Settings:
             trusted_proxies=int(proxies_raw),
             event_streams=int(streams_raw),
             secret_key=secret_key,
+            webhook_allow_private=env.get("PROMPTSVC_WEBHOOK_ALLOW_PRIVATE", "") == "1",
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]

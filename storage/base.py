@@ -45,7 +45,8 @@ Exception tree (one root, mapped to HTTP in one place by the API)::
     │   ├── NoProductionVersion
     │   ├── ApiKeyNotFound
     │   ├── UserNotFound
-    │   └── SessionNotFound       (a refresh family for a session that has ended)
+    │   ├── SessionNotFound       (a refresh family for a session that has ended)
+    │   └── WebhookNotFound
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
@@ -91,6 +92,10 @@ EVENT_TYPES: tuple[str, ...] = (
 )
 # The least number of events the log keeps per org.
 EVENT_LOG_SIZE = 10_000
+# A webhook subscribed to this gets every event type.
+ALL_EVENTS = "*"
+# The delivery attempts each webhook keeps in its history, newest first.
+DELIVERY_HISTORY_SIZE = 100
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -188,6 +193,14 @@ def event_position(event_id: str) -> tuple[int, int]:
     if max(position) >= _ID_PART_LIMIT:
         raise InvalidInput(f"{event_id[:40]!r} is not an event id")
     return position
+
+
+def message_id(webhook_id: str, event_id: str) -> str:
+    """The ``webhook-id`` of an event's message to a webhook: the same on every attempt.
+
+    storage/lua/claim_deliveries.lua spells the same.
+    """
+    return f"msg_{webhook_id.removeprefix('wh_')}_{event_id}"
 
 
 # --------------------------------------------------------------------------- records
@@ -499,6 +512,84 @@ class EventLogBounds:
 
 
 @dataclass(frozen=True, slots=True)
+class Webhook:
+    """A webhook subscription of one org. ``secret`` signs deliveries: it is stored, shown
+    once at creation, never listed. ``events`` are event types, or ``("*",)`` for all."""
+
+    webhook_id: str  # "wh_..."
+    url: str
+    events: tuple[str, ...]
+    description: str | None
+    secret: str  # "whsec_" + base64
+    created_at: datetime
+
+    def wants(self, event_type: str) -> bool:
+        return ALL_EVENTS in self.events or event_type in self.events
+
+    def to_json(self) -> dict[str, Any]:
+        """Without the secret."""
+        return {
+            "webhook_id": self.webhook_id,
+            "url": self.url,
+            "events": list(self.events),
+            "description": self.description,
+            "created_at": rfc3339(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One attempt to deliver one message (an event, or a ``ping``) to one webhook.
+
+    ``status_code`` is the receiver's answer (None when there was none) and ``error``
+    says why the attempt failed without one (timeout, refused address, ...). The attempt
+    delivered the message when the status is 2xx.
+    """
+
+    webhook_id: str
+    message_id: str  # the webhook-id header: the same on every attempt of one message
+    event_id: str | None  # None for a ping
+    event_type: str
+    attempt: int  # 1 for the first
+    status_code: int | None
+    error: str | None
+    at: datetime
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "attempt": self.attempt,
+            "status_code": self.status_code,
+            "error": self.error,
+            "delivered": self.delivered,
+            "at": rfc3339(self.at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryTask:
+    """A message claimed from an org's delivery queue, to send to one webhook.
+
+    ``ticket`` names the claim for :meth:`Storage.finish_delivery` (opaque). ``payload``
+    is the JSON body; ``attempt`` counts from 1.
+    """
+
+    ticket: str
+    webhook_id: str
+    message_id: str
+    event_id: str | None
+    event_type: str
+    attempt: int
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
@@ -547,6 +638,12 @@ class ApiKeyNotFound(NotFound):
     def __init__(self, client_id: str) -> None:
         super().__init__(f"API key '{client_id}' not found")
         self.client_id = client_id
+
+
+class WebhookNotFound(NotFound):
+    def __init__(self, webhook_id: str) -> None:
+        super().__init__(f"webhook '{webhook_id}' not found")
+        self.webhook_id = webhook_id
 
 
 class Conflict(StorageError):
@@ -928,6 +1025,65 @@ class Storage(abc.ABC):
     def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
         """As :meth:`events_after`, but when there are none yet, block until one is
         written or ``timeout`` seconds pass (then: an empty list)."""
+
+    # -- webhooks and their delivery queue
+    @abc.abstractmethod
+    def add_webhook(self, org: str, webhook: Webhook) -> None:
+        """Subscribe ``webhook``: it gets the org's events written from now on."""
+
+    @abc.abstractmethod
+    def list_webhooks(self, org: str) -> list[Webhook]:
+        """Every webhook of the org, oldest first."""
+
+    @abc.abstractmethod
+    def get_webhook(self, org: str, webhook_id: str) -> Webhook:
+        """Raises WebhookNotFound."""
+
+    @abc.abstractmethod
+    def delete_webhook(self, org: str, webhook_id: str) -> None:
+        """Remove the webhook and its delivery history; its pending messages are dropped
+        when next claimed. Raises WebhookNotFound."""
+
+    @abc.abstractmethod
+    def webhook_orgs(self) -> list[str]:
+        """The orgs that have (or had) webhooks: where delivery workers look for work."""
+
+    @abc.abstractmethod
+    def enqueue_message(
+        self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
+    ) -> None:
+        """Queue one message that is not from the event log (a ``ping``) for one webhook.
+        Raises WebhookNotFound."""
+
+    @abc.abstractmethod
+    def claim_deliveries(
+        self, org: str, consumer: str, limit: int, lease: float
+    ) -> list[DeliveryTask]:
+        """Up to ``limit`` messages of the org for ``consumer`` to send, in one step:
+
+        * events written since the last claim become one message per webhook that wants
+          them (``message_id`` made from the webhook and the event, so it is the same on
+          every attempt);
+        * retries whose time (:meth:`finish_delivery`, on this storage's clock) has come
+          are queued again;
+        * messages claimed more than ``lease`` seconds ago and never finished (their
+          worker died) are claimed again, then new ones.
+
+        Messages of webhooks deleted since they were queued are dropped, not returned.
+        """
+
+    @abc.abstractmethod
+    def finish_delivery(
+        self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
+    ) -> None:
+        """Record ``attempt`` in the webhook's history and take ``task`` off the queue;
+        with ``retry_at``, queue the message again for then (attempt + 1). Nothing is
+        recorded or retried for a webhook deleted meanwhile."""
+
+    @abc.abstractmethod
+    def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
+        """The webhook's delivery attempts, newest first (at most DELIVERY_HISTORY_SIZE
+        are kept). Raises WebhookNotFound."""
 
     # -- orgs and API keys
     @abc.abstractmethod

@@ -16,6 +16,8 @@ from typing import Any
 from storage.base import (
     ApiKey,
     AuthorizationCode,
+    Delivery,
+    DeliveryTask,
     DeviceAuthorization,
     Event,
     PromotionRecord,
@@ -25,6 +27,7 @@ from storage.base import (
     RefreshToken,
     SigningKey,
     User,
+    Webhook,
     rfc3339,
 )
 
@@ -404,3 +407,59 @@ def signing_key_value(key: SigningKey) -> str:
 def signing_key(text: str) -> SigningKey:
     data = json.loads(text)
     return SigningKey(data["kid"], data["private_pem"], _time(data["created_at"]))
+
+
+def webhook_value(webhook: Webhook) -> str:
+    """The JSON kept under the webhook's id, secret included (never shown to clients)."""
+    return json.dumps({**webhook.to_json(), "secret": webhook.secret})
+
+
+def webhook(text: str) -> Webhook:
+    data = json.loads(text)
+    return Webhook(
+        webhook_id=data["webhook_id"],
+        url=data["url"],
+        events=tuple(data["events"]),
+        description=data["description"],
+        secret=data["secret"],
+        created_at=_time(data["created_at"]),
+    )
+
+
+def delivery_value(attempt: Delivery) -> str:
+    return json.dumps({**attempt.to_json(), "webhook_id": attempt.webhook_id})
+
+
+def delivery(text: str) -> Delivery:
+    data = json.loads(text)
+    return Delivery(
+        webhook_id=data["webhook_id"],
+        message_id=data["message_id"],
+        event_id=data["event_id"],
+        event_type=data["event_type"],
+        attempt=data["attempt"],
+        status_code=data["status_code"],
+        error=data["error"],
+        at=_time(data["at"]),
+    )
+
+
+def job_value(task: DeliveryTask) -> str:
+    """A message as the queue keeps it (storage/lua/claim_deliveries.lua writes the same
+    keys, with the event's stream fields ``f`` in place of the payload ``p``)."""
+    return json.dumps(
+        {
+            "w": task.webhook_id,
+            "m": task.message_id,
+            "e": task.event_id,
+            "t": task.event_type,
+            "a": task.attempt,
+            "p": task.payload,
+        }
+    )
+
+
+def task(ticket: str, text: str) -> DeliveryTask:
+    job = json.loads(text)
+    payload = job["p"] if "p" in job else event(job["e"], fields(job["f"])).to_json()
+    return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)

@@ -25,6 +25,14 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
                                           this list or the keys list is non-empty)
     ps:{<org>}:user:<username>    hash    one user
     ps:{<org>}:user-ids           hash    user_id -> username
+    ps:{<org>}:webhooks           hash    webhook_id -> the webhook's JSON (secret included)
+    ps:{<org>}:webhook-ids        list    webhook ids, oldest first
+    ps:{<org>}:webhook-since      hash    webhook_id -> the newest event id at its creation
+    ps:{<org>}:wh:cursor          string  the newest event fanned out to messages
+    ps:{<org>}:wh:queue           stream  messages to deliver; consumer group ``delivery``
+    ps:{<org>}:wh:retry           zset    messages to queue again, by due time (ms)
+    ps:{<org>}:wh:log:<id>        list    one webhook's delivery attempts, newest first
+    ps:{_global}:webhook-orgs     set     orgs that have had a webhook (workers' rounds)
     ps:{_global}:signing          list    signing key ids, oldest first
     ps:{_global}:signing:keys     hash    kid -> JSON signing key
     ps:{_global}:orgs             set     org slugs: every org that was given a prompt, a
@@ -65,6 +73,7 @@ ORGS = "ps:{_global}:orgs"
 ORGS_COMPLETE = "ps:{_global}:orgs:complete"
 SESSION_SECRET = "ps:{_global}:session-secret"
 RATE_LIMIT_PREFIX = "promptsvc:ratelimit"
+WEBHOOK_ORGS = "ps:{_global}:webhook-orgs"
 # SCAN patterns of the keys that exist once an org has a key, a user or a prompt, and
 # how to read the org from one: orgs written before ORGS existed are found by them, once.
 ORG_INDEX_PATTERNS = ("ps:{*}:keys", "ps:{*}:users", "ps:{*}:names")
@@ -188,3 +197,31 @@ def family(org: str, family_id: str) -> str:
 
 def family_prefix(org: str) -> str:
     return org_prefix(org) + "family:"
+
+
+def webhooks(org: str) -> str:
+    return org_prefix(org) + "webhooks"
+
+
+def webhook_ids(org: str) -> str:
+    return org_prefix(org) + "webhook-ids"
+
+
+def webhook_since(org: str) -> str:
+    return org_prefix(org) + "webhook-since"
+
+
+def delivery_cursor(org: str) -> str:
+    return org_prefix(org) + "wh:cursor"
+
+
+def delivery_queue(org: str) -> str:
+    return org_prefix(org) + "wh:queue"
+
+
+def delivery_retries(org: str) -> str:
+    return org_prefix(org) + "wh:retry"
+
+
+def delivery_log(org: str, webhook_id: str) -> str:
+    return org_prefix(org) + "wh:log:" + webhook_id

@@ -6,21 +6,26 @@ it), but lives inside one process: gunicorn with several workers must use Redis.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from storage.base import (
+    DELIVERY_HISTORY_SIZE,
     UNGUARDED,
     ApiKey,
     ApiKeyExists,
     ApiKeyNotFound,
     AuthorizationCode,
     Clock,
+    Delivery,
+    DeliveryTask,
     DeviceAlreadyDecided,
     DeviceAuthorization,
     DeviceCodeExists,
@@ -53,10 +58,13 @@ from storage.base import (
     UserExists,
     UserNotFound,
     VersionNotFound,
+    Webhook,
+    WebhookNotFound,
     decode_cursor,
     decode_number_cursor,
     encode_cursor,
     event_position,
+    message_id,
     new_id,
     rollback_notes,
     utcnow,
@@ -82,6 +90,24 @@ class _Family:
 
 
 @dataclass(slots=True)
+class _Queued:
+    task: DeliveryTask
+    claimed_at: float | None = None  # time.monotonic() of the last claim; None: not claimed
+
+
+@dataclass(slots=True)
+class _Hooks:
+    """An org's webhooks and delivery queue (see Storage.claim_deliveries)."""
+
+    webhooks: dict[str, Webhook] = field(default_factory=dict)  # oldest first
+    since: dict[str, tuple[int, int]] = field(default_factory=dict)  # log position at creation
+    cursor: tuple[int, int] = (0, 0)  # the newest event fanned out to messages
+    queue: dict[str, _Queued] = field(default_factory=dict)  # by ticket, oldest first
+    retries: list[tuple[datetime, DeliveryTask]] = field(default_factory=list)
+    deliveries: dict[str, deque[Delivery]] = field(default_factory=dict)  # newest first
+
+
+@dataclass(slots=True)
 class _OrgState:
     by_name: dict[str, _PromptState] = field(default_factory=dict)
     by_id: dict[str, _PromptState] = field(default_factory=dict)
@@ -99,6 +125,7 @@ class _OrgState:
     events: deque[Event] = field(default_factory=deque)  # oldest first
     last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
     events_dropped: bool = False  # the log went over its bound at least once
+    hooks: _Hooks = field(default_factory=_Hooks)
 
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""
@@ -147,6 +174,7 @@ class MemoryStorage(Storage):
         self._signing: list[SigningKey] = []
         self._session_secret: str | None = None
         self._flow_writes = 0
+        self._tickets = itertools.count(1)
 
     def ping(self) -> None:
         return None
@@ -631,6 +659,106 @@ class MemoryStorage(Storage):
 
             self._appended.wait_for(arrived, timeout)
             return found
+
+    # -- webhooks
+
+    def _hooks(self, org: str, webhook_id: str | None = None) -> _Hooks:
+        hooks = self._orgs.setdefault(org, _OrgState()).hooks
+        if webhook_id is not None and webhook_id not in hooks.webhooks:
+            raise WebhookNotFound(webhook_id)
+        return hooks
+
+    def add_webhook(self, org: str, webhook: Webhook) -> None:
+        with self._lock:
+            org_state = self._orgs.setdefault(org, _OrgState())
+            hooks = org_state.hooks
+            if not hooks.webhooks and not hooks.since:
+                hooks.cursor = org_state.last_event  # the first webhook starts from now
+            hooks.webhooks[webhook.webhook_id] = webhook
+            hooks.since[webhook.webhook_id] = org_state.last_event
+            hooks.deliveries[webhook.webhook_id] = deque(maxlen=DELIVERY_HISTORY_SIZE)
+
+    def list_webhooks(self, org: str) -> list[Webhook]:
+        with self._lock:
+            return list(self._hooks(org).webhooks.values())
+
+    def get_webhook(self, org: str, webhook_id: str) -> Webhook:
+        with self._lock:
+            return self._hooks(org, webhook_id).webhooks[webhook_id]
+
+    def delete_webhook(self, org: str, webhook_id: str) -> None:
+        with self._lock:
+            hooks = self._hooks(org, webhook_id)
+            del hooks.webhooks[webhook_id], hooks.deliveries[webhook_id]
+
+    def webhook_orgs(self) -> list[str]:
+        with self._lock:
+            return [org for org, state in self._orgs.items() if state.hooks.since]
+
+    def _queue(self, hooks: _Hooks, task: DeliveryTask) -> None:
+        ticket = str(next(self._tickets))
+        hooks.queue[ticket] = _Queued(replace(task, ticket=ticket))
+
+    def enqueue_message(
+        self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
+    ) -> None:
+        with self._lock:
+            hooks = self._hooks(org, webhook_id)
+            self._queue(
+                hooks, DeliveryTask("", webhook_id, message_id, None, event_type, 1, payload)
+            )
+
+    def claim_deliveries(
+        self, org: str, consumer: str, limit: int, lease: float
+    ) -> list[DeliveryTask]:
+        with self._lock:
+            hooks = self._hooks(org)
+            for event in self._events_after(org, hooks.cursor, limit):
+                position = event_position(event.id)
+                for webhook in hooks.webhooks.values():
+                    if position > hooks.since[webhook.webhook_id] and webhook.wants(event.type):
+                        mid = message_id(webhook.webhook_id, event.id)
+                        payload = event.to_json()
+                        task = DeliveryTask(
+                            "", webhook.webhook_id, mid, event.id, event.type, 1, payload
+                        )
+                        self._queue(hooks, task)
+                hooks.cursor = position
+            now, due = self.clock(), []
+            for retry in hooks.retries:
+                if retry[0] <= now:
+                    due.append(retry)
+                    self._queue(hooks, retry[1])
+            for retry in due:
+                hooks.retries.remove(retry)
+            claimed: list[DeliveryTask] = []
+            moment = time.monotonic()
+            for ticket, queued in list(hooks.queue.items()):
+                if len(claimed) == limit:
+                    break
+                if queued.task.webhook_id not in hooks.webhooks:
+                    del hooks.queue[ticket]
+                elif queued.claimed_at is None or moment - queued.claimed_at >= lease:
+                    queued.claimed_at = moment
+                    claimed.append(queued.task)
+            return claimed
+
+    def finish_delivery(
+        self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
+    ) -> None:
+        with self._lock:
+            hooks = self._hooks(org)
+            hooks.queue.pop(task.ticket, None)
+            history = hooks.deliveries.get(task.webhook_id)
+            if history is None:  # deleted meanwhile
+                return
+            history.appendleft(attempt)
+            if retry_at is not None:
+                hooks.retries.append((retry_at, replace(task, attempt=task.attempt + 1)))
+
+    def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
+        with self._lock:
+            return list(self._hooks(org, webhook_id).deliveries[webhook_id])[:limit]
 
     # -- orgs and API keys
 

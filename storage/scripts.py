@@ -71,6 +71,11 @@ STANDALONE_SCRIPTS = (
     "start_refresh_family",
     "restore_org",
     "event_log_bounds",
+    "add_webhook",
+    "delete_webhook",
+    "enqueue_message",
+    "claim_deliveries",
+    "finish_delivery",
 )
 
 

@@ -123,19 +123,28 @@ def everything(store: Storage) -> dict[str, Any]:
 
 
 def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
-    """Every key of ``org`` with its value, named without the org's prefix (KEYS-like
-    listing is fine in a test; the code keeps index sets)."""
+    """Every key of ``org`` a backup carries, with its value, named without the org's
+    prefix (KEYS-like listing is fine in a test; the code keeps index sets)."""
     prefix = redis_keys.org_prefix(org)
     read = {
         "hash": store.client.hgetall,
         "zset": lambda key: store.client.zrange(key, 0, -1, withscores=True),
         "list": lambda key: store.client.lrange(key, 0, -1),
     }
+    # What a backup leaves out: the event log, and webhooks with their delivery state.
+    left_out = {
+        redis_keys.events(org),
+        redis_keys.webhooks(org),
+        redis_keys.webhook_ids(org),
+        redis_keys.webhook_since(org),
+        redis_keys.delivery_cursor(org),
+        redis_keys.delivery_queue(org),
+        redis_keys.delivery_retries(org),
+    }
+    logs = redis_keys.delivery_log(org, "")
     found: dict[str, object] = {}
-    # The event log is not part of a backup (docs/deployment.md, "Backup and restore").
-    events = redis_keys.events(org)
     for key in store.client.scan_iter():
-        if key.startswith(prefix) and key != events:
+        if key.startswith(prefix) and key not in left_out and not key.startswith(logs):
             value = read[store.client.type(key)](key)
             if isinstance(value, dict) and value.get("org") == org:
                 value["org"] = "<org>"  # an API key names its org

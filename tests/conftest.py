@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,11 @@ def no_saved_login(
     """Commands run by tests never find the login of whoever runs them (``promptsvc
     login`` saves it under PROMPTSVC_CONFIG_DIR)."""
     monkeypatch.setenv("PROMPTSVC_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture
+def receiver() -> Iterator[Any]:
+    """A webhook receiver on loopback (tests/webhooks/receiver.py)."""
+    from tests.webhooks.receiver import running
+
+    yield from running()

@@ -9,6 +9,7 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
   production version), InvalidInput 400, StorageUnavailable 503;
+* promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
   streams as it may);
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
@@ -37,6 +38,7 @@ from werkzeug.exceptions import HTTPException
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
 from promptsvc.events import Saturated
 from promptsvc.http import json_response
+from promptsvc.webhooks.targets import UnsafeTarget
 from storage.base import (
     Conflict,
     InvalidInput,
@@ -242,6 +244,8 @@ def error_response_for(exc: Exception) -> Response:
         return _handle_storage_error(exc)
     if isinstance(exc, Saturated):
         return _handle_saturated(exc)
+    if isinstance(exc, UnsafeTarget):
+        return error_response(400, f"webhook URL refused: {exc}")
     if isinstance(exc, IdentityError):
         return _handle_identity_error(exc)
     if isinstance(exc, HTTPException):

@@ -9,7 +9,17 @@ from flask_smorest import Api
 
 from identity.core import Identity
 from promptsvc import __version__, ops
-from promptsvc.api import events, history, keys, prompts, realm_docs, releases, users, versions
+from promptsvc.api import (
+    events,
+    history,
+    keys,
+    prompts,
+    realm_docs,
+    releases,
+    users,
+    versions,
+    webhooks,
+)
 from promptsvc.api.errors import error_response, register_error_handlers
 from promptsvc.api.identity_docs import document_identity
 from promptsvc.api.realm_docs import BEARER_SCHEME
@@ -90,7 +100,7 @@ def init_api(app: Flask) -> PromptsvcApi:
             "description": "Access token from /v1/auth/sdk-token or the realm token endpoint",
         },
     )
-    for module in (prompts, versions, releases, history, keys, users, events, ops):
+    for module in (prompts, versions, releases, history, keys, users, webhooks, events, ops):
         api.register_blueprint(module.blp)
     document_identity(api.spec, app)
     ops.init_app(app)

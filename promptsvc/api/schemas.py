@@ -222,6 +222,34 @@ class UserUpdateSchema(Schema):
             raise ValidationError("give at least one of role, disabled, password")
 
 
+WEBHOOK_EVENTS = (*EVENT_TYPES, "*")
+
+
+class WebhookCreateSchema(Schema):
+    url = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=2048),
+        metadata={"description": "https:// URL of the receiver (public addresses only)"},
+    )
+    events = fields.List(
+        fields.String(validate=validate.OneOf(WEBHOOK_EVENTS)),
+        required=True,
+        validate=validate.Length(min=1, max=len(WEBHOOK_EVENTS)),
+        metadata={"description": 'Event types to deliver, or ["*"] for all'},
+    )
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class DeliveryQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=100),
+        metadata={"description": "How many attempts, newest first, 1-100"},
+    )
+
+
 class PageQuerySchema(Schema):
     limit = fields.Integer(
         load_default=DEFAULT_LIMIT,
@@ -518,6 +546,45 @@ class UserCreatedSchema(UserSchema):
 
 class UserListSchema(Schema):
     items = fields.List(fields.Nested(UserSchema))
+
+
+class WebhookSchema(Schema):
+    webhook_id = fields.String(metadata={"description": "wh_..."})
+    url = fields.String()
+    events = fields.List(fields.String())
+    description = fields.String(allow_none=True)
+    created_at = _timestamp("Creation time")
+
+
+class WebhookCreatedSchema(WebhookSchema):
+    secret = fields.String(
+        metadata={"description": "whsec_ + base64: verifies signatures; shown only here"}
+    )
+
+
+class WebhookListSchema(Schema):
+    items = fields.List(fields.Nested(WebhookSchema))
+
+
+class DeliverySchema(Schema):
+    message_id = fields.String(metadata={"description": "The webhook-id header sent"})
+    event_id = fields.String(allow_none=True, metadata={"description": "null for a ping"})
+    event_type = fields.String()
+    attempt = fields.Integer(metadata={"description": "1 for the first attempt"})
+    status_code = fields.Integer(allow_none=True, metadata={"description": "null: no answer"})
+    error = fields.String(
+        allow_none=True, metadata={"description": "Why there was no answer (timeout, ...)"}
+    )
+    delivered = fields.Boolean(metadata={"description": "The receiver answered 2xx"})
+    at = _timestamp("When the attempt ended")
+
+
+class DeliveryListSchema(Schema):
+    items = fields.List(fields.Nested(DeliverySchema))
+
+
+class PingSchema(Schema):
+    message_id = fields.String(metadata={"description": "The webhook-id of the ping"})
 
 
 class ErrorSchema(Schema):

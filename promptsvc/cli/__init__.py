@@ -2,12 +2,12 @@
 
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
-:mod:`identity.commands` (``keys``, ``users`` and ``signing-keys``, operator commands
-working directly on Redis storage), :mod:`promptsvc.cli.backup` (``backup`` and
-``restore``, operators' copies of a Redis storage), :mod:`promptsvc.cli.login`
-(``login``, ``logout``, ``whoami``), :mod:`promptsvc.cli.prompts` (``prompts ...``) and
-:mod:`promptsvc.cli.ascode` (``pull``, ``plan``, ``apply``), which talk to a running
-service over HTTP only.
+:mod:`promptsvc.cli.worker` (webhook delivery), :mod:`identity.commands` (``keys``,
+``users`` and ``signing-keys``, operator commands working directly on Redis storage),
+:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a Redis
+storage), :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
+:mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
+``plan``, ``apply``), which talk to a running service over HTTP only.
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import ascode, backup, login, prompts, serve
+from promptsvc.cli import ascode, backup, login, prompts, serve, worker
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -61,6 +61,7 @@ class CommandModule(Protocol):
 # Each module adds its commands; the flag says whether they need the server extra.
 COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (serve, True),
+    (worker, True),
     (operator_commands, True),
     (backup, True),
     (login, False),

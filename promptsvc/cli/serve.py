@@ -98,6 +98,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from promptsvc import backup, demo
     from promptsvc.app import create_app
     from promptsvc.config import ConfigError, Settings
+    from promptsvc.webhooks.worker import DeliveryWorker
     from storage.base import Storage, StorageError
 
     restored: backup.Restored | None = None
@@ -149,12 +150,15 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"restored from {args.restore}:\n{backup.describe(restored)}")
     print("Press Ctrl+C to stop.", flush=True)
     signal.signal(signal.SIGTERM, _stop)
+    # Webhooks are delivered here, in a thread of this process (docs/deployment.md).
+    deliveries = DeliveryWorker(storage, allow_private=settings.webhook_allow_private).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        deliveries.stop()
         storage.close()
     return 0
 

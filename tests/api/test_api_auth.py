@@ -11,6 +11,7 @@ from flask import Flask
 
 from identity.core import Identity
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, role_includes
+from storage.base import Webhook, utcnow
 
 # Every /api/v1 endpoint: (method, path, role needed, body, success status). The fixture
 # `world` makes the state each call needs: greeting v1 published, v2 draft, v3 archived,
@@ -41,6 +42,17 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("POST", "/api/v1/users", SERVICE_ADMIN, {"username": "fresh", "role": SERVICE_READ}, 201),
     ("PATCH", "/api/v1/users/ada", SERVICE_ADMIN, {"disabled": True}, 200),
     ("GET", "/api/v1/events", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/webhooks", SERVICE_ADMIN, None, 200),
+    (
+        "POST",
+        "/api/v1/webhooks",
+        SERVICE_ADMIN,
+        {"url": "https://93.184.215.14/h", "events": ["*"]},
+        201,
+    ),
+    ("DELETE", "/api/v1/webhooks/wh_doomed", SERVICE_ADMIN, None, 204),
+    ("GET", "/api/v1/webhooks/wh_doomed/deliveries", SERVICE_ADMIN, None, 200),
+    ("POST", "/api/v1/webhooks/wh_doomed/test", SERVICE_ADMIN, None, 202),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
@@ -55,6 +67,8 @@ def world(api: Any, app: Flask) -> None:
     api.post("/api/v1/prompts/greeting/versions/3/archive")
     app.extensions["identity"].create_key("acme", SERVICE_READ, client_id="doomed")
     app.extensions["identity"].create_user("acme", "ada", SERVICE_READ)
+    hook = Webhook("wh_doomed", "https://93.184.215.14/h", ("*",), None, "whsec_eA==", utcnow())
+    app.extensions["promptsvc.storage"].add_webhook("acme", hook)
 
 
 def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:
@@ -79,6 +93,7 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
             re.sub(r"versions/\d", "versions/{versionId}", p)
             .replace("keys/doomed", "keys/{client_id}")
             .replace("users/ada", "users/{username}")
+            .replace("webhooks/wh_doomed", "webhooks/{webhook_id}")
             .partition("?")[0],
         )
         for m, p, *_ in ENDPOINTS
@@ -307,7 +322,8 @@ def test_other_orgs_prompt_looks_exactly_like_a_missing_one(api: Any, world: Non
 
 def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
     for method, path, _, body, _ in ENDPOINTS:
-        if "/keys" in path or path in ("/api/v1/prompts", "/api/v1/users", "/api/v1/events"):
+        own = ("/api/v1/prompts", "/api/v1/users", "/api/v1/events", "/api/v1/webhooks")
+        if "/keys" in path or path in own:
             continue
         r = (
             api.request(method, path, org="globex", json=body)

@@ -26,6 +26,7 @@ from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage.base import (
     ApiKey,
+    Delivery,
     Event,
     Promotion,
     PromotionRecord,
@@ -33,6 +34,7 @@ from storage.base import (
     PromptVersion,
     SigningKey,
     User,
+    Webhook,
 )
 from storage.memory import MemoryStorage
 
@@ -122,6 +124,16 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             AT,
             None,
         ),
+    ),
+    Webhook: (
+        "Webhook",
+        Webhook("wh_1", "https://example.com/h", ("*",), "CI", "whsec_c2VjcmV0", AT),
+        Webhook("wh_1", "https://example.com/h", ("version.promoted",), None, "whsec_eA==", AT),
+    ),
+    Delivery: (
+        "Delivery",
+        Delivery("wh_1", "msg_1_1-0", "1-0", "version.promoted", 2, 503, "x", LATER),
+        Delivery("wh_1", "msg_ping_1", None, "ping", 1, None, None, AT),
     ),
 }
 RECORDS[Promotion] = (
