@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> None:
     }
     server = gunicorn("wsgi:app", env)
     rounds: list[Round] = []
+    fresh = (0, 0.0)
     try:
         server.start("/healthz")
         assert server.process is not None
@@ -247,6 +248,7 @@ def run(args: argparse.Namespace) -> None:
 
         load()  # warm-up: imports, connection pools, the read path's memos
         worker = worker_pid(master)
+        fresh = threads_and_rss(worker)
         before = load()
         for _ in range(args.rounds):
             threads_without, rss_without = threads_and_rss(worker)
@@ -288,7 +290,7 @@ def run(args: argparse.Namespace) -> None:
     finally:
         server.stop()
         redis.Redis.from_url(args.redis_url).flushdb()
-    report(args, rounds)
+    report(args, rounds, fresh)
 
 
 HEADERS = [
@@ -302,7 +304,7 @@ HEADERS = [
 ]
 
 
-def report(args: argparse.Namespace, rounds: list[Round]) -> None:
+def report(args: argparse.Namespace, rounds: list[Round], fresh: tuple[int, float]) -> None:
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
@@ -353,7 +355,8 @@ either side of it, so a change in the machine's load over a round weighs on both
 The table shows medians over the runs; "server CPU" is the gunicorn processes'
 user+system CPU time per request; threads and memory are the worker's (from /proc),
 with no stream open (the threads of earlier streams wait idle in the pool) and with
-the streams open.
+the streams open. Before any stream was opened the worker had {fresh[0]} threads and
+{fresh[1]:.0f} MiB resident.
 
 {table(HEADERS, rows)}
 
