@@ -30,6 +30,7 @@ import os
 import runpy
 import shutil
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -159,6 +160,22 @@ class Holder:
                 self.failed.append(repr(exc))
 
 
+def wait_until_closed(port: int, timeout: float = 60.0) -> None:
+    """Until no connection to ``port`` is open (``ss``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(
+            ["ss", "-tnH", "state", "established", f"( sport = :{port} )"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        if not out.strip():
+            return
+        time.sleep(0.1)  # the worker closing connections
+    raise SystemExit(f"connections to port {port} still open after {timeout:.0f} s")
+
+
 def worker_pid(master: int) -> int:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -226,7 +243,9 @@ def run(args: argparse.Namespace) -> None:
         assert server.process is not None
         master = server.process.pid
         read_token, _ = seed(server.base_url)
-        api = httpx.Client(base_url=server.base_url, timeout=30)
+        # No kept-alive connection: wait_until_closed counts every connection.
+        no_keepalive = httpx.Limits(max_keepalive_connections=0)
+        api = httpx.Client(base_url=server.base_url, timeout=30, limits=no_keepalive)
         admin = api.post(
             "/v1/auth/sdk-token",
             json={"account_id": "bench", "key_id": "bench-admin", "key_secret": ADMIN_SECRET},
@@ -272,6 +291,9 @@ def run(args: argparse.Namespace) -> None:
             for _ in range(3):
                 new_version()
                 time.sleep(0.5)
+            # The run without streams starts once the worker has closed every stream's
+            # connection, so that its cleanup does not weigh on that run.
+            wait_until_closed(server.port)
             time.sleep(SETTLE)
             after = load()
             rounds.append(
