@@ -3,21 +3,21 @@
 One promptsvc instance (gunicorn with the shipped gunicorn.conf.py, one worker by
 default, on real Redis) holds ``--streams`` open Server-Sent Event streams
 (``GET /api/v1/events``, 1,000 by default) from one client process (asyncio, httpx and
-httpx-sse, on loopback). Measured, round by round:
+httpx-sse, on loopback). Each round starts a fresh instance and measures:
 
-* GET production throughput (wrk, keep-alive, a read token) with every stream open and
-  without any, alternating on the same server; the ratio with / without is set against
-  its goal (at least 0.9);
-* for ``--promotions`` promotions per round made through the API while the streams are
-  open: the time from sending the promote request until each stream has received its
+* GET production throughput (wrk, keep-alive, a read token) before any stream, with
+  every stream open, and after they closed; the ratio with / before is set against its
+  goal (at least 0.9);
+* for ``--promotions`` promotions made through the API while the streams are open: the
+  time from sending the promote request until each stream has received its
   ``version.promoted`` frame (p50, p99, max over every stream and promotion; goal: p99
   under 1 s);
-* the worker's threads and resident memory with the streams open.
+* the worker's threads and resident memory at each of those three points.
 
-Between rounds the streams are closed; a few events written after that let the server
-notice at once (a thread learns its client left when a write to it fails). Writes the
-"streams" section of docs/benchmarks.md. The Redis db at ``--redis-url`` (default db 10)
-is FLUSHed before and after: give it a db nobody else uses.
+After the streams close, a few events let the server notice at once (a thread learns
+its client left when a write to it fails). Writes the "streams" section of
+docs/benchmarks.md. The Redis db at ``--redis-url`` (default db 10) is FLUSHed before
+and after: give it a db nobody else uses.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from bench.http import (
     wrk,
 )
 from bench.report import table, write_section
+from tests.servers import Server
 
 PRODUCTION = "/api/v1/prompts/support/production"
 EVENTS = "/api/v1/events"
@@ -59,6 +60,7 @@ GOAL_P99_S = 1.0
 DELIVERY_TIMEOUT = 30.0  # a promotion not seen by every stream by then is a failure
 OPEN_TIMEOUT = 120.0
 SETTLE = 1.0  # seconds of quiet before each wrk run
+WARM_UP = 2  # seconds of wrk on a new instance before its first measured run
 
 
 @dataclass
@@ -197,23 +199,23 @@ def threads_and_rss(pid: int) -> tuple[int, float]:
 
 @dataclass
 class Round:
-    """A run with the streams open between two runs without (``before``, ``after``)."""
+    """One fresh instance: a run before any stream, one with every stream open, one
+    after they closed; the worker's threads and memory at each of those points."""
 
-    before: WrkResult
+    fresh: WrkResult
     with_streams: WrkResult
     after: WrkResult
     delivery_s: list[float]
-    threads: int
-    rss_mib: float
-    threads_without: int
-    rss_without_mib: float
+    threads: tuple[int, int, int]
+    rss_mib: tuple[float, float, float]
 
     @property
     def ratio(self) -> float:
-        """With the streams / the mean of the runs on either side of it, without: a
-        change of the machine's load over the round weighs on both sides alike."""
-        without = (self.before.requests_per_s + self.after.requests_per_s) / 2
-        return self.with_streams.requests_per_s / without
+        return self.with_streams.requests_per_s / self.fresh.requests_per_s
+
+    @property
+    def after_ratio(self) -> float:
+        return self.after.requests_per_s / self.fresh.requests_per_s
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -235,84 +237,97 @@ def run(args: argparse.Namespace) -> None:
         # Streams end when their token expires: one token must outlast the whole run.
         "PROMPTSVC_TOKEN_LIFETIME": "3600",
     }
-    server = gunicorn("wsgi:app", env)
     rounds: list[Round] = []
-    fresh = (0, 0.0)
+    tokens: tuple[str, str] | None = None
     try:
-        server.start("/healthz")
-        assert server.process is not None
-        master = server.process.pid
-        read_token, _ = seed(server.base_url)
-        # No kept-alive connection: wait_until_closed counts every connection.
-        no_keepalive = httpx.Limits(max_keepalive_connections=0)
-        api = httpx.Client(base_url=server.base_url, timeout=30, limits=no_keepalive)
-        admin = api.post(
-            "/v1/auth/sdk-token",
-            json={"account_id": "bench", "key_id": "bench-admin", "key_secret": ADMIN_SECRET},
-        ).json()["access_token"]
-        api.headers["Authorization"] = f"Bearer {admin}"
-        url = server.base_url + PRODUCTION
-
-        def load() -> WrkResult:
-            result = wrk(url, args.seconds, args.connections, 1, read_token, master)
-            if result.errors:
-                raise SystemExit(f"wrk saw {result.errors} errors")
-            return result
-
-        def new_version() -> int:
-            created = api.post("/api/v1/prompts/support/versions", json={"content": "v"})
-            created.raise_for_status()
-            number: int = created.json()["version"]
-            return number
-
-        load()  # warm-up: imports, connection pools, the read path's memos
-        worker = worker_pid(master)
-        fresh = threads_and_rss(worker)
-        before = load()
         for _ in range(args.rounds):
-            threads_without, rss_without = threads_and_rss(worker)
-            holder = Holder(server.base_url, read_token, args.streams)
-            holder.open()
-            time.sleep(SETTLE)
-            with_streams = load()
-            threads, rss = threads_and_rss(worker)
-            delivery: list[float] = []
-            for _ in range(args.promotions):
-                version = new_version()
-                sent = time.time()
-                api.post(f"/api/v1/prompts/support/versions/{version}/promote").raise_for_status()
-                delivery += [t - sent for t in holder.wait_for(version, DELIVERY_TIMEOUT)]
-            if holder.still_open() != args.streams:
-                raise SystemExit(f"{args.streams - holder.still_open()} streams ended early")
-            holder.close()
-            # A thread learns that its client left when a write fails: the first write
-            # after the close still goes out, the next one fails. Events some time apart
-            # make separate writes, so the server lets go of every thread now.
-            for _ in range(3):
-                new_version()
-                time.sleep(0.5)
-            # The run without streams starts once the worker has closed every stream's
-            # connection, so that its cleanup does not weigh on that run.
-            wait_until_closed(server.port)
-            time.sleep(SETTLE)
-            after = load()
-            rounds.append(
-                Round(
-                    before,
-                    with_streams,
-                    after,
-                    delivery,
-                    threads,
-                    rss,
-                    threads_without,
-                    rss_without,
-                )
-            )
-            before = after
+            # A fresh instance each round (the data stays in Redis): a worker keeps the
+            # threads of streams gone, so only a new one shows the state before any.
+            server = gunicorn("wsgi:app", env)
+            try:
+                server.start("/healthz")
+                if tokens is None:
+                    tokens = seed_tokens(server.base_url)
+                rounds.append(measure(args, server, *tokens))
+            finally:
+                server.stop()
     finally:
-        server.stop()
         redis.Redis.from_url(args.redis_url).flushdb()
-    report(args, rounds, fresh)
+    report(args, rounds)
+
+
+def seed_tokens(base_url: str) -> tuple[str, str]:
+    """The prompt (bench.http's), a read token and an admin token; tokens are verified
+    with the signing key kept in Redis, so later instances take them too."""
+    read_token, _ = seed(base_url)
+    admin = httpx.post(
+        base_url + "/v1/auth/sdk-token",
+        json={"account_id": "bench", "key_id": "bench-admin", "key_secret": ADMIN_SECRET},
+    ).json()["access_token"]
+    return read_token, admin
+
+
+def measure(args: argparse.Namespace, server: Server, read_token: str, admin: str) -> Round:
+    assert server.process is not None
+    master = server.process.pid
+    url = server.base_url + PRODUCTION
+    # No kept-alive connection: wait_until_closed counts every connection.
+    api = httpx.Client(
+        base_url=server.base_url,
+        timeout=30,
+        limits=httpx.Limits(max_keepalive_connections=0),
+        headers={"Authorization": f"Bearer {admin}"},
+    )
+
+    def load() -> WrkResult:
+        time.sleep(SETTLE)
+        result = wrk(url, args.seconds, args.connections, 1, read_token, master)
+        if result.errors:
+            raise SystemExit(f"wrk saw {result.errors} errors")
+        return result
+
+    def new_version() -> int:
+        created = api.post("/api/v1/prompts/support/versions", json={"content": "v"})
+        created.raise_for_status()
+        number: int = created.json()["version"]
+        return number
+
+    wrk(url, WARM_UP, args.connections, 1, read_token, master)  # imports, pools, memos
+    worker = worker_pid(master)
+    fresh = load()
+    threads_fresh, rss_fresh = threads_and_rss(worker)
+    holder = Holder(server.base_url, read_token, args.streams)
+    holder.open()
+    with_streams = load()
+    threads_open, rss_open = threads_and_rss(worker)
+    delivery: list[float] = []
+    for _ in range(args.promotions):
+        version = new_version()
+        sent = time.time()
+        api.post(f"/api/v1/prompts/support/versions/{version}/promote").raise_for_status()
+        delivery += [t - sent for t in holder.wait_for(version, DELIVERY_TIMEOUT)]
+    if holder.still_open() != args.streams:
+        raise SystemExit(f"{args.streams - holder.still_open()} streams ended early")
+    holder.close()
+    # A thread learns that its client left when a write fails: the first write after
+    # the close still goes out, the next one fails. Events some time apart make separate
+    # writes, so the server lets go of every thread now; the run after waits until it
+    # closed every connection, so that its cleanup does not weigh on that run.
+    for _ in range(3):
+        new_version()
+        time.sleep(0.5)
+    wait_until_closed(server.port)
+    after = load()
+    threads_after, rss_after = threads_and_rss(worker)
+    api.close()
+    return Round(
+        fresh,
+        with_streams,
+        after,
+        delivery,
+        (threads_fresh, threads_open, threads_after),
+        (rss_fresh, rss_open, rss_after),
+    )
 
 
 HEADERS = [
@@ -326,37 +341,31 @@ HEADERS = [
 ]
 
 
-def report(args: argparse.Namespace, rounds: list[Round], fresh: tuple[int, float]) -> None:
+def report(args: argparse.Namespace, rounds: list[Round]) -> None:
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
-    runs_without = [rounds[0].before] + [r.after for r in rounds]
-    without = median([r.requests_per_s for r in runs_without])
-    with_streams = median([r.with_streams.requests_per_s for r in rounds])
+    def row(label: str, runs: list[WrkResult], point: int) -> list[object]:
+        return [
+            label,
+            f"{median([r.requests_per_s for r in runs]):,.0f}",
+            f"{median([r.p50_ms for r in runs]):.2f}",
+            f"{median([r.p99_ms for r in runs]):.2f}",
+            f"{median([r.cpu_us_per_request for r in runs]):.0f}",
+            f"{median([r.threads[point] for r in rounds]):.0f}",
+            f"{median([r.rss_mib[point] for r in rounds]):.0f}",
+        ]
+
+    rows = [
+        row("before any stream", [r.fresh for r in rounds], 0),
+        row(f"{args.streams:,} streams open", [r.with_streams for r in rounds], 1),
+        row("after they closed", [r.after for r in rounds], 2),
+    ]
     ratios = [r.ratio for r in rounds]
     ratio = median(ratios)
+    after_ratio = median([r.after_ratio for r in rounds])
     delivery = [d for r in rounds for d in r.delivery_s]
     p50, p99, worst = percentile(delivery, 50), percentile(delivery, 99), max(delivery)
-    rows: list[list[object]] = [
-        [
-            "no stream open",
-            f"{without:,.0f}",
-            f"{median([r.p50_ms for r in runs_without]):.2f}",
-            f"{median([r.p99_ms for r in runs_without]):.2f}",
-            f"{median([r.cpu_us_per_request for r in runs_without]):.0f}",
-            f"{median([r.threads_without for r in rounds]):.0f}",
-            f"{median([r.rss_without_mib for r in rounds]):.0f}",
-        ],
-        [
-            f"{args.streams:,} streams open",
-            f"{with_streams:,.0f}",
-            f"{median([r.with_streams.p50_ms for r in rounds]):.2f}",
-            f"{median([r.with_streams.p99_ms for r in rounds]):.2f}",
-            f"{median([r.with_streams.cpu_us_per_request for r in rounds]):.0f}",
-            f"{median([r.threads for r in rounds]):.0f}",
-            f"{median([r.rss_mib for r in rounds]):.0f}",
-        ],
-    ]
     ratio_verdict = "meets" if ratio >= GOAL_RATIO else "misses"
     p99_verdict = "meets" if p99 < GOAL_P99_S else "misses"
     per_round = ", ".join(f"{r:.2f}" for r in ratios)
@@ -364,32 +373,28 @@ def report(args: argparse.Namespace, rounds: list[Round], fresh: tuple[int, floa
 Load average when the run finished: {os.getloadavg()[0]:.1f} (2 cores; wrk, Redis, the
 server and the client holding the streams share them).
 
-One instance: `gunicorn -c gunicorn.conf.py wsgi:app`, {args.workers} gthread worker(s),
-`PROMPTSVC_THREADS={args.threads}` request threads plus `PROMPTSVC_EVENT_STREAMS=
-{args.streams}` stream threads per worker, on Redis. {args.streams:,} `GET /api/v1/events`
-streams (`Accept: text/event-stream`, a read token) are opened by one client process
-(asyncio, httpx, httpx-sse) on loopback and held while wrk ({args.connections}
-keep-alive connections, {args.seconds:g} s per run) asks for GET production. The runs
-alternate: one with no stream open, then {args.rounds} times: open every stream, a run,
-{args.promotions} promotions through the API, close the streams, a run without. Each
-round's ratio sets its run with the streams against the mean of the runs without on
-either side of it, so a change in the machine's load over a round weighs on both sides.
-The table shows medians over the runs; "server CPU" is the gunicorn processes'
-user+system CPU time per request; threads and memory are the worker's (from /proc),
-with no stream open (the threads of earlier streams wait idle in the pool) and with
-the streams open. Before any stream was opened the worker had {fresh[0]} threads and
-{fresh[1]:.0f} MiB resident.
+Each of {args.rounds} rounds starts a fresh instance, `gunicorn -c gunicorn.conf.py
+wsgi:app` with {args.workers} gthread worker(s) of `PROMPTSVC_THREADS={args.threads}`
+request threads plus `PROMPTSVC_EVENT_STREAMS={args.streams}` stream threads, on Redis,
+and runs wrk ({args.connections} keep-alive connections, {args.seconds:g} s, after a
+{WARM_UP:g} s warm-up) on GET production three times: before any stream; while one
+client process (asyncio, httpx, httpx-sse, on loopback) holds {args.streams:,} open
+`GET /api/v1/events` streams, during which {args.promotions} promotions are made through
+the API; and after the streams closed. The table shows medians over the rounds; "server
+CPU" is the gunicorn processes' user+system CPU time per request; threads and memory are
+the worker's, from /proc, after each run.
 
 {table(HEADERS, rows)}
 
-**Throughput with the streams open / without: {ratio:.2f}** (median of the per-round
-ratios {per_round}); goal at least {GOAL_RATIO}: {ratio_verdict} it.
+**Throughput with the streams open / before any: {ratio:.2f}** (median of the per-round
+ratios {per_round}); goal at least {GOAL_RATIO}: {ratio_verdict} it. After the streams
+closed: {after_ratio:.2f} of before (the worker keeps the threads they had, idle).
 
 **A promotion reaches every stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms,
 max {worst * 1000:.0f} ms** ({len(delivery):,} deliveries: {args.promotions} promotions x
 {args.streams:,} streams x {args.rounds} rounds, timed from sending the promote request
-to the client's receiving the frame, so the client's own work on 1,000 frames is in
-it); goal p99 under {GOAL_P99_S:g} s: {p99_verdict} it.
+to the client's receiving the frame, so the client's own work on {args.streams:,} frames
+is in it); goal p99 under {GOAL_P99_S:g} s: {p99_verdict} it.
 
 How: each open stream keeps one gthread thread, asleep on a lock of its own; one
 reader thread per org in the worker does the blocking read of the org's event stream
