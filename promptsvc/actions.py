@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
-from promptsvc.api.errors import Forbidden
+from promptsvc.errors import Forbidden
 from promptsvc.http import request_id
 from storage.base import (
     UNGUARDED,

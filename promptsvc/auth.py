@@ -3,7 +3,7 @@
 The token is verified by the identity extension (``app.extensions["identity"]``) with
 local keys; the org of every request comes only from the verified token. A missing or
 bad token raises ``identity.errors.InvalidToken`` (401), a role too low raises
-:class:`promptsvc.api.errors.Forbidden` (403); promptsvc.api.errors maps both.
+:class:`promptsvc.errors.Forbidden` (403); promptsvc.api.errors maps both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from flask import current_app, g, request
 
 from identity.principal import Principal
 from identity.roles import role_includes
-from promptsvc.api.errors import Forbidden
+from promptsvc.errors import Forbidden
 
 F = TypeVar("F", bound=Callable[..., Any])
 

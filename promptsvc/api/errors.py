@@ -7,6 +7,8 @@ Flask calls it as the app's error handler (:func:`register_error_handlers`),
 promptsvc.api.reads for the read endpoints. Sources mapped here:
 
 * :class:`ApiError` and its subclasses (raised by the API itself);
+* promptsvc.errors.Forbidden: 403 (a valid token whose role is too low), the role
+  needed in ``WWW-Authenticate``;
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
   production version), InvalidInput 400, StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
@@ -21,7 +23,6 @@ Exception tree::
 
     ApiError
     ├── BadRequest              400 (a body JSON or UTF-8 cannot represent)
-    ├── Forbidden               403 (valid token, role too low)
     └── UnsupportedMediaType    415 (a body that is not JSON)
 """
 
@@ -36,6 +37,7 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
+from promptsvc.errors import Forbidden
 from promptsvc.events import Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
@@ -75,22 +77,6 @@ class ApiError(Exception):
         super().__init__(message)
         self.message = message
         self.headers = dict(headers or {})
-
-
-class Forbidden(ApiError):
-    status = 403
-
-    def __init__(self, needed_role: str) -> None:
-        super().__init__(
-            "forbidden",
-            {
-                "WWW-Authenticate": (
-                    f'Bearer error="insufficient_scope", '
-                    f'error_description="this endpoint needs the role {needed_role}"'
-                )
-            },
-        )
-        self.needed_role = needed_role
 
 
 class BadRequest(ApiError):
@@ -139,6 +125,14 @@ def _bearer_challenge(description: str) -> str:
 
 def _handle_api_error(exc: ApiError) -> Response:
     return error_response(exc.status, exc.message, headers=exc.headers)
+
+
+def _handle_forbidden(exc: Forbidden) -> Response:
+    challenge = (
+        'Bearer error="insufficient_scope", '
+        f'error_description="this endpoint needs the role {exc.needed_role}"'
+    )
+    return error_response(403, str(exc), headers={"WWW-Authenticate": challenge})
 
 
 def _handle_storage_error(exc: StorageError) -> Response:
@@ -240,6 +234,8 @@ def error_response_for(exc: Exception) -> Response:
     """The API's answer to ``exc``, whatever raised it."""
     if isinstance(exc, ApiError):
         return _handle_api_error(exc)
+    if isinstance(exc, Forbidden):
+        return _handle_forbidden(exc)
     if isinstance(exc, StorageError):
         return _handle_storage_error(exc)
     if isinstance(exc, Saturated):

@@ -18,7 +18,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import InvalidKeyRequest, InvalidUserRequest
-from promptsvc.api.errors import Forbidden
+from promptsvc.errors import Forbidden
 from storage.base import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
