@@ -12,14 +12,10 @@ from promptsvc.api.realm_docs import SWAGGER_REDIRECT_PATH
 from promptsvc.api.registry import init_api
 from promptsvc.config import Settings
 from promptsvc.events import EventHub
-from promptsvc.ops import CONSOLE_PATH
+from promptsvc.paths import CONSOLE_CALLBACK, CONSOLE_HOME
 from storage import Storage, storage_from_url
 
 MAX_BODY_BYTES = 1024 * 1024  # a larger body is answered 413 (docs/api.md section 11)
-# Where the realm sends a person back to the console after sign-in (the console's OIDC
-# callback); the realm accepts exactly this URI, and Swagger UI's redirect page, for
-# the built-in client promptsvc-console.
-CONSOLE_CALLBACK_PATH = "/console/callback"
 
 
 def create_app(settings: Settings | None = None, *, storage: Storage | None = None) -> Flask:
@@ -49,14 +45,16 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         token_lifetime=settings.token_lifetime,
         signing_key_file=settings.signing_key_file,
         bootstrap_file=settings.bootstrap_file,
+        # The realm accepts exactly these redirect URIs for the built-in client
+        # promptsvc-console: the console's OIDC callback and Swagger UI's redirect page.
         console=identity.ConsoleUris(
             redirect=(
-                base_url + CONSOLE_CALLBACK_PATH,
+                base_url + CONSOLE_CALLBACK,
                 base_url + SWAGGER_REDIRECT_PATH,
             ),
-            post_logout=(base_url + CONSOLE_PATH,),
+            post_logout=(base_url + CONSOLE_HOME,),
         ),
-        account_url=base_url + CONSOLE_PATH,
+        account_url=base_url + CONSOLE_HOME,
     )
     init_api(app)
     console.init_app(app, issuer_url=base_url, secret_key=settings.secret_key)

@@ -8,11 +8,12 @@ from flask import Flask, Response, current_app, request
 from flask_smorest import Api
 
 from identity.core import Identity
-from promptsvc import __version__, ops
+from promptsvc import __version__
 from promptsvc.api import (
     events,
     history,
     keys,
+    ops,
     prompts,
     realm_docs,
     releases,

@@ -42,9 +42,9 @@ from promptsvc.console import admin, prompts, releases, signin, versions
 from promptsvc.console.common import CSRF_FIELD, PRINCIPAL
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
+from promptsvc.paths import CONSOLE_HOME, CONSOLE_PATH
 from storage.base import Storage
 
-PATH = "/console"
 SESSION_COOKIE = "promptsvc_console"
 # At most as long as a realm session; the refresh token decides sooner.
 SESSION_LIFETIME = timedelta(hours=10)
@@ -79,7 +79,7 @@ class ConsoleSessions(SecureCookieSessionInterface):
         self.secret = secret
 
     def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
-        if not request.path.startswith(PATH + "/"):
+        if not request.path.startswith(CONSOLE_HOME):
             return None  # a null session: the API and the realm never use one
         self.secret.install(app)
         return super().open_session(app, request)
@@ -92,7 +92,7 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
     """Serve the console on ``app`` (which has promptsvc's storage and identity)."""
     app.config.update(
         SESSION_COOKIE_NAME=SESSION_COOKIE,
-        SESSION_COOKIE_PATH=PATH + "/",
+        SESSION_COOKIE_PATH=CONSOLE_HOME,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
@@ -114,7 +114,7 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
     console = Blueprint(
         "console",
         __name__,
-        url_prefix=PATH,
+        url_prefix=CONSOLE_PATH,
         template_folder="templates",
         static_folder="static",
         static_url_path="/static",

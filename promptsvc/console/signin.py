@@ -45,6 +45,7 @@ from identity.keys import CONSOLE_CLIENT_ID, valid_org
 from identity.principal import Principal
 from promptsvc.console.common import identity
 from promptsvc.console.transport import InProcessRealm
+from promptsvc.paths import CONSOLE_CALLBACK, CONSOLE_HOME
 
 CLIENTS = "promptsvc.console.realm_clients"
 SIGNED_IN = "console_person"  # the session's tokens: see _keep
@@ -106,11 +107,11 @@ class RealmClients:
 
     def callback_url(self) -> str:
         """The redirect URI the realm accepts for the console: exactly this one."""
-        return self.issuer_url + "/console/callback"
+        return self.issuer_url + CONSOLE_CALLBACK
 
     def console_url(self) -> str:
         """Where the realm sends people after sign-out: exactly this one."""
-        return self.issuer_url + "/console/"
+        return self.issuer_url + CONSOLE_HOME
 
 
 def clients() -> RealmClients:
@@ -188,7 +189,7 @@ def sign_in_redirect(org: str | None, next_url: str | None = None) -> WerkzeugRe
 
 def safe_next(value: str | None) -> str | None:
     """A console path to return to after sign-in, or None: never another site."""
-    if not value or not value.startswith("/console/") or value.startswith("//"):
+    if not value or not value.startswith(CONSOLE_HOME) or value.startswith("//"):
         return None
     parts = urlsplit(value)
     return value if not parts.scheme and not parts.netloc and "\\" not in value else None

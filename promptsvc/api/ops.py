@@ -16,6 +16,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.schemas import StatusSchema
 from promptsvc.http import json_response
+from promptsvc.paths import CONSOLE_HOME
 
 SWAGGER_UI_DIST = os.path.join(os.path.dirname(flask_swagger_ui.__file__), "dist")
 SWAGGER_UI_ASSETS = "/docs/assets/"
@@ -57,11 +58,8 @@ def _swagger_asset(filename: str) -> Response:
     return send_from_directory(SWAGGER_UI_DIST, filename, max_age=86400)
 
 
-CONSOLE_PATH = "/console/"
-
-
 def _root() -> WerkzeugResponse:
-    return redirect(CONSOLE_PATH)
+    return redirect(CONSOLE_HOME)
 
 
 def init_app(app: Flask) -> None:
