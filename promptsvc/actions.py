@@ -5,8 +5,8 @@ follows the same rules and leaves the same trace (``created_by``, ``promoted_by`
 promotion history, and the change's event with the request id). Each function takes the
 verified :class:`Principal` whose org it acts in and whose user id it records, refuses
 a principal whose role is too low (:class:`Forbidden`, whatever the caller checked
-before), and takes input already validated by the API's schemas
-(promptsvc.api.schemas). Storage and identity errors pass through to the caller's
+before), and takes input already validated by the request schemas
+(promptsvc.inputs). Storage and identity errors pass through to the caller's
 error mapping.
 
 :func:`allowed` tells whether a principal may run an action, so a page offers only

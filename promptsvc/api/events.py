@@ -24,10 +24,11 @@ from flask import Response, current_app, request
 
 from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View, doc_only
-from promptsvc.api.schemas import EventHeadersSchema, EventPageSchema, EventQuerySchema
+from promptsvc.api.responses import EventPageSchema
 from promptsvc.auth import current_principal
 from promptsvc.events import EventHub, Follower, Reset
 from promptsvc.http import json_body, json_response
+from promptsvc.inputs import EventHeadersSchema, EventQuerySchema
 from storage.base import Event, StorageError
 
 log = logging.getLogger(__name__)

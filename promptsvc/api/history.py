@@ -8,10 +8,11 @@ from flask import Response
 
 from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.schemas import HistoryPageSchema, PageQuerySchema
+from promptsvc.api.responses import HistoryPageSchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import PageQuerySchema
 
 blp = ApiBlueprint(
     "history", __name__, url_prefix="/api/v1/prompts", description="Promotion history."

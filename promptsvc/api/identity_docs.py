@@ -12,11 +12,10 @@ from apispec import APISpec
 from flask import Flask
 
 from identity.keys import ORG_SLUG
-from promptsvc.api.schemas import (
+from promptsvc.api.identity_schemas import (
     DeviceAuthorizationFormSchema,
     DeviceAuthorizationSchema,
     DeviceFormSchema,
-    ErrorSchema,
     IntrospectionFormSchema,
     IntrospectionSchema,
     JwksSchema,
@@ -32,6 +31,7 @@ from promptsvc.api.schemas import (
     TokenFormSchema,
     UserInfoSchema,
 )
+from promptsvc.api.responses import ErrorSchema
 
 ORG_PARAM = {
     "in": "path",

@@ -13,9 +13,10 @@ from identity.keys import created_json
 from identity.roles import SERVICE_ADMIN
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View
-from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeyListSchema, KeyCreateSchema
+from promptsvc.api.responses import ApiKeyCreatedSchema, ApiKeyListSchema
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import KeyCreateSchema
 
 blp = ApiBlueprint(
     "keys",

@@ -14,7 +14,7 @@ from flask import Flask, Response, redirect, send_from_directory
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.schemas import StatusSchema
+from promptsvc.api.responses import StatusSchema
 from promptsvc.http import json_response
 from promptsvc.paths import CONSOLE_HOME
 

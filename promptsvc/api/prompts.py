@@ -9,15 +9,11 @@ from flask import Response
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.schemas import (
-    PageQuerySchema,
-    PromptCreateSchema,
-    PromptPageSchema,
-    PromptSchema,
-)
+from promptsvc.api.responses import PromptPageSchema, PromptSchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import PageQuerySchema, PromptCreateSchema
 
 blp = ApiBlueprint(
     "prompts",

@@ -24,7 +24,7 @@ from promptsvc.api import (
 from promptsvc.api.errors import error_response, register_error_handlers
 from promptsvc.api.identity_docs import document_identity
 from promptsvc.api.realm_docs import BEARER_SCHEME
-from promptsvc.api.schemas import ErrorSchema
+from promptsvc.api.responses import ErrorSchema
 from promptsvc.http import json_response
 
 API_DESCRIPTION = """Prompt versioning service.

@@ -13,11 +13,12 @@ from flask import Response
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.schemas import DiffQuerySchema, DiffSchema, PromotionResultSchema, RollbackSchema
+from promptsvc.api.responses import DiffSchema, PromotionResultSchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
+from promptsvc.inputs import DiffQuerySchema, RollbackSchema
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(

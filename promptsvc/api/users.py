@@ -13,15 +13,10 @@ from identity.roles import SERVICE_ADMIN
 from identity.users import created_json
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View
-from promptsvc.api.schemas import (
-    UserCreatedSchema,
-    UserCreateSchema,
-    UserListSchema,
-    UserSchema,
-    UserUpdateSchema,
-)
+from promptsvc.api.responses import UserCreatedSchema, UserListSchema, UserSchema
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import UserCreateSchema, UserUpdateSchema
 
 blp = ApiBlueprint(
     "users",

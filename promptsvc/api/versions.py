@@ -16,18 +16,16 @@ from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
 from promptsvc.api.reads import ReadFunction, ReadView
-from promptsvc.api.schemas import (
-    NoBodySchema,
-    PromoteSchema,
-    PromotionResultSchema,
-    PromptVersionSchema,
-    VersionCreateSchema,
-    VersionEditSchema,
-    VersionPageSchema,
-    VersionQuerySchema,
-)
+from promptsvc.api.responses import PromotionResultSchema, PromptVersionSchema, VersionPageSchema
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import (
+    NoBodySchema,
+    PromoteSchema,
+    VersionCreateSchema,
+    VersionEditSchema,
+    VersionQuerySchema,
+)
 from storage.base import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(

@@ -8,16 +8,15 @@ from flask import Response, current_app
 
 from identity.roles import SERVICE_ADMIN
 from promptsvc.api.common import ApiBlueprint, View
-from promptsvc.api.schemas import (
+from promptsvc.api.responses import (
     DeliveryListSchema,
-    DeliveryQuerySchema,
     PingSchema,
     WebhookCreatedSchema,
-    WebhookCreateSchema,
     WebhookListSchema,
 )
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
+from promptsvc.inputs import DeliveryQuerySchema, WebhookCreateSchema
 from promptsvc.webhooks.subscriptions import create_webhook, send_ping
 from storage.base import Storage
 

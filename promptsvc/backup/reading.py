@@ -14,8 +14,8 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 from identity.keys import CLIENT_ID, ORG_SLUG
 from identity.roles import ROLES
 from identity.users import USERNAME
-from promptsvc.api.schemas import NAME_PATTERN
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
+from promptsvc.inputs import NAME_PATTERN
 from storage.base import (
     PROMPT_TYPES,
     STATUSES,

@@ -13,8 +13,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from identity.roles import ROLES
 from promptsvc import actions
-from promptsvc.api.schemas import KeyCreateSchema, UserCreateSchema, UserUpdateSchema
 from promptsvc.console.common import FormInvalid, identity, load, principal
+from promptsvc.inputs import KeyCreateSchema, UserCreateSchema, UserUpdateSchema
 from storage.base import UserExists
 
 bp = Blueprint("admin", __name__)

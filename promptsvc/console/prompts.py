@@ -8,8 +8,8 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.api.schemas import PromptCreateSchema
 from promptsvc.console.common import FormInvalid, Names, load, principal, storage
+from promptsvc.inputs import PromptCreateSchema
 from storage.base import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)

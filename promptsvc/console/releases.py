@@ -15,10 +15,10 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.api.schemas import PromoteSchema, RollbackSchema
 from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
 from promptsvc.console.present import metadata_rows, side_by_side
 from promptsvc.diffs import version_diff
+from promptsvc.inputs import PromoteSchema, RollbackSchema
 from storage.base import (
     NoProductionVersion,
     ProductionChanged,

@@ -16,9 +16,9 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.api.schemas import VersionCreateSchema, VersionEditSchema
 from promptsvc.console.common import FormInvalid, Names, form_text, load, principal, storage
 from promptsvc.console.present import chat_messages, pretty_json, sdk_snippet
+from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from storage.base import NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)

@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
-from promptsvc.api.schemas import ApiKeyCreatedSchema, ApiKeySchema
+from promptsvc.api.responses import ApiKeyCreatedSchema, ApiKeySchema
 
 # --------------------------------------------------------------------------- keys
 

@@ -9,7 +9,7 @@ from flask import Flask
 
 from identity import users
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from promptsvc.api.schemas import UserCreatedSchema, UserSchema
+from promptsvc.api.responses import UserCreatedSchema, UserSchema
 
 PASSWORD = "a-password-of-some-length"
 

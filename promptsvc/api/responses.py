@@ -1,0 +1,284 @@
+"""marshmallow schemas that document the API's response bodies in /openapi.json.
+
+A response is its record's ``to_json()`` (storage/base.py), never dumped through a
+schema, and tests/api/test_api_records.py proves each schema and its record's JSON have
+the same fields, types and nullability. Request schemas are promptsvc.inputs'.
+"""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+from identity.roles import ROLES
+from promptsvc.inputs import EVENT_ID_EXAMPLE
+from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES
+
+
+def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
+    return fields.DateTime(
+        allow_none=nullable,
+        metadata={"description": description + " (RFC 3339, UTC, ending in Z)"},
+    )
+
+
+class PromptVersionSchema(Schema):
+    prompt_id = fields.String(metadata={"description": "Parent prompt id (pmt_...)"})
+    version_id = fields.String(metadata={"description": "Version id (v_...)"})
+    name = fields.String(metadata={"description": "Prompt name"})
+    version = fields.Integer(metadata={"description": "Sequential number starting at 1"})
+    content = fields.String(metadata={"description": "Template with {{variable}} placeholders"})
+    variables = fields.List(
+        fields.String(), metadata={"description": "Placeholder names, first-seen order"}
+    )
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    is_production = fields.Boolean(metadata={"description": "True for the published version"})
+    prompt_type = fields.String(validate=validate.OneOf(PROMPT_TYPES))
+    metadata = fields.Dict(metadata={"description": "Arbitrary key-value pairs"})
+    tags = fields.List(fields.String())
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last content edit or status change")
+    promoted_at = _timestamp("When promoted to production; null if never", nullable=True)
+    promoted_by = fields.String(
+        allow_none=True, metadata={"description": "User id that promoted it; null if never"}
+    )
+
+
+class PromptSchema(Schema):
+    prompt_id = fields.String(metadata={"description": "pmt_..."})
+    name = fields.String()
+    prompt_type = fields.String(validate=validate.OneOf(PROMPT_TYPES))
+    description = fields.String(allow_none=True)
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last change to the prompt or its versions")
+    latest_version = fields.Integer(
+        allow_none=True, metadata={"description": "Highest existing version number"}
+    )
+    production_version = fields.Integer(
+        allow_none=True, metadata={"description": "Number of the published version"}
+    )
+
+
+class PromotionRecordSchema(Schema):
+    history_id = fields.String(metadata={"description": "h_..."})
+    prompt_id = fields.String()
+    version_number = fields.Integer(metadata={"description": "The version promoted"})
+    promoted_by = fields.String(metadata={"description": "User id that promoted"})
+    promoted_at = _timestamp("Promotion time")
+    previous_version = fields.Integer(
+        allow_none=True, metadata={"description": "Version in production before; null if none"}
+    )
+    notes = fields.String(allow_none=True)
+
+
+class PromotionResultSchema(Schema):
+    version = fields.Nested(PromptVersionSchema)
+    promotion = fields.Nested(PromotionRecordSchema)
+
+
+class DiffSideSchema(Schema):
+    version = fields.Integer()
+    version_id = fields.String()
+    status = fields.String(validate=validate.OneOf(STATUSES))
+
+
+class ListChangesSchema(Schema):
+    added = fields.List(fields.String(), metadata={"description": "Only in to, in its order"})
+    removed = fields.List(fields.String(), metadata={"description": "Only in from, in its order"})
+
+
+class MetadataChangesSchema(Schema):
+    added = fields.Dict(metadata={"description": "Keys only in to, with their values"})
+    removed = fields.Dict(metadata={"description": "Keys only in from, with their values"})
+    changed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(),
+        metadata={"description": "Keys in both with different values: {key: {from, to}}"},
+    )
+
+
+class DiffSchema(Schema):
+    from_ = fields.Nested(DiffSideSchema, data_key="from")
+    to = fields.Nested(DiffSideSchema)
+    content_diff = fields.String(
+        metadata={
+            "description": "Unified diff of the contents, 3 lines of context; empty when "
+            "equal. Chat prompts: one block per message, a [role] line then its content"
+        }
+    )
+    variables = fields.Nested(ListChangesSchema)
+    metadata = fields.Nested(MetadataChangesSchema)
+    tags = fields.Nested(ListChangesSchema)
+
+
+class PromptPageSchema(Schema):
+    items = fields.List(fields.Nested(PromptSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class VersionPageSchema(Schema):
+    items = fields.List(fields.Nested(PromptVersionSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class HistoryPageSchema(Schema):
+    items = fields.List(fields.Nested(PromotionRecordSchema))
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
+class EventSchema(Schema):
+    id = fields.String(
+        metadata={
+            "description": "Opaque; increases within the org. Resume after it with "
+            "?after= or Last-Event-ID",
+            "example": EVENT_ID_EXAMPLE,
+        }
+    )
+    type = fields.String(validate=validate.OneOf(EVENT_TYPES))
+    prompt_id = fields.String(metadata={"description": "pmt_..."})
+    prompt_name = fields.String()
+    version = fields.Integer(
+        allow_none=True, metadata={"description": "The version changed; null for prompt events"}
+    )
+    version_id = fields.String(allow_none=True, metadata={"description": "v_...; null likewise"})
+    status = fields.String(
+        allow_none=True,
+        validate=validate.OneOf(STATUSES),
+        metadata={
+            "description": "The version's status after the change; null for prompt events "
+            "and version.deleted"
+        },
+    )
+    previous_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "version.promoted: the version in production before, null if "
+            "none; null for other events"
+        },
+    )
+    actor = fields.String(allow_none=True, metadata={"description": "User id that made the change"})
+    at = _timestamp("When the change was made")
+    request_id = fields.String(
+        allow_none=True, metadata={"description": "X-Request-ID of the request that made it"}
+    )
+
+
+class EventPageSchema(Schema):
+    items = fields.List(fields.Nested(EventSchema), metadata={"description": "Oldest first"})
+    last_id = fields.String(
+        metadata={
+            "description": "Pass as ?after= next time: the last item's id, else the id "
+            "asked after (or the newest event's when none was asked)",
+            "example": EVENT_ID_EXAMPLE,
+        }
+    )
+    reset = fields.Boolean(
+        metadata={
+            "description": "true: the id asked after is older than the log keeps, so "
+            "events were missed; forget what was derived from earlier events and go on "
+            "from last_id"
+        }
+    )
+
+
+class ApiKeySchema(Schema):
+    client_id = fields.String(metadata={"description": "Identifies the key; safe to log"})
+    role = fields.String(validate=validate.OneOf(ROLES))
+    description = fields.String(allow_none=True)
+    user_id = fields.String(metadata={"description": "The key's service-account user (token sub)"})
+    created_at = _timestamp("Creation time")
+    revoked = fields.Boolean()
+
+
+class ApiKeyCreatedSchema(ApiKeySchema):
+    client_secret = fields.String(metadata={"description": "Shown only in this response"})
+
+
+class ApiKeyListSchema(Schema):
+    items = fields.List(fields.Nested(ApiKeySchema))
+
+
+class UserSchema(Schema):
+    user_id = fields.String(
+        metadata={"description": "The person's id (token sub; what created_by records)"}
+    )
+    username = fields.String()
+    role = fields.String(validate=validate.OneOf(ROLES))
+    disabled = fields.Boolean()
+    created_at = _timestamp("Creation time")
+    updated_at = _timestamp("Last change of role, disabled flag or password")
+
+
+class UserCreatedSchema(UserSchema):
+    password = fields.String(
+        metadata={
+            "description": "Only when none was given: the generated password, shown only "
+            "in this response"
+        }
+    )
+
+
+class UserListSchema(Schema):
+    items = fields.List(fields.Nested(UserSchema))
+
+
+class WebhookSchema(Schema):
+    webhook_id = fields.String(metadata={"description": "wh_..."})
+    url = fields.String()
+    events = fields.List(fields.String())
+    description = fields.String(allow_none=True)
+    created_at = _timestamp("Creation time")
+
+
+class WebhookCreatedSchema(WebhookSchema):
+    secret = fields.String(
+        metadata={"description": "whsec_ + base64: verifies signatures; shown only here"}
+    )
+
+
+class WebhookListSchema(Schema):
+    items = fields.List(fields.Nested(WebhookSchema))
+
+
+class DeliverySchema(Schema):
+    message_id = fields.String(metadata={"description": "The webhook-id header sent"})
+    event_id = fields.String(allow_none=True, metadata={"description": "null for a ping"})
+    event_type = fields.String()
+    attempt = fields.Integer(metadata={"description": "1 for the first attempt"})
+    status_code = fields.Integer(allow_none=True, metadata={"description": "null: no answer"})
+    error = fields.String(
+        allow_none=True, metadata={"description": "Why there was no answer (timeout, ...)"}
+    )
+    delivered = fields.Boolean(metadata={"description": "The receiver answered 2xx"})
+    at = _timestamp("When the attempt ended")
+
+
+class DeliveryListSchema(Schema):
+    items = fields.List(fields.Nested(DeliverySchema))
+
+
+class PingSchema(Schema):
+    message_id = fields.String(metadata={"description": "The webhook-id of the ping"})
+
+
+class ErrorSchema(Schema):
+    code = fields.String(
+        metadata={"description": "Machine-readable code, e.g. not_found", "example": "not_found"}
+    )
+    message = fields.String(metadata={"description": "Human-readable text"})
+    error = fields.String(metadata={"description": "Same value as code"})
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={"description": "400 only: messages per invalid field"},
+    )
+    current_production_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "409 of a guarded promotion or rollback only: the production "
+            "version at that moment (null: none)"
+        },
+    )
+
+
+class StatusSchema(Schema):
+    status = fields.String(metadata={"example": "ok"})

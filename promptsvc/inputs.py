@@ -1,0 +1,336 @@
+"""What a request may hold: the marshmallow schemas that load and validate bodies and
+query strings (docs/api.md section 11), and the limits they enforce.
+
+The API's views (``@blp.arguments``, which also documents them in /openapi.json) and the
+web console's forms load input through the same schemas, so both refuse the same input
+with the same messages; promptsvc.backup checks names against :data:`NAME_PATTERN`.
+promptsvc.actions takes input these schemas have validated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from identity.roles import ROLES
+from identity.users import USERNAME
+from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_CONTENT_BYTES = 256 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TAGS = 32
+MAX_NOTES = 2000
+MAX_DESCRIPTION = 2000
+MAX_LIMIT = 200
+DEFAULT_LIMIT = 50
+MAX_WAIT = 30
+EVENT_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"  # as documented (ECMA syntax)
+EVENT_ID_EXAMPLE = "1767323045678-0"
+
+
+def _valid_name(name: str) -> None:
+    # fullmatch: with re.match, "$" would also accept a name ending in a newline.
+    if not _NAME.fullmatch(name):
+        raise ValidationError(
+            "must be 1-128 characters of letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+
+
+def _not_an_id(name: str) -> None:
+    if name.startswith("pmt_"):
+        raise ValidationError("must not start with 'pmt_' (that prefix marks prompt ids)")
+
+
+def _content_size(content: str) -> None:
+    if len(content.encode()) > MAX_CONTENT_BYTES:
+        raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} bytes (256 KiB) as UTF-8")
+
+
+def _metadata_size(metadata: dict[str, Any]) -> None:
+    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValidationError(f"must be at most {MAX_METADATA_BYTES} bytes (16 KiB) as JSON")
+
+
+class PromptCreateSchema(Schema):
+    name = fields.String(
+        required=True,
+        validate=[_valid_name, _not_an_id],
+        metadata={
+            "description": "Unique in the org; not starting with pmt_",
+            "example": "greeting",
+            "pattern": NAME_PATTERN,
+        },
+    )
+    prompt_type = fields.String(
+        load_default="text",
+        validate=validate.OneOf(PROMPT_TYPES),
+        metadata={
+            "description": "Fixed for the prompt's life. chat content is a JSON "
+            "list of {role, content} messages"
+        },
+    )
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class VersionCreateSchema(Schema):
+    content = fields.String(
+        required=True,
+        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        metadata={
+            "description": "Template with {{variable}} placeholders (at most 256 KiB). For a "
+            "chat prompt: a JSON string of a list of {role, content} messages",
+            "example": "Hello {{name}}!",
+        },
+    )
+    metadata = fields.Dict(
+        keys=fields.String(),
+        load_default=dict,
+        validate=_metadata_size,
+        metadata={"description": "Any JSON object, at most 16 KiB as JSON"},
+    )
+    tags = fields.List(
+        fields.String(validate=validate.Length(min=1, max=64)),
+        load_default=list,
+        validate=validate.Length(max=MAX_TAGS),
+        metadata={"description": "At most 32 tags of 1-64 characters"},
+    )
+
+
+class VersionEditSchema(Schema):
+    content = fields.String(
+        required=True,
+        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        metadata={"description": "The draft's new content (variables are re-extracted)"},
+    )
+
+
+def _notes(description: str) -> fields.String:
+    return fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(max=MAX_NOTES),
+        metadata={"description": description},
+    )
+
+
+def _version_number(description: str) -> fields.Integer:
+    # No load_default: for expected_production_version, absent (no guard) and null
+    # (expects no production version) mean different things.
+    return fields.Integer(
+        strict=True,
+        allow_none=True,
+        validate=validate.Range(min=1),
+        metadata={"description": description},
+    )
+
+
+EXPECTED_PRODUCTION = (
+    "Guard: the production version this change expects to replace (null: expects none). "
+    "Checked in the same atomic step; when production is another version nothing changes "
+    "and the answer is 409 with current_production_version. Absent: no check"
+)
+
+
+class PromoteSchema(Schema):
+    notes = _notes("Changelog text kept in the promotion history")
+    expected_production_version = _version_number(EXPECTED_PRODUCTION)
+    archive_previous_production = fields.Boolean(
+        load_default=True,
+        metadata={
+            "description": "true: the previous production version becomes archived; "
+            "false: it goes back to draft"
+        },
+    )
+
+
+class RollbackSchema(Schema):
+    notes = _notes('Changelog text kept in the promotion history; default "rollback to vN"')
+    to_version = _version_number(
+        "The version to make production again; it must have been production before. "
+        "Absent or null: the version that was production before the current one"
+    )
+    expected_production_version = _version_number(EXPECTED_PRODUCTION)
+
+
+class NoBodySchema(Schema):
+    """archive and unarchive take no body; one that is sent must be ``{}``."""
+
+
+class KeyCreateSchema(Schema):
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class _StrictBoolean(fields.Boolean):
+    """JSON true or false only: "yes" or 1 is a mistake, not a flag."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+def _password(description: str) -> fields.String:
+    return fields.String(
+        load_only=True,
+        validate=validate.Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH),
+        metadata={"description": description},
+    )
+
+
+class UserCreateSchema(Schema):
+    username = fields.String(
+        required=True,
+        validate=validate.Regexp(
+            USERNAME.pattern + r"\Z",
+            error="must be 1-64 lowercase letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit",
+        ),
+        metadata={"description": "Unique in the org; cannot be changed later"},
+    )
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    password = _password(
+        f"{MIN_PASSWORD_LENGTH}-{MAX_PASSWORD_LENGTH} characters; leave it out to have one "
+        "generated and shown once in the response"
+    )
+
+
+class UserUpdateSchema(Schema):
+    role = fields.String(validate=validate.OneOf(ROLES))
+    disabled = _StrictBoolean(
+        metadata={"description": "true: the user can no longer sign in or refresh tokens"}
+    )
+    password = _password(f"A new password, {MIN_PASSWORD_LENGTH}-{MAX_PASSWORD_LENGTH} characters")
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give at least one of role, disabled, password")
+
+
+WEBHOOK_EVENTS = (*EVENT_TYPES, "*")
+
+
+class WebhookCreateSchema(Schema):
+    url = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=2048),
+        metadata={"description": "https:// URL of the receiver (public addresses only)"},
+    )
+    events = fields.List(
+        fields.String(validate=validate.OneOf(WEBHOOK_EVENTS)),
+        required=True,
+        validate=validate.Length(min=1, max=len(WEBHOOK_EVENTS)),
+        metadata={"description": 'Event types to deliver, or ["*"] for all'},
+    )
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class DeliveryQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=100),
+        metadata={"description": "How many attempts, newest first, 1-100"},
+    )
+
+
+class PageQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "Page size, 1-200"},
+    )
+    cursor = fields.String(
+        load_default=None, metadata={"description": "next_cursor of the previous page"}
+    )
+
+
+DIFF_REF = "A version number, a version id (v_...), production or latest"
+
+
+class DiffQuerySchema(Schema):
+    from_ = fields.String(
+        data_key="from",
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={
+            "description": "The version to compare from. " + DIFF_REF,
+            "example": "production",
+        },
+    )
+    to = fields.String(
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={"description": "The version to compare to. " + DIFF_REF, "example": "latest"},
+    )
+
+
+class VersionQuerySchema(PageQuerySchema):
+    status = fields.String(
+        load_default=None,
+        validate=validate.OneOf(STATUSES),
+        metadata={"description": "Only versions with this status"},
+    )
+
+
+def _event_id(value: str) -> None:
+    try:
+        event_position(value)
+    except InvalidInput:
+        raise ValidationError("must be the id of an event, as this API gave it") from None
+
+
+def _event_id_field(description: str, **options: object) -> fields.String:
+    return fields.String(
+        load_default=None,
+        validate=_event_id,
+        metadata={
+            "description": description,
+            "pattern": EVENT_ID_PATTERN,
+            "example": EVENT_ID_EXAMPLE,
+        },
+        **options,  # type: ignore[arg-type]
+    )
+
+
+class EventQuerySchema(Schema):
+    after = _event_id_field(
+        "Answer the events after this id (an event's id, or last_id of the previous "
+        "answer). Absent: only events from now on. With text/event-stream, a "
+        "Last-Event-ID header takes precedence."
+    )
+    wait = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0, max=MAX_WAIT),
+        metadata={
+            "description": "JSON only: seconds (0-30) to wait for the first event when "
+            "there is none yet"
+        },
+    )
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "JSON only: most events in one answer, 1-200"},
+    )
+
+
+class EventHeadersSchema(Schema):
+    last_event_id = _event_id_field(
+        "text/event-stream only: the id of the last event received, as an EventSource "
+        "sends it when it reconnects; the stream replays what came after it",
+        data_key="Last-Event-ID",
+    )
