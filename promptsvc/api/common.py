@@ -8,8 +8,9 @@
   401, 403, 500, 503) in one decorator (:meth:`ApiBlueprint.bearer_docs`: the docs alone,
   for the read endpoints, which check the token themselves);
 * :meth:`ApiBlueprint.returns` / :meth:`ApiBlueprint.errors`: document the success and
-  error responses without flask-smorest's run-time wrappers (views return ready
-  Responses built from the records' ``to_json()`` by promptsvc.http);
+  error responses. Views return ready Responses built from the records' ``to_json()``
+  by promptsvc.http, which flask-smorest's ``response`` decorator passes on as they
+  are: its schema then only documents the body;
 * :class:`View`: the MethodView every resource uses.
 """
 
@@ -114,7 +115,7 @@ class ApiBlueprint(Blueprint):
                 f"Needs a bearer token (a key's or a person's) with the role **{role}** or a "
                 "higher one."
             )
-            view = doc_only(self.doc(security=realm_docs.security(role)))(view)
+            view = self.doc(security=realm_docs.security(role))(view)
             return self.errors(401, 403, 500, 503)(view)
 
         return decorator
@@ -122,38 +123,20 @@ class ApiBlueprint(Blueprint):
     def returns(self, status: int, schema: Any = None, **options: Any) -> Callable[[F], F]:
         """Document the success response; the view itself returns a ready Response.
 
-        Unlike ``Blueprint.response`` nothing is dumped through the schema at run time:
-        bodies are the records' ``to_json()`` (storage/base.py), which keeps the read
-        path fast.
+        Nothing is dumped through the schema: bodies are the records' ``to_json()``
+        (storage/base.py), and flask-smorest passes a Response on unchanged.
         """
-        return doc_only(self.response(status, schema, **options))
+        return self.response(status, schema, **options)
 
     def errors(self, *statuses: int) -> Callable[[F], F]:
         """Document error statuses (body: the error schema)."""
 
         def decorator(view: F) -> F:
             for status in statuses:
-                view = doc_only(self.alt_response(status, response=HTTPStatus(status).name))(view)
+                view = self.alt_response(status, response=HTTPStatus(status).name)(view)
             return view
 
         return decorator
-
-
-def doc_only(smorest_decorator: Callable[[Any], Any]) -> Callable[[F], F]:
-    """Take a flask-smorest decorator's documentation without its run-time wrapper.
-
-    Each of those wrappers costs a few microseconds per request; the docs they collect
-    live in the ``_apidoc`` attribute, which is all route registration reads.
-    """
-
-    def decorator(view: F) -> F:
-        def probe() -> None: ...
-
-        probe._apidoc = getattr(view, "_apidoc", {})  # type: ignore[attr-defined]
-        view._apidoc = smorest_decorator(probe)._apidoc  # type: ignore[attr-defined]
-        return view
-
-    return decorator
 
 
 class View(MethodView):

@@ -23,7 +23,7 @@ from typing import Any
 from flask import Response, current_app, request
 
 from identity.roles import SERVICE_READ
-from promptsvc.api.common import ApiBlueprint, View, doc_only
+from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.responses import EventPageSchema
 from promptsvc.auth import current_principal
 from promptsvc.events import EventHub, Follower, Reset
@@ -70,18 +70,16 @@ class Events(View):
     @blp.arguments(EventQuerySchema, location="query")
     @blp.arguments(EventHeadersSchema, location="headers")
     @blp.returns(200, EventPageSchema)
-    @doc_only(
-        blp.alt_response(
-            200,
-            schema={"type": "string"},
-            content_type=EVENT_STREAM,
-            description="application/json: a long poll's answer. text/event-stream: one "
-            "SSE frame per event (id, event: <type>, data: the event as in the JSON "
-            "answer), a comment line at least every 15 s, event: reset when the asked id "
-            "is older than the log keeps; the stream ends when the token expires.",
-            example=SSE_EXAMPLE,
-            success=True,
-        )
+    @blp.alt_response(
+        200,
+        schema={"type": "string"},
+        content_type=EVENT_STREAM,
+        description="application/json: a long poll's answer. text/event-stream: one "
+        "SSE frame per event (id, event: <type>, data: the event as in the JSON "
+        "answer), a comment line at least every 15 s, event: reset when the asked id "
+        "is older than the log keeps; the stream ends when the token expires.",
+        example=SSE_EXAMPLE,
+        success=True,
     )
     def get(self, query: dict[str, Any], headers: dict[str, Any]) -> Response:
         """Follow changes (Server-Sent Events or long poll)

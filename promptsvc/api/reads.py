@@ -25,6 +25,7 @@ middleware around ``app.wsgi_app``, as the request ids and the access log are.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -106,9 +107,9 @@ class ReadEndpoints:
         self.app = app
         self.flask: WSGIApplication = app.wsgi_app
         self._views = {
-            endpoint: view.read
+            endpoint: found.read
             for endpoint, view in app.view_functions.items()
-            if isinstance(view, ReadView)
+            if isinstance(found := _read_view(view), ReadView)
         }
         # (method, host, path) -> the URL map's answer: a read endpoint or None (Flask's)
         self._routes: dict[tuple[str, str, str], Route | None] = {}
@@ -149,6 +150,11 @@ class ReadEndpoints:
                 self._routes.clear()
             self._routes[key] = route
         return route
+
+
+def _read_view(view: Callable[..., Any]) -> Callable[..., Any]:
+    """The :class:`ReadView` under flask-smorest's documenting decorators, if any."""
+    return inspect.unwrap(view, stop=lambda inner: isinstance(inner, ReadView))
 
 
 def init_app(app: Flask) -> None:

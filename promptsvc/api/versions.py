@@ -14,7 +14,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
-from promptsvc.api.common import ApiBlueprint, View, doc_only, storage
+from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.responses import PromotionResultSchema, PromptVersionSchema, VersionPageSchema
 from promptsvc.auth import current_principal
@@ -58,7 +58,7 @@ def read_endpoint(read: ReadFunction) -> ReadView:
     view = blp.returns(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
     view = blp.returns(304, description="Not Modified: If-None-Match has the current ETag")(view)
     view = blp.errors(404)(view)
-    view = doc_only(blp.doc(parameters=["IF_NONE_MATCH"]))(view)
+    view = blp.doc(parameters=["IF_NONE_MATCH"])(view)
     return blp.bearer_docs(SERVICE_READ)(view)
 
 
