@@ -24,7 +24,7 @@ NO_NEWLINE = "\\ No newline at end of file"
 def content_lines(content: str, prompt_type: str) -> list[str]:
     """The lines a content diff compares (without line ends)."""
     if prompt_type == "chat":
-        messages = _messages(content)
+        messages = chat_messages(content)
         if messages is not None:
             lines: list[str] = []
             for message in messages:
@@ -40,9 +40,9 @@ def content_lines(content: str, prompt_type: str) -> list[str]:
     return lines
 
 
-def _messages(content: str) -> list[dict[str, str]] | None:
-    """A chat prompt's messages; None for content that is not a list of them, which is
-    then compared as text."""
+def chat_messages(content: str) -> list[dict[str, str]] | None:
+    """A chat prompt's messages; None for content that is not a list of them (a diff
+    then compares it as text, the console shows it as text)."""
     try:
         messages = json.loads(content)
     except ValueError:

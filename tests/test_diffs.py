@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from promptsvc.diffs import (
+    chat_messages,
     content_diff,
     content_lines,
     list_changes,
@@ -94,6 +95,20 @@ def test_chat_diff_is_over_messages_one_block_each() -> None:
 def test_chat_content_that_is_not_messages_is_compared_as_text() -> None:
     assert content_lines("not json\n", "chat") == ["not json"]
     assert content_lines('{"role": "user"}\n', "chat") == ['{"role": "user"}']
+
+
+def test_chat_messages_are_read_leniently() -> None:
+    """The console shows chat content with the same reading: a list of role/content
+    objects is messages, anything else is text."""
+    messages = '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": ""}]'
+    assert chat_messages(messages) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": ""},
+    ]
+    assert chat_messages("[]") == []
+    assert chat_messages('[{"role": "user", "content": 1}]') is None
+    assert chat_messages('{"role": "user", "content": "Hi"}') is None
+    assert chat_messages("not json") is None
 
 
 def test_unicode_and_crlf_survive() -> None:

@@ -28,20 +28,6 @@ def highlight(text: str) -> Markup:
     return Markup(PLACEHOLDER.sub(r'<mark class="var">\g<0></mark>', escaped))
 
 
-def chat_messages(content: str) -> list[dict[str, str]] | None:
-    """A chat prompt's messages, or None when the content is not a list of them."""
-    try:
-        messages = json.loads(content)
-    except ValueError:
-        return None
-    if isinstance(messages, list) and all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-        for m in messages
-    ):
-        return messages
-    return None
-
-
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 

@@ -17,7 +17,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, Names, form_text, load, principal, storage
-from promptsvc.console.present import chat_messages, pretty_json, sdk_snippet
+from promptsvc.console.present import pretty_json, sdk_snippet
+from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from storage.base import NoProductionVersion, Prompt, PromptVersion
 
