@@ -19,7 +19,8 @@ from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
 from promptsvc.inputs import DiffQuerySchema, RollbackSchema
-from storage.base import UNGUARDED, PromptVersion, Storage
+from promptsvc.refs import version_at
+from storage.base import UNGUARDED
 
 blp = ApiBlueprint(
     "releases",
@@ -27,18 +28,6 @@ blp = ApiBlueprint(
     url_prefix="/api/v1/prompts",
     description="Safe releases: roll production back, compare two versions.",
 )
-
-
-def version_at(backend: Storage, org: str, prompt_ref: str, ref: str) -> PromptVersion:
-    """The version a diff ref names: ``production``, ``latest``, a number or a ``v_`` id.
-
-    Anything else names no version (VersionNotFound, 404).
-    """
-    if ref == "production":
-        return backend.get_production(org, prompt_ref)
-    if ref == "latest":
-        return backend.get_latest(org, prompt_ref)
-    return backend.get_version(org, prompt_ref, ref)
 
 
 @blp.route("/<name>/rollback", parameters=[NAME_PARAM])

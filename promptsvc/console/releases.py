@@ -19,6 +19,7 @@ from promptsvc.console.common import FormInvalid, load, optional_int, principal,
 from promptsvc.console.present import metadata_rows, side_by_side
 from promptsvc.diffs import version_diff
 from promptsvc.inputs import PromoteSchema, RollbackSchema
+from promptsvc.refs import LATEST, PRODUCTION, version_at
 from storage.base import (
     NoProductionVersion,
     ProductionChanged,
@@ -62,28 +63,24 @@ def _production(prompt: Prompt) -> PromptVersion | None:
         return None
 
 
-def _at(prompt: Prompt, ref: str) -> PromptVersion:
-    backend, org = storage(), principal().org
-    if ref == "production":
-        return backend.get_production(org, prompt.prompt_id)
-    if ref == "latest":
-        return backend.get_latest(org, prompt.prompt_id)
-    return backend.get_version(org, prompt.prompt_id, ref.removeprefix("v"))
-
-
 @bp.get("/prompts/<name>/diff")
 def diff(name: str) -> str:
     prompt = storage().get_prompt(principal().org, name)
-    default_from = "production" if prompt.production_version is not None else "1"
+    default_from = PRODUCTION if prompt.production_version is not None else "1"
     from_ref = request.args.get("from", "").strip()[:40] or default_from
-    to_ref = request.args.get("to", "").strip()[:40] or "latest"
+    to_ref = request.args.get("to", "").strip()[:40] or LATEST
     compared: dict[str, Any] | None = None
     problem = None
     if prompt.latest_version is None:
         problem = f"{prompt.name} has no versions yet."
     else:
         try:
-            compared = comparison(prompt, _at(prompt, from_ref), _at(prompt, to_ref))
+            backend, org = storage(), principal().org
+            compared = comparison(
+                prompt,
+                version_at(backend, org, prompt.prompt_id, from_ref),
+                version_at(backend, org, prompt.prompt_id, to_ref),
+            )
         except (VersionNotFound, NoProductionVersion) as exc:
             problem = f"{str(exc)[0].upper()}{str(exc)[1:]}. Pick two versions that exist."
     return render_template(

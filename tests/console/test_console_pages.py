@@ -456,6 +456,24 @@ def test_diff_of_any_two_versions(storage: Storage, console: Console) -> None:
     assert "Pick two versions that exist" in missing
 
 
+def test_diff_takes_the_references_the_api_takes(storage: Storage, console: Console) -> None:
+    """A v_ id, a number, production and latest name versions, as in the diff endpoint."""
+    storage.create_prompt(ORG, "greeting")
+    first = storage.create_version(ORG, "greeting", "Hello {{name}}!", "x")
+    storage.create_version(ORG, "greeting", "Hello {{user}}!", "x")
+    client = console("reader")
+    by_id = client.get(f"/console/prompts/greeting/diff?from={first.version_id}&to=latest").text
+    by_number = client.get("/console/prompts/greeting/diff?from=1&to=2").text
+    for page in (by_id, by_number):
+        assert '<span class="del"><mark class="var">{{name}}</mark></span>' in page
+        assert '<span class="ins"><mark class="var">{{user}}</mark></span>' in page
+    assert "Pick two versions that exist" not in by_id
+    no_production = client.get("/console/prompts/greeting/diff?from=production&to=2").text
+    assert "Pick two versions that exist" in no_production
+    unknown = client.get("/console/prompts/greeting/diff?from=v_unknown&to=2").text
+    assert "Pick two versions that exist" in unknown
+
+
 def test_promote_after_confirmation_records_who_and_notes(
     app: Flask, storage: Storage, console: Console
 ) -> None:
