@@ -14,7 +14,6 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-ALLOW_PRIVATE_ENV = "PROMPTSVC_WEBHOOK_ALLOW_PRIVATE"
 MAX_URL_LENGTH = 2048
 
 

@@ -14,7 +14,6 @@ the webhook's history.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -24,7 +23,6 @@ from datetime import timedelta
 import httpx
 
 from promptsvc.webhooks import sender
-from promptsvc.webhooks.targets import ALLOW_PRIVATE_ENV
 from storage.base import Delivery, DeliveryTask, Storage, StorageError, WebhookNotFound
 
 log = logging.getLogger(__name__)
@@ -33,10 +31,6 @@ log = logging.getLogger(__name__)
 RETRY_SCHEDULE: tuple[float, ...] = (5, 60, 300, 1800, 7200, 21600, 43200)
 # A claim older than this is taken to be a dead worker's; well above sender.TIMEOUT.
 LEASE = 60.0
-
-
-def allow_private_from_env() -> bool:
-    return os.environ.get(ALLOW_PRIVATE_ENV, "") == "1"
 
 
 class DeliveryWorker:
