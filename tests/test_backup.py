@@ -17,7 +17,7 @@ import pytest
 from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
-from storage.base import SigningKey
+from storage.base import SigningKey, rfc3339
 from storage.memory import MemoryStorage
 from tests.backup_sample import (
     ADA_PASSWORD,
@@ -72,7 +72,9 @@ def test_memory_to_file_to_memory_is_exact(source: MemoryStorage, tmp_path: Path
     assert first == second
 
 
-def test_the_document_spells_records_as_the_api_does(source: MemoryStorage) -> None:
+def test_the_document_spells_records_as_the_api_does(
+    source: MemoryStorage, signing_keys: list[SigningKey]
+) -> None:
     doc = backup.document(backup.export(source))
     assert (doc["format"], doc["version"]) == ("promptsvc-backup", 1)
     greeting = doc["orgs"]["acme"]["prompts"][1]
@@ -94,6 +96,14 @@ def test_the_document_spells_records_as_the_api_does(source: MemoryStorage) -> N
     assert ada == {**stored.to_json(), "password_hash": stored.password_hash}  # type: ignore[union-attr]
     assert doc["orgs"]["acme"]["users"][1]["disabled"] is True
     assert doc["signing_keys"][1]["private_pem"].startswith("-----BEGIN PRIVATE KEY-----")
+    # A signing key as the API lists it (without "signing", which only the keyring knows)
+    # plus its private key.
+    kept = signing_keys[1]
+    assert doc["signing_keys"][1] == {
+        "kid": kept.kid,
+        "created_at": rfc3339(kept.created_at),
+        "private_pem": kept.private_pem,
+    }
 
 
 def test_a_restored_copy_hands_out_numbers_after_the_deleted_ones(

@@ -49,7 +49,7 @@ def document(backup: Backup) -> dict[str, Any]:
         "promptsvc_version": __version__,
         "orgs": {slug: _org_json(snapshot) for slug, snapshot in backup.orgs.items()},
         "signing_keys": [
-            {"kid": k.kid, "created_at": rfc3339(k.created_at), "private_pem": k.private_pem}
+            {**_without(k.to_json(signing=False), "signing"), "private_pem": k.private_pem}
             for k in backup.signing_keys
         ],
     }
