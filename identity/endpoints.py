@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from authlib.integrations.flask_oauth2 import ResourceProtector
 from authlib.oauth2.rfc6749.errors import (
@@ -36,11 +36,9 @@ from identity.clients import KeyClient, PublicClient
 from identity.discovery import DEVICE_CODE, DEVICE_PAGE_PATH, SECRET_AUTH_METHODS
 from identity.errors import InvalidToken
 from identity.grants import NONE_AUTH
+from identity.realm_context import RealmContext
 from identity.secrets import lookup_digest
 from storage.base import DeviceAuthorization, DeviceCodeExists, RefreshToken
-
-if TYPE_CHECKING:
-    from identity.oauth import RealmServer
 
 ALL_AUTH_METHODS = [*SECRET_AUTH_METHODS, "none"]
 # Device records outlive their codes a little, so a late poll hears expired_token.
@@ -56,7 +54,7 @@ def normalize_user_code(typed: str) -> str | None:
     return code if _USER_CODE.fullmatch(code) else None
 
 
-def token_stands(server: RealmServer, claims: dict[str, Any]) -> bool:
+def token_stands(server: RealmContext, claims: dict[str, Any]) -> bool:
     """Whether what issued a verified access token still stands (module docstring)."""
     storage = server.identity.storage
     org, client_id = claims["org"], claims["azp"]
@@ -68,7 +66,7 @@ def token_stands(server: RealmServer, claims: dict[str, Any]) -> bool:
     return people.can_sign_in(storage.get_user_by_id(org, claims["sub"]))
 
 
-def verified_claims(server: RealmServer, token: str) -> dict[str, Any] | None:
+def verified_claims(server: RealmContext, token: str) -> dict[str, Any] | None:
     """The claims of an access token of the request's realm, None if it is not one."""
     if not isinstance(token, str) or token.count(".") != 2:
         return None
@@ -116,7 +114,7 @@ class Introspection(IntrospectionEndpoint):
     """
 
     CLIENT_AUTH_METHODS = list(SECRET_AUTH_METHODS)
-    server: RealmServer
+    server: RealmContext
 
     def check_params(self, request: Any, client: Any) -> None:
         _check_hint(self, request)
@@ -164,7 +162,7 @@ class _Refresh:
         return bool(self.record.client_id == client.get_client_id())
 
 
-def _refresh_token(server: RealmServer, token: str) -> RefreshToken | None:
+def _refresh_token(server: RealmContext, token: str) -> RefreshToken | None:
     if not isinstance(token, str) or not token or len(token) > 256:
         return None
     return server.identity.storage.get_refresh_token(server.current_org(), lookup_digest(token))
@@ -176,7 +174,7 @@ class Revocation(RevocationEndpoint):
     sign out (logout) to end a person's session."""
 
     CLIENT_AUTH_METHODS = ALL_AUTH_METHODS
-    server: RealmServer
+    server: RealmContext
 
     def check_params(self, request: Any, client: Any) -> None:
         _check_hint(self, request)
@@ -199,9 +197,9 @@ class DeviceStart(DeviceAuthorizationEndpoint):
     """RFC 8628 device authorization at Keycloak's ``auth/device``, for promptsvc-cli."""
 
     CLIENT_AUTH_METHODS = NONE_AUTH
-    server: RealmServer
+    server: RealmContext
 
-    def __init__(self, server: RealmServer) -> None:
+    def __init__(self, server: RealmContext) -> None:
         super().__init__(server)
         self.EXPIRES_IN = server.lifetimes.device
         self.INTERVAL = server.lifetimes.device_interval
@@ -239,16 +237,6 @@ class DeviceStart(DeviceAuthorizationEndpoint):
             raise TemporarilyUnavailable("Please try again") from None
 
 
-@dataclass
-class EndSessionState:
-    """What the logout view knows beyond the OAuth parameters: the browser's session
-    (from its cookie) and whether the person confirmed on the logout page."""
-
-    cookie_session_id: str | None = None
-    confirmed: bool = False
-    ended: list[str] = field(default_factory=list)
-
-
 class EndSession(EndSessionEndpoint):
     """RP-initiated logout (OpenID Connect) at Keycloak's ``logout``.
 
@@ -258,7 +246,7 @@ class EndSession(EndSessionEndpoint):
     after the person confirmed on the logout page.
     """
 
-    server: RealmServer
+    server: RealmContext
 
     def get_server_jwks(self) -> dict[str, Any]:
         return self.server.identity.jwks()
@@ -323,7 +311,7 @@ class _Bearer:
 
 
 class _BearerValidator(BearerTokenValidator):
-    def __init__(self, server: RealmServer) -> None:
+    def __init__(self, server: RealmContext) -> None:
         super().__init__()
         self.server = server
 
@@ -339,7 +327,7 @@ class UserInfoAnswer(UserInfoEndpoint):
     a standing access token of the realm with scope ``openid``. A key's token answers
     as Keycloak's service accounts do (``service-account-<client_id>``)."""
 
-    def __init__(self, server: RealmServer) -> None:
+    def __init__(self, server: RealmContext) -> None:
         protector = ResourceProtector()
         protector.register_token_validator(_BearerValidator(server))
         super().__init__(server, resource_protector=protector)

@@ -14,7 +14,7 @@ code works once even when two requests race; a code whose verifier fails is spen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc6749.errors import (
@@ -33,6 +33,7 @@ from identity.clients import PublicClient
 from identity.discovery import SECRET_AUTH_METHODS
 from identity.errors import InvalidScope
 from identity.people import Person
+from identity.realm_context import RealmContext
 from identity.secrets import lookup_digest
 from storage.base import (
     AuthorizationCode,
@@ -40,9 +41,6 @@ from storage.base import (
     RefreshToken,
     RefreshTokenReused,
 )
-
-if TYPE_CHECKING:
-    from identity.oauth import RealmServer
 
 S256 = "S256"
 NONE_AUTH = ["none"]
@@ -52,8 +50,8 @@ PEOPLE_GRANT_AUTH = [*SECRET_AUTH_METHODS, "none"]
 REUSED = "The refresh token was used already: every token of its sign-in is revoked"
 
 
-def _server(grant: Any) -> RealmServer:
-    server: RealmServer = grant.server
+def _server(grant: Any) -> RealmContext:
+    server: RealmContext = grant.server
     return server
 
 
@@ -266,7 +264,7 @@ class DeviceGrant(DeviceCodeGrant):
 class _IdTokenMixin:
     """What both id_token extensions need: our key, issuer, claims and clock."""
 
-    server: RealmServer
+    server: RealmContext
 
     def resolve_client_private_key(self, client: PublicClient) -> RSAKey:
         return self.server.identity.keyring.snapshot().signer.jwk
@@ -306,7 +304,7 @@ class _IdTokenMixin:
 class IdTokenOnCode(_IdTokenMixin, OpenIDCode):
     """``id_token`` for the authorization code grant (scope ``openid``)."""
 
-    def __init__(self, server: RealmServer) -> None:
+    def __init__(self, server: RealmContext) -> None:
         super().__init__(require_nonce=False)
         self.server = server
 
@@ -317,5 +315,5 @@ class IdTokenOnCode(_IdTokenMixin, OpenIDCode):
 class IdToken(_IdTokenMixin, OpenIDToken):
     """``id_token`` for the refresh token and device grants (scope ``openid``)."""
 
-    def __init__(self, server: RealmServer) -> None:
+    def __init__(self, server: RealmContext) -> None:
         self.server = server

@@ -38,6 +38,7 @@ from identity.clients import PUBLIC_CLIENT_IDS, ConsoleUris, KeyClient, PublicCl
 from identity.core import Identity
 from identity.errors import InvalidClient, InvalidScope
 from identity.people import Lifetimes, Person, seconds_until
+from identity.realm_context import EndSessionState
 from identity.responses import no_store
 from identity.tokens import Subject
 from storage.base import DeviceAuthorization, SessionNotFound
@@ -172,10 +173,10 @@ class RealmServer(AuthorizationServer):
         deadline = record.created_at + timedelta(seconds=self.lifetimes.device)
         return self.identity.storage.clock() >= deadline
 
-    def end_session_state(self) -> endpoints.EndSessionState:
-        state: endpoints.EndSessionState | None = g.get(_END_SESSION_STATE)
+    def end_session_state(self) -> EndSessionState:
+        state: EndSessionState | None = g.get(_END_SESSION_STATE)
         if state is None:
-            state = endpoints.EndSessionState()
+            state = EndSessionState()
             setattr(g, _END_SESSION_STATE, state)
         return state
 
