@@ -1,10 +1,17 @@
-"""Layers point down only: storage <- identity <- promptsvc.
+"""Layers point down only: storage <- identity <- promptsvc, and inside promptsvc too.
 
 ``storage`` imports nothing from ``identity`` or ``promptsvc``, and ``identity`` nothing
-from ``promptsvc``. Every import statement counts, wherever it is (inside a function, a
-class or an ``if TYPE_CHECKING`` block), and so does ``importlib.import_module`` or
-``__import__`` with a literal name. The SDK reads templates from ``storage.templates``
-in an install without the server's dependencies, so that import must not need them.
+from ``promptsvc``. Inside promptsvc (:data:`INNER_LAYERS`): the rules and services
+(actions, auth, inputs, events, webhooks, backup, ...) import nothing from the HTTP API
+(``api/``) or the web console (``console/``), which import nothing from each other;
+those two import nothing from the app that serves them, nor it from the command line
+(``cli/``), which starts it. The SDK (``client/``) imports nothing of the service.
+No module imports another that imports it back, directly or through others.
+
+Every import statement counts, wherever it is (inside a function, a class or an ``if
+TYPE_CHECKING`` block), and so does ``importlib.import_module`` or ``__import__`` with a
+literal name. The SDK reads templates from ``storage.templates`` in an install without
+the server's dependencies, so that import must not need them.
 """
 
 from __future__ import annotations
@@ -100,6 +107,226 @@ def test_an_upward_import_is_found_wherever_it_is(
 ) -> None:
     found = [problem.rsplit(" imports ", 1)[1] for problem in upward_imports(source, module)]
     assert found == expected
+
+
+# Layers inside promptsvc, lower number = lower layer: a module is in the layer of the
+# longest name here that is it or holds it; every other module of promptsvc is in layer
+# 0 (the rules and services). The package itself offers create_app, so it sits with the
+# app.
+INNER_LAYERS = {
+    "promptsvc": 2,
+    "promptsvc.api": 1,
+    "promptsvc.console": 1,
+    "promptsvc.app": 2,
+    "promptsvc.cli": 3,
+}
+# Ways in, in one layer, that must not import each other.
+SIBLINGS = ("promptsvc.api", "promptsvc.console")
+# All the SDK may import of the three packages (it is installed without the server's
+# dependencies: tests/test_sdk_install.py).
+SDK = "promptsvc.client"
+SDK_MAY_IMPORT = ("promptsvc.client", "promptsvc.version", "storage.templates")
+
+
+def all_modules() -> dict[str, Path]:
+    """Dotted name -> file of every module of storage, identity and promptsvc (a package
+    by its own name, e.g. ``storage`` for storage/__init__.py)."""
+    found = {}
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_graph(sources: dict[str, str], packages: set[str]) -> dict[str, set[str]]:
+    """Module -> the modules of ``sources`` it imports (``packages``: those of them that
+    are packages). ``from a import b`` imports module ``a.b`` when there is one, else
+    ``a``; imports of modules not in ``sources`` are left out."""
+    graph: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        # imported_names resolves relative imports against the module's package.
+        as_file = f"{module}.__init__" if module in packages else module
+        tree = ast.parse(source)
+        targets: set[str] = set()
+        for line, name in imported_names(source, as_file):
+            names = _from_names(tree, line)
+            submodules = [f"{name}.{each}" for each in names if f"{name}.{each}" in sources]
+            targets.update(submodules)
+            if len(submodules) < len(names) or not names:  # takes from ``name`` itself
+                targets.update({name} & sources.keys())
+        graph[module] = targets - {module}
+    return graph
+
+
+def _from_names(tree: ast.Module, line: int) -> list[str]:
+    """The names the ``from ... import`` statement on ``line`` takes (none for others)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.lineno == line:
+            return [alias.name for alias in node.names]
+    return []
+
+
+def _within(module: str, name: str) -> bool:
+    return module == name or module.startswith(name + ".")
+
+
+def inner_layer(module: str) -> int:
+    if module == "promptsvc":
+        return INNER_LAYERS[module]
+    holders = [name for name in INNER_LAYERS if name != "promptsvc" and _within(module, name)]
+    return INNER_LAYERS[max(holders, key=len)] if holders else 0
+
+
+def _sibling(module: str) -> str:
+    return next((name for name in SIBLINGS if _within(module, name)), "")
+
+
+def inner_problems(graph: dict[str, set[str]]) -> list[str]:
+    """``module imports target (why)`` for every import that breaks promptsvc's layers."""
+    problems = []
+    for module, targets in sorted(graph.items()):
+        if not _within(module, "promptsvc"):
+            continue
+        for target in sorted(targets):
+            if _within(module, SDK):
+                if not any(_within(target, allowed) for allowed in SDK_MAY_IMPORT):
+                    problems.append(f"{module} imports {target} (the SDK)")
+            elif not _within(target, "promptsvc"):
+                continue
+            elif inner_layer(target) > inner_layer(module):
+                problems.append(f"{module} imports {target} (a higher layer)")
+            elif "" != _sibling(module) != _sibling(target) != "":
+                problems.append(f"{module} imports {target} (a sibling)")
+    return problems
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of two or more modules that import each other, directly or through
+    others: the strongly connected components of ``graph`` (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                loops.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(loops)
+
+
+def project_graph() -> dict[str, set[str]]:
+    modules = all_modules()
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    return import_graph({name: path.read_text() for name, path in modules.items()}, packages)
+
+
+def test_promptsvc_keeps_its_inner_layers() -> None:
+    graph = project_graph()
+    assert {"promptsvc.actions", "promptsvc.api.versions", "promptsvc.cli.serve"} <= set(graph)
+    assert "promptsvc.api.common" in graph["promptsvc.api.versions"]  # the graph is real
+    assert inner_problems(graph) == []
+
+
+def test_no_modules_import_each_other() -> None:
+    """Not directly, and not in a loop through others, whatever the layers allow."""
+    assert import_loops(project_graph()) == []
+
+
+KNOWN = {
+    "promptsvc": "",
+    "promptsvc.actions": "",
+    "promptsvc.api": "",
+    "promptsvc.api.common": "",
+    "promptsvc.api.errors": "",
+    "promptsvc.api.schemas": "",
+    "promptsvc.app": "",
+    "promptsvc.cli": "",
+    "promptsvc.cli.serve": "",
+    "promptsvc.http": "",
+    "storage": "",
+    "storage.templates": "",
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        (
+            "promptsvc.actions",
+            "from promptsvc.api.errors import Forbidden",
+            ["promptsvc.api.errors (a higher layer)"],
+        ),
+        (
+            "promptsvc.webhooks.worker",
+            "def f():\n    from promptsvc import app",
+            ["promptsvc.app (a higher layer)"],
+        ),
+        (
+            "promptsvc.backup.writing",
+            "from promptsvc import __version__",
+            ["promptsvc (a higher layer)"],
+        ),
+        (
+            "promptsvc.console.pages",
+            "from ..api import schemas",
+            ["promptsvc.api.schemas (a sibling)"],
+        ),
+        (
+            "promptsvc.app",
+            "from promptsvc.cli import serve",
+            ["promptsvc.cli.serve (a higher layer)"],
+        ),
+        (
+            "promptsvc.client.base",
+            "import promptsvc.http\nfrom storage import templates",
+            ["promptsvc.http (the SDK)"],
+        ),
+        ("promptsvc.cli.serve", "from promptsvc.app import create_app\nimport promptsvc.http", []),
+        ("promptsvc.api.versions", "from promptsvc import actions\nfrom . import common", []),
+    ],
+)
+def test_an_inner_layer_break_is_found(module: str, source: str, expected: list[str]) -> None:
+    graph = import_graph(KNOWN | {module: source}, {"promptsvc", "promptsvc.api", "promptsvc.cli"})
+    assert inner_problems(graph) == [f"{module} imports {problem}" for problem in expected]
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        ({"a.x": "from a import y", "a.y": "import a.x"}, [["a.x", "a.y"]]),
+        (
+            {
+                "a.x": "from a.y import f",
+                "a.y": "if TYPE_CHECKING:\n    from a.z import C",
+                "a.z": "def g():\n    from . import x",
+                "a.w": "from a import x",
+            },
+            [["a.x", "a.y", "a.z"]],
+        ),
+        ({"a": "from a import x", "a.x": "from a import y", "a.y": "import json"}, []),
+    ],
+)
+def test_a_loop_is_found_through_any_import(
+    sources: dict[str, str], expected: list[list[str]]
+) -> None:
+    assert import_loops(import_graph(sources, {"a"})) == expected
 
 
 def test_templates_import_without_the_servers_dependencies() -> None:

@@ -8,7 +8,6 @@ from flask import Flask, Response, current_app, request
 from flask_smorest import Api
 
 from identity.core import Identity
-from promptsvc import __version__
 from promptsvc.api import (
     events,
     history,
@@ -26,6 +25,7 @@ from promptsvc.api.identity_docs import document_identity
 from promptsvc.api.realm_docs import BEARER_SCHEME
 from promptsvc.api.responses import ErrorSchema
 from promptsvc.http import json_response
+from promptsvc.version import VERSION
 
 API_DESCRIPTION = """Prompt versioning service.
 
@@ -83,7 +83,7 @@ class PromptsvcApi(Api):
 def init_api(app: Flask) -> PromptsvcApi:
     """Register the API blueprints, /healthz, /readyz, /openapi.json and /docs."""
     app.config.setdefault("API_TITLE", "promptsvc")
-    app.config.setdefault("API_VERSION", __version__)
+    app.config.setdefault("API_VERSION", VERSION)
     app.config.setdefault("OPENAPI_VERSION", "3.0.3")
     app.config.setdefault("OPENAPI_URL_PREFIX", "/")
     app.config.setdefault("OPENAPI_JSON_PATH", "openapi.json")

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from promptsvc import __version__
+from promptsvc import version
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from storage.base import OrgSnapshot, PromptSnapshot, rfc3339
 
@@ -46,7 +46,7 @@ def document(backup: Backup) -> dict[str, Any]:
         "format": FORMAT,
         "version": VERSION,
         "created_at": rfc3339(backup.created_at),
-        "promptsvc_version": __version__,
+        "promptsvc_version": version.VERSION,
         "orgs": {slug: _org_json(snapshot) for slug, snapshot in backup.orgs.items()},
         "signing_keys": [
             {**_without(k.to_json(signing=False), "signing"), "private_pem": k.private_pem}

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from identity import commands as operator_commands
-from promptsvc import __version__
 from promptsvc.cli import ascode, backup, login, prompts, serve, worker
 from promptsvc.cli.output import fail
+from promptsvc.version import VERSION
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"promptsvc {__version__}")
+    parser.add_argument("--version", action="version", version=f"promptsvc {VERSION}")
     parser.set_defaults(needs_server=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module, needs_server in COMMANDS:

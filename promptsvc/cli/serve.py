@@ -16,8 +16,8 @@ import signal
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from promptsvc import __version__
 from promptsvc.cli.output import fail
+from promptsvc.version import VERSION
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -141,7 +141,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     server.app = app
     storage_shown = redact(settings.storage_url)
-    print(f"promptsvc {__version__} listening on {base_url} (storage: {storage_shown})")
+    print(f"promptsvc {VERSION} listening on {base_url} (storage: {storage_shown})")
     print(f"console: {settings.issuer_url}/console/   docs: {base_url}/docs")
     print(f"issuer: {settings.issuer_url}/realms/<org>")
     if made is not None:

@@ -26,10 +26,10 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from promptsvc import __version__
 from promptsvc.client.errors import TransportError
+from promptsvc.version import VERSION
 
-USER_AGENT = f"promptsvc-python/{__version__}"
+USER_AGENT = f"promptsvc-python/{VERSION}"
 
 T = TypeVar("T")
 
