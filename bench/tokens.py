@@ -11,7 +11,10 @@ keys under a fresh org ``bench-<random>`` there and never flushes):
   identity/secrets.py);
 * ``Identity.verify`` microseconds, median over many distinct tokens, first seen
   (parse, issuer/kid lookup, RS256 signature check, claims) and remembered (the LRU
-  hit), each call timed alone.
+  hit), each call timed alone;
+* the parts identity/tokens.py and identity/secrets.py weigh, each call timed alone:
+  PyJWT's parse of one of our tokens (why identity.tokens parses tokens itself), and
+  checking a generated secret (salted SHA-256) and a chosen one (scrypt).
 
 Prints a table, with the two verification medians beside their goals, and writes the
 "tokens" section of docs/benchmarks.md, where the goals are listed.
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import jwt
 from flask import Flask
 from werkzeug.serving import make_server
 
@@ -38,12 +42,14 @@ import identity
 from bench.report import table, write_section
 from identity import Identity
 from identity.roles import SERVICE_READ
+from identity.secrets import check_secret, hash_secret
 from storage.base import Storage
 from storage.memory import MemoryStorage
 
 ISSUER = "http://127.0.0.1"
 FIRST_SEEN_TARGET_US = 150.0
 REMEMBERED_TARGET_US = 5.0
+SCRYPT_CHECKS = 20  # each takes tens of milliseconds
 
 
 def requests_per_second(send: Callable[[], int], seconds: float) -> float:
@@ -122,6 +128,39 @@ def verify_medians(
     return statistics.median(first) / 1000, statistics.median(again) / 1000
 
 
+def median_us(call: Callable[[], object], n: int) -> float:
+    """Median microseconds of ``n`` calls, each timed alone, the collector off."""
+    clock = time.perf_counter_ns
+    samples: list[int] = []
+    call()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(n):
+            start = clock()
+            call()
+            samples.append(clock() - start)
+    finally:
+        gc.enable()
+    return statistics.median(samples) / 1000
+
+
+def part_rows(token: str, n: int) -> list[list[Any]]:
+    """The parts' medians: PyJWT's parse of ``token`` and the two secret checks."""
+    generated = secrets.token_urlsafe(32)
+    generated_hash = hash_secret(generated, generated=True)
+    chosen = "a secret a person chose"
+    chosen_hash = hash_secret(chosen, generated=False)
+    parse = median_us(lambda: jwt.get_unverified_header(token), n)
+    sha256 = median_us(lambda: check_secret(generated, generated_hash), n)
+    scrypt = median_us(lambda: check_secret(chosen, chosen_hash), SCRYPT_CHECKS)
+    return [
+        ["PyJWT's parse of an access token (`jwt.get_unverified_header`)", f"{parse:.1f} us"],
+        ["generated secret check (salted SHA-256)", f"{sha256:.1f} us"],
+        ["chosen secret check (scrypt n=2**14, r=8, p=1)", f"{scrypt / 1000:.0f} ms"],
+    ]
+
+
 def run_backend(
     name: str, storage: Storage, seconds: float, tokens: int
 ) -> tuple[list[Any], tuple[float, float]]:
@@ -165,6 +204,12 @@ def main() -> None:
         )
         storage.close()
 
+    memory = MemoryStorage()
+    bench_identity = Identity(memory, issuer_url=ISSUER)
+    key, secret = bench_identity.create_key("bench-parts", SERVICE_READ, "bench.tokens")
+    token = bench_identity.issue_token("bench-parts", key.client_id, secret)["access_token"]
+    parts = table(["part", "median"], part_rows(token, tokens))
+
     rates = table(["storage", "endpoint, client", "requests/s (1 client)"], rate_rows)
     verify = table(
         [
@@ -190,19 +235,27 @@ the same header again, answered from the bounded LRU without a signature check):
 
 {verify}
 
+Parts, median over {tokens} calls each (scrypt: {SCRYPT_CHECKS}), each call timed alone:
+
+{parts}
+
 Reading the figures: the Flask test client rows are the app's own cost per token, most
 of it the RSA-2048 private-key operation. The HTTP rows are bounded by werkzeug's
 development server (a new connection and thread per request), as the certs row, which
 signs nothing, shows; gunicorn serves deployments. On Redis a token request adds one
 HGETALL (the key); that Redis runs on the same 2 cores as everything else. Keys whose
 secret a person chose (bootstrap files) are checked with scrypt instead of SHA-256 and
-cost about 50 ms more per token request by design (identity/secrets.py). The machine is
+cost the scrypt check more per token request by design (identity/secrets.py). PyJWT's
+parse alone would take a large share of the first-seen budget, which is why
+identity/tokens.py parses tokens with one regex check of its own. The machine is
 shared with other work, so run-to-run spread is large (token requests/s varied about 2x
 between runs); the verification medians are the figures to compare with the targets.
 """
     print(rates)
     print()
     print(verify)
+    print()
+    print(parts)
     write_section(
         "tokens",
         "Tokens: issuance and verification",

@@ -4,14 +4,14 @@ Two hash schemes, chosen by where the secret came from, tagged in the stored val
 
 * ``sha256$<salt>$<digest>`` for secrets this service generated. They carry 256 random
   bits, so guessing one is infeasible however fast the hash is; a single salted SHA-256
-  (about a microsecond) keeps the token endpoint fast, which is where every token
-  request pays for the check.
+  keeps the token endpoint fast, which is where every token request pays for the check
+  (its time, and scrypt's below: docs/benchmarks.md, "Tokens").
 * ``scrypt$<n>$<r>$<p>$<salt>$<digest>`` for secrets a person chose (bootstrap files,
   an explicit ``client_secret``). Those may be guessable, so a leaked storage dump must
-  make each guess expensive: scrypt with n=2**14, r=8, p=1 (16 MiB, about 50 ms on the
-  project's 2-core machine). A client using such a key pays this once per token request,
-  i.e. once every few minutes, which is acceptable; the parameters are stored with the
-  hash so they can be raised later without invalidating existing keys.
+  make each guess expensive: scrypt with n=2**14, r=8, p=1 (16 MiB of memory per
+  check). A client using such a key pays this once per token request, i.e. once every
+  few minutes, which is acceptable; the parameters are stored with the hash so they can
+  be raised later without invalidating existing keys.
 
 The salt is 16 random bytes per key. Comparison is ``hmac.compare_digest``.
 

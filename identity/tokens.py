@@ -18,10 +18,11 @@ giving anything up:
 
 Why not ``jwt.decode``: it needs the key before it parses the token, so picking the key
 by the token's own iss/kid would parse it twice, and PyJWT 2.15 validates base64url
-character by character in Python (about 50 us per parse for our tokens on the project's
-machine). One regex-checked parse here keeps first-seen verification well under the
-150 us target. The checks ``jwt.decode`` would make (algorithm allow-list, signature,
-required claims, exp, aud, iss) are all made below, each with its own typed reason.
+character by character in Python, a large share of the first-seen budget (PyJWT's
+parse beside first-seen verification and its target: docs/benchmarks.md, "Tokens").
+One regex-checked parse here keeps first-seen verification within that target. The
+checks ``jwt.decode`` would make (algorithm allow-list, signature, required claims, exp,
+aud, iss) are all made below, each with its own typed reason.
 """
 
 from __future__ import annotations
