@@ -160,9 +160,10 @@ class Verifier:
         self._cache: OrderedDict[str, tuple[Principal, str]] = OrderedDict()
         self._lock = threading.Lock()
         # Header segment -> kid for headers naming a key we hold: every token one key
-        # signs has the same header, so this skips decoding it (about 10% of a
-        # first-seen check). Keys are still looked up in the current snapshot, so a
-        # retired key is refused; the size bound keeps junk headers from growing it.
+        # signs has the same header, so this skips decoding it (its cost beside a
+        # first-seen check: docs/benchmarks.md, "Tokens"). Keys are still looked up in
+        # the current snapshot, so a retired key is refused; the size bound keeps junk
+        # headers from growing it.
         self._header_kids: dict[str, str] = {}
 
     def verify(self, authorization: str | None) -> Principal:
