@@ -187,17 +187,17 @@ class ServiceClient(PromptClient):
         self.call("DELETE", self.action_path(name, ref))
 
 
-def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
+def connect(environ: Mapping[str, str] | None = None, **options: Any) -> ServiceClient:
     """A client signed in with the saved login (``promptsvc login``) when there is one,
     else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
     PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
-    service as it is now."""
+    service as it is now. ``options`` are PromptClient's other keywords (``watch``)."""
     env = os.environ if environ is None else environ
     path = credentials.credentials_path(env)
     login = credentials.load(path)
     if login is not None:
         provider = credentials.SavedLoginProvider(path, login)
-        return ServiceClient(login.url, auth=provider, cache_ttl=0)
+        return ServiceClient(login.url, auth=provider, cache_ttl=0, **options)
     missing = [var for var in ENV_VARS if not env.get(var)]
     if missing:
         raise CredentialsError(
@@ -205,4 +205,4 @@ def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
             + ", ".join(ENV_VARS)
             + f" (not set: {', '.join(missing)})"
         )
-    return ServiceClient.from_env(env, cache_ttl=0)
+    return ServiceClient.from_env(env, cache_ttl=0, **options)
