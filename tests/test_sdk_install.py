@@ -397,9 +397,7 @@ anyio.run(main)
 """
 
 
-def test_the_mcp_extra_serves_prompts_from_a_running_server(
-    mcp_venv: Venv, server: Server
-) -> None:
+def test_the_mcp_extra_serves_prompts_from_a_running_server(mcp_venv: Venv, server: Server) -> None:
     result = mcp_venv.python_code(
         SERVE_OVER_MCP, str(mcp_venv.promptsvc), server.base_url, READ_SECRET
     )
