@@ -123,9 +123,10 @@ def service(storage: Storage) -> Iterator[Service]:
 
 def process_env(credentials: dict[str, str], config_dir: str) -> dict[str, str]:
     """This environment with ``credentials`` and an empty config directory (no saved
-    login), so the key is what the server acts with."""
+    login), so the key is what the server acts with, unless ``credentials`` names a
+    ``PROMPTSVC_CONFIG_DIR`` that holds a person's login."""
     base = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
-    return {**base, **credentials, "PROMPTSVC_CONFIG_DIR": config_dir, "PYTHONUNBUFFERED": "1"}
+    return {**base, "PROMPTSVC_CONFIG_DIR": config_dir, "PYTHONUNBUFFERED": "1", **credentials}
 
 
 @dataclass
