@@ -112,6 +112,8 @@ def request_promotion(
     Answers ``{"outcome": "promoted", "version", "promotion"}`` or
     ``{"outcome": "review_requested", "review"}``.
     """
+    if version in LABELS:  # production or latest: the version it names now
+        version = client.get_version(name, str(version))["version_id"]
     body: dict[str, Any] = {} if notes is None else {"notes": notes}
     if environment != PRODUCTION:
         body["environment"] = environment  # production is the service's default

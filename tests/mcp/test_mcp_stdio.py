@@ -265,7 +265,7 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
             assert version["metadata"] == {"notes": "formal"}
 
             promoted = await client.session.call_tool(
-                "request_promotion", {"name": "greeting", "version": 2, "notes": "ship it"}
+                "request_promotion", {"name": "greeting", "version": "latest", "notes": "ship it"}
             )
             assert not promoted.isError, text_of(promoted)
             answer = promoted.structuredContent
