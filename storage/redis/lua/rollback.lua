@@ -3,7 +3,7 @@
 -- newest promotion record's previous version) becomes published whatever its status
 -- now, with promoted_at/promoted_by; the current production version becomes archived;
 -- a history record is written (notes default to "rollback to v<N>", as
--- storage.base.rollback_notes spells it). No moment shows zero or two published
+-- storage.lifecycle.rollback_notes spells it). No moment shows zero or two published
 -- versions. A version that was ever production carries promoted_at, which is how a
 -- to_version is checked.
 -- KEYS[1], KEYS[2]  see _common.lua

@@ -1,5 +1,5 @@
 -- _events.lua: the event helper, put in front of every script that changes a prompt or
--- a version (storage/scripts.py); not an operation itself.
+-- a version (storage/redis/scripts.py); not an operation itself.
 --
 -- Such a script gets, after its own KEYS and ARGV (so each script's own numbering
 -- stays as its header says):

@@ -2,7 +2,7 @@
 --
 -- Every per-prompt script gets
 --   KEYS[1]  ps:{<org>}:names   hash: prompt name -> prompt id
---   KEYS[2]  ps:{<org>}:p:      prefix of every key of one prompt (storage/keys.py)
+--   KEYS[2]  ps:{<org>}:p:      prefix of every key of one prompt (storage/redis/keys.py)
 -- A prompt's own keys depend on its id, which is often only known after reading
 -- KEYS[1] (the caller gave a name), so they are built here from KEYS[2]. KEYS[2]
 -- carries the org's hash tag, so every key built from it lives in the same slot as
@@ -145,7 +145,7 @@ local function pick_variables(pid, text_vars, chat_vars, chat_error)
   return text_vars
 end
 
--- A version as two lists of values, in the order storage/codec.py reads them (values
+-- A version as two lists of values, in the order storage/redis/codec.py reads them (values
 -- only, no field names: half the strings for the client to parse on every read).
 local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
 local VERSION_FIELDS = {

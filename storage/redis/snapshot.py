@@ -1,5 +1,5 @@
 """An org's snapshot on Redis: the records of export_prompt.lua's replies, and the
-writes restore_org.lua applies, both in the layout of storage/keys.py.
+writes restore_org.lua applies, both in the layout of storage/redis/keys.py.
 
 A restore writes every key the other operations read or change, exactly as they would
 have left it: the names hash and the name list, each prompt's hash with its counters
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from storage import codec, keys
-from storage.base import OrgSnapshot, PromptSnapshot
+from storage.records import OrgSnapshot, PromptSnapshot
+from storage.redis import codec, keys
 
 # Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua
 # stack, which holds some thousands.

@@ -1,6 +1,7 @@
-"""The Python side of storage/lua/*.lua: registering the scripts and encoding arguments.
+"""The Python side of storage/redis/lua/*.lua: registering the scripts and encoding arguments.
 
-Replies are decoded in storage/redis.py (typed errors) and storage/codec.py (records).
+Replies are decoded in storage/redis/core.py (typed errors) and storage/redis/codec.py
+(records).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from typing import Any
 
 from redis.commands.core import Script
 
-from storage import keys
-from storage.base import UNGUARDED, Expected, decode_number_cursor, version_number
+from storage.cursors import decode_number_cursor
+from storage.ids import version_number
+from storage.lifecycle import UNGUARDED, Expected
+from storage.redis import keys
 from storage.templates import TemplateError, extract_variables
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
@@ -80,8 +83,8 @@ STANDALONE_SCRIPTS = (
 
 
 def source(name: str) -> str:
-    """The text of storage/lua/<name>.lua."""
-    return (resources.files("storage") / "lua" / f"{name}.lua").read_text()
+    """The text of storage/redis/lua/<name>.lua."""
+    return (resources.files("storage.redis") / "lua" / f"{name}.lua").read_text()
 
 
 def register(client: Any, script_class: type[Script] = Script) -> dict[str, Script]:
@@ -104,7 +107,7 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
 def event_context(
     org: str, actor: str | None, request_id: str | None, at: str, log_size: int
 ) -> tuple[list[str], list[str]]:
-    """The KEYS and ARGV a change script takes after its own (storage/lua/_events.lua)."""
+    """The KEYS and ARGV a change script takes after its own (storage/redis/lua/_events.lua)."""
     return [keys.events(org)], [actor or "", request_id or "", at, str(log_size)]
 
 

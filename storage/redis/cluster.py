@@ -1,9 +1,9 @@
 """Redis Cluster storage: ``redis+cluster://host:port[,host:port...][?options]``.
 
-The Redis backends' operations and Lua scripts (``BaseRedisStorage``, storage/redis.py)
+The Redis backends' operations and Lua scripts (``BaseRedisStorage``, storage/redis/base.py)
 on redis-py's ``RedisCluster``. Nothing here shards or replicates: Redis Cluster does. It
 works because every key of one org carries the org's hash tag (``ps:{<org>}:...``,
-storage/keys.py), so all of an org's keys sit in one slot and every Lua script touches
+storage/redis/keys.py), so all of an org's keys sit in one slot and every Lua script touches
 one slot; different orgs hash to different slots and so spread over the primaries.
 
 What differs from one server is supplied through the base's override points: the
@@ -61,10 +61,13 @@ from redis.commands.core import Script
 from redis.exceptions import AskError, NoScriptError, RedisClusterException, SlotNotCoveredError
 from redis.typing import EncodableT, KeyT
 
-from storage import keys, scripts
-from storage.base import Clock, RateLimitSettings, StorageUnavailable, utcnow
-from storage.read_lane import ReadLane
-from storage.redis import NO_RETRY, UNAVAILABLE, BaseRedisStorage
+from storage.errors import StorageUnavailable
+from storage.records import RateLimitSettings
+from storage.redis import keys, scripts
+from storage.redis.base import BaseRedisStorage
+from storage.redis.core import NO_RETRY, UNAVAILABLE
+from storage.redis.read_lane import ReadLane
+from storage.times import Clock, utcnow
 
 SCHEME = "redis+cluster"
 DEFAULT_PORT = 6379
@@ -306,7 +309,7 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
             return self._scripts["read_version"](keys=keys_, args=args)
 
     def _primary_lane(self, key: str) -> ReadLane:
-        """The read lane (storage/read_lane.py) to the primary that serves ``key``'s
+        """The read lane (storage/redis/read_lane.py) to the primary that serves ``key``'s
         slot, as redis-py's slot map has it."""
         node = self.client.nodes_manager.get_node_from_slot(self.client.keyslot(key))
         lane = self._lanes.get(node.name)

@@ -1,6 +1,6 @@
 -- restore_org: write one org's records from a backup in one atomic step, and only when
--- the org has nothing yet. The records arrive as plain writes (storage/redis_snapshot.py
--- spells them with the layout of storage/keys.py), so this script knows no layout.
+-- the org has nothing yet. The records arrive as plain writes (storage/redis/snapshot.py
+-- spells them with the layout of storage/redis/keys.py), so this script knows no layout.
 -- KEYS[1]  ps:{<org>}:   the org's prefix; every key named in ARGV must begin with it,
 --          so the script touches one slot and runs unchanged on Redis Cluster
 -- ARGV[1]  n, the number of keys that follow and must all be absent (the org's indexes)

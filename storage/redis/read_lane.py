@@ -16,14 +16,14 @@ Failure handling mirrors redis-py's, for a read-only script:
 
 - A connection the server closed while it sat idle (Redis restarted, ``timeout`` in
   redis.conf, CLIENT KILL) fails on first use with ``ConnectionError``; the read is sent
-  once more on a new connection. Unlike a changing script (storage/redis.py, NO_RETRY),
+  once more on a new connection. Unlike a changing script (storage/redis/core.py, NO_RETRY),
   a read can be sent twice without harm.
 - NOSCRIPT (a restarted or flushed server): the script is loaded on that server through
   the client and the read sent again on the same connection.
 - Any other failure drops the connection (it may still have a reply in flight) and
-  propagates; storage/redis.py turns outages into ``StorageUnavailable``.
+  propagates; storage/redis/core.py turns outages into ``StorageUnavailable``.
 
-On Redis Cluster (storage/cluster.py) there is one lane per primary, to the node
+On Redis Cluster (storage/redis/cluster.py) there is one lane per primary, to the node
 redis-py's slot map names for the org's slot; anything that calls for the cluster
 client's routing (MOVED, a node down) sends the read through that client instead.
 """

@@ -1,7 +1,7 @@
 """Records <-> the flat field lists Redis hashes hold and Lua scripts return.
 
 Null fields are simply absent from a hash. Timestamps are written as
-:func:`storage.base.rfc3339` spells them and read with ``datetime.fromisoformat``, which
+:func:`storage.times.rfc3339` spells them and read with ``datetime.fromisoformat``, which
 also reads an offset such as ``+00:00``, the form some values already in Redis carry;
 lists and dicts are JSON.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.base import (
+from storage.records import (
     ApiKey,
     AuthorizationCode,
     Delivery,
@@ -28,8 +28,8 @@ from storage.base import (
     SigningKey,
     User,
     Webhook,
-    rfc3339,
 )
+from storage.times import rfc3339
 
 Fields = dict[str, str]
 
@@ -86,7 +86,7 @@ def prompt_fields(p: Prompt) -> list[str]:
     )
 
 
-# The order of the values the scripts answer for a version (storage/lua/_common.lua).
+# The order of the values the scripts answer for a version (storage/redis/lua/_common.lua).
 PROMPT_OF_VERSION = ("prompt_id", "name", "prompt_type")
 VERSION_FIELDS = (
     "version_id",
@@ -190,7 +190,7 @@ def events(entries: Sequence[Any]) -> list[Event]:
 
 
 def event(event_id: str, e: Fields) -> Event:
-    """From a stream entry of the event log (storage/lua/_events.lua writes them)."""
+    """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
     version, previous = e.get("version"), e.get("previous_version")
     return Event(
         id=event_id,
@@ -445,7 +445,7 @@ def delivery(text: str) -> Delivery:
 
 
 def job_value(task: DeliveryTask) -> str:
-    """A message as the queue keeps it (storage/lua/claim_deliveries.lua writes the same
+    """A message as the queue keeps it (storage/redis/lua/claim_deliveries.lua writes the same
     keys, with the event's stream fields ``f`` in place of the payload ``p``)."""
     return json.dumps(
         {
