@@ -124,16 +124,23 @@ export class Admin {
     return this.#token;
   }
 
+  /** The call's answer; a token refused (short-lived servers) is replaced once. */
   async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${await this.#auth()}` };
-    const init: RequestInit = { method, headers };
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
+    for (let attempt = 0; ; attempt++) {
+      const headers: Record<string, string> = { Authorization: `Bearer ${await this.#auth()}` };
+      const init: RequestInit = { method, headers };
+      if (body !== undefined) {
+        headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(body);
+      }
+      const answer = await fetch(`${this.baseUrl}/api/v1${path}`, init);
+      const text = await answer.text();
+      if (answer.status === 401 && attempt === 0) {
+        this.#token = null;
+        continue;
+      }
+      return { status: answer.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
     }
-    const answer = await fetch(`${this.baseUrl}/api/v1${path}`, init);
-    const text = await answer.text();
-    return { status: answer.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
   }
 
   async ok(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
