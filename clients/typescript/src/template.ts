@@ -34,7 +34,10 @@ export interface ChatMessage {
   content: string;
 }
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}/g;
+// Python's \s (what the service extracts variables with), not JavaScript's: JavaScript's
+// adds U+FEFF and lacks U+001C-U+001F and U+0085.
+const SPACE = "[\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*";
+const PLACEHOLDER = new RegExp(`\\{\\{${SPACE}([A-Za-z_][A-Za-z0-9_.]*)${SPACE}\\}\\}`, "g");
 
 /** The messages of chat content; TemplateError when it is not a list of them. */
 export function parseChat(content: string): ChatMessage[] {

@@ -1,9 +1,11 @@
 /** render(): the placeholder grammar and the variable contract (declared and implied schemas). */
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import { PromptVersion, TemplateError, type VariablesSchema } from "../../src/index.js";
+import { extractVariables } from "../../src/template.js";
 import { versionBody } from "../support/fake-service.js";
 
 function text(content: string, variables: string[], schema?: VariablesSchema): PromptVersion {
@@ -136,4 +138,33 @@ describe("declared schema", () => {
   test("a malformed schema is refused when the answer is read", () => {
     assert.throws(() => text("{{a}}", ["a"], { a: { type: "date" } } as unknown as VariablesSchema), /variables_schema entry 'a'/);
   });
+});
+
+interface RenderCase {
+  name: string;
+  prompt_type: string;
+  content: string;
+  values: Record<string, string>;
+  variables: string[];
+  expected?: unknown;
+  missing?: string[];
+}
+
+// Read by the Python SDK's tests too (tests/client/test_sdk_render_vectors.py).
+const RENDER = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/render.json", import.meta.url), "utf-8")) as {
+  cases: RenderCase[];
+};
+
+describe("shared render vectors", () => {
+  for (const c of RENDER.cases) {
+    test(c.name, () => {
+      assert.deepEqual(extractVariables(c.content, c.prompt_type), c.variables);
+      const v = PromptVersion.fromJson(versionBody({ content: c.content, prompt_type: c.prompt_type, variables: c.variables }));
+      if (c.missing !== undefined) {
+        assert.deepEqual(problems(() => v.render(c.values)).map(([name]) => name), c.missing);
+      } else {
+        assert.deepEqual(v.render(c.values), c.expected);
+      }
+    });
+  }
 });
