@@ -13,6 +13,8 @@ export interface Seen {
   method: string;
   headers: Record<string, string>;
   body: string;
+  /** performance.now() when it was sent, ms. */
+  at: number;
 }
 
 /** A one-shot answer to the next request matching `path` (a substring): a Response, or an Error to throw. */
@@ -106,6 +108,7 @@ export class FakeService {
       method: init.method ?? "GET",
       headers,
       body: typeof init.body === "string" ? init.body : "",
+      at: performance.now(),
     };
     this.seen.push(seen);
     const i = this.scripted.findIndex((s) => seen.path.includes(s.path));

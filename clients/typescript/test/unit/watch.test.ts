@@ -140,6 +140,27 @@ describe("watch", () => {
     }
   });
 
+  test("failed attempts back off exponentially with jitter; Retry-After is honoured", async () => {
+    const service = new FakeService();
+    // The first of these answers the position request; then three 500s, then a 503.
+    for (let i = 0; i < 4; i++) service.script("/api/v1/events", (seen) => (seen.path.includes("wait=") ? Response.json({ last_id: "1-0" }) : error(500, "internal_server_error", "boom")));
+    service.script("/api/v1/events", (seen) => (seen.path.includes("wait=") ? Response.json({ last_id: "1-0" }) : error(503, "service_unavailable", "full", { "Retry-After": "1" })));
+    const client = watching(service);
+    try {
+      await eventually(() => client.watching, 5);
+      const times = streamRequests(service).map((s) => s.at);
+      const gaps = times.slice(1).map((t, i) => (t - (times[i] as number)) / 1000);
+      assert.equal(gaps.length, 4);
+      const [g0, g1, g2, g3] = gaps as [number, number, number, number];
+      assert.ok(g0 >= 0.045 && g0 < 0.5, `first wait about 0.05-0.1 s: ${g0}`);
+      assert.ok(g1 >= 0.095, `second about 0.1-0.2 s: ${g1}`);
+      assert.ok(g2 >= 0.195 && g2 > g0, `third about 0.2-0.4 s: ${g2}`);
+      assert.ok(g3 >= 0.99, `Retry-After: 1 waits a second: ${g3}`);
+    } finally {
+      await client.close();
+    }
+  });
+
   test("close() ends a stream that is waiting for data", async () => {
     const service = new FakeService();
     const client = watching(service);
