@@ -34,10 +34,9 @@ from pathlib import Path
 
 from bench.http import WrkResult, pin_tree, seed, write_bootstrap, wrk
 from bench.report import table, write_section
-from storage import keys
-from storage.base import Storage
-from storage.cluster import ClusterStorage
-from storage.redis import RedisStorage
+from storage import Storage
+from storage.redis import RedisStorage, keys
+from storage.redis.cluster import ClusterStorage
 from tests.cluster_support import Gunicorn, LocalCluster, LocalRedis, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,7 +28,7 @@ from flask.testing import FlaskClient
 from bench.report import table, write_section
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from tests.console.console_support import PASSWORD, sign_in

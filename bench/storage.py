@@ -32,10 +32,9 @@ import redis
 from redis.connection import AbstractConnection
 
 from bench.report import table, write_section
-from storage import codec, keys, scripts
-from storage.base import Prompt, Storage, new_id, rfc3339
+from storage import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
-from storage.redis import RedisStorage
+from storage.redis import RedisStorage, codec, keys, scripts
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."

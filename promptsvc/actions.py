@@ -23,7 +23,7 @@ from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
 from promptsvc.api.errors import Forbidden
 from promptsvc.http import request_id
-from storage.base import (
+from storage import (
     UNGUARDED,
     ApiKey,
     Expected,

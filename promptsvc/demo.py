@@ -16,7 +16,7 @@ from flask import Flask
 
 from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import ApiKeyExists, PromptExists, Storage, UserExists
+from storage import ApiKeyExists, PromptExists, Storage, UserExists
 
 ORG = "demo"
 KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}

@@ -9,9 +9,9 @@ from typing import Any
 
 from identity import keys, users
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage import keys as redis_keys
-from storage.base import Storage
+from storage import Storage
 from storage.redis import BaseRedisStorage
+from storage.redis import keys as redis_keys
 from tests.clock import FakeClock
 
 AUTHOR = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"

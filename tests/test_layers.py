@@ -87,12 +87,16 @@ def test_storage_and_identity_import_nothing_from_a_higher_layer() -> None:
     [
         ("storage.memory", "import promptsvc.templates", ["promptsvc.templates"]),
         ("storage.redis", "def f():\n    from identity import keys", ["identity"]),
-        ("storage.cluster", "if TYPE_CHECKING:\n    from promptsvc import x", ["promptsvc"]),
-        ("storage.keys", "import importlib\nimportlib.import_module('identity.x')", ["identity.x"]),
+        ("storage.redis.cluster", "if TYPE_CHECKING:\n    from promptsvc import x", ["promptsvc"]),
+        (
+            "storage.redis.keys",
+            "import importlib\nimportlib.import_module('identity.x')",
+            ["identity.x"],
+        ),
         ("storage.sub.mod", "from ...promptsvc import app", ["promptsvc"]),
         ("identity.ratelimit", "class A:\n    from promptsvc.api import errors", ["promptsvc.api"]),
         ("identity.realm", "from storage.redis import RedisStorage\nfrom . import keys", []),
-        ("storage.redis", "from .base import Storage\nimport redis", []),
+        ("storage.redis.base", "from .core import RedisCore\nimport redis", []),
     ],
 )
 def test_an_upward_import_is_found_wherever_it_is(
@@ -110,7 +114,7 @@ def test_templates_import_without_the_servers_dependencies() -> None:
         f"for name in {blocked!r}:\n"
         "    sys.modules[name] = None\n"
         "from storage.templates import MissingVariableError, TemplateError, render\n"
-        "import storage.base\n"
+        "import storage\n"
         "print(render('Hi {{ name }}', 'text', {'name': 'Ada'}))\n"
     )
     result = subprocess.run(

@@ -11,7 +11,7 @@ from marshmallow import Schema, ValidationError
 
 from identity.core import Identity
 from identity.principal import Principal
-from storage.base import Storage
+from storage import Storage
 
 PRINCIPAL = "console_principal"
 # Every form carries this field; promptsvc.console checks it on every POST.

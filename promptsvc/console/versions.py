@@ -19,7 +19,7 @@ from promptsvc import actions
 from promptsvc.api.schemas import VersionCreateSchema, VersionEditSchema
 from promptsvc.console.common import FormInvalid, Names, form_text, load, principal, storage
 from promptsvc.console.present import chat_messages, pretty_json, sdk_snippet
-from storage.base import NoProductionVersion, Prompt, PromptVersion
+from storage import NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
 

@@ -26,7 +26,7 @@ from promptsvc import cli as promptsvc_cli
 from promptsvc.app import create_app
 from promptsvc.client.base import ENV_VARS
 from promptsvc.config import Settings
-from storage.base import PromptVersion, Storage
+from storage import PromptVersion, Storage
 from storage.memory import MemoryStorage
 from tests.client.sdk_support import shared_signing_key
 from tests.servers import ROOT, LiveServer, promptsvc_command

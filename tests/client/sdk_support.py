@@ -27,7 +27,7 @@ from promptsvc.app import create_app
 from promptsvc.client import AsyncPromptClient, PromptVersion
 from promptsvc.config import Settings
 from promptsvc.events import EventHub
-from storage.base import (
+from storage import (
     Event,
     EventLogBounds,
     SigningKey,

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from storage.base import Storage
+from storage import Storage
 from tests.console.console_support import ORG, OTHER_ORG, csrf_token, post_form
 
 Console = Callable[..., FlaskClient]

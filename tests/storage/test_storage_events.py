@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from storage.base import (
+from storage import (
     EVENT_TYPES,
     Event,
     InvalidInput,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from storage.base import (
+from storage import (
     InvalidInput,
     LifecycleError,
     NoProductionVersion,
