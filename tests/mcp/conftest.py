@@ -25,7 +25,7 @@ from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.client.base import ENV_VARS
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from tests.client.sdk_support import shared_signing_key
 from tests.servers import ROOT, LiveServer, free_port, promptsvc_command
