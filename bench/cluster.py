@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+VARIABLES = ["persona", "question", "language"]
 COMMAND = "python -m bench.cluster"
 READS = ("get-production", "get-latest", "get-version")
 
@@ -62,7 +63,10 @@ def seed_storage(store: Storage, orgs: list[str]) -> dict[str, str]:
     ids = {}
     for org in orgs:
         store.create_prompt(org, "greeting")
-        made = [store.create_version(org, "greeting", CONTENT, USER) for _ in range(10)]
+        made = [
+            store.create_version(org, "greeting", CONTENT, USER, variables=VARIABLES)
+            for _ in range(10)
+        ]
         store.promote(org, "greeting", "5", USER)
         ids[org] = made[6].version_id
     return ids

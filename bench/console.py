@@ -73,6 +73,7 @@ def fill(storage: Storage) -> None:
             author,
             metadata={"model": "gpt-4o-mini", "temperature": 0.2, "n": number},
             tags=["bench", f"batch-{number // 100}"],
+            variables=["question", "customer.name"],
         )
         if number % 2 == 0:
             storage.promote(ORG, PROMPT, version.version_id, author, notes=f"release {number}")

@@ -55,14 +55,15 @@ class Venv:
         self.promptsvc = path / "bin" / "promptsvc"
 
     def run(
-        self, *args: str | Path, env: dict[str, str] | None = None
+        self, *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``args`` with this environment's variables (minus any Python path) plus ``env``."""
+        """``args`` with this environment's variables (minus any Python path) plus ``env``,
+        in ``cwd`` (default: the virtualenv)."""
         base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env = {**base, **(env or {})}
         return subprocess.run(
             [str(arg) for arg in args],
-            cwd=self.path,
+            cwd=cwd or self.path,
             env=env,
             capture_output=True,
             text=True,
@@ -253,6 +254,51 @@ def test_the_sdk_install_reads_a_prompt_from_a_running_server(
     assert read["watching"] is True  # the events stream, read with httpx-sse
 
 
+APP_WITH_ITS_OWN_PACKAGES = """
+import json, sys
+import identity, storage
+from promptsvc.client import MissingVariableError, PromptClient
+
+url, secret = sys.argv[1:]
+with PromptClient(url, account_id="acme", key_id="acme-read", key_secret=secret) as client:
+    version = client.get_prompt_version("greeting")
+try:
+    version.render()
+    missing = None
+except MissingVariableError as exc:
+    missing = exc.args[0]
+print(json.dumps({
+    "storage": storage.OWNER,
+    "identity": identity.OWNER,
+    "rendered": version.render(name="Ada"),
+    "variables": list(version.variables),
+    "missing": missing,
+    "loaded": sorted({m.partition(".")[0] for m in sys.modules}),
+}))
+"""
+
+
+def test_an_application_with_its_own_storage_and_identity_uses_the_sdk(
+    sdk_venv: Venv, server: Server, tmp_path: Path
+) -> None:
+    """An application directory (first on sys.path when its script runs) with packages
+    named like the server's: the SDK imports neither, so the application's stay its own."""
+    app = tmp_path / "app"
+    for package in ("storage", "identity"):
+        (app / package).mkdir(parents=True)
+        (app / package / "__init__.py").write_text(f'OWNER = "the application\'s {package}"\n')
+    (app / "main.py").write_text(APP_WITH_ITS_OWN_PACKAGES)
+    result = sdk_venv.run(sdk_venv.python, "main.py", server.base_url, READ_SECRET, cwd=app)
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout)
+    assert read["storage"] == "the application's storage"
+    assert read["identity"] == "the application's identity"
+    assert read["rendered"] == "Hello Ada"
+    assert read["variables"] == ["name"]
+    assert read["missing"] == "name"
+    assert "promptsvc" in read["loaded"]
+
+
 def test_the_http_commands_run_in_the_sdk_install(
     sdk_venv: Venv, server: Server, tmp_path: Path
 ) -> None:
@@ -310,9 +356,15 @@ def _loaded_beyond_httpx(code: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "code",
+    ["import promptsvc", "from promptsvc.client import AsyncPromptClient, PromptClient"],
+)
+def test_the_sdk_loads_nothing_outside_promptsvc(code: str) -> None:
+    assert _loaded_beyond_httpx(code) <= {"promptsvc"} | SDK_LIBRARIES
+
+
+@pytest.mark.parametrize(
+    "code",
     [
-        "import promptsvc",
-        "from promptsvc.client import AsyncPromptClient, PromptClient",
         # What `promptsvc --help` loads: every command's parser.
         "from promptsvc.cli import build_parser; build_parser()",
         # What the HTTP commands load when they run (the format, the diff, the client).

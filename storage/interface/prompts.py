@@ -10,6 +10,7 @@ storage/lifecycle.py.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
@@ -68,12 +69,14 @@ class PromptStore(StorageCore):
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
         *,
+        variables: Sequence[str] = (),
         request_id: str | None = None,
     ) -> PromptVersion:
         """New draft with the next number (atomic, never reused).
 
-        Variables are extracted from the content. For a chat prompt the content must be
-        a JSON list of {"role", "content"} messages, else InvalidInput.
+        ``variables`` are the content's placeholders as the layer above extracted them
+        (promptsvc.templates, which also checks chat content); storage keeps them as
+        given.
         """
 
     @abc.abstractmethod
@@ -108,10 +111,12 @@ class PromptStore(StorageCore):
         version_ref: str,
         content: str,
         *,
+        variables: Sequence[str] = (),
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        """Replace a draft's content (variables re-extracted). Non-draft: LifecycleError."""
+        """Replace a draft's content and its ``variables`` (given, as for
+        :meth:`create_version`). Non-draft: LifecycleError."""
 
     @abc.abstractmethod
     def promote(

@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from storage import lifecycle
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
-from storage.errors import InvalidInput, NoProductionVersion, PromptExists, VersionNotFound
+from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
 from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
-from storage.templates import TemplateError, extract_variables
-
-
-def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
-    try:
-        return tuple(extract_variables(content, prompt_type))
-    except TemplateError as exc:
-        raise InvalidInput(str(exc)) from None
 
 
 class MemoryPrompts(MemoryCore, PromptStore):
@@ -90,6 +83,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
         *,
+        variables: Sequence[str] = (),
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
@@ -98,7 +92,6 @@ class MemoryPrompts(MemoryCore, PromptStore):
         with self._lock:
             state = self._state(org, prompt_ref)
             prompt = state.prompt
-            variables = _variables(content, prompt.prompt_type)
             state.counter += 1
             version = PromptVersion(
                 prompt_id=prompt.prompt_id,
@@ -106,7 +99,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
                 name=prompt.name,
                 version=state.counter,
                 content=content,
-                variables=variables,
+                variables=tuple(variables),
                 status="draft",
                 prompt_type=prompt.prompt_type,
                 metadata=meta,
@@ -176,6 +169,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
         version_ref: str,
         content: str,
         *,
+        variables: Sequence[str] = (),
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
@@ -185,8 +179,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             current = state.versions[number]
             lifecycle.check_editable(current)
-            variables = _variables(content, current.prompt_type)
-            version = replace(current, content=content, variables=variables, updated_at=now)
+            version = replace(current, content=content, variables=tuple(variables), updated_at=now)
             state.versions[number] = version
             self._record(
                 self._orgs[org], "version.updated", state.prompt, version, actor, request_id, now

@@ -17,7 +17,6 @@ from redis.retry import Retry
 
 from storage import lifecycle
 from storage.errors import (
-    InvalidInput,
     NoProductionVersion,
     ProductionChanged,
     PromptNotFound,
@@ -88,8 +87,6 @@ def check(
         raise VersionNotFound(prompt_ref, version_ref)
     if marker == "no_production":
         raise NoProductionVersion(prompt_ref)
-    if marker == "invalid":
-        raise InvalidInput(reply[1])
     if marker == "production_changed":
         assert expected is not UNGUARDED  # the scripts only check a guard that was given
         raise ProductionChanged(prompt_ref, expected, _number(reply[1]))

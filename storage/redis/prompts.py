@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from storage.cursors import decode_cursor, encode_cursor
@@ -83,19 +84,18 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
         *,
+        variables: Sequence[str] = (),
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         at = rfc3339(now)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
-        as_text, as_chat, not_chat = scripts.variables(content)
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [as_text, as_chat, not_chat, at]
+        args += [json.dumps(list(variables)), at]
         reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
         check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
-        variables = as_chat if prompt["prompt_type"] == "chat" else as_text
         # Built here rather than read back: the script would only echo the content.
         return PromptVersion(
             prompt_id=prompt["prompt_id"],
@@ -103,7 +103,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             name=prompt["name"],
             version=int(reply[2]),
             content=content,
-            variables=tuple(json.loads(variables)),
+            variables=tuple(variables),
             status="draft",
             prompt_type=prompt["prompt_type"],
             metadata=json.loads(meta),
@@ -181,11 +181,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         version_ref: str,
         content: str,
         *,
+        variables: Sequence[str] = (),
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self._now()
-        args = [content, *scripts.variables(content), now]
+        args = [content, json.dumps(list(variables)), now]
         reply = self._change(
             "edit_version", "edit", org, prompt_ref, version_ref, args, actor, request_id, now
         )

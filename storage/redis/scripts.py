@@ -6,7 +6,6 @@ Replies are decoded in storage/redis/core.py (typed errors) and storage/redis/co
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
@@ -16,7 +15,6 @@ from storage.cursors import decode_number_cursor
 from storage.ids import version_number
 from storage.lifecycle import UNGUARDED, Expected
 from storage.redis import keys
-from storage.templates import TemplateError, extract_variables
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
 # KEYS[2], and share the helpers of _common.lua, which is put in front of each of them.
@@ -119,19 +117,6 @@ def selector(version_ref: str) -> tuple[str, str]:
     if version_ref.startswith("v_"):
         return "id", version_ref
     return "none", ""  # can name no version: the script still checks the prompt first
-
-
-def variables(content: str) -> list[str]:
-    """The variables as text and as chat (JSON), and why it is not chat ("" if it is).
-
-    The prompt's type is only read inside the script (a separate read could race with a
-    delete and re-create under the same name), so the script picks one of the two.
-    """
-    text = json.dumps(extract_variables(content, "text"))
-    try:
-        return [text, json.dumps(extract_variables(content, "chat")), ""]
-    except TemplateError as exc:
-        return [text, "[]", str(exc)]
 
 
 def position(cursor: str | None) -> str:

@@ -10,7 +10,7 @@
 --
 -- Replies are tables whose first element is "ok" or an error marker that the Python
 -- side turns into a typed error: "no_prompt", "no_version", "no_production",
--- "state" (+ status, number: a lifecycle rule forbids the change), "invalid" (+ text),
+-- "state" (+ status, number: a lifecycle rule forbids the change),
 -- "production_changed" (+ the production number or "": a guard did not hold).
 
 local NAMES = KEYS[1]
@@ -131,18 +131,6 @@ local function record_promotion(pid, hid, number, promoted_by, now, previous, no
   redis.call("ZADD", pkey(pid, ":history"), seq, hid)
   redis.call("HSET", pkey(pid), "updated_at", now)
   return redis.call("HGETALL", pkey(pid, ":h:" .. hid))
-end
-
--- The variables for this prompt's type: both extractions come in ARGV because the type
--- is only known here. Returns the JSON list, or nil and the reason chat content is bad.
-local function pick_variables(pid, text_vars, chat_vars, chat_error)
-  if redis.call("HGET", pkey(pid), "prompt_type") == "chat" then
-    if chat_error ~= "" then
-      return nil, chat_error
-    end
-    return chat_vars
-  end
-  return text_vars
 end
 
 -- A version as two lists of values, in the order storage/redis/codec.py reads them (values

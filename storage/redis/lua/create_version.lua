@@ -4,21 +4,15 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref          ARGV[2]  new version id      ARGV[3]  content
 -- ARGV[4]  created_by          ARGV[5]  metadata (JSON)     ARGV[6]  tags (JSON)
--- ARGV[7]  variables if the prompt is text (JSON)
--- ARGV[8]  variables if the prompt is chat (JSON)
--- ARGV[9]  why the content is not valid chat ("" = it is)
--- ARGV[10] now (ISO 8601)
+-- ARGV[7]  variables (JSON), as the caller extracted them
+-- ARGV[8]  now (ISO 8601)
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", prompt values, number}, {"no_prompt"} or {"invalid", reason}.
+-- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
 end
-local variables, reason = pick_variables(pid, ARGV[7], ARGV[8], ARGV[9])
-if not variables then
-  return { "invalid", reason }
-end
-local vid, now = ARGV[2], ARGV[10]
+local variables, vid, now = ARGV[7], ARGV[2], ARGV[8]
 local number = redis.call("HINCRBY", pkey(pid), "next", 1)
 redis.call(
   "HSET", vkey(pid, vid),

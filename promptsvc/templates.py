@@ -1,8 +1,9 @@
 """The ``{{variable}}`` placeholder grammar: variable extraction and rendering.
 
-It lives in storage, the bottom layer, because storage (the variables of each version)
-and the SDK (``PromptVersion.render``) both use it and no layer imports upward. Standard
-library only: the SDK imports it in an install without redis.
+The SDK owns it (``PromptVersion.render``, and the variables it checks), and the
+server's actions (promptsvc/actions.py) use it to check a version's content and extract
+its variables, which storage keeps as given. Standard library only, like the whole SDK:
+it imports nothing outside ``promptsvc``.
 
 A placeholder is ``{{ name }}``: inner whitespace is allowed and a name matches
 ``[A-Za-z_][A-Za-z0-9_.]*``. Anything else between braces is plain text. Chat prompts
