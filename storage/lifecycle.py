@@ -9,7 +9,8 @@ them; the conformance suite in tests/storage checks them on every backend:
 * only ``draft`` content can be edited;
 * only a draft can be promoted or archived, only an archived version unarchived;
 * a published version cannot be archived or deleted directly;
-* a rollback goes back to a version that was production before the current one;
+* a rollback walks back through the versions that were production, never returning to
+  one it was rolled back from unless its ``to_version`` names it;
 * version numbers increase from 1 and are never reused, whatever is deleted.
 
 The Python backends call the functions here, with the records they hold, inside their
@@ -107,6 +108,32 @@ def check_expected(prompt_ref: str, expected: Expected, production: int | None) 
         raise ProductionChanged(prompt_ref, expected, production)
 
 
+def production_line(history: Sequence[PromotionRecord]) -> list[int]:
+    """The versions a rollback walks back through, oldest first, production last.
+
+    ``history`` is the prompt's promotion records, oldest first. Each promotion extends
+    the line; a promotion or rollback to a version already on it goes back to it, and
+    the versions after it leave the line: they were rolled back from, and a rollback
+    returns to one only when its ``to_version`` names it. storage/redis/lua/rollback.lua
+    walks the history the same way.
+    """
+    line: list[int] = []
+    for record in history:
+        number = record.version_number
+        if number in line:
+            del line[line.index(number) + 1 :]
+        else:
+            line.append(number)
+    return line
+
+
+def previous_production(history: Sequence[PromotionRecord]) -> int | None:
+    """The version a rollback without ``to_version`` makes production (whether it still
+    exists or not), or None when production is the first on the line."""
+    line = production_line(history)
+    return line[-2] if len(line) > 1 else None
+
+
 def rollback_target(
     prompt_ref: str,
     production: int | None,
@@ -114,16 +141,15 @@ def rollback_target(
     to_version: int | None,
     find: Callable[[int], PromptVersion | None],
 ) -> int:
-    """The version a rollback makes production: ``to_version``, or else the one that was
-    production before the current one. ``history`` is the prompt's promotion records,
-    oldest first; ``find`` gives a kept version by number (None: it does not exist).
-    Raises NoRollbackTarget when there is nothing to roll back to."""
+    """The version a rollback makes production: ``to_version``, or else the one before
+    production on the line of :func:`production_line`. ``history`` is the prompt's
+    promotion records, oldest first; ``find`` gives a kept version by number (None: it
+    does not exist). Raises NoRollbackTarget when there is nothing to roll back to."""
     if production is None:
         raise no_rollback_target("no_production", prompt_ref, None)
     target = to_version
     if target is None:
-        # The newest record is the promotion that made ``production`` production.
-        target = history[-1].previous_version
+        target = previous_production(history)
         if target is None:
             raise no_rollback_target("first", prompt_ref, production)
         if find(target) is None:

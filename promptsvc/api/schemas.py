@@ -47,7 +47,11 @@ def _not_an_id(name: str) -> None:
         raise ValidationError("must not start with 'pmt_' (that prefix marks prompt ids)")
 
 
-def _content_size(content: str) -> None:
+def _content(content: str) -> None:
+    """A version's content, created or edited: something besides whitespace, and not
+    over the size limit."""
+    if not content.strip():
+        raise ValidationError("must not be empty")
     if len(content.encode()) > MAX_CONTENT_BYTES:
         raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} bytes (256 KiB) as UTF-8")
 
@@ -87,7 +91,7 @@ class PromptCreateSchema(Schema):
 class VersionCreateSchema(Schema):
     content = fields.String(
         required=True,
-        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        validate=_content,
         metadata={
             "description": "Template with {{variable}} placeholders (at most 256 KiB). For a "
             "chat prompt: a JSON string of a list of {role, content} messages",
@@ -111,7 +115,7 @@ class VersionCreateSchema(Schema):
 class VersionEditSchema(Schema):
     content = fields.String(
         required=True,
-        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        validate=_content,
         metadata={"description": "The draft's new content (variables are re-extracted)"},
     )
 

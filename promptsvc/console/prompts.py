@@ -114,11 +114,6 @@ def show(name: str) -> str:
     history_cursor = request.args.get("history") or None
     versions = backend.list_versions(org, prompt.name, status, VERSIONS_PER_PAGE, version_cursor)
     history = backend.list_history(org, prompt.name, HISTORY_PER_PAGE, history_cursor)
-    newest_record = (
-        history.items[0]
-        if history.items and history_cursor is None
-        else _newest_record(org, prompt.name)
-    )
     return render_template(
         "console/prompt.html",
         prompt=prompt,
@@ -127,14 +122,10 @@ def show(name: str) -> str:
         status=status,
         version_cursor=version_cursor,
         history_cursor=history_cursor,
-        rollback_target=newest_record.previous_version if newest_record else None,
+        # What a rollback would make production: storage's rule, as the rollback applies it.
+        rollback_target=backend.previous_production(org, prompt.prompt_id),
         who=Names(org),
     )
-
-
-def _newest_record(org: str, name: str) -> Any:
-    records = storage().list_history(org, name, 1, None).items
-    return records[0] if records else None
 
 
 @bp.route("/prompts/<name>/delete", methods=["GET", "POST"])

@@ -219,8 +219,7 @@ def _rollback_page(
     backend, org = storage(), principal().org
     production = _production(prompt)
     if target_number is None:
-        records = backend.list_history(org, prompt.prompt_id, 1, None).items
-        target_number = records[0].previous_version if records else None
+        target_number = backend.previous_production(org, prompt.prompt_id)
     target = None
     if target_number is not None:
         try:

@@ -12,9 +12,13 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
+from storage import lifecycle
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
+
+# Promotion records read per call when the whole history is needed.
+HISTORY_PAGE = 500
 
 
 class PromptStore(StorageCore):
@@ -154,8 +158,9 @@ class PromptStore(StorageCore):
     ) -> Promotion:
         """Atomically make an earlier production version production again.
 
-        The target is ``to_version``, or else the version that was production before
-        the current one (the newest promotion record's previous version); whatever its
+        The target is ``to_version``, or else :meth:`previous_production`: the version
+        before the current one on the line of production versions, which never returns
+        to a version rolled back from (storage/lifecycle.py); whatever its
         status now (archived or draft), it becomes published with promoted_at/by set,
         the current production version becomes archived, and a promotion record is
         written (``notes`` default to "rollback to v<N>"). ``expected_production``
@@ -167,6 +172,21 @@ class PromptStore(StorageCore):
         no earlier one, a target that was deleted, that was never production, or that
         is production now.
         """
+
+    def previous_production(self, org: str, prompt_ref: str) -> int | None:
+        """The version a rollback without ``to_version`` would make production now, by
+        the rule of storage/lifecycle.py (None: there is none before production): what
+        a page offers to roll back to. Raises PromptNotFound."""
+        records: list[PromotionRecord] = []
+        cursor = None
+        while True:
+            page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
+            records.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        records.reverse()  # the pages go newest first
+        return lifecycle.previous_production(records)
 
     @abc.abstractmethod
     def archive_version(

@@ -70,6 +70,7 @@ def test_create_version_on_missing_prompt_is_404(api: Any) -> None:
     [
         ({}, "content"),
         ({"content": ""}, "content"),
+        ({"content": " \n\t "}, "content"),  # whitespace alone is empty too
         ({"content": 5}, "content"),
         ({"content": "x" * (256 * 1024 + 1)}, "content"),
         ({"content": "é" * (128 * 1024 + 1)}, "content"),  # 256 KiB counted in UTF-8 bytes
@@ -204,6 +205,8 @@ def test_edit_validation_and_missing(api: Any, prompt: Any) -> None:
     api.create_version()
     assert api.patch(f"{BASE}/1", json={}).status_code == 400
     assert api.patch(f"{BASE}/1", json={"content": ""}).status_code == 400
+    blank = api.patch(f"{BASE}/1", json={"content": "  \n "})
+    assert blank.status_code == 400 and blank.json["errors"]["content"] == ["must not be empty"]
     assert api.patch(f"{BASE}/1", json={"content": "x", "tags": []}).status_code == 400
     assert api.patch(f"{BASE}/9", json={"content": "x"}).status_code == 404
     assert api.patch("/api/v1/prompts/nope/versions/1", json={"content": "x"}).status_code == 404

@@ -547,6 +547,20 @@ def test_roll_back_after_confirmation(app: Flask, storage: Storage, console: Con
     assert record.promoted_by == _user_id(app, "writer")
 
 
+def test_after_a_rollback_the_offer_walks_further_back(storage: Storage, console: Console) -> None:
+    _seed(storage)
+    storage.create_version(ORG, "greeting", "v3", "someone")
+    storage.promote(ORG, "greeting", "2", "someone")
+    storage.promote(ORG, "greeting", "3", "someone")
+    storage.rollback(ORG, "greeting", "someone")  # from v3 to v2
+    client = console("writer")
+    page = client.get("/console/prompts/greeting").text
+    assert "Roll back to v1" in page and "Roll back to v3" not in page
+    assert 'name="to" value="1"' in client.get("/console/prompts/greeting/rollback").text
+    storage.rollback(ORG, "greeting", "someone")  # from v2 to v1: nothing before it
+    assert "Roll back to" not in client.get("/console/prompts/greeting").text
+
+
 def test_archive_unarchive_and_delete(storage: Storage, console: Console) -> None:
     _seed(storage)
     client = console("writer")

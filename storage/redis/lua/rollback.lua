@@ -1,6 +1,7 @@
 -- rollback: an earlier production version becomes production again, in one atomic step.
--- The target (ARGV[2], or else the version production before the current one: the
--- newest promotion record's previous version) becomes published whatever its status
+-- The target (ARGV[2], or else the version before the current one on the line of
+-- production versions, which never returns to a version rolled back from) becomes
+-- published whatever its status
 -- now, with promoted_at/promoted_by; the current production version becomes archived;
 -- a history record is written (notes default to "rollback to v<N>", as
 -- storage.lifecycle.rollback_notes spells it). No moment shows zero or two published
@@ -30,8 +31,22 @@ if not current_vid then
 end
 local target = ARGV[2]
 if target == "" then
-  local newest = redis.call("ZRANGE", pkey(pid, ":history"), -1, -1)[1]
-  target = newest and redis.call("HGET", pkey(pid, ":h:" .. newest), "previous_version")
+  -- The line of production versions (storage.lifecycle.production_line): each record
+  -- extends it, and one that goes back to a version on it drops the versions after it.
+  local line, at = {}, {}
+  for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
+    local number = redis.call("HGET", pkey(pid, ":h:" .. hid), "version_number")
+    if at[number] then
+      for i = #line, at[number] + 1, -1 do
+        at[line[i]] = nil
+        line[i] = nil
+      end
+    else
+      line[#line + 1] = number
+      at[number] = #line
+    end
+  end
+  target = line[#line - 1]
   if not target then
     return { "no_target", "first", current, "" }
   end
