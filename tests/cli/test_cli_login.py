@@ -1,6 +1,7 @@
 """``promptsvc login`` / ``logout`` as processes against ``promptsvc serve`` (memory and
 the real Redis): the browser's part is played with httpx, as a person's browser would
-(the realm's login form, the redirect to the loopback port, the device page)."""
+(the realm's login form, the redirect to the loopback port, the device page), and once
+by headless Chromium, which also enforces the page's Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from promptsvc.cli import credentials
 from tests.cli.conftest import process_env
+from tests.console.browser_support import chromium
 from tests.identity.people_support import form_in
 from tests.servers import ROOT, Server, bootstrap_file, free_port, promptsvc_command
 
@@ -279,3 +282,41 @@ def test_logout_deletes_the_login_when_the_realm_is_unreachable(tmp_path: Path) 
         done.stderr
     )
     assert not path.exists()
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    yield from chromium()
+
+
+@pytest.mark.slow
+def test_browser_login_finishes_in_chromium(realm: Realm, chromium_browser: Any) -> None:
+    """README's first command line, `promptsvc login`, with a real browser: the realm's
+    page must let its form's answer redirect to the command's loopback port."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium_browser
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    process = realm.start_login("--no-browser")
+    try:
+        driver.get(printed_url(process))
+        driver.find_element(By.NAME, "username").send_keys("ada")
+        driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+        driver.find_element(By.XPATH, "//button[normalize-space(.)='Sign in']").click()
+        WebDriverWait(driver, 15).until(
+            lambda d: (
+                d.current_url.startswith("http://127.0.0.1:")
+                and "You are signed in" in d.find_element(By.TAG_NAME, "body").text
+            ),
+            message="the browser never reached the command's loopback port",
+        )
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert f"as ada; login saved in {realm.path}" in out
+    listed = realm.run("prompts", "list")
+    assert listed.returncode == 0, listed.stderr
