@@ -3,7 +3,7 @@ the API's input rules applied to forms, and names for the user ids records carry
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import abort, current_app, g, request
@@ -11,6 +11,8 @@ from marshmallow import Schema, ValidationError
 
 from identity.core import Identity
 from identity.principal import Principal
+from promptsvc import actions
+from promptsvc.api.errors import Forbidden
 from storage.base import Storage
 
 PRINCIPAL = "console_principal"
@@ -32,6 +34,25 @@ def principal() -> Principal:
     """The signed-in person of this request (checked before any console view runs)."""
     found: Principal = g.get(PRINCIPAL)
     return found
+
+
+def needs_role(role: str, doing: str = "This") -> str:
+    """What a person whose role is too low for ``doing`` is told, on every page."""
+    person = g.get(PRINCIPAL)
+    mine = f"; your role is {person.role}" if person is not None else ""
+    return f"{doing} needs the role {role}{mine}. Ask an admin of your organization."
+
+
+def required_role(action: Callable[..., Any]) -> str:
+    role: str = getattr(action, actions.ROLE_ATTRIBUTE)
+    return role
+
+
+def require(action: Callable[..., Any]) -> None:
+    """Forbidden unless the signed-in person may run ``action``: for a page that is
+    nothing but that action's form."""
+    if not actions.allowed(principal(), action):
+        raise Forbidden(required_role(action))
 
 
 def storage() -> Storage:

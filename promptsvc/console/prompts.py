@@ -157,6 +157,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 (prompt.name, url_for("console.prompts.show", name=prompt.name)),
             ],
             action=actions.delete_prompt,
+            doing="Deleting a prompt",
         )
     actions.delete_prompt(storage(), principal(), prompt.prompt_id)
     flash(f"Prompt {prompt.name} deleted.", "success")

@@ -308,6 +308,13 @@ def test_reader_sees_no_write_action_and_a_forged_post_is_refused(
     assert forged == 403
     page.open("/console/prompts/for-reading/versions/1")
     assert page.find(".badge.draft").text == "Draft"
+    assert "can still be edited" not in page.text()
+
+    # The write pages' addresses show what the role allows, not a form to fail on.
+    for path in ("versions/new", "versions/1/edit", "versions/1/promote"):
+        page.open(f"/console/prompts/for-reading/{path}")
+        assert "needs the role Service Write; your role is Service Read" in page.text(), path
+        assert not page.driver.find_elements(page.by.TAG_NAME, "textarea"), path
 
 
 def test_a_form_without_its_csrf_token_is_refused(page: Page) -> None:
