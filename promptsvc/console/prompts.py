@@ -149,7 +149,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 "content and its promotion history are deleted for good. Applications "
                 "reading it will get 404 at once."
             ),
-            button=f"Delete {prompt.name}",
+            button="Delete prompt",
             danger=True,
             cancel=url_for("console.prompts.show", name=prompt.name),
             crumbs=[
