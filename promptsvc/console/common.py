@@ -1,5 +1,6 @@
 """What every console page shares: who is signed in, the app's storage and identity,
-the API's input rules applied to forms, and names for the user ids records carry."""
+the API's input rules applied to forms, what a role too low is told, and names for the
+user ids records carry (:func:`names`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from identity.core import Identity
 from identity.principal import Principal
 from promptsvc import actions
 from promptsvc.api.errors import Forbidden
+from promptsvc.names import Names
 from storage.base import Storage
 
 PRINCIPAL = "console_principal"
@@ -106,16 +108,6 @@ def optional_int(value: str | None, *, field: str) -> int | None:
     return int(value)
 
 
-class Names:
-    """Display names for the user ids that records carry: a person's username, or an
-    API key's ``key <client_id>``; ids that no longer name anyone are shortened."""
-
-    def __init__(self, org: str) -> None:
-        found = identity()
-        self._names = {key.user_id: f"key {key.client_id}" for key in found.list_keys(org)}
-        self._names.update({user.user_id: user.username for user in found.list_users(org)})
-
-    def __call__(self, user_id: str | None) -> str:
-        if not user_id:
-            return ""
-        return self._names.get(user_id) or f"user {user_id[:8]}"
+def names() -> Names:
+    """Display names for the user ids of the signed-in person's org."""
+    return Names(identity(), principal().org)

@@ -9,7 +9,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.api.schemas import PromptCreateSchema
-from promptsvc.console.common import FormInvalid, Names, load, principal, storage
+from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from storage.base import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)
@@ -128,7 +128,7 @@ def show(name: str) -> str:
         version_cursor=version_cursor,
         history_cursor=history_cursor,
         rollback_target=newest_record.previous_version if newest_record else None,
-        who=Names(org),
+        who=names(),
     )
 
 

@@ -19,9 +19,9 @@ from promptsvc import actions
 from promptsvc.api.schemas import VersionCreateSchema, VersionEditSchema
 from promptsvc.console.common import (
     FormInvalid,
-    Names,
     form_text,
     load,
+    names,
     principal,
     require,
     storage,
@@ -123,7 +123,7 @@ def show(name: str, number: int) -> str:
         prompt=prompt,
         version=version,
         messages=chat_messages(version.content) if prompt.prompt_type == "chat" else None,
-        who=Names(principal().org),
+        who=names(),
         snippet=sdk_snippet(prompt.name, version),
     )
 
