@@ -22,12 +22,7 @@ from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptS
 
 Action = Callable[[ServiceClient, argparse.Namespace], int]
 
-# What a person can do about a refusal the service's message leaves unexplained.
-HINTS: dict[type[PromptServiceError], str] = {
-    AuthenticationError: "the service refused the credentials: sign in again with `promptsvc "
-    "login`, or check PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET",
-    PermissionDeniedError: "your role does not allow this: changes need Service Write",
-}
+ROLE_HINT = "your role does not allow this: changes need Service Write"
 
 
 class CommandError(Exception):
@@ -35,20 +30,37 @@ class CommandError(Exception):
 
 
 def run(action: Action, args: argparse.Namespace) -> int:
-    """Connect, run ``action``, and report any failure on stderr."""
+    """Connect, run ``action``, and report any failure on stderr; a refused credential
+    is named, with what fixes it."""
+    client: ServiceClient | None = None
     try:
         with connect() as client:
             return action(client, args)
-    except PromptServiceError as exc:
+    except AuthenticationError as exc:
         status = service_failure(exc)
-        for kind, hint in HINTS.items():
-            if isinstance(exc, kind):
-                fail(hint)
+        assert client is not None  # connect() sends nothing
+        fail(f"{client.credential.what} was refused: {client.credential.fix}")
+        _unused(client)
         return status
-    except (CredentialsError, LoginRequired, CommandError, PromptFileError) as exc:
+    except PermissionDeniedError as exc:
+        status = service_failure(exc)
+        fail(ROLE_HINT)
+        return status
+    except PromptServiceError as exc:
+        return service_failure(exc)
+    except LoginRequired as exc:  # the saved login's refresh was refused
+        status = fail(str(exc))
+        _unused(client)
+        return status
+    except (CredentialsError, CommandError, PromptFileError) as exc:
         return fail(str(exc))
     except httpx.InvalidURL as exc:
         return fail(f"PROMPTSVC_URL is not a usable URL: {exc}")
+
+
+def _unused(client: ServiceClient | None) -> None:
+    if client is not None and client.credential.unused:
+        fail(client.credential.unused)
 
 
 def add_command(

@@ -242,7 +242,8 @@ def test_an_expired_access_token_is_refreshed_and_the_rotation_saved(short_realm
     time.sleep(1.5)
     refused = short_realm.run("prompts", "list")
     assert refused.returncode == 1
-    assert "has expired or was revoked" in refused.stderr
+    assert "was refused by the realm" in refused.stderr
+    assert "it expired or was revoked" in refused.stderr
     assert f"promptsvc login --url {short_realm.url} --org {short_realm.org}" in refused.stderr
 
 
@@ -320,3 +321,57 @@ def test_browser_login_finishes_in_chromium(realm: Realm, chromium_browser: Any)
     assert f"as ada; login saved in {realm.path}" in out
     listed = realm.run("prompts", "list")
     assert listed.returncode == 0, listed.stderr
+
+
+def test_a_saved_login_a_restarted_server_refuses_is_named_with_the_fix(tmp_path: Path) -> None:
+    """The server restarts with new secrets (memory storage: new signing key, sessions
+    gone); the saved login comes first, so the command says it was that credential that
+    failed and how to use the API key set beside it; logout says the login had already
+    stopped working instead of claiming to revoke it."""
+    org = "acme"
+    users = {org: {"ada": (PASSWORD, "Service Write")}}
+    keys = {org: {"ci-key": ("ci-key-secret-0123456789", "Service Read")}}
+    bootstrap = bootstrap_file(tmp_path, keys, users)
+    port = free_port()
+    command = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
+    config = tmp_path / "config"
+    with Server(command, port) as first:
+        realm = Realm(first, org, config)
+        assert browser_login(realm).returncode == 0
+    key_env = {
+        **realm.env,
+        "PROMPTSVC_URL": realm.url,
+        "PROMPTSVC_ACCOUNT_ID": org,
+        "PROMPTSVC_KEY_ID": "ci-key",
+        "PROMPTSVC_KEY_SECRET": "ci-key-secret-0123456789",
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            promptsvc_command(*argv), cwd=ROOT, env=process_env(key_env),
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    with Server(command, port):  # the same address, new secrets
+        refused = run("prompts", "list")
+        assert refused.returncode == 1
+        assert f"the saved login in {realm.path} (ada at {realm.url}, org {org})" in (
+            refused.stderr
+        )
+        assert f"promptsvc login --url {realm.url} --org {org}" in refused.stderr
+        assert (
+            "the API key in PROMPTSVC_KEY_ID (ci-key) is not used while a login is saved: "
+            "run `promptsvc logout` to use it instead"
+        ) in refused.stderr
+
+        out = run("logout")
+        assert out.returncode == 0, out.stderr
+        assert "the login is revoked" not in out.stdout
+        assert out.stdout == (
+            "Signed out: the saved login had already stopped working (the realm refused "
+            "it: the login expired or was revoked, or the service's data was reset); "
+            "it is deleted.\n"
+        )
+        assert not realm.path.exists()
+        listed = run("prompts", "list")
+        assert listed.returncode == 0, listed.stderr  # now with the API key
