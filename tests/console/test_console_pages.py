@@ -517,6 +517,9 @@ def test_promote_after_confirmation_records_who_and_notes(
     confirm = client.get("/console/prompts/greeting/versions/2/promote")
     assert 'name="expected_production_version" value="1"' in confirm.text
     assert '<tr class="changed">' in confirm.text  # the diff against production
+    # When applications see it: watching SDK clients at once, others after their TTL.
+    assert "<code>watch=True</code> get it within a second" in confirm.text
+    assert "once their cached entry expires" in confirm.text
     answer = client.post(
         "/console/prompts/greeting/versions/2/promote",
         data={
