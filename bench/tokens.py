@@ -38,7 +38,7 @@ import identity
 from bench.report import table, write_section
 from identity import Identity
 from identity.roles import SERVICE_READ
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 
 ISSUER = "http://127.0.0.1"

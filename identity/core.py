@@ -13,7 +13,7 @@ from identity.errors import InvalidClient
 from identity.principal import Principal
 from identity.signing import KeyRing
 from identity.tokens import Subject
-from storage.base import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
+from storage import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
 
 # Orgs never disappear (an org exists once it has a key or a user, revoked and disabled
 # ones included), so a "yes"

@@ -37,7 +37,7 @@ from identity.discovery import DEVICE_CODE, DEVICE_PAGE_PATH, SECRET_AUTH_METHOD
 from identity.errors import InvalidToken
 from identity.grants import NONE_AUTH
 from identity.secrets import lookup_digest
-from storage.base import DeviceAuthorization, DeviceCodeExists, RefreshToken
+from storage import DeviceAuthorization, DeviceCodeExists, RefreshToken
 
 if TYPE_CHECKING:
     from identity.oauth import RealmServer

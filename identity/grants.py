@@ -34,7 +34,7 @@ from identity.discovery import SECRET_AUTH_METHODS
 from identity.errors import InvalidScope
 from identity.people import Person
 from identity.secrets import lookup_digest
-from storage.base import (
+from storage import (
     AuthorizationCode,
     DeviceAuthorization,
     RefreshToken,

@@ -15,7 +15,7 @@ from typing import Any
 from identity import secrets as client_secrets
 from identity.errors import InvalidKeyRequest
 from identity.roles import ROLES
-from storage.base import ApiKey, Storage
+from storage import ApiKey, Storage
 
 ORG_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 # No ':' (it separates id and secret in HTTP Basic) and nothing that needs escaping in

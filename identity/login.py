@@ -39,7 +39,7 @@ from identity.errors import InvalidScope
 from identity.oauth import RealmRequest, RealmServer
 from identity.people import Person
 from identity.secrets import lookup_digest
-from storage.base import DeviceAlreadyDecided, Storage, User
+from storage import DeviceAlreadyDecided, Storage, User
 
 SESSION_COOKIE = "promptsvc_realm_session"
 CSRF_COOKIE = "promptsvc_realm_csrf"

@@ -16,7 +16,8 @@ from flask import Flask
 
 from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import ApiKeyExists, PromptExists, Storage, UserExists
+from promptsvc.templates import extract_variables
+from storage import ApiKeyExists, PromptExists, Storage, UserExists
 
 ORG = "demo"
 KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}
@@ -123,10 +124,23 @@ def create_demo(app: Flask) -> Demo:
         except PromptExists:
             continue
         first = storage.create_version(
-            ORG, sample.name, sample.production, author, metadata=MODEL, tags=["demo"]
+            ORG,
+            sample.name,
+            sample.production,
+            author,
+            metadata=MODEL,
+            tags=["demo"],
+            variables=extract_variables(sample.production, sample.prompt_type),
         )
         storage.promote(ORG, sample.name, first.version_id, author, notes="first release")
-        storage.create_version(ORG, sample.name, sample.draft, author, metadata=MODEL)
+        storage.create_version(
+            ORG,
+            sample.name,
+            sample.draft,
+            author,
+            metadata=MODEL,
+            variables=extract_variables(sample.draft, sample.prompt_type),
+        )
     return Demo(keys, [_demo_user(app, role, username) for role, username in USERNAMES.items()])
 
 

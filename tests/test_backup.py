@@ -17,7 +17,7 @@ import pytest
 from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
-from storage.base import SigningKey
+from storage import SigningKey
 from storage.memory import MemoryStorage
 from tests.backup_sample import (
     ADA_PASSWORD,

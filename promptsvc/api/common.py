@@ -33,7 +33,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 from promptsvc import auth
 from promptsvc.api import realm_docs
 from promptsvc.api.errors import BadRequest, UnsupportedMediaType
-from storage.base import Storage
+from storage import Storage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,7 +123,7 @@ class ApiBlueprint(Blueprint):
         """Document the success response; the view itself returns a ready Response.
 
         Unlike ``Blueprint.response`` nothing is dumped through the schema at run time:
-        bodies are the records' ``to_json()`` (storage/base.py), which keeps the read
+        bodies are the records' ``to_json()`` (storage/records.py), which keeps the read
         path fast.
         """
         return doc_only(self.response(status, schema, **options))

@@ -39,7 +39,7 @@ from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, Inva
 from promptsvc.events import Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
-from storage.base import (
+from storage import (
     Conflict,
     InvalidInput,
     NotFound,

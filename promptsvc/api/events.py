@@ -28,7 +28,7 @@ from promptsvc.api.schemas import EventHeadersSchema, EventPageSchema, EventQuer
 from promptsvc.auth import current_principal
 from promptsvc.events import EventHub, Follower, Reset
 from promptsvc.http import json_body, json_response
-from storage.base import Event, StorageError
+from storage import Event, StorageError
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
-from storage.base import UNGUARDED, PromptVersion, Storage
+from storage import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "releases",

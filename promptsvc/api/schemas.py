@@ -1,7 +1,7 @@
 """marshmallow schemas: request validation (docs/api.md section 11) and response documentation.
 
 Request schemas load and validate bodies and query strings. Response schemas only
-document bodies for OpenAPI: a response is its record's ``to_json()`` (storage/base.py),
+document bodies for OpenAPI: a response is its record's ``to_json()`` (storage/records.py),
 never dumped through a schema, and tests/api/test_api_records.py proves each schema
 and its record's JSON have the same fields, types and nullability.
 """
@@ -17,7 +17,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from identity.roles import ROLES
 from identity.users import USERNAME
-from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
+from storage import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

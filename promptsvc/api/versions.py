@@ -28,7 +28,7 @@ from promptsvc.api.schemas import (
 )
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
-from storage.base import UNGUARDED, PromptVersion, Storage
+from storage import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "versions",

@@ -7,7 +7,8 @@ A command lives in a module of its own with ``register(subparsers)``, listed in
 :mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a Redis
 storage), :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
 :mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
-``plan``, ``apply``), which talk to a running service over HTTP only.
+``plan``, ``apply``), which talk to a running service over HTTP only, and
+:mod:`promptsvc.cli.mcp_server` (``mcp``, the MCP server, on the ``mcp`` extra).
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import ascode, backup, login, prompts, serve, worker
+from promptsvc.cli import ascode, backup, login, mcp_server, prompts, serve, worker
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -55,6 +56,7 @@ examples:
   promptsvc prompts list
   promptsvc prompts diff greeting production latest
   promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
+  promptsvc mcp                              # the org's prompts in MCP clients (stdio)
 """
 
 
@@ -71,6 +73,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (login, False),
     (prompts, False),
     (ascode, False),
+    (mcp_server, False),
 )
 
 

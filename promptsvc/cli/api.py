@@ -201,11 +201,11 @@ class ServiceClient(PromptClient):
         self.call("DELETE", self.action_path(name, ref))
 
 
-def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
+def connect(environ: Mapping[str, str] | None = None, **options: Any) -> ServiceClient:
     """A client signed in with the saved login (``promptsvc login``) when there is one,
     else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
     PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
-    service as it is now."""
+    service as it is now. ``options`` are PromptClient's other keywords (``watch``)."""
     env = os.environ if environ is None else environ
     path = credentials.credentials_path(env)
     login = credentials.load(path)
@@ -213,7 +213,7 @@ def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
     client: ServiceClient
     if login is not None:
         provider = credentials.SavedLoginProvider(path, login)
-        client = ServiceClient(login.url, auth=provider, cache_ttl=0)
+        client = ServiceClient(login.url, auth=provider, cache_ttl=0, **options)
         client.credential = Credential(
             credentials.describe(path, login),
             f"sign in again with `promptsvc login --url {login.url} --org {login.org}`",
@@ -229,7 +229,7 @@ def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
             + ", ".join(ENV_VARS)
             + f" (not set: {', '.join(missing)})"
         )
-    client = ServiceClient.from_env(env, cache_ttl=0)
+    client = ServiceClient.from_env(env, cache_ttl=0, **options)
     client.credential = Credential(
         f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) of org "
         f"PROMPTSVC_ACCOUNT_ID ({env['PROMPTSVC_ACCOUNT_ID']}) at PROMPTSVC_URL "

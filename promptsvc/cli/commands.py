@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from promptsvc.cli.api import CredentialsError, ServiceClient, connect
+from promptsvc.cli.api import Credential, CredentialsError, ServiceClient, connect
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.cli.output import fail, service_failure
 from promptsvc.cli.promptfile import PromptFileError
@@ -23,6 +23,11 @@ from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptS
 Action = Callable[[ServiceClient, argparse.Namespace], int]
 
 ROLE_HINT = "your role does not allow this: changes need Service Write"
+# For a refusal whose credential is not known here.
+CREDENTIALS_HINT = (
+    "the service refused the credentials: sign in again with `promptsvc login`, or check "
+    "PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET"
+)
 
 
 class CommandError(Exception):
@@ -36,21 +41,12 @@ def run(action: Action, args: argparse.Namespace) -> int:
     try:
         with connect() as client:
             return action(client, args)
-    except AuthenticationError as exc:
-        status = service_failure(exc)
-        assert client is not None  # connect() sends nothing
-        fail(f"{client.credential.what} was refused: {client.credential.fix}")
-        _unused(client)
-        return status
-    except PermissionDeniedError as exc:
-        status = service_failure(exc)
-        fail(ROLE_HINT)
-        return status
     except PromptServiceError as exc:
-        return service_failure(exc)
+        return refusal(exc, client.credential if client is not None else None)
     except LoginRequired as exc:  # the saved login's refresh was refused
         status = fail(str(exc))
-        _unused(client)
+        if client is not None and client.credential.unused:
+            fail(client.credential.unused)
         return status
     except (CredentialsError, CommandError, PromptFileError) as exc:
         return fail(str(exc))
@@ -58,9 +54,20 @@ def run(action: Action, args: argparse.Namespace) -> int:
         return fail(f"PROMPTSVC_URL is not a usable URL: {exc}")
 
 
-def _unused(client: ServiceClient | None) -> None:
-    if client is not None and client.credential.unused:
-        fail(client.credential.unused)
+def refusal(exc: PromptServiceError, credential: Credential | None) -> int:
+    """The service's refusal on stderr (status 1), with what a person can do about it:
+    the credential refused and its fix (when known), or the role needed."""
+    status = service_failure(exc)
+    if isinstance(exc, AuthenticationError):
+        if credential is None:
+            fail(CREDENTIALS_HINT)
+        else:
+            fail(f"{credential.what} was refused: {credential.fix}")
+            if credential.unused:
+                fail(credential.unused)
+    elif isinstance(exc, PermissionDeniedError):
+        fail(ROLE_HINT)
+    return status
 
 
 def add_command(

@@ -99,7 +99,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from promptsvc.app import create_app
     from promptsvc.config import ConfigError, Settings
     from promptsvc.webhooks.worker import DeliveryWorker
-    from storage.base import Storage, StorageError
+    from storage import Storage, StorageError
 
     restored: backup.Restored | None = None
     storage: Storage | None = None

@@ -52,8 +52,7 @@ def register(subparsers: Any) -> None:
 def worker_command(args: argparse.Namespace) -> int:
     from promptsvc.config import ConfigError, Settings
     from promptsvc.webhooks.worker import LEASE, DeliveryWorker
-    from storage import storage_from_url
-    from storage.base import StorageError
+    from storage import StorageError, storage_from_url
 
     try:
         settings = Settings.from_env(storage_url=args.storage)

@@ -28,7 +28,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers, send_with_retries
 from promptsvc.client.models import ModelError, PromptVersion
-from promptsvc.client.watch import Watch
+from promptsvc.client.watch import ChangeListener, Watch
 
 logger = logging.getLogger("promptsvc.client")
 
@@ -79,6 +79,7 @@ class BaseClient(Generic[TransportT]):
         retry_backoff: float = 0.25,
         stale_if_error: bool = True,
         watch: bool = False,
+        on_change: ChangeListener | None = None,
         clock: Clock = time.monotonic,
         transport: TransportT | None = None,
     ) -> None:
@@ -100,7 +101,11 @@ class BaseClient(Generic[TransportT]):
         self._cache = PromptCache(cache_ttl, clock)
         self._policy = RetryPolicy(timeout, max_retries, retry_backoff)
         self.stale_if_error = stale_if_error
-        self._watch = Watch(self.base_url, self._cache, timeout) if watch else None
+        if on_change is not None and not watch:
+            raise ValueError("on_change needs watch=True")
+        self._watch = (
+            Watch(self.base_url, self._cache, timeout, on_change=on_change) if watch else None
+        )
         self._open(transport)
 
     def _open(self, transport: TransportT | None) -> None:

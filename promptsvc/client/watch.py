@@ -37,6 +37,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
@@ -64,6 +65,9 @@ RECONNECT = RetryPolicy(backoff=0.1, backoff_cap=10.0)
 # unwatched for longer than anyone asked for.
 RETRY_AFTER_CAP = 60.0
 
+ChangeListener = Callable[[dict[str, Any] | None], None]
+"""``on_change``: called with each change event's body, or None when the cache was reset."""
+
 
 class Watch:
     """The stream's state shared by both watchers: where it is in the log, its token
@@ -77,9 +81,11 @@ class Watch:
         *,
         reconnect: RetryPolicy = RECONNECT,
         clock: Clock = time.monotonic,
+        on_change: ChangeListener | None = None,
     ) -> None:
         self.url = base_url + EVENTS_PATH
         self.cache = cache
+        self.on_change = on_change
         self.timeout = timeout
         self.reconnect = reconnect
         self.clock = clock
@@ -138,9 +144,10 @@ class Watch:
         return True
 
     def apply(self, sse: ServerSentEvent) -> None:
-        """Drop what the event makes stale; remember its id."""
+        """Drop what the event makes stale, tell ``on_change``; remember its id."""
         if sse.event == "reset":
             self.cache.clear()
+            self._tell(None)
         elif sse.data:  # an empty "message" is a heartbeat comment after an event
             try:
                 body = json.loads(sse.data)
@@ -148,11 +155,21 @@ class Watch:
                 logger.warning("events: unreadable event %s: clearing the cache", sse.id)
                 body = None
                 self.cache.clear()
+                self._tell(None)
             if isinstance(body, dict):
                 refs = [body.get(field) for field in ("prompt_name", "prompt_id")]
                 self.cache.drop(ref for ref in refs if isinstance(ref, str))
+                self._tell(body)
         if sse.id:
             self.last_id = sse.id
+
+    def _tell(self, body: dict[str, Any] | None) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(body)
+        except Exception:  # the listener's failure must not stop the stream
+            logger.exception("events: on_change failed")
 
     def ended(self) -> float:
         """The stream ended or could not open: seconds to wait before the next try."""

@@ -42,7 +42,7 @@ from promptsvc.console import admin, prompts, releases, signin, versions
 from promptsvc.console.common import CSRF_FIELD, PRINCIPAL, needs_role, required_role
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
-from storage.base import Storage
+from storage import Storage
 
 PATH = "/console"
 SESSION_COOKIE = "promptsvc_console"

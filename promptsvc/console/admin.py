@@ -15,7 +15,7 @@ from identity.roles import ROLES
 from promptsvc import actions
 from promptsvc.api.schemas import KeyCreateSchema, UserCreateSchema, UserUpdateSchema
 from promptsvc.console.common import FormInvalid, identity, load, principal
-from storage.base import UserExists
+from storage import UserExists
 
 bp = Blueprint("admin", __name__)
 

@@ -15,7 +15,7 @@ from identity.principal import Principal
 from promptsvc import actions
 from promptsvc.api.errors import Forbidden
 from promptsvc.names import Names
-from storage.base import Storage
+from storage import Storage
 
 PRINCIPAL = "console_principal"
 # Every form carries this field; promptsvc.console checks it on every POST.

@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException
 from identity.errors import InvalidKeyRequest, InvalidUserRequest
 from promptsvc.api.errors import Forbidden
 from promptsvc.console.common import needs_role
-from storage.base import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
+from storage import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from promptsvc import actions
 from promptsvc.api.schemas import PromptCreateSchema
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
-from storage.base import Page, Prompt, PromptExists, decode_cursor, encode_cursor
+from storage import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)
 

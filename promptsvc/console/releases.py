@@ -19,7 +19,7 @@ from promptsvc.api.schemas import PromoteSchema, RollbackSchema
 from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
 from promptsvc.console.present import metadata_rows, side_by_side
 from promptsvc.diffs import version_diff
-from storage.base import (
+from storage import (
     NoProductionVersion,
     ProductionChanged,
     Prompt,

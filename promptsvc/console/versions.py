@@ -27,7 +27,7 @@ from promptsvc.console.common import (
     storage,
 )
 from promptsvc.console.present import chat_messages, pretty_json, sdk_snippet
-from storage.base import NoProductionVersion, Prompt, PromptVersion
+from storage import NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
 

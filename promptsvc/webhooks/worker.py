@@ -25,7 +25,7 @@ import httpx
 
 from promptsvc.webhooks import sender
 from promptsvc.webhooks.targets import ALLOW_PRIVATE_ENV
-from storage.base import Delivery, DeliveryTask, Storage, StorageError, WebhookNotFound
+from storage import Delivery, DeliveryTask, Storage, StorageError, WebhookNotFound
 
 log = logging.getLogger(__name__)
 

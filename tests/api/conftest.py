@@ -21,7 +21,7 @@ from flask.testing import FlaskClient
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 
 ISSUER = "http://promptsvc.test"

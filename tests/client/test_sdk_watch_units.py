@@ -149,3 +149,23 @@ def test_a_refusals_retry_after_is_honoured_when_longer_up_to_a_cap(
         watch.opened(answer(503, headers={"Retry-After": retry_after}), "t")
     assert watch.ended() == waits
     assert watch.ended() == 0.2  # only that once
+
+
+def test_on_change_hears_every_change_after_the_cache_and_survives_its_own_failure() -> None:
+    heard: list[object] = []
+
+    def listener(body: object) -> None:
+        heard.append((body, cached(watch, "greeting")))
+        raise RuntimeError("a listener's bug")
+
+    watch = make_watch()
+    watch.on_change = listener
+    data = '{"id": "5-0", "type": "version.promoted", "prompt_name": "greeting"}'
+    watch.apply(ServerSentEvent("version.promoted", data, "5-0"))
+    watch.apply(ServerSentEvent("message", "", "5-0"))  # a heartbeat: no change
+    watch.apply(ServerSentEvent("reset", "", "9-0"))
+    watch.apply(ServerSentEvent("version.created", "not json", "10-0"))
+
+    promoted = {"id": "5-0", "type": "version.promoted", "prompt_name": "greeting"}
+    assert heard == [(promoted, False), (None, False), (None, False)]
+    assert watch.last_id == "10-0"  # the listener's failures stopped nothing

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from storage.base import Storage
+from storage import Storage
 from tests.console.console_support import ORG, OTHER_ORG, csrf_token, post_form
 
 Console = Callable[..., FlaskClient]
@@ -20,9 +20,13 @@ Console = Callable[..., FlaskClient]
 def _seed(storage: Storage, org: str = ORG, name: str = "greeting") -> None:
     """A prompt with v1 production (promoted by nobody we know), v2 a draft."""
     storage.create_prompt(org, name, "text", "Welcome message")
-    first = storage.create_version(org, name, "Hello {{name}}!", "someone", tags=["demo"])
+    first = storage.create_version(
+        org, name, "Hello {{name}}!", "someone", tags=["demo"], variables=["name"]
+    )
     storage.promote(org, name, first.version_id, "someone", notes="first release")
-    storage.create_version(org, name, "Hi {{name}}, welcome to {{product}}.", "someone")
+    storage.create_version(
+        org, name, "Hi {{name}}, welcome to {{product}}.", "someone", variables=["name", "product"]
+    )
 
 
 def _user_id(app: Flask, username: str, org: str = ORG) -> str:
@@ -68,7 +72,7 @@ def test_prompt_page_marks_production_and_shows_history_with_usernames(
 ) -> None:
     _seed(storage)
     writer = _user_id(app, "writer")
-    v3 = storage.create_version(ORG, "greeting", "Hey {{name}}", writer)
+    v3 = storage.create_version(ORG, "greeting", "Hey {{name}}", writer, variables=["name"])
     storage.promote(ORG, "greeting", v3.version_id, writer, notes="shorter <b>greeting</b>")
     page = console("reader").get("/console/prompts/greeting")
     assert page.status_code == 200
@@ -107,7 +111,7 @@ def test_version_page_highlights_variables_and_shows_metadata(
     storage.create_prompt(ORG, "greeting")
     storage.create_version(
         ORG, "greeting", "Hello {{ name }} from {{team.lead}}", "x",
-        metadata={"model": "gpt-4o"}, tags=["beta"],
+        metadata={"model": "gpt-4o"}, tags=["beta"], variables=["name", "team.lead"],
     )  # fmt: skip
     page = console("reader").get("/console/prompts/greeting/versions/1")
     assert '<mark class="var">{{ name }}</mark>' in page.text
@@ -120,7 +124,7 @@ def test_script_in_content_is_shown_as_text(storage: Storage, console: Console) 
     storage.create_prompt(ORG, "xss", "text", "<img src=x onerror=alert(1)>")
     storage.create_version(
         ORG, "xss", "<script>alert(1)</script> {{name}}", "x",
-        metadata={"<b>k</b>": "<i>v</i>"}, tags=["<s>t</s>"],
+        metadata={"<b>k</b>": "<i>v</i>"}, tags=["<s>t</s>"], variables=["name"],
     )  # fmt: skip
     storage.create_version(ORG, "xss", "<script>alert(2)</script>", "x")
     client = console("reader")
@@ -491,11 +495,13 @@ def test_edit_a_draft_but_not_a_published_version(storage: Storage, console: Con
 def test_diff_of_any_two_versions(storage: Storage, console: Console) -> None:
     storage.create_prompt(ORG, "greeting")
     storage.create_version(
-        ORG, "greeting", "Hello {{name}}!\nBye", "x", metadata={"t": 1}, tags=["a"]
-    )
+        ORG, "greeting", "Hello {{name}}!\nBye", "x", metadata={"t": 1}, tags=["a"],
+        variables=["name"],
+    )  # fmt: skip
     storage.create_version(
-        ORG, "greeting", "Hello {{user}}!\nBye", "x", metadata={"t": 2, "m": "x"}, tags=["b"]
-    )
+        ORG, "greeting", "Hello {{user}}!\nBye", "x", metadata={"t": 2, "m": "x"}, tags=["b"],
+        variables=["user"],
+    )  # fmt: skip
     page = console("reader").get("/console/prompts/greeting/diff?from=1&to=2").text
     assert '<tr class="changed">' in page and '<tr class="same">' in page
     assert '<span class="del"><mark class="var">{{name}}</mark></span>' in page
@@ -542,7 +548,7 @@ def test_a_concurrent_promotion_is_refused_with_a_clear_message(
     storage: Storage, console: Console
 ) -> None:
     _seed(storage)
-    v3 = storage.create_version(ORG, "greeting", "Yo {{name}}", "someone")
+    v3 = storage.create_version(ORG, "greeting", "Yo {{name}}", "someone", variables=["name"])
     client = console("writer")
     confirm = client.get("/console/prompts/greeting/versions/2/promote")
     storage.promote(ORG, "greeting", v3.version_id, "someone else")  # meanwhile

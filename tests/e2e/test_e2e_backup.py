@@ -14,9 +14,9 @@ import pytest
 
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
-from storage.cluster import ClusterStorage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
+from storage.redis.cluster import ClusterStorage
 from tests.backup_sample import (
     ADMIN_ID,
     ADMIN_SECRET,

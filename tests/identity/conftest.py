@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 import identity
 from identity import ConsoleUris, Identity, Lifetimes, LoginRateLimits
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from tests.clock import FakeClock

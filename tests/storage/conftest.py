@@ -16,10 +16,10 @@ from typing import Any
 import fakeredis
 import pytest
 
-from storage.base import Storage
-from storage.cluster import ClusterStorage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import BaseRedisStorage, RedisStorage
+from storage.redis.cluster import ClusterStorage
 from tests.clock import FakeClock
 
 REDIS_BACKENDS = [

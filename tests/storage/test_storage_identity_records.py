@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, SigningKey, Storage
+from storage import ApiKey, ApiKeyExists, ApiKeyNotFound, SigningKey, Storage
 
 ORG = "acme"
 CREATED = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

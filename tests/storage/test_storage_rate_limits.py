@@ -14,9 +14,9 @@ from limits import parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
-from storage.base import Storage
-from storage.keys import RATE_LIMIT_PREFIX
+from storage import Storage
 from storage.redis import BaseRedisStorage
+from storage.redis.keys import RATE_LIMIT_PREFIX
 
 
 def limiter_on(store: Storage) -> MovingWindowRateLimiter:

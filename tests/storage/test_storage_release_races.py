@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from storage.base import ProductionChanged, Promotion, Storage
+from storage import ProductionChanged, Promotion, Storage
 from storage.redis import RedisStorage
 
 ORG = "acme"

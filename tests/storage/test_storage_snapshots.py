@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from storage import keys
-from storage.base import (
+from storage import (
     ApiKey,
     LifecycleError,
     OrgNotEmpty,
@@ -20,7 +19,7 @@ from storage.base import (
     UserExists,
     Webhook,
 )
-from storage.redis import BaseRedisStorage
+from storage.redis import BaseRedisStorage, keys
 from tests.backup_sample import AUTHOR, PROMOTER, populate, raw
 from tests.clock import FakeClock
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from tests.clock import FakeClock
