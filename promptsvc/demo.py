@@ -206,11 +206,11 @@ Users, for people to sign in to realm "{ORG}" (the passwords are shown only now)
   curl -s -w '\\n' {api}/greeting/latest -H "Authorization: Bearer $TOKEN"
   curl -s -w '\\n' {api}/support-chat/versions/1 -H "Authorization: Bearer $TOKEN"
 
-3. Write with the write key: add a version, promote the draft, read production again:
+3. Write with the write key: add a version, promote it, read production again:
 
   {_token_line(base_url, write, "WTOKEN")}
-  curl -s -w '\\n' -X POST {api}/greeting/versions -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"content": "Hey {{{{name}}}}!"}}'
-  curl -s -w '\\n' -X POST {api}/greeting/versions/2/promote -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"notes": "friendlier"}}'
+  CREATED=$(curl -s -X POST {api}/greeting/versions -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"content": "Hey {{{{name}}}}, welcome to {{{{product}}}}!"}}'); echo "$CREATED"
+  curl -s -w '\\n' -X POST {api}/greeting/versions/"$(echo "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')"/promote -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"notes": "friendlier"}}'
   curl -s -w '\\n' {api}/greeting/production -H "Authorization: Bearer $TOKEN"
 
 4. Client-credentials flow (OAuth 2.0 token endpoint of the realm):

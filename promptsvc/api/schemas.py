@@ -451,8 +451,18 @@ class VersionPageSchema(Schema):
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
 
 
+class HistoryRecordSchema(PromotionRecordSchema):
+    promoted_by_name = fields.String(
+        metadata={
+            "description": "Who promoted, as the console names them: a username, "
+            "'key <client_id>' for an API key, or 'user <first 8 characters of the id>' "
+            "for an id that names no one any more"
+        }
+    )
+
+
 class HistoryPageSchema(Schema):
-    items = fields.List(fields.Nested(PromotionRecordSchema))
+    items = fields.List(fields.Nested(HistoryRecordSchema))
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
 
 

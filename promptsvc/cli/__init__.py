@@ -21,6 +21,9 @@ how to install it.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -41,6 +44,7 @@ exit status:
   0  success; for `plan`, nothing to change
   1  error: the reason (and the service's request id) is printed on stderr
   2  `plan`: changes are pending; any command: wrong usage
+  141  the output was closed early (`| head`): stopped quietly, as SIGPIPE ends a process
 
 examples:
   promptsvc serve --demo                     # try it: demo org, keys, users and prompts
@@ -91,11 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A reader that went away (`promptsvc prompts history greeting | head -1`): the status
+# of a process ended by SIGPIPE, what `git log | head -1` gives too.
+EXIT_PIPE = 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``promptsvc`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         status: int = args.func(args)
+        sys.stdout.flush()  # here, so a closed pipe is met in this try, not at exit
     except ModuleNotFoundError as exc:
         if not args.needs_server:
             raise
@@ -103,4 +113,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"`promptsvc {args.command}` needs the server's dependencies, which are not "
             f"installed ({exc}). Install them with: {SERVER_INSTALL}"
         )
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_PIPE
     return status
+
+
+def _drop_stdout() -> None:
+    """Send what is still buffered for stdout nowhere, so the interpreter's own flush at
+    exit does not fail on the closed pipe again (Python's advice, in the signal module's
+    notes on SIGPIPE)."""
+    try:
+        stream = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced (pytest's capture): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream)
+    os.close(devnull)

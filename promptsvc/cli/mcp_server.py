@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from promptsvc.cli.api import CredentialsError
-from promptsvc.cli.commands import HINTS
+from promptsvc.cli.commands import refusal
 from promptsvc.cli.credentials import LoginRequired
-from promptsvc.cli.output import fail, service_failure
+from promptsvc.cli.output import fail
 from promptsvc.client import PromptServiceError
 
 MCP_INSTALL = "pip install 'promptsvc[mcp]'"
@@ -77,11 +77,7 @@ def mcp_command(args: argparse.Namespace) -> int:
     try:
         mcp.run(options)
     except PromptServiceError as exc:
-        status = service_failure(exc)
-        for kind, hint in HINTS.items():
-            if isinstance(exc, kind):
-                fail(hint)
-        return status
+        return refusal(exc, None)
     except (CredentialsError, LoginRequired, EnvironmentUnknown) as exc:
         return fail(str(exc))
     except httpx.InvalidURL as exc:

@@ -72,6 +72,7 @@ def revoke_key(client_id: str) -> str | WerkzeugResponse:
             cancel=url_for("console.admin.keys"),
             crumbs=[("API keys", url_for("console.admin.keys"))],
             action=actions.revoke_key,
+            doing="Revoking a key",
         )
     actions.revoke_key(identity(), principal(), client_id)
     flash(f"API key {client_id} revoked.", "success")

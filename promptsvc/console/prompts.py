@@ -9,7 +9,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.api.schemas import PromptCreateSchema
-from promptsvc.console.common import FormInvalid, Names, load, principal, storage
+from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from storage import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)
@@ -124,7 +124,7 @@ def show(name: str) -> str:
         history_cursor=history_cursor,
         # What a rollback would make production: storage's rule, as the rollback applies it.
         rollback_target=backend.previous_production(org, prompt.prompt_id),
-        who=Names(org),
+        who=names(),
     )
 
 
@@ -140,7 +140,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 "content and its promotion history are deleted for good. Applications "
                 "reading it will get 404 at once."
             ),
-            button=f"Delete {prompt.name}",
+            button="Delete prompt",
             danger=True,
             cancel=url_for("console.prompts.show", name=prompt.name),
             crumbs=[
@@ -148,6 +148,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 (prompt.name, url_for("console.prompts.show", name=prompt.name)),
             ],
             action=actions.delete_prompt,
+            doing="Deleting a prompt",
         )
     actions.delete_prompt(storage(), principal(), prompt.prompt_id)
     flash(f"Prompt {prompt.name} deleted.", "success")

@@ -30,7 +30,9 @@ def make_watch(clock: Clock | None = None) -> Watch:
     cache = PromptCache(60)
     for name in ("greeting", BODY["prompt_id"], "greeting2", "chatty"):
         for label in ("production", "latest"):
-            cache.put(cache_key(name, label, None), name, version(), None, cache.generation)
+            cache.put(
+                cache_key(name, label, None), name, version(), None, cache.generation, path=""
+            )
     reconnect = RetryPolicy(backoff=0.1, backoff_cap=1.0, jitter=lambda: 1.0)
     return Watch("http://svc", cache, 10.0, reconnect=reconnect, clock=clock or Clock())
 
@@ -55,10 +57,12 @@ def test_the_request_resumes_after_the_last_id() -> None:
     assert request.extensions["timeout"]["read"] > 15  # longer than the heartbeat
 
 
-def test_positioned_starts_from_the_newest_id_with_an_empty_cache() -> None:
+def test_positioned_starts_from_the_newest_id_and_hands_back_the_cache_to_check() -> None:
     watch = make_watch()
-    watch.positioned(answer(200, json={"items": [], "last_id": "42-1", "reset": False}))
-    assert (watch.last_id, len(watch.cache)) == ("42-1", 0)
+    cached = len(watch.cache)
+    unchecked = watch.positioned(answer(200, json={"items": [], "last_id": "42-1", "reset": False}))
+    assert watch.last_id == "42-1"
+    assert len(unchecked) == len(watch.cache) == cached  # nothing thrown away
 
     with pytest.raises(InvalidResponseError):
         make_watch().positioned(answer(200, json={"items": []}))

@@ -243,6 +243,59 @@ def test_a_reader_sees_no_write_action(storage: Storage, console: Console) -> No
         assert "API keys" not in text and "Users" not in text
 
 
+def test_a_reader_opening_a_write_page_is_told_the_role_it_needs_not_given_a_form(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    client = console("reader")
+    for path in (
+        "/console/prompts/greeting/versions/new",
+        "/console/prompts/greeting/versions/2/edit",
+    ):
+        page = client.get(path)
+        assert page.status_code == 403, path
+        assert "needs the role Service Write; your role is Service Read" in page.text, path
+        assert "<textarea" not in page.text and page.text.count('method="post"') == 1, path
+    for path, doing in (
+        ("/console/prompts/greeting/versions/2/promote", "Promoting"),
+        ("/console/prompts/greeting/rollback?to=1", "Rolling back"),
+        ("/console/prompts/greeting/versions/2/delete", "Deleting a version"),
+        ("/console/prompts/greeting/delete", "Deleting a prompt"),
+    ):
+        page = client.get(path)
+        assert page.status_code == 200, path  # what would change is Service Read to see
+        assert f"{doing} needs the role Service Write; your role is Service Read" in page.text
+        assert "<textarea" not in page.text and page.text.count('method="post"') == 1, path
+    promote = client.get("/console/prompts/greeting/versions/2/promote").text
+    assert "table" in promote and "welcome to" in promote  # the diff, read-only
+
+
+def test_a_drafts_page_offers_editing_and_promoting_only_to_whom_may(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    storage.create_prompt(ORG, "unreleased")
+    storage.create_version(ORG, "unreleased", "soon", "someone")
+    for person, offered in (("reader", False), ("writer", True)):
+        client = console(person)
+        draft = client.get("/console/prompts/greeting/versions/2").text
+        assert ("can still be edited" in draft) is offered, person
+        assert ("promote it to put it in production" in draft) is offered, person
+        assert "A draft" in draft
+        never = client.get("/console/prompts/unreleased").text
+        assert ("promote a draft to publish it" in never) is offered, person
+        assert ("Promote a draft to make it production" in never) is offered, person
+        for path in (
+            "/console/prompts/greeting/versions/new",
+            "/console/prompts/greeting/versions/2/edit",
+            "/console/prompts/greeting/versions/2/promote",
+        ):
+            page = client.get(path)
+            assert (page.status_code, "<textarea" in page.text) == (
+                (200, True) if offered else (page.status_code, False)
+            ), (person, path)
+
+
 def test_a_writer_sees_write_actions_but_no_admin(storage: Storage, console: Console) -> None:
     _seed(storage)
     client = console("writer")
@@ -470,6 +523,9 @@ def test_promote_after_confirmation_records_who_and_notes(
     confirm = client.get("/console/prompts/greeting/versions/2/promote")
     assert 'name="expected_production_version" value="1"' in confirm.text
     assert '<tr class="changed">' in confirm.text  # the diff against production
+    # When applications see it: watching SDK clients at once, others after their TTL.
+    assert "<code>watch=True</code> get it within a second" in confirm.text
+    assert "once their cached entry expires" in confirm.text
     answer = client.post(
         "/console/prompts/greeting/versions/2/promote",
         data={
