@@ -150,8 +150,9 @@ __all__ = [
 
 
 def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
-    """``memory://``, ``redis://host:port/db``, ``rediss://...`` or
-    ``redis+cluster://host:port[,host:port...]``."""
+    """``memory://``, ``redis://host:port/db``, ``rediss://...``,
+    ``redis+cluster://host:port[,host:port...]``, ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db`` or ``postgresql://user:password@host:port/db``."""
     scheme = url.split("://", 1)[0].lower()
     if scheme == "memory":
         from storage.memory import MemoryStorage
@@ -165,7 +166,11 @@ def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
         from storage.redis.cluster import ClusterStorage
 
         return ClusterStorage.from_url(url, clock=clock)
+    if scheme in ("sqlite", "postgresql", "postgres"):
+        from storage.sql.storage import SqlStorage
+
+        return SqlStorage.from_url(url, clock=clock)
     raise ValueError(
         f"unsupported storage URL scheme {scheme!r}: "
-        "use memory://, redis://, rediss:// or redis+cluster://"
+        "use memory://, redis://, rediss://, redis+cluster://, sqlite:/// or postgresql://"
     )

@@ -1,0 +1,41 @@
+"""``SqlStorage``: the SQL backend's concerns combined (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, text
+
+from storage.base import Clock, Storage, utcnow
+from storage.sql import schema
+from storage.sql.engine import describe, make_engine
+from storage.sql.events import SqlEvents
+from storage.sql.pending import SqlPending
+from storage.sql.releases import SqlReleases
+from storage.sql.webhooks import SqlWebhooks
+
+
+class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlPending, Storage):
+    """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
+
+    def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
+        Storage.__init__(self, clock)
+        SqlReleases.__init__(self, engine, clock)
+        self._start_listener()
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> SqlStorage:
+        """Open the database at ``url``, bringing its schema up to date (under a lock:
+        one process upgrades, the others wait). SchemaError when it cannot be used."""
+        engine = make_engine(url)
+        try:
+            schema.upgrade(engine, describe(url))
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, clock=clock)
+
+    def ping(self) -> None:
+        self._read_one(text("SELECT 1"))
+
+    def close(self) -> None:
+        self._stop_listener()
+        self.engine.dispose()

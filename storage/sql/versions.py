@@ -1,0 +1,359 @@
+"""Versions: numbering, the reads (production, latest, by ref), edits and the status
+changes other than promotion (storage/sql/releases.py).
+
+The hot read (production, latest or one version of a prompt) is one indexed statement
+outside any transaction: the prompt row joined to the version row, decoded through a
+memo keyed by the whole row (storage/sql/base.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
+
+from storage.base import (
+    InvalidInput,
+    LifecycleError,
+    NoProductionVersion,
+    Page,
+    PromptVersion,
+    VersionNotFound,
+    decode_number_cursor,
+    encode_cursor,
+    new_id,
+    version_number,
+)
+from storage.sql.prompts import SqlPrompts
+from storage.sql.tables import prompts, versions
+from storage.templates import TemplateError, extract_variables
+
+# What a version read selects: the prompt's name and type, then the version row.
+_READ = select(prompts.c.name, prompts.c.prompt_type, versions).select_from(
+    prompts.join(versions, versions.c.prompt_id == prompts.c.prompt_id)
+)
+
+
+def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
+    try:
+        return tuple(extract_variables(content, prompt_type))
+    except TemplateError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+# Version numbers are 32-bit columns: a larger one names no version.
+_MAX_NUMBER = 2**31 - 1
+
+
+def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
+    """Which version ``version_ref`` names; None when it can name none."""
+    number = version_number(version_ref)
+    if number is not None:
+        return versions.c.version == number if number <= _MAX_NUMBER else None
+    if version_ref.startswith("v_"):
+        return versions.c.version_id == version_ref
+    return None
+
+
+class SqlVersions(SqlPrompts):
+    # -- reads
+
+    def _read_version(
+        self, org: str, prompt_ref: str, condition: ColumnElement[bool]
+    ) -> PromptVersion | None:
+        """The version ``condition`` picks (joined on the prompt), by prompt name or
+        else id; None when there is none. One statement per try."""
+        row = self._read_one(
+            _READ.where(prompts.c.org == org, prompts.c.name == prompt_ref, condition)
+        )
+        if row is None and prompt_ref.startswith("pmt_"):
+            row = self._read_one(
+                _READ.where(prompts.c.org == org, prompts.c.prompt_id == prompt_ref, condition)
+            )
+        return None if row is None else self._version_row(row)
+
+    def _version_row(self, row: Row[Any]) -> PromptVersion:
+        return self._version(row.name, row.prompt_type, row)
+
+    def _prompt_exists(self, org: str, prompt_ref: str) -> None:
+        """Raise PromptNotFound unless the prompt exists (after a version read missed)."""
+        with self._read() as connection:
+            self._find_prompt(connection, org, prompt_ref)
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        condition = _version_condition(version_ref)
+        found = None if condition is None else self._read_version(org, prompt_ref, condition)
+        if found is None:
+            self._prompt_exists(org, prompt_ref)
+            raise VersionNotFound(prompt_ref, version_ref)
+        return found
+
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        found = self._read_version(org, prompt_ref, versions.c.version == prompts.c.latest_version)
+        if found is None:
+            self._prompt_exists(org, prompt_ref)
+            raise VersionNotFound(prompt_ref, "latest")
+        return found
+
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        found = self._read_version(
+            org, prompt_ref, versions.c.version == prompts.c.production_version
+        )
+        if found is None:
+            self._prompt_exists(org, prompt_ref)
+            raise NoProductionVersion(prompt_ref)
+        return found
+
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        before = decode_number_cursor(cursor)
+        with self._read() as connection:
+            prompt = self._find_prompt(connection, org, prompt_ref)
+            statement = select(versions).where(versions.c.prompt_id == prompt.prompt_id)
+            if before is not None:
+                statement = statement.where(versions.c.version < before)
+            if status is not None:
+                statement = statement.where(versions.c.status == status)
+            rows = connection.execute(
+                statement.order_by(versions.c.version.desc()).limit(limit + 1)
+            ).all()
+        found = [self._version(prompt.name, prompt.prompt_type, row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+
+    # -- changes (each in one transaction, the prompt row locked first)
+
+    def _locked_version(
+        self, connection: Connection, org: str, prompt_ref: str, version_ref: str
+    ) -> tuple[Row[Any], Row[Any]]:
+        """The prompt's row (locked) and the version's row; raises the not-found errors."""
+        prompt = self._find_prompt(connection, org, prompt_ref)
+        condition = _version_condition(version_ref)
+        row = None
+        if condition is not None:
+            row = connection.execute(
+                select(versions).where(versions.c.prompt_id == prompt.prompt_id, condition)
+            ).first()
+        if row is None:
+            raise VersionNotFound(prompt_ref, version_ref)
+        return prompt, row
+
+    def _set_status(
+        self, connection: Connection, prompt: Row[Any], number: int, **values: Any
+    ) -> PromptVersion:
+        row = connection.execute(
+            update(versions)
+            .where(versions.c.prompt_id == prompt.prompt_id, versions.c.version == number)
+            .values(**values)
+            .returning(*versions.c)
+        ).one()
+        return self._version(prompt.name, prompt.prompt_type, row)
+
+    def _touch_prompt(self, connection: Connection, prompt: Row[Any], **values: Any) -> None:
+        connection.execute(
+            update(prompts).where(prompts.c.prompt_id == prompt.prompt_id).values(**values)
+        )
+
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        metadata_json = json.dumps(metadata or {})
+        with self._write() as connection:
+            prompt = self._find_prompt(connection, org, prompt_ref)
+            variables = _variables(content, prompt.prompt_type)
+            number = prompt.counter + 1
+            row = connection.execute(
+                insert(versions)
+                .values(
+                    prompt_id=prompt.prompt_id,
+                    version=number,
+                    version_id=new_id("v_"),
+                    content=content,
+                    variables=json.dumps(list(variables)),
+                    status="draft",
+                    metadata=metadata_json,
+                    tags=json.dumps(list(tags or ())),
+                    created_at=now,
+                    updated_at=now,
+                    created_by=created_by,
+                )
+                .returning(*versions.c)
+            ).one()
+            self._touch_prompt(
+                connection, prompt, counter=number, latest_version=number, updated_at=now
+            )
+            version = self._version(prompt.name, prompt.prompt_type, row)
+            self._append_event(
+                connection,
+                org,
+                "version.created",
+                self._prompt(prompt),
+                version,
+                created_by,
+                request_id,
+                now,
+            )
+        return version
+
+    def edit_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+            if current.status != "draft":
+                raise LifecycleError(
+                    f"version {current.version} is {current.status}: "
+                    "only draft content can be edited"
+                )
+            variables = _variables(content, prompt.prompt_type)
+            version = self._set_status(
+                connection,
+                prompt,
+                current.version,
+                content=content,
+                variables=json.dumps(list(variables)),
+                updated_at=now,
+            )
+            self._append_event(
+                connection,
+                org,
+                "version.updated",
+                self._prompt(prompt),
+                version,
+                actor,
+                request_id,
+                now,
+            )
+        return version
+
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+            number, status = current.version, current.status
+            if status == "published":
+                raise LifecycleError(
+                    f"version {number} is published: promote another version instead"
+                )
+            if status != "draft":
+                raise LifecycleError(f"version {number} is {status}: only a draft can be archived")
+            version = self._set_status(
+                connection, prompt, number, status="archived", updated_at=now
+            )
+            self._append_event(
+                connection,
+                org,
+                "version.archived",
+                self._prompt(prompt),
+                version,
+                actor,
+                request_id,
+                now,
+            )
+        return version
+
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+            if current.status != "archived":
+                raise LifecycleError(
+                    f"version {current.version} is {current.status}: "
+                    "only an archived version can be unarchived"
+                )
+            version = self._set_status(
+                connection, prompt, current.version, status="draft", updated_at=now
+            )
+            self._append_event(
+                connection,
+                org,
+                "version.unarchived",
+                self._prompt(prompt),
+                version,
+                actor,
+                request_id,
+                now,
+            )
+        return version
+
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+            if current.status == "published":
+                raise LifecycleError(
+                    f"version {current.version} is published: "
+                    "promote another version before deleting it"
+                )
+            version = self._version(prompt.name, prompt.prompt_type, current)
+            connection.execute(
+                versions.delete().where(
+                    versions.c.prompt_id == prompt.prompt_id,
+                    versions.c.version == current.version,
+                )
+            )
+            latest = connection.execute(
+                select(versions.c.version)
+                .where(versions.c.prompt_id == prompt.prompt_id)
+                .order_by(versions.c.version.desc())
+                .limit(1)
+            ).scalar()
+            self._touch_prompt(connection, prompt, latest_version=latest, updated_at=now)
+            self._append_event(
+                connection,
+                org,
+                "version.deleted",
+                self._prompt(prompt),
+                version,
+                actor,
+                request_id,
+                now,
+            )
