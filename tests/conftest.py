@@ -1,18 +1,21 @@
-"""Shared fixtures: the real Redis, a local Redis Cluster, and a fake clock.
+"""Shared fixtures: the real Redis, a local Redis Cluster, PostgreSQL, and a fake clock.
 
 ``PROMPTSVC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/15``) names the db the
 tests own; they flush only that db. With ``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (set by
-``.ci/run``) a missing Redis fails the run instead of skipping.
+``.ci/run``) a missing Redis fails the run instead of skipping. PostgreSQL and SQLite:
+tests/sql_support.py.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import sql_support
 from tests.clock import FakeClock
 from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
 
@@ -41,6 +44,19 @@ def redis_url() -> str:
 
     redis.Redis.from_url(REDIS_URL).flushdb()
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def postgres_schema() -> Iterator[sql_support.PostgresSchema]:
+    """A PostgreSQL schema of the session's own (tests/sql_support.py); skips (or fails
+    in CI) without a server."""
+    yield from sql_support.postgres_schema()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file to copy (tests/sql_support.py)."""
+    return sql_support.sqlite_template(tmp_path_factory.mktemp("sqlite"))
 
 
 @pytest.fixture
