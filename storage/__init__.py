@@ -137,6 +137,7 @@ __all__ = [
     "WebhookStore",
     "decode_cursor",
     "decode_number_cursor",
+    "describe_url",
     "encode_cursor",
     "event_position",
     "message_id",
@@ -174,3 +175,24 @@ def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
         f"unsupported storage URL scheme {scheme!r}: "
         "use memory://, redis://, rediss://, redis+cluster://, sqlite:/// or postgresql://"
     )
+
+
+def describe_url(url: str) -> str:
+    """Where a storage URL keeps its data, for people (never a password)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "memory":
+        return "memory of this process (gone when it stops)"
+    if scheme in ("sqlite", "postgresql", "postgres"):
+        from storage.sql.engine import UnsupportedUrl, describe
+
+        try:
+            return describe(url)
+        except UnsupportedUrl:
+            return url
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if scheme == "redis+cluster":
+        return f"Redis Cluster at {parts.netloc.rsplit('@', 1)[-1]}"
+    database = parts.path.strip("/") or "0"
+    return f"Redis at {parts.hostname}:{parts.port or 6379}, db {database}"

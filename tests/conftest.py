@@ -8,6 +8,7 @@ tests/sql_support.py.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +100,20 @@ def no_saved_login(
     """Commands run by tests never find the login of whoever runs them (``promptsvc
     login`` saves it under PROMPTSVC_CONFIG_DIR)."""
     monkeypatch.setenv("PROMPTSVC_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
+def default_storage_per_test(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A server a test starts without naming storage keeps its data in a SQLite file of
+    that test's own, not in the default promptsvc.db of the working directory (shared
+    by every test, and by whoever runs them there).
+
+    memory:// while the SQL backend lacks its identity concerns (storage/sql/pending.py).
+    """
+    if importlib.util.find_spec("storage.sql.pending") is not None:
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "memory://")
+        return
+    monkeypatch.setenv("PROMPTSVC_STORAGE_URL", f"sqlite:///{tmp_path / 'promptsvc.db'}")
 
 
 @pytest.fixture

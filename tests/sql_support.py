@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 
 from storage.sql import schema
 from storage.sql.engine import make_engine
@@ -47,42 +47,54 @@ def skip_or_fail_postgres(reason: str) -> None:
 
 
 def in_schema(url: str, name: str) -> str:
-    """``url`` with every connection's search path set to schema ``name``."""
+    """``url`` with every connection's search path set to schema ``name``.
+
+    Commits do not wait for the server's disk (``synchronous_commit=off``): a test
+    never crashes the server, and the suite runs several times faster.
+    """
     separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options={quote(f'-csearch_path={name}')}"
+    options = f"-csearch_path={name} -csynchronous_commit=off"
+    return f"{url}{separator}options={quote(options)}"
 
 
 class PostgresSchema:
-    """A schema of its own in the test database, migrated to the newest revision."""
+    """A schema of its own in the test database, migrated to the newest revision
+    (or left empty: ``migrate=False``)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, migrate: bool = True) -> None:
         self.name = f"ps_test_{uuid.uuid4().hex[:12]}"
         self.base_url = base_url
         self.url = in_schema(base_url, self.name)
-        self._admin: Engine = make_engine(base_url)
-        with self._admin.begin() as connection:
+        admin = make_engine(base_url)
+        with admin.begin() as connection:
             connection.execute(text(f'CREATE SCHEMA "{self.name}"'))
-        engine = make_engine(self.url)
-        schema.upgrade(engine, "the test schema")
-        engine.dispose()
-        self._tables = ", ".join(f'"{self.name}"."{t.name}"' for t in metadata.sorted_tables)
+        admin.dispose()
+        if migrate:
+            engine = make_engine(self.url)
+            schema.upgrade(engine, "the test schema")
+            engine.dispose()
+        self._admin = make_engine(self.url)
 
     def empty(self) -> None:
+        # DELETE, not TRUNCATE: on tables this small it is many times faster.
         with self._admin.begin() as connection:
-            connection.execute(text(f"TRUNCATE {self._tables} RESTART IDENTITY CASCADE"))
+            for table in reversed(metadata.sorted_tables):
+                connection.execute(table.delete())
 
     def drop(self) -> None:
-        with self._admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{self.name}" CASCADE'))
         self._admin.dispose()
+        admin = make_engine(self.base_url)
+        with admin.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{self.name}" CASCADE'))
+        admin.dispose()
 
 
-def postgres_schema() -> Iterator[PostgresSchema]:
-    """Body of a session fixture: the session's schema, dropped at its end."""
+def postgres_schema(*, migrate: bool = True) -> Iterator[PostgresSchema]:
+    """Body of a fixture: a schema of its own, dropped at its end."""
     problem = postgres_problem()
     if problem:
         skip_or_fail_postgres(problem)
-    made = PostgresSchema(POSTGRES_URL)
+    made = PostgresSchema(POSTGRES_URL, migrate=migrate)
     try:
         yield made
     finally:

@@ -85,3 +85,8 @@ def test_without_trusted_proxies_forwarded_headers_are_ignored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _statuses(0, monkeypatch) == [401, 401, 429, 429]
+
+
+def test_data_lives_in_sqlite_in_the_working_directory_by_default() -> None:
+    assert Settings.from_env({}).storage_url == "sqlite:///promptsvc.db"
+    assert Settings().storage_url == "sqlite:///promptsvc.db"

@@ -3,9 +3,10 @@
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
 :mod:`promptsvc.cli.worker` (webhook delivery), :mod:`identity.commands` (``keys``,
-``users`` and ``signing-keys``, operator commands working directly on Redis storage),
-:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a Redis
-storage), :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
+``users`` and ``signing-keys``, operator commands working directly on storage),
+:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a
+storage), :mod:`promptsvc.cli.db` (``db upgrade|current``, the schema of SQL storage),
+:mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
 :mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
 ``plan``, ``apply``), which talk to a running service over HTTP only, and
 :mod:`promptsvc.cli.mcp_server` (``mcp``, the MCP server, on the ``mcp`` extra).
@@ -29,7 +30,7 @@ from typing import Any, Protocol
 
 from identity import commands as operator_commands
 from promptsvc import __version__
-from promptsvc.cli import ascode, backup, login, mcp_server, prompts, serve, worker
+from promptsvc.cli import ascode, backup, db, login, mcp_server, prompts, serve, worker
 from promptsvc.cli.output import fail
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -70,6 +71,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (worker, True),
     (operator_commands, True),
     (backup, True),
+    (db, True),
     (login, False),
     (prompts, False),
     (ascode, False),

@@ -4,7 +4,9 @@
   ``sqlite:////absolute/path.db``: the standard library's driver, in WAL mode (readers
   never wait for the writer, and several processes share one file), with a busy
   timeout (a writer waits for another instead of failing at once), foreign keys on,
-  and ``synchronous=FULL`` (a commit is on disk before it is acknowledged).
+  and ``synchronous=NORMAL``, SQLite's advice for WAL: a commit survives the process
+  being killed at any point; a power cut may lose the last commits before the OS
+  wrote them out (docs/deployment.md).
 * ``postgresql://user:password@host:port/db`` (also ``postgres://``): psycopg 3, with a
   short connect timeout, so that a server that is down answers 503 fast.
 
@@ -117,7 +119,7 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")
         cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()

@@ -68,12 +68,13 @@ def _translated(where: str) -> Iterator[None]:
     except sa_exc.DatabaseError as exc:
         original = exc.orig
         message = str(original).lower()
+        if "readonly" in message or "read-only" in message:
+            beside = " and to its directory (the -wal and -shm files beside it)"
+            sqlite = isinstance(original, sqlite3.DatabaseError)
+            raise SchemaError(
+                f"{where} is read-only: promptsvc must write to it{beside if sqlite else ''}"
+            ) from None
         if isinstance(original, sqlite3.DatabaseError):
-            if "readonly" in message or "read-only" in message:
-                raise SchemaError(
-                    f"{where} is read-only: promptsvc writes to it, and to its directory "
-                    "(the -wal and -shm files beside it)"
-                ) from None
             if "not a database" in message or "malformed" in message:
                 raise SchemaError(f"{where} is not a SQLite database") from None
             if "unable to open" in message:
@@ -138,14 +139,19 @@ def _check(connection: Connection, where: str) -> str | None:
     return revision
 
 
-def upgrade(engine: Engine, where: str) -> tuple[str | None, str]:
-    """Bring the database to the newest schema (idempotent). Returns the revisions
-    before and after."""
+def upgrade(engine: Engine, where: str, revision: str = "head") -> tuple[str | None, str]:
+    """Bring the database to the newest schema, or to ``revision`` (idempotent).
+    Returns the revisions before and after."""
+    target = head() if revision == "head" else revision
     with _translated(where), _locked(engine) as connection:
         before = _check(connection, where)
-        if before != head():
-            command.upgrade(_config(connection), "head")
-    return before, head()
+        if before is not None:
+            # A database that cannot be written fails here, at start-up, rather than
+            # on the first change a user makes.
+            connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
+        if before != target:
+            command.upgrade(_config(connection), target)
+    return before, target
 
 
 def current(engine: Engine, where: str) -> str | None:
