@@ -19,7 +19,8 @@ from storage.base import Clock, Event, Prompt, PromptVersion, StorageUnavailable
 from storage.memo import Memo
 from storage.sql import dialect
 from storage.sql.engine import reading, writing
-from storage.sql.tables import event_logs, events
+from storage.sql.read_lane import ReadLane
+from storage.sql.tables import event_logs, events, utc
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
 # held past the busy timeout, a full pool): 503, never with connection details.
@@ -45,6 +46,7 @@ class SqlBase:
         self.engine = engine
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._lane = ReadLane(engine)
         self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
         # Woken after every commit of an event in this process (storage/sql/events.py).
         self._appended = threading.Condition()
@@ -131,6 +133,32 @@ class SqlBase:
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         return self._versions_memo.put(key, version, size)
+
+    def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
+        """The version a read lane row holds (read_lane.COLUMNS), memoized by the row."""
+        found = self._versions_memo.get(row)
+        if found is not None:
+            return found
+        (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
+        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:]
+        version = PromptVersion(
+            prompt_id=prompt_id,
+            version_id=version_id,
+            name=name,
+            version=number,
+            content=content,
+            variables=tuple(json.loads(variables)),
+            status=status,
+            prompt_type=prompt_type,
+            metadata=json.loads(metadata),
+            tags=tuple(json.loads(tags)),
+            created_at=utc(created_at),
+            updated_at=utc(updated_at),
+            promoted_at=None if promoted_at is None else utc(promoted_at),
+            promoted_by=promoted_by,
+            created_by=created_by,
+        )
+        return self._versions_memo.put(row, version, len(content) + len(metadata) + 512)
 
     # -- the event log
 

@@ -38,4 +38,5 @@ class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlPending, Storage):
 
     def close(self) -> None:
         self._stop_listener()
+        self._lane.close()
         self.engine.dispose()

@@ -78,11 +78,15 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value)
-        return value.astimezone(UTC) if value.tzinfo is not UTC else value
+        return None if value is None else utc(value)
+
+
+def utc(value: str | datetime) -> datetime:
+    """A stored time as an aware UTC datetime (what UtcDateTime reads; storage/sql's
+    read lane reads rows without SQLAlchemy and calls it itself)."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
 def _org() -> Column[str]:

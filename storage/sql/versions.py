@@ -2,8 +2,9 @@
 changes other than promotion (storage/sql/releases.py).
 
 The hot read (production, latest or one version of a prompt) is one indexed statement
-outside any transaction: the prompt row joined to the version row, decoded through a
-memo keyed by the whole row (storage/sql/base.py).
+outside any transaction, on the read lane's own connections (storage/sql/read_lane.py):
+the prompt row joined to the version row, decoded through a memo keyed by the whole row
+(storage/sql/base.py).
 """
 
 from __future__ import annotations
@@ -28,11 +29,6 @@ from storage.base import (
 from storage.sql.prompts import SqlPrompts
 from storage.sql.tables import prompts, versions
 from storage.templates import TemplateError, extract_variables
-
-# What a version read selects: the prompt's name and type, then the version row.
-_READ = select(prompts.c.name, prompts.c.prompt_type, versions).select_from(
-    prompts.join(versions, versions.c.prompt_id == prompts.c.prompt_id)
-)
 
 
 def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
@@ -60,21 +56,14 @@ class SqlVersions(SqlPrompts):
     # -- reads
 
     def _read_version(
-        self, org: str, prompt_ref: str, condition: ColumnElement[bool]
+        self, org: str, prompt_ref: str, pick: str, **params: Any
     ) -> PromptVersion | None:
-        """The version ``condition`` picks (joined on the prompt), by prompt name or
-        else id; None when there is none. One statement per try."""
-        row = self._read_one(
-            _READ.where(prompts.c.org == org, prompts.c.name == prompt_ref, condition)
-        )
+        """The version ``pick`` names (storage/sql/read_lane.py), by prompt name or
+        else id; None when there is none. One statement per try, on the read lane."""
+        row = self._lane(("name", pick), {"org": org, "ref": prompt_ref, **params})
         if row is None and prompt_ref.startswith("pmt_"):
-            row = self._read_one(
-                _READ.where(prompts.c.org == org, prompts.c.prompt_id == prompt_ref, condition)
-            )
-        return None if row is None else self._version_row(row)
-
-    def _version_row(self, row: Row[Any]) -> PromptVersion:
-        return self._version(row.name, row.prompt_type, row)
+            row = self._lane(("id", pick), {"org": org, "ref": prompt_ref, **params})
+        return None if row is None else self._lane_version(row)
 
     def _prompt_exists(self, org: str, prompt_ref: str) -> None:
         """Raise PromptNotFound unless the prompt exists (after a version read missed)."""
@@ -82,24 +71,26 @@ class SqlVersions(SqlPrompts):
             self._find_prompt(connection, org, prompt_ref)
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
-        condition = _version_condition(version_ref)
-        found = None if condition is None else self._read_version(org, prompt_ref, condition)
+        number = version_number(version_ref)
+        found = None
+        if number is not None and number <= _MAX_NUMBER:
+            found = self._read_version(org, prompt_ref, "number", number=number)
+        elif number is None and version_ref.startswith("v_"):
+            found = self._read_version(org, prompt_ref, "version_id", version_id=version_ref)
         if found is None:
             self._prompt_exists(org, prompt_ref)
             raise VersionNotFound(prompt_ref, version_ref)
         return found
 
     def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
-        found = self._read_version(org, prompt_ref, versions.c.version == prompts.c.latest_version)
+        found = self._read_version(org, prompt_ref, "latest")
         if found is None:
             self._prompt_exists(org, prompt_ref)
             raise VersionNotFound(prompt_ref, "latest")
         return found
 
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
-        found = self._read_version(
-            org, prompt_ref, versions.c.version == prompts.c.production_version
-        )
+        found = self._read_version(org, prompt_ref, "production")
         if found is None:
             self._prompt_exists(org, prompt_ref)
             raise NoProductionVersion(prompt_ref)

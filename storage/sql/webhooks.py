@@ -182,9 +182,10 @@ class SqlWebhooks(SqlBase):
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
         now = self.clock()
-        moment = time.time()
         with self._write() as connection:
             self._fan_out(connection, org, limit)
+            # Read once the write lock is held: leases count from the claim itself.
+            moment = time.time()
             q = delivery_queue.c
             free = or_(q.claimed_at.is_(None), q.claimed_at <= moment - lease)
             due = or_(q.due_at.is_(None), q.due_at <= now)
