@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
 def db_command(args: argparse.Namespace) -> int:
     from promptsvc.config import ConfigError, Settings
     from storage import describe_url
-    from storage.base import StorageError
+    from storage.errors import StorageError
     from storage.sql import schema
     from storage.sql.engine import UnsupportedUrl, is_sql_url, make_engine
 

@@ -1,6 +1,6 @@
 """Reading the event log, and waiting for new events.
 
-A waiter is woken at once by a commit of this process (storage/sql/base.py), by
+A waiter is woken at once by a commit of this process (storage/sql/core.py), by
 PostgreSQL's ``NOTIFY`` for commits of other processes (one listening connection per
 process, :class:`_Listener`), and otherwise looks again every
 ``dialect.POLL_INTERVAL``: SQLite has no channel between processes, and a listener that
@@ -16,9 +16,11 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from storage.base import Event, EventLogBounds, event_position
+from storage.ids import event_position
+from storage.interface import EventStore
+from storage.records import Event, EventLogBounds
 from storage.sql import dialect
-from storage.sql.base import SqlBase, event_id
+from storage.sql.core import SqlCore, event_id
 from storage.sql.tables import event_logs, events
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class _Listener:
         self._stopped.set()
 
 
-class SqlEvents(SqlBase):
+class SqlEvents(SqlCore, EventStore):
     _listener: _Listener | None = None
 
     def _start_listener(self) -> None:

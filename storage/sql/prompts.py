@@ -7,21 +7,18 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, select
 from sqlalchemy import exc as sa_exc
 
-from storage.base import (
-    Page,
-    Prompt,
-    PromptExists,
-    PromptNotFound,
-    decode_cursor,
-    encode_cursor,
-    new_id,
-)
+from storage.cursors import decode_cursor, encode_cursor
+from storage.errors import PromptExists, PromptNotFound
+from storage.ids import new_id
+from storage.records import Page, Prompt
 from storage.sql import dialect
-from storage.sql.base import SqlBase
+from storage.sql.core import SqlCore
 from storage.sql.tables import prompts
 
 
-class SqlPrompts(SqlBase):
+class SqlPrompts(SqlCore):
+    """Prompts (with storage/sql/versions.py and releases.py: the PromptStore)."""
+
     def _find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""

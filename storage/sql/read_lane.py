@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from storage.base import StorageUnavailable
+from storage.errors import StorageUnavailable
 
 # The columns of a version read: the prompt's name and type, then the version.
 COLUMNS = (
@@ -35,7 +35,10 @@ COLUMNS = (
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
     "v.promoted_by, v.created_by"
 )
-_JOIN = f"SELECT {COLUMNS} FROM prompts p JOIN versions v ON v.prompt_id = p.prompt_id"
+_JOIN = (
+    f"SELECT {COLUMNS} FROM prompts p "
+    "JOIN versions v ON v.org = p.org AND v.prompt_id = p.prompt_id"
+)
 # By prompt name, then (on a miss, for a pmt_ ref) by prompt id; the version is picked
 # by number, by id, or as the prompt's production or latest one.
 READS = {

@@ -7,22 +7,14 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, select
 
-from storage.base import (
-    UNGUARDED,
-    Expected,
-    LifecycleError,
-    NoRollbackTarget,
-    Page,
-    ProductionChanged,
-    Promotion,
-    PromotionRecord,
-    decode_number_cursor,
-    encode_cursor,
-    new_id,
-    rollback_notes,
-)
+from storage import lifecycle
+from storage.cursors import decode_number_cursor, encode_cursor
+from storage.ids import new_id
+from storage.interface import PromptStore
+from storage.lifecycle import UNGUARDED, Expected
+from storage.records import Page, Promotion, PromotionRecord, PromptVersion
 from storage.sql.tables import history, versions
-from storage.sql.versions import SqlVersions
+from storage.sql.versions import SqlVersions, of_prompt
 
 
 def _record(row: Row[Any]) -> PromotionRecord:
@@ -37,12 +29,10 @@ def _record(row: Row[Any]) -> PromotionRecord:
     )
 
 
-def _check_expected(prompt: Row[Any], prompt_ref: str, expected: Expected) -> None:
-    if expected is not UNGUARDED and expected != prompt.production_version:
-        raise ProductionChanged(prompt_ref, expected, prompt.production_version)
+class SqlReleases(SqlVersions, PromptStore):
+    """Promotions and rollbacks, the rules by storage/lifecycle.py; with SqlVersions and
+    SqlPrompts, the PromptStore."""
 
-
-class SqlReleases(SqlVersions):
     def _publish(
         self,
         connection: Connection,
@@ -70,6 +60,7 @@ class SqlReleases(SqlVersions):
         row = connection.execute(
             insert(history)
             .values(
+                org=org,
                 prompt_id=prompt.prompt_id,
                 position=position,
                 history_id=new_id("h_"),
@@ -112,10 +103,8 @@ class SqlReleases(SqlVersions):
         now = self.clock()
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            _check_expected(prompt, prompt_ref, expected_production)
-            number, status = current.version, current.status
-            if status != "draft":
-                raise LifecycleError(f"version {number} is {status}: only a draft can be promoted")
+            lifecycle.check_expected(prompt_ref, expected_production, prompt.production_version)
+            lifecycle.check_promotable(current)
             previous = prompt.production_version
             if previous is not None:
                 self._set_status(
@@ -126,7 +115,7 @@ class SqlReleases(SqlVersions):
                     updated_at=now,
                 )
             return self._publish(
-                connection, org, prompt, number, promoted_by, notes, now, request_id
+                connection, org, prompt, current.version, promoted_by, notes, now, request_id
             )
 
     def rollback(
@@ -143,35 +132,30 @@ class SqlReleases(SqlVersions):
         now = self.clock()
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
-            _check_expected(prompt, prompt_ref, expected_production)
             current = prompt.production_version
-            if current is None:
-                raise NoRollbackTarget("no_production", prompt_ref, None)
-            target = to_version
-            if target is None:
-                # The newest record is the promotion that made ``current`` production.
-                target = connection.execute(
-                    select(history.c.previous_version).where(
-                        history.c.prompt_id == prompt.prompt_id,
-                        history.c.position == prompt.promotions,
-                    )
-                ).scalar()
-                if target is None:
-                    raise NoRollbackTarget("first", prompt_ref, current)
-            row = connection.execute(
-                select(versions.c.promoted_at).where(
-                    versions.c.prompt_id == prompt.prompt_id, versions.c.version == target
+            lifecycle.check_expected(prompt_ref, expected_production, current)
+            # The rule reads only the newest record (the promotion that made the current
+            # version production): that one is all it is given.
+            newest = connection.execute(
+                select(history).where(
+                    of_prompt(history, prompt), history.c.position == prompt.promotions
                 )
             ).first()
-            if row is None:
-                reason = "deleted" if to_version is None else "missing"
-                raise NoRollbackTarget(reason, prompt_ref, current, target)
-            if target == current:
-                raise NoRollbackTarget("current", prompt_ref, current, target)
-            if row.promoted_at is None:
-                raise NoRollbackTarget("never", prompt_ref, current, target)
+
+            def find(number: int) -> PromptVersion | None:
+                row = connection.execute(
+                    select(versions).where(
+                        of_prompt(versions, prompt), versions.c.version == number
+                    )
+                ).first()
+                return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
+
+            target = lifecycle.rollback_target(
+                prompt_ref, current, [] if newest is None else [_record(newest)], to_version, find
+            )
+            assert current is not None  # rollback_target refused a prompt without one
             self._set_status(connection, prompt, current, status="archived", updated_at=now)
-            notes = rollback_notes(target) if notes is None else notes
+            notes = lifecycle.rollback_notes(target) if notes is None else notes
             return self._publish(
                 connection, org, prompt, target, promoted_by, notes, now, request_id
             )
@@ -183,7 +167,7 @@ class SqlReleases(SqlVersions):
         before = decode_number_cursor(cursor)
         with self._read() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
-            statement = select(history).where(history.c.prompt_id == prompt.prompt_id)
+            statement = select(history).where(of_prompt(history, prompt))
             if before is not None:
                 statement = statement.where(history.c.position < before)
             rows = connection.execute(

@@ -29,7 +29,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy import exc as sa_exc
 
-from storage.base import StorageError, StorageUnavailable
+from storage.errors import StorageError, StorageUnavailable
 from storage.sql.engine import WRITE
 
 SCRIPTS = Path(__file__).resolve().parent / "migrations"

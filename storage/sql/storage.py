@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, text
 
-from storage.base import Clock, Storage, utcnow
+from storage.interface import Storage
 from storage.sql import schema
 from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
 from storage.sql.pending import SqlPending
 from storage.sql.releases import SqlReleases
 from storage.sql.webhooks import SqlWebhooks
+from storage.times import Clock, utcnow
 
 
 class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlPending, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        Storage.__init__(self, clock)
-        SqlReleases.__init__(self, engine, clock)
+        super().__init__(engine, clock)
         self._start_listener()
 
     @classmethod

@@ -5,14 +5,16 @@ tests/storage/sql/test_migrations.py holds the two to each other.
 
 Conventions:
 
-* Every per-org row carries ``org`` and every lookup names it, as every Redis key does.
+* Every per-org row carries ``org``, its keys and foreign keys start with it, and every
+  lookup names it, as every Redis key does: ids are unique within an org, so an org's
+  data can be copied into another org of the same database (an archive's import).
 * Times are :class:`UtcDateTime`: aware UTC datetimes in Python, microseconds kept.
 * JSON values (metadata, tags, variables, payloads, event lists) are ``Text`` holding
   JSON, written and read by the backend: the same bytes on every dialect, and no JSON
   type coercion on the read path.
 * ``seq`` columns are autoincrementing integers that give insertion order where times
   can tie (a test clock stands still): keys, users, webhooks, deliveries, the queue.
-* Tables keyed by a prompt delete with it (``ON DELETE CASCADE``).
+* Tables keyed by a prompt (or a webhook) delete with it (``ON DELETE CASCADE``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
-    ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -56,7 +58,7 @@ class UtcDateTime(TypeDecorator[datetime]):
     """An aware UTC datetime with microseconds.
 
     PostgreSQL keeps ``timestamptz``. SQLite has no time type: there it is text in the
-    one spelling of :func:`storage.base.rfc3339` (sorts as the times do), parsed by
+    one spelling of :func:`storage.times.rfc3339` (sorts as the times do), parsed by
     ``datetime.fromisoformat``, cheaper than SQLAlchemy's own SQLite datetime parsing.
     """
 
@@ -98,8 +100,8 @@ def _org() -> Column[str]:
 prompts = Table(
     "prompts",
     metadata,
+    Column("org", String(63), primary_key=True),
     Column("prompt_id", String(40), primary_key=True),
-    _org(),
     Column("name", String(200), nullable=False),
     Column("prompt_type", String(10), nullable=False),
     Column("description", Text),
@@ -116,14 +118,10 @@ prompts = Table(
 versions = Table(
     "versions",
     metadata,
-    Column(
-        "prompt_id",
-        String(40),
-        ForeignKey("prompts.prompt_id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    Column("org", String(63), primary_key=True),
+    Column("prompt_id", String(40), primary_key=True),
     Column("version", Integer, primary_key=True),
-    Column("version_id", String(40), nullable=False, unique=True),
+    Column("version_id", String(40), nullable=False),
     Column("content", Text, nullable=False),
     Column("variables", Text, nullable=False),  # JSON list
     Column("status", String(10), nullable=False),
@@ -134,24 +132,28 @@ versions = Table(
     Column("promoted_at", UtcDateTime),
     Column("promoted_by", String(64)),
     Column("created_by", String(64), nullable=False),
+    ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    ),
+    UniqueConstraint("org", "version_id"),
 )
 
 history = Table(
     "history",
     metadata,
-    Column(
-        "prompt_id",
-        String(40),
-        ForeignKey("prompts.prompt_id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    Column("org", String(63), primary_key=True),
+    Column("prompt_id", String(40), primary_key=True),
     Column("position", Integer, primary_key=True),  # 1-based promotion sequence
-    Column("history_id", String(40), nullable=False, unique=True),
+    Column("history_id", String(40), nullable=False),
     Column("version_number", Integer, nullable=False),
     Column("promoted_by", String(64), nullable=False),
     Column("promoted_at", UtcDateTime, nullable=False),
     Column("previous_version", Integer),
     Column("notes", Text),
+    ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    ),
+    UniqueConstraint("org", "history_id"),
 )
 
 # --------------------------------------------------------------------------- events
@@ -193,8 +195,8 @@ webhooks = Table(
     "webhooks",
     metadata,
     Column("seq", Seq, primary_key=True, autoincrement=True),
-    Column("webhook_id", String(40), nullable=False, unique=True),
     _org(),
+    Column("webhook_id", String(40), nullable=False),
     Column("url", Text, nullable=False),
     Column("events", Text, nullable=False),  # JSON list of event types
     Column("description", Text),
@@ -203,6 +205,7 @@ webhooks = Table(
     # The org's newest event id at creation: the webhook gets the events after it.
     Column("since_ms", BigInteger, nullable=False),
     Column("since_seq", BigInteger, nullable=False),
+    UniqueConstraint("org", "webhook_id"),
     Index(None, "org", "seq"),
 )
 
@@ -223,12 +226,7 @@ delivery_queue = Table(
     metadata,
     Column("ticket", Seq, primary_key=True, autoincrement=True),
     _org(),
-    Column(
-        "webhook_id",
-        String(40),
-        ForeignKey("webhooks.webhook_id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    Column("webhook_id", String(40), nullable=False),
     Column("message_id", String(120), nullable=False),
     Column("event_id", String(42)),
     Column("event_type", String(32), nullable=False),
@@ -236,6 +234,9 @@ delivery_queue = Table(
     Column("payload", Text, nullable=False),  # JSON
     Column("due_at", UtcDateTime),
     Column("claimed_at", Float),
+    ForeignKeyConstraint(
+        ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
+    ),
     Index(None, "org", "ticket"),
 )
 
@@ -243,12 +244,8 @@ deliveries = Table(
     "deliveries",
     metadata,
     Column("seq", Seq, primary_key=True, autoincrement=True),
-    Column(
-        "webhook_id",
-        String(40),
-        ForeignKey("webhooks.webhook_id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _org(),
+    Column("webhook_id", String(40), nullable=False),
     Column("message_id", String(120), nullable=False),
     Column("event_id", String(42)),
     Column("event_type", String(32), nullable=False),
@@ -256,7 +253,10 @@ deliveries = Table(
     Column("status_code", Integer),
     Column("error", Text),
     Column("at", UtcDateTime, nullable=False),
-    Index(None, "webhook_id", "seq"),
+    ForeignKeyConstraint(
+        ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
+    ),
+    Index(None, "org", "webhook_id", "seq"),
 )
 
 # --------------------------------------------------------------------------- identity

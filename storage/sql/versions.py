@@ -4,7 +4,7 @@ changes other than promotion (storage/sql/releases.py).
 The hot read (production, latest or one version of a prompt) is one indexed statement
 outside any transaction, on the read lane's own connections (storage/sql/read_lane.py):
 the prompt row joined to the version row, decoded through a memo keyed by the whole row
-(storage/sql/base.py).
+(storage/sql/core.py).
 """
 
 from __future__ import annotations
@@ -14,18 +14,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
 
-from storage.base import (
-    InvalidInput,
-    LifecycleError,
-    NoProductionVersion,
-    Page,
-    PromptVersion,
-    VersionNotFound,
-    decode_number_cursor,
-    encode_cursor,
-    new_id,
-    version_number,
-)
+from storage import lifecycle
+from storage.cursors import decode_number_cursor, encode_cursor
+from storage.errors import InvalidInput, NoProductionVersion, VersionNotFound
+from storage.ids import new_id, version_number
+from storage.records import Page, PromptVersion
 from storage.sql.prompts import SqlPrompts
 from storage.sql.tables import prompts, versions
 from storage.templates import TemplateError, extract_variables
@@ -50,6 +43,11 @@ def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
     if version_ref.startswith("v_"):
         return versions.c.version_id == version_ref
     return None
+
+
+def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
+    """The rows of ``table`` (versions, history) that belong to the prompt ``prompt``."""
+    return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
 class SqlVersions(SqlPrompts):
@@ -107,7 +105,7 @@ class SqlVersions(SqlPrompts):
         before = decode_number_cursor(cursor)
         with self._read() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
-            statement = select(versions).where(versions.c.prompt_id == prompt.prompt_id)
+            statement = select(versions).where(of_prompt(versions, prompt))
             if before is not None:
                 statement = statement.where(versions.c.version < before)
             if status is not None:
@@ -123,25 +121,25 @@ class SqlVersions(SqlPrompts):
 
     def _locked_version(
         self, connection: Connection, org: str, prompt_ref: str, version_ref: str
-    ) -> tuple[Row[Any], Row[Any]]:
-        """The prompt's row (locked) and the version's row; raises the not-found errors."""
+    ) -> tuple[Row[Any], PromptVersion]:
+        """The prompt's row (locked) and the version; raises the not-found errors."""
         prompt = self._find_prompt(connection, org, prompt_ref)
         condition = _version_condition(version_ref)
         row = None
         if condition is not None:
             row = connection.execute(
-                select(versions).where(versions.c.prompt_id == prompt.prompt_id, condition)
+                select(versions).where(of_prompt(versions, prompt), condition)
             ).first()
         if row is None:
             raise VersionNotFound(prompt_ref, version_ref)
-        return prompt, row
+        return prompt, self._version(prompt.name, prompt.prompt_type, row)
 
     def _set_status(
         self, connection: Connection, prompt: Row[Any], number: int, **values: Any
     ) -> PromptVersion:
         row = connection.execute(
             update(versions)
-            .where(versions.c.prompt_id == prompt.prompt_id, versions.c.version == number)
+            .where(of_prompt(versions, prompt), versions.c.version == number)
             .values(**values)
             .returning(*versions.c)
         ).one()
@@ -149,7 +147,9 @@ class SqlVersions(SqlPrompts):
 
     def _touch_prompt(self, connection: Connection, prompt: Row[Any], **values: Any) -> None:
         connection.execute(
-            update(prompts).where(prompts.c.prompt_id == prompt.prompt_id).values(**values)
+            update(prompts)
+            .where(prompts.c.org == prompt.org, prompts.c.prompt_id == prompt.prompt_id)
+            .values(**values)
         )
 
     def create_version(
@@ -172,6 +172,7 @@ class SqlVersions(SqlPrompts):
             row = connection.execute(
                 insert(versions)
                 .values(
+                    org=org,
                     prompt_id=prompt.prompt_id,
                     version=number,
                     version_id=new_id("v_"),
@@ -215,11 +216,7 @@ class SqlVersions(SqlPrompts):
         now = self.clock()
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            if current.status != "draft":
-                raise LifecycleError(
-                    f"version {current.version} is {current.status}: "
-                    "only draft content can be edited"
-                )
+            lifecycle.check_editable(current)
             variables = _variables(content, prompt.prompt_type)
             version = self._set_status(
                 connection,
@@ -253,15 +250,9 @@ class SqlVersions(SqlPrompts):
         now = self.clock()
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            number, status = current.version, current.status
-            if status == "published":
-                raise LifecycleError(
-                    f"version {number} is published: promote another version instead"
-                )
-            if status != "draft":
-                raise LifecycleError(f"version {number} is {status}: only a draft can be archived")
+            lifecycle.check_archivable(current)
             version = self._set_status(
-                connection, prompt, number, status="archived", updated_at=now
+                connection, prompt, current.version, status="archived", updated_at=now
             )
             self._append_event(
                 connection,
@@ -287,11 +278,7 @@ class SqlVersions(SqlPrompts):
         now = self.clock()
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            if current.status != "archived":
-                raise LifecycleError(
-                    f"version {current.version} is {current.status}: "
-                    "only an archived version can be unarchived"
-                )
+            lifecycle.check_unarchivable(current)
             version = self._set_status(
                 connection, prompt, current.version, status="draft", updated_at=now
             )
@@ -318,22 +305,16 @@ class SqlVersions(SqlPrompts):
     ) -> None:
         now = self.clock()
         with self._write() as connection:
-            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            if current.status == "published":
-                raise LifecycleError(
-                    f"version {current.version} is published: "
-                    "promote another version before deleting it"
-                )
-            version = self._version(prompt.name, prompt.prompt_type, current)
+            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
+            lifecycle.check_deletable(version)
             connection.execute(
                 versions.delete().where(
-                    versions.c.prompt_id == prompt.prompt_id,
-                    versions.c.version == current.version,
+                    of_prompt(versions, prompt), versions.c.version == version.version
                 )
             )
             latest = connection.execute(
                 select(versions.c.version)
-                .where(versions.c.prompt_id == prompt.prompt_id)
+                .where(of_prompt(versions, prompt))
                 .order_by(versions.c.version.desc())
                 .limit(1)
             ).scalar()

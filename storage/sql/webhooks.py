@@ -16,17 +16,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, or_, select, update
 
-from storage.base import (
-    DELIVERY_HISTORY_SIZE,
-    Delivery,
-    DeliveryTask,
-    Webhook,
-    WebhookNotFound,
-    event_position,
-    message_id,
-)
+from storage.errors import WebhookNotFound
+from storage.ids import event_position, message_id
+from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
+from storage.records import Delivery, DeliveryTask, Webhook
 from storage.sql import dialect
-from storage.sql.base import SqlBase
+from storage.sql.core import SqlCore
 from storage.sql.events import _after
 from storage.sql.tables import (
     deliveries,
@@ -61,7 +56,7 @@ def _task(row: Row[Any]) -> DeliveryTask:
     )
 
 
-class SqlWebhooks(SqlBase):
+class SqlWebhooks(SqlCore, WebhookStore):
     def _webhook_row(self, connection: Connection, org: str, webhook_id: str) -> Row[Any]:
         row = connection.execute(
             select(webhooks).where(webhooks.c.org == org, webhooks.c.webhook_id == webhook_id)
@@ -109,7 +104,9 @@ class SqlWebhooks(SqlBase):
         with self._write() as connection:
             self._webhook_row(connection, org, webhook_id)
             # Its queued messages and delivery history go with it (ON DELETE CASCADE).
-            connection.execute(webhooks.delete().where(webhooks.c.webhook_id == webhook_id))
+            connection.execute(
+                webhooks.delete().where(webhooks.c.org == org, webhooks.c.webhook_id == webhook_id)
+            )
 
     def webhook_orgs(self) -> list[str]:
         with self._read() as connection:
@@ -225,6 +222,7 @@ class SqlWebhooks(SqlBase):
                 return
             connection.execute(
                 insert(deliveries).values(
+                    org=org,
                     webhook_id=attempt.webhook_id,
                     message_id=attempt.message_id,
                     event_id=attempt.event_id,
@@ -235,7 +233,7 @@ class SqlWebhooks(SqlBase):
                     at=attempt.at,
                 )
             )
-            self._trim_deliveries(connection, task.webhook_id)
+            self._trim_deliveries(connection, org, task.webhook_id)
             if retry_at is not None:
                 connection.execute(
                     insert(delivery_queue).values(
@@ -251,10 +249,10 @@ class SqlWebhooks(SqlBase):
                 )
 
     @staticmethod
-    def _trim_deliveries(connection: Connection, webhook_id: str) -> None:
+    def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
         oldest_kept = connection.execute(
             select(deliveries.c.seq)
-            .where(deliveries.c.webhook_id == webhook_id)
+            .where(deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
             .order_by(deliveries.c.seq.desc())
             .offset(DELIVERY_HISTORY_SIZE - 1)
             .limit(1)
@@ -262,7 +260,9 @@ class SqlWebhooks(SqlBase):
         if oldest_kept is not None:
             connection.execute(
                 deliveries.delete().where(
-                    deliveries.c.webhook_id == webhook_id, deliveries.c.seq < oldest_kept
+                    deliveries.c.org == org,
+                    deliveries.c.webhook_id == webhook_id,
+                    deliveries.c.seq < oldest_kept,
                 )
             )
 
@@ -271,7 +271,7 @@ class SqlWebhooks(SqlBase):
             self._webhook_row(connection, org, webhook_id)
             rows = connection.execute(
                 select(deliveries)
-                .where(deliveries.c.webhook_id == webhook_id)
+                .where(deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
                 .order_by(deliveries.c.seq.desc())
                 .limit(min(limit, DELIVERY_HISTORY_SIZE))
             ).all()

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from storage.base import StorageUnavailable
+from storage.errors import StorageUnavailable
 from storage.sql.storage import SqlStorage
 from tests import sql_support
 from tests.sql.proxy import Proxy

@@ -60,6 +60,7 @@ def _first_revision_data(url: str) -> None:
         for number, status in ((1, "published"), (2, "draft")):
             connection.execute(
                 insert(t["versions"]).values(
+                    org=ORG,
                     prompt_id="pmt_1",
                     version=number,
                     version_id=f"v_{number}",
@@ -77,6 +78,7 @@ def _first_revision_data(url: str) -> None:
             )
         connection.execute(
             insert(t["history"]).values(
+                org=ORG,
                 prompt_id="pmt_1",
                 position=1,
                 history_id="h_1",

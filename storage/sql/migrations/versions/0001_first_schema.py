@@ -116,8 +116,8 @@ def upgrade() -> None:
     )
     op.create_table(
         "prompts",
-        sa.Column("prompt_id", sa.String(length=40), nullable=False),
         sa.Column("org", sa.String(length=63), nullable=False),
+        sa.Column("prompt_id", sa.String(length=40), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
         sa.Column("prompt_type", sa.String(length=10), nullable=False),
         sa.Column("description", sa.Text(), nullable=True),
@@ -127,7 +127,7 @@ def upgrade() -> None:
         sa.Column("latest_version", sa.Integer(), nullable=True),
         sa.Column("production_version", sa.Integer(), nullable=True),
         sa.Column("promotions", sa.Integer(), nullable=False),
-        sa.PrimaryKeyConstraint("prompt_id", name=op.f("pk_prompts")),
+        sa.PrimaryKeyConstraint("org", "prompt_id", name=op.f("pk_prompts")),
         sa.UniqueConstraint("org", "name", name=op.f("uq_prompts_org_name")),
     )
     op.create_table(
@@ -217,8 +217,8 @@ def upgrade() -> None:
     op.create_table(
         "webhooks",
         sa.Column("seq", SEQ, autoincrement=True, nullable=False),
-        sa.Column("webhook_id", sa.String(length=40), nullable=False),
         sa.Column("org", sa.String(length=63), nullable=False),
+        sa.Column("webhook_id", sa.String(length=40), nullable=False),
         sa.Column("url", sa.Text(), nullable=False),
         sa.Column("events", sa.Text(), nullable=False),
         sa.Column("description", sa.Text(), nullable=True),
@@ -227,12 +227,13 @@ def upgrade() -> None:
         sa.Column("since_ms", sa.BigInteger(), nullable=False),
         sa.Column("since_seq", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("seq", name=op.f("pk_webhooks")),
-        sa.UniqueConstraint("webhook_id", name=op.f("uq_webhooks_webhook_id")),
+        sa.UniqueConstraint("org", "webhook_id", name=op.f("uq_webhooks_org_webhook_id")),
     )
     op.create_index(op.f("ix_webhooks_org_seq"), "webhooks", ["org", "seq"], unique=False)
     op.create_table(
         "deliveries",
         sa.Column("seq", SEQ, autoincrement=True, nullable=False),
+        sa.Column("org", sa.String(length=63), nullable=False),
         sa.Column("webhook_id", sa.String(length=40), nullable=False),
         sa.Column("message_id", sa.String(length=120), nullable=False),
         sa.Column("event_id", sa.String(length=42), nullable=True),
@@ -242,15 +243,18 @@ def upgrade() -> None:
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("at", UtcDateTime(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["webhook_id"],
-            ["webhooks.webhook_id"],
-            name=op.f("fk_deliveries_webhook_id_webhooks"),
+            ["org", "webhook_id"],
+            ["webhooks.org", "webhooks.webhook_id"],
+            name=op.f("fk_deliveries_org_webhooks"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("seq", name=op.f("pk_deliveries")),
     )
     op.create_index(
-        op.f("ix_deliveries_webhook_id_seq"), "deliveries", ["webhook_id", "seq"], unique=False
+        op.f("ix_deliveries_org_webhook_id_seq"),
+        "deliveries",
+        ["org", "webhook_id", "seq"],
+        unique=False,
     )
     op.create_table(
         "delivery_queue",
@@ -265,9 +269,9 @@ def upgrade() -> None:
         sa.Column("due_at", UtcDateTime(), nullable=True),
         sa.Column("claimed_at", sa.Float(), nullable=True),
         sa.ForeignKeyConstraint(
-            ["webhook_id"],
-            ["webhooks.webhook_id"],
-            name=op.f("fk_delivery_queue_webhook_id_webhooks"),
+            ["org", "webhook_id"],
+            ["webhooks.org", "webhooks.webhook_id"],
+            name=op.f("fk_delivery_queue_org_webhooks"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("ticket", name=op.f("pk_delivery_queue")),
@@ -277,6 +281,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "history",
+        sa.Column("org", sa.String(length=63), nullable=False),
         sa.Column("prompt_id", sa.String(length=40), nullable=False),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("history_id", sa.String(length=40), nullable=False),
@@ -286,16 +291,17 @@ def upgrade() -> None:
         sa.Column("previous_version", sa.Integer(), nullable=True),
         sa.Column("notes", sa.Text(), nullable=True),
         sa.ForeignKeyConstraint(
-            ["prompt_id"],
-            ["prompts.prompt_id"],
-            name=op.f("fk_history_prompt_id_prompts"),
+            ["org", "prompt_id"],
+            ["prompts.org", "prompts.prompt_id"],
+            name=op.f("fk_history_org_prompts"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("prompt_id", "position", name=op.f("pk_history")),
-        sa.UniqueConstraint("history_id", name=op.f("uq_history_history_id")),
+        sa.PrimaryKeyConstraint("org", "prompt_id", "position", name=op.f("pk_history")),
+        sa.UniqueConstraint("org", "history_id", name=op.f("uq_history_org_history_id")),
     )
     op.create_table(
         "versions",
+        sa.Column("org", sa.String(length=63), nullable=False),
         sa.Column("prompt_id", sa.String(length=40), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("version_id", sa.String(length=40), nullable=False),
@@ -310,13 +316,13 @@ def upgrade() -> None:
         sa.Column("promoted_by", sa.String(length=64), nullable=True),
         sa.Column("created_by", sa.String(length=64), nullable=False),
         sa.ForeignKeyConstraint(
-            ["prompt_id"],
-            ["prompts.prompt_id"],
-            name=op.f("fk_versions_prompt_id_prompts"),
+            ["org", "prompt_id"],
+            ["prompts.org", "prompts.prompt_id"],
+            name=op.f("fk_versions_org_prompts"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("prompt_id", "version", name=op.f("pk_versions")),
-        sa.UniqueConstraint("version_id", name=op.f("uq_versions_version_id")),
+        sa.PrimaryKeyConstraint("org", "prompt_id", "version", name=op.f("pk_versions")),
+        sa.UniqueConstraint("org", "version_id", name=op.f("uq_versions_org_version_id")),
     )
 
 
@@ -325,7 +331,7 @@ def downgrade() -> None:
     op.drop_table("history")
     op.drop_index(op.f("ix_delivery_queue_org_ticket"), table_name="delivery_queue")
     op.drop_table("delivery_queue")
-    op.drop_index(op.f("ix_deliveries_webhook_id_seq"), table_name="deliveries")
+    op.drop_index(op.f("ix_deliveries_org_webhook_id_seq"), table_name="deliveries")
     op.drop_table("deliveries")
     op.drop_index(op.f("ix_webhooks_org_seq"), table_name="webhooks")
     op.drop_table("webhooks")

@@ -15,12 +15,15 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Row, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from storage.base import Clock, Event, Prompt, PromptVersion, StorageUnavailable, utcnow
+from storage.errors import StorageUnavailable
+from storage.interface import StorageCore
 from storage.memo import Memo
+from storage.records import Event, Prompt, PromptVersion
 from storage.sql import dialect
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
 from storage.sql.tables import event_logs, events, utc
+from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
 # held past the busy timeout, a full pool): 503, never with connection details.
@@ -35,14 +38,11 @@ def event_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
 
 
-class SqlBase:
-    """The engines and the transaction helpers; concerns are mixins on top of it."""
-
-    clock: Clock
-    event_log_size: int
+class SqlCore(StorageCore):
+    """The engines and the transaction helpers; each concern is a mixin on top of it."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        self.clock = clock
+        super().__init__(clock)
         self.engine = engine
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
