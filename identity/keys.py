@@ -70,6 +70,16 @@ def create_key(
     return key, secret
 
 
+def new_secret(storage: Storage, org: str, client_id: str) -> tuple[ApiKey, str]:
+    """Give a key a new generated secret (the old one stops working); return the key
+    with the secret, the only time it exists. Raises storage's ApiKeyNotFound."""
+    secret = client_secrets.generate_secret()
+    key = storage.set_api_key_secret(
+        org, client_id, client_secrets.hash_secret(secret, generated=True)
+    )
+    return key, secret
+
+
 def created_json(key: ApiKey, secret: str) -> dict[str, Any]:
     """The answer to creating ``key``: its JSON and its secret, the only time it is shown."""
     return {**key.to_json(), "client_secret": secret}

@@ -72,6 +72,11 @@ class IdentityStore(StorageCore):
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
         """Mark revoked (idempotent). Raises ApiKeyNotFound."""
 
+    @abc.abstractmethod
+    def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
+        """Replace the key's secret hash (a new secret; the old one stops working) and
+        return the key as stored; revoked stays revoked. Raises ApiKeyNotFound."""
+
     # -- users
 
     @abc.abstractmethod

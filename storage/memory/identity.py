@@ -48,6 +48,16 @@ class MemoryIdentity(MemoryCore, IdentityStore):
             org_state.keys[client_id] = revoked
             return revoked
 
+    def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            key = org_state.keys.get(client_id) if org_state else None
+            if org_state is None or key is None:
+                raise ApiKeyNotFound(client_id)
+            changed = replace(key, secret_hash=secret_hash)
+            org_state.keys[client_id] = changed
+            return changed
+
     # -- users
 
     def add_user(self, user: User) -> None:

@@ -34,6 +34,12 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
         found = self._run("list_records", [keys.api_keys(org), keys.api_key(org, "")], [])
         return [codec.api_key(codec.fields(flat)) for flat in found]
 
+    def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
+        found = self._run("set_api_key_secret", [keys.api_key(org, client_id)], [secret_hash])
+        if not found:
+            raise ApiKeyNotFound(client_id)
+        return codec.api_key(codec.fields(found))
+
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
         found = self._run("revoke_api_key", [keys.api_key(org, client_id)], [])
         if not found:

@@ -56,6 +56,7 @@ STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",
     "revoke_api_key",
+    "set_api_key_secret",
     "list_records",
     "ensure_signing_key",
     "add_user",

@@ -42,6 +42,7 @@ PENDING = (
     "revoke_api_key",
     "revoke_refresh_family",
     "rotate_refresh_token",
+    "set_api_key_secret",
     "signing_keys",
     "start_refresh_family",
     "take_authorization_code",
