@@ -175,22 +175,48 @@ class SqlWebhooks(SqlCore, WebhookStore):
             .values(ms=last.ms, seq=last.seq)
         )
 
+    @staticmethod
+    def _claimable(org: str, moment: float, lease: float, now: datetime) -> Any:
+        """The org's queued messages a claim may take at ``moment`` (real clock) and
+        ``now`` (storage clock): not held, or held past the lease, and due."""
+        q = delivery_queue.c
+        free = or_(q.claimed_at.is_(None), q.claimed_at <= moment - lease)
+        due = or_(q.due_at.is_(None), q.due_at <= now)
+        return (q.org == org) & free & due
+
+    def _has_work(self, org: str, lease: float, now: datetime) -> bool:
+        """Whether a claim would find anything: new events or claimable messages. Read
+        first, without the write lock, since idle workers ask several times a second."""
+        with self._read() as connection:
+            cursor = connection.execute(
+                select(webhook_cursors.c.ms, webhook_cursors.c.seq).where(
+                    webhook_cursors.c.org == org
+                )
+            ).first()
+            if cursor is None:
+                return False
+            if connection.execute(_after(org, (cursor.ms, cursor.seq)).limit(1)).first():
+                return True
+            claimable = self._claimable(org, time.time(), lease, now)
+            statement = select(delivery_queue.c.ticket).where(claimable).limit(1)
+            return connection.execute(statement).first() is not None
+
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
         now = self.clock()
+        if not self._has_work(org, lease, now):
+            return []
         with self._write() as connection:
             self._fan_out(connection, org, limit)
             # Read once the write lock is held: leases count from the claim itself.
             moment = time.time()
             q = delivery_queue.c
-            free = or_(q.claimed_at.is_(None), q.claimed_at <= moment - lease)
-            due = or_(q.due_at.is_(None), q.due_at <= now)
             rows = connection.execute(
                 dialect.skip_locked(
                     connection,
                     select(delivery_queue)
-                    .where(q.org == org, free, due)
+                    .where(self._claimable(org, moment, lease, now))
                     # What a dead worker left past its lease first, then new messages.
                     .order_by(q.claimed_at.is_(None), q.ticket)
                     .limit(limit),
