@@ -9,10 +9,13 @@ at the end. Without a server the tests that need one skip, saying why; with
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -20,6 +23,7 @@ from sqlalchemy import text
 
 from storage.sql import schema
 from storage.sql.engine import make_engine
+from storage.sql.storage import SqlStorage
 from storage.sql.tables import metadata
 
 POSTGRES_URL = os.environ.get(
@@ -110,3 +114,29 @@ def sqlite_template(directory: Path) -> Path:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.dispose()
     return path
+
+
+SQL_IDENTITY_PENDING = "the SQL backend's identity concerns come from branch sqlid"
+
+
+def sql_storage(
+    backend: str,
+    request: pytest.FixtureRequest,
+    *,
+    needs_identity: bool = True,
+    cls: type[SqlStorage] = SqlStorage,
+    **kwargs: Any,
+) -> SqlStorage:
+    """A new, empty SqlStorage for a test: ``sqlite`` (a copy of the session's migrated
+    file in the test's tmp_path) or ``postgres`` (the session's schema, emptied).
+    ``kwargs`` go to ``cls.from_url`` (the clock). Skips a test that needs identity
+    while the SQL backend lacks it (storage/sql/pending.py)."""
+    if needs_identity and importlib.util.find_spec("storage.sql.pending") is not None:
+        pytest.skip(SQL_IDENTITY_PENDING)
+    if backend == "sqlite":
+        path = request.getfixturevalue("tmp_path") / "promptsvc.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        return cls.from_url(f"sqlite:///{path}", **kwargs)
+    made: PostgresSchema = request.getfixturevalue("postgres_schema")
+    made.empty()
+    return cls.from_url(made.url, **kwargs)

@@ -23,6 +23,7 @@ from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage import Storage
 from storage.memory import MemoryStorage
+from tests.sql_support import sql_storage
 
 ISSUER = "http://promptsvc.test"
 
@@ -42,11 +43,19 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(
+    params=["memory", "redis", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    """Each storage backend in turn; the Redis one on the flushed test db."""
+    """Each storage backend in turn; the Redis one on the flushed test db, SQLite and
+    PostgreSQL as tests/sql_support.py makes them."""
     if request.param == "memory":
         yield MemoryStorage()
+        return
+    if request.param in ("sqlite", "postgres"):
+        sql_backend = sql_storage(request.param, request)
+        yield sql_backend
+        sql_backend.close()
         return
     from storage.redis import RedisStorage
 

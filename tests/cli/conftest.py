@@ -29,8 +29,10 @@ from promptsvc.config import Settings
 from promptsvc.templates import extract_variables
 from storage import PromptVersion, Storage
 from storage.memory import MemoryStorage
+from storage.sql.storage import SqlStorage
 from tests.client.sdk_support import shared_signing_key
 from tests.servers import ROOT, LiveServer, promptsvc_command
+from tests.sql_support import sql_storage
 
 ORG = "acme"
 AUTHOR = "00000000-0000-4000-8000-000000000001"
@@ -154,12 +156,17 @@ class CliService:
         return list(reversed(self.storage.list_versions(ORG, name, limit=200).items))
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(
+    params=["memory", "redis", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    """Each storage backend in turn, with create_version hooks; Redis on the test db."""
+    """Each storage backend in turn, with create_version hooks; Redis on the test db,
+    SQLite and PostgreSQL as tests/sql_support.py makes them."""
     storage: Storage
     if request.param == "memory":
         storage = hooked(MemoryStorage)()
+    elif request.param in ("sqlite", "postgres"):
+        storage = sql_storage(request.param, request, cls=hooked(SqlStorage))  # type: ignore[arg-type]
     else:
         from storage.redis import RedisStorage
 
