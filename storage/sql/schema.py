@@ -17,6 +17,7 @@ written (a read-only SQLite file or directory).
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,16 +49,23 @@ def _config(connection: Connection | None = None) -> Config:
     return config
 
 
+@functools.cache
+def _revisions() -> tuple[str, frozenset[str]]:
+    """The newest revision and every revision this promptsvc knows (read once: Alembic
+    loads every migration file to tell)."""
+    scripts = ScriptDirectory.from_config(_config())
+    newest = scripts.get_current_head()
+    assert newest is not None
+    return newest, frozenset(script.revision for script in scripts.walk_revisions())
+
+
 def head() -> str:
     """The newest revision this promptsvc knows."""
-    revision = ScriptDirectory.from_config(_config()).get_current_head()
-    assert revision is not None
-    return revision
+    return _revisions()[0]
 
 
 def _known(revision: str) -> bool:
-    scripts = ScriptDirectory.from_config(_config())
-    return any(script.revision == revision for script in scripts.walk_revisions())
+    return revision in _revisions()[1]
 
 
 @contextmanager

@@ -156,16 +156,15 @@ class CliService:
         return list(reversed(self.storage.list_versions(ORG, name, limit=200).items))
 
 
-@pytest.fixture(
-    params=["memory", "redis", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(params=["memory", "redis", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
     """Each storage backend in turn, with create_version hooks; Redis on the test db,
-    SQLite and PostgreSQL as tests/sql_support.py makes them."""
+    SQLite (the default storage) as tests/sql_support.py makes it (PostgreSQL: see
+    tests/api/conftest.py)."""
     storage: Storage
     if request.param == "memory":
         storage = hooked(MemoryStorage)()
-    elif request.param in ("sqlite", "postgres"):
+    elif request.param == "sqlite":
         storage = sql_storage(request.param, request, cls=hooked(SqlStorage))  # type: ignore[arg-type]
     else:
         from storage.redis import RedisStorage
