@@ -10,26 +10,18 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
 
 from storage import lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
-from storage.errors import InvalidInput, NoProductionVersion, VersionNotFound
+from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
 from storage.sql.prompts import SqlPrompts
 from storage.sql.tables import prompts, versions
-from storage.templates import TemplateError, extract_variables
-
-
-def _variables(content: str, prompt_type: str) -> tuple[str, ...]:
-    try:
-        return tuple(extract_variables(content, prompt_type))
-    except TemplateError as exc:
-        raise InvalidInput(str(exc)) from None
-
 
 # Version numbers are 32-bit columns: a larger one names no version.
 _MAX_NUMBER = 2**31 - 1
@@ -161,13 +153,13 @@ class SqlVersions(SqlPrompts):
         metadata: dict[str, object] | None = None,
         tags: list[str] | None = None,
         *,
+        variables: Sequence[str] = (),
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         metadata_json = json.dumps(metadata or {})
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
-            variables = _variables(content, prompt.prompt_type)
             number = prompt.counter + 1
             row = connection.execute(
                 insert(versions)
@@ -210,6 +202,7 @@ class SqlVersions(SqlPrompts):
         version_ref: str,
         content: str,
         *,
+        variables: Sequence[str] = (),
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
@@ -217,7 +210,6 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_editable(current)
-            variables = _variables(content, prompt.prompt_type)
             version = self._set_status(
                 connection,
                 prompt,
