@@ -134,13 +134,13 @@ class SqlReleases(SqlVersions, PromptStore):
             prompt = self._find_prompt(connection, org, prompt_ref)
             current = prompt.production_version
             lifecycle.check_expected(prompt_ref, expected_production, current)
-            # The rule reads only the newest record (the promotion that made the current
-            # version production): that one is all it is given.
-            newest = connection.execute(
-                select(history).where(
-                    of_prompt(history, prompt), history.c.position == prompt.promotions
+            # The rule walks the whole history (storage/lifecycle.py), oldest first.
+            records = [
+                _record(row)
+                for row in connection.execute(
+                    select(history).where(of_prompt(history, prompt)).order_by(history.c.position)
                 )
-            ).first()
+            ]
 
             def find(number: int) -> PromptVersion | None:
                 row = connection.execute(
@@ -150,9 +150,7 @@ class SqlReleases(SqlVersions, PromptStore):
                 ).first()
                 return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
 
-            target = lifecycle.rollback_target(
-                prompt_ref, current, [] if newest is None else [_record(newest)], to_version, find
-            )
+            target = lifecycle.rollback_target(prompt_ref, current, records, to_version, find)
             assert current is not None  # rollback_target refused a prompt without one
             self._set_status(connection, prompt, current, status="archived", updated_at=now)
             notes = lifecycle.rollback_notes(target) if notes is None else notes
