@@ -23,6 +23,7 @@ pool; the pool holds as many connections as the worker has threads answering req
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,8 +62,6 @@ def describe(url: str) -> str:
     database (never the password)."""
     parsed = make_url(_normalize(url))
     if parsed.get_backend_name() == "sqlite":
-        import os
-
         return f"SQLite file {os.path.abspath(parsed.database or '')}"
     return f"PostgreSQL database {parsed.database!r} on {parsed.host}:{parsed.port or 5432}"
 
