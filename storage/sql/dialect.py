@@ -5,18 +5,23 @@
   (``FOR UPDATE SKIP LOCKED``). SQLite has no row locks: a writing transaction holds
   the whole database from its ``BEGIN IMMEDIATE`` (storage/sql/engine.py), so the
   same statements go without the clause.
-* Upserts: ``INSERT ... ON CONFLICT DO NOTHING`` comes from each dialect's own
-  ``insert``.
+* Upserts: ``INSERT ... ON CONFLICT DO NOTHING`` (or ``DO UPDATE``) comes from each
+  dialect's own ``insert``.
+* Serializing a step that no row can lock (the row does not exist yet): PostgreSQL
+  takes a transaction-scoped advisory lock on the step's name; on SQLite the writer
+  holds the whole database already.
 * New events: PostgreSQL tells listeners in other processes with ``NOTIFY`` (sent at
   commit); SQLite has no such channel, and waiters poll (storage/sql/events.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from sqlalchemy import Connection, Select, Table, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
 
 # The channel PostgreSQL's NOTIFY uses for new events; the payload is the org.
 EVENTS_CHANNEL = "promptsvc_events"
@@ -46,6 +51,24 @@ def insert_ignoring_conflict(connection: Connection, table: Table, **values: Any
     """Insert the row unless one with the same key exists (then: nothing)."""
     insert = postgresql.insert if is_postgres(connection) else sqlite.insert
     connection.execute(insert(table).values(**values).on_conflict_do_nothing())
+
+
+def upsert(connection: Connection, table: Table, values: dict[str, Any], **changes: Any) -> Insert:
+    """Insert ``values``, or, when a row with the same primary key exists, set
+    ``changes`` on it (``table.c`` there is the existing row); one statement."""
+    insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+    key = [column.name for column in table.primary_key.columns]
+    return insert(table).values(**values).on_conflict_do_update(index_elements=key, set_=changes)
+
+
+def serialize(connection: Connection, name: str) -> None:
+    """Hold off every other transaction that serializes on ``name`` until commit."""
+    if is_postgres(connection):
+        digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+        connection.execute(
+            text("SELECT pg_advisory_xact_lock(:key)"),
+            {"key": int.from_bytes(digest, "big", signed=True)},
+        )
 
 
 def notify_events(connection: Connection, org: str) -> None:

@@ -8,13 +8,15 @@ from storage.interface import Storage
 from storage.sql import schema
 from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
+from storage.sql.identity import SqlIdentity
+from storage.sql.login import SqlLogin
 from storage.sql.pending import SqlPending
 from storage.sql.releases import SqlReleases
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
 
-class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlPending, Storage):
+class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlIdentity, SqlLogin, SqlPending, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:

@@ -40,13 +40,8 @@ SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 BACKENDS = ["memory", *REDIS_BACKENDS, *SQL_BACKENDS]
 # Conformance modules whose concerns the SQL backend does not have yet (storage/sql/pending.py).
 SQL_PENDING = {
-    "test_storage_concurrency": ("test_racing_signing_key", "test_racing_session_secret"),
-    "test_storage_identity_records": (),
-    "test_storage_login_state": (),
     "test_storage_rate_limits": (),
     "test_storage_snapshots": (),
-    "test_storage_users": (),
-    "test_storage_timestamps": (),
 }
 
 
