@@ -1,5 +1,5 @@
 """The concerns of the SQL backend that are written on branch ``sqlid`` and not there
-yet: the org archive, rate limits.
+yet: rate limits.
 
 Until they land, these methods raise NotImplementedError, and the conformance tests
 of those concerns skip the SQL backends (tests/storage/conftest.py). This module goes
@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-PENDING = (
-    "export_org",
-    "import_org",
-    "list_orgs",
-    "rate_limit_settings",
-)
+PENDING = ("rate_limit_settings",)
 
 
 def _pending(name: str) -> Callable[..., NoReturn]:

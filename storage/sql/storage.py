@@ -6,6 +6,7 @@ from sqlalchemy import Engine, text
 
 from storage.interface import Storage
 from storage.sql import schema
+from storage.sql.archive import SqlArchive
 from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
@@ -16,7 +17,9 @@ from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
 
-class SqlStorage(SqlReleases, SqlEvents, SqlWebhooks, SqlIdentity, SqlLogin, SqlPending, Storage):
+class SqlStorage(
+    SqlReleases, SqlEvents, SqlWebhooks, SqlIdentity, SqlLogin, SqlArchive, SqlPending, Storage
+):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:

@@ -41,7 +41,6 @@ BACKENDS = ["memory", *REDIS_BACKENDS, *SQL_BACKENDS]
 # Conformance modules whose concerns the SQL backend does not have yet (storage/sql/pending.py).
 SQL_PENDING = {
     "test_storage_rate_limits": (),
-    "test_storage_snapshots": (),
 }
 
 
