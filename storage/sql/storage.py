@@ -11,14 +11,21 @@ from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
 from storage.sql.login import SqlLogin
-from storage.sql.pending import SqlPending
+from storage.sql.ratelimits import SqlRateLimits
 from storage.sql.releases import SqlReleases
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
 
 class SqlStorage(
-    SqlReleases, SqlEvents, SqlWebhooks, SqlIdentity, SqlLogin, SqlArchive, SqlPending, Storage
+    SqlReleases,
+    SqlEvents,
+    SqlWebhooks,
+    SqlIdentity,
+    SqlLogin,
+    SqlArchive,
+    SqlRateLimits,
+    Storage,
 ):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 

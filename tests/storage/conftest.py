@@ -9,7 +9,8 @@ local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.
 per session) and ``postgres`` (the SQL backend on PostgreSQL at
 ``PROMPTSVC_TEST_POSTGRES_URL``, in a schema of the session's own, emptied before each
 test; skipped without a server, or failed under ``PROMPTSVC_TEST_REQUIRE_POSTGRES=1``;
-tests/sql_support.py).
+tests/sql_support.py). ``redis_storage`` and ``sql_storage`` give one family of backends,
+for checks of its own.
 """
 
 from __future__ import annotations
@@ -38,10 +39,6 @@ REDIS_BACKENDS = [
 ]
 SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 BACKENDS = ["memory", *REDIS_BACKENDS, *SQL_BACKENDS]
-# Conformance modules whose concerns the SQL backend does not have yet (storage/sql/pending.py).
-SQL_PENDING = {
-    "test_storage_rate_limits": (),
-}
 
 
 @pytest.fixture
@@ -53,25 +50,13 @@ def clock() -> FakeClock:
     return FakeClock(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC))
 
 
-def _sql_pending(request: pytest.FixtureRequest) -> None:
-    """Skip a test of a concern the SQL backend has not got yet."""
-    from storage.sql import pending
-
-    module = request.node.module.__name__.rsplit(".", 1)[-1]
-    names = SQL_PENDING.get(module)
-    if pending.PENDING and names is not None and (not names or request.node.name.startswith(names)):
-        pytest.skip("SQL identity concerns come from branch sqlid")
-
-
 def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest) -> Storage:
     if backend == "sqlite":
-        _sql_pending(request)
         template: Path = request.getfixturevalue("sqlite_template")
         path = request.getfixturevalue("tmp_path") / "promptsvc.db"
         shutil.copyfile(template, path)
         return SqlStorage.from_url(f"sqlite:///{path}", clock=clock.utc)
     if backend == "postgres":
-        _sql_pending(request)
         schema: PostgresSchema = request.getfixturevalue("postgres_schema")
         schema.empty()
         return SqlStorage.from_url(schema.url, clock=clock.utc)
@@ -102,5 +87,14 @@ def redis_storage(
     """The Redis backends only (fakeredis, real, cluster), for Redis-specific checks."""
     store = make_storage(request.param, clock, request)
     assert isinstance(store, BaseRedisStorage)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[SqlStorage]:
+    """The SQL backend only (SQLite, PostgreSQL), for SQL-specific checks."""
+    store = make_storage(request.param, clock, request)
+    assert isinstance(store, SqlStorage)
     yield store
     store.close()
