@@ -20,7 +20,13 @@ from storage.memory import MemoryStorage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, claims_of
 
-BACKENDS = ["memory", "fakeredis", pytest.param("redis", marks=pytest.mark.redis)]
+BACKENDS = [
+    "memory",
+    "fakeredis",
+    pytest.param("redis", marks=pytest.mark.redis),
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
 
 
 def kid_of(token: str) -> str:
