@@ -10,9 +10,9 @@ from storage.sql.archive import SqlArchive
 from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
-from storage.sql.login import SqlLogin
 from storage.sql.ratelimits import SqlRateLimits
 from storage.sql.releases import SqlReleases
+from storage.sql.sessions import SqlSessions
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
@@ -22,7 +22,7 @@ class SqlStorage(
     SqlEvents,
     SqlWebhooks,
     SqlIdentity,
-    SqlLogin,
+    SqlSessions,
     SqlArchive,
     SqlRateLimits,
     Storage,
