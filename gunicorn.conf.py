@@ -13,7 +13,9 @@ PROMPTSVC_EVENT_STREAMS  event streams one worker holds (default 1000): each ope
                          the worker gets this many threads on top of
                          PROMPTSVC_THREADS, and the app refuses (503) the streams
                          beyond it, which keeps those threads for other requests
-PROMPTSVC_STORAGE_URL    must name Redis when there is more than one worker
+PROMPTSVC_STORAGE_URL    where the data lives (default ``sqlite:///promptsvc.db``
+                         in the working directory); anything but ``memory://``
+                         when there is more than one worker
 =======================  ========================================================
 
 The other PROMPTSVC_* variables (issuer URL, signing key file, token lifetime,
@@ -22,8 +24,9 @@ the event streams (proxy buffering, timeouts): docs/deployment.md.
 
 ``memory://`` storage lives inside one process, so several workers would each have
 their own prompts and keys: with more than one worker and memory:// the server refuses
-to start. Each worker builds its own app (``preload_app`` off): its own Redis
-connection pool, no sockets shared across fork.
+to start. SQLite (WAL), PostgreSQL and Redis are shared by every worker. Each worker
+builds its own app (``preload_app`` off): its own connection pool, no sockets or
+database handles shared across fork.
 """
 
 from __future__ import annotations
@@ -50,14 +53,14 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 
 def on_starting(server: Any) -> None:
     """Refuse memory:// storage with more than one worker, saying why."""
-    storage_url = os.environ.get("PROMPTSVC_STORAGE_URL", "memory://")
+    storage_url = os.environ.get("PROMPTSVC_STORAGE_URL", "sqlite:///promptsvc.db")
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(
             f"PROMPTSVC_STORAGE_URL is {storage_url!r} but gunicorn would start "
             f"{server.cfg.workers} workers: memory:// storage lives inside one process, so "
             "each worker would have its own prompts and keys. Set PROMPTSVC_STORAGE_URL to "
-            "redis://host:port/db, or run a single worker (--workers 1 or "
-            "PROMPTSVC_WORKERS=1)."
+            "sqlite:///promptsvc.db, postgresql://... or redis://host:port/db, or run a "
+            "single worker (--workers 1 or PROMPTSVC_WORKERS=1)."
         )
 
 

@@ -34,16 +34,16 @@ from pathlib import Path
 
 from bench.http import WrkResult, pin_tree, seed, write_bootstrap, wrk
 from bench.report import table, write_section
-from storage import keys
-from storage.base import Storage
-from storage.cluster import ClusterStorage
-from storage.redis import RedisStorage
+from storage import Storage
+from storage.redis import RedisStorage, keys
+from storage.redis.cluster import ClusterStorage
 from tests.cluster_support import Gunicorn, LocalCluster, LocalRedis, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+VARIABLES = ["persona", "question", "language"]
 COMMAND = "python -m bench.cluster"
 READS = ("get-production", "get-latest", "get-version")
 
@@ -63,7 +63,10 @@ def seed_storage(store: Storage, orgs: list[str]) -> dict[str, str]:
     ids = {}
     for org in orgs:
         store.create_prompt(org, "greeting")
-        made = [store.create_version(org, "greeting", CONTENT, USER) for _ in range(10)]
+        made = [
+            store.create_version(org, "greeting", CONTENT, USER, variables=VARIABLES)
+            for _ in range(10)
+        ]
         store.promote(org, "greeting", "5", USER)
         ids[org] = made[6].version_id
     return ids

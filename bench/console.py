@@ -28,7 +28,7 @@ from flask.testing import FlaskClient
 from bench.report import table, write_section
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from tests.console.console_support import PASSWORD, sign_in
@@ -73,6 +73,7 @@ def fill(storage: Storage) -> None:
             author,
             metadata={"model": "gpt-4o-mini", "temperature": 0.2, "n": number},
             tags=["bench", f"batch-{number // 100}"],
+            variables=["question", "customer.name"],
         )
         if number % 2 == 0:
             storage.promote(ORG, PROMPT, version.version_id, author, notes=f"release {number}")

@@ -52,6 +52,7 @@ from storage.memory import MemoryStorage
 ORG = "bench"
 USER = str(uuid.uuid4())
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+VARIABLES = ["persona", "question", "language"]
 TARGET_HIT_US = 1.5
 TARGET_WATCH_RATIO = 1.05  # watch=True hit median / plain hit median
 
@@ -61,7 +62,9 @@ def local_server() -> Iterator[tuple[str, str, str]]:
     """The real app on a loopback port; yields (url, key_id, key_secret)."""
     storage = MemoryStorage()
     storage.create_prompt(ORG, "greeting")
-    version = storage.create_version(ORG, "greeting", CONTENT, USER, {"team": "bench"}, ["b"])
+    version = storage.create_version(
+        ORG, "greeting", CONTENT, USER, {"team": "bench"}, ["b"], variables=VARIABLES
+    )
     storage.promote(ORG, "greeting", version.version_id, USER)
     app = create_app(Settings(), storage=storage)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
 import sys
@@ -32,13 +33,13 @@ import redis
 from redis.connection import AbstractConnection
 
 from bench.report import table, write_section
-from storage import codec, keys, scripts
-from storage.base import Prompt, Storage, new_id, rfc3339
+from storage import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
-from storage.redis import RedisStorage
+from storage.redis import RedisStorage, codec, keys, scripts
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
+VARIABLES = ["persona", "question", "language"]
 
 
 @dataclass
@@ -76,15 +77,15 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
     Only loading goes this way; every measured operation uses the public API."""
     if not isinstance(store, RedisStorage):
         for _ in range(count):
-            store.create_version(org, name, CONTENT, USER)
+            store.create_version(org, name, CONTENT, USER, variables=VARIABLES)
         return
     script, now = store._scripts["create_version"], rfc3339(store.clock())
-    variables = scripts.variables(CONTENT)
+    variables = json.dumps(VARIABLES)
     event_keys, event_args = scripts.event_context(org, USER, None, now, store.event_log_size)
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for _ in range(start, min(start + 1_000, count)):
-            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", *variables, now, *event_args]
+            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", variables, now, *event_args]
             script(
                 keys=[keys.names(org), keys.prompt_prefix(org), *event_keys],
                 args=args,
@@ -161,7 +162,9 @@ def operations(store: Storage, n: int) -> dict[str, Timing]:
     """get-production, create-version and promote, each ``n`` times on a fresh prompt."""
     store.create_prompt("ops", "p")
     result = {
-        "create-version": timed(lambda _i: store.create_version("ops", "p", CONTENT, USER), n)
+        "create-version": timed(
+            lambda _i: store.create_version("ops", "p", CONTENT, USER, variables=VARIABLES), n
+        )
     }
     result["promote"] = timed(lambda i: store.promote("ops", "p", str(i + 1), USER), n)
     result["get-production"] = timed(lambda _i: store.get_production("ops", "p"), n)

@@ -45,7 +45,7 @@ from identity import Identity
 from identity.roles import SERVICE_READ
 from identity.secrets import check_secret, hash_secret
 from identity.tokens import _header_kid
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 
 ISSUER = "http://127.0.0.1"

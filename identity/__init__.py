@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from identity.core import Identity
     from identity.people import Lifetimes
     from identity.ratelimit import LoginRateLimits, TokenRateLimits
-    from storage.base import Storage
+    from storage import Storage
 
 __all__ = [
     "ConsoleUris",

@@ -27,7 +27,7 @@ from typing import Any
 
 from identity import keys, users
 from identity.errors import BootstrapError, InvalidKeyRequest, InvalidUserRequest
-from storage.base import ApiKey, ApiKeyExists, Storage, User, UserExists
+from storage import ApiKey, ApiKeyExists, Storage, User, UserExists
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from identity.discovery import (
     SECRET_AUTH_METHODS,
 )
 from identity.keys import CLI_CLIENT_ID, CONSOLE_CLIENT_ID
-from storage.base import ApiKey
+from storage import ApiKey
 
 __all__ = [
     "CLI_CLIENT_ID",

@@ -22,8 +22,7 @@ from typing import Any
 from identity import keys
 from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_READ
-from storage import storage_from_url
-from storage.base import Conflict, NotFound, Storage, StorageError
+from storage import Conflict, NotFound, Storage, StorageError, storage_from_url
 
 EXIT_FAILED = 1
 EXIT_MEMORY = 2

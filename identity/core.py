@@ -13,7 +13,7 @@ from identity.errors import InvalidClient
 from identity.principal import Principal
 from identity.signing import KeyRing
 from identity.tokens import Subject
-from storage.base import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
+from storage import ApiKey, ApiKeyNotFound, SigningKey, Storage, User
 
 # Orgs never disappear (an org exists once it has a key or a user, revoked and disabled
 # ones included), so a "yes"
@@ -144,6 +144,13 @@ class Identity:
     def list_keys(self, org: str) -> list[ApiKey]:
         """Every key of the org, oldest first (records hold only secret hashes)."""
         return self.storage.list_api_keys(org) if keys.valid_org(org) else []
+
+    def new_key_secret(self, org: str, client_id: str) -> tuple[ApiKey, str]:
+        """Give a key a new secret, returned once; the old secret stops working. Raises
+        storage's ApiKeyNotFound when the org has no such key."""
+        if not keys.valid_org(org):
+            raise ApiKeyNotFound(client_id)
+        return keys.new_secret(self.storage, org, client_id)
 
     def revoke_key(self, org: str, client_id: str) -> ApiKey:
         """Revoke a key: new token requests fail at once, issued tokens live until exp.

@@ -38,7 +38,7 @@ from identity.errors import InvalidToken
 from identity.grants import NONE_AUTH
 from identity.realm_context import RealmContext
 from identity.secrets import lookup_digest
-from storage.base import DeviceAuthorization, DeviceCodeExists, RefreshToken
+from storage import DeviceAuthorization, DeviceCodeExists, RefreshToken
 
 ALL_AUTH_METHODS = [*SECRET_AUTH_METHODS, "none"]
 # Device records outlive their codes a little, so a late poll hears expired_token.

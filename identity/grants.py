@@ -35,7 +35,7 @@ from identity.errors import InvalidScope
 from identity.people import Person
 from identity.realm_context import RealmContext
 from identity.secrets import lookup_digest
-from storage.base import (
+from storage import (
     AuthorizationCode,
     DeviceAuthorization,
     RefreshToken,

@@ -15,7 +15,7 @@ from typing import Any
 from identity import secrets as client_secrets
 from identity.errors import InvalidKeyRequest
 from identity.roles import ROLES
-from storage.base import ApiKey, Storage
+from storage import ApiKey, Storage
 
 ORG_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 # No ':' (it separates id and secret in HTTP Basic) and nothing that needs escaping in
@@ -67,6 +67,16 @@ def create_key(
         created_at=storage.clock(),
     )
     storage.add_api_key(key)
+    return key, secret
+
+
+def new_secret(storage: Storage, org: str, client_id: str) -> tuple[ApiKey, str]:
+    """Give a key a new generated secret (the old one stops working); return the key
+    with the secret, the only time it exists. Raises storage's ApiKeyNotFound."""
+    secret = client_secrets.generate_secret()
+    key = storage.set_api_key_secret(
+        org, client_id, client_secrets.hash_secret(secret, generated=True)
+    )
     return key, secret
 
 

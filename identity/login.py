@@ -25,6 +25,7 @@ import hmac
 import re
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749.errors import InvalidGrantError
@@ -32,13 +33,13 @@ from flask import Blueprint, Response, g, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from identity import discovery, people, scopes, users
-from identity.clients import PUBLIC_CLIENT_IDS
+from identity.clients import CLI_CLIENT_ID, PUBLIC_CLIENT_IDS, is_loopback_uri
 from identity.endpoints import ALL_AUTH_METHODS, normalize_user_code
 from identity.errors import InvalidScope
 from identity.oauth import RealmRequest, RealmServer
 from identity.people import Person
 from identity.secrets import lookup_digest
-from storage.base import DeviceAlreadyDecided, Storage, User
+from storage import DeviceAlreadyDecided, Storage, User
 
 SESSION_COOKIE = "promptsvc_realm_session"
 CSRF_COOKIE = "promptsvc_realm_csrf"
@@ -260,11 +261,23 @@ def _login_page(
     return _page(
         "realm/login.html",
         status,
+        form_targets=_loopback_origin(),
         org=org,
         error=error,
         username=username[:64],
         purpose=purpose,
     )
+
+
+def _loopback_origin() -> tuple[str, ...]:
+    """The origin of the command line's loopback redirect URI (RFC 8252) when this page
+    signs in for it: the form's answer redirects there, and a browser applies the
+    page's ``form-action`` to that redirect too."""
+    uri = request.args.get("redirect_uri", "")
+    if request.args.get("client_id") != CLI_CLIENT_ID or not is_loopback_uri(uri):
+        return ()
+    netloc = urlsplit(uri).netloc
+    return () if netloc.startswith("[") else (f"http://{netloc}",)  # CSP has no IPv6 hosts
 
 
 def _device_page(
@@ -283,8 +296,11 @@ def _message(org: str, heading: str, message: str, status: int = 200) -> Respons
     )  # fmt: skip
 
 
-def _page(template: str, status: int = 200, **context: Any) -> Response:
-    """A page with a fresh-or-kept CSRF token; never cached, never framed."""
+def _page(
+    template: str, status: int = 200, *, form_targets: tuple[str, ...] = (), **context: Any
+) -> Response:
+    """A page with a fresh-or-kept CSRF token; never cached, never framed. Its forms
+    post to this origin, and their answers may redirect to ``form_targets`` too."""
     org = context["org"]
     token = request.cookies.get(CSRF_COOKIE)
     if not token or len(token) > 128:
@@ -295,16 +311,17 @@ def _page(template: str, status: int = 200, **context: Any) -> Response:
         CSRF_COOKIE, token, path=_cookie_path(org), httponly=True, samesite="Lax",
         secure=request.is_secure,
     )  # fmt: skip
-    _page_headers(response)
+    _page_headers(response, form_targets)
     return response
 
 
-def _page_headers(response: Response) -> None:
+def _page_headers(response: Response, form_targets: tuple[str, ...]) -> None:
+    form_action = " ".join(("'self'", *form_targets))
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Frame-Options"] = "DENY"
     response.headers["Content-Security-Policy"] = (
-        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'"
+        f"default-src 'none'; style-src 'self'; form-action {form_action}; "
+        "frame-ancestors 'none'; base-uri 'none'"
     )
     response.headers["Referrer-Policy"] = "no-referrer"
 

@@ -41,7 +41,7 @@ from identity.people import Lifetimes, Person, seconds_until
 from identity.realm_context import EndSessionState
 from identity.responses import no_store
 from identity.tokens import Subject
-from storage.base import DeviceAuthorization, SessionNotFound
+from storage import DeviceAuthorization, SessionNotFound
 
 INVALID_CLIENT_DESCRIPTION = "Invalid client or client credentials"
 _END_SESSION_STATE = "identity_end_session"

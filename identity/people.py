@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from identity.clients import PUBLIC_CLIENT_IDS
 from identity.roles import ROLES
 from identity.secrets import generate_secret, lookup_digest
-from storage.base import RealmSession, RefreshToken, SessionNotFound, Storage, User
+from storage import RealmSession, RefreshToken, SessionNotFound, Storage, User
 
 
 @dataclass(frozen=True, slots=True)

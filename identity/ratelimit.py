@@ -57,7 +57,7 @@ from identity import sdk_token
 from identity.keys import RESERVED_CLIENT_IDS
 from identity.login import login_failed
 from identity.oauth import basic_credentials
-from storage.base import Storage
+from storage import Storage
 
 DEFAULT_PER_CLIENT = "30/minute"
 DEFAULT_PER_IP = "300/minute"

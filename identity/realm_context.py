@@ -14,7 +14,7 @@ from typing import Protocol
 
 from identity.core import Identity
 from identity.people import Lifetimes
-from storage.base import DeviceAuthorization
+from storage import DeviceAuthorization
 
 
 @dataclass

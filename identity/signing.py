@@ -32,7 +32,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import RSAKey
 
 from identity.errors import SigningKeyError
-from storage.base import SigningKey, Storage, StorageError
+from storage import SigningKey, Storage, StorageError
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from identity.principal import Principal
 from identity.roles import ROLES
 from identity.scopes import effective_role
 from identity.signing import ALGORITHM, REFRESH_SECONDS, KeyRing
-from storage.base import ApiKey
+from storage import ApiKey
 
 AUDIENCE = "promptsvc"
 TOKEN_TYPE = "Bearer"

@@ -17,7 +17,7 @@ from identity import passwords
 from identity.errors import InvalidUserRequest
 from identity.keys import valid_org
 from identity.roles import ROLES
-from storage.base import Storage, User, UserNotFound
+from storage import Storage, User, UserNotFound
 
 log = logging.getLogger(__name__)
 

@@ -23,15 +23,18 @@ from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
 from promptsvc.errors import Forbidden
 from promptsvc.http import request_id
-from storage.base import (
+from promptsvc.templates import TemplateError, extract_variables
+from storage import (
     UNGUARDED,
     ApiKey,
     Expected,
+    InvalidInput,
     Promotion,
     Prompt,
     PromptVersion,
     Storage,
     User,
+    lifecycle,
 )
 
 if TYPE_CHECKING:
@@ -95,6 +98,15 @@ def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> No
 # --------------------------------------------------------------------------- versions
 
 
+def _variables(content: str, prompt_type: str) -> list[str]:
+    """The content's variables; InvalidInput when it is not valid for the prompt's type
+    (chat content that is not a message list)."""
+    try:
+        return extract_variables(content, prompt_type)
+    except TemplateError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 @requires(SERVICE_WRITE)
 def create_version(
     storage: Storage,
@@ -105,14 +117,19 @@ def create_version(
     metadata: dict[str, object] | None = None,
     tags: list[str] | None = None,
 ) -> PromptVersion:
-    """A new draft with the next number, created by the principal."""
+    """A new draft with the next number, created by the principal. Its variables come
+    from the content, checked for the prompt's type."""
+    prompt = storage.get_prompt(principal.org, prompt_ref)
+    variables = _variables(content, prompt.prompt_type)
+    # By id: a prompt deleted and made again under the name since has another type.
     return storage.create_version(
         principal.org,
-        prompt_ref,
+        prompt.prompt_id,
         content,
         principal.user_id,
         metadata=metadata,
         tags=tags,
+        variables=variables,
         request_id=request_id(),
     )
 
@@ -121,9 +138,19 @@ def create_version(
 def edit_version(
     storage: Storage, principal: Principal, prompt_ref: str, version_ref: str, content: str
 ) -> PromptVersion:
-    """A draft's new content. Raises LifecycleError for any other status."""
+    """A draft's new content and its variables. Raises LifecycleError for any other
+    status."""
+    current = storage.get_version(principal.org, prompt_ref, version_ref)
+    # A version that is not a draft is refused for that, whatever the content.
+    lifecycle.check_editable(current)
+    variables = _variables(content, current.prompt_type)
     return storage.edit_version(
-        principal.org, prompt_ref, version_ref, content, **_trace(principal)
+        principal.org,
+        current.prompt_id,
+        current.version_id,
+        content,
+        variables=variables,
+        **_trace(principal),
     )
 
 

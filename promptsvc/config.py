@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 MIN_SECRET_KEY_LENGTH = 32
+# SQLite in the working directory: a newcomer's data survives a restart.
+DEFAULT_STORAGE_URL = "sqlite:///promptsvc.db"
 
 
 class ConfigError(ValueError):
@@ -15,7 +17,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    storage_url: str = "memory://"
+    storage_url: str = DEFAULT_STORAGE_URL
     issuer_url: str = "http://localhost:8000"
     signing_key_file: str | None = None
     token_lifetime: int = 300
@@ -66,7 +68,7 @@ class Settings:
                 "print(secrets.token_urlsafe(32))'); leave it unset to have one kept in storage"
             )
         settings = cls(
-            storage_url=env.get("PROMPTSVC_STORAGE_URL", "memory://"),
+            storage_url=env.get("PROMPTSVC_STORAGE_URL", DEFAULT_STORAGE_URL),
             issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
             signing_key_file=env.get("PROMPTSVC_SIGNING_KEY_FILE") or None,
             token_lifetime=lifetime,

@@ -16,7 +16,8 @@ from flask import Flask
 
 from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import ApiKeyExists, PromptExists, Storage, UserExists
+from promptsvc.templates import extract_variables
+from storage import PromptExists, Storage, UserExists
 
 ORG = "demo"
 KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}
@@ -44,10 +45,13 @@ class DemoUser:
 
 @dataclass(frozen=True, slots=True)
 class Demo:
-    """The credentials the demo made, in role order (read, write, admin)."""
+    """The credentials the demo made, in role order (read, write, admin). ``renewed``:
+    org ``demo`` was there already, and its keys and users got new secrets and
+    passwords."""
 
     keys: list[DemoKey]
     users: list[DemoUser]
+    renewed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,18 +101,24 @@ def create_demo(app: Flask) -> Demo:
     """Make org ``demo`` with a key and a user per role and the sample prompts; return the
     credentials.
 
-    On storage that already has them (Redis), existing prompts are left alone, keys get a
-    fresh client_id and existing users a new password (enabled, with their demo role),
-    since an existing secret or password cannot be shown again.
+    On storage that has them already (the SQLite default keeps them across restarts), the
+    org's prompts are left alone, and the demo keys get new secrets and the demo users
+    new passwords (enabled, with their demo role): an existing secret or password cannot
+    be shown again. Only a demo key that was revoked is replaced by a new one (a
+    revoked key stays revoked).
     """
     identity = app.extensions["identity"]
     storage: Storage = app.extensions["promptsvc.storage"]
     keys: list[DemoKey] = []
     author = ""
+    renewed = storage.org_exists(ORG)
     for role, client_id in KEY_IDS.items():
-        try:
+        existing = storage.get_api_key(ORG, client_id)
+        if existing is None:
             key, secret = identity.create_key(ORG, role, "demo key", client_id=client_id)
-        except ApiKeyExists:
+        elif not existing.revoked:
+            key, secret = identity.new_key_secret(ORG, client_id)
+        else:
             key, secret = identity.create_key(
                 ORG, role, "demo key", client_id=f"{client_id}-{secrets.token_hex(3)}"
             )
@@ -123,11 +133,25 @@ def create_demo(app: Flask) -> Demo:
         except PromptExists:
             continue
         first = storage.create_version(
-            ORG, sample.name, sample.production, author, metadata=MODEL, tags=["demo"]
+            ORG,
+            sample.name,
+            sample.production,
+            author,
+            metadata=MODEL,
+            tags=["demo"],
+            variables=extract_variables(sample.production, sample.prompt_type),
         )
         storage.promote(ORG, sample.name, first.version_id, author, notes="first release")
-        storage.create_version(ORG, sample.name, sample.draft, author, metadata=MODEL)
-    return Demo(keys, [_demo_user(app, role, username) for role, username in USERNAMES.items()])
+        storage.create_version(
+            ORG,
+            sample.name,
+            sample.draft,
+            author,
+            metadata=MODEL,
+            variables=extract_variables(sample.draft, sample.prompt_type),
+        )
+    users = [_demo_user(app, role, username) for role, username in USERNAMES.items()]
+    return Demo(keys, users, renewed)
 
 
 def _demo_user(app: Flask, role: str, username: str) -> DemoUser:
@@ -165,10 +189,20 @@ def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
         if storage_url.startswith("memory")
         else f"storage: {storage_url}"
     )
+    if demo.renewed:
+        about = (
+            f"Org (account_id): {ORG} was there already: its prompts and data are kept as they\n"
+            "were. The demo keys below have NEW secrets and the demo users NEW passwords;\n"
+            "the old ones no longer work."
+        )
+    else:
+        about = (
+            f"Org (account_id): {ORG}   Prompts: greeting (text), support-chat (chat); each has a\n"
+            "production version 1 and a newer draft version 2."
+        )
     return f"""
 promptsvc demo is ready at {base_url}
-Org (account_id): {ORG}   Prompts: greeting (text), support-chat (chat); each has a
-production version 1 and a newer draft version 2.
+{about}
 
 Web console: {base_url}/console/
   sign in to organization "{ORG}" as {admin.username} / {admin.password}
@@ -192,11 +226,11 @@ Users, for people to sign in to realm "{ORG}" (the passwords are shown only now)
   curl -s -w '\\n' {api}/greeting/latest -H "Authorization: Bearer $TOKEN"
   curl -s -w '\\n' {api}/support-chat/versions/1 -H "Authorization: Bearer $TOKEN"
 
-3. Write with the write key: add a version, promote the draft, read production again:
+3. Write with the write key: add a version, promote it, read production again:
 
   {_token_line(base_url, write, "WTOKEN")}
-  curl -s -w '\\n' -X POST {api}/greeting/versions -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"content": "Hey {{{{name}}}}!"}}'
-  curl -s -w '\\n' -X POST {api}/greeting/versions/2/promote -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"notes": "friendlier"}}'
+  CREATED=$(curl -s -X POST {api}/greeting/versions -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"content": "Hey {{{{name}}}}, welcome to {{{{product}}}}!"}}'); echo "$CREATED"
+  curl -s -w '\\n' -X POST {api}/greeting/versions/"$(echo "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')"/promote -H "Authorization: Bearer $WTOKEN" -H 'Content-Type: application/json' -d '{{"notes": "friendlier"}}'
   curl -s -w '\\n' {api}/greeting/production -H "Authorization: Bearer $TOKEN"
 
 4. Client-credentials flow (OAuth 2.0 token endpoint of the realm):

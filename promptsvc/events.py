@@ -18,7 +18,7 @@ Each follower (an open stream, a waiting long poll) holds a thread of the server
 long as it waits, so a hub takes at most ``max_followers`` of them at once and refuses
 more (:class:`Saturated`), leaving the other threads to the rest of the API.
 
-Ids are ordered by ``storage.base.event_position``; ``START`` is below every id.
+Ids are ordered by ``storage.ids.event_position``; ``START`` is below every id.
 :func:`close_all` ends every stream of the process (gunicorn.conf.py calls it when a
 worker is told to stop, so that its clients reconnect to another one at once).
 """
@@ -31,7 +31,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from storage.base import Event, Storage, StorageUnavailable, event_position
+from storage import Event, Storage, StorageUnavailable, event_position
 
 log = logging.getLogger(__name__)
 

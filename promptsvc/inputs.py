@@ -18,7 +18,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from identity.roles import ROLES
 from identity.users import USERNAME
-from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
+from storage import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -48,7 +48,11 @@ def _not_an_id(name: str) -> None:
         raise ValidationError("must not start with 'pmt_' (that prefix marks prompt ids)")
 
 
-def _content_size(content: str) -> None:
+def _content(content: str) -> None:
+    """A version's content, created or edited: something besides whitespace, and not
+    over the size limit."""
+    if not content.strip():
+        raise ValidationError("must not be empty")
     if len(content.encode()) > MAX_CONTENT_BYTES:
         raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} bytes (256 KiB) as UTF-8")
 
@@ -85,7 +89,7 @@ class PromptCreateSchema(Schema):
 class VersionCreateSchema(Schema):
     content = fields.String(
         required=True,
-        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        validate=_content,
         metadata={
             "description": "Template with {{variable}} placeholders (at most 256 KiB). For a "
             "chat prompt: a JSON string of a list of {role, content} messages",
@@ -109,7 +113,7 @@ class VersionCreateSchema(Schema):
 class VersionEditSchema(Schema):
     content = fields.String(
         required=True,
-        validate=[validate.Length(min=1, error="must not be empty"), _content_size],
+        validate=_content,
         metadata={"description": "The draft's new content (variables are re-extracted)"},
     )
 

@@ -6,7 +6,7 @@ section 7.2); anything else names no version (storage's VersionNotFound).
 
 from __future__ import annotations
 
-from storage.base import PromptVersion, Storage
+from storage import PromptVersion, Storage
 
 PRODUCTION = "production"
 LATEST = "latest"

@@ -1,40 +1,159 @@
-"""Storage backends, chosen by URL scheme (see :func:`storage_from_url`)."""
+"""Storage: the interface (storage/interface), its records, errors and lifecycle rules,
+and the backends, chosen by URL scheme (see :func:`storage_from_url`).
+
+Callers import what they use from here; backends import from the module that holds it.
+"""
 
 from __future__ import annotations
 
-from storage.base import (
+from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
+from storage.errors import (
+    ApiKeyExists,
+    ApiKeyNotFound,
+    Conflict,
+    DeviceAlreadyDecided,
+    DeviceCodeExists,
+    InvalidInput,
+    LifecycleError,
+    NoProductionVersion,
+    NoRollbackTarget,
+    NotFound,
+    OrgNotEmpty,
+    ProductionChanged,
+    PromptExists,
+    PromptNotFound,
+    RefreshTokenReused,
+    SessionNotFound,
+    StorageError,
+    StorageUnavailable,
+    UserExists,
+    UserNotFound,
+    VersionNotFound,
+    WebhookNotFound,
+)
+from storage.ids import event_position, message_id, new_id, version_number
+from storage.interface import (
+    DELIVERY_HISTORY_SIZE,
+    EVENT_LOG_SIZE,
+    EventStore,
+    IdentityStore,
+    OrgArchive,
+    PromptStore,
+    Storage,
+    WebhookStore,
+)
+from storage.lifecycle import UNGUARDED, Expected, rollback_notes
+from storage.records import (
+    ALL_EVENTS,
+    DEVICE_STATUSES,
+    EVENT_TYPES,
+    PROMPT_TYPES,
+    STATUSES,
     ApiKey,
-    Clock,
+    AuthorizationCode,
+    Delivery,
+    DeliveryTask,
+    DeviceAuthorization,
     Event,
+    EventLogBounds,
+    OrgSnapshot,
     Page,
     Promotion,
     PromotionRecord,
     Prompt,
+    PromptSnapshot,
+    PromptType,
     PromptVersion,
+    RateLimitSettings,
+    RealmSession,
+    RefreshToken,
     SigningKey,
-    Storage,
-    StorageError,
-    utcnow,
+    Status,
+    User,
+    Webhook,
 )
+from storage.times import Clock, rfc3339, utcnow
 
 __all__ = [
+    "ALL_EVENTS",
+    "DELIVERY_HISTORY_SIZE",
+    "DEVICE_STATUSES",
+    "EVENT_LOG_SIZE",
+    "EVENT_TYPES",
+    "PROMPT_TYPES",
+    "STATUSES",
+    "UNGUARDED",
     "ApiKey",
+    "ApiKeyExists",
+    "ApiKeyNotFound",
+    "AuthorizationCode",
+    "Clock",
+    "Conflict",
+    "Delivery",
+    "DeliveryTask",
+    "DeviceAlreadyDecided",
+    "DeviceAuthorization",
+    "DeviceCodeExists",
     "Event",
+    "EventLogBounds",
+    "EventStore",
+    "Expected",
+    "IdentityStore",
+    "InvalidInput",
+    "LifecycleError",
+    "NoProductionVersion",
+    "NoRollbackTarget",
+    "NotFound",
+    "OrgArchive",
+    "OrgNotEmpty",
+    "OrgSnapshot",
     "Page",
+    "ProductionChanged",
     "Promotion",
     "PromotionRecord",
     "Prompt",
+    "PromptExists",
+    "PromptNotFound",
+    "PromptSnapshot",
+    "PromptStore",
+    "PromptType",
     "PromptVersion",
+    "RateLimitSettings",
+    "RealmSession",
+    "RefreshToken",
+    "RefreshTokenReused",
+    "SessionNotFound",
     "SigningKey",
+    "Status",
     "Storage",
     "StorageError",
+    "StorageUnavailable",
+    "User",
+    "UserExists",
+    "UserNotFound",
+    "VersionNotFound",
+    "Webhook",
+    "WebhookNotFound",
+    "WebhookStore",
+    "decode_cursor",
+    "decode_number_cursor",
+    "describe_url",
+    "encode_cursor",
+    "event_position",
+    "message_id",
+    "new_id",
+    "rfc3339",
+    "rollback_notes",
     "storage_from_url",
+    "utcnow",
+    "version_number",
 ]
 
 
 def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
-    """``memory://``, ``redis://host:port/db``, ``rediss://...`` or
-    ``redis+cluster://host:port[,host:port...]``."""
+    """``memory://``, ``redis://host:port/db``, ``rediss://...``,
+    ``redis+cluster://host:port[,host:port...]``, ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db`` or ``postgresql://user:password@host:port/db``."""
     scheme = url.split("://", 1)[0].lower()
     if scheme == "memory":
         from storage.memory import MemoryStorage
@@ -45,10 +164,35 @@ def storage_from_url(url: str, clock: Clock = utcnow) -> Storage:
 
         return RedisStorage.from_url(url, clock=clock)
     if scheme == "redis+cluster":
-        from storage.cluster import ClusterStorage
+        from storage.redis.cluster import ClusterStorage
 
         return ClusterStorage.from_url(url, clock=clock)
+    if scheme in ("sqlite", "postgresql", "postgres"):
+        from storage.sql.storage import SqlStorage
+
+        return SqlStorage.from_url(url, clock=clock)
     raise ValueError(
         f"unsupported storage URL scheme {scheme!r}: "
-        "use memory://, redis://, rediss:// or redis+cluster://"
+        "use memory://, redis://, rediss://, redis+cluster://, sqlite:/// or postgresql://"
     )
+
+
+def describe_url(url: str) -> str:
+    """Where a storage URL keeps its data, for people (never a password)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "memory":
+        return "memory of this process (gone when it stops)"
+    if scheme in ("sqlite", "postgresql", "postgres"):
+        from storage.sql.engine import UnsupportedUrl, describe
+
+        try:
+            return describe(url)
+        except UnsupportedUrl:
+            return url
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if scheme == "redis+cluster":
+        return f"Redis Cluster at {parts.netloc.rsplit('@', 1)[-1]}"
+    database = parts.path.strip("/") or "0"
+    return f"Redis at {parts.hostname}:{parts.port or 6379}, db {database}"

@@ -9,9 +9,9 @@ from typing import Any
 
 from identity import keys, users
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage import keys as redis_keys
-from storage.base import Storage
+from storage import Storage
 from storage.redis import BaseRedisStorage
+from storage.redis import keys as redis_keys
 from tests.clock import FakeClock
 
 AUTHOR = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -49,7 +49,10 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     for number in range(1, 7):
         metadata = {"n": number, "nested": {"model": "m", "ok": True, "none": None}}
         content = f"Hello {{{{ name }}}} #{number}\n\n```\n{{{{ code }}}}\n```\n"
-        store.create_version(org, "greeting", content, AUTHOR, metadata, [f"t{number}", "x"])
+        tags = [f"t{number}", "x"]
+        store.create_version(
+            org, "greeting", content, AUTHOR, metadata, tags, variables=["name", "code"]
+        )
         tick()
     store.promote(org, "greeting", "1", PROMOTER, notes="first")
     tick()
@@ -57,7 +60,7 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     tick()
     store.promote(org, "greeting", "3", PROMOTER, notes="", archive_previous=False)
     tick()
-    store.edit_version(org, "greeting", "4", "Hello {{ name }}, edited")
+    store.edit_version(org, "greeting", "4", "Hello {{ name }}, edited", variables=["name"])
     tick()
     store.archive_version(org, "greeting", "5")
     tick()
@@ -68,11 +71,16 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
 
     store.create_prompt(org, "support-chat", "chat")
     tick()
-    store.create_version(org, "support-chat", CHAT, AUTHOR, {"temperature": 0.2}, [])
+    chat_variables = ["product", "question"]
+    store.create_version(
+        org, "support-chat", CHAT, AUTHOR, {"temperature": 0.2}, [], variables=chat_variables
+    )
     tick()
     store.promote(org, "support-chat", "1", PROMOTER, notes="go live")
     tick()
-    store.create_version(org, "support-chat", CHAT.replace("help", "assist"), AUTHOR)
+    store.create_version(
+        org, "support-chat", CHAT.replace("help", "assist"), AUTHOR, variables=chat_variables
+    )
     tick()
     store.promote(org, "support-chat", "2", PROMOTER, expected_production=1)
     tick()

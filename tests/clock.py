@@ -10,7 +10,7 @@ class FakeClock:
 
     Calling it gives seconds since the epoch: what identity (``time.time``) and the SDK
     (``time.monotonic``, where only differences count) take. :meth:`utc` gives the same
-    instant as an aware datetime: what storage (``storage.base.utcnow``) takes.
+    instant as an aware datetime: what storage (``storage.times.utcnow``) takes.
 
     It starts at the current whole second, so tokens that a library stamps with the real
     time agree with it; ``start`` sets another instant.

@@ -1,18 +1,22 @@
-"""Shared fixtures: the real Redis, a local Redis Cluster, and a fake clock.
+"""Shared fixtures: the real Redis, a local Redis Cluster, PostgreSQL, and a fake clock.
 
 ``PROMPTSVC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/15``) names the db the
 tests own; they flush only that db. With ``PROMPTSVC_TEST_REQUIRE_REDIS=1`` (set by
-``.ci/run``) a missing Redis fails the run instead of skipping.
+``.ci/run``) a missing Redis fails the run instead of skipping. PostgreSQL and SQLite:
+tests/sql_support.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import sql_support
 from tests.clock import FakeClock
 from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
 
@@ -41,6 +45,19 @@ def redis_url() -> str:
 
     redis.Redis.from_url(REDIS_URL).flushdb()
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def postgres_schema() -> Iterator[sql_support.PostgresSchema]:
+    """A PostgreSQL schema of the session's own (tests/sql_support.py); skips (or fails
+    in CI) without a server."""
+    yield from sql_support.postgres_schema()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file to copy (tests/sql_support.py)."""
+    return sql_support.sqlite_template(tmp_path_factory.mktemp("sqlite"))
 
 
 @pytest.fixture
@@ -83,6 +100,20 @@ def no_saved_login(
     """Commands run by tests never find the login of whoever runs them (``promptsvc
     login`` saves it under PROMPTSVC_CONFIG_DIR)."""
     monkeypatch.setenv("PROMPTSVC_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
+def default_storage_per_test(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A server a test starts without naming storage keeps its data in a SQLite file of
+    that test's own, not in the default promptsvc.db of the working directory (shared
+    by every test, and by whoever runs them there).
+
+    memory:// while the SQL backend lacks its identity concerns (storage/sql/pending.py).
+    """
+    if importlib.util.find_spec("storage.sql.pending") is not None:
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "memory://")
+        return
+    monkeypatch.setenv("PROMPTSVC_STORAGE_URL", f"sqlite:///{tmp_path / 'promptsvc.db'}")
 
 
 @pytest.fixture

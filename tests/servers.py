@@ -87,7 +87,7 @@ def gunicorn_command(*args: str) -> list[str]:
 
 
 class Server:
-    """``args`` run from the repository root as a server on 127.0.0.1:``port``.
+    """``args`` run from the repository root (or ``cwd``) as a server on 127.0.0.1:``port``.
 
     :meth:`start` (or ``with``) launches it and returns once ``ready_path`` answers 200;
     :meth:`stop` is safe to call at any time and more than once. ``env`` is added to
@@ -95,9 +95,14 @@ class Server:
     """
 
     def __init__(
-        self, args: Sequence[str], port: int, env: Mapping[str, str] | None = None
+        self,
+        args: Sequence[str],
+        port: int,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.args = list(args)
+        self.cwd = cwd or ROOT
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -110,7 +115,7 @@ class Server:
     def start(self, ready_path: str = "/readyz", timeout: float = START_SECONDS) -> Self:
         self.process = subprocess.Popen(
             self.args,
-            cwd=ROOT,
+            cwd=self.cwd,
             env=self.env,
             stdout=self._stdout,
             stderr=self._stderr,

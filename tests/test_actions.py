@@ -13,7 +13,7 @@ from identity.principal import Principal
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, role_includes
 from promptsvc import actions
 from promptsvc.errors import Forbidden
-from storage.base import PromptNotFound
+from storage import PromptNotFound
 from storage.memory import MemoryStorage
 
 ORG = "acme"

@@ -1,4 +1,5 @@
-"""Backups: the file format, exact round trips, refusals, and the commands' errors.
+"""Backups: the file format, exact round trips (through every kind of storage),
+refusals, and the commands' errors.
 
 Redis to Redis Cluster and ``serve --restore`` over HTTP: tests/e2e/test_e2e_backup.py.
 """
@@ -17,8 +18,11 @@ import pytest
 from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
-from storage.base import SigningKey, rfc3339
+from storage import SigningKey, Storage, rfc3339
 from storage.memory import MemoryStorage
+from storage.redis import RedisStorage
+from storage.sql.storage import SqlStorage
+from tests import sql_support
 from tests.backup_sample import (
     ADA_PASSWORD,
     CHAT,
@@ -70,6 +74,41 @@ def test_memory_to_file_to_memory_is_exact(source: MemoryStorage, tmp_path: Path
     first, second = json.loads(path.read_text()), json.loads(again.read_text())
     assert first.pop("created_at") and second.pop("created_at")
     assert first == second
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_a_round_trip_through_every_storage_changes_nothing(
+    source: MemoryStorage,
+    tmp_path: Path,
+    redis_url: str,
+    postgres_schema: sql_support.PostgresSchema,
+) -> None:
+    """memory -> SQLite -> PostgreSQL -> Redis -> memory, each through the file."""
+    postgres_schema.empty()
+    stores: list[Storage] = [
+        SqlStorage.from_url(f"sqlite:///{tmp_path / 'promptsvc.db'}"),
+        SqlStorage.from_url(postgres_schema.url),
+        RedisStorage.from_url(redis_url),
+        MemoryStorage(),
+    ]
+    expected = everything(source)
+    previous: Storage = source
+    files = []
+    try:
+        for number, store in enumerate(stores):
+            path = tmp_path / f"backup-{number}.json"
+            backup.write(backup.export(previous), path)
+            files.append(json.loads(path.read_text()))
+            backup.restore(store, backup.read(path))
+            assert everything(store) == expected, type(store).__name__
+            previous = store
+    finally:
+        for store in stores:
+            store.close()
+    for document in files:
+        assert document.pop("created_at")
+    assert all(document == files[0] for document in files)
 
 
 def test_the_document_spells_records_as_the_api_does(

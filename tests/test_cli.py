@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from flask import Flask
 
 from identity import users
+from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc import cli, demo
 from promptsvc.app import create_app
@@ -172,14 +174,42 @@ def test_demo_data() -> None:
     assert f'organization "demo" as {admin.username} / {admin.password}' in text
 
 
-def test_demo_twice_on_the_same_storage_makes_new_keys_and_keeps_prompts() -> None:
+def test_demo_twice_on_the_same_storage_renews_the_keys_and_keeps_the_data() -> None:
+    app = _app()
+    first = demo.create_demo(app)
+    storage = app.extensions["promptsvc.storage"]
+    identity = app.extensions["identity"]
+    storage.create_version("demo", "greeting", "added later", "someone")
+    keys_before = storage.list_api_keys("demo")
+    again = demo.create_demo(app)
+    assert again.renewed and not first.renewed
+    # No second set: the same keys, each with a new secret that works; the old do not.
+    assert storage.list_api_keys("demo") == [
+        replace(k, secret_hash=storage.get_api_key("demo", k.client_id).secret_hash)
+        for k in keys_before
+    ]
+    assert [k.client_id for k in again.keys] == [k.client_id for k in first.keys]
+    for old, new in zip(first.keys, again.keys, strict=True):
+        assert new.client_secret != old.client_secret
+        assert identity.issue_token("demo", new.client_id, new.client_secret)["access_token"]
+        with pytest.raises(IdentityError):
+            identity.issue_token("demo", old.client_id, old.client_secret)
+    assert storage.get_prompt("demo", "greeting").latest_version == 3
+    text = demo.instructions("http://127.0.0.1:8000", again, "sqlite:///promptsvc.db")
+    assert "was there already" in text and "NEW secrets" in text
+    for key in again.keys:
+        assert key.client_secret in text
+
+
+def test_demo_again_replaces_only_a_revoked_demo_key() -> None:
     app = _app()
     demo.create_demo(app)
-    storage = app.extensions["promptsvc.storage"]
-    storage.create_version("demo", "greeting", "added later", "someone")
+    app.extensions["identity"].revoke_key("demo", "demo-read")
     again = demo.create_demo(app)
-    assert all(k.client_id.startswith(f"{demo.KEY_IDS[k.role]}-") for k in again.keys)
-    assert storage.get_prompt("demo", "greeting").latest_version == 3
+    read = again.keys[0]
+    assert read.client_id.startswith("demo-read-")
+    assert app.extensions["identity"].issue_token("demo", read.client_id, read.client_secret)
+    assert [k.client_id for k in again.keys[1:]] == ["demo-write", "demo-admin"]
 
 
 def test_demo_makes_a_user_per_role_who_can_sign_in() -> None:

@@ -1,13 +1,16 @@
-"""Settings from the environment, and the trusted-proxy setting's effect on the app."""
+"""Settings from the environment, the trusted-proxy setting's effect on the app, and how
+the storage URL is shown."""
 
 from __future__ import annotations
 
 import runpy
+from pathlib import Path
 
 import pytest
 
 from promptsvc.app import create_app
 from promptsvc.config import ConfigError, Settings
+from storage import describe_url
 from storage.memory import MemoryStorage
 from tests.servers import ROOT
 
@@ -85,3 +88,33 @@ def test_without_trusted_proxies_forwarded_headers_are_ignored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _statuses(0, monkeypatch) == [401, 401, 429, 429]
+
+
+def test_data_lives_in_sqlite_in_the_working_directory_by_default() -> None:
+    assert Settings.from_env({}).storage_url == "sqlite:///promptsvc.db"
+    assert Settings().storage_url == "sqlite:///promptsvc.db"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("memory://", "memory of this process (gone when it stops)"),
+        ("sqlite:////var/lib/promptsvc/p.db", "SQLite file /var/lib/promptsvc/p.db"),
+        (
+            "postgresql://app:s3cret@db.internal:5433/prompts",
+            "PostgreSQL database 'prompts' on db.internal:5433",
+        ),
+        ("redis://:s3cret@cache:6380/2", "Redis at cache:6380, db 2"),
+        ("redis+cluster://u:s3cret@h1:7000,h2:7001", "Redis Cluster at h1:7000,h2:7001"),
+    ],
+)
+def test_where_data_lives_is_said_without_passwords(url: str, shown: str) -> None:
+    assert describe_url(url) == shown
+    assert "s3cret" not in describe_url(url)
+
+
+def test_a_relative_sqlite_file_is_shown_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert describe_url("sqlite:///promptsvc.db") == f"SQLite file {tmp_path / 'promptsvc.db'}"

@@ -15,7 +15,7 @@ import fakeredis
 import pytest
 
 from promptsvc.events import START, EventHub, Reset, Saturated
-from storage.base import Event, Storage
+from storage import Event, Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 

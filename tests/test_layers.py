@@ -5,13 +5,16 @@ from ``promptsvc``. Inside promptsvc (:data:`INNER_LAYERS`): the rules and servi
 (actions, auth, inputs, events, webhooks, backup, ...) import nothing from the HTTP API
 (``api/``) or the web console (``console/``), which import nothing from each other;
 those two import nothing from the app that serves them, nor it from the command line
-(``cli/``), which starts it. The SDK (``client/``) imports nothing of the service.
+(``cli/``, with the MCP server, ``mcp/``, a client of the service as the CLI is).
 No module imports another that imports it back, directly or through others.
 
 Every import statement counts, wherever it is (inside a function, a class or an ``if
 TYPE_CHECKING`` block), and so does ``importlib.import_module`` or ``__import__`` with a
-literal name. The SDK reads templates from ``storage.templates`` in an install without
-the server's dependencies, so that import must not need them.
+literal name.
+
+The SDK (``promptsvc.client``) imports nothing outside ``promptsvc`` but the standard
+library and the dependencies of ``pip install promptsvc``: an application with its own
+``storage`` or ``identity`` package imports it all the same.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,12 +98,16 @@ def test_storage_and_identity_import_nothing_from_a_higher_layer() -> None:
     [
         ("storage.memory", "import promptsvc.templates", ["promptsvc.templates"]),
         ("storage.redis", "def f():\n    from identity import keys", ["identity"]),
-        ("storage.cluster", "if TYPE_CHECKING:\n    from promptsvc import x", ["promptsvc"]),
-        ("storage.keys", "import importlib\nimportlib.import_module('identity.x')", ["identity.x"]),
+        ("storage.redis.cluster", "if TYPE_CHECKING:\n    from promptsvc import x", ["promptsvc"]),
+        (
+            "storage.redis.keys",
+            "import importlib\nimportlib.import_module('identity.x')",
+            ["identity.x"],
+        ),
         ("storage.sub.mod", "from ...promptsvc import app", ["promptsvc"]),
         ("identity.ratelimit", "class A:\n    from promptsvc.api import errors", ["promptsvc.api"]),
         ("identity.realm", "from storage.redis import RedisStorage\nfrom . import keys", []),
-        ("storage.redis", "from .base import Storage\nimport redis", []),
+        ("storage.redis.base", "from .core import RedisCore\nimport redis", []),
     ],
 )
 def test_an_upward_import_is_found_wherever_it_is(
@@ -119,13 +127,10 @@ INNER_LAYERS = {
     "promptsvc.console": 1,
     "promptsvc.app": 2,
     "promptsvc.cli": 3,
+    "promptsvc.mcp": 3,
 }
 # Ways in, in one layer, that must not import each other.
 SIBLINGS = ("promptsvc.api", "promptsvc.console")
-# All the SDK may import of the three packages (it is installed without the server's
-# dependencies: tests/test_sdk_install.py).
-SDK = "promptsvc.client"
-SDK_MAY_IMPORT = ("promptsvc.client", "promptsvc.version", "storage.templates")
 
 
 def all_modules() -> dict[str, Path]:
@@ -189,10 +194,7 @@ def inner_problems(graph: dict[str, set[str]]) -> list[str]:
         if not _within(module, "promptsvc"):
             continue
         for target in sorted(targets):
-            if _within(module, SDK):
-                if not any(_within(target, allowed) for allowed in SDK_MAY_IMPORT):
-                    problems.append(f"{module} imports {target} (the SDK)")
-            elif not _within(target, "promptsvc"):
+            if not _within(target, "promptsvc"):
                 continue
             elif inner_layer(target) > inner_layer(module):
                 problems.append(f"{module} imports {target} (a higher layer)")
@@ -261,7 +263,6 @@ KNOWN = {
     "promptsvc.cli.serve": "",
     "promptsvc.http": "",
     "storage": "",
-    "storage.templates": "",
 }
 
 
@@ -292,11 +293,6 @@ KNOWN = {
             "promptsvc.app",
             "from promptsvc.cli import serve",
             ["promptsvc.cli.serve (a higher layer)"],
-        ),
-        (
-            "promptsvc.client.base",
-            "import promptsvc.http\nfrom storage import templates",
-            ["promptsvc.http (the SDK)"],
         ),
         ("promptsvc.cli.serve", "from promptsvc.app import create_app\nimport promptsvc.http", []),
         ("promptsvc.api.versions", "from promptsvc import actions\nfrom . import common", []),
@@ -329,15 +325,82 @@ def test_a_loop_is_found_through_any_import(
     assert import_loops(import_graph(sources, {"a"})) == expected
 
 
-def test_templates_import_without_the_servers_dependencies() -> None:
-    """What the SDK imports from storage loads with redis, flask and limits missing."""
-    blocked = ("redis", "flask", "limits", "flask_limiter", "authlib", "jwt", "identity")
+def _module_file(name: str) -> Path | None:
+    """The file of module ``name`` in this tree (a package's __init__.py), if any."""
+    base = ROOT.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def sdk_imports() -> tuple[set[str], set[str]]:
+    """(promptsvc modules the SDK loads, top-level names they import from elsewhere),
+    following every import of promptsvc.client's modules through promptsvc's own.
+
+    The ``promptsvc`` package's __init__.py is not followed: every import passes through
+    it, and it imports the app only lazily (``__getattr__``); tests/test_sdk_install.py
+    runs the SDK to show that.
+    """
+    queue = [
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in sorted((ROOT / "promptsvc" / "client").glob("*.py"))
+    ]
+    seen: set[str] = set()
+    outside: set[str] = set()
+    while queue:
+        module = queue.pop()
+        path = _module_file(module)
+        if module in seen or path is None:
+            continue
+        seen.add(module)
+        dotted = f"{module}.__init__" if path.name == "__init__.py" else module
+        tree = ast.parse(path.read_text())
+        names = [name for _, name in imported_names(path.read_text(), dotted)]
+        # ``from promptsvc import templates`` imports a module too.
+        names += [
+            f"{node.module}.{alias.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names
+        ]
+        for name in names:
+            top = name.split(".")[0]
+            if top != "promptsvc":
+                outside.add(top)
+            elif name != "promptsvc" and _module_file(name) is not None:
+                queue.append(name)
+    return seen, outside
+
+
+def sdk_dependencies() -> set[str]:
+    """The import names of what ``pip install promptsvc`` installs (no extra)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {
+        requirement.split(">")[0].split("[")[0].strip().replace("-", "_")
+        for requirement in project["dependencies"]
+    }
+
+
+def test_the_sdk_imports_nothing_outside_promptsvc() -> None:
+    loaded, outside = sdk_imports()
+    # The walk follows the SDK into the promptsvc modules it uses.
+    assert {"promptsvc.client.sync", "promptsvc.templates"} <= loaded
+    allowed = set(sys.stdlib_module_names) | sdk_dependencies() | {"__future__"}
+    assert sdk_dependencies() == {"httpx", "httpx_sse"}
+    assert outside - allowed == set()
+
+
+def test_templates_and_the_sdk_import_without_the_servers_packages() -> None:
+    """The SDK loads with every server library and storage and identity missing."""
+    blocked = ("redis", "flask", "limits", "flask_limiter", "authlib", "jwt")
+    blocked += ("identity", "storage")
     code = (
         "import sys\n"
         f"for name in {blocked!r}:\n"
         "    sys.modules[name] = None\n"
-        "from storage.templates import MissingVariableError, TemplateError, render\n"
-        "import storage.base\n"
+        "from promptsvc.templates import MissingVariableError, TemplateError, render\n"
+        "from promptsvc.client import PromptClient\n"
         "print(render('Hi {{ name }}', 'text', {'name': 'Ada'}))\n"
     )
     result = subprocess.run(

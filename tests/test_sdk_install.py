@@ -55,14 +55,15 @@ class Venv:
         self.promptsvc = path / "bin" / "promptsvc"
 
     def run(
-        self, *args: str | Path, env: dict[str, str] | None = None
+        self, *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``args`` with this environment's variables (minus any Python path) plus ``env``."""
+        """``args`` with this environment's variables (minus any Python path) plus ``env``,
+        in ``cwd`` (default: the virtualenv)."""
         base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env = {**base, **(env or {})}
         return subprocess.run(
             [str(arg) for arg in args],
-            cwd=self.path,
+            cwd=cwd or self.path,
             env=env,
             capture_output=True,
             text=True,
@@ -119,7 +120,7 @@ def test_the_command_starts_without_the_server(sdk_venv: Venv) -> None:
     listed = sdk_venv.run(sdk_venv.promptsvc, "--help")
     assert listed.returncode == 0, listed.stderr
     commands = ("serve", "keys", "users", "signing-keys", "backup", "restore")
-    commands += ("login", "logout", "whoami", "prompts", "pull", "plan", "apply")
+    commands += ("login", "logout", "whoami", "prompts", "pull", "plan", "apply", "mcp")
     for command in commands:
         assert command in listed.stdout
     version = sdk_venv.run(sdk_venv.promptsvc, "--version")
@@ -161,6 +162,19 @@ def test_server_commands_say_how_to_install_the_server(
         f"promptsvc: error: `promptsvc {argv[0]}` needs the server's dependencies, which "
         f"are not installed (No module named '{missing}'). Install them with: "
         f"{SERVER_INSTALL}\n"
+    )
+
+
+def test_the_mcp_command_says_how_to_install_the_mcp_extra(sdk_venv: Venv) -> None:
+    help_ = sdk_venv.run(sdk_venv.promptsvc, "mcp", "--help")
+    assert help_.returncode == 0, help_.stderr
+    assert "--environment" in help_.stdout and "--http" in help_.stdout
+    result = sdk_venv.run(sdk_venv.promptsvc, "mcp")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "promptsvc: error: `promptsvc mcp` needs the MCP SDK, which is not installed (No "
+        "module named 'mcp'). Install it with: pip install 'promptsvc[mcp]'\n"
     )
 
 
@@ -240,6 +254,51 @@ def test_the_sdk_install_reads_a_prompt_from_a_running_server(
     assert read["watching"] is True  # the events stream, read with httpx-sse
 
 
+APP_WITH_ITS_OWN_PACKAGES = """
+import json, sys
+import identity, storage
+from promptsvc.client import MissingVariableError, PromptClient
+
+url, secret = sys.argv[1:]
+with PromptClient(url, account_id="acme", key_id="acme-read", key_secret=secret) as client:
+    version = client.get_prompt_version("greeting")
+try:
+    version.render()
+    missing = None
+except MissingVariableError as exc:
+    missing = exc.args[0]
+print(json.dumps({
+    "storage": storage.OWNER,
+    "identity": identity.OWNER,
+    "rendered": version.render(name="Ada"),
+    "variables": list(version.variables),
+    "missing": missing,
+    "loaded": sorted({m.partition(".")[0] for m in sys.modules}),
+}))
+"""
+
+
+def test_an_application_with_its_own_storage_and_identity_uses_the_sdk(
+    sdk_venv: Venv, server: Server, tmp_path: Path
+) -> None:
+    """An application directory (first on sys.path when its script runs) with packages
+    named like the server's: the SDK imports neither, so the application's stay its own."""
+    app = tmp_path / "app"
+    for package in ("storage", "identity"):
+        (app / package).mkdir(parents=True)
+        (app / package / "__init__.py").write_text(f'OWNER = "the application\'s {package}"\n')
+    (app / "main.py").write_text(APP_WITH_ITS_OWN_PACKAGES)
+    result = sdk_venv.run(sdk_venv.python, "main.py", server.base_url, READ_SECRET, cwd=app)
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout)
+    assert read["storage"] == "the application's storage"
+    assert read["identity"] == "the application's identity"
+    assert read["rendered"] == "Hello Ada"
+    assert read["variables"] == ["name"]
+    assert read["missing"] == "name"
+    assert "promptsvc" in read["loaded"]
+
+
 def test_the_http_commands_run_in_the_sdk_install(
     sdk_venv: Venv, server: Server, tmp_path: Path
 ) -> None:
@@ -297,9 +356,15 @@ def _loaded_beyond_httpx(code: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "code",
+    ["import promptsvc", "from promptsvc.client import AsyncPromptClient, PromptClient"],
+)
+def test_the_sdk_loads_nothing_outside_promptsvc(code: str) -> None:
+    assert _loaded_beyond_httpx(code) <= {"promptsvc"} | SDK_LIBRARIES
+
+
+@pytest.mark.parametrize(
+    "code",
     [
-        "import promptsvc",
-        "from promptsvc.client import AsyncPromptClient, PromptClient",
         # What `promptsvc --help` loads: every command's parser.
         "from promptsvc.cli import build_parser; build_parser()",
         # What the HTTP commands load when they run (the format, the diff, the client).
@@ -321,3 +386,72 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert serve_line == "python -m pip install -e '.[server]' && promptsvc serve --demo"
     assert test_line == "python -m pip install -e '.[test]' && python -m pytest"
     assert test_line in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+# The MCP SDK brings PyJWT and cryptography along; the rest of the server's stay out.
+NOT_WITH_MCP = tuple(m for m in SERVER_MODULES if m not in ("jwt", "cryptography"))
+
+
+@pytest.fixture(scope="session")
+def mcp_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh virtualenv with ``pip install '<this tree>[mcp]'``: the SDK and the MCP
+    server, without the server extra."""
+    root = tmp_path_factory.mktemp("mcp-install")
+    source = root / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".venv"
+        ),
+    )
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    venv = Venv(root / "venv")
+    install = venv.run(venv.python, "-m", "pip", "install", "--quiet", f"{source}[mcp]")
+    assert install.returncode == 0, install.stdout + install.stderr
+    return venv
+
+
+def test_the_mcp_extra_brings_none_of_the_servers_libraries(mcp_venv: Venv) -> None:
+    shown = mcp_venv.python_code(
+        "import importlib.util, json, sys\n"
+        "import promptsvc.mcp, promptsvc.mcp.server\n"
+        "print(json.dumps({n: importlib.util.find_spec(n) is not None for n in sys.argv[1:]}))",
+        *NOT_WITH_MCP,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == dict.fromkeys(NOT_WITH_MCP, False)
+    help_ = mcp_venv.run(mcp_venv.promptsvc, "mcp", "--help")
+    assert help_.returncode == 0, help_.stderr
+    assert "--environment" in help_.stdout
+
+
+SERVE_OVER_MCP = """
+import json, sys
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+command, url, secret = sys.argv[1:]
+env = {"PROMPTSVC_URL": url, "PROMPTSVC_ACCOUNT_ID": "acme", "PROMPTSVC_KEY_ID": "acme-read",
+       "PROMPTSVC_KEY_SECRET": secret, "PROMPTSVC_CONFIG_DIR": "no-login-here"}
+
+async def main():
+    params = StdioServerParameters(command=command, args=["mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_prompts()
+        got = await session.get_prompt("greeting", {"name": "Ada"})
+    print(json.dumps({"prompts": [p.name for p in listed.prompts],
+                      "text": got.messages[0].content.text}))
+
+anyio.run(main)
+"""
+
+
+def test_the_mcp_extra_serves_prompts_from_a_running_server(mcp_venv: Venv, server: Server) -> None:
+    result = mcp_venv.python_code(
+        SERVE_OVER_MCP, str(mcp_venv.promptsvc), server.base_url, READ_SECRET
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"prompts": ["greeting"], "text": "Hello Ada"}

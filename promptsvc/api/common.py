@@ -34,7 +34,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 from promptsvc import auth
 from promptsvc.api import realm_docs
 from promptsvc.api.errors import BadRequest, UnsupportedMediaType
-from storage.base import Storage
+from storage import Storage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,7 +124,7 @@ class ApiBlueprint(Blueprint):
         """Document the success response; the view itself returns a ready Response.
 
         Nothing is dumped through the schema: bodies are the records' ``to_json()``
-        (storage/base.py), and flask-smorest passes a Response on unchanged.
+        (storage/records.py), and flask-smorest passes a Response on unchanged.
         """
         return self.response(status, schema, **options)
 

@@ -41,7 +41,7 @@ from promptsvc.errors import Forbidden
 from promptsvc.events import Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
-from storage.base import (
+from storage import (
     Conflict,
     InvalidInput,
     NotFound,

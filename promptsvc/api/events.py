@@ -29,7 +29,7 @@ from promptsvc.auth import current_principal
 from promptsvc.events import EventHub, Follower, Reset
 from promptsvc.http import json_body, json_response
 from promptsvc.inputs import EventHeadersSchema, EventQuerySchema
-from storage.base import Event, StorageError
+from storage import Event, StorageError
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
+from flask import Response, current_app
 
 from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View, storage
@@ -13,6 +13,7 @@ from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
 from promptsvc.inputs import PageQuerySchema
+from promptsvc.names import Names
 
 blp = ApiBlueprint(
     "history", __name__, url_prefix="/api/v1/prompts", description="Promotion history."
@@ -28,12 +29,12 @@ class History(View):
     def get(self, query: dict[str, Any], name: str) -> Response:
         """List promotions, newest first
 
-        One record per promotion: who promoted which version, when, what was in
-        production before, and the notes.
+        One record per promotion: who promoted which version (their user id, and
+        their name as the console shows it), when, what was in production before, and
+        the notes.
         """
-        page = storage().list_history(
-            current_principal().org, name, query["limit"], query["cursor"]
-        )
-        return json_response(
-            {"items": [r.to_json() for r in page.items], "next_cursor": page.next_cursor}
-        )
+        org = current_principal().org
+        page = storage().list_history(org, name, query["limit"], query["cursor"])
+        who = Names(current_app.extensions["identity"], org)
+        items = [{**r.to_json(), "promoted_by_name": who(r.promoted_by)} for r in page.items]
+        return json_response({"items": items, "next_cursor": page.next_cursor})

@@ -36,7 +36,7 @@ from identity.roles import SERVICE_READ
 from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
-from storage.base import PromptVersion
+from storage import PromptVersion
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

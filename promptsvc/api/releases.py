@@ -20,7 +20,7 @@ from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
 from promptsvc.inputs import DiffQuerySchema, RollbackSchema
 from promptsvc.refs import version_at
-from storage.base import UNGUARDED
+from storage import UNGUARDED
 
 blp = ApiBlueprint(
     "releases",

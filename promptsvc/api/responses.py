@@ -1,6 +1,6 @@
 """marshmallow schemas that document the API's response bodies in /openapi.json.
 
-A response is its record's ``to_json()`` (storage/base.py), never dumped through a
+A response is its record's ``to_json()`` (storage/records.py), never dumped through a
 schema, and tests/api/test_api_records.py proves each schema and its record's JSON have
 the same fields, types and nullability. Request schemas are promptsvc.inputs'.
 """
@@ -11,7 +11,7 @@ from marshmallow import Schema, fields, validate
 
 from identity.roles import ROLES
 from promptsvc.inputs import EVENT_ID_EXAMPLE
-from storage.base import EVENT_TYPES, PROMPT_TYPES, STATUSES
+from storage import EVENT_TYPES, PROMPT_TYPES, STATUSES
 
 
 def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
@@ -120,8 +120,18 @@ class VersionPageSchema(Schema):
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
 
 
+class HistoryRecordSchema(PromotionRecordSchema):
+    promoted_by_name = fields.String(
+        metadata={
+            "description": "Who promoted, as the console names them: a username, "
+            "'key <client_id>' for an API key, or 'user <first 8 characters of the id>' "
+            "for an id that names no one any more"
+        }
+    )
+
+
 class HistoryPageSchema(Schema):
-    items = fields.List(fields.Nested(PromotionRecordSchema))
+    items = fields.List(fields.Nested(HistoryRecordSchema))
     next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
 
 

@@ -26,7 +26,7 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
-from storage.base import UNGUARDED, PromptVersion, Storage
+from storage import UNGUARDED, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "versions",

@@ -18,7 +18,7 @@ from promptsvc.auth import current_principal
 from promptsvc.http import json_response
 from promptsvc.inputs import DeliveryQuerySchema, WebhookCreateSchema
 from promptsvc.webhooks.subscriptions import create_webhook, send_ping
-from storage.base import Storage
+from storage import Storage
 
 blp = ApiBlueprint(
     "webhooks",

@@ -18,7 +18,7 @@ serve --restore`` read::
       "signing_keys": [{"kid", "created_at", "private_pem"}]
     }
 
-Each record is its ``to_json()`` (the API's spelling, times by ``storage.base.rfc3339``)
+Each record is its ``to_json()`` (the API's spelling, times by ``storage.times.rfc3339``)
 plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
 user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
 document already says (a version's prompt, a prompt's latest and production numbers).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from storage.base import OrgSnapshot, SigningKey
+from storage import OrgSnapshot, SigningKey
 
 FORMAT = "promptsvc-backup"
 VERSION = 1

@@ -16,7 +16,7 @@ from identity.roles import ROLES
 from identity.users import USERNAME
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from promptsvc.inputs import NAME_PATTERN
-from storage.base import (
+from storage import (
     PROMPT_TYPES,
     STATUSES,
     ApiKey,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from promptsvc.backup.model import Backup, BackupError, Restored
 from promptsvc.backup.reading import read
-from storage.base import OrgSnapshot, Storage, StorageError
+from storage import OrgSnapshot, Storage, StorageError
 from storage.memory import MemoryStorage
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from promptsvc import version
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
-from storage.base import OrgSnapshot, PromptSnapshot, rfc3339
+from storage import OrgSnapshot, PromptSnapshot, rfc3339
 
 
 def _without(record: dict[str, Any], *names: str) -> dict[str, Any]:

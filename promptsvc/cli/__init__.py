@@ -3,11 +3,13 @@
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
 :mod:`promptsvc.cli.worker` (webhook delivery), :mod:`identity.commands` (``keys``,
-``users`` and ``signing-keys``, operator commands working directly on Redis storage),
-:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a Redis
-storage), :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
+``users`` and ``signing-keys``, operator commands working directly on storage),
+:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a
+storage), :mod:`promptsvc.cli.db` (``db upgrade|current``, the schema of SQL storage),
+:mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
 :mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
-``plan``, ``apply``), which talk to a running service over HTTP only.
+``plan``, ``apply``), which talk to a running service over HTTP only, and
+:mod:`promptsvc.cli.mcp_server` (``mcp``, the MCP server, on the ``mcp`` extra).
 
 ``pip install promptsvc`` installs the SDK alone, and the command must run there too:
 ``--help``, ``--version`` and commands that only talk HTTP. So a command module imports
@@ -20,11 +22,14 @@ how to install it.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from identity import commands as operator_commands
-from promptsvc.cli import ascode, backup, login, prompts, serve, worker
+from promptsvc.cli import ascode, backup, db, login, mcp_server, prompts, serve, worker
 from promptsvc.cli.output import fail
 from promptsvc.version import VERSION
 
@@ -40,6 +45,7 @@ exit status:
   0  success; for `plan`, nothing to change
   1  error: the reason (and the service's request id) is printed on stderr
   2  `plan`: changes are pending; any command: wrong usage
+  141  the output was closed early (`| head`): stopped quietly, as SIGPIPE ends a process
 
 examples:
   promptsvc serve --demo                     # try it: demo org, keys, users and prompts
@@ -51,6 +57,7 @@ examples:
   promptsvc prompts list
   promptsvc prompts diff greeting production latest
   promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
+  promptsvc mcp                              # the org's prompts in MCP clients (stdio)
 """
 
 
@@ -64,9 +71,11 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (worker, True),
     (operator_commands, True),
     (backup, True),
+    (db, True),
     (login, False),
     (prompts, False),
     (ascode, False),
+    (mcp_server, False),
 )
 
 
@@ -88,11 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A reader that went away (`promptsvc prompts history greeting | head -1`): the status
+# of a process ended by SIGPIPE, what `git log | head -1` gives too.
+EXIT_PIPE = 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``promptsvc`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         status: int = args.func(args)
+        sys.stdout.flush()  # here, so a closed pipe is met in this try, not at exit
     except ModuleNotFoundError as exc:
         if not args.needs_server:
             raise
@@ -100,4 +115,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"`promptsvc {args.command}` needs the server's dependencies, which are not "
             f"installed ({exc}). Install them with: {SERVER_INSTALL}"
         )
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_PIPE
     return status
+
+
+def _drop_stdout() -> None:
+    """Send what is still buffered for stdout nowhere, so the interpreter's own flush at
+    exit does not fail on the closed pipe again (Python's advice, in the signal module's
+    notes on SIGPIPE)."""
+    try:
+        stream = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced (pytest's capture): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream)
+    os.close(devnull)

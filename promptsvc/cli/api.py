@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,16 @@ class CredentialsError(Exception):
     """No way to reach the service: the message says what to set."""
 
 
+@dataclass(frozen=True)
+class Credential:
+    """What a command signs in with, as a refusal names it; what fixes a refusal; and
+    another credential set but not used, said when this one is refused."""
+
+    what: str
+    fix: str
+    unused: str | None = None
+
+
 class ProductionMoved(PromptServiceError):
     """409 from a guarded promotion or rollback: production is not what was expected."""
 
@@ -50,8 +61,11 @@ class ServiceClient(PromptClient):
     """One method per management endpoint (docs/api.md, section 7); JSON in, JSON out.
 
     Errors are the SDK's (``PromptServiceError`` and its subclasses), plus
-    :class:`ProductionMoved` when a guard did not hold.
+    :class:`ProductionMoved` when a guard did not hold. ``credential`` says what it
+    signs in with (set by :func:`connect`).
     """
+
+    credential = Credential("the credentials", "check them")
 
     def call(
         self,
@@ -187,22 +201,40 @@ class ServiceClient(PromptClient):
         self.call("DELETE", self.action_path(name, ref))
 
 
-def connect(environ: Mapping[str, str] | None = None) -> ServiceClient:
+def connect(environ: Mapping[str, str] | None = None, **options: Any) -> ServiceClient:
     """A client signed in with the saved login (``promptsvc login``) when there is one,
     else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
     PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
-    service as it is now."""
+    service as it is now. ``options`` are PromptClient's other keywords (``watch``)."""
     env = os.environ if environ is None else environ
     path = credentials.credentials_path(env)
     login = credentials.load(path)
+    missing = [var for var in ENV_VARS if not env.get(var)]
+    client: ServiceClient
     if login is not None:
         provider = credentials.SavedLoginProvider(path, login)
-        return ServiceClient(login.url, auth=provider, cache_ttl=0)
-    missing = [var for var in ENV_VARS if not env.get(var)]
+        client = ServiceClient(login.url, auth=provider, cache_ttl=0, **options)
+        client.credential = Credential(
+            credentials.describe(path, login),
+            f"sign in again with `promptsvc login --url {login.url} --org {login.org}`",
+            None
+            if missing
+            else f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) is not used "
+            "while a login is saved: run `promptsvc logout` to use it instead",
+        )
+        return client
     if missing:
         raise CredentialsError(
             "not signed in: run `promptsvc login --url URL --org SLUG`, or set "
             + ", ".join(ENV_VARS)
             + f" (not set: {', '.join(missing)})"
         )
-    return ServiceClient.from_env(env, cache_ttl=0)
+    client = ServiceClient.from_env(env, cache_ttl=0, **options)
+    client.credential = Credential(
+        f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) of org "
+        f"PROMPTSVC_ACCOUNT_ID ({env['PROMPTSVC_ACCOUNT_ID']}) at PROMPTSVC_URL "
+        f"({env['PROMPTSVC_URL']})",
+        "check PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and "
+        "PROMPTSVC_KEY_SECRET",
+    )
+    return client

@@ -101,8 +101,7 @@ def backup_command(args: argparse.Namespace) -> int:
     """``promptsvc backup``."""
     from identity.keys import valid_org
     from promptsvc import backup
-    from storage import storage_from_url
-    from storage.base import StorageError
+    from storage import StorageError, storage_from_url
 
     url = _url(args)
     if url is None:
@@ -139,8 +138,7 @@ def restore_command(args: argparse.Namespace) -> int:
     """``promptsvc restore``."""
     from identity.keys import valid_org
     from promptsvc import backup
-    from storage import storage_from_url
-    from storage.base import StorageError
+    from storage import StorageError, storage_from_url
 
     url = _url(args)
     if url is None:

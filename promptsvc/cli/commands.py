@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from promptsvc.cli.api import CredentialsError, ServiceClient, connect
+from promptsvc.cli.api import Credential, CredentialsError, ServiceClient, connect
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.cli.output import fail, service_failure
 from promptsvc.cli.promptfile import PromptFileError
@@ -22,12 +22,12 @@ from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptS
 
 Action = Callable[[ServiceClient, argparse.Namespace], int]
 
-# What a person can do about a refusal the service's message leaves unexplained.
-HINTS: dict[type[PromptServiceError], str] = {
-    AuthenticationError: "the service refused the credentials: sign in again with `promptsvc "
-    "login`, or check PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET",
-    PermissionDeniedError: "your role does not allow this: changes need Service Write",
-}
+ROLE_HINT = "your role does not allow this: changes need Service Write"
+# For a refusal whose credential is not known here.
+CREDENTIALS_HINT = (
+    "the service refused the credentials: sign in again with `promptsvc login`, or check "
+    "PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET"
+)
 
 
 class CommandError(Exception):
@@ -35,20 +35,39 @@ class CommandError(Exception):
 
 
 def run(action: Action, args: argparse.Namespace) -> int:
-    """Connect, run ``action``, and report any failure on stderr."""
+    """Connect, run ``action``, and report any failure on stderr; a refused credential
+    is named, with what fixes it."""
+    client: ServiceClient | None = None
     try:
         with connect() as client:
             return action(client, args)
     except PromptServiceError as exc:
-        status = service_failure(exc)
-        for kind, hint in HINTS.items():
-            if isinstance(exc, kind):
-                fail(hint)
+        return refusal(exc, client.credential if client is not None else None)
+    except LoginRequired as exc:  # the saved login's refresh was refused
+        status = fail(str(exc))
+        if client is not None and client.credential.unused:
+            fail(client.credential.unused)
         return status
-    except (CredentialsError, LoginRequired, CommandError, PromptFileError) as exc:
+    except (CredentialsError, CommandError, PromptFileError) as exc:
         return fail(str(exc))
     except httpx.InvalidURL as exc:
         return fail(f"PROMPTSVC_URL is not a usable URL: {exc}")
+
+
+def refusal(exc: PromptServiceError, credential: Credential | None) -> int:
+    """The service's refusal on stderr (status 1), with what a person can do about it:
+    the credential refused and its fix (when known), or the role needed."""
+    status = service_failure(exc)
+    if isinstance(exc, AuthenticationError):
+        if credential is None:
+            fail(CREDENTIALS_HINT)
+        else:
+            fail(f"{credential.what} was refused: {credential.fix}")
+            if credential.unused:
+                fail(credential.unused)
+    elif isinstance(exc, PermissionDeniedError):
+        fail(ROLE_HINT)
+    return status
 
 
 def add_command(

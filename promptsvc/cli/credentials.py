@@ -10,6 +10,8 @@ readable by others, even for a moment.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import tempfile
@@ -48,6 +50,22 @@ class SavedLogin:
         expires_in = body.get("expires_in")
         lifetime = expires_in if isinstance(expires_in, int | float) else 0
         return cls(url.rstrip("/"), org, access, refresh, asked_at + lifetime)
+
+    @property
+    def username(self) -> str:
+        """The access token's ``preferred_username``, read for display only (not
+        verified: the service verifies the token on every call)."""
+        try:
+            payload = self.access_token.split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            return str(claims.get("preferred_username") or claims.get("sub"))
+        except (IndexError, ValueError, binascii.Error, AttributeError):
+            return "(unknown user)"
+
+
+def describe(path: Path, login: SavedLogin) -> str:
+    """The saved login as error messages name it: the file, who, where."""
+    return f"the saved login in {path} ({login.username} at {login.url}, org {login.org})"
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -123,7 +141,8 @@ class SavedLoginProvider(RefreshTokenProvider):
             if exc.status is None or exc.status >= 500:
                 raise
             raise LoginRequired(
-                f"the saved login to {self.login.url} (org {self.login.org}) has expired or "
-                f"was revoked ({exc.message}); sign in again with `promptsvc login --url "
-                f"{self.login.url} --org {self.login.org}`"
+                f"{describe(self.path, self.login)} was refused by the realm "
+                f"({exc.message}): it expired or was revoked, or the service's data was "
+                f"reset; sign in again with `promptsvc login --url {self.login.url} "
+                f"--org {self.login.org}`"
             ) from exc

@@ -7,9 +7,6 @@ Sign-in itself is in :mod:`promptsvc.cli.signin`, the saved file in
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
-import json
 import sys
 import time
 import webbrowser
@@ -65,8 +62,9 @@ def register(subparsers: Any) -> None:
     logout = subparsers.add_parser(
         "logout",
         help="revoke the saved login at the realm and delete it",
-        description="Revoke the saved login's refresh token at the realm and delete the "
-        "file. The file is deleted even when the realm cannot be reached.",
+        description="Revoke the saved login at the realm and delete the file, saying "
+        "whether the realm still knew the login. The file is deleted even when the realm "
+        "cannot be reached.",
     )
     logout.set_defaults(func=logout_command)
 
@@ -106,7 +104,7 @@ def login_command(args: argparse.Namespace) -> int:
         return fail(f"cannot reach {url}: {exc}")
     path = credentials.credentials_path()
     credentials.save(path, login)
-    print(f"Signed in to {url} (org {args.org}) as {_username(login)}; login saved in {path}")
+    print(f"Signed in to {url} (org {args.org}) as {login.username}; login saved in {path}")
     return 0
 
 
@@ -119,31 +117,66 @@ def logout_command(args: argparse.Namespace) -> int:
     if login is None and not path.exists():
         print("Not signed in.")
         return 0
-    revoked = False
-    if login is not None:
-        try:
-            answer = httpx.post(
-                realm_url(login.url, login.org, "/revoke"),
-                headers=request_headers(),
-                data={
-                    "token": login.refresh_token,
-                    "token_type_hint": "refresh_token",
-                    "client_id": CLI_CLIENT,
-                },
-                timeout=TIMEOUT,
-            )
-            revoked = answer.status_code == 200
-            problem = f"the realm answered {answer.status_code}"
-        except httpx.HTTPError as exc:
-            problem = f"the realm cannot be reached ({exc})"
+    if login is None:
+        outcome, problem = FAILED, "the saved file was unreadable"
     else:
-        problem = "the saved file was unreadable"
+        try:
+            with httpx.Client(timeout=TIMEOUT, headers=request_headers()) as http:
+                outcome, problem = _end(http, login)
+        except httpx.HTTPError as exc:
+            outcome, problem = FAILED, f"the realm cannot be reached ({exc})"
     path.unlink(missing_ok=True)
-    if revoked:
+    if outcome == REVOKED:
         print("Signed out: the login is revoked and deleted.")
-        return 0
-    print(f"Deleted the saved login, but it could not be revoked: {problem}.", file=sys.stderr)
+    elif outcome == DEAD:
+        print(
+            "Signed out: the saved login had already stopped working (the realm refused "
+            "it: the login expired or was revoked, or the service's data was reset); "
+            "it is deleted."
+        )
+    else:
+        print(f"Deleted the saved login, but it could not be revoked: {problem}.", file=sys.stderr)
     return 0
+
+
+REVOKED, DEAD, FAILED = "revoked", "dead", "failed"
+
+
+def _end(http: httpx.Client, login: SavedLogin) -> tuple[str, str]:
+    """Revoke the saved login at its realm: REVOKED, DEAD (the realm no longer knew it)
+    or FAILED, and what went wrong. Revocation alone cannot tell a live login from a
+    dead one (RFC 7009 answers 200 for both), so the refresh token is used once first:
+    refused, the login was dead; accepted, the rotated token is revoked, and with it the
+    whole login."""
+    token_url = realm_url(login.url, login.org, "/token")
+    refreshed = http.post(
+        token_url,
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": login.refresh_token,
+            "client_id": CLI_CLIENT,
+        },
+    )
+    if refreshed.status_code in (400, 401):
+        return DEAD, ""
+    rotated = _json_field(refreshed, "refresh_token") if refreshed.status_code == 200 else None
+    if rotated is None:
+        return FAILED, f"the realm answered {refreshed.status_code}"
+    answer = http.post(
+        realm_url(login.url, login.org, "/revoke"),
+        data={"token": rotated, "token_type_hint": "refresh_token", "client_id": CLI_CLIENT},
+    )
+    if answer.status_code != 200:
+        return FAILED, f"the realm answered {answer.status_code}"
+    return REVOKED, ""
+
+
+def _json_field(response: httpx.Response, name: str) -> str | None:
+    try:
+        value = response.json().get(name)
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def whoami_command(args: argparse.Namespace) -> int:
@@ -153,16 +186,5 @@ def whoami_command(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if login is None:
         return fail("not signed in: run `promptsvc login --url URL --org SLUG`")
-    print(f"{_username(login)} at {login.url} (org {login.org})")
+    print(f"{login.username} at {login.url} (org {login.org})")
     return 0
-
-
-def _username(login: SavedLogin) -> str:
-    """The access token's ``preferred_username``, read for display only (not verified:
-    the service verifies the token on every call)."""
-    try:
-        payload = login.access_token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return str(claims.get("preferred_username") or claims.get("sub"))
-    except (IndexError, ValueError, binascii.Error, AttributeError):
-        return "(unknown user)"

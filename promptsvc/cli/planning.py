@@ -17,7 +17,7 @@ from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
 from promptsvc.cli.promptfile import PromptFile, file_name, read_directory
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
-from storage.templates import extract_variables
+from promptsvc.templates import extract_variables
 
 
 def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:

@@ -273,7 +273,7 @@ def history_command(client: ServiceClient, args: argparse.Namespace) -> int:
                 r["version_number"],
                 r["previous_version"],
                 time_cell(r["promoted_at"]),
-                r["promoted_by"],
+                r.get("promoted_by_name") or r["promoted_by"],
                 r["notes"],
             )
             for r in records

@@ -26,7 +26,9 @@ SERVE_HELP = """\
 Run the API and the identity endpoints in one process (werkzeug's threaded server),
 for local use and trials. Settings come from PROMPTSVC_* variables; the flags below
 override them. The token issuer URL follows --host/--port unless PROMPTSVC_ISSUER_URL
-is set. For production, run `gunicorn -c gunicorn.conf.py wsgi:app` on Redis.
+is set. Data lives in promptsvc.db in the working directory unless PROMPTSVC_STORAGE_URL
+or --storage says otherwise. For production, run `gunicorn -c gunicorn.conf.py wsgi:app`
+(docs/deployment.md).
 """
 
 
@@ -50,8 +52,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument(
         "--storage",
         metavar="URL",
-        help="memory:// (default; lost on exit), redis://host:port/db or rediss://... "
-        "(overrides PROMPTSVC_STORAGE_URL)",
+        help="sqlite:///promptsvc.db (default: a file in the working directory), "
+        "sqlite:////absolute/path.db, postgresql://user:password@host:port/db, "
+        "redis://host:port/db, rediss://..., or memory:// (lost on exit); "
+        "overrides PROMPTSVC_STORAGE_URL",
     )
     serve.add_argument(
         "--bootstrap",
@@ -99,7 +103,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from promptsvc.app import create_app
     from promptsvc.config import ConfigError, Settings
     from promptsvc.webhooks.worker import DeliveryWorker
-    from storage.base import Storage, StorageError
+    from storage import Storage, StorageError, describe_url
 
     restored: backup.Restored | None = None
     storage: Storage | None = None
@@ -142,6 +146,7 @@ def serve_command(args: argparse.Namespace) -> int:
     server.app = app
     storage_shown = redact(settings.storage_url)
     print(f"promptsvc {VERSION} listening on {base_url} (storage: {storage_shown})")
+    print(f"data: {describe_url(settings.storage_url)}")
     print(f"console: {settings.issuer_url}/console/   docs: {base_url}/docs")
     print(f"issuer: {settings.issuer_url}/realms/<org>")
     if made is not None:

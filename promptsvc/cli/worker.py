@@ -1,6 +1,6 @@
 """``promptsvc worker``: webhook delivery in a process of its own, beside gunicorn.
 
-Run as many as you like, on as many hosts, on the service's Redis storage: they share
+Run as many as you like, on as many hosts, on the service's storage: they share
 the queue (docs/deployment.md). ``promptsvc serve`` delivers in its own process instead.
 """
 
@@ -17,7 +17,7 @@ from promptsvc.cli.output import fail
 WORKER_HELP = """\
 Deliver webhooks: take the messages of every org off the storage's queue and POST them,
 signed, retrying failures on the schedule of docs/webhooks.md. Any number of workers can
-run on the same Redis storage. Settings come from PROMPTSVC_* variables
+run on the same storage (SQLite, PostgreSQL or Redis). Settings come from PROMPTSVC_* variables
 (PROMPTSVC_STORAGE_URL, PROMPTSVC_WEBHOOK_ALLOW_PRIVATE).
 """
 
@@ -26,12 +26,14 @@ def register(subparsers: Any) -> None:
     """Add ``worker``."""
     worker = subparsers.add_parser(
         "worker",
-        help="deliver webhooks (run beside gunicorn, on Redis storage)",
+        help="deliver webhooks (run beside gunicorn, on shared storage)",
         description=WORKER_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument(
-        "--storage", metavar="URL", help="redis://... (overrides PROMPTSVC_STORAGE_URL)"
+        "--storage",
+        metavar="URL",
+        help="sqlite:///..., postgresql://... or redis://... (overrides PROMPTSVC_STORAGE_URL)",
     )
     worker.add_argument(
         "--concurrency",
@@ -52,13 +54,15 @@ def register(subparsers: Any) -> None:
 def worker_command(args: argparse.Namespace) -> int:
     from promptsvc.config import ConfigError, Settings
     from promptsvc.webhooks.worker import LEASE, DeliveryWorker
-    from storage import storage_from_url
-    from storage.base import StorageError
+    from storage import StorageError, storage_from_url
 
     try:
         settings = Settings.from_env(storage_url=args.storage)
         if settings.storage_url.startswith("memory:"):
-            return fail("a worker needs the service's Redis storage: memory:// is per process")
+            return fail(
+                "a worker needs the service's shared storage (SQLite, PostgreSQL or Redis): "
+                "memory:// is per process"
+            )
         storage = storage_from_url(settings.storage_url)
         storage.ping()
     except (ConfigError, ValueError, StorageError) as exc:

@@ -30,7 +30,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.models import PromptVersion
 from promptsvc.client.sync import PromptClient
-from storage.templates import MissingVariableError
+from promptsvc.templates import MissingVariableError
 
 __all__ = [
     "AsyncPromptClient",

@@ -29,6 +29,7 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     The cache is the same thread-safe cache as PromptClient's. With ``watch=True`` the
     events stream is a task of that loop, started by ``async with``, or by the first
     call that misses the cache when the client was made outside a running loop.
+    ``on_change`` runs in that loop, between events: it must not block.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
-from promptsvc.client.cache import LABELS, Clock, PromptCache
+from promptsvc.client.cache import LABELS, CacheEntry, Clock, PromptCache
 from promptsvc.client.errors import (
     PromptServiceError,
     ServerError,
@@ -28,7 +28,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers, send_with_retries
 from promptsvc.client.models import ModelError, PromptVersion
-from promptsvc.client.watch import Watch
+from promptsvc.client.watch import ChangeListener, Watch
 
 logger = logging.getLogger("promptsvc.client")
 
@@ -79,6 +79,7 @@ class BaseClient(Generic[TransportT]):
         retry_backoff: float = 0.25,
         stale_if_error: bool = True,
         watch: bool = False,
+        on_change: ChangeListener | None = None,
         clock: Clock = time.monotonic,
         transport: TransportT | None = None,
     ) -> None:
@@ -100,7 +101,11 @@ class BaseClient(Generic[TransportT]):
         self._cache = PromptCache(cache_ttl, clock)
         self._policy = RetryPolicy(timeout, max_retries, retry_backoff)
         self.stale_if_error = stale_if_error
-        self._watch = Watch(self.base_url, self._cache, timeout) if watch else None
+        if on_change is not None and not watch:
+            raise ValueError("on_change needs watch=True")
+        self._watch = (
+            Watch(self.base_url, self._cache, timeout, on_change=on_change) if watch else None
+        )
         self._open(transport)
 
     def _open(self, transport: TransportT | None) -> None:
@@ -166,31 +171,56 @@ class BaseClient(Generic[TransportT]):
         entry = self._cache.get(key)
         if entry is not None and not entry.is_expired(self._cache.clock()):
             return entry.version  # filled while this caller queued for the flight
-        generation = self._cache.generation
         try:
-            response = yield from self._get(path, entry.etag if entry else None)
+            return (yield from self._fetch_flow(key, name, path, production, entry))
         except (TransportError, ServerError) as exc:
             if entry is None or not self.stale_if_error:
                 raise
             logger.warning("serving expired %s: the service failed: %s", key, exc)
             return entry.version
-        if response.status_code == 304 and entry is not None:
-            found, etag = entry.version, response.headers.get("ETag", entry.etag)
-        elif response.status_code == 200:
-            try:
-                found = PromptVersion.from_json(json_or_none(response))
-            except ModelError as exc:
-                raise invalid_response(response, str(exc)) from None
-            etag = response.headers.get("ETag")
-        else:
-            raise error_for_response(response, production=production)
-        self._cache.put(key, name, found, etag, generation)
-        return found
 
-    def _position_flow(self) -> Flow[httpx.Response]:
-        """The events long poll that tells the watcher where the log ends now."""
+    def _fetch_flow(
+        self, key: str, prompt: str, path: str, production: bool, entry: CacheEntry | None
+    ) -> Flow[PromptVersion]:
+        """GET ``path`` (conditional on ``entry``'s ETag) and cache the answer under
+        ``key``. An answer to a request sent before the watch found its starting point
+        is asked for once more (``PromptCache.put``); if that fails, it is served."""
+        answered: PromptVersion | None = None  # an answer being asked about again
+        while True:
+            generation = self._cache.generation
+            try:
+                response = yield from self._get(path, entry.etag if entry else None)
+            except (TransportError, ServerError):
+                if answered is None:
+                    raise
+                return answered
+            if response.status_code == 304 and entry is not None:
+                found, etag = entry.version, response.headers.get("ETag", entry.etag)
+            elif response.status_code == 200:
+                try:
+                    found = PromptVersion.from_json(json_or_none(response))
+                except ModelError as exc:
+                    raise invalid_response(response, str(exc)) from None
+                etag = response.headers.get("ETag")
+            else:
+                raise error_for_response(response, production=production)
+            if self._cache.put(key, prompt, found, etag, generation, path=path):
+                return found
+            answered, entry = found, CacheEntry(found, etag, expires_at=0.0)
+
+    def _position_flow(self) -> Flow[None]:
+        """The watch's starting point (the events long poll tells where the log ends
+        now), then a check of each entry cached before it: a change in between has an
+        event the stream will not replay. Entries stay served while checked; one that
+        cannot be checked is left expired, to be revalidated at its next call."""
         assert self._watch is not None
-        return (yield from self._get(self._watch.position_path(), None))
+        response = yield from self._get(self._watch.position_path(), None)
+        for key, entry in self._watch.positioned(response).items():
+            try:
+                yield from self._fetch_flow(key, entry.prompt, entry.path, False, entry)
+            except PromptServiceError as exc:
+                logger.warning("events: cannot check cached %s: %s", key, exc)
+                self._cache.expire(key, entry)
 
     def _get(self, path: str, etag: str | None) -> Flow[httpx.Response]:
         """GET ``path``, conditional on ``etag`` when given: see :meth:`_call_flow`."""

@@ -13,6 +13,11 @@ Reads (``fresh``, ``get``) take no lock: a dict lookup is atomic in CPython and 
 are immutable, replaced whole. Writes take a lock only to pair the write with the
 generation check that keeps a fetch begun before a ``clear()``, or before a ``drop`` of
 its prompt, from refilling the cache with what it fetched before.
+
+``mark()`` is the watch's starting point (``watch=True``): what was cached before it
+may predate a change whose event the stream will not replay, so it is handed back to
+be checked (and kept, and served, meanwhile); an answer to a fetch begun before it is
+stored expired, and ``put`` says it must be asked for again.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from promptsvc.client.models import PromptVersion
 
@@ -54,6 +59,8 @@ class CacheEntry:
     version: PromptVersion
     etag: str | None
     expires_at: float  # on the cache's clock
+    prompt: str = ""  # the prompt reference it was asked with
+    path: str = ""  # the API path that answered it
 
     def is_expired(self, now: float) -> bool:
         return now >= self.expires_at
@@ -72,6 +79,7 @@ class PromptCache:
         self._keys: dict[str, set[str]] = {}  # prompt reference -> its keys
         self._generation = 0  # moved by every clear() and drop()
         self._cleared = 0  # the generation the last clear() made
+        self._marked = 0  # the generation the last mark() made
         self._drops: deque[tuple[int, frozenset[str]]] = deque(maxlen=DROPS_KEPT)
         self._lock = threading.Lock()
 
@@ -93,17 +101,44 @@ class PromptCache:
         return self._generation
 
     def put(
-        self, key: str, prompt: str, version: PromptVersion, etag: str | None, generation: int
-    ) -> None:
+        self,
+        key: str,
+        prompt: str,
+        version: PromptVersion,
+        etag: str | None,
+        generation: int,
+        *,
+        path: str,
+    ) -> bool:
         """Store (or renew) an entry for ``ttl`` seconds from now, filed under ``prompt``
-        (the name or id it was asked with)."""
+        (the name or id it was asked with), unless a clear or a drop of ``prompt`` came
+        after ``generation``. False when a ``mark()`` came after it: the entry is stored
+        expired (for stale-if-error) and ``path`` is to be asked again."""
         if self.ttl <= 0:
-            return
-        entry = CacheEntry(version, etag, self.clock() + self.ttl)
+            return True
+        now = self.clock()
+        entry = CacheEntry(version, etag, now + self.ttl, prompt, path)
         with self._lock:
-            if generation == self._generation or self._untouched(prompt, generation):
-                self._entries[key] = entry
-                self._keys.setdefault(prompt, set()).add(key)
+            if generation != self._generation and not self._untouched(prompt, generation):
+                return True
+            confirmed = generation >= self._marked
+            self._entries[key] = entry if confirmed else replace(entry, expires_at=now)
+            self._keys.setdefault(prompt, set()).add(key)
+            return confirmed
+
+    def mark(self) -> dict[str, CacheEntry]:
+        """The watch's starting point: the entries cached before it, to be checked."""
+        with self._lock:
+            self._generation += 1
+            self._marked = self._generation
+            self._drops.append((self._generation, frozenset()))  # so drops stay contiguous
+            return dict(self._entries)
+
+    def expire(self, key: str, entry: CacheEntry) -> None:
+        """Make ``entry`` expired (kept for stale-if-error) if it is still ``key``'s."""
+        with self._lock:
+            if self._entries.get(key) is entry:
+                self._entries[key] = replace(entry, expires_at=self.clock())
 
     def _untouched(self, prompt: str, generation: int) -> bool:
         """Whether neither a clear nor a drop of ``prompt`` came after ``generation``

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from storage.templates import extract_variables, render
+from promptsvc.templates import extract_variables, render
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""

@@ -49,6 +49,11 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       stream, reconnecting with backoff and ``Last-Event-ID``), dropping a prompt's
       cached entries as soon as an event says it changed; ``watching`` tells whether
       the stream is open now. Cache hits cost the same. The key needs Service Read.
+    * ``on_change`` (None): with ``watch``, a function called in the watcher's thread
+      after each change event reached the cache, with the event's body (a dict, as
+      ``GET /api/v1/events`` sends it), or with None when the whole cache was cleared
+      (a ``reset``); for applications that must react to a change, not only read it.
+      What it raises is logged and does not stop the stream.
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).

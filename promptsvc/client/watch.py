@@ -7,9 +7,12 @@ a thread for ``PromptClient`` (:class:`ThreadWatcher`), a task for
 holds the stream's state and does no I/O:
 
 * before its first stream it asks the long poll (``?wait=0``) for the id of the newest
-  event and clears the cache, so every later change is either in the stream or already
-  in what gets fetched next; every (re)connection then sends ``Last-Event-ID`` and the
-  server replays what the client missed;
+  event, its starting point, and checks what was cached before it (a conditional GET
+  each, while the entries go on being served: a change in between has an event the
+  stream will not replay); an answer to a call sent before the starting point is asked
+  for again by that call (``PromptCache.mark``). So every later change is either in
+  the stream or already in what was checked or fetched; every (re)connection then
+  sends ``Last-Event-ID`` and the server replays what the client missed;
 * an event naming a prompt drops that prompt's entries (by the name and the ``pmt_`` id
   it carries: see ``PromptCache.drop``); ``reset`` (the client was away longer than the
   log keeps) clears the cache;
@@ -34,11 +37,12 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from promptsvc.client.cache import Clock, PromptCache
+from promptsvc.client.cache import CacheEntry, Clock, PromptCache
 from promptsvc.client.errors import (
     PromptServiceError,
     error_for_response,
@@ -61,6 +65,9 @@ RECONNECT = RetryPolicy(backoff=0.1, backoff_cap=10.0)
 # unwatched for longer than anyone asked for.
 RETRY_AFTER_CAP = 60.0
 
+ChangeListener = Callable[[dict[str, Any] | None], None]
+"""``on_change``: called with each change event's body, or None when the cache was reset."""
+
 
 class Watch:
     """The stream's state shared by both watchers: where it is in the log, its token
@@ -74,9 +81,11 @@ class Watch:
         *,
         reconnect: RetryPolicy = RECONNECT,
         clock: Clock = time.monotonic,
+        on_change: ChangeListener | None = None,
     ) -> None:
         self.url = base_url + EVENTS_PATH
         self.cache = cache
+        self.on_change = on_change
         self.timeout = timeout
         self.reconnect = reconnect
         self.clock = clock
@@ -92,16 +101,17 @@ class Watch:
         """The long poll that answers the newest event's id at once."""
         return EVENTS_PATH + "?wait=0"
 
-    def positioned(self, response: httpx.Response) -> None:
-        """Start from the long poll's ``last_id``, forgetting what was cached before."""
+    def positioned(self, response: httpx.Response) -> dict[str, CacheEntry]:
+        """Start from the long poll's ``last_id``; the entries cached before, which the
+        caller checks."""
         if response.status_code != 200:
             raise error_for_response(response)
         body = json_or_none(response)
         last_id = body.get("last_id") if isinstance(body, dict) else None
         if not isinstance(last_id, str) or not last_id:
             raise invalid_response(response, "events answer without last_id")
-        self.cache.clear()
         self.last_id = last_id
+        return self.cache.mark()
 
     def request(self, token: str) -> httpx.Request:
         """The stream's request, resuming after ``last_id``."""
@@ -134,9 +144,10 @@ class Watch:
         return True
 
     def apply(self, sse: ServerSentEvent) -> None:
-        """Drop what the event makes stale; remember its id."""
+        """Drop what the event makes stale, tell ``on_change``; remember its id."""
         if sse.event == "reset":
             self.cache.clear()
+            self._tell(None)
         elif sse.data:  # an empty "message" is a heartbeat comment after an event
             try:
                 body = json.loads(sse.data)
@@ -144,11 +155,21 @@ class Watch:
                 logger.warning("events: unreadable event %s: clearing the cache", sse.id)
                 body = None
                 self.cache.clear()
+                self._tell(None)
             if isinstance(body, dict):
                 refs = [body.get(field) for field in ("prompt_name", "prompt_id")]
                 self.cache.drop(ref for ref in refs if isinstance(ref, str))
+                self._tell(body)
         if sse.id:
             self.last_id = sse.id
+
+    def _tell(self, body: dict[str, Any] | None) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(body)
+        except Exception:  # the listener's failure must not stop the stream
+            logger.exception("events: on_change failed")
 
     def ended(self) -> float:
         """The stream ended or could not open: seconds to wait before the next try."""
@@ -194,7 +215,8 @@ class ThreadWatcher:
     """Runs a Watch in a daemon thread over a blocking httpx.Client.
 
     ``token(stale)`` gives a valid token (a fresh one when ``stale`` is the held one);
-    ``position()`` runs the long poll for the starting id and returns its answer.
+    ``position()`` finds the starting point (``Watch.positioned``) and checks what was
+    cached before it.
     """
 
     def __init__(
@@ -202,7 +224,7 @@ class ThreadWatcher:
         watch: Watch,
         http: httpx.Client,
         token: Callable[[str | None], str],
-        position: Callable[[], httpx.Response],
+        position: Callable[[], None],
     ) -> None:
         self.watch = watch
         self._http = http
@@ -245,7 +267,7 @@ class ThreadWatcher:
 
     def _follow(self) -> None:
         if self.watch.last_id is None:
-            self.watch.positioned(self._position())
+            self._position()
         token = self._token(self.watch.stale)
         response = self._http.send(self.watch.request(token), stream=True)
         try:
@@ -273,7 +295,7 @@ class TaskWatcher:
         watch: Watch,
         http: httpx.AsyncClient,
         token: Callable[[str | None], Awaitable[str]],
-        position: Callable[[], Awaitable[httpx.Response]],
+        position: Callable[[], Awaitable[None]],
     ) -> None:
         self.watch = watch
         self._http = http
@@ -315,7 +337,7 @@ class TaskWatcher:
 
     async def _follow(self) -> None:
         if self.watch.last_id is None:
-            self.watch.positioned(await self._position())
+            await self._position()
         token = await self._token(self.watch.stale)
         response = await self._http.send(self.watch.request(token), stream=True)
         try:

@@ -39,11 +39,11 @@ from wtforms import ValidationError as CsrfInvalid
 
 from promptsvc import actions
 from promptsvc.console import admin, prompts, releases, signin, versions
-from promptsvc.console.common import CSRF_FIELD, PRINCIPAL
+from promptsvc.console.common import CSRF_FIELD, PRINCIPAL, needs_role, required_role
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
 from promptsvc.paths import CONSOLE_HOME, CONSOLE_PATH
-from storage.base import Storage
+from storage import Storage
 
 SESSION_COOKIE = "promptsvc_console"
 # At most as long as a realm session; the refresh token decides sooner.
@@ -154,6 +154,7 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
             "me": person,
             "my_name": signin.username(),
             "can": lambda action: person is not None and actions.allowed(person, action),
+            "needs": lambda action, doing: needs_role(required_role(action), doing),
             "actions": actions,
         }
 

@@ -15,7 +15,7 @@ from identity.roles import ROLES
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, identity, load, principal
 from promptsvc.inputs import KeyCreateSchema, UserCreateSchema, UserUpdateSchema
-from storage.base import UserExists
+from storage import UserExists
 
 bp = Blueprint("admin", __name__)
 
@@ -72,6 +72,7 @@ def revoke_key(client_id: str) -> str | WerkzeugResponse:
             cancel=url_for("console.admin.keys"),
             crumbs=[("API keys", url_for("console.admin.keys"))],
             action=actions.revoke_key,
+            doing="Revoking a key",
         )
     actions.revoke_key(identity(), principal(), client_id)
     flash(f"API key {client_id} revoked.", "success")

@@ -1,9 +1,10 @@
 """What every console page shares: who is signed in, the app's storage and identity,
-the API's input rules applied to forms, and names for the user ids records carry."""
+the API's input rules applied to forms, what a role too low is told, and names for the
+user ids records carry (:func:`names`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import abort, current_app, g, request
@@ -11,7 +12,10 @@ from marshmallow import Schema, ValidationError
 
 from identity.core import Identity
 from identity.principal import Principal
-from storage.base import Storage
+from promptsvc import actions
+from promptsvc.errors import Forbidden
+from promptsvc.names import Names
+from storage import Storage
 
 PRINCIPAL = "console_principal"
 # Every form carries this field; promptsvc.console checks it on every POST.
@@ -32,6 +36,25 @@ def principal() -> Principal:
     """The signed-in person of this request (checked before any console view runs)."""
     found: Principal = g.get(PRINCIPAL)
     return found
+
+
+def needs_role(role: str, doing: str = "This") -> str:
+    """What a person whose role is too low for ``doing`` is told, on every page."""
+    person = g.get(PRINCIPAL)
+    mine = f"; your role is {person.role}" if person is not None else ""
+    return f"{doing} needs the role {role}{mine}. Ask an admin of your organization."
+
+
+def required_role(action: Callable[..., Any]) -> str:
+    role: str = getattr(action, actions.ROLE_ATTRIBUTE)
+    return role
+
+
+def require(action: Callable[..., Any]) -> None:
+    """Forbidden unless the signed-in person may run ``action``: for a page that is
+    nothing but that action's form."""
+    if not actions.allowed(principal(), action):
+        raise Forbidden(required_role(action))
 
 
 def storage() -> Storage:
@@ -85,16 +108,6 @@ def optional_int(value: str | None, *, field: str) -> int | None:
     return int(value)
 
 
-class Names:
-    """Display names for the user ids that records carry: a person's username, or an
-    API key's ``key <client_id>``; ids that no longer name anyone are shortened."""
-
-    def __init__(self, org: str) -> None:
-        found = identity()
-        self._names = {key.user_id: f"key {key.client_id}" for key in found.list_keys(org)}
-        self._names.update({user.user_id: user.username for user in found.list_users(org)})
-
-    def __call__(self, user_id: str | None) -> str:
-        if not user_id:
-            return ""
-        return self._names.get(user_id) or f"user {user_id[:8]}"
+def names() -> Names:
+    """Display names for the user ids of the signed-in person's org."""
+    return Names(identity(), principal().org)

@@ -18,8 +18,9 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import InvalidKeyRequest, InvalidUserRequest
+from promptsvc.console.common import needs_role
 from promptsvc.errors import Forbidden
-from storage.base import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
+from storage import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,7 @@ def _storage_error(exc: StorageError) -> Response:
 
 
 def _forbidden(exc: Forbidden) -> Response:
-    return error_page(
-        403, f"This needs the role {exc.needed_role}. Ask an admin of your organization."
-    )
+    return error_page(403, needs_role(exc.needed_role))
 
 
 def _csrf(exc: CSRFError) -> Response:

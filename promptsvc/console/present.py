@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from promptsvc.diffs import CONTEXT_LINES, NO_NEWLINE, content_lines
-from storage.templates import PLACEHOLDER
+from promptsvc.templates import PLACEHOLDER
 
 
 def highlight(text: str) -> Markup:

@@ -8,9 +8,9 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.console.common import FormInvalid, Names, load, principal, storage
+from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from promptsvc.inputs import PromptCreateSchema
-from storage.base import Page, Prompt, PromptExists, decode_cursor, encode_cursor
+from storage import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)
 
@@ -114,11 +114,6 @@ def show(name: str) -> str:
     history_cursor = request.args.get("history") or None
     versions = backend.list_versions(org, prompt.name, status, VERSIONS_PER_PAGE, version_cursor)
     history = backend.list_history(org, prompt.name, HISTORY_PER_PAGE, history_cursor)
-    newest_record = (
-        history.items[0]
-        if history.items and history_cursor is None
-        else _newest_record(org, prompt.name)
-    )
     return render_template(
         "console/prompt.html",
         prompt=prompt,
@@ -127,14 +122,10 @@ def show(name: str) -> str:
         status=status,
         version_cursor=version_cursor,
         history_cursor=history_cursor,
-        rollback_target=newest_record.previous_version if newest_record else None,
-        who=Names(org),
+        # What a rollback would make production: storage's rule, as the rollback applies it.
+        rollback_target=backend.previous_production(org, prompt.prompt_id),
+        who=names(),
     )
-
-
-def _newest_record(org: str, name: str) -> Any:
-    records = storage().list_history(org, name, 1, None).items
-    return records[0] if records else None
 
 
 @bp.route("/prompts/<name>/delete", methods=["GET", "POST"])
@@ -149,7 +140,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 "content and its promotion history are deleted for good. Applications "
                 "reading it will get 404 at once."
             ),
-            button=f"Delete {prompt.name}",
+            button="Delete prompt",
             danger=True,
             cancel=url_for("console.prompts.show", name=prompt.name),
             crumbs=[
@@ -157,6 +148,7 @@ def delete(name: str) -> str | WerkzeugResponse:
                 (prompt.name, url_for("console.prompts.show", name=prompt.name)),
             ],
             action=actions.delete_prompt,
+            doing="Deleting a prompt",
         )
     actions.delete_prompt(storage(), principal(), prompt.prompt_id)
     flash(f"Prompt {prompt.name} deleted.", "success")

@@ -20,7 +20,7 @@ from promptsvc.console.present import metadata_rows, side_by_side
 from promptsvc.diffs import version_diff
 from promptsvc.inputs import PromoteSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
-from storage.base import (
+from storage import (
     NoProductionVersion,
     ProductionChanged,
     Prompt,
@@ -216,8 +216,7 @@ def _rollback_page(
     backend, org = storage(), principal().org
     production = _production(prompt)
     if target_number is None:
-        records = backend.list_history(org, prompt.prompt_id, 1, None).items
-        target_number = records[0].previous_version if records else None
+        target_number = backend.previous_production(org, prompt.prompt_id)
     target = None
     if target_number is not None:
         try:

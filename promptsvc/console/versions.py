@@ -16,11 +16,19 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.console.common import FormInvalid, Names, form_text, load, principal, storage
+from promptsvc.console.common import (
+    FormInvalid,
+    form_text,
+    load,
+    names,
+    principal,
+    require,
+    storage,
+)
 from promptsvc.console.present import pretty_json, sdk_snippet
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
-from storage.base import NoProductionVersion, Prompt, PromptVersion
+from storage import NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
 
@@ -116,13 +124,14 @@ def show(name: str, number: int) -> str:
         prompt=prompt,
         version=version,
         messages=chat_messages(version.content) if prompt.prompt_type == "chat" else None,
-        who=Names(principal().org),
+        who=names(),
         snippet=sdk_snippet(prompt.name, version),
     )
 
 
 @bp.route("/prompts/<name>/versions/new", methods=["GET", "POST"])
 def new(name: str) -> str | WerkzeugResponse:
+    require(actions.create_version)
     backend, org = storage(), principal().org
     prompt = backend.get_prompt(org, name)
     if request.method == "GET":
@@ -190,6 +199,7 @@ def _form(
 
 @bp.route("/prompts/<name>/versions/<int:number>/edit", methods=["GET", "POST"])
 def edit(name: str, number: int) -> str | WerkzeugResponse:
+    require(actions.edit_version)
     prompt, version = _version(name, number)
     if request.method == "GET":
         return _form(prompt, Draft.of(prompt, version), editing=version)
@@ -242,6 +252,7 @@ def delete(name: str, number: int) -> str | WerkzeugResponse:
                 (f"v{number}", _page(prompt.name, number)),
             ],
             action=actions.delete_version,
+            doing="Deleting a version",
         )
     actions.delete_version(storage(), principal(), prompt.prompt_id, str(number))
     flash(f"Version {number} deleted.", "success")

@@ -8,7 +8,7 @@ import secrets
 import uuid
 
 from promptsvc.webhooks.targets import resolve
-from storage.base import Storage, Webhook, new_id, rfc3339
+from storage import Storage, Webhook, new_id, rfc3339
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32

@@ -23,7 +23,7 @@ from datetime import timedelta
 import httpx
 
 from promptsvc.webhooks import sender
-from storage.base import Delivery, DeliveryTask, Storage, StorageError, WebhookNotFound
+from storage import Delivery, DeliveryTask, Storage, StorageError, WebhookNotFound
 
 log = logging.getLogger(__name__)
 

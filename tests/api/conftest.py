@@ -21,8 +21,9 @@ from flask.testing import FlaskClient
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
+from tests.sql_support import sql_storage
 
 ISSUER = "http://promptsvc.test"
 
@@ -42,11 +43,19 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    """Each storage backend in turn; the Redis one on the flushed test db."""
+    """Each storage backend in turn; the Redis one on the flushed test db, SQLite (the
+    default storage) as tests/sql_support.py makes it. PostgreSQL, the same code but for
+    storage/sql/dialect.py, runs the storage, webhook, identity, SQL and end-to-end
+    suites; here it would add minutes to CI for nothing they do not cover."""
     if request.param == "memory":
         yield MemoryStorage()
+        return
+    if request.param == "sqlite":
+        sql_backend = sql_storage(request.param, request)
+        yield sql_backend
+        sql_backend.close()
         return
     from storage.redis import RedisStorage
 

@@ -11,7 +11,7 @@ from flask import Flask
 
 from identity.core import Identity
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE, role_includes
-from storage.base import Webhook, utcnow
+from storage import Webhook, utcnow
 
 # Every /api/v1 endpoint: (method, path, role needed, body, success status). The fixture
 # `world` makes the state each call needs: greeting v1 published, v2 draft, v3 archived,

@@ -15,7 +15,7 @@ from flask import Flask
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from promptsvc.http import LOG_FORMAT, RequestIdFilter
-from storage.base import Storage, StorageUnavailable
+from storage import Storage, StorageUnavailable
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 

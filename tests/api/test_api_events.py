@@ -24,7 +24,7 @@ from httpx_sse import EventSource, ServerSentEvent, connect_sse
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from tests.api.conftest import Api, Tokens
 from tests.servers import LiveServer
 

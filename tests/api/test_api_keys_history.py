@@ -126,6 +126,10 @@ def test_history_newest_first_with_notes_and_previous(api: Any) -> None:
     ]
     admin = api.tokens.user_ids[("acme", "Service Admin")]
     assert {i["promoted_by"] for i in items} == {admin}
+    (key,) = [
+        k for k in api.tokens.app.extensions["identity"].list_keys("acme") if k.user_id == admin
+    ]
+    assert {i["promoted_by_name"] for i in items} == {f"key {key.client_id}"}  # as the console
     assert len({i["history_id"] for i in items}) == 3
     assert r.json["next_cursor"] is None
 

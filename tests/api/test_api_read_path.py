@@ -23,7 +23,7 @@ from identity.roles import SERVICE_READ
 from promptsvc.api import reads
 from promptsvc.api.versions import blp
 from promptsvc.http import LOG_FORMAT, RequestIdFilter, etag_of, json_body
-from storage.base import NoProductionVersion, StorageUnavailable
+from storage import NoProductionVersion, StorageUnavailable
 from storage.memory import MemoryStorage
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"

@@ -1,6 +1,6 @@
 """Every record's JSON against the schema /openapi.json publishes for it: they cannot drift.
 
-A record's JSON is its ``to_json()`` (storage/base.py); promptsvc/api/responses.py only
+A record's JSON is its ``to_json()`` (storage/records.py); promptsvc/api/responses.py only
 documents it. For each record type, a populated record and a minimal one (every optional
 field null, every list empty) must match the published schema exactly: the same field
 names, the same types (list items, enums and the date-time format included), and null
@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-import storage.base
+import storage.records
 from identity import users
 from identity.keys import created_json
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import (
+from storage import (
     ApiKey,
     Delivery,
     Event,
@@ -206,7 +206,7 @@ def optional_fields(record_type: type) -> set[str]:
 def test_every_record_with_json_is_checked() -> None:
     described = {
         value
-        for value in vars(storage.base).values()
+        for value in vars(storage.records).values()
         if dataclasses.is_dataclass(value) and hasattr(value, "to_json")
     }
     assert described == set(RECORDS) | NOT_IN_THE_API

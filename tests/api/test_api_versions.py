@@ -70,6 +70,7 @@ def test_create_version_on_missing_prompt_is_404(api: Any) -> None:
     [
         ({}, "content"),
         ({"content": ""}, "content"),
+        ({"content": " \n\t "}, "content"),  # whitespace alone is empty too
         ({"content": 5}, "content"),
         ({"content": "x" * (256 * 1024 + 1)}, "content"),
         ({"content": "é" * (128 * 1024 + 1)}, "content"),  # 256 KiB counted in UTF-8 bytes
@@ -107,7 +108,27 @@ def test_chat_content_must_be_a_message_list(api: Any) -> None:
         assert r.status_code == 400, bad
         assert r.json["code"] == "bad_request"
     good = json.dumps([{"role": "user", "content": "{{q}}"}])
-    assert api.post("/api/v1/prompts/chat/versions", json={"content": good}).status_code == 201
+    created = api.post("/api/v1/prompts/chat/versions", json={"content": good})
+    assert created.status_code == 201
+    # A refused version takes no number, and its variables come from every message.
+    assert created.json["version"] == 1 and created.json["variables"] == ["q"]
+
+
+def test_chat_edits_must_be_a_message_list(api: Any) -> None:
+    api.create_prompt("chat", prompt_type="chat")
+    original = json.dumps([{"role": "user", "content": "{{q}}"}])
+    api.create_version("chat", content=original)
+    r = api.patch("/api/v1/prompts/chat/versions/1", json={"content": "not json"})
+    assert r.status_code == 400 and r.json["code"] == "bad_request"
+    assert "chat" in r.json["message"]
+    assert api.get("/api/v1/prompts/chat/versions/1").json["content"] == original
+    edited = json.dumps([{"role": "system", "content": "{{ r }} {{q}}"}])
+    r = api.patch("/api/v1/prompts/chat/versions/1", json={"content": edited})
+    assert r.status_code == 200 and r.json["variables"] == ["r", "q"]
+    # A version that is not a draft is refused for that first, whatever the content.
+    api.promote("chat", 1)
+    r = api.patch("/api/v1/prompts/chat/versions/1", json={"content": "not json"})
+    assert r.status_code == 409
 
 
 # --------------------------------------------------------------------------- list
@@ -184,6 +205,8 @@ def test_edit_validation_and_missing(api: Any, prompt: Any) -> None:
     api.create_version()
     assert api.patch(f"{BASE}/1", json={}).status_code == 400
     assert api.patch(f"{BASE}/1", json={"content": ""}).status_code == 400
+    blank = api.patch(f"{BASE}/1", json={"content": "  \n "})
+    assert blank.status_code == 400 and blank.json["errors"]["content"] == ["must not be empty"]
     assert api.patch(f"{BASE}/1", json={"content": "x", "tags": []}).status_code == 400
     assert api.patch(f"{BASE}/9", json={"content": "x"}).status_code == 404
     assert api.patch("/api/v1/prompts/nope/versions/1", json={"content": "x"}).status_code == 404

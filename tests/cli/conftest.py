@@ -26,17 +26,20 @@ from promptsvc import cli as promptsvc_cli
 from promptsvc.app import create_app
 from promptsvc.client.base import ENV_VARS
 from promptsvc.config import Settings
-from storage.base import PromptVersion, Storage
+from promptsvc.templates import extract_variables
+from storage import PromptVersion, Storage
 from storage.memory import MemoryStorage
+from storage.sql.storage import SqlStorage
 from tests.client.sdk_support import shared_signing_key
 from tests.servers import ROOT, LiveServer, promptsvc_command
+from tests.sql_support import sql_storage
 
 ORG = "acme"
 AUTHOR = "00000000-0000-4000-8000-000000000001"
 
 
 class Hooks:
-    """Calls around ``create_version``: ``before(name)`` and ``after(version)``."""
+    """Calls around ``create_version``: ``before(prompt name)`` and ``after(version)``."""
 
     def __init__(self) -> None:
         self.before: Callable[[str], None] | None = None
@@ -52,7 +55,8 @@ def hooked(base: type[Storage]) -> type[Storage]:
         def create_version(self, org: str, prompt_ref: str, *args: Any, **kwargs: Any) -> Any:
             hooks: Hooks = self.hooks
             if hooks.before is not None:
-                hooks.before(prompt_ref)
+                # The actions name the prompt by id: the hooks take its name.
+                hooks.before(self.get_prompt(org, prompt_ref).name)
             version = super().create_version(org, prompt_ref, *args, **kwargs)
             if hooks.after is not None:
                 hooks.after(version)
@@ -132,7 +136,15 @@ class CliService:
     ) -> list[PromptVersion]:
         self.storage.create_prompt(ORG, name, prompt_type, description=f"about {name}")
         versions = [
-            self.storage.create_version(ORG, name, content, AUTHOR, metadata, tags)
+            self.storage.create_version(
+                ORG,
+                name,
+                content,
+                AUTHOR,
+                metadata,
+                tags,
+                variables=extract_variables(content, prompt_type),
+            )
             for content in contents
         ]
         if production is not None:
@@ -144,12 +156,16 @@ class CliService:
         return list(reversed(self.storage.list_versions(ORG, name, limit=200).items))
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    """Each storage backend in turn, with create_version hooks; Redis on the test db."""
+    """Each storage backend in turn, with create_version hooks; Redis on the test db,
+    SQLite (the default storage) as tests/sql_support.py makes it (PostgreSQL: see
+    tests/api/conftest.py)."""
     storage: Storage
     if request.param == "memory":
         storage = hooked(MemoryStorage)()
+    elif request.param == "sqlite":
+        storage = sql_storage(request.param, request, cls=hooked(SqlStorage))  # type: ignore[arg-type]
     else:
         from storage.redis import RedisStorage
 

@@ -14,7 +14,7 @@ import pytest
 
 from promptsvc.cli.promptfile import PromptFile, dumps, loads
 from promptsvc.client import PromptClient
-from storage.base import PromptVersion, StorageUnavailable
+from storage import PromptVersion, StorageUnavailable
 from tests.cli.conftest import ORG, Barrier, Cli, CliService, process_env
 from tests.cli.test_cli_promptfile import NASTY_MESSAGES, NASTY_TEXTS
 from tests.servers import ROOT, promptsvc_command

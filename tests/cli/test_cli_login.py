@@ -1,6 +1,7 @@
 """``promptsvc login`` / ``logout`` as processes against ``promptsvc serve`` (memory and
 the real Redis): the browser's part is played with httpx, as a person's browser would
-(the realm's login form, the redirect to the loopback port, the device page)."""
+(the realm's login form, the redirect to the loopback port, the device page), and once
+by headless Chromium, which also enforces the page's Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from promptsvc.cli import credentials
 from tests.cli.conftest import process_env
+from tests.console.browser_support import chromium
 from tests.identity.people_support import form_in
 from tests.servers import ROOT, Server, bootstrap_file, free_port, promptsvc_command
 
@@ -239,7 +242,8 @@ def test_an_expired_access_token_is_refreshed_and_the_rotation_saved(short_realm
     time.sleep(1.5)
     refused = short_realm.run("prompts", "list")
     assert refused.returncode == 1
-    assert "has expired or was revoked" in refused.stderr
+    assert "was refused by the realm" in refused.stderr
+    assert "it expired or was revoked" in refused.stderr
     assert f"promptsvc login --url {short_realm.url} --org {short_realm.org}" in refused.stderr
 
 
@@ -279,3 +283,95 @@ def test_logout_deletes_the_login_when_the_realm_is_unreachable(tmp_path: Path) 
         done.stderr
     )
     assert not path.exists()
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    yield from chromium()
+
+
+@pytest.mark.slow
+def test_browser_login_finishes_in_chromium(realm: Realm, chromium_browser: Any) -> None:
+    """README's first command line, `promptsvc login`, with a real browser: the realm's
+    page must let its form's answer redirect to the command's loopback port."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium_browser
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    process = realm.start_login("--no-browser")
+    try:
+        driver.get(printed_url(process))
+        driver.find_element(By.NAME, "username").send_keys("ada")
+        driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+        driver.find_element(By.XPATH, "//button[normalize-space(.)='Sign in']").click()
+        WebDriverWait(driver, 15).until(
+            lambda d: (
+                d.current_url.startswith("http://127.0.0.1:")
+                and "You are signed in" in d.find_element(By.TAG_NAME, "body").text
+            ),
+            message="the browser never reached the command's loopback port",
+        )
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert f"as ada; login saved in {realm.path}" in out
+    listed = realm.run("prompts", "list")
+    assert listed.returncode == 0, listed.stderr
+
+
+def test_a_saved_login_a_restarted_server_refuses_is_named_with_the_fix(tmp_path: Path) -> None:
+    """The server restarts with new secrets (memory storage: new signing key, sessions
+    gone); the saved login comes first, so the command says it was that credential that
+    failed and how to use the API key set beside it; logout says the login had already
+    stopped working instead of claiming to revoke it."""
+    org = "acme"
+    users = {org: {"ada": (PASSWORD, "Service Write")}}
+    keys = {org: {"ci-key": ("ci-key-secret-0123456789", "Service Read")}}
+    bootstrap = bootstrap_file(tmp_path, keys, users)
+    port = free_port()
+    command = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
+    config = tmp_path / "config"
+    with Server(command, port) as first:
+        realm = Realm(first, org, config)
+        assert browser_login(realm).returncode == 0
+    key_env = {
+        **realm.env,
+        "PROMPTSVC_URL": realm.url,
+        "PROMPTSVC_ACCOUNT_ID": org,
+        "PROMPTSVC_KEY_ID": "ci-key",
+        "PROMPTSVC_KEY_SECRET": "ci-key-secret-0123456789",
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            promptsvc_command(*argv), cwd=ROOT, env=process_env(key_env),
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    with Server(command, port):  # the same address, new secrets
+        refused = run("prompts", "list")
+        assert refused.returncode == 1
+        assert f"the saved login in {realm.path} (ada at {realm.url}, org {org})" in (
+            refused.stderr
+        )
+        assert f"promptsvc login --url {realm.url} --org {org}" in refused.stderr
+        assert (
+            "the API key in PROMPTSVC_KEY_ID (ci-key) is not used while a login is saved: "
+            "run `promptsvc logout` to use it instead"
+        ) in refused.stderr
+
+        out = run("logout")
+        assert out.returncode == 0, out.stderr
+        assert "the login is revoked" not in out.stdout
+        assert out.stdout == (
+            "Signed out: the saved login had already stopped working (the realm refused "
+            "it: the login expired or was revoked, or the service's data was reset); "
+            "it is deleted.\n"
+        )
+        assert not realm.path.exists()
+        listed = run("prompts", "list")
+        assert listed.returncode == 0, listed.stderr  # now with the API key

@@ -168,3 +168,33 @@ def test_a_server_killed_mid_apply_then_a_rerun_finishes_the_job(
     finally:
         second.stop()
         storage.close()
+
+
+@pytest.mark.parametrize("argv", [["prompts", "history", "greeting"], ["prompts", "list"]])
+def test_output_closed_early_stops_the_command_quietly(seeded: CliService, argv: list[str]) -> None:
+    """`promptsvc prompts history greeting | head -1`: the reader goes away; the command
+    stops without a traceback, with the status of a process that SIGPIPE ended."""
+    process = subprocess.Popen(
+        promptsvc_command(*argv),
+        cwd=ROOT,
+        env=process_env(seeded.env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command writes anything: its first write fails
+    err = process.stderr.read()
+    assert process.wait(60) == 128 + signal.SIGPIPE
+    assert err == ""
+
+    shell = subprocess.run(
+        ["bash", "-c", 'set -o pipefail; "$@" | head -1', "bash", *promptsvc_command(*argv)],
+        cwd=ROOT,
+        env=process_env(seeded.env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shell.stderr == "" and len(shell.stdout.splitlines()) == 1

@@ -107,11 +107,35 @@ def test_history(cli: Cli, seeded: CliService) -> None:
     assert result.status == 0
     rows = [line.split("\t") for line in result.out.splitlines()]
     assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
-        ("2", "1", "someone", "second"),
-        ("1", "-", "someone", "first"),
+        ("2", "1", "user someone", "second"),  # an id that names no one
+        ("1", "-", "user someone", "first"),
     ]
     records = _json(cli("prompts", "history", "greeting", "--json"))
     assert [(r["version_number"], r["previous_version"]) for r in records] == [(2, 1), (1, None)]
+
+
+def test_history_names_who_promoted_as_the_console_does(cli: Cli, service: CliService) -> None:
+    """A person by username, a key as ``key <client_id>``, an id that names no one
+    any more shortened: the console's names, from the service."""
+    identity = service.server.app.extensions["identity"]
+    ada, _ = identity.create_user(ORG, "ada", "Service Write", "correct horse battery")
+    key, _ = identity.create_key(ORG, "Service Write")
+    service.text_prompt("greeting", "a", "b", "c")
+    versions = service.versions("greeting")
+    gone = "0123abcd-0000-4000-8000-000000000000"
+    for version, by in zip(versions, (gone, key.user_id, ada.user_id), strict=True):
+        service.storage.promote(ORG, "greeting", version.version_id, by)
+
+    result = cli("prompts", "history", "greeting")
+    assert result.status == 0, result.err
+    assert [line.split("\t")[3] for line in result.out.splitlines()] == [
+        "ada",
+        f"key {key.client_id}",
+        "user 0123abcd",
+    ]
+    records = _json(cli("prompts", "history", "greeting", "--json"))
+    assert [r["promoted_by"] for r in records] == [ada.user_id, key.user_id, gone]
+    assert records[0]["promoted_by_name"] == "ada"
 
 
 def test_diff(cli: Cli, seeded: CliService) -> None:

@@ -27,7 +27,7 @@ from promptsvc.app import create_app
 from promptsvc.client import AsyncPromptClient, PromptVersion
 from promptsvc.config import Settings
 from promptsvc.events import EventHub
-from storage.base import (
+from storage import (
     Event,
     EventLogBounds,
     SigningKey,
@@ -128,9 +128,13 @@ def shared_signing_key() -> SigningKey:
 def seed(storage: Storage) -> Versions:
     """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
     storage.create_prompt(ORG, "greeting")
-    v1 = storage.create_version(ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"])
+    v1 = storage.create_version(
+        ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"], variables=["name"]
+    )
     storage.promote(ORG, "greeting", v1.version_id, AUTHOR, notes="first")
-    v2 = storage.create_version(ORG, "greeting", "Hi {{name}}, welcome to {{place}}", AUTHOR)
+    v2 = storage.create_version(
+        ORG, "greeting", "Hi {{name}}, welcome to {{place}}", AUTHOR, variables=["name", "place"]
+    )
     storage.create_prompt(ORG, "chatty", prompt_type="chat")
     chat = storage.create_version(
         ORG,
@@ -138,6 +142,7 @@ def seed(storage: Storage) -> Versions:
         '[{"role": "system", "content": "You help {{name}}."},'
         ' {"role": "user", "content": "{{question}}"}]',
         AUTHOR,
+        variables=["name", "question"],
     )
     storage.promote(ORG, "chatty", chat.version_id, AUTHOR)
     storage.create_prompt(ORG, "unreleased")

@@ -58,25 +58,45 @@ def test_put_from_before_a_clear_is_dropped() -> None:
     cache = PromptCache(60, clock=lambda: now[0])
     generation = cache.generation
     cache.clear()  # a clear_cache() while that fetch was in flight
-    cache.put("k", "greeting", version(), None, generation)
+    cache.put("k", "greeting", version(), None, generation, path="")
     assert cache.get("k") is None
-    cache.put("k", "greeting", version(), '"e"', cache.generation)
+    cache.put("k", "greeting", version(), '"e"', cache.generation, path="")
     assert cache.fresh("k") is not None
     now[0] = 60.0
     assert cache.fresh("k") is None
     assert cache.get("k") is not None  # kept for revalidation and stale-if-error
 
 
+def test_a_fetch_begun_before_the_watchs_mark_is_kept_expired_and_asked_again() -> None:
+    now = [0.0]
+    cache = PromptCache(60, clock=lambda: now[0])
+    cache.put("a", "greeting", version(), '"a"', cache.generation, path="/a")
+    in_flight = cache.generation
+
+    before = cache.mark()
+
+    assert list(before) == ["a"] and before["a"].path == "/a"  # to be checked
+    assert cache.fresh("a") is not None  # and served meanwhile
+    assert cache.put("b", "chatty", version(), '"b"', in_flight, path="/b") is False
+    assert cache.fresh("b") is None and cache.get("b") is not None  # kept for stale-if-error
+    assert cache.put("b", "chatty", version(), '"b"', cache.generation, path="/b") is True
+    assert cache.fresh("b") is not None
+    cache.expire("a", before["a"])
+    assert cache.fresh("a") is None and cache.get("a") is not None
+
+
 def test_ttl_zero_stores_nothing() -> None:
     cache = PromptCache(0)
-    cache.put("k", "greeting", version(), None, cache.generation)
+    cache.put("k", "greeting", version(), None, cache.generation, path="")
     assert len(cache) == 0
 
 
 def fill(cache: PromptCache, *names: str) -> None:
     for name in names:
         for label in ("production", "latest"):
-            cache.put(cache_key(name, label, None), name, version(), None, cache.generation)
+            cache.put(
+                cache_key(name, label, None), name, version(), None, cache.generation, path=""
+            )
 
 
 def test_drop_forgets_one_prompt_by_its_reference_not_by_prefix() -> None:
@@ -101,16 +121,16 @@ def test_put_from_before_a_drop_of_its_prompt_is_refused_others_are_kept() -> No
     cache.drop({"greeting", "pmt_1"})
     cache.drop({"chatty"})
 
-    cache.put("prompt:greeting:production", "greeting", version(), None, before)
-    cache.put("prompt:pmt_1:production", "pmt_1", version(), None, before)
-    cache.put("prompt:other:production", "other", version(), None, before)
+    cache.put("prompt:greeting:production", "greeting", version(), None, before, path="")
+    cache.put("prompt:pmt_1:production", "pmt_1", version(), None, before, path="")
+    cache.put("prompt:other:production", "other", version(), None, before, path="")
 
     assert cache.get("prompt:greeting:production") is None
     assert cache.get("prompt:pmt_1:production") is None
     assert cache.get("prompt:other:production") is not None
 
     after_first = before + 1  # began between the two drops: only "chatty" came later
-    cache.put("prompt:greeting:latest", "greeting", version(), None, after_first)
+    cache.put("prompt:greeting:latest", "greeting", version(), None, after_first, path="")
     assert cache.get("prompt:greeting:latest") is not None
 
 
@@ -119,11 +139,11 @@ def test_put_older_than_the_kept_drops_is_refused() -> None:
     before = cache.generation
     for n in range(DROPS_KEPT + 1):
         cache.drop({f"p{n}"})
-    cache.put("prompt:other:production", "other", version(), None, before)
+    cache.put("prompt:other:production", "other", version(), None, before, path="")
     assert cache.get("prompt:other:production") is None  # cannot tell: not stored
 
     recent = cache.generation - DROPS_KEPT + 1
-    cache.put("prompt:other:production", "other", version(), None, recent)
+    cache.put("prompt:other:production", "other", version(), None, recent, path="")
     assert cache.get("prompt:other:production") is not None
 
 
@@ -134,7 +154,7 @@ def test_clear_refuses_every_earlier_put_even_after_later_drops() -> None:
     cache.clear()
     cache.drop({"chatty"})
     assert len(cache) == 0
-    cache.put("prompt:other:production", "other", version(), None, before)
+    cache.put("prompt:other:production", "other", version(), None, before, path="")
     assert len(cache) == 0
     fill(cache, "greeting")
     cache.drop({"greeting"})  # its index was rebuilt after the clear

@@ -115,6 +115,60 @@ def test_an_event_drops_its_prompt_only_not_others_sharing_a_prefix(
     assert calls_for(service, "greeting2") == 2  # still cached
 
 
+def test_a_watch_that_starts_keeps_what_was_cached_before(
+    make_client: MakeClient, service: Service
+) -> None:
+    """The first call races the watcher's start: what it cached stays cached, and a
+    client in an outage right after start-up serves it, as one without watch does."""
+    client = make_client(watch=True)
+    assert client.get_prompt_version("greeting").version == 1  # before the stream opened
+    eventually(lambda: client.watching, within=5)
+    asked = calls_for(service, "greeting")  # the fetch, and the watcher's check of it
+    assert asked <= 2
+    assert client.get_prompt_version("greeting").version == 1
+    assert calls_for(service, "greeting") == asked  # a cache hit
+
+    service.stop()  # an outage
+    assert client.get_prompt_version("greeting").version == 1
+
+
+def test_a_change_before_the_watch_knew_where_the_log_ended_is_not_missed(
+    make_client: MakeClient, service: Service
+) -> None:
+    """An entry cached before the watcher found its starting point is checked once the
+    watcher has it: a promotion in between is served within a second too."""
+    service.storage.events_down = True  # the watcher cannot find its starting point yet
+    client = make_client(watch=True)
+    assert production(client) == 1
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
+    service.storage.events_down = False  # it starts after the promotion's event
+
+    eventually(lambda: client.watching, within=5)
+    eventually(lambda: production(client) == 2, within=1.0)
+
+
+def test_an_answer_to_a_call_sent_before_the_watch_started_is_asked_for_again(
+    make_client: MakeClient, service: Service
+) -> None:
+    service.storage.events_down = True
+    service.storage.gate = threading.Event()  # holds the call at the server
+    client = make_client(watch=True)
+    answers: list[int] = []
+    call = threading.Thread(target=lambda: answers.append(production(client)))
+    call.start()
+    eventually(lambda: calls_for(service, "greeting") == 1, within=5)
+    service.storage.events_down = False
+    eventually(lambda: client.watching, within=5)  # its starting point is after the call
+
+    service.storage.gate.set()
+    call.join(10)
+
+    assert answers == [1]
+    assert calls_for(service, "greeting") == 2  # asked again, from after the starting point
+    assert production(client) == 1
+    assert calls_for(service, "greeting") == 2  # and cached
+
+
 def test_reconnects_after_the_server_drops_the_stream_and_replays_what_it_missed(
     make_client: MakeClient, service: Service
 ) -> None:

@@ -30,7 +30,9 @@ def make_watch(clock: Clock | None = None) -> Watch:
     cache = PromptCache(60)
     for name in ("greeting", BODY["prompt_id"], "greeting2", "chatty"):
         for label in ("production", "latest"):
-            cache.put(cache_key(name, label, None), name, version(), None, cache.generation)
+            cache.put(
+                cache_key(name, label, None), name, version(), None, cache.generation, path=""
+            )
     reconnect = RetryPolicy(backoff=0.1, backoff_cap=1.0, jitter=lambda: 1.0)
     return Watch("http://svc", cache, 10.0, reconnect=reconnect, clock=clock or Clock())
 
@@ -55,10 +57,12 @@ def test_the_request_resumes_after_the_last_id() -> None:
     assert request.extensions["timeout"]["read"] > 15  # longer than the heartbeat
 
 
-def test_positioned_starts_from_the_newest_id_with_an_empty_cache() -> None:
+def test_positioned_starts_from_the_newest_id_and_hands_back_the_cache_to_check() -> None:
     watch = make_watch()
-    watch.positioned(answer(200, json={"items": [], "last_id": "42-1", "reset": False}))
-    assert (watch.last_id, len(watch.cache)) == ("42-1", 0)
+    cached = len(watch.cache)
+    unchecked = watch.positioned(answer(200, json={"items": [], "last_id": "42-1", "reset": False}))
+    assert watch.last_id == "42-1"
+    assert len(unchecked) == len(watch.cache) == cached  # nothing thrown away
 
     with pytest.raises(InvalidResponseError):
         make_watch().positioned(answer(200, json={"items": []}))
@@ -145,3 +149,23 @@ def test_a_refusals_retry_after_is_honoured_when_longer_up_to_a_cap(
         watch.opened(answer(503, headers={"Retry-After": retry_after}), "t")
     assert watch.ended() == waits
     assert watch.ended() == 0.2  # only that once
+
+
+def test_on_change_hears_every_change_after_the_cache_and_survives_its_own_failure() -> None:
+    heard: list[object] = []
+
+    def listener(body: object) -> None:
+        heard.append((body, cached(watch, "greeting")))
+        raise RuntimeError("a listener's bug")
+
+    watch = make_watch()
+    watch.on_change = listener
+    data = '{"id": "5-0", "type": "version.promoted", "prompt_name": "greeting"}'
+    watch.apply(ServerSentEvent("version.promoted", data, "5-0"))
+    watch.apply(ServerSentEvent("message", "", "5-0"))  # a heartbeat: no change
+    watch.apply(ServerSentEvent("reset", "", "9-0"))
+    watch.apply(ServerSentEvent("version.created", "not json", "10-0"))
+
+    promoted = {"id": "5-0", "type": "version.promoted", "prompt_name": "greeting"}
+    assert heard == [(promoted, False), (None, False), (None, False)]
+    assert watch.last_id == "10-0"  # the listener's failures stopped nothing

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage import keys
+from storage.redis import keys
 from tests.cluster_support import LocalCluster
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from storage.cluster import ClusterStorage
+from storage.redis.cluster import ClusterStorage
 
 
 @pytest.fixture

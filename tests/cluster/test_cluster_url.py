@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from storage import storage_from_url
-from storage.base import StorageUnavailable
-from storage.cluster import ClusterStorage, SlotScript, parse_url
+from storage import StorageUnavailable, storage_from_url
+from storage.redis.cluster import ClusterStorage, SlotScript, parse_url
 from tests.cluster_support import LocalCluster
 
 

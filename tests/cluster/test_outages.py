@@ -13,9 +13,9 @@ from typing import TypeVar
 import pytest
 from redis.cluster import RedisCluster
 
-from storage import keys
-from storage.base import StorageUnavailable
-from storage.cluster import ClusterStorage
+from storage import StorageUnavailable
+from storage.redis import keys
+from storage.redis.cluster import ClusterStorage
 from tests.cluster.cluster_testlib import org_on_each_primary
 from tests.cluster_support import LocalCluster
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from storage.base import ApiKey, NoProductionVersion
-from storage.cluster import ClusterStorage
+from storage import ApiKey, NoProductionVersion
+from storage.redis.cluster import ClusterStorage
 from tests.cluster.cluster_testlib import org_on_each_primary
 from tests.cluster_support import LocalCluster, Node, running_cluster
 

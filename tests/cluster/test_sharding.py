@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from storage import keys
-from storage.base import ApiKey
-from storage.cluster import ClusterStorage
+from storage import ApiKey
+from storage.redis import keys
+from storage.redis.cluster import ClusterStorage
 from tests.cluster_support import LocalCluster
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"

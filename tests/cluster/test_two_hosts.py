@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from storage import keys
+from storage.redis import keys
 from tests.cluster.cluster_testlib import org_on_each_primary
 from tests.cluster_support import Gunicorn, LocalCluster, free_ports
 from tests.servers import bootstrap_file

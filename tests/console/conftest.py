@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from tests.console.console_support import ORG, OTHER_ORG, PASSWORD, PEOPLE, sign_in
 

@@ -308,6 +308,13 @@ def test_reader_sees_no_write_action_and_a_forged_post_is_refused(
     assert forged == 403
     page.open("/console/prompts/for-reading/versions/1")
     assert page.find(".badge.draft").text == "Draft"
+    assert "can still be edited" not in page.text()
+
+    # The write pages' addresses show what the role allows, not a form to fail on.
+    for path in ("versions/new", "versions/1/edit", "versions/1/promote"):
+        page.open(f"/console/prompts/for-reading/{path}")
+        assert "needs the role Service Write; your role is Service Read" in page.text(), path
+        assert not page.driver.find_elements(page.by.TAG_NAME, "textarea"), path
 
 
 def test_a_form_without_its_csrf_token_is_refused(page: Page) -> None:
@@ -338,3 +345,50 @@ def test_script_in_content_shows_as_text(page: Page) -> None:
     assert "<img src=x onerror=alert(2)>" in page.text()
     with pytest.raises(NoAlertPresentException):
         page.driver.switch_to.alert.text  # noqa: B018
+
+
+def test_a_longest_prompt_name_hides_no_column_and_no_heading(page: Page, shots: Path) -> None:
+    """A 128-character name (the most the API allows) wraps or is cut short with the
+    whole name on hover: every column of the list, and every page's heading and
+    breadcrumb, stay on screen."""
+    long_name = ("customer_onboarding_welcome_message_" * 4)[:127] + "x"  # no place to break
+    assert len(long_name) == 128
+    page.sign_in("ada")
+    page.new_prompt(long_name, "the longest name there can be")
+    page.fill("content", "Hi {{name}}")
+    page.click("Save draft")
+
+    def fits() -> list[str]:
+        """What sticks out of the window or is hidden by a clipping parent."""
+        out: list[str] = page.driver.execute_script(
+            """
+            const width = document.documentElement.clientWidth, bad = [];
+            if (document.documentElement.scrollWidth > width)
+              bad.push("the page scrolls sideways");
+            for (const e of document.querySelectorAll("th, h1, .crumbs, .crumbs a")) {
+              const r = e.getBoundingClientRect();
+              if (r.width && (r.left < 0 || r.right > width))
+                bad.push(e.tagName + " " + e.textContent.slice(0, 30));
+            }
+            for (const e of document.querySelectorAll(".card.flush")) {
+              if (e.scrollWidth > e.clientWidth) bad.push("a table wider than its card");
+            }
+            return bad;
+            """
+        )
+        return out
+
+    page.open("/console/prompts")
+    page.photo("long-name-list")
+    assert fits() == [], fits()
+    headers = [e.text for e in page.driver.find_elements(page.by.CSS_SELECTOR, "thead th")]
+    assert headers == ["NAME", "TYPE", "PRODUCTION", "LATEST", "UPDATED", "DESCRIPTION"]
+    link = page.find("a.name")
+    assert link.get_attribute("title") == long_name  # the whole name on hover
+    for n, path in enumerate(
+        ("", "/versions/1", "/versions/1/edit", "/versions/1/promote", "/diff", "/delete")
+    ):
+        page.open(f"/console/prompts/{long_name}{path}")
+        assert page.find(".crumbs").is_displayed(), path
+        assert fits() == [], (path, fits())
+        page.photo(f"long-name-{n}")

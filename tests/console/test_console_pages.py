@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from storage.base import Storage
+from storage import Storage
 from tests.console.console_support import ORG, OTHER_ORG, csrf_token, post_form
 
 Console = Callable[..., FlaskClient]
@@ -20,9 +20,13 @@ Console = Callable[..., FlaskClient]
 def _seed(storage: Storage, org: str = ORG, name: str = "greeting") -> None:
     """A prompt with v1 production (promoted by nobody we know), v2 a draft."""
     storage.create_prompt(org, name, "text", "Welcome message")
-    first = storage.create_version(org, name, "Hello {{name}}!", "someone", tags=["demo"])
+    first = storage.create_version(
+        org, name, "Hello {{name}}!", "someone", tags=["demo"], variables=["name"]
+    )
     storage.promote(org, name, first.version_id, "someone", notes="first release")
-    storage.create_version(org, name, "Hi {{name}}, welcome to {{product}}.", "someone")
+    storage.create_version(
+        org, name, "Hi {{name}}, welcome to {{product}}.", "someone", variables=["name", "product"]
+    )
 
 
 def _user_id(app: Flask, username: str, org: str = ORG) -> str:
@@ -68,7 +72,7 @@ def test_prompt_page_marks_production_and_shows_history_with_usernames(
 ) -> None:
     _seed(storage)
     writer = _user_id(app, "writer")
-    v3 = storage.create_version(ORG, "greeting", "Hey {{name}}", writer)
+    v3 = storage.create_version(ORG, "greeting", "Hey {{name}}", writer, variables=["name"])
     storage.promote(ORG, "greeting", v3.version_id, writer, notes="shorter <b>greeting</b>")
     page = console("reader").get("/console/prompts/greeting")
     assert page.status_code == 200
@@ -107,7 +111,7 @@ def test_version_page_highlights_variables_and_shows_metadata(
     storage.create_prompt(ORG, "greeting")
     storage.create_version(
         ORG, "greeting", "Hello {{ name }} from {{team.lead}}", "x",
-        metadata={"model": "gpt-4o"}, tags=["beta"],
+        metadata={"model": "gpt-4o"}, tags=["beta"], variables=["name", "team.lead"],
     )  # fmt: skip
     page = console("reader").get("/console/prompts/greeting/versions/1")
     assert '<mark class="var">{{ name }}</mark>' in page.text
@@ -120,7 +124,7 @@ def test_script_in_content_is_shown_as_text(storage: Storage, console: Console) 
     storage.create_prompt(ORG, "xss", "text", "<img src=x onerror=alert(1)>")
     storage.create_version(
         ORG, "xss", "<script>alert(1)</script> {{name}}", "x",
-        metadata={"<b>k</b>": "<i>v</i>"}, tags=["<s>t</s>"],
+        metadata={"<b>k</b>": "<i>v</i>"}, tags=["<s>t</s>"], variables=["name"],
     )  # fmt: skip
     storage.create_version(ORG, "xss", "<script>alert(2)</script>", "x")
     client = console("reader")
@@ -237,6 +241,59 @@ def test_a_reader_sees_no_write_action(storage: Storage, console: Console) -> No
             assert label not in text, (path, label)
         assert text.count('method="post"') == 1, path  # sign out, nothing else
         assert "API keys" not in text and "Users" not in text
+
+
+def test_a_reader_opening_a_write_page_is_told_the_role_it_needs_not_given_a_form(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    client = console("reader")
+    for path in (
+        "/console/prompts/greeting/versions/new",
+        "/console/prompts/greeting/versions/2/edit",
+    ):
+        page = client.get(path)
+        assert page.status_code == 403, path
+        assert "needs the role Service Write; your role is Service Read" in page.text, path
+        assert "<textarea" not in page.text and page.text.count('method="post"') == 1, path
+    for path, doing in (
+        ("/console/prompts/greeting/versions/2/promote", "Promoting"),
+        ("/console/prompts/greeting/rollback?to=1", "Rolling back"),
+        ("/console/prompts/greeting/versions/2/delete", "Deleting a version"),
+        ("/console/prompts/greeting/delete", "Deleting a prompt"),
+    ):
+        page = client.get(path)
+        assert page.status_code == 200, path  # what would change is Service Read to see
+        assert f"{doing} needs the role Service Write; your role is Service Read" in page.text
+        assert "<textarea" not in page.text and page.text.count('method="post"') == 1, path
+    promote = client.get("/console/prompts/greeting/versions/2/promote").text
+    assert "table" in promote and "welcome to" in promote  # the diff, read-only
+
+
+def test_a_drafts_page_offers_editing_and_promoting_only_to_whom_may(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    storage.create_prompt(ORG, "unreleased")
+    storage.create_version(ORG, "unreleased", "soon", "someone")
+    for person, offered in (("reader", False), ("writer", True)):
+        client = console(person)
+        draft = client.get("/console/prompts/greeting/versions/2").text
+        assert ("can still be edited" in draft) is offered, person
+        assert ("promote it to put it in production" in draft) is offered, person
+        assert "A draft" in draft
+        never = client.get("/console/prompts/unreleased").text
+        assert ("promote a draft to publish it" in never) is offered, person
+        assert ("Promote a draft to make it production" in never) is offered, person
+        for path in (
+            "/console/prompts/greeting/versions/new",
+            "/console/prompts/greeting/versions/2/edit",
+            "/console/prompts/greeting/versions/2/promote",
+        ):
+            page = client.get(path)
+            assert (page.status_code, "<textarea" in page.text) == (
+                (200, True) if offered else (page.status_code, False)
+            ), (person, path)
 
 
 def test_a_writer_sees_write_actions_but_no_admin(storage: Storage, console: Console) -> None:
@@ -438,11 +495,13 @@ def test_edit_a_draft_but_not_a_published_version(storage: Storage, console: Con
 def test_diff_of_any_two_versions(storage: Storage, console: Console) -> None:
     storage.create_prompt(ORG, "greeting")
     storage.create_version(
-        ORG, "greeting", "Hello {{name}}!\nBye", "x", metadata={"t": 1}, tags=["a"]
-    )
+        ORG, "greeting", "Hello {{name}}!\nBye", "x", metadata={"t": 1}, tags=["a"],
+        variables=["name"],
+    )  # fmt: skip
     storage.create_version(
-        ORG, "greeting", "Hello {{user}}!\nBye", "x", metadata={"t": 2, "m": "x"}, tags=["b"]
-    )
+        ORG, "greeting", "Hello {{user}}!\nBye", "x", metadata={"t": 2, "m": "x"}, tags=["b"],
+        variables=["user"],
+    )  # fmt: skip
     page = console("reader").get("/console/prompts/greeting/diff?from=1&to=2").text
     assert '<tr class="changed">' in page and '<tr class="same">' in page
     assert '<span class="del"><mark class="var">{{name}}</mark></span>' in page
@@ -482,6 +541,9 @@ def test_promote_after_confirmation_records_who_and_notes(
     confirm = client.get("/console/prompts/greeting/versions/2/promote")
     assert 'name="expected_production_version" value="1"' in confirm.text
     assert '<tr class="changed">' in confirm.text  # the diff against production
+    # When applications see it: watching SDK clients at once, others after their TTL.
+    assert "<code>watch=True</code> get it within a second" in confirm.text
+    assert "once their cached entry expires" in confirm.text
     answer = client.post(
         "/console/prompts/greeting/versions/2/promote",
         data={
@@ -504,7 +566,7 @@ def test_a_concurrent_promotion_is_refused_with_a_clear_message(
     storage: Storage, console: Console
 ) -> None:
     _seed(storage)
-    v3 = storage.create_version(ORG, "greeting", "Yo {{name}}", "someone")
+    v3 = storage.create_version(ORG, "greeting", "Yo {{name}}", "someone", variables=["name"])
     client = console("writer")
     confirm = client.get("/console/prompts/greeting/versions/2/promote")
     storage.promote(ORG, "greeting", v3.version_id, "someone else")  # meanwhile
@@ -557,6 +619,20 @@ def test_roll_back_after_confirmation(app: Flask, storage: Storage, console: Con
         "rollback to v1",
     )
     assert record.promoted_by == _user_id(app, "writer")
+
+
+def test_after_a_rollback_the_offer_walks_further_back(storage: Storage, console: Console) -> None:
+    _seed(storage)
+    storage.create_version(ORG, "greeting", "v3", "someone")
+    storage.promote(ORG, "greeting", "2", "someone")
+    storage.promote(ORG, "greeting", "3", "someone")
+    storage.rollback(ORG, "greeting", "someone")  # from v3 to v2
+    client = console("writer")
+    page = client.get("/console/prompts/greeting").text
+    assert "Roll back to v1" in page and "Roll back to v3" not in page
+    assert 'name="to" value="1"' in client.get("/console/prompts/greeting/rollback").text
+    storage.rollback(ORG, "greeting", "someone")  # from v2 to v1: nothing before it
+    assert "Roll back to" not in client.get("/console/prompts/greeting").text
 
 
 def test_archive_unarchive_and_delete(storage: Storage, console: Console) -> None:

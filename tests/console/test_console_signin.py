@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from promptsvc.console.signin import SIGNED_IN
-from storage.base import Storage
+from storage import Storage
 from tests.console.console_support import (
     ORG,
     PASSWORD,

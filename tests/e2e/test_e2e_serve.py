@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
+from tests.servers import ROOT, Server, bootstrap_file, free_port, promptsvc_command
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +71,7 @@ def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server)
     shell = [
         line.strip()
         for line in printed.splitlines()
-        if re.match(r"\s+(TOKEN=|WTOKEN=|DEVICE=|curl )", line)
+        if re.match(r"\s+(TOKEN=|WTOKEN=|CREATED=|DEVICE=|curl )", line)
     ]
     assert len(shell) >= 10
     # The last line waits for a person: it runs once they have approved (below).
@@ -81,9 +84,10 @@ def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server)
     assert production["status"] == "published" and production["version"] == 1
     assert latest["version"] == 2 and latest["status"] == "draft"
     assert chat["prompt_type"] == "chat" and chat["variables"] == ["product", "question"]
-    assert created["version"] == 3 and created["variables"] == ["name"]
+    assert created["version"] == 3 and created["variables"] == ["name", "product"]
     assert promoted["promotion"]["notes"] == "friendlier"
-    assert production_after["version"] == 2
+    assert promoted["version"]["version"] == 3  # the version the step added
+    assert production_after["version"] == 3
     assert realm_token["token_type"] == "Bearer" and realm_token["access_token"]
 
     # A person approves the device as the printed instructions say, then the poll works.
@@ -106,7 +110,7 @@ def test_demo_is_usable_from_its_printed_instructions_alone(demo_server: Server)
     )
     assert run.returncode == 0, run.stderr
     greeting, chat_messages = run.stdout.splitlines()
-    assert greeting == "Hi Ada, great to have you on promptsvc. Reply if you need a hand."
+    assert greeting == "Hey Ada, welcome to promptsvc!"  # step 3's version
     assert "How do I reset my password?" in chat_messages
     assert "support agent for promptsvc" in chat_messages
 
@@ -232,3 +236,43 @@ def test_serve_reports_an_unusable_port(bootstrapped: Server) -> None:
     )
     assert result.returncode == 1
     assert f"Port {taken} is in use" in result.stderr
+
+
+def readme_command_lines() -> list[list[str]]:
+    """README's `promptsvc prompts ...` lines (section "From the command line"), as
+    arguments, without their comments."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## From the command line", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+    return [shlex.split(line)[2:] for line in lines if line.startswith("promptsvc prompts ")]
+
+
+def test_readme_command_lines_work_right_after_the_printed_steps(demo_server: Server) -> None:
+    """A newcomer's walk: the banner's curl steps, then README's command lines (with the
+    write key in PROMPTSVC_*, where README signs in as demo-writer)."""
+    printed = demo_server.stdout
+    shell = [
+        line.strip()
+        for line in printed.splitlines()
+        if re.match(r"\s+(TOKEN=|WTOKEN=|CREATED=|curl )", line)
+    ]
+    bash(shell)
+    write = re.search(r"Service Write\s+(demo-write)\s+(\S+)\n", printed)
+    assert write is not None
+    env = {
+        **os.environ,
+        "PROMPTSVC_URL": demo_server.base_url,
+        "PROMPTSVC_ACCOUNT_ID": "demo",
+        "PROMPTSVC_KEY_ID": write.group(1),
+        "PROMPTSVC_KEY_SECRET": write.group(2),
+        "PROMPTSVC_CONFIG_DIR": tempfile.mkdtemp(prefix="promptsvc-no-login-"),
+    }
+    commands = readme_command_lines()
+    assert any(argv[0] == "promote" for argv in commands)
+    for argv in commands:
+        done = subprocess.run(
+            promptsvc_command("prompts", *argv), cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)

@@ -7,6 +7,7 @@ their own storages through ``make_storage``.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import fakeredis
@@ -17,9 +18,10 @@ from flask.testing import FlaskClient
 import identity
 from identity import ConsoleUris, Identity, Lifetimes, LoginRateLimits
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import Storage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
+from storage.sql.storage import SqlStorage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, seed_signing_key
 from tests.identity.people_support import CONSOLE_CALLBACK, CONSOLE_HOME, People
@@ -28,9 +30,24 @@ from tests.identity.people_support import CONSOLE_CALLBACK, CONSOLE_HOME, People
 @pytest.fixture
 def make_storage(request: pytest.FixtureRequest) -> Iterator[StorageFactory]:
     """Empty storages by backend name: memory, fakeredis (one shared fake server per
-    test, so two storages made here see the same data) or redis (the real server)."""
+    test, so two storages made here see the same data), redis (the real server), sqlite
+    (one file per test) or postgres (the session's schema, emptied once per test); on
+    all but memory the storages made in one test share their data, as workers do."""
     server = fakeredis.FakeServer()
     made: list[Storage] = []
+    sql_urls: dict[str, str] = {}
+
+    def sql_url(backend: str) -> str:
+        if backend not in sql_urls:
+            if backend == "sqlite":
+                path = request.getfixturevalue("tmp_path") / "identity.db"
+                shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+                sql_urls[backend] = f"sqlite:///{path}"
+            else:
+                schema = request.getfixturevalue("postgres_schema")
+                schema.empty()
+                sql_urls[backend] = schema.url
+        return sql_urls[backend]
 
     def make(backend: str) -> Storage:
         store: Storage
@@ -38,6 +55,8 @@ def make_storage(request: pytest.FixtureRequest) -> Iterator[StorageFactory]:
             store = MemoryStorage()
         elif backend == "fakeredis":
             store = RedisStorage(fakeredis.FakeRedis(server=server, decode_responses=True))
+        elif backend in ("sqlite", "postgres"):
+            store = SqlStorage.from_url(sql_url(backend))
         else:
             store = RedisStorage.from_url(request.getfixturevalue("redis_url"))
         made.append(store)
@@ -74,7 +93,13 @@ def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
-BACKENDS = ["memory", "fakeredis", "redis"]
+BACKENDS = [
+    "memory",
+    "fakeredis",
+    "redis",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from identity.signing import new_signing_key, parse_key
-from storage.base import SigningKey, Storage, utcnow
+from storage import SigningKey, Storage, utcnow
 
 ISSUER = "http://issuer.test"
 StorageFactory = Callable[[str], Storage]

@@ -13,7 +13,7 @@ from identity import Identity, users
 from identity.bootstrap import Bootstrapped, apply_bootstrap
 from identity.errors import BootstrapError, InvalidClient
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import Storage
+from storage import Storage
 from tests.identity.identity_support import StorageFactory, token_request
 
 BOOTSTRAP = """

@@ -17,7 +17,7 @@ from identity import Identity, commands, errors, users
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from identity.signing import REFRESH_SECONDS, new_signing_key
-from storage.base import Storage, utcnow
+from storage import Storage, utcnow
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory
 

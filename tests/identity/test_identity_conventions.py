@@ -17,7 +17,7 @@ import identity
 from identity import Identity, errors
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import ApiKey, Storage
+from storage import ApiKey, Storage
 from tests.clock import FakeClock
 from tests.identity.identity_support import (
     ISSUER,

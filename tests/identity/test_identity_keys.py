@@ -9,7 +9,7 @@ import pytest
 from identity import Identity, secrets
 from identity.errors import InvalidClient, InvalidKeyRequest
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ
-from storage.base import ApiKeyExists, ApiKeyNotFound, Storage
+from storage import ApiKeyExists, ApiKeyNotFound, Storage
 
 # -- secrets
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 import pytest
@@ -62,6 +62,38 @@ def test_login_page(people: People) -> None:
     assert "Path=/realms/acme/" in cookie
     css = re.search(r'href="([^"]+\.css)"', html)
     assert css is not None and people.client.get(css.group(1)).status_code == 200
+
+
+def form_action(page: object) -> str:
+    csp = page.headers["Content-Security-Policy"]  # type: ignore[attr-defined]
+    match = re.search(r"form-action ([^;]*)", csp)
+    assert match is not None, csp
+    return match.group(1)
+
+
+def test_login_page_lets_its_form_redirect_only_to_the_validated_loopback(
+    people: People,
+) -> None:
+    """A browser applies form-action to the redirect after the post (Chromium does): the
+    command line's loopback origin is allowed on its own sign-in page, nothing else."""
+    pkce = Pkce.new()
+    cli = people.client.get(AUTH, query_string=auth_params(pkce))
+    assert form_action(cli) == "'self' http://127.0.0.1:8765"
+    localhost = auth_params(pkce, redirect_uri="http://localhost:4242/cb")
+    assert form_action(people.client.get(AUTH, query_string=localhost)) == (
+        "'self' http://localhost:4242"
+    )
+    console = auth_params(pkce, client_id=CONSOLE, redirect_uri=CONSOLE_CALLBACK)
+    assert form_action(people.client.get(AUTH, query_string=console)) == "'self'"
+    elsewhere = auth_params(pkce, redirect_uri="https://attacker.example/cb")
+    refused = people.client.get(AUTH, query_string=elsewhere)
+    assert refused.status_code == 400 and form_action(refused) == "'self'"
+    # A failed sign-in shows the form again, still able to finish.
+    failed = people.client.post(
+        AUTH + "?" + urlencode(auth_params(pkce)),
+        data={"username": "nobody", "password": "wrong", "csrf_token": "x"},
+    )
+    assert form_action(failed) == "'self' http://127.0.0.1:8765"
 
 
 def test_code_flow_gives_a_persons_tokens(people: People, clock: FakeClock) -> None:

@@ -12,7 +12,7 @@ from werkzeug.test import TestResponse
 
 import identity
 from identity import ConsoleUris, LoginRateLimits, TokenRateLimits
-from storage.base import Storage
+from storage import Storage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, seed_signing_key
 from tests.identity.people_support import (

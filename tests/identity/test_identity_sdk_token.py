@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from identity import Identity
 from identity.roles import SERVICE_ADMIN
-from storage.base import ApiKey
+from storage import ApiKey
 from tests.clock import FakeClock
 from tests.identity.identity_support import claims_of, token_request
 

@@ -8,7 +8,7 @@ from argon2 import PasswordHasher
 from identity import Identity, passwords, users
 from identity.errors import InvalidUserRequest
 from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage.base import Storage, UserExists, UserNotFound
+from storage import Storage, UserExists, UserNotFound
 
 PASSWORD = "correct horse battery staple"
 

@@ -20,7 +20,7 @@ from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from identity.signing import parse_key
 from identity.tokens import Verifier
-from storage.base import Storage
+from storage import Storage
 from tests.clock import FakeClock
 from tests.identity.identity_support import (
     ISSUER,

@@ -15,12 +15,18 @@ from identity import Identity, errors
 from identity.errors import InvalidToken, SigningKeyError
 from identity.roles import SERVICE_READ
 from identity.signing import REFRESH_SECONDS
-from storage.base import Storage, StorageUnavailable
+from storage import Storage, StorageUnavailable
 from storage.memory import MemoryStorage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, claims_of
 
-BACKENDS = ["memory", "fakeredis", pytest.param("redis", marks=pytest.mark.redis)]
+BACKENDS = [
+    "memory",
+    "fakeredis",
+    pytest.param("redis", marks=pytest.mark.redis),
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
 
 
 def kid_of(token: str) -> str:

@@ -34,7 +34,7 @@ from flask import Flask
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
-from storage.base import Storage
+from storage import Storage
 from tests.servers import LiveServer, Server, free_port, promptsvc_command
 
 START_SECONDS = 30.0

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from identity.signing import ParsedKey, new_signing_key, parse_key
-from storage.base import utcnow
+from storage import utcnow
 from tests.reliability.rel_contract import error_problems
 from tests.reliability.rel_support import ORG, Report, Service
 

@@ -21,7 +21,7 @@ from identity.ratelimit import (
     TokenRateLimits,
 )
 from identity.roles import SERVICE_READ
-from storage.keys import RATE_LIMIT_PREFIX
+from storage.redis.keys import RATE_LIMIT_PREFIX
 from tests.reliability.rel_contract import error_problems
 from tests.reliability.rel_support import ORG, Report, Service, make_app, new_key, start_service
 from tests.servers import LiveServer
@@ -149,7 +149,7 @@ def test_counters_live_in_the_apps_redis_and_are_shared(redis_url: str, report: 
 @pytest.mark.redis
 def test_counters_on_redis_cluster(flushed_cluster_url: str, report: Report) -> None:
     """On redis+cluster:// the counters live in the same cluster (limits' cluster storage)."""
-    from storage.cluster import ClusterStorage
+    from storage.redis.cluster import ClusterStorage
 
     store = ClusterStorage.from_url(flushed_cluster_url)
     try:

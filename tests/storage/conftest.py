@@ -4,30 +4,41 @@
 fakeredis with lupa) and ``redis`` (the same backend on the real server at
 ``PROMPTSVC_TEST_REDIS_URL``, flushed before each test; skipped without a server, or
 failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``) and ``cluster`` (the same backend on a
-local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.py).
+local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.py),
+``sqlite`` (the SQL backend on a file of the test's own, copied from one migrated once
+per session) and ``postgres`` (the SQL backend on PostgreSQL at
+``PROMPTSVC_TEST_POSTGRES_URL``, in a schema of the session's own, emptied before each
+test; skipped without a server, or failed under ``PROMPTSVC_TEST_REQUIRE_POSTGRES=1``;
+tests/sql_support.py). ``redis_storage`` and ``sql_storage`` give one family of backends,
+for checks of its own.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import fakeredis
 import pytest
 
-from storage.base import Storage
-from storage.cluster import ClusterStorage
+from storage import Storage
 from storage.memory import MemoryStorage
 from storage.redis import BaseRedisStorage, RedisStorage
+from storage.redis.cluster import ClusterStorage
+from storage.sql.storage import SqlStorage
 from tests.clock import FakeClock
+from tests.sql_support import PostgresSchema
 
 REDIS_BACKENDS = [
     "fakeredis",
     pytest.param("redis", marks=pytest.mark.redis),
     pytest.param("cluster", marks=pytest.mark.redis),
 ]
-BACKENDS = ["memory", *REDIS_BACKENDS]
+SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+BACKENDS = ["memory", *REDIS_BACKENDS, *SQL_BACKENDS]
 
 
 @pytest.fixture
@@ -40,6 +51,15 @@ def clock() -> FakeClock:
 
 
 def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest) -> Storage:
+    if backend == "sqlite":
+        template: Path = request.getfixturevalue("sqlite_template")
+        path = request.getfixturevalue("tmp_path") / "promptsvc.db"
+        shutil.copyfile(template, path)
+        return SqlStorage.from_url(f"sqlite:///{path}", clock=clock.utc)
+    if backend == "postgres":
+        schema: PostgresSchema = request.getfixturevalue("postgres_schema")
+        schema.empty()
+        return SqlStorage.from_url(schema.url, clock=clock.utc)
     if backend == "memory":
         return MemoryStorage(clock=clock.utc)
     if backend == "fakeredis":
@@ -67,5 +87,14 @@ def redis_storage(
     """The Redis backends only (fakeredis, real, cluster), for Redis-specific checks."""
     store = make_storage(request.param, clock, request)
     assert isinstance(store, BaseRedisStorage)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[SqlStorage]:
+    """The SQL backend only (SQLite, PostgreSQL), for SQL-specific checks."""
+    store = make_storage(request.param, clock, request)
+    assert isinstance(store, SqlStorage)
     yield store
     store.close()

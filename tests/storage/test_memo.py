@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import fakeredis
 import pytest
 
-from storage.base import Storage
+from storage import Storage
 from storage.memo import Memo
 from storage.redis import RedisStorage
 

@@ -1,4 +1,4 @@
-"""The read lane (storage/read_lane.py) on the real Redis: reconnects, reloads, drops.
+"""The read lane (storage/redis/read_lane.py) on the real Redis: reconnects, reloads, drops.
 
 Each test reads through ``RedisStorage.get_production``, which is what the read API
 calls, and looks at the lane's connections from the server's side (CLIENT LIST).
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from storage.base import StorageUnavailable
+from storage import StorageUnavailable
 from storage.redis import RedisStorage
 
 pytestmark = pytest.mark.redis

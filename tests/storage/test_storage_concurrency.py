@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import pytest
 
-from storage.base import LifecycleError, SigningKey, Storage
+from storage import LifecycleError, SigningKey, Storage
 from storage.redis import RedisStorage
 
 ORG = "acme"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
-from storage.base import ApiKey, ApiKeyExists, ApiKeyNotFound, SigningKey, Storage
+from storage import ApiKey, ApiKeyExists, ApiKeyNotFound, SigningKey, Storage
 
 ORG = "acme"
 CREATED = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -89,6 +90,21 @@ def test_revoke_unknown(storage: Storage) -> None:
     with pytest.raises(ApiKeyNotFound):
         storage.revoke_api_key("globex", "admin")
     assert not storage.get_api_key(ORG, "admin").revoked  # type: ignore[union-attr]
+
+
+def test_set_secret_replaces_the_hash_only(storage: Storage) -> None:
+    storage.add_api_key(key("admin"))
+    storage.add_api_key(key("reader"))
+    changed = storage.set_api_key_secret(ORG, "admin", "new-hash")
+    assert changed == replace(key("admin"), secret_hash="new-hash")
+    assert storage.get_api_key(ORG, "admin") == changed
+    assert storage.get_api_key(ORG, "reader") == key("reader")
+    storage.revoke_api_key(ORG, "reader")
+    assert storage.set_api_key_secret(ORG, "reader", "h2").revoked  # stays revoked
+    with pytest.raises(ApiKeyNotFound):
+        storage.set_api_key_secret(ORG, "nobody", "h")
+    with pytest.raises(ApiKeyNotFound):
+        storage.set_api_key_secret("globex", "admin", "h")
 
 
 def test_signing_keys(storage: Storage) -> None:

@@ -13,8 +13,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from storage import memory
-from storage.base import (
+from storage import (
     AuthorizationCode,
     DeviceAlreadyDecided,
     DeviceAuthorization,
@@ -26,6 +25,7 @@ from storage.base import (
     Storage,
 )
 from storage.memory import MemoryStorage
+from storage.memory.state import SWEEP_EVERY
 from storage.redis import BaseRedisStorage
 from tests.storage.test_storage_concurrency import all_at_once
 
@@ -423,10 +423,10 @@ def test_memory_drops_expired_records_nobody_asks_for(clock) -> None:
     store.add_session(session(store, lifetime=5))
     store.start_refresh_family(token(store, lifetime=5))
     clock.advance(10)
-    for i in range(memory.SWEEP_EVERY):
+    for i in range(SWEEP_EVERY):
         store.add_authorization_code(code(store, f"fresh-{i}", lifetime=60))
     state = store._orgs[ORG]
-    assert "abandoned" not in state.codes and len(state.codes) == memory.SWEEP_EVERY
+    assert "abandoned" not in state.codes and len(state.codes) == SWEEP_EVERY
     for kept in (state.devices, state.user_codes, state.sessions, state.session_families,
                  state.tokens, state.families):  # fmt: skip
         assert kept == {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.base import (
+from storage import (
     InvalidInput,
     LifecycleError,
     PromptNotFound,

@@ -15,8 +15,7 @@ import redis
 from redis.connection import AbstractConnection
 from redis.crc import key_slot
 
-from storage import keys, scripts, storage_from_url
-from storage.base import (
+from storage import (
     ApiKey,
     AuthorizationCode,
     DeviceAuthorization,
@@ -27,12 +26,13 @@ from storage.base import (
     StorageUnavailable,
     User,
     rfc3339,
+    storage_from_url,
 )
-from storage.redis import BaseRedisStorage, RedisStorage
+from storage.redis import BaseRedisStorage, RedisStorage, keys, scripts
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
-LUA = resources.files("storage") / "lua"
+LUA = resources.files("storage.redis") / "lua"
 
 
 def lua_files() -> dict[str, str]:
@@ -171,7 +171,7 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     for _ in range(1200):
         script(
             keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", "[]", "", now, *event_args],
+            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, *event_args],
         )
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
@@ -225,7 +225,7 @@ def test_scripts_are_reloaded_when_the_server_forgot_them() -> None:
 
 def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every command sent by any redis-py connection: the client's pools,
-    the read lane (storage/read_lane.py), fakeredis and the cluster's nodes."""
+    the read lane (storage/redis/read_lane.py), fakeredis and the cluster's nodes."""
     sent: list[str] = []
     original = AbstractConnection.send_packed_command
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from storage.base import ProductionChanged, Promotion, Storage
+from storage import ProductionChanged, Promotion, Storage, lifecycle
 from storage.redis import RedisStorage
 
 ORG = "acme"
@@ -107,8 +107,8 @@ def check(storage: Storage, outcomes: list[Outcome], promoted_before: int) -> li
     for i, record in enumerate(records[promoted_before:], start=promoted_before):
         win = wins[record.history_id]
         assert (win.version, win.previous) == (record.version_number, record.previous_version)
-        if win.kind == "rollback":  # back to the version the record before it replaced
-            assert record.version_number == records[i - 1].previous_version
+        if win.kind == "rollback":  # back along the line of production versions
+            assert record.version_number == lifecycle.previous_production(records[:i])
     published = storage.list_versions(ORG, "greeting", status="published", limit=200).items
     assert [v.version for v in published] == [records[-1].version_number]
     assert storage.get_prompt(ORG, "greeting").production_version == records[-1].version_number
@@ -142,19 +142,21 @@ def test_16_threads_retrying_guarded_promotions(storage: Storage) -> None:
 
 
 def test_16_threads_promoting_and_rolling_back(storage: Storage) -> None:
-    drafts = setup(storage, 8, 2)  # the first rollback has version 1 to go back to
+    # Each rollback walks one version back: 26 promoted before leave a target to every
+    # one of the 24, whatever the order.
+    drafts = setup(storage, 8, 26)
 
     def work(i: int) -> list[Outcome]:
         if i % 2:
-            return until_done(storage, "rollback", 3, 2)
-        return until_done(storage, "promote", 1, 2, drafts[i // 2])
+            return until_done(storage, "rollback", 3, 26)
+        return until_done(storage, "promote", 1, 26, drafts[i // 2])
 
     outcomes = all_at_once(16, work)
 
-    wins = check(storage, outcomes, 2)
+    wins = check(storage, outcomes, 26)
     assert sum(w.kind == "rollback" for w in wins) == 8 * 3
     promoted = sorted(w.version or 0 for w in wins if w.kind == "promote")
-    assert promoted == list(range(3, 11))
+    assert promoted == list(range(27, 35))
 
 
 # --------------------------------------------------------------------------- processes
@@ -220,18 +222,18 @@ def test_4_processes_with_one_expectation_one_wins(redis_url: str) -> None:
 @pytest.mark.slow
 def test_4_processes_promoting_and_rolling_back(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
-    drafts = setup(store, 16, 2)
+    drafts = setup(store, 16, 22)  # a target for each of the 20 rollbacks, in any order
 
     jobs = [
-        Job("promote", 2, tuple(drafts[:8])),
-        Job("promote", 2, tuple(drafts[8:])),
-        Job("rollback", 2, rollbacks=10),
-        Job("rollback", 2, rollbacks=10),
+        Job("promote", 22, tuple(drafts[:8])),
+        Job("promote", 22, tuple(drafts[8:])),
+        Job("rollback", 22, rollbacks=10),
+        Job("rollback", 22, rollbacks=10),
     ]
     outcomes = in_4_processes(redis_url, jobs)
 
-    wins = check(store, outcomes, 2)
+    wins = check(store, outcomes, 22)
     assert sum(w.kind == "rollback" for w in wins) == 20
     promoted = sorted(w.version or 0 for w in wins if w.kind == "promote")
-    assert promoted == list(range(3, 19))
+    assert promoted == list(range(23, 39))
     store.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.base import (
+from storage import (
     UNGUARDED,
     Expected,
     LifecycleError,
@@ -160,14 +160,39 @@ def test_rollback_to_the_previous_production_version(
     assert prompt.production_version == 1 and prompt.updated_at == now
 
 
-def test_rollback_of_a_rollback_goes_back_again(storage: Storage, ids: list[str]) -> None:
-    # "The version production before the current one": after a rollback that is the
-    # version the rollback replaced.
-    promote_all(storage, "1", "2", "3")
+def test_a_second_rollback_walks_further_back(storage: Storage, ids: list[str]) -> None:
+    # v1, v2, v4 were production in turn; rolled back from v4 to v2, the next rollback
+    # goes on to v1, never back to v4.
+    promote_all(storage, "1", "2", "4")
+    assert storage.previous_production(ORG, "greeting") == 2
     assert storage.rollback(ORG, "greeting", USER).version.version == 2
-    assert storage.rollback(ORG, "greeting", USER).version.version == 3
-    assert history(storage)[-2:] == [(2, 3, "rollback to v2"), (3, 2, "rollback to v3")]
-    assert statuses(storage)[3] == "published"
+    assert storage.previous_production(ORG, "greeting") == 1
+    assert storage.rollback(ORG, "greeting", USER).version.version == 1
+    assert history(storage)[-2:] == [(2, 4, "rollback to v2"), (1, 2, "rollback to v1")]
+    assert storage.previous_production(ORG, "greeting") is None
+    before = unchanged(storage)
+    with pytest.raises(NoRollbackTarget) as caught:
+        storage.rollback(ORG, "greeting", USER)
+    assert caught.value.reason == "first" and unchanged(storage) == before
+    # Named, a version rolled back from is production again; the walk goes on from it.
+    assert storage.rollback(ORG, "greeting", USER, to_version=4).version.version == 4
+    assert storage.previous_production(ORG, "greeting") == 1
+    assert storage.rollback(ORG, "greeting", USER).version.version == 1
+    assert statuses(storage)[1] == "published"
+
+
+def test_a_promotion_after_a_rollback_continues_the_walk(storage: Storage, ids: list[str]) -> None:
+    promote_all(storage, "1", "2")
+    storage.rollback(ORG, "greeting", USER)  # from 2 to 1
+    storage.promote(ORG, "greeting", "3", PROMOTER)
+    assert storage.previous_production(ORG, "greeting") == 1
+    assert storage.rollback(ORG, "greeting", USER).version.version == 1
+    assert storage.previous_production(ORG, "greeting") is None
+
+
+def test_previous_production_of_a_missing_prompt(storage: Storage) -> None:
+    with pytest.raises(PromptNotFound):
+        storage.previous_production(ORG, "nope")
 
 
 def test_rollback_target_that_went_back_to_draft(storage: Storage, ids: list[str]) -> None:

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from storage import keys
-from storage.base import (
+from storage import (
     ApiKey,
     LifecycleError,
     OrgNotEmpty,
@@ -20,7 +19,7 @@ from storage.base import (
     UserExists,
     Webhook,
 )
-from storage.redis import BaseRedisStorage
+from storage.redis import BaseRedisStorage, keys
 from tests.backup_sample import AUTHOR, PROMOTER, populate, raw
 from tests.clock import FakeClock
 
@@ -136,8 +135,12 @@ def test_every_operation_works_on_restored_data(storage: Storage, clock: FakeClo
     with pytest.raises(LifecycleError):
         storage.edit_version(COPY, "greeting", "3", "archived: no edits")
     storage.delete_version(COPY, "greeting", "4")
-    # A rollback finds its target in the restored history: the version before the last.
-    rolled = storage.rollback(COPY, "support-chat", PROMOTER)
+    # A rollback walks the restored history: greeting from 7 back to 3; support-chat was
+    # rolled back from 2 to 1 before the backup, so it goes back to 2 only when named.
+    rolled = storage.rollback(COPY, "greeting", PROMOTER)
+    assert (rolled.version.version, rolled.record.previous_version) == (3, 7)
+    assert storage.previous_production(COPY, "support-chat") is None
+    rolled = storage.rollback(COPY, "support-chat", PROMOTER, to_version=2)
     assert (rolled.version.version, rolled.record.previous_version) == (2, 1)
     with pytest.raises(PromptExists):
         storage.create_prompt(COPY, "greeting")

@@ -1,4 +1,4 @@
-"""Times: the one formatter (storage.base.rfc3339), and how every backend keeps them."""
+"""Times: the one formatter (storage.times.rfc3339), and how every backend keeps them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from storage import keys
-from storage.base import ApiKey, SigningKey, Storage, rfc3339
-from storage.redis import RedisStorage
+from storage import ApiKey, SigningKey, Storage, rfc3339
+from storage.redis import RedisStorage, keys
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"

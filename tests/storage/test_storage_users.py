@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storage.base import ApiKey, Storage, User, UserExists, UserNotFound
+from storage import ApiKey, Storage, User, UserExists, UserNotFound
 from tests.storage.test_storage_concurrency import all_at_once
 
 ORG = "acme"

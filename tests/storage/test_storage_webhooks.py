@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from storage.base import (
+from storage import (
     DELIVERY_HISTORY_SIZE,
     Delivery,
     DeliveryTask,

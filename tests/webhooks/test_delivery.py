@@ -14,7 +14,7 @@ from standardwebhooks.webhooks import Webhook as Verifier
 
 from promptsvc.webhooks.subscriptions import create_webhook
 from promptsvc.webhooks.worker import DeliveryWorker
-from storage.base import Storage, Webhook
+from storage import Storage, Webhook
 from tests.clock import FakeClock
 from tests.webhooks.receiver import Receiver
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from promptsvc.webhooks.subscriptions import create_webhook
-from storage.base import Storage
+from storage import Storage
 from storage.redis import RedisStorage
 from tests.webhooks.receiver import Receiver
 

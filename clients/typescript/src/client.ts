@@ -1,0 +1,286 @@
+/** PromptClient: reads prompt versions, with tokens, cache, revalidation and watching handled. */
+
+import { ClientCredentialsProvider, SdkTokenProvider, type TokenProvider } from "./auth.js";
+import { type CacheEntry, type Clock, cacheKey, LABELS, PromptCache } from "./cache.js";
+import { type Answer, errorForAnswer, invalidResponse, jsonOf, ServerError, TransportError } from "./errors.js";
+import { type FetchLike, monotonic, RetryPolicy, requestHeaders, sendWithRetries } from "./http.js";
+import { type Fallback, ModelError, PromptVersion } from "./prompt-version.js";
+import { bucket } from "./rollout.js";
+import { Watcher } from "./watch.js";
+
+/** Where the client reports what it recovered from (stale entries, fallbacks, stream drops). */
+export interface Logger {
+  warn(message: string): void;
+}
+
+/** Settings every way of making a client shares. Durations are in seconds. */
+export interface ClientOptions {
+  /** Seconds a resolved version is served from memory (300); 0 turns caching off. */
+  cacheTtl?: number;
+  /** Time budget of one call: its token fetch, attempts and backoff share it (10). */
+  timeout?: number;
+  /** Extra attempts after a transport error or a 5xx, never after a 4xx (2). */
+  maxRetries?: number;
+  /** Backoff before retry n: a random time between half and all of min(4, retryBackoff * 2^n) (0.25). */
+  retryBackoff?: number;
+  /** Serve an expired entry when the service is unreachable or answers 5xx (true). */
+  staleIfError?: boolean;
+  /** Follow the org's change events, dropping a prompt's entries when it changes (false). */
+  watch?: boolean;
+  /** The fetch to use (default: the global one). */
+  fetch?: FetchLike;
+  /** Seconds on a monotonic clock, for cache and token expiry: a seam for tests. */
+  clock?: Clock;
+  /** Default: console. */
+  logger?: Logger;
+}
+
+export interface PromptClientOptions extends ClientOptions {
+  baseUrl: string;
+  /** The org slug. */
+  accountId?: string;
+  keyId?: string;
+  keySecret?: string;
+  /** Seconds before `expires_in` runs out that a token is replaced (60). */
+  tokenRefreshBuffer?: number;
+  /** A token provider instead of the key (it has its own refresh buffer). */
+  auth?: TokenProvider;
+}
+
+export interface ClientCredentialsOptions extends ClientOptions {
+  baseUrl: string;
+  /** The identity service's base URL (the realm's issuer without `/realms/<org>`). */
+  authUrl: string;
+  org: string;
+  clientId: string;
+  clientSecret: string;
+  /** Seconds before expiry that a token is replaced (30). */
+  tokenRefreshBuffer?: number;
+}
+
+export interface GetOptions {
+  /** `production` (the default), `latest`, or an environment's name. */
+  label?: string;
+  /** A version id (`v_...`) or number; not with `label`. */
+  version?: string | number;
+  /** A stable id of the caller (user, tenant): picks its side of a rollout under way. */
+  rolloutKey?: string;
+  /** Served when the service cannot answer and nothing is cached: text or chat messages. */
+  fallback?: Fallback;
+}
+
+export const ENV_VARS = ["PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET"] as const;
+const ENVIRONMENT = /^[a-z][a-z0-9-]{0,31}$/;
+/** Rollout buckets remembered (per rollout id and key) before the memo starts over. */
+const BUCKETS_KEPT = 10_000;
+
+/** The API path of a call and whether it is a production read; TypeError for bad arguments. */
+export function resolvePath(name: string, label?: string, version?: string | number): { path: string; production: boolean } {
+  if (typeof name !== "string" || name === "") throw new TypeError("name must be a non-empty string");
+  const prefix = `/api/v1/prompts/${encodeURIComponent(name)}`;
+  if (version !== undefined) {
+    if (label !== undefined) throw new TypeError("pass either label or version, not both");
+    const ok = (typeof version === "string" && version !== "") || Number.isInteger(version);
+    if (!ok) throw new TypeError("version must be a version id (v_...) or a version number");
+    return { path: `${prefix}/versions/${encodeURIComponent(String(version))}`, production: false };
+  }
+  const chosen = label ?? "production";
+  if (LABELS.has(chosen)) return { path: `${prefix}/${chosen}`, production: chosen === "production" };
+  if (!ENVIRONMENT.test(chosen)) {
+    throw new TypeError(`unknown label '${chosen}': use 'production', 'latest' or an environment's name`);
+  }
+  return { path: `${prefix}/environments/${chosen}`, production: false };
+}
+
+/**
+ * Reads prompt versions from a promptsvc service.
+ *
+ * `new PromptClient({ baseUrl, accountId, keyId, keySecret })` exchanges the API key for
+ * tokens at `{baseUrl}/v1/auth/sdk-token`; `PromptClient.withClientCredentials` and
+ * `PromptClient.fromEnv` are the other ways to make one. Share one client per process;
+ * with `watch: true`, call `close()` when done (the open stream keeps a Node.js process
+ * alive until then).
+ */
+export class PromptClient {
+  readonly baseUrl: string;
+  readonly staleIfError: boolean;
+  readonly #auth: TokenProvider;
+  readonly #cache: PromptCache;
+  readonly #policy: RetryPolicy;
+  readonly #fetch: FetchLike;
+  readonly #logger: Logger;
+  readonly #flights = new Map<string, Promise<PromptVersion>>();
+  readonly #buckets = new Map<string, number>();
+  readonly #watcher: Watcher | null;
+
+  constructor(options: PromptClientOptions) {
+    const { cacheTtl = 300, timeout = 10, maxRetries = 2, retryBackoff = 0.25 } = options;
+    if (!(cacheTtl >= 0 && timeout > 0 && maxRetries >= 0 && retryBackoff >= 0)) {
+      throw new RangeError("cacheTtl, maxRetries and retryBackoff must be >= 0, timeout > 0");
+    }
+    if (typeof options.baseUrl !== "string" || options.baseUrl === "") throw new TypeError("baseUrl is required");
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    const clock = options.clock ?? monotonic;
+    const { accountId, keyId, keySecret } = options;
+    if (options.auth !== undefined) {
+      this.#auth = options.auth;
+    } else if (accountId && keyId && keySecret) {
+      this.#auth = new SdkTokenProvider(this.baseUrl, accountId, keyId, keySecret, options.tokenRefreshBuffer ?? 60, clock);
+    } else {
+      throw new TypeError("give accountId, keyId and keySecret (or auth)");
+    }
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#logger = options.logger ?? console;
+    this.#cache = new PromptCache(cacheTtl, clock);
+    this.#policy = new RetryPolicy(timeout, maxRetries, retryBackoff);
+    this.staleIfError = options.staleIfError ?? true;
+    this.#watcher = options.watch
+      ? new Watcher({
+          baseUrl: this.baseUrl,
+          cache: this.#cache,
+          fetch: this.#fetch,
+          token: (stale) => this.#auth.token(this.#fetch, this.#policy, this.#policy.deadline(), stale),
+          get: (path) => this.#call(path, null),
+          warn: (message) => this.#logger.warn(message),
+        })
+      : null;
+    this.#watcher?.start();
+  }
+
+  /** A client whose tokens come from the realm's OAuth 2.0 token endpoint (docs/api.md section 3.2). */
+  static withClientCredentials(options: ClientCredentialsOptions): PromptClient {
+    const { authUrl, org, clientId, clientSecret, tokenRefreshBuffer = 30, ...rest } = options;
+    const auth = new ClientCredentialsProvider(authUrl, org, clientId, clientSecret, tokenRefreshBuffer, rest.clock ?? monotonic);
+    return new PromptClient({ ...rest, auth });
+  }
+
+  /**
+   * A client from PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID and
+   * PROMPTSVC_KEY_SECRET, read from `env` (default: `process.env` where there is one);
+   * TypeError names any that are unset.
+   */
+  static fromEnv(env?: Readonly<Record<string, string | undefined>>, options: ClientOptions = {}): PromptClient {
+    const source = env ?? (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
+    const missing = ENV_VARS.filter((name) => !source[name]);
+    if (missing.length > 0) throw new TypeError(`environment variables not set: ${missing.join(", ")}`);
+    const [baseUrl, accountId, keyId, keySecret] = ENV_VARS.map((name) => source[name] as string) as [string, string, string, string];
+    return new PromptClient({ ...options, baseUrl, accountId, keyId, keySecret });
+  }
+
+  /** Whether the change-event stream (`watch: true`) is open right now. */
+  get watching(): boolean {
+    return this.#watcher?.connected ?? false;
+  }
+
+  /**
+   * The version of prompt `name`: production by default; `{label: "latest"}` the newest
+   * (any status); `{label: "<environment>"}` that environment's; `{version}` that one.
+   * Cached under `prompt:<name>:<label or version>`. With `rolloutKey`, a rollout under
+   * way on the cached entry decides locally which of baseline and candidate the key
+   * gets. `fallback` is served (with `is_fallback` true, never cached) when the service
+   * cannot answer (TransportError, ServerError) and no cached entry can be served.
+   * Rejects with TypeError for bad arguments, else a PromptServiceError.
+   */
+  async getPromptVersion(name: string, options: GetOptions = {}): Promise<PromptVersion> {
+    const key = cacheKey(name, options.label, options.version);
+    const hit = this.#cache.fresh(key);
+    if (hit !== undefined) return this.#pick(hit.version, options.rolloutKey);
+    const spare = options.fallback === undefined ? null : PromptVersion.fallback(name, options.fallback);
+    let found: PromptVersion;
+    try {
+      found = await this.#flight(key, () => this.#miss(name, options.label, options.version, key));
+    } catch (error) {
+      if (spare === null || !(error instanceof TransportError || error instanceof ServerError)) throw error;
+      this.#logger.warn(`promptsvc: serving the caller's fallback for ${key}: ${error.message}`);
+      return spare;
+    }
+    return this.#pick(found, options.rolloutKey);
+  }
+
+  /** Drop every cached version; the next call of each key asks the service. */
+  clearCache(): void {
+    this.#cache.clear();
+  }
+
+  /** Stop watching. The cache and token are kept; calls still work. */
+  async close(): Promise<void> {
+    await this.#watcher?.stop();
+  }
+
+  #pick(version: PromptVersion, rolloutKey: string | undefined): PromptVersion | Promise<PromptVersion> {
+    const rollout = version.rollout;
+    if (rollout === null || rolloutKey === undefined) return version;
+    const id = `${rollout.rollout_id}:${rolloutKey}`;
+    const known = this.#buckets.get(id);
+    if (known !== undefined) return known < rollout.percent * 100 ? rollout.candidate : version;
+    return bucket(rollout.rollout_id, rolloutKey).then((b) => {
+      if (this.#buckets.size >= BUCKETS_KEPT) this.#buckets.clear();
+      this.#buckets.set(id, b);
+      return b < rollout.percent * 100 ? rollout.candidate : version;
+    });
+  }
+
+  /** One fetch per key at a time: callers that miss while it runs share its outcome. */
+  #flight(key: string, fetchIt: () => Promise<PromptVersion>): Promise<PromptVersion> {
+    let flight = this.#flights.get(key);
+    if (flight === undefined) {
+      flight = fetchIt().finally(() => this.#flights.delete(key));
+      this.#flights.set(key, flight);
+    }
+    return flight;
+  }
+
+  /** Fetch (or revalidate) `key`, cache it, serve it stale if the service is down. */
+  async #miss(name: string, label: string | undefined, version: string | number | undefined, key: string): Promise<PromptVersion> {
+    const { path, production } = resolvePath(name, label, version);
+    const entry: CacheEntry | undefined = this.#cache.get(key);
+    const generation = this.#cache.generation;
+    let answer: Answer;
+    try {
+      answer = await this.#call(path, entry?.etag ?? null);
+    } catch (error) {
+      if (entry === undefined || !this.staleIfError || !(error instanceof TransportError || error instanceof ServerError)) {
+        throw error;
+      }
+      this.#logger.warn(`promptsvc: serving expired ${key}: ${error.message}`);
+      return entry.version;
+    }
+    let found: PromptVersion;
+    let etag = answer.headers.get("ETag");
+    if (answer.status === 304 && entry !== undefined) {
+      found = entry.version;
+      etag ??= entry.etag;
+    } else if (answer.status === 200) {
+      try {
+        found = PromptVersion.fromJson(jsonOf(answer));
+      } catch (error) {
+        if (error instanceof ModelError) throw invalidResponse(answer, error.message);
+        throw error;
+      }
+    } else {
+      throw errorForAnswer(answer, production);
+    }
+    this.#cache.put(key, name, found, etag, generation);
+    return found;
+  }
+
+  /** GET `path` with a token and retries, conditional on `etag`; one fresh token and one
+   * retry after a 401. Returns any answer but a 5xx, which it throws as ServerError. */
+  async #call(path: string, etag: string | null): Promise<Answer> {
+    const deadline = this.#policy.deadline();
+    const url = this.baseUrl + path;
+    let stale: string | null = null;
+    for (;;) {
+      const token = await this.#auth.token(this.#fetch, this.#policy, deadline, stale);
+      const build = () => {
+        const headers = requestHeaders(token);
+        if (etag !== null) headers["If-None-Match"] = etag;
+        return { url, method: "GET" as const, headers };
+      };
+      const answer = await sendWithRetries(this.#fetch, build, this.#policy, deadline);
+      if (answer.status >= 500) throw errorForAnswer(answer);
+      if (answer.status !== 401 || stale !== null) return answer;
+      stale = token; // refused (expired early, key rotated): refresh once, retry once
+    }
+  }
+}

@@ -1,0 +1,201 @@
+/** The client-side PromptVersion: the API's answer with its JSON field names (docs/api.md section 4.1). */
+
+import { isRecord } from "./errors.js";
+import {
+  type ChatMessage,
+  type VariablesSchema,
+  extractVariables,
+  impliedSchema,
+  isImplied,
+  render,
+  resolveValues,
+} from "./template.js";
+
+/** What `fallback` takes: text content, or chat messages. */
+export type Fallback = string | readonly ChatMessage[];
+
+export interface Example {
+  readonly name?: string;
+  readonly variables: Readonly<Record<string, unknown>>;
+}
+
+/** A rollout in progress on the environment read (docs/typescript.md, "Rollouts"). */
+export interface Rollout {
+  readonly rollout_id: string;
+  readonly percent: number;
+  readonly candidate: PromptVersion;
+}
+
+/** A response body that is not a PromptVersion; the message names the field. */
+export class ModelError extends Error {
+  override name = "ModelError";
+}
+
+type Body = Record<string, unknown>;
+
+function field<T>(body: Body, name: string, check: (v: unknown) => v is T, what: string): T {
+  const value = body[name];
+  if (!check(value)) throw new ModelError(`field '${name}' missing or not ${what}`);
+  return value;
+}
+
+const isString = (v: unknown): v is string => typeof v === "string";
+const isInt = (v: unknown): v is number => Number.isInteger(v);
+const isBool = (v: unknown): v is boolean => typeof v === "boolean";
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
+const isStringOrNull = (v: unknown): v is string | null => v === null || typeof v === "string";
+const TYPES = new Set(["string", "integer", "number", "boolean"]);
+
+function schemaOf(value: unknown, variables: readonly string[]): VariablesSchema {
+  if (value === undefined || value === null) return impliedSchema(variables);
+  if (!isRecord(value)) throw new ModelError("field 'variables_schema' must be an object");
+  for (const [name, spec] of Object.entries(value)) {
+    if (!isRecord(spec) || !TYPES.has(spec["type"] as string)) {
+      throw new ModelError(`variables_schema entry '${name}' needs a type of string, integer, number or boolean`);
+    }
+    if (spec["enum"] !== undefined && !Array.isArray(spec["enum"])) {
+      throw new ModelError(`variables_schema entry '${name}': enum must be a list`);
+    }
+  }
+  return deepFreeze(value) as unknown as VariablesSchema;
+}
+
+function examplesOf(value: unknown): readonly Example[] {
+  if (value === undefined || value === null) return Object.freeze([]);
+  if (!Array.isArray(value) || !value.every((e) => isRecord(e) && isRecord(e["variables"]))) {
+    throw new ModelError("field 'examples' must be a list of {name?, variables}");
+  }
+  return deepFreeze(value) as readonly Example[];
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * One prompt version as the service returned it, frozen (everyone reading the same cache
+ * entry shares it). Field names are the API's; `is_fallback` is true only for the
+ * stand-in built from `fallback`. Timestamps stay RFC 3339 strings, as the API sends them.
+ */
+export class PromptVersion {
+  readonly prompt_id: string;
+  readonly version_id: string;
+  readonly name: string;
+  readonly version: number;
+  readonly content: string;
+  readonly variables: readonly string[];
+  readonly status: string;
+  readonly is_production: boolean;
+  readonly prompt_type: string;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly tags: readonly string[];
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly promoted_at: string | null;
+  readonly promoted_by: string | null;
+  /** Environments holding this version, when the service reports them. */
+  readonly environments: readonly string[];
+  /** The declared schema, or the implied one (every variable a required string). */
+  readonly variables_schema: VariablesSchema;
+  readonly examples: readonly Example[];
+  /** The rollout under way on the environment read, else null. */
+  readonly rollout: Rollout | null;
+  readonly is_fallback: boolean;
+  readonly #implied: boolean;
+
+  private constructor(body: Body, rollout: Rollout | null, isFallback: boolean) {
+    this.prompt_id = field(body, "prompt_id", isString, "a string");
+    this.version_id = field(body, "version_id", isString, "a string");
+    this.name = field(body, "name", isString, "a string");
+    this.version = field(body, "version", isInt, "an integer");
+    this.content = field(body, "content", isString, "a string");
+    this.variables = Object.freeze([...field(body, "variables", isStrings, "a list of strings")]);
+    this.status = field(body, "status", isString, "a string");
+    this.is_production = field(body, "is_production", isBool, "a boolean");
+    this.prompt_type = field(body, "prompt_type", isString, "a string");
+    this.metadata = deepFreeze({ ...field(body, "metadata", isRecord, "an object") });
+    this.tags = Object.freeze([...field(body, "tags", isStrings, "a list of strings")]);
+    this.created_at = field(body, "created_at", isString, "a string");
+    this.updated_at = field(body, "updated_at", isString, "a string");
+    this.promoted_at = field(body, "promoted_at", isStringOrNull, "a string or null");
+    this.promoted_by = field(body, "promoted_by", isStringOrNull, "a string or null");
+    const environments = body["environments"] ?? [];
+    if (!isStrings(environments)) throw new ModelError("field 'environments' must be a list of strings");
+    this.environments = Object.freeze([...environments]);
+    this.#implied = body["variables_schema"] === undefined || body["variables_schema"] === null;
+    this.variables_schema = schemaOf(body["variables_schema"], this.variables);
+    this.#implied ||= isImplied(this.variables_schema);
+    this.examples = examplesOf(body["examples"]);
+    this.rollout = rollout;
+    this.is_fallback = isFallback;
+    Object.freeze(this);
+  }
+
+  /**
+   * Build from a decoded response body; throws ModelError naming a bad field. A
+   * `rollout` field becomes `rollout.candidate`, itself a PromptVersion carrying the same
+   * `rollout`, so whichever of the two a caller gets says which rollout it came from.
+   */
+  static fromJson(body: unknown): PromptVersion {
+    if (!isRecord(body)) throw new ModelError("body is not a JSON object");
+    const raw = body["rollout"];
+    if (raw === undefined || raw === null) return new PromptVersion(body, null, false);
+    if (!isRecord(raw) || !isString(raw["rollout_id"]) || typeof raw["percent"] !== "number" || !isRecord(raw["candidate"])) {
+      throw new ModelError("field 'rollout' must be {rollout_id, percent, candidate}");
+    }
+    const info: { rollout_id: string; percent: number; candidate: PromptVersion | null } = {
+      rollout_id: raw["rollout_id"],
+      percent: raw["percent"],
+      candidate: null,
+    };
+    const rollout = info as Rollout;
+    info.candidate = new PromptVersion(raw["candidate"], rollout, false);
+    Object.freeze(info);
+    return new PromptVersion(body, rollout, false);
+  }
+
+  /**
+   * The stand-in for `name` built from the caller's own content: `is_fallback` true,
+   * `version` 0, empty ids, status `fallback`. A string is a text prompt, a list of
+   * `{role, content}` messages a chat prompt; TemplateError when the messages are not that.
+   */
+  static fallback(name: string, content: Fallback): PromptVersion {
+    const chat = typeof content !== "string";
+    const text = chat ? JSON.stringify(content) : content;
+    const promptType = chat ? "chat" : "text";
+    const now = new Date().toISOString();
+    const body: Body = {
+      prompt_id: "",
+      version_id: "",
+      name,
+      version: 0,
+      content: text,
+      variables: extractVariables(text, promptType),
+      status: "fallback",
+      is_production: false,
+      prompt_type: promptType,
+      metadata: {},
+      tags: [],
+      created_at: now,
+      updated_at: now,
+      promoted_at: null,
+      promoted_by: null,
+    };
+    return new PromptVersion(body, null, true);
+  }
+
+  /**
+   * Fill the `{{variable}}` placeholders: a text prompt gives a string, a chat prompt a
+   * list of `{role, content}` messages (narrow on `prompt_type` or the result). Values are checked against `variables_schema`; every problem is
+   * reported at once in one TemplateError. Values for variables the prompt lacks are
+   * ignored.
+   */
+  render(values: Readonly<Record<string, unknown>> = {}): string | ChatMessage[] {
+    const filled = resolveValues(this.variables, this.variables_schema, this.#implied, values);
+    return render(this.content, this.prompt_type, filled);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Variable contracts, rollouts and environments against a real `promptsvc serve`.
+ *
+ * Each test first asks the server whether it has the feature (a version with
+ * `variables_schema`, a promotion with `rollout_percent`, an environment) and skips,
+ * saying so, when it does not: the SDK's side is covered by the unit tests, and these
+ * run as soon as the server does.
+ */
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { assign, PromptClient, TemplateError } from "../../src/index.js";
+import { Warnings } from "../support/fake-service.js";
+import { Admin, KEYS, ORG, PromptService } from "../support/server.js";
+
+let server: PromptService;
+let admin: Admin;
+let client: PromptClient;
+
+before(async () => {
+  server = await PromptService.start();
+  admin = new Admin(server.baseUrl);
+  client = new PromptClient({
+    baseUrl: server.baseUrl,
+    accountId: ORG,
+    keyId: KEYS.read.clientId,
+    keySecret: KEYS.read.secret,
+    cacheTtl: 0,
+    logger: new Warnings(),
+  });
+});
+
+after(async () => {
+  await client?.close();
+  await server?.stop();
+});
+
+test("variable contract: the declared schema and examples reach render()", async (t) => {
+  await admin.ok("POST", "/prompts", { name: "order" });
+  const schema = {
+    item: { type: "string" },
+    count: { type: "integer", default: 1 },
+    tone: { type: "string", enum: ["kind", "terse"], required: false },
+  };
+  const created = await admin.call("POST", "/prompts/order/versions", {
+    content: "{{count}} x {{item}} {{tone}}",
+    variables_schema: schema,
+    examples: [{ name: "one", variables: { item: "tea" } }],
+  });
+  if (created.status !== 201 || created.body["variables_schema"] === undefined) {
+    t.skip(`the server has no variable contracts yet (POST answered ${created.status})`);
+    return;
+  }
+  await admin.promote("order", created.body["version_id"] as string);
+  const v = await client.getPromptVersion("order");
+  assert.deepEqual(v.variables_schema["count"], schema.count);
+  assert.equal(v.examples[0]?.name, "one");
+  assert.equal(v.render({ item: "tea" }), "1 x tea ");
+  assert.throws(
+    () => v.render({ count: "3", tone: "rude" }),
+    (e: unknown) => e instanceof TemplateError && e.problems.map((p) => p.variable).join() === "item,count,tone",
+  );
+});
+
+test("rollout: each key gets the side the server gives it, from one cached read", async (t) => {
+  const versions = await admin.prompt("banner", ["old {{x}}", "new {{x}}"]);
+  const candidate = versions[1]?.["version_id"] as string;
+  const started = await admin.call("POST", `/prompts/banner/versions/${candidate}/promote`, { rollout_percent: 40 });
+  if (started.status !== 201 || typeof started.body["rollout_id"] !== "string") {
+    t.skip(`the server has no rollouts yet (promotion with rollout_percent answered ${started.status})`);
+    return;
+  }
+  const rolloutId = started.body["rollout_id"];
+  const cached = new PromptClient({ baseUrl: server.baseUrl, accountId: ORG, keyId: KEYS.read.clientId, keySecret: KEYS.read.secret });
+  const keys = Array.from({ length: 50 }, (_, i) => `user-${i}`);
+  for (const key of keys) {
+    const got = await cached.getPromptVersion("banner", { rolloutKey: key });
+    assert.equal(got.version, (await assign(rolloutId, key, 40)) ? 2 : 1, key);
+    assert.equal(got.rollout?.rollout_id, rolloutId);
+    const picked = await admin.ok("GET", `/prompts/banner/production?rollout_key=${encodeURIComponent(key)}`);
+    assert.equal(picked["version"], got.version, `the server assigns ${key} alike`);
+  }
+});
+
+test("environments: a label other than production and latest reads that environment", async (t) => {
+  const made = await admin.call("POST", "/environments", { name: "staging" });
+  if (made.status !== 201) {
+    t.skip(`the server has no environments yet (POST /environments answered ${made.status})`);
+    return;
+  }
+  const versions = await admin.prompt("env-prompt", ["prod {{x}}", "staging {{x}}"]);
+  await admin.promote("env-prompt", versions[1]?.["version_id"] as string, { environment: "staging" });
+  assert.equal((await client.getPromptVersion("env-prompt", { label: "staging" })).version, 2);
+  assert.equal((await client.getPromptVersion("env-prompt")).version, 1);
+});

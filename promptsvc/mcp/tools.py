@@ -1,0 +1,158 @@
+"""The MCP tools: their input schemas, and each call made on the service.
+
+Every tool is listed for every caller; the service decides what the caller's role
+allows (writes need Service Write), and a refusal comes back as a tool error
+(``isError``) whose text starts with the service's code and message, for example
+``forbidden: forbidden``. Results are the API's JSON, as structured content and as its
+JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcp import types
+
+from promptsvc.cli.api import ServiceClient
+from promptsvc.client import PromptServiceError
+from promptsvc.mcp import service
+
+NAME = {"type": "string", "description": "the prompt's name (or its pmt_ id)"}
+VERSION_REF = {
+    "type": ["string", "integer"],
+    "description": "a version number, a v_ id, or production / latest",
+}
+
+
+def _schema(required: list[str], **properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+TOOLS = [
+    types.Tool(
+        name="list_prompts",
+        description="Every prompt of the org: name, type, description, latest and "
+        "production version numbers.",
+        inputSchema=_schema([]),
+        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+    ),
+    types.Tool(
+        name="get_prompt",
+        description="One version of a prompt, with its content and variables: production "
+        "by default, or by label (production, latest, an environment) or version.",
+        inputSchema=_schema(
+            ["name"],
+            name=NAME,
+            label={"type": "string", "description": "production, latest, or an environment"},
+            version={"type": ["string", "integer"], "description": "a version number or v_ id"},
+        ),
+        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+    ),
+    types.Tool(
+        name="diff_versions",
+        description="What changed between two versions of a prompt: a unified diff of the "
+        "content and the variables, metadata and tags added or removed.",
+        inputSchema=_schema(
+            ["name", "from", "to"], name=NAME, to=VERSION_REF, **{"from": VERSION_REF}
+        ),
+        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+    ),
+    types.Tool(
+        name="create_version",
+        description="A new draft version of an existing prompt (needs Service Write). "
+        "Chat prompts take their messages as a JSON list of {role, content}. Nothing is "
+        "served until the version is promoted.",
+        inputSchema=_schema(
+            ["name", "content"],
+            name=NAME,
+            content={"type": "string", "description": "the template, {{variable}} placeholders"},
+            variables_schema={
+                "type": "object",
+                "description": "the variables' contract: {variable: {type, required, "
+                "description, default, enum}}",
+            },
+            notes={"type": "string", "description": "why; kept in the version's metadata"},
+        ),
+        annotations=types.ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        ),
+    ),
+    types.Tool(
+        name="request_promotion",
+        description="Make a version the one an environment serves (needs Service Write). "
+        "On a protected environment this opens a review for people to approve instead.",
+        inputSchema=_schema(
+            ["name", "version"],
+            name=NAME,
+            version=VERSION_REF,
+            environment={
+                "type": "string",
+                "description": "where to promote; default: the environment this server serves",
+            },
+            notes={"type": "string", "description": "why; kept in the promotion's history"},
+        ),
+        annotations=types.ToolAnnotations(
+            readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+        ),
+    ),
+]
+
+Call = Callable[[ServiceClient, str, dict[str, Any]], dict[str, Any]]
+
+CALLS: dict[str, Call] = {
+    "list_prompts": lambda client, env, args: {"prompts": client.list_prompts()},
+    "get_prompt": lambda client, env, args: service.read_version(
+        client, args["name"], args.get("label"), args.get("version")
+    ),
+    "diff_versions": lambda client, env, args: client.diff(
+        args["name"], str(args["from"]), str(args["to"])
+    ),
+    "create_version": lambda client, env, args: service.create_version(
+        client, args["name"], args["content"], args.get("variables_schema"), args.get("notes")
+    ),
+    "request_promotion": lambda client, env, args: service.request_promotion(
+        client, args["name"], args["version"], args.get("environment") or env, args.get("notes")
+    ),
+}
+
+
+def failure(text: str, error: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structuredContent={"error": error},
+        isError=True,
+    )
+
+
+def call(
+    client: ServiceClient, environment: str, name: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """Run tool ``name`` (blocking: the caller runs it in a worker thread)."""
+    run = CALLS.get(name)
+    if run is None:
+        return failure(f"unknown tool {name!r}", {"code": "unknown_tool", "message": name})
+    try:
+        result = run(client, environment, arguments)
+    except PromptServiceError as exc:
+        error = {
+            "code": exc.code,
+            "message": exc.message,
+            "status": exc.status,
+            "request_id": exc.request_id,
+        }
+        answer = "no answer" if exc.status is None else f"HTTP {exc.status}"
+        return failure(f"{exc.code}: {exc.message} ({answer}, request id {exc.request_id})", error)
+    except ValueError as exc:  # arguments the service was never asked about
+        return failure(f"bad_request: {exc}", {"code": "bad_request", "message": str(exc)})
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, indent=2))],
+        structuredContent=result,
+        isError=False,
+    )

@@ -1,0 +1,36 @@
+"""Opaque page cursors: a listing position (last name, number or sequence returned)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from storage.errors import InvalidInput
+from storage.ids import version_number
+
+
+def encode_cursor(position: str) -> str:
+    """Opaque cursor for a listing position."""
+    return base64.urlsafe_b64encode(position.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """Inverse of encode_cursor; InvalidInput for text that is not such a cursor.
+
+    Backends still check that the decoded position has the form they expect.
+    """
+    try:
+        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
+        return raw.decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("invalid cursor") from None
+
+
+def decode_number_cursor(cursor: str | None) -> int | None:
+    """A cursor holding a version number or promotion sequence; None for no cursor."""
+    if not cursor:
+        return None
+    number = version_number(decode_cursor(cursor))
+    if number is None:
+        raise InvalidInput("invalid cursor")
+    return number

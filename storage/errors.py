@@ -1,0 +1,163 @@
+"""Every error a storage backend raises: one root, mapped to HTTP in one place by the API
+(promptsvc/api/errors.py)::
+
+    StorageError
+    ├── NotFound                  -> 404
+    │   ├── PromptNotFound
+    │   ├── VersionNotFound
+    │   ├── NoProductionVersion
+    │   ├── ApiKeyNotFound
+    │   ├── UserNotFound
+    │   ├── SessionNotFound       (a refresh family for a session that has ended)
+    │   └── WebhookNotFound
+    ├── Conflict                  -> 409
+    │   ├── PromptExists
+    │   ├── ApiKeyExists
+    │   ├── UserExists
+    │   ├── DeviceCodeExists      (a device or user code already in use)
+    │   ├── DeviceAlreadyDecided  (approve/deny of a device authorization not pending)
+    │   ├── RefreshTokenReused    (a used refresh token again: its family is revoked)
+    │   ├── OrgNotEmpty           (a restore into an org that has data)
+    │   ├── LifecycleError        (a transition the rules forbid)
+    │   │   └── NoRollbackTarget
+    │   └── ProductionChanged     (a guarded promotion or rollback whose expected
+    │                              production version is not the current one)
+    ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
+    └── StorageUnavailable        -> 503 (the backend does not answer)
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Root of every error raised by a storage backend."""
+
+
+class NotFound(StorageError):
+    pass
+
+
+class PromptNotFound(NotFound):
+    def __init__(self, prompt_ref: str) -> None:
+        super().__init__(f"prompt '{prompt_ref}' not found")
+        self.prompt_ref = prompt_ref
+
+
+class VersionNotFound(NotFound):
+    def __init__(self, prompt_ref: str, version_ref: str) -> None:
+        super().__init__(f"version '{version_ref}' of prompt '{prompt_ref}' not found")
+        self.prompt_ref = prompt_ref
+        self.version_ref = version_ref
+
+
+class NoProductionVersion(NotFound):
+    def __init__(self, prompt_ref: str) -> None:
+        super().__init__(f"prompt '{prompt_ref}' has no production version")
+        self.prompt_ref = prompt_ref
+
+
+class ApiKeyNotFound(NotFound):
+    def __init__(self, client_id: str) -> None:
+        super().__init__(f"API key '{client_id}' not found")
+        self.client_id = client_id
+
+
+class WebhookNotFound(NotFound):
+    def __init__(self, webhook_id: str) -> None:
+        super().__init__(f"webhook '{webhook_id}' not found")
+        self.webhook_id = webhook_id
+
+
+class Conflict(StorageError):
+    pass
+
+
+class PromptExists(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"prompt '{name}' already exists")
+        self.name = name
+
+
+class ApiKeyExists(Conflict):
+    def __init__(self, client_id: str) -> None:
+        super().__init__(f"API key '{client_id}' already exists")
+        self.client_id = client_id
+
+
+class UserNotFound(NotFound):
+    def __init__(self, username: str) -> None:
+        super().__init__(f"user '{username}' not found")
+        self.username = username
+
+
+class UserExists(Conflict):
+    def __init__(self, username: str) -> None:
+        super().__init__(f"user '{username}' already exists")
+        self.username = username
+
+
+class SessionNotFound(NotFound):
+    """The realm session is gone (ended or expired)."""
+
+
+class DeviceCodeExists(Conflict):
+    """The device code or the user code is in use already: make new ones."""
+
+
+class DeviceAlreadyDecided(Conflict):
+    """The device authorization was approved or denied already."""
+
+
+class RefreshTokenReused(Conflict):
+    """A refresh token was presented after it had been rotated; its whole family is
+    revoked by the same atomic step that found out."""
+
+    def __init__(self, family_id: str) -> None:
+        super().__init__("refresh token reused: its family is revoked")
+        self.family_id = family_id
+
+
+class OrgNotEmpty(Conflict):
+    def __init__(self, org: str) -> None:
+        super().__init__(
+            f"org '{org}' is not empty (it has prompts, API keys or users): "
+            "a restore only writes into an empty org, and nothing was written"
+        )
+        self.org = org
+
+
+class LifecycleError(Conflict):
+    """A transition the lifecycle rules (storage/lifecycle.py) forbid; the message says which."""
+
+
+class ProductionChanged(Conflict):
+    """Production is not the version the caller expected; nothing was changed."""
+
+    def __init__(self, prompt_ref: str, expected: int | None, current: int | None) -> None:
+        now = (
+            "there is no production version"
+            if current is None
+            else f"production is version {current}"
+        )
+        wanted = "no production version" if expected is None else f"version {expected}"
+        super().__init__(f"prompt '{prompt_ref}': {now}, expected {wanted}; nothing was changed")
+        self.prompt_ref = prompt_ref
+        self.expected = expected
+        self.current = current
+
+
+class NoRollbackTarget(LifecycleError):
+    """A rollback with nothing to roll back to; ``reason`` says why (the reasons and
+    their messages: storage/lifecycle.py)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class InvalidInput(StorageError):
+    pass
+
+
+class StorageUnavailable(StorageError):
+    """The backend did not answer. Never carries connection details to callers."""

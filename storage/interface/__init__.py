@@ -1,0 +1,37 @@
+"""The storage interface, one capability (an ABC) per concern, combined as
+:class:`Storage`:
+
+* :class:`PromptStore` (storage/interface/prompts.py): prompts, versions, promotions;
+* :class:`IdentityStore` (identity.py): API keys, users, login flows, signing keys;
+* :class:`EventStore` (events.py): the change event log;
+* :class:`WebhookStore` (webhooks.py): webhooks and their delivery queue;
+* :class:`OrgArchive` (archive.py): an org's data read and written whole.
+
+A backend implements them all: a package with one module per concern (storage/memory,
+storage/redis), each a mixin of one capability, combined into its ``Storage`` class.
+"""
+
+from __future__ import annotations
+
+from storage.interface.archive import OrgArchive
+from storage.interface.core import EVENT_LOG_SIZE, StorageCore
+from storage.interface.events import EventStore
+from storage.interface.identity import IdentityStore
+from storage.interface.prompts import PromptStore
+from storage.interface.webhooks import DELIVERY_HISTORY_SIZE, WebhookStore
+
+__all__ = [
+    "DELIVERY_HISTORY_SIZE",
+    "EVENT_LOG_SIZE",
+    "EventStore",
+    "IdentityStore",
+    "OrgArchive",
+    "PromptStore",
+    "Storage",
+    "StorageCore",
+    "WebhookStore",
+]
+
+
+class Storage(PromptStore, IdentityStore, EventStore, WebhookStore, OrgArchive):
+    """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster."""

@@ -1,0 +1,31 @@
+"""Backup and restore of a whole org."""
+
+from __future__ import annotations
+
+import abc
+
+from storage.interface.core import StorageCore
+from storage.records import OrgSnapshot
+
+
+class OrgArchive(StorageCore):
+    """Every org's data, read and written whole (promptsvc.backup)."""
+
+    @abc.abstractmethod
+    def list_orgs(self) -> list[str]:
+        """Every org that has a prompt, an API key or a user, sorted."""
+
+    @abc.abstractmethod
+    def export_org(self, org: str) -> OrgSnapshot:
+        """Everything ``org`` keeps, exactly as stored (ids, numbers and the version
+        counters, statuses, times, secret and password hashes). Each prompt is read in
+        one atomic step, so it is consistent in itself; a prompt created or deleted
+        meanwhile is in the snapshot or not. An org without data gives an empty
+        snapshot."""
+
+    @abc.abstractmethod
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        """Write ``snapshot`` exactly as given, with every index and counter the other
+        operations use, in one atomic step. Only into an org without prompts, API keys
+        or users: otherwise OrgNotEmpty, and nothing is written. The caller checked that
+        the snapshot is consistent (promptsvc.backup does)."""

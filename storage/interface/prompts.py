@@ -1,0 +1,232 @@
+"""Prompts, their versions and their promotion history.
+
+Every prompt operation is scoped by ``org`` (the realm slug): no call can see or touch
+another org's data. A prompt is addressed by its name or its ``pmt_`` id
+(``prompt_ref``); a version by its ``v_`` id or its number as a decimal string
+(``version_ref``). The lifecycle rules every backend enforces are in
+storage/lifecycle.py.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+from storage import lifecycle
+from storage.interface.core import StorageCore
+from storage.lifecycle import UNGUARDED, Expected
+from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
+
+# Promotion records read per call when the whole history is needed.
+HISTORY_PAGE = 500
+
+
+class PromptStore(StorageCore):
+    """Prompts and versions.
+
+    Every method that changes a prompt or a version takes, besides its own arguments,
+    who made the change (``actor``, a user id; ``created_by`` and ``promoted_by`` where
+    the method already has them) and the id of the request that asked for it
+    (``request_id``): both go into the change's event (storage/interface/events.py),
+    appended in the same atomic step.
+    """
+
+    # -- prompts
+    @abc.abstractmethod
+    def create_prompt(
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Prompt:
+        """Create a prompt. Raises PromptExists. The caller validated the name."""
+
+    @abc.abstractmethod
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        """By name or ``pmt_`` id. Raises PromptNotFound."""
+
+    @abc.abstractmethod
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        """Prompts ordered by name. Raises InvalidInput for a cursor it did not issue."""
+
+    @abc.abstractmethod
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        """Delete a prompt with all its versions and history. Raises PromptNotFound.
+
+        A prompt created later under the same name starts again at version 1.
+        """
+
+    # -- versions
+    @abc.abstractmethod
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+        *,
+        variables: Sequence[str] = (),
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        """New draft with the next number (atomic, never reused).
+
+        ``variables`` are the content's placeholders as the layer above extracted them
+        (promptsvc.templates, which also checks chat content); storage keeps them as
+        given.
+        """
+
+    @abc.abstractmethod
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        """By ``v_`` id or number string. Raises PromptNotFound / VersionNotFound."""
+
+    @abc.abstractmethod
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        """Highest existing version number, any status. Raises PromptNotFound /
+        VersionNotFound (prompt has no versions)."""
+
+    @abc.abstractmethod
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        """The published version. Raises PromptNotFound / NoProductionVersion."""
+
+    @abc.abstractmethod
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        """Newest first, optionally only one status."""
+
+    @abc.abstractmethod
+    def edit_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        variables: Sequence[str] = (),
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        """Replace a draft's content and its ``variables`` (given, as for
+        :meth:`create_version`). Non-draft: LifecycleError."""
+
+    @abc.abstractmethod
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        """Atomically: the draft becomes published (promoted_at/by set), the previously
+        published version becomes archived (or draft when ``archive_previous`` is
+        False), and a history record is written. Non-draft: LifecycleError.
+
+        With ``expected_production`` (a number, or None for "no production version"),
+        the same atomic step first checks that production is that version, and when it
+        is not, changes nothing and raises ProductionChanged carrying the current one.
+        """
+
+    @abc.abstractmethod
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        """Atomically make an earlier production version production again.
+
+        The target is ``to_version``, or else :meth:`previous_production`: the version
+        before the current one on the line of production versions, which never returns
+        to a version rolled back from (storage/lifecycle.py); whatever its
+        status now (archived or draft), it becomes published with promoted_at/by set,
+        the current production version becomes archived, and a promotion record is
+        written (``notes`` default to "rollback to v<N>"). ``expected_production``
+        guards the step as in :meth:`promote`, and is checked first. The event is a
+        ``version.promoted`` with the replaced version as ``previous_version``, as for
+        any promotion.
+
+        LifecycleError when there is nothing to roll back to: no production version,
+        no earlier one, a target that was deleted, that was never production, or that
+        is production now.
+        """
+
+    def previous_production(self, org: str, prompt_ref: str) -> int | None:
+        """The version a rollback without ``to_version`` would make production now, by
+        the rule of storage/lifecycle.py (None: there is none before production): what
+        a page offers to roll back to. Raises PromptNotFound."""
+        records: list[PromotionRecord] = []
+        cursor = None
+        while True:
+            page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
+            records.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        records.reverse()  # the pages go newest first
+        return lifecycle.previous_production(records)
+
+    @abc.abstractmethod
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        """draft -> archived. Published or archived: LifecycleError."""
+
+    @abc.abstractmethod
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        """archived -> draft. Anything else: LifecycleError."""
+
+    @abc.abstractmethod
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Delete a draft or archived version; numbering is unchanged. Published:
+        LifecycleError."""
+
+    @abc.abstractmethod
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        """Promotion records, newest promotion first."""

@@ -1,0 +1,32 @@
+"""In-process storage: dicts under one lock, for ``promptsvc serve`` and tests.
+
+It gives the same guarantees as the Redis backend (the shared conformance suite proves
+it), but lives inside one process: gunicorn with several workers must use Redis.
+
+One module per concern, each a mixin of one capability of storage/interface over the
+state of storage/memory/state.py, all under the one lock of storage/memory/core.py.
+"""
+
+from __future__ import annotations
+
+from storage.interface import Storage
+from storage.memory.archive import MemoryArchive
+from storage.memory.events import MemoryEvents
+from storage.memory.identity import MemoryIdentity
+from storage.memory.login import MemoryLogin
+from storage.memory.prompts import MemoryPrompts
+from storage.memory.webhooks import MemoryWebhooks
+
+__all__ = ["MemoryStorage"]
+
+
+class MemoryStorage(
+    MemoryPrompts,
+    MemoryEvents,
+    MemoryWebhooks,
+    MemoryIdentity,
+    MemoryLogin,
+    MemoryArchive,
+    Storage,
+):
+    """Storage in this process's memory; everything is lost when it exits."""

@@ -1,0 +1,63 @@
+"""Backup and restore of an org in memory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from storage.errors import OrgNotEmpty
+from storage.interface import OrgArchive
+from storage.memory.core import MemoryCore
+from storage.memory.state import OrgState, PromptState
+from storage.records import OrgSnapshot, PromptSnapshot
+
+
+class MemoryArchive(MemoryCore, OrgArchive):
+    """An org read and written whole."""
+
+    # -- backup and restore
+
+    def list_orgs(self) -> list[str]:
+        with self._lock:
+            return sorted(org for org, state in self._orgs.items() if not state.is_empty())
+
+    def export_org(self, org: str) -> OrgSnapshot:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            if org_state is None:
+                return OrgSnapshot(org, (), (), ())
+            prompts = tuple(
+                PromptSnapshot(
+                    prompt=self._prompt(state),
+                    next_version=state.counter,
+                    versions=tuple(state.versions.values()),
+                    history=tuple(state.history),
+                )
+                for _, state in sorted(org_state.by_name.items())
+            )
+            keys = tuple(org_state.keys.values())
+            return OrgSnapshot(org, prompts, keys, tuple(org_state.users.values()))
+
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        by_name: dict[str, PromptState] = {}
+        for item in snapshot.prompts:
+            versions = sorted(item.versions, key=lambda v: v.version)
+            published = [v.version for v in versions if v.status == "published"]
+            state = PromptState(
+                prompt=replace(item.prompt, latest_version=None, production_version=None),
+                counter=item.next_version,
+                versions={v.version: v for v in versions},
+                numbers={v.version_id: v.version for v in versions},
+                production=published[0] if published else None,
+                history=list(item.history),
+            )
+            by_name[item.prompt.name] = state
+        with self._lock:
+            org_state = self._orgs.setdefault(snapshot.org, OrgState())
+            if not org_state.is_empty():
+                raise OrgNotEmpty(snapshot.org)
+            # Into the org's own state: whatever login state it holds stays.
+            org_state.by_name = by_name
+            org_state.by_id = {state.prompt.prompt_id: state for state in by_name.values()}
+            org_state.keys = {key.client_id: key for key in snapshot.api_keys}
+            org_state.users = {user.username: user for user in snapshot.users}
+            org_state.user_ids = {user.user_id: user.username for user in snapshot.users}

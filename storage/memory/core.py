@@ -1,0 +1,122 @@
+"""The memory backend's shared state and the lookups every concern uses."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import replace
+from datetime import datetime
+
+from storage.errors import PromptNotFound, VersionNotFound
+from storage.ids import event_position, version_number
+from storage.interface import StorageCore
+from storage.memory.state import OrgState, PromptState
+from storage.records import Event, Prompt, PromptVersion, RateLimitSettings, SigningKey
+from storage.times import Clock, utcnow
+
+
+class MemoryCore(StorageCore):
+    """The state every concern of the memory backend shares, under one lock: each
+    operation is short, and one lock makes every multi-record change (promotion above
+    all) atomic for readers too."""
+
+    def __init__(self, clock: Clock = utcnow) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+        # Waiters for new events (wait_for_events) sleep on the same lock.
+        self._appended = threading.Condition(self._lock)
+        self._orgs: dict[str, OrgState] = {}
+        self._signing: list[SigningKey] = []
+        self._session_secret: str | None = None
+        self._flow_writes = 0
+        self._tickets = itertools.count(1)
+
+    def ping(self) -> None:
+        return None
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        # Counters in this process, like the data: limits' own memory storage.
+        return RateLimitSettings("memory://")
+
+    # -- lookups (call with the lock held)
+
+    def _state(self, org: str, prompt_ref: str) -> PromptState:
+        org_state = self._orgs.get(org)
+        if org_state is not None:
+            state = org_state.by_name.get(prompt_ref) or org_state.by_id.get(prompt_ref)
+            if state is not None:
+                return state
+        raise PromptNotFound(prompt_ref)
+
+    @staticmethod
+    def _number(state: PromptState, prompt_ref: str, version_ref: str) -> int:
+        number = version_number(version_ref)
+        if number is not None:
+            if number in state.versions:
+                return number
+        elif version_ref in state.numbers:
+            return state.numbers[version_ref]
+        raise VersionNotFound(prompt_ref, version_ref)
+
+    @staticmethod
+    def _prompt(state: PromptState) -> Prompt:
+        latest = next(reversed(state.versions)) if state.versions else None
+        return replace(state.prompt, latest_version=latest, production_version=state.production)
+
+    def _record(
+        self,
+        org_state: OrgState,
+        kind: str,
+        prompt: Prompt,
+        version: PromptVersion | None,
+        actor: str | None,
+        request_id: str | None,
+        now: datetime,
+        previous_version: int | None = None,
+    ) -> None:
+        """Append the event of a change made under the lock, and wake the waiters."""
+        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
+        # never lower than the last one, whatever the clock does.
+        ms = int(now.timestamp() * 1000)
+        last_ms, last_seq = org_state.last_event
+        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
+        org_state.last_event = position
+        org_state.events.append(
+            Event(
+                id=f"{position[0]}-{position[1]}",
+                type=kind,
+                prompt_id=prompt.prompt_id,
+                prompt_name=prompt.name,
+                version=version.version if version else None,
+                version_id=version.version_id if version else None,
+                # A deleted version has no status any more.
+                status=version.status if version and kind != "version.deleted" else None,
+                previous_version=previous_version,
+                actor=actor,
+                at=now,
+                request_id=request_id,
+            )
+        )
+        while len(org_state.events) > self.event_log_size:
+            org_state.events.popleft()
+            org_state.events_dropped = True
+        self._appended.notify_all()
+
+    @staticmethod
+    def _set_status(state: PromptState, number: int, status: str, now: datetime) -> PromptVersion:
+        version = replace(state.versions[number], status=status, updated_at=now)
+        state.versions[number] = version
+        return version
+
+    def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
+        org_state = self._orgs.get(org)
+        if org_state is None:
+            return []
+        found: list[Event] = []
+        # Newest first from the end: a follower asks for the few newest events.
+        for event in reversed(org_state.events):
+            if event_position(event.id) <= after:
+                break
+            found.append(event)
+        found.reverse()
+        return found[:limit]

@@ -1,0 +1,354 @@
+"""Prompts, versions and promotions in memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from storage import lifecycle
+from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
+from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
+from storage.ids import new_id
+from storage.interface import PromptStore
+from storage.lifecycle import UNGUARDED, Expected
+from storage.memory.core import MemoryCore
+from storage.memory.state import OrgState, PromptState
+from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
+
+
+class MemoryPrompts(MemoryCore, PromptStore):
+    """Prompts, versions and promotions; the lifecycle rules by storage/lifecycle.py."""
+
+    # -- prompts
+
+    def create_prompt(
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Prompt:
+        now = self.clock()
+        with self._lock:
+            org_state = self._orgs.setdefault(org, OrgState())
+            if name in org_state.by_name:
+                raise PromptExists(name)
+            prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+            state = PromptState(prompt)
+            org_state.by_name[name] = state
+            org_state.by_id[prompt.prompt_id] = state
+            self._record(org_state, "prompt.created", prompt, None, actor, request_id, now)
+            return prompt
+
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        with self._lock:
+            return self._prompt(self._state(org, prompt_ref))
+
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        after = decode_cursor(cursor) if cursor else None
+        with self._lock:
+            org_state = self._orgs.get(org)
+            names = sorted(org_state.by_name) if org_state else []
+            if after is not None:
+                names = [n for n in names if n > after]
+            page = names[:limit]
+            items = [self._prompt(org_state.by_name[n]) for n in page] if org_state else []
+        more = len(names) > limit
+        return Page(items, encode_cursor(page[-1]) if more else None)
+
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            org_state = self._orgs[org]
+            del org_state.by_name[state.prompt.name]
+            del org_state.by_id[state.prompt.prompt_id]
+            self._record(org_state, "prompt.deleted", state.prompt, None, actor, request_id, now)
+
+    # -- versions
+
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+        *,
+        variables: Sequence[str] = (),
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        # A private copy: the caller keeps no handle on a stored (immutable) record.
+        meta = json.loads(json.dumps(metadata or {}))
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            prompt = state.prompt
+            state.counter += 1
+            version = PromptVersion(
+                prompt_id=prompt.prompt_id,
+                version_id=new_id("v_"),
+                name=prompt.name,
+                version=state.counter,
+                content=content,
+                variables=tuple(variables),
+                status="draft",
+                prompt_type=prompt.prompt_type,
+                metadata=meta,
+                tags=tuple(tags or ()),
+                created_at=now,
+                updated_at=now,
+                promoted_at=None,
+                promoted_by=None,
+                created_by=created_by,
+            )
+            state.versions[version.version] = version
+            state.numbers[version.version_id] = version.version
+            state.prompt = replace(prompt, updated_at=now)
+            self._record(
+                self._orgs[org], "version.created", prompt, version, created_by, request_id, now
+            )
+            return version
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            return state.versions[self._number(state, prompt_ref, version_ref)]
+
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            if not state.versions:
+                raise VersionNotFound(prompt_ref, "latest")
+            return state.versions[next(reversed(state.versions))]
+
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            if state.production is None:
+                raise NoProductionVersion(prompt_ref)
+            return state.versions[state.production]
+
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        before = decode_number_cursor(cursor)
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            found: list[PromptVersion] = []
+            more = False
+            for number in reversed(state.versions):
+                if before is not None and number >= before:
+                    continue
+                version = state.versions[number]
+                if status is not None and version.status != status:
+                    continue
+                if len(found) == limit:
+                    more = True
+                    break
+                found.append(version)
+        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+
+    def edit_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        variables: Sequence[str] = (),
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            current = state.versions[number]
+            lifecycle.check_editable(current)
+            version = replace(current, content=content, variables=tuple(variables), updated_at=now)
+            state.versions[number] = version
+            self._record(
+                self._orgs[org], "version.updated", state.prompt, version, actor, request_id, now
+            )
+            return version
+
+    def _publish(
+        self,
+        org: str,
+        state: PromptState,
+        number: int,
+        promoted_by: str,
+        previous: int | None,
+        notes: str | None,
+        now: datetime,
+        request_id: str | None,
+    ) -> Promotion:
+        """``number`` becomes production and the promotion is recorded, in the history
+        and in the event log (the caller has already moved the previous production
+        version out)."""
+        version = replace(
+            state.versions[number],
+            status="published",
+            updated_at=now,
+            promoted_at=now,
+            promoted_by=promoted_by,
+        )
+        state.versions[number] = version
+        record = PromotionRecord(
+            history_id=new_id("h_"),
+            prompt_id=state.prompt.prompt_id,
+            version_number=number,
+            promoted_by=promoted_by,
+            promoted_at=now,
+            previous_version=previous,
+            notes=notes,
+        )
+        state.production = number
+        state.history.append(record)
+        state.prompt = replace(state.prompt, updated_at=now)
+        self._record(
+            self._orgs[org],
+            "version.promoted",
+            state.prompt,
+            version,
+            promoted_by,
+            request_id,
+            now,
+            previous_version=previous,
+        )
+        return Promotion(version, record)
+
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            lifecycle.check_expected(prompt_ref, expected_production, state.production)
+            lifecycle.check_promotable(state.versions[number])
+            previous = state.production
+            if previous is not None:
+                self._set_status(state, previous, "archived" if archive_previous else "draft", now)
+            return self._publish(org, state, number, promoted_by, previous, notes, now, request_id)
+
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            lifecycle.check_expected(prompt_ref, expected_production, state.production)
+            current = state.production
+            target = lifecycle.rollback_target(
+                prompt_ref, current, state.history, to_version, state.versions.get
+            )
+            assert current is not None  # rollback_target refuses a prompt without one
+            self._set_status(state, current, "archived", now)
+            notes = lifecycle.rollback_notes(target) if notes is None else notes
+            return self._publish(org, state, target, promoted_by, current, notes, now, request_id)
+
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            lifecycle.check_archivable(state.versions[number])
+            version = self._set_status(state, number, "archived", now)
+            self._record(
+                self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
+            )
+            return version
+
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            lifecycle.check_unarchivable(state.versions[number])
+            version = self._set_status(state, number, "draft", now)
+            self._record(
+                self._orgs[org], "version.unarchived", state.prompt, version, actor, request_id, now
+            )
+            return version
+
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self.clock()
+        with self._lock:
+            state = self._state(org, prompt_ref)
+            number = self._number(state, prompt_ref, version_ref)
+            version = state.versions[number]
+            lifecycle.check_deletable(version)
+            del state.versions[number]
+            del state.numbers[version.version_id]
+            state.prompt = replace(state.prompt, updated_at=now)
+            self._record(
+                self._orgs[org], "version.deleted", state.prompt, version, actor, request_id, now
+            )
+
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        # Positions are 1-based promotion sequence numbers; pages go newest first.
+        before = decode_number_cursor(cursor)
+        with self._lock:
+            history = self._state(org, prompt_ref).history
+            end = len(history) if before is None else min(before - 1, len(history))
+            start = max(end - limit, 0)
+            items = list(reversed(history[start:end]))
+        return Page(items, encode_cursor(str(start + 1)) if start > 0 else None)

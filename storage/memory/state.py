@@ -1,0 +1,105 @@
+"""What the memory backend holds: each org's state, as plain dataclasses."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from storage.records import (
+    ApiKey,
+    AuthorizationCode,
+    Delivery,
+    DeliveryTask,
+    DeviceAuthorization,
+    Event,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+    RealmSession,
+    RefreshToken,
+    User,
+    Webhook,
+)
+
+
+@dataclass(slots=True)
+class PromptState:
+    prompt: Prompt
+    counter: int = 0  # last number handed out; never goes down
+    versions: dict[int, PromptVersion] = field(default_factory=dict)  # ascending numbers
+    numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
+    production: int | None = None
+    history: list[PromotionRecord] = field(default_factory=list)  # oldest first
+
+
+@dataclass(slots=True)
+class Family:
+    session_id: str | None
+    expires_at: datetime  # that of its newest token
+
+
+@dataclass(slots=True)
+class Queued:
+    task: DeliveryTask
+    claimed_at: float | None = None  # time.monotonic() of the last claim; None: not claimed
+
+
+@dataclass(slots=True)
+class Hooks:
+    """An org's webhooks and delivery queue (see Storage.claim_deliveries)."""
+
+    webhooks: dict[str, Webhook] = field(default_factory=dict)  # oldest first
+    since: dict[str, tuple[int, int]] = field(default_factory=dict)  # log position at creation
+    cursor: tuple[int, int] = (0, 0)  # the newest event fanned out to messages
+    queue: dict[str, Queued] = field(default_factory=dict)  # by ticket, oldest first
+    retries: list[tuple[datetime, DeliveryTask]] = field(default_factory=list)
+    deliveries: dict[str, deque[Delivery]] = field(default_factory=dict)  # newest first
+
+
+@dataclass(slots=True)
+class OrgState:
+    by_name: dict[str, PromptState] = field(default_factory=dict)
+    by_id: dict[str, PromptState] = field(default_factory=dict)
+    keys: dict[str, ApiKey] = field(default_factory=dict)
+    users: dict[str, User] = field(default_factory=dict)  # by username, oldest first
+    user_ids: dict[str, str] = field(default_factory=dict)  # user_id -> username
+    # Login flow state; each record expires at its expires_at (see _live).
+    codes: dict[str, AuthorizationCode] = field(default_factory=dict)
+    devices: dict[str, DeviceAuthorization] = field(default_factory=dict)
+    user_codes: dict[str, str] = field(default_factory=dict)  # user_code -> device hash
+    sessions: dict[str, RealmSession] = field(default_factory=dict)
+    session_families: dict[str, set[str]] = field(default_factory=dict)
+    tokens: dict[str, RefreshToken] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+    events: deque[Event] = field(default_factory=deque)  # oldest first
+    last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
+    events_dropped: bool = False  # the log went over its bound at least once
+    hooks: Hooks = field(default_factory=Hooks)
+
+    def is_empty(self) -> bool:
+        """No prompts, keys or users (login state alone does not count)."""
+        return not (self.by_name or self.keys or self.users)
+
+
+class Expiring(Protocol):
+    @property
+    def expires_at(self) -> datetime: ...
+
+
+E = TypeVar("E", bound=Expiring)
+
+# Expired flow records are dropped when met, and all of them every this many writes, so
+# records nobody asks for again (abandoned logins) cannot pile up.
+SWEEP_EVERY = 512
+
+
+def live(records: MutableMapping[str, E], key: str, now: datetime) -> E | None:
+    """``records[key]`` unless absent or expired (an expired one is dropped)."""
+    record = records.get(key)
+    if record is not None and record.expires_at <= now:
+        del records[key]
+        return None
+    return record

@@ -1,0 +1,446 @@
+"""The records storage keeps, and how each is shown to clients.
+
+Each record says once how clients see it: ``to_json()`` gives the JSON-ready dict that
+the API and the operator commands send, times spelled by :func:`storage.times.rfc3339`,
+fields kept only for storage (secret hashes, private keys, ``created_by``) left out. It
+lives on the record rather than in the API because identity shows records too and may
+not import promptsvc. A record whose secret is shown once, at creation, is answered as
+its ``to_json()`` plus that secret. New records follow the same pattern; the OpenAPI
+schemas (promptsvc/api/responses.py) only document these dicts, and
+tests/api/test_api_records.py holds every record's JSON to its schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from storage.times import rfc3339
+
+PromptType = Literal["text", "chat"]
+Status = Literal["draft", "published", "archived"]
+PROMPT_TYPES: tuple[str, ...] = ("text", "chat")
+STATUSES: tuple[str, ...] = ("draft", "published", "archived")
+EVENT_TYPES: tuple[str, ...] = (
+    "prompt.created",
+    "prompt.deleted",
+    "version.created",
+    "version.updated",
+    "version.promoted",
+    "version.archived",
+    "version.unarchived",
+    "version.deleted",
+)
+# A webhook subscribed to this gets every event type.
+ALL_EVENTS = "*"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    prompt_id: str  # "pmt_..."
+    name: str
+    prompt_type: str  # PromptType
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+    latest_version: int | None  # highest existing version number
+    production_version: int | None  # number of the published version
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt_id": self.prompt_id,
+            "name": self.name,
+            "prompt_type": self.prompt_type,
+            "description": self.description,
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "latest_version": self.latest_version,
+            "production_version": self.production_version,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVersion:
+    prompt_id: str
+    version_id: str  # "v_..."
+    name: str
+    version: int
+    content: str
+    variables: tuple[str, ...]
+    status: str  # Status
+    prompt_type: str
+    metadata: dict[str, object]
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    promoted_at: datetime | None
+    promoted_by: str | None  # user uuid
+    created_by: str  # user uuid; stored, never in an API response
+
+    @property
+    def is_production(self) -> bool:
+        # At most one version is published, and that one is production.
+        return self.status == "published"
+
+    def to_json(self) -> dict[str, Any]:
+        """Runs on every read the API's body memo misses: keep it a plain dict literal."""
+        return {
+            "prompt_id": self.prompt_id,
+            "version_id": self.version_id,
+            "name": self.name,
+            "version": self.version,
+            "content": self.content,
+            "variables": list(self.variables),
+            "status": self.status,
+            "is_production": self.is_production,
+            "prompt_type": self.prompt_type,
+            "metadata": self.metadata,
+            "tags": list(self.tags),
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "promoted_at": None if self.promoted_at is None else rfc3339(self.promoted_at),
+            "promoted_by": self.promoted_by,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionRecord:
+    history_id: str  # "h_..."
+    prompt_id: str
+    version_number: int
+    promoted_by: str
+    promoted_at: datetime
+    previous_version: int | None
+    notes: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "history_id": self.history_id,
+            "prompt_id": self.prompt_id,
+            "version_number": self.version_number,
+            "promoted_by": self.promoted_by,
+            "promoted_at": rfc3339(self.promoted_at),
+            "previous_version": self.previous_version,
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key (OAuth client) of one org. The secret is only ever stored hashed."""
+
+    org: str
+    client_id: str
+    secret_hash: str
+    role: str
+    user_id: str  # the key's service-account user (token ``sub``)
+    description: str | None
+    created_at: datetime
+    revoked: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Without the secret's hash, and without the org: every caller already names it."""
+        return {
+            "client_id": self.client_id,
+            "role": self.role,
+            "description": self.description,
+            "user_id": self.user_id,
+            "created_at": rfc3339(self.created_at),
+            "revoked": self.revoked,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A token signing key, shared by every worker and host on the same storage."""
+
+    kid: str
+    private_pem: str
+    created_at: datetime
+
+    def to_json(self, *, signing: bool) -> dict[str, Any]:
+        """Never the private key. ``signing``: whether this key signs new tokens."""
+        return {"kid": self.kid, "created_at": rfc3339(self.created_at), "signing": signing}
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """A person of one org. The password is only ever stored hashed (identity hashes)."""
+
+    org: str
+    user_id: str  # uuid; the token ``sub`` and what created_by/promoted_by record
+    username: str  # unique per org, never changes
+    role: str
+    disabled: bool
+    created_at: datetime
+    updated_at: datetime
+    password_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Without the password hash, and without the org: every caller already names it."""
+        return {
+            "user_id": self.user_id,
+            "username": self.username,
+            "role": self.role,
+            "disabled": self.disabled,
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change in an org's event log.
+
+    ``version``, ``version_id`` and ``status`` (the version's status after the change)
+    are None for prompt events; ``previous_version`` is the production version a
+    promotion replaced (None when there was none, and for other events). ``actor`` is
+    the user id that made the change and ``request_id`` the request that asked for it,
+    when the caller gave them.
+    """
+
+    id: str  # increases within an org (event_position)
+    type: str  # one of EVENT_TYPES
+    prompt_id: str
+    prompt_name: str
+    version: int | None
+    version_id: str | None
+    status: str | None
+    previous_version: int | None
+    actor: str | None
+    at: datetime
+    request_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "prompt_id": self.prompt_id,
+            "prompt_name": self.prompt_name,
+            "version": self.version,
+            "version_id": self.version_id,
+            "status": self.status,
+            "previous_version": self.previous_version,
+            "actor": self.actor,
+            "at": rfc3339(self.at),
+            "request_id": self.request_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationCode:
+    """An authorization code (single use, short-lived): what the token request needs
+    to check and to issue tokens."""
+
+    org: str
+    code_hash: str  # digest of the code the client holds
+    client_id: str
+    redirect_uri: str
+    scope: str
+    user_id: str
+    session_id: str | None  # the realm session the login made
+    code_challenge: str
+    code_challenge_method: str
+    nonce: str | None
+    auth_time: datetime  # when the person authenticated
+    expires_at: datetime
+
+
+DEVICE_STATUSES: tuple[str, ...] = ("pending", "approved", "denied")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAuthorization:
+    """A device authorization request (RFC 8628) and how the person answered it."""
+
+    org: str
+    device_code_hash: str  # digest of the device code the client polls with
+    user_code: str  # what the person types on the verification page (as normalized)
+    client_id: str
+    scope: str
+    interval: int  # seconds the client is told to wait between polls
+    created_at: datetime
+    expires_at: datetime
+    status: str = "pending"  # one of DEVICE_STATUSES
+    user_id: str | None = None  # who approved or denied
+    session_id: str | None = None  # the approving person's realm session
+    last_polled_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RealmSession:
+    """A person signed in to a realm: what the login page's cookie points at."""
+
+    org: str
+    session_id: str
+    user_id: str
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshToken:
+    """One refresh token of a family (the chain of rotations that began at one login)."""
+
+    org: str
+    token_hash: str  # digest of the token the client holds
+    family_id: str
+    client_id: str
+    user_id: str
+    scope: str
+    session_id: str | None  # the family ends with this session (None: it has none)
+    issued_at: datetime
+    expires_at: datetime
+    used: bool = False  # rotated already; presenting it again is a replay
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSnapshot:
+    """One prompt with everything it keeps, as a backup holds it.
+
+    ``next_version`` is the last version number handed out: higher than every kept
+    version when the newest ones were deleted, and it must survive a restore so numbers
+    are never reused. ``versions`` ascend by number; ``history`` is in promotion order,
+    oldest first. ``prompt``'s latest and production numbers follow from ``versions``.
+    """
+
+    prompt: Prompt
+    next_version: int
+    versions: tuple[PromptVersion, ...]
+    history: tuple[PromotionRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OrgSnapshot:
+    """Everything one org keeps that outlives a login: prompts (by name), API keys and
+    users (each oldest first, secrets and passwords as hashes). Login flow state
+    (codes, sessions, refresh tokens) is not in it: it lives minutes to days, and a
+    person signs in again."""
+
+    org: str
+    prompts: tuple[PromptSnapshot, ...]
+    api_keys: tuple[ApiKey, ...]
+    users: tuple[User, ...]
+
+    def is_empty(self) -> bool:
+        return not (self.prompts or self.api_keys or self.users)
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogBounds:
+    """The ids of the oldest and the newest event an org's log keeps (None: empty), and
+    whether it has dropped older events to stay within its bound.
+
+    A reader whose last id is older than ``oldest`` has missed events only when
+    ``trimmed``: a log that never dropped one still holds everything after any id.
+    """
+
+    oldest: str | None
+    newest: str | None
+    trimmed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A webhook subscription of one org. ``secret`` signs deliveries: it is stored, shown
+    once at creation, never listed. ``events`` are event types, or ``("*",)`` for all."""
+
+    webhook_id: str  # "wh_..."
+    url: str
+    events: tuple[str, ...]
+    description: str | None
+    secret: str  # "whsec_" + base64
+    created_at: datetime
+
+    def wants(self, event_type: str) -> bool:
+        return ALL_EVENTS in self.events or event_type in self.events
+
+    def to_json(self) -> dict[str, Any]:
+        """Without the secret."""
+        return {
+            "webhook_id": self.webhook_id,
+            "url": self.url,
+            "events": list(self.events),
+            "description": self.description,
+            "created_at": rfc3339(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One attempt to deliver one message (an event, or a ``ping``) to one webhook.
+
+    ``status_code`` is the receiver's answer (None when there was none) and ``error``
+    says why the attempt failed without one (timeout, refused address, ...). The attempt
+    delivered the message when the status is 2xx.
+    """
+
+    webhook_id: str
+    message_id: str  # the webhook-id header: the same on every attempt of one message
+    event_id: str | None  # None for a ping
+    event_type: str
+    attempt: int  # 1 for the first
+    status_code: int | None
+    error: str | None
+    at: datetime
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "attempt": self.attempt,
+            "status_code": self.status_code,
+            "error": self.error,
+            "delivered": self.delivered,
+            "at": rfc3339(self.at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryTask:
+    """A message claimed from an org's delivery queue, to send to one webhook.
+
+    ``ticket`` names the claim for :meth:`Storage.finish_delivery` (opaque). ``payload``
+    is the JSON body; ``attempt`` counts from 1.
+    """
+
+    ticket: str
+    webhook_id: str
+    message_id: str
+    event_id: str | None
+    event_type: str
+    attempt: int
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    version: PromptVersion
+    record: PromotionRecord
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version.to_json(), "promotion": self.record.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSettings:
+    """Where a rate limiter keeps its counters: a storage URI of the ``limits`` library
+    (``memory://``, ``redis://``, ``redis+cluster://...``) and the keyword options for
+    that storage (flask-limiter's ``storage_uri`` and ``storage_options``)."""
+
+    uri: str
+    options: dict[str, Any] = field(default_factory=dict)

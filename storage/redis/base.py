@@ -1,0 +1,43 @@
+"""Redis storage: every change is one Lua script, every read one round trip.
+
+:class:`BaseRedisStorage` holds every operation, shared by both Redis backends:
+:class:`~storage.redis.server.RedisStorage` (one server) and
+:class:`~storage.redis.cluster.ClusterStorage`. It is one mixin per concern
+(storage/redis/prompts.py, events.py, webhooks.py, identity.py, login.py, archive.py)
+over the plumbing of storage/redis/core.py.
+
+Key layout: storage/redis/keys.py. Scripts: storage/redis/lua/*.lua, one per atomic
+operation, KEYS/ARGV in each header, registered once per client by
+storage/redis/scripts.py and run with EVALSHA (loaded again when a server answers
+NOSCRIPT). Each script touches only keys of one org, all under the org's ``{<org>}``
+hash tag, so the same scripts run on Redis Cluster.
+
+Lifecycle rules (storage/lifecycle.py) are checked inside the scripts, where no other
+client can interleave; a script answers an error marker and
+:func:`storage.redis.core.check` raises the typed error. Any connection-level failure
+becomes :class:`~storage.errors.StorageUnavailable` without host details.
+"""
+
+from __future__ import annotations
+
+from storage.interface import Storage
+from storage.redis.archive import RedisArchive
+from storage.redis.core import ClientT
+from storage.redis.events import RedisEvents
+from storage.redis.identity import RedisIdentity
+from storage.redis.login import RedisLogin
+from storage.redis.prompts import RedisPrompts
+from storage.redis.webhooks import RedisWebhooks
+
+
+class BaseRedisStorage(
+    RedisPrompts[ClientT],
+    RedisEvents[ClientT],
+    RedisWebhooks[ClientT],
+    RedisIdentity[ClientT],
+    RedisLogin[ClientT],
+    RedisArchive[ClientT],
+    Storage,
+):
+    """Every operation of both Redis backends; they differ only through the override
+    points of :class:`storage.redis.core.RedisCore`."""

@@ -1,0 +1,465 @@
+"""Records <-> the flat field lists Redis hashes hold and Lua scripts return.
+
+Null fields are simply absent from a hash. Timestamps are written as
+:func:`storage.times.rfc3339` spells them and read with ``datetime.fromisoformat``, which
+also reads an offset such as ``+00:00``, the form some values already in Redis carry;
+lists and dicts are JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from storage.records import (
+    ApiKey,
+    AuthorizationCode,
+    Delivery,
+    DeliveryTask,
+    DeviceAuthorization,
+    Event,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+    RealmSession,
+    RefreshToken,
+    SigningKey,
+    User,
+    Webhook,
+)
+from storage.times import rfc3339
+
+Fields = dict[str, str]
+
+
+def fields(flat: Sequence[str]) -> Fields:
+    """HGETALL's flat ``[field, value, ...]`` list as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _number(text: str | int) -> int | None:
+    # Scripts answer "" for "no such version"; scores come back as strings.
+    return int(text) if text != "" else None
+
+
+def pairs(values: dict[str, str | None]) -> list[str]:
+    """The non-null entries as a flat list, the way HSET takes them."""
+    flat: list[str] = []
+    for name, value in values.items():
+        if value is not None:
+            flat += [name, value]
+    return flat
+
+
+def prompt(summary: Sequence[object]) -> Prompt:
+    """From a script's ``{prompt fields, latest, production}`` summary."""
+    flat, latest, production = summary
+    f = fields(flat)  # type: ignore[arg-type]
+    return Prompt(
+        prompt_id=f["prompt_id"],
+        name=f["name"],
+        prompt_type=f["prompt_type"],
+        description=f.get("description"),
+        created_at=_time(f["created_at"]),
+        updated_at=_time(f["updated_at"]),
+        latest_version=_number(latest),  # type: ignore[arg-type]
+        production_version=_number(production),  # type: ignore[arg-type]
+    )
+
+
+def prompt_fields(p: Prompt) -> list[str]:
+    return pairs(
+        {
+            "prompt_id": p.prompt_id,
+            "name": p.name,
+            "prompt_type": p.prompt_type,
+            "description": p.description,
+            "created_at": rfc3339(p.created_at),
+            "updated_at": rfc3339(p.updated_at),
+        }
+    )
+
+
+# The order of the values the scripts answer for a version (storage/redis/lua/_common.lua).
+PROMPT_OF_VERSION = ("prompt_id", "name", "prompt_type")
+VERSION_FIELDS = (
+    "version_id",
+    "version",
+    "content",
+    "variables",
+    "status",
+    "metadata",
+    "tags",
+    "created_at",
+    "updated_at",
+    "promoted_at",
+    "promoted_by",
+    "created_by",
+)
+
+
+def named(names: Sequence[str], values: Sequence[str | None]) -> Fields:
+    """HMGET's values under their field names; missing (null) fields are left out."""
+    return {n: v for n, v in zip(names, values, strict=True) if v is not None}
+
+
+def version_of(prompt_values: Sequence[str | None], values: Sequence[str | None]) -> PromptVersion:
+    """From a script's version reply: the parent prompt's values and the version's."""
+    return version(named(PROMPT_OF_VERSION, prompt_values), named(VERSION_FIELDS, values))
+
+
+def version(p: Fields, v: Fields) -> PromptVersion:
+    """From the parent prompt's fields and the version's fields."""
+    promoted_at = v.get("promoted_at")
+    return PromptVersion(
+        prompt_id=p["prompt_id"],
+        version_id=v["version_id"],
+        name=p["name"],
+        version=int(v["version"]),
+        content=v["content"],
+        variables=tuple(json.loads(v["variables"])),
+        status=v["status"],
+        prompt_type=p["prompt_type"],
+        metadata=json.loads(v["metadata"]),
+        tags=tuple(json.loads(v["tags"])),
+        created_at=_time(v["created_at"]),
+        updated_at=_time(v["updated_at"]),
+        promoted_at=_time(promoted_at) if promoted_at else None,
+        promoted_by=v.get("promoted_by"),
+        created_by=v["created_by"],
+    )
+
+
+def version_fields(v: PromptVersion) -> list[str]:
+    """A version's hash as create_version.lua and the status changes leave it."""
+    return pairs(
+        {
+            "version_id": v.version_id,
+            "version": str(v.version),
+            "content": v.content,
+            "variables": json.dumps(list(v.variables)),
+            "status": v.status,
+            "metadata": json.dumps(v.metadata),
+            "tags": json.dumps(list(v.tags)),
+            "created_by": v.created_by,
+            "created_at": rfc3339(v.created_at),
+            "updated_at": rfc3339(v.updated_at),
+            "promoted_at": None if v.promoted_at is None else rfc3339(v.promoted_at),
+            "promoted_by": v.promoted_by,
+        }
+    )
+
+
+def record_fields(r: PromotionRecord) -> list[str]:
+    """A promotion record's hash as promote.lua writes it."""
+    return pairs(
+        {
+            "history_id": r.history_id,
+            "prompt_id": r.prompt_id,
+            "version_number": str(r.version_number),
+            "promoted_by": r.promoted_by,
+            "promoted_at": rfc3339(r.promoted_at),
+            "previous_version": None if r.previous_version is None else str(r.previous_version),
+            "notes": r.notes,
+        }
+    )
+
+
+def record(h: Fields) -> PromotionRecord:
+    previous = h.get("previous_version")
+    return PromotionRecord(
+        history_id=h["history_id"],
+        prompt_id=h["prompt_id"],
+        version_number=int(h["version_number"]),
+        promoted_by=h["promoted_by"],
+        promoted_at=_time(h["promoted_at"]),
+        previous_version=int(previous) if previous else None,
+        notes=h.get("notes"),
+    )
+
+
+def events(entries: Sequence[Any]) -> list[Event]:
+    """From XRANGE's (or one stream of XREAD's) ``[(id, fields), ...]``."""
+    return [event(event_id, fields) for event_id, fields in entries]
+
+
+def event(event_id: str, e: Fields) -> Event:
+    """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
+    version, previous = e.get("version"), e.get("previous_version")
+    return Event(
+        id=event_id,
+        type=e["type"],
+        prompt_id=e["prompt_id"],
+        prompt_name=e["prompt_name"],
+        version=int(version) if version else None,
+        version_id=e.get("version_id"),
+        status=e.get("status"),
+        previous_version=int(previous) if previous else None,
+        actor=e.get("actor"),
+        at=_time(e["at"]),
+        request_id=e.get("request_id"),
+    )
+
+
+def api_key_fields(key: ApiKey) -> list[str]:
+    return pairs(
+        {
+            "org": key.org,
+            "client_id": key.client_id,
+            "secret_hash": key.secret_hash,
+            "role": key.role,
+            "user_id": key.user_id,
+            "description": key.description,
+            "created_at": rfc3339(key.created_at),
+            "revoked": "1" if key.revoked else "0",
+        }
+    )
+
+
+def api_key(f: Fields) -> ApiKey:
+    return ApiKey(
+        org=f["org"],
+        client_id=f["client_id"],
+        secret_hash=f["secret_hash"],
+        role=f["role"],
+        user_id=f["user_id"],
+        description=f.get("description"),
+        created_at=_time(f["created_at"]),
+        revoked=f["revoked"] == "1",
+    )
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def _optional_time(text: str | None) -> datetime | None:
+    return _time(text) if text else None
+
+
+def user_fields(u: User) -> list[str]:
+    return pairs(
+        {
+            "org": u.org,
+            "user_id": u.user_id,
+            "username": u.username,
+            "role": u.role,
+            "disabled": _flag(u.disabled),
+            "created_at": rfc3339(u.created_at),
+            "updated_at": rfc3339(u.updated_at),
+            "password_hash": u.password_hash,
+        }
+    )
+
+
+def user(f: Fields) -> User:
+    return User(
+        org=f["org"],
+        user_id=f["user_id"],
+        username=f["username"],
+        role=f["role"],
+        disabled=f["disabled"] == "1",
+        created_at=_time(f["created_at"]),
+        updated_at=_time(f["updated_at"]),
+        password_hash=f["password_hash"],
+    )
+
+
+def authorization_code_fields(c: AuthorizationCode) -> list[str]:
+    return pairs(
+        {
+            "org": c.org,
+            "code_hash": c.code_hash,
+            "client_id": c.client_id,
+            "redirect_uri": c.redirect_uri,
+            "scope": c.scope,
+            "user_id": c.user_id,
+            "session_id": c.session_id,
+            "code_challenge": c.code_challenge,
+            "code_challenge_method": c.code_challenge_method,
+            "nonce": c.nonce,
+            "auth_time": rfc3339(c.auth_time),
+            "expires_at": rfc3339(c.expires_at),
+        }
+    )
+
+
+def authorization_code(f: Fields) -> AuthorizationCode:
+    return AuthorizationCode(
+        org=f["org"],
+        code_hash=f["code_hash"],
+        client_id=f["client_id"],
+        redirect_uri=f["redirect_uri"],
+        scope=f["scope"],
+        user_id=f["user_id"],
+        session_id=f.get("session_id"),
+        code_challenge=f["code_challenge"],
+        code_challenge_method=f["code_challenge_method"],
+        nonce=f.get("nonce"),
+        auth_time=_time(f["auth_time"]),
+        expires_at=_time(f["expires_at"]),
+    )
+
+
+def device_fields(d: DeviceAuthorization) -> list[str]:
+    return pairs(
+        {
+            "org": d.org,
+            "device_code_hash": d.device_code_hash,
+            "user_code": d.user_code,
+            "client_id": d.client_id,
+            "scope": d.scope,
+            "interval": str(d.interval),
+            "created_at": rfc3339(d.created_at),
+            "expires_at": rfc3339(d.expires_at),
+            "status": d.status,
+            "user_id": d.user_id,
+            "session_id": d.session_id,
+            "last_polled_at": rfc3339(d.last_polled_at) if d.last_polled_at else None,
+        }
+    )
+
+
+def device(f: Fields) -> DeviceAuthorization:
+    return DeviceAuthorization(
+        org=f["org"],
+        device_code_hash=f["device_code_hash"],
+        user_code=f["user_code"],
+        client_id=f["client_id"],
+        scope=f["scope"],
+        interval=int(f["interval"]),
+        created_at=_time(f["created_at"]),
+        expires_at=_time(f["expires_at"]),
+        status=f["status"],
+        user_id=f.get("user_id"),
+        session_id=f.get("session_id"),
+        last_polled_at=_optional_time(f.get("last_polled_at")),
+    )
+
+
+def session_fields(s: RealmSession) -> list[str]:
+    return pairs(
+        {
+            "org": s.org,
+            "session_id": s.session_id,
+            "user_id": s.user_id,
+            "created_at": rfc3339(s.created_at),
+            "expires_at": rfc3339(s.expires_at),
+        }
+    )
+
+
+def session(f: Fields) -> RealmSession:
+    return RealmSession(
+        org=f["org"],
+        session_id=f["session_id"],
+        user_id=f["user_id"],
+        created_at=_time(f["created_at"]),
+        expires_at=_time(f["expires_at"]),
+    )
+
+
+def refresh_token_fields(t: RefreshToken) -> list[str]:
+    return pairs(
+        {
+            "org": t.org,
+            "token_hash": t.token_hash,
+            "family_id": t.family_id,
+            "client_id": t.client_id,
+            "user_id": t.user_id,
+            "scope": t.scope,
+            "session_id": t.session_id,
+            "issued_at": rfc3339(t.issued_at),
+            "expires_at": rfc3339(t.expires_at),
+            "used": _flag(t.used),
+        }
+    )
+
+
+def refresh_token(f: Fields) -> RefreshToken:
+    return RefreshToken(
+        org=f["org"],
+        token_hash=f["token_hash"],
+        family_id=f["family_id"],
+        client_id=f["client_id"],
+        user_id=f["user_id"],
+        scope=f["scope"],
+        session_id=f.get("session_id"),
+        issued_at=_time(f["issued_at"]),
+        expires_at=_time(f["expires_at"]),
+        used=f["used"] == "1",
+    )
+
+
+def signing_key_value(key: SigningKey) -> str:
+    """The JSON kept under the key's kid, private key included (never shown to clients)."""
+    return json.dumps(
+        {"kid": key.kid, "private_pem": key.private_pem, "created_at": rfc3339(key.created_at)}
+    )
+
+
+def signing_key(text: str) -> SigningKey:
+    data = json.loads(text)
+    return SigningKey(data["kid"], data["private_pem"], _time(data["created_at"]))
+
+
+def webhook_value(webhook: Webhook) -> str:
+    """The JSON kept under the webhook's id, secret included (never shown to clients)."""
+    return json.dumps({**webhook.to_json(), "secret": webhook.secret})
+
+
+def webhook(text: str) -> Webhook:
+    data = json.loads(text)
+    return Webhook(
+        webhook_id=data["webhook_id"],
+        url=data["url"],
+        events=tuple(data["events"]),
+        description=data["description"],
+        secret=data["secret"],
+        created_at=_time(data["created_at"]),
+    )
+
+
+def delivery_value(attempt: Delivery) -> str:
+    return json.dumps({**attempt.to_json(), "webhook_id": attempt.webhook_id})
+
+
+def delivery(text: str) -> Delivery:
+    data = json.loads(text)
+    return Delivery(
+        webhook_id=data["webhook_id"],
+        message_id=data["message_id"],
+        event_id=data["event_id"],
+        event_type=data["event_type"],
+        attempt=data["attempt"],
+        status_code=data["status_code"],
+        error=data["error"],
+        at=_time(data["at"]),
+    )
+
+
+def job_value(task: DeliveryTask) -> str:
+    """A message as the queue keeps it (storage/redis/lua/claim_deliveries.lua writes the same
+    keys, with the event's stream fields ``f`` in place of the payload ``p``)."""
+    return json.dumps(
+        {
+            "w": task.webhook_id,
+            "m": task.message_id,
+            "e": task.event_id,
+            "t": task.event_type,
+            "a": task.attempt,
+            "p": task.payload,
+        }
+    )
+
+
+def task(ticket: str, text: str) -> DeliveryTask:
+    job = json.loads(text)
+    payload = job["p"] if "p" in job else event(job["e"], fields(job["f"])).to_json()
+    return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)

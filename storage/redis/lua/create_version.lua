@@ -1,0 +1,27 @@
+-- create_version: a new draft with the next number. The number comes from the prompt's
+-- own counter (field "next" of its hash), which only ever goes up: deleting or archiving
+-- a version never gives its number back.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref          ARGV[2]  new version id      ARGV[3]  content
+-- ARGV[4]  created_by          ARGV[5]  metadata (JSON)     ARGV[6]  tags (JSON)
+-- ARGV[7]  variables (JSON), as the caller extracted them
+-- ARGV[8]  now (ISO 8601)
+-- + the org's event stream and the event context, as _events.lua says
+-- Returns {"ok", prompt values, number} or {"no_prompt"}.
+local pid = resolve_prompt(ARGV[1])
+if not pid then
+  return { "no_prompt" }
+end
+local variables, vid, now = ARGV[7], ARGV[2], ARGV[8]
+local number = redis.call("HINCRBY", pkey(pid), "next", 1)
+redis.call(
+  "HSET", vkey(pid, vid),
+  "version_id", vid, "version", number, "content", ARGV[3], "variables", variables,
+  "status", "draft", "metadata", ARGV[5], "tags", ARGV[6], "created_by", ARGV[4],
+  "created_at", now, "updated_at", now
+)
+redis.call("ZADD", pkey(pid, ":versions"), number, vid)
+redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
+redis.call("HSET", pkey(pid), "updated_at", now)
+emit("version.created", pid, prompt_name(pid), number, vid, "draft")
+return { "ok", prompt_values(pid), number }

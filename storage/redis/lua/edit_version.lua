@@ -1,0 +1,18 @@
+-- edit_version: replace a draft's content and variables (rule 3: drafts only).
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
+-- ARGV[4]  new content
+-- ARGV[5]  variables (JSON), as the caller extracted them
+-- ARGV[6]  now
+-- + the org's event stream and the event context, as _events.lua says
+-- Returns {"ok", prompt values, version values} or an error marker (see _common.lua).
+local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
+if not pid then
+  return vid -- here: the error reply
+end
+if status ~= "draft" then
+  return { "state", status, number }
+end
+redis.call("HSET", vkey(pid, vid), "content", ARGV[4], "variables", ARGV[5], "updated_at", ARGV[6])
+emit("version.updated", pid, prompt_name(pid), number, vid, "draft")
+return { "ok", prompt_values(pid), version_values(pid, vid) }

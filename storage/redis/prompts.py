@@ -1,0 +1,316 @@
+"""Prompts, versions and promotions on Redis: one Lua script per change."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from storage.cursors import decode_cursor, encode_cursor
+from storage.errors import PromptExists
+from storage.ids import new_id
+from storage.interface import PromptStore
+from storage.lifecycle import UNGUARDED, Expected
+from storage.records import STATUSES, Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.redis import codec, keys, scripts
+from storage.redis.core import ClientT, RedisCore, check, guard, promotion_reply, version_reply
+from storage.times import rfc3339
+
+
+class RedisPrompts(RedisCore[ClientT], PromptStore):
+    """Prompts, versions and promotions; the lifecycle rules inside the scripts."""
+
+    # -- prompts
+
+    def create_prompt(
+        self,
+        org: str,
+        name: str,
+        prompt_type: str = "text",
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Prompt:
+        now = self.clock()
+        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+        self._index_org(org)
+        created = self._change_script(
+            "create_prompt",
+            [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
+            [name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+            org,
+            actor,
+            request_id,
+            rfc3339(now),
+        )
+        if not created:
+            raise PromptExists(name)
+        return prompt
+
+    def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
+        reply = check(self._prompt_script("get_prompt", org, [prompt_ref]), prompt_ref)
+        return codec.prompt(reply[1])
+
+    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
+        after = decode_cursor(cursor) if cursor else ""
+        found = self._prompt_script("list_prompts", org, [after, limit + 1], keys.prompt_list(org))
+        items = [codec.prompt(summary) for summary in found[:limit]]
+        more = len(found) > limit
+        return Page(items, encode_cursor(items[-1].name) if more else None)
+
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        reply = self._prompt_change(
+            "delete_prompt",
+            org,
+            [prompt_ref],
+            actor,
+            request_id,
+            self._now(),
+            keys.prompt_list(org),
+        )
+        check(reply, prompt_ref)
+
+    # -- versions
+
+    def create_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        content: str,
+        created_by: str,
+        metadata: dict[str, object] | None = None,
+        tags: list[str] | None = None,
+        *,
+        variables: Sequence[str] = (),
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self.clock()
+        at = rfc3339(now)
+        version_id = new_id("v_")
+        meta, tag_list = json.dumps(metadata or {}), list(tags or ())
+        args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
+        args += [json.dumps(list(variables)), at]
+        reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
+        check(reply, prompt_ref)
+        prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
+        # Built here rather than read back: the script would only echo the content.
+        return PromptVersion(
+            prompt_id=prompt["prompt_id"],
+            version_id=version_id,
+            name=prompt["name"],
+            version=int(reply[2]),
+            content=content,
+            variables=tuple(variables),
+            status="draft",
+            prompt_type=prompt["prompt_type"],
+            metadata=json.loads(meta),
+            tags=tuple(tag_list),
+            created_at=now,
+            updated_at=now,
+            promoted_at=None,
+            promoted_by=None,
+            created_by=created_by,
+        )
+
+    def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
+        """read_version.lua's answer as a PromptVersion, the decoding memoized on every
+        stored field of it (storage/memo.py): the same stored version gives the same
+        object, so callers can memoize by identity what they derive from it."""
+        with guard():
+            reply = self._read_reply(
+                [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
+            )
+        check(reply, prompt_ref, ref)
+        key = (*reply[1], *reply[2])
+        version = self._versions.get(key)
+        if version is None:
+            size = sum(len(value) for value in key if value is not None)
+            version = self._versions.put(key, version_reply(reply), size)
+        return version
+
+    def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)
+
+    def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, "latest", "", "latest")
+
+    def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
+        return self._read(org, prompt_ref, "production", "", "production")
+
+    def list_versions(
+        self,
+        org: str,
+        prompt_ref: str,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[PromptVersion]:
+        before = scripts.position(cursor)
+        wanted = "" if status is None else status if status in STATUSES else "-"
+        args = [prompt_ref, wanted, before, limit + 1]
+        reply = check(self._prompt_script("list_versions", org, args), prompt_ref)
+        items = [codec.version_of(reply[1], values) for values in reply[2][:limit]]
+        more = len(reply[2]) > limit
+        return Page(items, encode_cursor(str(items[-1].version)) if more else None)
+
+    def _change(
+        self,
+        script: str,
+        action: str,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        args: list[Any],
+        actor: str | None,
+        request_id: str | None,
+        now: str,
+    ) -> Any:
+        """A change script of one version: ARGV starts with the prompt and version refs,
+        ``now`` is the script's own time argument and its event's."""
+        argv = [prompt_ref, *scripts.selector(version_ref), *args]
+        reply = self._prompt_change(script, org, argv, actor, request_id, now)
+        return check(reply, prompt_ref, version_ref, action)
+
+    def edit_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        variables: Sequence[str] = (),
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self._now()
+        args = [content, json.dumps(list(variables)), now]
+        reply = self._change(
+            "edit_version", "edit", org, prompt_ref, version_ref, args, actor, request_id, now
+        )
+        return version_reply(reply)
+
+    def promote(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        now = self._now()
+        args = [
+            prompt_ref,
+            *scripts.selector(version_ref),
+            promoted_by,
+            notes or "",
+            "0" if notes is None else "1",
+            "1" if archive_previous else "0",
+            now,
+            new_id("h_"),
+            scripts.expected(expected_production),
+        ]
+        reply = self._prompt_change("promote", org, args, promoted_by, request_id, now)
+        return promotion_reply(
+            check(reply, prompt_ref, version_ref, "promote", expected_production)
+        )
+
+    def rollback(
+        self,
+        org: str,
+        prompt_ref: str,
+        promoted_by: str,
+        notes: str | None = None,
+        to_version: int | None = None,
+        expected_production: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+    ) -> Promotion:
+        now = self._now()
+        args = [
+            prompt_ref,
+            "" if to_version is None else str(to_version),
+            promoted_by,
+            notes or "",
+            "0" if notes is None else "1",
+            scripts.expected(expected_production),
+            now,
+            new_id("h_"),
+        ]
+        reply = self._prompt_change("rollback", org, args, promoted_by, request_id, now)
+        return promotion_reply(check(reply, prompt_ref, expected=expected_production))
+
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self._now()
+        reply = self._change(
+            "archive_version",
+            "archive",
+            org,
+            prompt_ref,
+            version_ref,
+            [now],
+            actor,
+            request_id,
+            now,
+        )
+        return version_reply(reply)
+
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        now = self._now()
+        reply = self._change(
+            "unarchive_version",
+            "unarchive",
+            org,
+            prompt_ref,
+            version_ref,
+            [now],
+            actor,
+            request_id,
+            now,
+        )
+        return version_reply(reply)
+
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self._now()
+        self._change(
+            "delete_version", "delete", org, prompt_ref, version_ref, [now], actor, request_id, now
+        )
+
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        args = [prompt_ref, scripts.position(cursor), limit + 1]
+        found = check(self._prompt_script("list_history", org, args), prompt_ref)[1:]
+        page = found[:limit]
+        items = [codec.record(codec.fields(flat)) for _, flat in page]
+        return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)

@@ -1,0 +1,66 @@
+"""Storage on one Redis server."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import redis
+from redis.commands.core import Script
+
+from storage.records import RateLimitSettings
+from storage.redis import keys, scripts
+from storage.redis.base import BaseRedisStorage
+from storage.redis.core import NO_RETRY, guard
+from storage.redis.read_lane import ReadLane
+from storage.times import Clock, utcnow
+
+
+class RedisStorage(BaseRedisStorage[redis.Redis]):
+    """Storage on one Redis server (``redis://``, ``rediss://``)."""
+
+    def __init__(self, client: redis.Redis, clock: Clock = utcnow) -> None:
+        """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
+        super().__init__(client, clock)
+        # The hot read skips redis-py's client layer (storage/redis/read_lane.py).
+        self._read_lane = ReadLane(client, self._scripts["read_version"])
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
+        """Connect lazily to ``url``. Timeouts default to 1 s (connect) and 2 s (socket)
+        so a dead Redis answers fast; ``?socket_timeout=...`` etc. in the URL win."""
+        client = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
+            retry=NO_RETRY,
+        )
+        return cls(client, clock=clock)
+
+    def _register_scripts(self) -> dict[str, Script]:
+        # redis-py's Script: on NOSCRIPT it loads the script and runs it again.
+        return scripts.register(self.client)
+
+    def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
+        """read_version.lua's raw reply, sent over the read lane."""
+        return self._read_lane(keys_, args)
+
+    def _socket_timeout(self) -> float | None:
+        timeout: float | None = self.client.connection_pool.connection_kwargs.get("socket_timeout")
+        return timeout
+
+    def ping(self) -> None:
+        with guard():
+            self.client.ping()
+
+    def close(self) -> None:
+        super().close()
+        self._read_lane.close()
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        """limits' Redis storage on this client's own pool: the same server, db,
+        credentials and timeouts, and no second pool."""
+        return RateLimitSettings(
+            "redis://",
+            {"key_prefix": keys.RATE_LIMIT_PREFIX, "connection_pool": self.client.connection_pool},
+        )

@@ -1,0 +1,103 @@
+"""An org's snapshot on Redis: the records of export_prompt.lua's replies, and the
+writes restore_org.lua applies, both in the layout of storage/redis/keys.py.
+
+A restore writes every key the other operations read or change, exactly as they would
+have left it: the names hash and the name list, each prompt's hash with its counters
+(``next``, the last version number handed out, and ``hseq``, the last promotion
+sequence), the version and status indexes, the history index, the API keys and the
+users in their order, and the users by id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from storage.records import OrgSnapshot, PromptSnapshot
+from storage.redis import codec, keys
+
+# Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua
+# stack, which holds some thousands.
+_BATCH = 500
+
+
+def prompt_snapshot(reply: Sequence[Any]) -> PromptSnapshot:
+    """export_prompt.lua's ``{"ok", prompt hash, versions, history}`` as a snapshot."""
+    _, flat, version_hashes, history_hashes = reply
+    fields = codec.fields(flat)
+    versions = tuple(codec.version(fields, codec.fields(v)) for v in version_hashes)
+    production = next((v.version for v in versions if v.status == "published"), "")
+    latest = versions[-1].version if versions else ""
+    return PromptSnapshot(
+        prompt=codec.prompt([flat, latest, production]),
+        next_version=int(fields.get("next", 0)),
+        versions=versions,
+        history=tuple(codec.record(codec.fields(h)) for h in history_hashes),
+    )
+
+
+def guards(org: str) -> list[str]:
+    """The keys that exist as soon as an org has a prompt, a key or a user: all absent
+    means the org is empty."""
+    return [keys.names(org), keys.prompt_list(org), keys.api_keys(org), keys.users(org)]
+
+
+class Writes:
+    """restore_org.lua's ARGV after the guards: (command, key, count, arguments...)."""
+
+    def __init__(self) -> None:
+        self.args: list[str] = []
+
+    def add(self, command: str, key: str, values: Sequence[str]) -> None:
+        self.args += [command, key, str(len(values)), *values]
+
+    def batched(self, command: str, key: str, values: Sequence[str], width: int) -> None:
+        """``values`` in writes of at most ``_BATCH`` members of ``width`` values each."""
+        step = _BATCH * width
+        for start in range(0, len(values), step):
+            self.add(command, key, values[start : start + step])
+
+
+def writes(snapshot: OrgSnapshot) -> list[str]:
+    """Every write that restores ``snapshot``, as restore_org.lua takes them."""
+    org, out = snapshot.org, Writes()
+    names: list[str] = []
+    listed: list[str] = []
+    for item in snapshot.prompts:
+        prompt = item.prompt
+        pid = prompt.prompt_id
+        names += [prompt.name, pid]
+        listed += ["0", prompt.name]
+        counters = []
+        if item.next_version:
+            counters += ["next", str(item.next_version)]
+        if item.history:
+            counters += ["hseq", str(len(item.history))]
+        out.add("HSET", keys.prompt(org, pid), [*codec.prompt_fields(prompt), *counters])
+        by_number: list[str] = []
+        by_status: dict[str, list[str]] = {}
+        for version in item.versions:
+            vid = version.version_id
+            out.add("HSET", keys.version(org, pid, vid), codec.version_fields(version))
+            by_number += [str(version.version), vid]
+            by_status.setdefault(version.status, []).extend([str(version.version), vid])
+        out.batched("ZADD", keys.versions(org, pid), by_number, 2)
+        for status, members in by_status.items():
+            out.batched("ZADD", keys.status_index(org, pid, status), members, 2)
+        sequence: list[str] = []
+        for position, record in enumerate(item.history, start=1):
+            hid = record.history_id
+            out.add("HSET", keys.history_record(org, pid, hid), codec.record_fields(record))
+            sequence += [str(position), hid]
+        out.batched("ZADD", keys.history(org, pid), sequence, 2)
+    out.batched("HSET", keys.names(org), names, 2)
+    out.batched("ZADD", keys.prompt_list(org), listed, 2)
+    for key in snapshot.api_keys:
+        out.add("HSET", keys.api_key(org, key.client_id), codec.api_key_fields(key))
+    out.batched("RPUSH", keys.api_keys(org), [key.client_id for key in snapshot.api_keys], 1)
+    for user in snapshot.users:
+        out.add("HSET", keys.user(org, user.username), codec.user_fields(user))
+    by_id = [value for user in snapshot.users for value in (user.user_id, user.username)]
+    out.batched("HSET", keys.user_ids(org), by_id, 2)
+    out.batched("RPUSH", keys.users(org), [user.username for user in snapshot.users], 1)
+    return out.args

@@ -1,0 +1,3 @@
+"""The SQL backend: SQLite (the embedded default) and PostgreSQL, one set of SQLAlchemy
+Core tables (tables.py) migrated by Alembic (schema.py, migrations/), one module per
+concern combined into :class:`storage.sql.storage.SqlStorage`."""

@@ -1,0 +1,250 @@
+"""What every concern of the SQL backend shares: the engines, transactions whose
+driver errors become storage errors, and the event log's append (every change writes
+its event in its own transaction).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, insert, select, update
+from sqlalchemy import exc as sa_exc
+
+from storage.errors import StorageUnavailable
+from storage.interface import StorageCore
+from storage.memo import Memo
+from storage.records import Event, Prompt, PromptVersion
+from storage.sql import dialect
+from storage.sql.engine import reading, writing
+from storage.sql.read_lane import ReadLane
+from storage.sql.tables import event_logs, events, utc
+from storage.times import Clock, utcnow
+
+# Driver errors that mean "the database did not answer" (down, unreachable, a lock
+# held past the busy timeout, a full pool): 503, never with connection details.
+UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+
+
+# Set on a connection whose transaction appended an event (waiters are woken at commit).
+APPENDED = "promptsvc_appended"
+
+
+def event_id(ms: int, seq: int) -> str:
+    return f"{ms}-{seq}"
+
+
+class SqlCore(StorageCore):
+    """The engines and the transaction helpers; each concern is a mixin on top of it."""
+
+    def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
+        super().__init__(clock)
+        self.engine = engine
+        # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
+        self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._lane = ReadLane(engine)
+        self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
+        # Woken after every commit of an event in this process (storage/sql/events.py).
+        self._appended = threading.Condition()
+
+    # -- transactions
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One atomic change: the write lock from the start, commit at the end."""
+        try:
+            with writing(self.engine) as connection:
+                yield connection
+                appended = connection.info.pop(APPENDED, False)
+        except UNAVAILABLE:
+            raise StorageUnavailable("the database did not answer") from None
+        if appended:
+            with self._appended:
+                self._appended.notify_all()
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """Several reads that see one snapshot."""
+        try:
+            with reading(self.engine) as connection:
+                yield connection
+        except UNAVAILABLE:
+            raise StorageUnavailable("the database did not answer") from None
+
+    def _read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
+        """One statement's first row, outside any transaction; sent once more on a new
+        connection when a pooled one turns out closed (the server restarted)."""
+        for attempt in (1, 2):
+            try:
+                with self.read_engine.connect() as connection:
+                    return connection.execute(statement, params).first()
+            except sa_exc.DBAPIError as exc:
+                if exc.connection_invalidated and attempt == 1:
+                    continue
+                if isinstance(exc, UNAVAILABLE):
+                    raise StorageUnavailable("the database did not answer") from None
+                raise
+            except sa_exc.TimeoutError:
+                raise StorageUnavailable("the database did not answer") from None
+        raise AssertionError("unreachable")
+
+    # -- records
+
+    @staticmethod
+    def _prompt(row: Row[Any]) -> Prompt:
+        return Prompt(
+            prompt_id=row.prompt_id,
+            name=row.name,
+            prompt_type=row.prompt_type,
+            description=row.description,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            latest_version=row.latest_version,
+            production_version=row.production_version,
+        )
+
+    def _version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
+        """The version a ``versions`` row holds; memoized by the whole row, so any
+        change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
+        key = (name, prompt_type, *row)
+        found = self._versions_memo.get(key)
+        if found is not None:
+            return found
+        version = PromptVersion(
+            prompt_id=row.prompt_id,
+            version_id=row.version_id,
+            name=name,
+            version=row.version,
+            content=row.content,
+            variables=tuple(json.loads(row.variables)),
+            status=row.status,
+            prompt_type=prompt_type,
+            metadata=json.loads(row.metadata),
+            tags=tuple(json.loads(row.tags)),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            promoted_at=row.promoted_at,
+            promoted_by=row.promoted_by,
+            created_by=row.created_by,
+        )
+        size = len(row.content) + len(row.metadata) + len(row.tags) + 512
+        return self._versions_memo.put(key, version, size)
+
+    def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
+        """The version a read lane row holds (read_lane.COLUMNS), memoized by the row."""
+        found = self._versions_memo.get(row)
+        if found is not None:
+            return found
+        (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
+        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:]
+        version = PromptVersion(
+            prompt_id=prompt_id,
+            version_id=version_id,
+            name=name,
+            version=number,
+            content=content,
+            variables=tuple(json.loads(variables)),
+            status=status,
+            prompt_type=prompt_type,
+            metadata=json.loads(metadata),
+            tags=tuple(json.loads(tags)),
+            created_at=utc(created_at),
+            updated_at=utc(updated_at),
+            promoted_at=None if promoted_at is None else utc(promoted_at),
+            promoted_by=promoted_by,
+            created_by=created_by,
+        )
+        return self._versions_memo.put(row, version, len(content) + len(metadata) + 512)
+
+    # -- the event log
+
+    def _append_event(
+        self,
+        connection: Connection,
+        org: str,
+        kind: str,
+        prompt: Prompt,
+        version: PromptVersion | None,
+        actor: str | None,
+        request_id: str | None,
+        now: datetime,
+        previous_version: int | None = None,
+    ) -> None:
+        """Write the event of a change in the change's transaction.
+
+        Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
+        never lower than the last one whatever the clock does. The org's ``event_logs``
+        row is locked until commit, so ids are handed out in commit order and a reader
+        never sees a higher id before a lower one.
+        """
+        dialect.insert_ignoring_conflict(
+            connection, event_logs, org=org, last_ms=0, last_seq=0, kept=0, trimmed=False
+        )
+        log = connection.execute(
+            dialect.locked(connection, select(event_logs).where(event_logs.c.org == org))
+        ).one()
+        ms = int(now.timestamp() * 1000)
+        position = (ms, 0) if ms > log.last_ms else (log.last_ms, log.last_seq + 1)
+        connection.execute(
+            insert(events).values(
+                org=org,
+                ms=position[0],
+                seq=position[1],
+                type=kind,
+                prompt_id=prompt.prompt_id,
+                prompt_name=prompt.name,
+                version=version.version if version else None,
+                version_id=version.version_id if version else None,
+                # A deleted version has no status any more.
+                status=version.status if version and kind != "version.deleted" else None,
+                previous_version=previous_version,
+                actor=actor,
+                at=now,
+                request_id=request_id,
+            )
+        )
+        kept, trimmed = log.kept + 1, log.trimmed
+        # Trim in batches (a tenth of the bound at a time), not on every write.
+        if kept > self.event_log_size + max(self.event_log_size // 10, 1):
+            oldest_kept = connection.execute(
+                select(events.c.ms, events.c.seq)
+                .where(events.c.org == org)
+                .order_by(events.c.ms.desc(), events.c.seq.desc())
+                .offset(self.event_log_size - 1)
+                .limit(1)
+            ).one()
+            dropped = connection.execute(
+                events.delete().where(
+                    events.c.org == org,
+                    (events.c.ms < oldest_kept.ms)
+                    | ((events.c.ms == oldest_kept.ms) & (events.c.seq < oldest_kept.seq)),
+                )
+            ).rowcount
+            kept, trimmed = kept - dropped, True
+        connection.execute(
+            update(event_logs)
+            .where(event_logs.c.org == org)
+            .values(last_ms=position[0], last_seq=position[1], kept=kept, trimmed=trimmed)
+        )
+        dialect.notify_events(connection, org)
+        connection.info[APPENDED] = True
+
+    @staticmethod
+    def _event(row: Row[Any]) -> Event:
+        return Event(
+            id=event_id(row.ms, row.seq),
+            type=row.type,
+            prompt_id=row.prompt_id,
+            prompt_name=row.prompt_name,
+            version=row.version,
+            version_id=row.version_id,
+            status=row.status,
+            previous_version=row.previous_version,
+            actor=row.actor,
+            at=row.at,
+            request_id=row.request_id,
+        )

@@ -1,0 +1,119 @@
+"""Reading the event log, and waiting for new events.
+
+A waiter is woken at once by a commit of this process (storage/sql/core.py), by
+PostgreSQL's ``NOTIFY`` for commits of other processes (one listening connection per
+process, :class:`_Listener`), and otherwise looks again every
+``dialect.POLL_INTERVAL``: SQLite has no channel between processes, and a listener that
+lost its connection misses notifications until it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from sqlalchemy import Engine, select
+
+from storage.ids import event_position
+from storage.interface import EventStore
+from storage.records import Event, EventLogBounds
+from storage.sql import dialect
+from storage.sql.core import SqlCore, event_id
+from storage.sql.tables import event_logs, events
+
+log = logging.getLogger(__name__)
+
+
+def _after(org: str, after: tuple[int, int]) -> Any:
+    ms, seq = after
+    return select(events).where(
+        events.c.org == org,
+        (events.c.ms > ms) | ((events.c.ms == ms) & (events.c.seq > seq)),
+    )
+
+
+class _Listener:
+    """A thread that LISTENs on PostgreSQL and wakes this process's waiters."""
+
+    def __init__(self, engine: Engine, woken: threading.Condition) -> None:
+        self._engine = engine
+        self._woken = woken
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="promptsvc-listen", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._listen()
+            except Exception as exc:  # the server went away: waiters poll meanwhile
+                log.debug("event listener lost its connection: %s", exc)
+            self._stopped.wait(1.0)
+
+    def _listen(self) -> None:
+        raw = self._engine.raw_connection()
+        try:
+            driver: Any = raw.driver_connection
+            driver.autocommit = True
+            driver.execute(f"LISTEN {dialect.EVENTS_CHANNEL}")
+            while not self._stopped.is_set():
+                for _ in driver.notifies(timeout=1.0, stop_after=1):
+                    with self._woken:
+                        self._woken.notify_all()
+        finally:
+            raw.invalidate()  # a connection in LISTEN mode goes back to no pool
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+class SqlEvents(SqlCore, EventStore):
+    _listener: _Listener | None = None
+
+    def _start_listener(self) -> None:
+        if self.engine.dialect.name == "postgresql":
+            self._listener = _Listener(self.engine, self._appended)
+
+    def _stop_listener(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+
+    def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
+        with self._read() as connection:
+            rows = connection.execute(
+                _after(org, after).order_by(events.c.ms, events.c.seq).limit(limit)
+            ).all()
+        return [self._event(row) for row in rows]
+
+    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
+        return self._events_after(org, event_position(after), limit)
+
+    def event_log_bounds(self, org: str) -> EventLogBounds:
+        with self._read() as connection:
+            trimmed = connection.execute(
+                select(event_logs.c.trimmed).where(event_logs.c.org == org)
+            ).scalar()
+            ends = []
+            for order in ((events.c.ms, events.c.seq), (events.c.ms.desc(), events.c.seq.desc())):
+                row = connection.execute(
+                    select(events.c.ms, events.c.seq)
+                    .where(events.c.org == org)
+                    .order_by(*order)
+                    .limit(1)
+                ).first()
+                ends.append(None if row is None else event_id(row.ms, row.seq))
+        return EventLogBounds(ends[0], ends[1], bool(trimmed))
+
+    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
+        position = event_position(after)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self._events_after(org, position, limit)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0:
+                return found
+            with self._appended:
+                self._appended.wait(min(remaining, dialect.POLL_INTERVAL))

@@ -1,0 +1,270 @@
+"""Login flow state, part one: authorization codes and device authorizations (the
+rules are in IdentityStore's docstring); realm sessions and refresh token families are
+storage/sql/sessions.py.
+
+Every record has an ``expires_at`` (the storage clock): reads ask for ``expires_at >
+now``, so an expired record is simply absent; expired rows go when met by a write,
+and all of them every ``SWEEP_EVERY`` flow writes of a process.
+
+Each step that must happen once is one transaction that either deletes with
+``RETURNING`` (taking a code, consuming a device authorization: of concurrent callers
+one gets the row, the others find none) or locks the rows it reads before changing
+them (deciding and polling a device). On SQLite every writing transaction holds the
+database from its start (storage/sql/engine.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import exc as sa_exc
+
+from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
+from storage.interface import IdentityStore
+from storage.records import AuthorizationCode, DeviceAuthorization
+from storage.sql import dialect
+from storage.sql.core import SqlCore
+from storage.sql.tables import (
+    authorization_codes,
+    device_authorizations,
+    realm_sessions,
+    refresh_families,
+    refresh_tokens,
+)
+
+# Every this many flow writes, a process drops every expired flow row, so records
+# nobody asks for again (abandoned logins) cannot pile up.
+SWEEP_EVERY = 512
+_FLOW_TABLES = (
+    authorization_codes,
+    device_authorizations,
+    realm_sessions,
+    refresh_tokens,
+    refresh_families,
+)
+
+
+def _code(row: Row[Any]) -> AuthorizationCode:
+    return AuthorizationCode(
+        org=row.org,
+        code_hash=row.code_hash,
+        client_id=row.client_id,
+        redirect_uri=row.redirect_uri,
+        scope=row.scope,
+        user_id=row.user_id,
+        session_id=row.session_id,
+        code_challenge=row.code_challenge,
+        code_challenge_method=row.code_challenge_method,
+        nonce=row.nonce,
+        auth_time=row.auth_time,
+        expires_at=row.expires_at,
+    )
+
+
+def _device(row: Row[Any]) -> DeviceAuthorization:
+    return DeviceAuthorization(
+        org=row.org,
+        device_code_hash=row.device_code_hash,
+        user_code=row.user_code,
+        client_id=row.client_id,
+        scope=row.scope,
+        interval=row.interval,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        status=row.status,
+        user_id=row.user_id,
+        session_id=row.session_id,
+        last_polled_at=row.last_polled_at,
+    )
+
+
+class SqlLogin(SqlCore, IdentityStore):
+    _flow_writes = 0
+
+    def _added(self, connection: Connection, now: datetime) -> None:
+        """Count a flow write; every SWEEP_EVERY-th drops every expired flow row."""
+        self._flow_writes += 1
+        if self._flow_writes % SWEEP_EVERY == 0:
+            for table in _FLOW_TABLES:
+                connection.execute(table.delete().where(table.c.expires_at <= now))
+
+    # -- authorization codes
+
+    def add_authorization_code(self, code: AuthorizationCode) -> None:
+        codes = authorization_codes.c
+        with self._write() as connection:
+            self._added(connection, self.clock())
+            connection.execute(
+                authorization_codes.delete().where(
+                    codes.org == code.org, codes.code_hash == code.code_hash
+                )
+            )
+            connection.execute(
+                insert(authorization_codes).values(
+                    org=code.org,
+                    code_hash=code.code_hash,
+                    client_id=code.client_id,
+                    redirect_uri=code.redirect_uri,
+                    scope=code.scope,
+                    user_id=code.user_id,
+                    session_id=code.session_id,
+                    code_challenge=code.code_challenge,
+                    code_challenge_method=code.code_challenge_method,
+                    nonce=code.nonce,
+                    auth_time=code.auth_time,
+                    expires_at=code.expires_at,
+                )
+            )
+
+    def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
+        now = self.clock()
+        codes = authorization_codes.c
+        with self._write() as connection:
+            row = connection.execute(
+                authorization_codes.delete()
+                .where(codes.org == org, codes.code_hash == code_hash)
+                .returning(*authorization_codes.c)
+            ).first()
+        return _code(row) if row is not None and row.expires_at > now else None
+
+    # -- device authorizations
+
+    def _find_device(
+        self, connection: Connection, org: str, *, device_code_hash: str = "", user_code: str = ""
+    ) -> Row[Any] | None:
+        """The live device authorization with this device code (or user code), locked
+        for the transaction (PostgreSQL)."""
+        devices = device_authorizations.c
+        key = (
+            devices.user_code == user_code
+            if user_code
+            else devices.device_code_hash == device_code_hash
+        )
+        statement = select(device_authorizations).where(
+            devices.org == org, key, devices.expires_at > self.clock()
+        )
+        return connection.execute(dialect.locked(connection, statement)).first()
+
+    def add_device_authorization(self, device: DeviceAuthorization) -> None:
+        now = self.clock()
+        devices = device_authorizations.c
+        try:
+            with self._write() as connection:
+                self._added(connection, now)
+                # An expired record frees its codes.
+                connection.execute(
+                    device_authorizations.delete().where(
+                        devices.org == device.org,
+                        or_(
+                            devices.device_code_hash == device.device_code_hash,
+                            devices.user_code == device.user_code,
+                        ),
+                        devices.expires_at <= now,
+                    )
+                )
+                connection.execute(
+                    insert(device_authorizations).values(
+                        org=device.org,
+                        device_code_hash=device.device_code_hash,
+                        user_code=device.user_code,
+                        client_id=device.client_id,
+                        scope=device.scope,
+                        interval=device.interval,
+                        created_at=device.created_at,
+                        expires_at=device.expires_at,
+                        status=device.status,
+                        user_id=device.user_id,
+                        session_id=device.session_id,
+                        last_polled_at=device.last_polled_at,
+                    )
+                )
+        except sa_exc.IntegrityError:
+            raise DeviceCodeExists("device code or user code in use") from None
+
+    def get_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        devices = device_authorizations.c
+        row = self._read_one(
+            select(device_authorizations).where(
+                devices.org == org,
+                devices.device_code_hash == device_code_hash,
+                devices.expires_at > self.clock(),
+            )
+        )
+        return None if row is None else _device(row)
+
+    def get_device_authorization_by_user_code(
+        self, org: str, user_code: str
+    ) -> DeviceAuthorization | None:
+        devices = device_authorizations.c
+        row = self._read_one(
+            select(device_authorizations).where(
+                devices.org == org,
+                devices.user_code == user_code,
+                devices.expires_at > self.clock(),
+            )
+        )
+        return None if row is None else _device(row)
+
+    def decide_device_authorization(
+        self,
+        org: str,
+        user_code: str,
+        *,
+        approved: bool,
+        user_id: str,
+        session_id: str | None = None,
+    ) -> DeviceAuthorization | None:
+        devices = device_authorizations.c
+        with self._write() as connection:
+            row = self._find_device(connection, org, user_code=user_code)
+            if row is None:
+                return None
+            if row.status != "pending":
+                raise DeviceAlreadyDecided(f"device authorization is {row.status} already")
+            decided = connection.execute(
+                update(device_authorizations)
+                .where(devices.org == org, devices.device_code_hash == row.device_code_hash)
+                .values(
+                    status="approved" if approved else "denied",
+                    user_id=user_id,
+                    session_id=session_id,
+                )
+                .returning(*device_authorizations.c)
+            ).one()
+        return _device(decided)
+
+    def poll_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        devices = device_authorizations.c
+        with self._write() as connection:
+            row = self._find_device(connection, org, device_code_hash=device_code_hash)
+            if row is None:
+                return None
+            connection.execute(
+                update(device_authorizations)
+                .where(devices.org == org, devices.device_code_hash == device_code_hash)
+                .values(last_polled_at=self.clock())
+            )
+        return _device(row)
+
+    def consume_device_authorization(
+        self, org: str, device_code_hash: str
+    ) -> DeviceAuthorization | None:
+        devices = device_authorizations.c
+        with self._write() as connection:
+            row = connection.execute(
+                device_authorizations.delete()
+                .where(
+                    devices.org == org,
+                    devices.device_code_hash == device_code_hash,
+                    devices.status == "approved",
+                    devices.expires_at > self.clock(),
+                )
+                .returning(*device_authorizations.c)
+            ).first()
+        return None if row is None else _device(row)

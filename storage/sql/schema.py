@@ -1,0 +1,168 @@
+"""The database's schema: checked and brought up to date at start-up, under a lock.
+
+Alembic's migrations (storage/sql/migrations/versions) run from code, as in Alembic's
+cookbook ("Sharing a Connection across one or more programmatic migration commands"):
+the connection that holds the lock is handed to migrations/env.py.
+
+The lock: on PostgreSQL an advisory lock, on SQLite the write lock of ``BEGIN
+IMMEDIATE`` (the migrations run inside that transaction: SQLite's DDL is
+transactional). Of many processes starting at once one upgrades; the others wait for
+the lock, then find the schema current.
+
+A database is refused, with a message that says why and no traceback to read, when it
+is not a promptsvc database (tables but no promptsvc schema; a file that is not
+SQLite), when its schema is newer than this promptsvc knows, or when it cannot be
+written (a read-only SQLite file or directory).
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import exc as sa_exc
+
+from storage.errors import StorageError, StorageUnavailable
+from storage.sql.engine import WRITE
+
+SCRIPTS = Path(__file__).resolve().parent / "migrations"
+# pg_advisory_lock's key for schema changes: any constant of ours ("promptsv" in ASCII).
+ADVISORY_KEY = 0x70726F6D70747376
+
+
+class SchemaError(StorageError):
+    """The database cannot be used by this promptsvc; the message says why."""
+
+
+def _config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPTS))
+    config.attributes["connection"] = connection
+    return config
+
+
+@functools.cache
+def _revisions() -> tuple[str, frozenset[str]]:
+    """The newest revision and every revision this promptsvc knows (read once: Alembic
+    loads every migration file to tell)."""
+    scripts = ScriptDirectory.from_config(_config())
+    newest = scripts.get_current_head()
+    assert newest is not None
+    return newest, frozenset(script.revision for script in scripts.walk_revisions())
+
+
+def head() -> str:
+    """The newest revision this promptsvc knows."""
+    return _revisions()[0]
+
+
+def _known(revision: str) -> bool:
+    return revision in _revisions()[1]
+
+
+@contextmanager
+def _translated(where: str) -> Iterator[None]:
+    """Driver errors at start-up, said for people."""
+    try:
+        yield
+    except sa_exc.DatabaseError as exc:
+        original = exc.orig
+        message = str(original).lower()
+        if "readonly" in message or "read-only" in message:
+            beside = " and to its directory (the -wal and -shm files beside it)"
+            sqlite = isinstance(original, sqlite3.DatabaseError)
+            raise SchemaError(
+                f"{where} is read-only: promptsvc must write to it{beside if sqlite else ''}"
+            ) from None
+        if isinstance(original, sqlite3.DatabaseError):
+            if "not a database" in message or "malformed" in message:
+                raise SchemaError(f"{where} is not a SQLite database") from None
+            if "unable to open" in message:
+                raise SchemaError(
+                    f"{where} cannot be opened: does its directory exist, and may "
+                    "promptsvc write there?"
+                ) from None
+        if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
+            raise StorageUnavailable(f"{where} did not answer") from None
+        raise
+
+
+@contextmanager
+def _locked(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction that holds the schema lock."""
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ADVISORY_KEY})
+            connection.commit()
+            try:
+                with connection.begin():
+                    yield connection
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_KEY})
+                connection.commit()
+            return
+        # Foreign keys off while tables are rebuilt (Alembic's batch mode drops and
+        # recreates them; a cascade would empty the tables that point at them).
+        # On the driver's connection: outside a transaction, where the pragma works.
+        driver = connection.connection.dbapi_connection
+        assert driver is not None
+        driver.execute("PRAGMA foreign_keys = OFF")
+        try:
+            connection.execution_options(**{WRITE: True})
+            with connection.begin():
+                yield connection
+                problems = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                if problems:
+                    raise SchemaError(f"the migration broke foreign keys: {problems[:5]}")
+        finally:
+            driver.execute("PRAGMA foreign_keys = ON")
+
+
+def _check(connection: Connection, where: str) -> str | None:
+    """The database's revision (None: a new, empty database); SchemaError when it is
+    not ours or newer than this promptsvc."""
+    tables = set(inspect(connection).get_table_names())
+    if not tables:
+        return None
+    revision = MigrationContext.configure(connection).get_current_revision()
+    if revision is None or "prompts" not in tables:
+        shown = ", ".join(sorted(tables)[:5])
+        raise SchemaError(
+            f"{where} is not a promptsvc database: it has other tables ({shown}) and no "
+            "promptsvc schema; point PROMPTSVC_STORAGE_URL at a new file or database"
+        )
+    if not _known(revision):
+        raise SchemaError(
+            f"{where} has schema revision {revision!r}, newer than this promptsvc knows "
+            f"(its newest is {head()!r}): run the promptsvc that wrote it, or a newer one"
+        )
+    return revision
+
+
+def upgrade(engine: Engine, where: str, revision: str = "head") -> tuple[str | None, str]:
+    """Bring the database to the newest schema, or to ``revision`` (idempotent).
+    Returns the revisions before and after."""
+    target = head() if revision == "head" else revision
+    with _translated(where), _locked(engine) as connection:
+        before = _check(connection, where)
+        if before is not None:
+            # A database that cannot be written fails here, at start-up, rather than
+            # on the first change a user makes.
+            connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
+        if before != target:
+            command.upgrade(_config(connection), target)
+    return before, target
+
+
+def current(engine: Engine, where: str) -> str | None:
+    """The database's revision (None: no promptsvc schema yet)."""
+    with _translated(where), engine.connect() as connection:
+        return _check(connection, where)

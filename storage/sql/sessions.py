@@ -1,0 +1,245 @@
+"""Login flow state, part two: realm sessions and refresh token families (the rules
+are in IdentityStore's docstring; expiry and the sweep as in storage/sql/login.py).
+
+A token counts while it, its family and its session (if it has one) live. Rotation
+locks the presented token's row, then its family's: a concurrent rotation of the same
+token waits, then finds it used and revokes the family, committed before
+RefreshTokenReused is raised. Logout deletes the session and revokes its families in
+one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Exists, Row, Select, and_, exists, insert, or_, select, update
+
+from storage.errors import RefreshTokenReused, SessionNotFound
+from storage.records import RealmSession, RefreshToken
+from storage.sql import dialect
+from storage.sql.login import SqlLogin
+from storage.sql.tables import realm_sessions, refresh_families, refresh_tokens
+
+
+def _session(row: Row[Any]) -> RealmSession:
+    return RealmSession(
+        org=row.org,
+        session_id=row.session_id,
+        user_id=row.user_id,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
+
+
+def _token(row: Row[Any]) -> RefreshToken:
+    return RefreshToken(
+        org=row.org,
+        token_hash=row.token_hash,
+        family_id=row.family_id,
+        client_id=row.client_id,
+        user_id=row.user_id,
+        scope=row.scope,
+        session_id=row.session_id,
+        issued_at=row.issued_at,
+        expires_at=row.expires_at,
+        used=row.used,
+    )
+
+
+def _live_session(org: str, session_id: Any, now: datetime) -> Exists:
+    return exists().where(
+        realm_sessions.c.org == org,
+        realm_sessions.c.session_id == session_id,
+        realm_sessions.c.expires_at > now,
+    )
+
+
+def _live_token(org: str, token_hash: str, now: datetime) -> Select[Any]:
+    """The token, while it, its family and its session (if it has one) live."""
+    tokens, families = refresh_tokens.c, refresh_families.c
+    return (
+        select(refresh_tokens)
+        .join(
+            refresh_families,
+            and_(families.org == tokens.org, families.family_id == tokens.family_id),
+        )
+        .where(
+            tokens.org == org,
+            tokens.token_hash == token_hash,
+            tokens.expires_at > now,
+            ~families.revoked,
+            families.expires_at > now,
+            or_(tokens.session_id.is_(None), _live_session(org, tokens.session_id, now)),
+        )
+    )
+
+
+class SqlSessions(SqlLogin):
+    # -- realm sessions
+
+    def add_session(self, session: RealmSession) -> None:
+        sessions = realm_sessions.c
+        with self._write() as connection:
+            self._added(connection, self.clock())
+            connection.execute(
+                realm_sessions.delete().where(
+                    sessions.org == session.org, sessions.session_id == session.session_id
+                )
+            )
+            connection.execute(
+                insert(realm_sessions).values(
+                    org=session.org,
+                    session_id=session.session_id,
+                    user_id=session.user_id,
+                    created_at=session.created_at,
+                    expires_at=session.expires_at,
+                )
+            )
+
+    def get_session(self, org: str, session_id: str) -> RealmSession | None:
+        sessions = realm_sessions.c
+        row = self._read_one(
+            select(realm_sessions).where(
+                sessions.org == org,
+                sessions.session_id == session_id,
+                sessions.expires_at > self.clock(),
+            )
+        )
+        return None if row is None else _session(row)
+
+    def end_session(self, org: str, session_id: str) -> RealmSession | None:
+        now = self.clock()
+        sessions, families = realm_sessions.c, refresh_families.c
+        with self._write() as connection:
+            row = connection.execute(
+                realm_sessions.delete()
+                .where(sessions.org == org, sessions.session_id == session_id)
+                .returning(*realm_sessions.c)
+            ).first()
+            connection.execute(
+                update(refresh_families)
+                .where(families.org == org, families.session_id == session_id)
+                .values(revoked=True)
+            )
+        return _session(row) if row is not None and row.expires_at > now else None
+
+    # -- refresh token families
+
+    def start_refresh_family(self, token: RefreshToken) -> None:
+        now = self.clock()
+        sessions = realm_sessions.c
+        with self._write() as connection:
+            self._added(connection, now)
+            if token.session_id is not None:
+                # Locked, so a logout of the session waits for the family to join it.
+                statement = select(sessions.session_id).where(
+                    sessions.org == token.org,
+                    sessions.session_id == token.session_id,
+                    sessions.expires_at > now,
+                )
+                if connection.execute(dialect.locked(connection, statement)).first() is None:
+                    raise SessionNotFound(f"session {token.session_id} has ended")
+            connection.execute(
+                insert(refresh_families).values(
+                    org=token.org,
+                    family_id=token.family_id,
+                    session_id=token.session_id,
+                    expires_at=token.expires_at,
+                    revoked=False,
+                )
+            )
+            connection.execute(insert(refresh_tokens).values(**_token_values(token)))
+
+    def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
+        row = self._read_one(_live_token(org, token_hash, self.clock()))
+        return None if row is None else _token(row)
+
+    def rotate_refresh_token(
+        self,
+        org: str,
+        token_hash: str,
+        new_token_hash: str,
+        expires_at: datetime,
+        scope: str | None = None,
+    ) -> RefreshToken | None:
+        now = self.clock()
+        tokens, families = refresh_tokens.c, refresh_families.c
+        with self._write() as connection:
+            self._added(connection, now)
+            # The token row first, locked: a concurrent rotation of it waits here, and
+            # then finds it used.
+            found = select(refresh_tokens).where(
+                tokens.org == org, tokens.token_hash == token_hash, tokens.expires_at > now
+            )
+            row = connection.execute(dialect.locked(connection, found)).first()
+            if row is None:
+                return None
+            family = select(refresh_families.c.expires_at).where(
+                families.org == org,
+                families.family_id == row.family_id,
+                ~families.revoked,
+                families.expires_at > now,
+            )
+            family_row = connection.execute(dialect.locked(connection, family)).first()
+            if family_row is None:
+                return None
+            if row.session_id is not None:
+                alive = connection.execute(select(_live_session(org, row.session_id, now)))
+                if not alive.scalar():
+                    return None
+            this_family = update(refresh_families).where(
+                families.org == org, families.family_id == row.family_id
+            )
+            if row.used:
+                # Committed before the error is raised: the replay revokes the family.
+                connection.execute(this_family.values(revoked=True))
+                successor = None
+            else:
+                connection.execute(
+                    update(refresh_tokens)
+                    .where(tokens.org == org, tokens.token_hash == token_hash)
+                    .values(used=True)
+                )
+                successor = RefreshToken(
+                    org=org,
+                    token_hash=new_token_hash,
+                    family_id=row.family_id,
+                    client_id=row.client_id,
+                    user_id=row.user_id,
+                    scope=row.scope if scope is None else scope,
+                    session_id=row.session_id,
+                    issued_at=now,
+                    expires_at=expires_at,
+                )
+                connection.execute(insert(refresh_tokens).values(**_token_values(successor)))
+                # The family lives as long as its newest token.
+                if expires_at > family_row.expires_at:
+                    connection.execute(this_family.values(expires_at=expires_at))
+        if successor is None:
+            raise RefreshTokenReused(row.family_id)
+        return successor
+
+    def revoke_refresh_family(self, org: str, family_id: str) -> None:
+        families = refresh_families.c
+        with self._write() as connection:
+            connection.execute(
+                update(refresh_families)
+                .where(families.org == org, families.family_id == family_id)
+                .values(revoked=True)
+            )
+
+
+def _token_values(token: RefreshToken) -> dict[str, Any]:
+    return {
+        "org": token.org,
+        "token_hash": token.token_hash,
+        "family_id": token.family_id,
+        "client_id": token.client_id,
+        "user_id": token.user_id,
+        "scope": token.scope,
+        "session_id": token.session_id,
+        "issued_at": token.issued_at,
+        "expires_at": token.expires_at,
+        "used": False,
+    }

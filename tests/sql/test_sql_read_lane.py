@@ -1,0 +1,53 @@
+"""The SQL read lane (storage/sql/read_lane.py): fresh data on every read, and a
+connection the server closed while it sat idle replaced without an error."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from storage.sql.engine import make_engine
+from storage.sql.storage import SqlStorage
+from tests.sql_support import PostgresSchema
+
+ORG = "acme"
+USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+
+
+def test_a_read_sees_what_another_process_just_committed(empty_url: str) -> None:
+    reader, writer = SqlStorage.from_url(empty_url), SqlStorage.from_url(empty_url)
+    try:
+        writer.create_prompt(ORG, "greeting")
+        for content in ("one", "two"):
+            writer.create_version(ORG, "greeting", content, USER)
+        writer.promote(ORG, "greeting", "1", USER)
+        assert reader.get_production(ORG, "greeting").content == "one"
+        writer.promote(ORG, "greeting", "2", USER)
+        production = reader.get_production(ORG, "greeting")
+        assert (production.content, production.status) == ("two", "published")
+        assert reader.get_version(ORG, "greeting", "1").status == "archived"
+        assert reader.get_latest(ORG, "greeting").version == 2
+    finally:
+        reader.close()
+        writer.close()
+
+
+@pytest.mark.postgres
+def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresSchema) -> None:
+    postgres_schema.empty()
+    store = SqlStorage.from_url(postgres_schema.url)
+    try:
+        store.create_prompt(ORG, "greeting")
+        store.create_version(ORG, "greeting", "hello", USER)
+        assert store.get_latest(ORG, "greeting").content == "hello"
+        pids = [connection.info.backend_pid for connection in store._lane._idle]
+        assert pids
+        admin = make_engine(postgres_schema.url)
+        with admin.begin() as connection:
+            for pid in pids:
+                connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        admin.dispose()
+        assert store.get_latest(ORG, "greeting").content == "hello"
+        assert [c.info.backend_pid for c in store._lane._idle] != pids
+    finally:
+        store.close()
