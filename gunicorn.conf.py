@@ -26,7 +26,9 @@ the event streams (proxy buffering, timeouts): docs/deployment.md.
 their own prompts and keys: with more than one worker and memory:// the server refuses
 to start. SQLite (WAL), PostgreSQL and Redis are shared by every worker. Each worker
 builds its own app (``preload_app`` off): its own connection pool, no sockets or
-database handles shared across fork.
+database handles shared across fork. SQL storage's schema is checked and upgraded
+once, in the master, before the workers start (``on_starting``); a database promptsvc
+cannot use stops gunicorn there with one line saying why.
 """
 
 from __future__ import annotations
@@ -52,8 +54,21 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 
 
 def on_starting(server: Any) -> None:
-    """Refuse memory:// storage with more than one worker, saying why."""
-    storage_url = os.environ.get("PROMPTSVC_STORAGE_URL", "sqlite:///promptsvc.db")
+    """In the master, before any worker is forked: refuse memory:// storage with more
+    than one worker, and check SQL storage's schema, bringing it up to date (the engine
+    is closed again, so no database handle crosses the fork). A refusal is one line:
+    gunicorn prints a RuntimeError raised here as ``Error: ...`` and exits with status
+    1, where a worker that fails to boot would print its traceback once per worker."""
+    from promptsvc.cli.serve import redact
+    from promptsvc.config import ConfigError, Settings
+    from storage import StorageError
+    from storage.sql import schema
+    from storage.sql.engine import UnsupportedUrl, is_sql_url
+
+    try:
+        storage_url = Settings.from_env().storage_url
+    except ConfigError as exc:
+        raise RuntimeError(str(exc)) from None
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(
             f"PROMPTSVC_STORAGE_URL is {storage_url!r} but gunicorn would start "
@@ -62,6 +77,14 @@ def on_starting(server: Any) -> None:
             "sqlite:///promptsvc.db, postgresql://... or redis://host:port/db, or run a "
             "single worker (--workers 1 or PROMPTSVC_WORKERS=1)."
         )
+    if not is_sql_url(storage_url):
+        return
+    try:
+        schema.prepare(storage_url)
+    except UnsupportedUrl as exc:
+        raise RuntimeError(str(exc)) from None
+    except StorageError as exc:
+        raise RuntimeError(f"storage {redact(storage_url)} is not usable: {exc}") from None
 
 
 def post_worker_init(worker: Any) -> None:
