@@ -183,7 +183,7 @@ def login_blueprint(server: RealmServer) -> Blueprint:
             validated = server.validate_endpoint_request("end_session")
         except OAuth2Error as error:
             return _message(org, "Sign-out failed", _description(error), 400)
-        if validated.needs_confirmation and not state.confirmed:
+        if _needs_confirmation(validated, state.cookie_session_id) and not state.confirmed:
             params = [
                 (name, value)
                 for name, value in request.args.items(multi=True)
@@ -202,7 +202,10 @@ def login_blueprint(server: RealmServer) -> Blueprint:
 # error characters (it raises ValueError otherwise): such a value cannot be valid anyway.
 _ECHOED = ("response_type", "redirect_uri")
 _DESCRIBABLE = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
-_LOGOUT_PARAMS = ("client_id", "post_logout_redirect_uri", "state", "ui_locales", "logout_hint")
+_LOGOUT_PARAMS = (
+    *("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales"),
+    "logout_hint",
+)
 
 
 def too_many_attempts(retry_after: int) -> Response:
@@ -224,6 +227,16 @@ def too_many_attempts(retry_after: int) -> Response:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _needs_confirmation(validated: Any, cookie_session_id: str | None) -> bool:
+    """Whether the person must confirm a logout first: without an id_token_hint (RP-
+    initiated logout 1.0 section 6), and with one that is not of this browser's session
+    (a link carrying the attacker's own id_token would otherwise sign the victim out)."""
+    if validated.needs_confirmation:
+        return True
+    sid = (validated.id_token_claims or {}).get("sid")
+    return cookie_session_id is None or sid != cookie_session_id
 
 
 def _describable(value: str | None) -> bool:

@@ -344,9 +344,10 @@ def _document_people(spec: APISpec, rules: dict[str, Any]) -> None:
     logout_get: dict[str, Any] = {
         "tags": [TAG],
         "summary": "Sign out (OpenID Connect RP-initiated logout)",
-        "description": "Ends the session of id_token_hint and of this browser, revoking their "
-        "refresh tokens; redirects only to a registered post_logout_redirect_uri. Without "
-        "id_token_hint the person confirms first.",
+        "description": "Ends the session of id_token_hint when it is this browser's, "
+        "revoking its refresh tokens; redirects only to a registered "
+        "post_logout_redirect_uri. Without id_token_hint, or with one of another session, "
+        "the person confirms first and nothing ends until then.",
         "parameters": _query("id_token_hint", "client_id", "post_logout_redirect_uri", "state"),
         "responses": {
             "200": _html("Signed out, or the confirmation page"),
