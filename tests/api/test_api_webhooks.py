@@ -136,3 +136,20 @@ def test_ping_is_delivered_and_listed(api: Api, receiver: Receiver) -> None:
         ("ping", 1, 200, True)
     ]
     assert api.get(f"/api/v1/webhooks/{webhook_id}/deliveries?limit=0").status_code == 400
+
+
+def test_an_org_has_at_most_20_webhooks(api: Api) -> None:
+    ids = []
+    for n in range(20):
+        r = create(api, f"{PUBLIC}/{n}")
+        assert r.status_code == 201, r.json
+        ids.append(r.json["webhook_id"])
+    refused = create(api, f"{PUBLIC}/21")
+    assert refused.status_code == 409
+    assert refused.json["code"] == "conflict" and "20" in refused.json["message"]
+    assert len(api.get("/api/v1/webhooks").json["items"]) == 20
+    # Another org is not affected, and deleting one makes room.
+    assert api.post("/api/v1/webhooks", json={"url": PUBLIC, "events": ["*"]},
+                    org="globex").status_code == 201  # fmt: skip
+    assert api.delete(f"/api/v1/webhooks/{ids[0]}").status_code == 204
+    assert create(api, f"{PUBLIC}/21").status_code == 201
