@@ -1,10 +1,8 @@
 """The service functions behind /api/v1/webhooks: create (with its secret, shown once)
 and ping. Listing, deleting and the history go straight to storage.
 
-An org has at most :data:`MAX_WEBHOOKS` webhooks: each costs a delivery per event, and
-one org's many slow receivers must stay a bounded share of the delivery workers. The
-count is checked before the webhook is added, not in the same atomic step, so creations
-racing each other can pass it together; the bound is on the order of 20, not exact.
+An org has at most ``storage.MAX_WEBHOOKS`` (20) webhooks; storage refuses one more
+(TooManyWebhooks, a Conflict: 409) in the same atomic step as the addition.
 """
 
 from __future__ import annotations
@@ -14,20 +12,10 @@ import secrets
 import uuid
 
 from promptsvc.webhooks.targets import resolve
-from storage import Conflict, Storage, Webhook, new_id, rfc3339
+from storage import Storage, Webhook, new_id, rfc3339
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
-MAX_WEBHOOKS = 20
-
-
-class TooManyWebhooks(Conflict):
-    """The org has MAX_WEBHOOKS webhooks already (409, like every storage Conflict)."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            f"an org has at most {MAX_WEBHOOKS} webhooks; delete one before adding another"
-        )
 
 
 def new_secret() -> str:
@@ -44,10 +32,8 @@ def create_webhook(
     *,
     allow_private: bool,
 ) -> Webhook:
-    """Check the target (UnsafeTarget: refused) and the org's count of webhooks
-    (TooManyWebhooks), and subscribe it."""
-    if len(storage.list_webhooks(org)) >= MAX_WEBHOOKS:
-        raise TooManyWebhooks()
+    """Check the target (UnsafeTarget: refused) and subscribe it (storage's
+    TooManyWebhooks when the org has as many as it may)."""
     resolve(url, allow_private)
     webhook = Webhook(
         webhook_id=new_id("wh_"),
