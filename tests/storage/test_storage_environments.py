@@ -270,3 +270,17 @@ def test_delete_prompt_takes_its_placements(prompt: Storage) -> None:
     prompt.create_prompt(ORG, "greeting")
     prompt.create_version(ORG, "greeting", "x", USER)
     assert placed(prompt, "staging") is None
+
+
+def test_rollback_in_an_environment_walks_back_its_own_line(prompt: Storage) -> None:
+    for n in ["1", "2", "3"]:
+        prompt.promote(ORG, "greeting", n, USER, environment="staging")
+        prompt.promote(ORG, "greeting", n, USER, environment="qa")
+    assert prompt.rollback(ORG, "greeting", USER, environment="staging").version.version == 2
+    # Never back to 3, which staging was rolled back from: on to 1, then nothing.
+    assert prompt.rollback(ORG, "greeting", USER, environment="staging").version.version == 1
+    with pytest.raises(NoRollbackTarget, match="first staging version"):
+        prompt.rollback(ORG, "greeting", USER, environment="staging")
+    # qa's line is its own.
+    assert prompt.rollback(ORG, "greeting", USER, environment="qa").version.version == 2
+    assert placed(prompt, "qa") == 2 and placed(prompt, "staging") == 1

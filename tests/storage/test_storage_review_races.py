@@ -1,6 +1,7 @@
 """Reviews racing: concurrent approvals of one review apply it once, and a rollback
 racing the last approval leaves exactly one outcome, recorded. Threads on every backend,
-processes on real Redis."""
+processes on real Redis here and on SQLite and PostgreSQL in
+tests/sql/test_sql_review_races.py."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from storage import (
     ReviewClosed,
     ReviewStale,
     Storage,
+    storage_from_url,
 )
 from storage.redis import RedisStorage
 
@@ -132,7 +134,7 @@ def test_rollback_racing_the_last_approval(storage: Storage, attempt: int) -> No
 
 
 def _in_process(url: str, kind: str, review_id: str, i: int, start: Any) -> str:
-    store = RedisStorage.from_url(url)
+    store = storage_from_url(url)
     start.wait()
     try:
         return run(kind, store, review_id, i)
