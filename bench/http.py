@@ -342,7 +342,10 @@ rounds.
 
 **Environment read / bare, requests/s: {env_ratio:.2f}** (per round {env_per_round}),
 against production's {ratio:.2f}: {env_verdict} the tolerance of
-{ENVIRONMENT_TOLERANCE}. Both reads take the same path (promptsvc/api/reads.py, one
+{ENVIRONMENT_TOLERANCE}. Server CPU per request, environment / production:
+{median("environment", "cpu_us_per_request") / median("promptsvc", "cpu_us_per_request"):.2f}
+(this does not depend on the load the machine's other work puts on each round). Both
+reads take the same path (promptsvc/api/reads.py, one
 read_version.lua call) and answer the same body; the three endpoints take turns in each
 round.
 
