@@ -146,11 +146,18 @@ def _summary(review: Review) -> dict[str, Any] | None:
 
 
 def _compared(review: Review) -> dict[str, Any]:
-    """The review's version compared with what its environment holds now."""
+    """An open review's version compared with what its environment holds now; a closed
+    one's with what it held at the request (what the review was about)."""
     backend, org = storage(), principal().org
     prompt = backend.get_prompt(org, review.prompt_id)
     version = backend.get_version(org, prompt.prompt_id, review.version_id)
-    return comparison(prompt, holding(prompt, review.environment), version)
+    if review.status == "open":
+        before = holding(prompt, review.environment)
+    elif review.expected_version is None:
+        before = None
+    else:
+        before = backend.get_version(org, prompt.prompt_id, str(review.expected_version))
+    return comparison(prompt, before, version)
 
 
 @bp.get("/reviews/<review_id>")

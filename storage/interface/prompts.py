@@ -194,7 +194,8 @@ class PromptStore(StorageCore):
         cursor = None
         while True:
             page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
-            records.extend(page.items)
+            # Placements in other environments are not on production's line.
+            records.extend(r for r in page.items if r.environment == PRODUCTION)
             cursor = page.next_cursor
             if cursor is None:
                 break

@@ -119,6 +119,23 @@ def test_promote_into_an_unprotected_environment(
     assert "Staging holds v2 already." in again and "Promote v2 to staging</button>" not in again
 
 
+def test_history_names_the_environment_and_staging_is_no_rollback_target(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    storage.promote(ORG, "greeting", "2", "someone", environment="staging", notes="try")
+    client = console("writer")
+    page = client.get("/console/prompts/greeting").text
+    history = page[page.index('id="history-heading"') :]
+    environments = re.findall(r'<span class="badge plain env">([a-z-]+)</span>', history)
+    assert environments == ["staging", "production"]
+    # Production has had only v1: a placement in staging is nothing to roll back to.
+    assert ">Roll back to v" not in page
+    assert "No version was in production before v1." in client.get(
+        "/console/prompts/greeting/rollback"
+    ).text
+
+
 def test_a_concurrent_change_of_the_environment_is_refused(
     storage: Storage, console: Console
 ) -> None:
@@ -300,6 +317,8 @@ def test_approving_applies_the_review(app: Flask, storage: Storage, console: Con
     assert "Approved: greeting v2 is now in production." in page
     assert "Applied</span>" in page and "read the &lt;i&gt;diff&lt;/i&gt;" in page
     assert "<strong>admin</strong>" in page
+    assert "What changed in production: v1 → v2" in page  # from what it held at the request
+    assert '<tr class="changed">' in page
     assert "Your decision" not in page  # a closed review offers nothing
     assert "count-pill" not in page
 
@@ -338,6 +357,7 @@ def test_rejecting_with_a_comment(app: Flask, storage: Storage, console: Console
     page = admin.get(path).text
     assert "Rejected: greeting v2 stays out of production." in page
     assert "Rejected by admin" in page and "tone is off" in page
+    assert "What it would have changed in production: v1 → v2" in page
 
 
 def test_a_comment_too_long_keeps_what_was_typed(storage: Storage, console: Console) -> None:
