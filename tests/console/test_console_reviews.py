@@ -131,9 +131,10 @@ def test_history_names_the_environment_and_staging_is_no_rollback_target(
     assert environments == ["staging", "production"]
     # Production has had only v1: a placement in staging is nothing to roll back to.
     assert ">Roll back to v" not in page
-    assert "No version was in production before v1." in client.get(
-        "/console/prompts/greeting/rollback"
-    ).text
+    assert (
+        "No version was in production before v1."
+        in client.get("/console/prompts/greeting/rollback").text
+    )
 
 
 def test_a_concurrent_change_of_the_environment_is_refused(
