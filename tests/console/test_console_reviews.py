@@ -322,6 +322,9 @@ def test_approving_applies_the_review(app: Flask, storage: Storage, console: Con
     assert '<tr class="changed">' in page
     assert "Your decision" not in page  # a closed review offers nothing
     assert "count-pill" not in page
+    history = admin.get("/console/prompts/greeting").text
+    history = history[history.index('id="history-heading"') :]
+    assert "approved by admin" in history and "ticket 123" in history
 
 
 def test_two_approvals_then_the_change(app: Flask, storage: Storage, console: Console) -> None:

@@ -57,6 +57,9 @@ def page(browser: Any, server: Server, shots: Path) -> Page:
 def _held(page: Page, prompt: str) -> dict[str, str]:
     """What each environment holds, as the prompt's page shows it."""
     page.open(f"/console/prompts/{prompt}")
+    page.wait.until(
+        lambda driver: driver.find_elements(page.by.CSS_SELECTOR, "table.environments tbody tr")
+    )
     rows = page.driver.find_elements(page.by.CSS_SELECTOR, "table.environments tbody tr")
     return {
         row.find_element(page.by.CSS_SELECTOR, ".name").text: row.find_element(
