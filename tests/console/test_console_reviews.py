@@ -1,21 +1,41 @@
 """Environments and reviews in the console: what each environment holds on a prompt's
 page and the form that moves a version, the promote page opening a review for a
 protected environment, the inbox, a review's page with its diff and the decisions each
-person may make (the two-person rule), and the environments admin."""
+person may make (the two-person rule), and the environments admin. Each test runs on
+memory, the real Redis and SQLite: the pages read reviews through each backend."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
 from storage import Storage
+from storage.memory import MemoryStorage
 from tests.console.console_support import ORG, OTHER_ORG, PASSWORD, csrf_token, post_form
+from tests.sql_support import sql_storage
 
 Console = Callable[..., FlaskClient]
 REVIEW_URL = re.compile(r"/console/reviews/(rv_[A-Za-z0-9_-]+)$")
+
+
+@pytest.fixture(params=["memory", "redis", "sqlite"])
+def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
+    """The console's app (tests/console/conftest.py) on each backend in turn."""
+    if request.param == "memory":
+        yield MemoryStorage()
+        return
+    if request.param == "sqlite":
+        backend: Storage = sql_storage("sqlite", request)
+    else:
+        from storage.redis import RedisStorage
+
+        backend = RedisStorage.from_url(request.getfixturevalue("redis_url"))
+    yield backend
+    backend.close()
 
 
 def _seed(storage: Storage) -> None:
