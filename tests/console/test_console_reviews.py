@@ -194,6 +194,9 @@ def test_the_promote_page_of_a_protected_environment_opens_a_review(
 ) -> None:
     _seed(storage)
     client = console("writer")
+    version_page = client.get("/console/prompts/greeting/versions/2").text
+    assert ">Request review for production…</a>" in version_page
+    assert ">Promote to production…</a>" not in version_page
     confirm = client.get("/console/prompts/greeting/versions/2/promote").text
     assert "Request a review: v2 to production" in confirm
     assert "once 1 person approves a review, none of them you or the version's author" in (confirm)

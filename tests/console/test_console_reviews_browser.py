@@ -155,7 +155,7 @@ def test_a_review_rejected_with_a_comment(page: Page) -> None:
     page.open("/console/prompts/greeting/versions/new")
     page.fill("content", "Yo {{name}}.")
     page.click("Save draft")
-    page.click("Promote to production…")
+    page.click("Request review for production…")  # production is protected
     assert "Request a review: v3 to production" in page.text()
     page.click("Request review")
     review_path = page.path()
