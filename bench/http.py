@@ -1,8 +1,10 @@
 """HTTP benchmark: ``python -m bench.http [--redis-url URL] [--quick]``.
 
-GET /api/v1/prompts/{name}/production under gunicorn (the shipped gunicorn.conf.py) on
-real Redis, side by side with a bare Flask endpoint (bench/http_bare.py) that returns the
-same JSON via ``jsonify`` under the same gunicorn settings. The load generator is ``wrk``
+GET /api/v1/prompts/{name}/production and GET /api/v1/prompts/{name}/environments/staging
+under gunicorn (the shipped gunicorn.conf.py) on real Redis, side by side with a bare
+Flask endpoint (bench/http_bare.py) that returns the same JSON via ``jsonify`` under the
+same gunicorn settings (the version read is in both environments, so both reads answer
+the same body). The load generator is ``wrk``
 (Debian package ``wrk``) on loopback, keep-alive connections, a valid bearer token on
 every promptsvc request.
 
@@ -53,6 +55,9 @@ CONTENT = (
 METADATA = {"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 512}
 TAGS = ["support", "en", "production"]
 TARGET = 0.9  # promptsvc / bare requests/s, median of the per-round ratios
+# An environment's read must cost what production's does: its ratio within this of it.
+ENVIRONMENT_TOLERANCE = 0.05
+ENVIRONMENT_PATH = "/api/v1/prompts/support/environments/staging"
 
 
 @dataclass
@@ -157,6 +162,13 @@ def seed(api: str) -> tuple[str, bytes]:
             json={"notes": "benchmark"},
             headers=admin,
         ).raise_for_status()
+        # The same version in staging: the environment read answers the same body.
+        http.post("/api/v1/environments", json={"name": "staging"}, headers=admin)
+        http.post(
+            "/api/v1/prompts/support/versions/3/promote",
+            json={"environment": "staging"},
+            headers=admin,
+        ).raise_for_status()
         read = token("bench-read", READ_SECRET)
         body = http.get(
             "/api/v1/prompts/support/production", headers={"Authorization": f"Bearer {read}"}
@@ -239,9 +251,14 @@ def run(args: argparse.Namespace) -> None:
         assert bare_body == json.loads(body), "both servers must answer the same JSON"
         assert api.process is not None and bare.process is not None
 
+        staged = httpx.get(
+            api.base_url + ENVIRONMENT_PATH, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert staged.content == body, "the environment read must answer the same body"
         targets = {
             "bare": (bare.base_url + path, None, bare.process.pid),
             "promptsvc": (api.base_url + path, token, api.process.pid),
+            "environment": (api.base_url + ENVIRONMENT_PATH, token, api.process.pid),
         }
         for url, auth, pid in targets.values():  # warm-up: imports, connection pools
             wrk(url, 2, args.connections, args.wrk_threads, auth, pid)
@@ -262,6 +279,7 @@ def run(args: argparse.Namespace) -> None:
 LABELS = {
     "bare": "bare Flask + jsonify (no auth, no storage)",
     "promptsvc": "promptsvc GET production (JWT + Redis read)",
+    "environment": "promptsvc GET environments/staging (JWT + Redis read)",
 }
 
 
@@ -282,11 +300,18 @@ def report(
         ]
         for name, label in LABELS.items()
     ]
-    round_ratios = [
-        p.requests_per_s / b.requests_per_s
-        for b, p in zip(results["bare"], results["promptsvc"], strict=True)
-    ]
+
+    def ratios(name: str) -> list[float]:
+        return [
+            p.requests_per_s / b.requests_per_s
+            for b, p in zip(results["bare"], results[name], strict=True)
+        ]
+
+    round_ratios = ratios("promptsvc")
     ratio = statistics.median(round_ratios)
+    env_ratio = statistics.median(ratios("environment"))
+    env_verdict = "within" if abs(env_ratio - ratio) <= ENVIRONMENT_TOLERANCE else "outside"
+    env_per_round = ", ".join(f"{r:.2f}" for r in ratios("environment"))
     cpu_ratio = median("bare", "cpu_us_per_request") / median("promptsvc", "cpu_us_per_request")
     per_round = ", ".join(f"{r:.2f}" for r in round_ratios)
     rounds_rps = "; ".join(
@@ -315,6 +340,15 @@ per request (Redis server time not included).
 {cpu_ratio:.2f}. Requests/s per round, {rounds_rps}. The table shows medians over the
 rounds.
 
+**Environment read / bare, requests/s: {env_ratio:.2f}** (per round {env_per_round}),
+against production's {ratio:.2f}: {env_verdict} the tolerance of
+{ENVIRONMENT_TOLERANCE}. Server CPU per request, environment / production:
+{median("environment", "cpu_us_per_request") / median("promptsvc", "cpu_us_per_request"):.2f}
+(this does not depend on the load the machine's other work puts on each round). Both
+reads take the same path (promptsvc/api/reads.py, one
+read_version.lua call) and answer the same body; the three endpoints take turns in each
+round.
+
 What each side pays per request: both run gunicorn's request machinery. The bare
 endpoint adds Flask's (request and app contexts, routing, hooks, signals, Response
 objects) and `jsonify`. promptsvc adds its request id, a routing answer remembered per
@@ -328,7 +362,10 @@ and `RedisStorage.get_production` {cost.read_cpu_us:.0f} us of CPU
     print(body)
     command = " ".join(["python -m bench.http", *sys.argv[1:]])
     write_section(
-        "http", "HTTP: GET production under gunicorn vs a bare Flask endpoint", command, body
+        "http",
+        "HTTP: GET production and an environment under gunicorn vs a bare Flask endpoint",
+        command,
+        body,
     )
 
 

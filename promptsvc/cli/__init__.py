@@ -29,7 +29,17 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from identity import commands as operator_commands
-from promptsvc.cli import ascode, backup, db, login, mcp_server, prompts, serve, worker
+from promptsvc.cli import (
+    ascode,
+    backup,
+    db,
+    login,
+    mcp_server,
+    prompts,
+    reviews,
+    serve,
+    worker,
+)
 from promptsvc.cli.output import fail
 from promptsvc.version import VERSION
 
@@ -74,6 +84,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (db, True),
     (login, False),
     (prompts, False),
+    (reviews, False),
     (ascode, False),
     (mcp_server, False),
 )
