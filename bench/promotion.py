@@ -251,8 +251,8 @@ in turn; {args.writers} writer processes, each on its own keep-alive connection,
 draft to one shared prompt and promote it, back to back, for {args.seconds:g} s. Every
 promotion changes two versions' status and writes a history record and an event in one
 transaction; on SQLite all writers take turns at the file's one write lock (`BEGIN
-IMMEDIATE`, storage/sql/engine.py), so a promotion's latency is mostly its wait in that
-queue. Latencies are timed by the writers, send to end of answer; only promotions
+IMMEDIATE`, storage/sql/engine.py), one transaction at a time across both workers.
+Latencies are timed by the writers, send to end of answer; only promotions
 answered 200 count. After the run the API must show one published version and a
 history record per promotion answered 200 ("history vs answers").
 
