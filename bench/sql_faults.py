@@ -29,6 +29,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -393,11 +394,12 @@ def _make_bad_files(directory: Path) -> tuple[list[tuple[BadFile, Path]], Path |
     notes = directory / "notes.db"
     notes.write_text("these are my notes, not a database\n" * 100)
     other = directory / "other.db"
-    with sqlite3.connect(other) as connection:
+    # Closed, not only committed: the last connection to close writes the WAL back.
+    with closing(sqlite3.connect(other)) as connection, connection:
         connection.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
     newer = directory / "newer.db"
     SqlStorage.from_url(f"sqlite:///{newer}").close()
-    with sqlite3.connect(newer) as connection:
+    with closing(sqlite3.connect(newer)) as connection, connection:
         connection.execute("UPDATE alembic_version SET version_num = '9999'")
     read_only = directory / "read-only.db"
     SqlStorage.from_url(f"sqlite:///{read_only}").close()
