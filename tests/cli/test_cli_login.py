@@ -333,7 +333,9 @@ def test_a_saved_login_a_restarted_server_refuses_is_named_with_the_fix(tmp_path
     keys = {org: {"ci-key": ("ci-key-secret-0123456789", "Service Read")}}
     bootstrap = bootstrap_file(tmp_path, keys, users)
     port = free_port()
-    command = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
+    command = promptsvc_command(
+        "serve", "--port", str(port), "--bootstrap", str(bootstrap), "--storage", "memory://"
+    )
     config = tmp_path / "config"
     with Server(command, port) as first:
         realm = Realm(first, org, config)
