@@ -13,7 +13,8 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import McpError
 
-from tests.mcp.conftest import Client, Service, stdio
+from storage import Storage
+from tests.mcp.conftest import ORG, Client, Service, stdio
 
 CHAT = json.dumps(
     [
@@ -283,3 +284,32 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
             assert again.isError and text_of(again).startswith("conflict: ")
 
     run(scenario)
+
+
+def test_request_promotion_into_a_protected_environment_opens_a_review(
+    service: Service, storage: Storage
+) -> None:
+    service.prompt("greeting", "Hello {{name}}", "Hi {{name}}", production=1)
+    storage.create_environment(ORG, "staging", required_approvals=1)
+    opened: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        async with stdio(service.write_env) as client:
+            asked = await client.session.call_tool(
+                "request_promotion",
+                {"name": "greeting", "version": 2, "environment": "staging", "notes": "try it"},
+            )
+            assert not asked.isError, text_of(asked)
+            answer = asked.structuredContent
+            assert answer is not None and answer["outcome"] == "review_requested"
+            opened.append(answer["review"])
+
+    run(scenario)
+    [review] = opened
+    assert (review["version"], review["environment"], review["status"]) == (2, "staging", "open")
+    assert review["notes"] == "try it"
+    with service.api() as api:
+        listed = api.get("/api/v1/reviews", params={"status": "open"}).json()["items"]
+        held = api.get("/api/v1/prompts/greeting/environments/staging")
+    assert [r["review_id"] for r in listed] == [review["review_id"]]
+    assert held.status_code == 404  # nothing is placed before a person approves
