@@ -1,5 +1,5 @@
 """How the commands that work directly on storage (``keys``, ``users``, ``signing-keys``,
-``backup``, ``restore``) find and open it: one way for all of them.
+``backup``, ``restore``, and ``db`` for its URL) find and open it: one way for all.
 
 The URL is ``--storage``, else the service's own setting (``PROMPTSVC_STORAGE_URL``, read
 by promptsvc.config, with the same default), so a command works on the storage
@@ -33,17 +33,24 @@ def add_storage_option(parser: argparse.ArgumentParser, kinds: str) -> None:
     )
 
 
+def storage_url(given: str | None) -> str:
+    """``given`` (``--storage``), else the configured storage URL. Raises ConfigError
+    (a ValueError) for a setting that cannot be used."""
+    from promptsvc.config import Settings
+
+    return Settings.from_env(storage_url=given).storage_url
+
+
 def open_storage(given: str | None) -> Storage:
-    """The storage at ``given``, else the configured one; the caller closes it.
+    """The storage at :func:`storage_url`; the caller closes it.
 
     Raises InMemory for memory://, ConfigError (a ValueError) for a setting that cannot
     be used, ValueError for an unknown scheme and StorageError when it cannot be opened.
     """
-    from promptsvc.config import Settings
     from storage import storage_from_url
     from storage.memory import MemoryStorage
 
-    store = storage_from_url(Settings.from_env(storage_url=given).storage_url)
+    store = storage_from_url(storage_url(given))
     if isinstance(store, MemoryStorage):
         store.close()
         raise InMemory()
