@@ -36,11 +36,16 @@ import os
 import signal
 from typing import Any
 
+from promptsvc.config import Settings
+
+# The service's own settings, read as the app reads them (the variables above that are
+# not gunicorn's: the storage URL and the event streams).
+settings = Settings.from_env()
 bind = os.environ.get("PROMPTSVC_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = "gthread"
 request_threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
-event_streams = int(os.environ.get("PROMPTSVC_EVENT_STREAMS", "1000"))
+event_streams = settings.event_streams
 # A stream's thread sleeps until its org has an event, or for its 15 s comment line.
 threads = request_threads + event_streams
 # Every open stream is a connection too; gunicorn's default 1,000 is left for the rest.
@@ -53,7 +58,7 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 
 def on_starting(server: Any) -> None:
     """Refuse memory:// storage with more than one worker, saying why."""
-    storage_url = os.environ.get("PROMPTSVC_STORAGE_URL", "sqlite:///promptsvc.db")
+    storage_url = settings.storage_url
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(
             f"PROMPTSVC_STORAGE_URL is {storage_url!r} but gunicorn would start "

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 MIN_SECRET_KEY_LENGTH = 32
 # SQLite in the working directory: a newcomer's data survives a restart.
 DEFAULT_STORAGE_URL = "sqlite:///promptsvc.db"
+DEFAULT_ISSUER_URL = "http://localhost:8000"
 
 
 class ConfigError(ValueError):
@@ -18,7 +19,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Settings:
     storage_url: str = DEFAULT_STORAGE_URL
-    issuer_url: str = "http://localhost:8000"
+    issuer_url: str = DEFAULT_ISSUER_URL
     signing_key_file: str | None = None
     token_lifetime: int = 300
     bootstrap_file: str | None = None
@@ -37,8 +38,18 @@ class Settings:
     webhook_allow_private: bool = False
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """Settings from the environment; keyword overrides (CLI flags) win when not None."""
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        default_issuer_url: str = DEFAULT_ISSUER_URL,
+        **overrides: object,
+    ) -> Settings:
+        """Settings from the environment; keyword overrides (CLI flags) win when not None.
+
+        ``default_issuer_url`` stands in for an unset PROMPTSVC_ISSUER_URL (``promptsvc
+        serve`` passes the address it listens on).
+        """
         env = os.environ if environ is None else environ
         lifetime_raw = env.get("PROMPTSVC_TOKEN_LIFETIME", "300")
         try:
@@ -69,7 +80,7 @@ class Settings:
             )
         settings = cls(
             storage_url=env.get("PROMPTSVC_STORAGE_URL", DEFAULT_STORAGE_URL),
-            issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
+            issuer_url=(env.get("PROMPTSVC_ISSUER_URL") or default_issuer_url).rstrip("/"),
             signing_key_file=env.get("PROMPTSVC_SIGNING_KEY_FILE") or None,
             token_lifetime=lifetime,
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
