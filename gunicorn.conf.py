@@ -26,7 +26,9 @@ the event streams (proxy buffering, timeouts): docs/deployment.md.
 their own prompts and keys: with more than one worker and memory:// the server refuses
 to start. SQLite (WAL), PostgreSQL and Redis are shared by every worker. Each worker
 builds its own app (``preload_app`` off): its own connection pool, no sockets or
-database handles shared across fork.
+database handles shared across fork. SQL storage's schema is checked and upgraded
+once, in the master, before the workers start (``on_starting``); a database promptsvc
+cannot use stops gunicorn there with one line saying why.
 """
 
 from __future__ import annotations
@@ -36,11 +38,16 @@ import os
 import signal
 from typing import Any
 
-from promptsvc.config import Settings
+from promptsvc.config import ConfigError, Settings
 
 # The service's own settings, read as the app reads them (the variables above that are
-# not gunicorn's: the storage URL and the event streams).
-settings = Settings.from_env()
+# not gunicorn's: the storage URL and the event streams). One that cannot be used is
+# said in one line by on_starting, before any worker starts.
+unusable: str | None = None
+try:
+    settings = Settings.from_env()
+except ConfigError as exc:
+    settings, unusable = Settings(), str(exc)
 bind = os.environ.get("PROMPTSVC_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = "gthread"
@@ -57,7 +64,18 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-i
 
 
 def on_starting(server: Any) -> None:
-    """Refuse memory:// storage with more than one worker, saying why."""
+    """In the master, before any worker is forked: refuse memory:// storage with more
+    than one worker, and check SQL storage's schema, bringing it up to date (the engine
+    is closed again, so no database handle crosses the fork). A refusal is one line:
+    gunicorn prints a RuntimeError raised here as ``Error: ...`` and exits with status
+    1, where a worker that fails to boot would print its traceback once per worker."""
+    from promptsvc.cli.serve import redact
+    from storage import StorageError
+    from storage.sql import schema
+    from storage.sql.engine import UnsupportedUrl, is_sql_url
+
+    if unusable is not None:
+        raise RuntimeError(unusable)
     storage_url = settings.storage_url
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(
@@ -67,6 +85,14 @@ def on_starting(server: Any) -> None:
             "sqlite:///promptsvc.db, postgresql://... or redis://host:port/db, or run a "
             "single worker (--workers 1 or PROMPTSVC_WORKERS=1)."
         )
+    if not is_sql_url(storage_url):
+        return
+    try:
+        schema.prepare(storage_url)
+    except UnsupportedUrl as exc:
+        raise RuntimeError(str(exc)) from None
+    except StorageError as exc:
+        raise RuntimeError(f"storage {redact(storage_url)} is not usable: {exc}") from None
 
 
 def post_worker_init(worker: Any) -> None:

@@ -46,6 +46,7 @@ AREAS = {
     "test_rate_limits": "Brute force",
     "test_bad_inputs": "Hostile input",
     "test_log_secrets": "Secrets in logs",
+    "test_attacks": "Attacks (issue 19)",
 }
 
 
@@ -267,10 +268,14 @@ Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its 
 
 ## How the limits and checks are set
 
-- Token endpoints: per client (org + client id) 30 failed attempts per minute
-  (`PROMPTSVC_TOKEN_RATE_LIMIT`), per client IP 300 requests per minute
-  (`PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP`); `off` turns one off. 429 `too_many_requests`
-  with `Retry-After`. Counters in the app's storage (identity/ratelimit.py).
+- Token endpoints: per client and address (client IP + org + client id) 30 failed
+  attempts per minute (`PROMPTSVC_TOKEN_RATE_LIMIT`), per client IP 300 requests per
+  minute (`PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP`); sign-in: per username and address 10
+  failures, per IP 60 attempts, device user codes 10 wrong per address; `off` turns one
+  off. 429 `too_many_requests` with `Retry-After`. Counters in the app's storage
+  (identity/ratelimit.py).
+- Event streams: one token subject a quarter and one org half of
+  `PROMPTSVC_EVENT_STREAMS` per process (429), the process all of them (503).
 - Error shape: every 4xx/5xx is `{{code, message, error}}` with `error == code`
   ([api.md](api.md) section 9); the realm token endpoint's 400/401/429 are RFC 6749
   bodies plus `code`/`message`.

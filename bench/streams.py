@@ -234,6 +234,10 @@ def run(args: argparse.Namespace) -> None:
         "PROMPTSVC_WORKERS": str(args.workers),
         "PROMPTSVC_THREADS": str(args.threads),
         "PROMPTSVC_EVENT_STREAMS": str(args.streams),
+        # Every stream here is one read token's, which by default may hold only a quarter
+        # of them (its org half): lift both caps to measure the worker's own limit.
+        "PROMPTSVC_EVENT_STREAMS_PER_CLIENT": str(args.streams),
+        "PROMPTSVC_EVENT_STREAMS_PER_ORG": str(args.streams),
         # Streams end when their token expires: one token must outlast the whole run.
         "PROMPTSVC_TOKEN_LIFETIME": "3600",
     }

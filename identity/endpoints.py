@@ -241,7 +241,8 @@ class EndSession(EndSessionEndpoint):
     """RP-initiated logout (OpenID Connect) at Keycloak's ``logout``.
 
     Ends the session named by ``id_token_hint`` (its ``sid``) and the browser's own
-    session, which revokes their refresh tokens. Redirects only to a registered
+    session, which revokes their refresh tokens. The logout view asks the person first
+    unless the hint names the browser's own session. Redirects only to a registered
     ``post_logout_redirect_uri``, and only with an ``id_token_hint`` of this realm or
     after the person confirmed on the logout page.
     """

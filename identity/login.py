@@ -48,12 +48,20 @@ FORM_MIMETYPE = "application/x-www-form-urlencoded"
 INVALID_LOGIN = "Invalid username or password."
 # Set on g when a sign-in failed, so the per-username limit counts it.
 LOGIN_FAILED = "identity_login_failed"
+# Set on g when a typed device user code was not a pending one (RFC 8628 5.1 guessing).
+DEVICE_CODE_FAILED = "identity_device_code_failed"
 REALM = "/realms/<org>"
 
 
 def login_failed() -> bool:
     """True when this request was a failed sign-in (identity.ratelimit counts those)."""
     return bool(g.get(LOGIN_FAILED))
+
+
+def device_code_failed() -> bool:
+    """True when this request typed a user code that is not pending (identity.ratelimit
+    counts those)."""
+    return bool(g.get(DEVICE_CODE_FAILED))
 
 
 def login_blueprint(server: RealmServer) -> Blueprint:
@@ -124,6 +132,7 @@ def login_blueprint(server: RealmServer) -> Blueprint:
         code = normalize_user_code(typed)
         record = storage.get_device_authorization_by_user_code(org, code) if code else None
         if record is None or record.status != "pending" or server.device_expired(record):
+            setattr(g, DEVICE_CODE_FAILED, True)
             return _device_page(org, user, typed, "This code is not valid or has expired.", 400)
         if action not in ("approve", "deny"):
             return _page(
@@ -153,6 +162,7 @@ def login_blueprint(server: RealmServer) -> Blueprint:
         except DeviceAlreadyDecided:
             decided = None
         if decided is None:
+            setattr(g, DEVICE_CODE_FAILED, True)
             return _device_page(org, user, typed, "This code is not valid or has expired.", 400)
         if approved:
             return _message(org, "Device connected", "You can return to your device now.")
@@ -173,7 +183,7 @@ def login_blueprint(server: RealmServer) -> Blueprint:
             validated = server.validate_endpoint_request("end_session")
         except OAuth2Error as error:
             return _message(org, "Sign-out failed", _description(error), 400)
-        if validated.needs_confirmation and not state.confirmed:
+        if _needs_confirmation(validated, state.cookie_session_id) and not state.confirmed:
             params = [
                 (name, value)
                 for name, value in request.args.items(multi=True)
@@ -192,20 +202,41 @@ def login_blueprint(server: RealmServer) -> Blueprint:
 # error characters (it raises ValueError otherwise): such a value cannot be valid anyway.
 _ECHOED = ("response_type", "redirect_uri")
 _DESCRIBABLE = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
-_LOGOUT_PARAMS = ("client_id", "post_logout_redirect_uri", "state", "ui_locales", "logout_hint")
+_LOGOUT_PARAMS = (
+    *("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales"),
+    "logout_hint",
+)
 
 
 def too_many_attempts(retry_after: int) -> Response:
-    """429 for a rate-limited sign-in (identity.ratelimit): the login page, saying so."""
-    org = (request.view_args or {}).get("org", "")
-    response = _login_page(
-        str(org), f"Too many sign-in attempts. Try again in {retry_after} seconds.", status=429
-    )
+    """429 for a rate-limited sign-in (identity.ratelimit): the login page, saying so; on
+    the device page of a signed-in person, a page saying so."""
+    org = str((request.view_args or {}).get("org", ""))
+    typed = (request.form if request.method == "POST" else request.args).get("user_code")
+    if request.endpoint == "identity_login.device" and typed and "password" not in request.form:
+        response = _message(
+            org, "Too many codes", f"Too many codes tried. Try again in {retry_after} seconds.",
+            429,
+        )  # fmt: skip
+    else:
+        response = _login_page(
+            org, f"Too many sign-in attempts. Try again in {retry_after} seconds.", status=429
+        )
     response.headers["Retry-After"] = str(retry_after)
     return response
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _needs_confirmation(validated: Any, cookie_session_id: str | None) -> bool:
+    """Whether the person must confirm a logout first: without an id_token_hint (RP-
+    initiated logout 1.0 section 6), and with one that is not of this browser's session
+    (a link carrying the attacker's own id_token would otherwise sign the victim out)."""
+    if validated.needs_confirmation:
+        return True
+    sid = (validated.id_token_claims or {}).get("sid")
+    return cookie_session_id is None or sid != cookie_session_id
 
 
 def _describable(value: str | None) -> bool:
@@ -369,4 +400,11 @@ def _client_logout(server: RealmServer, org: str) -> Response:
     return response
 
 
-__all__ = ["CSRF_COOKIE", "SESSION_COOKIE", "login_blueprint", "login_failed", "too_many_attempts"]
+__all__ = [
+    "CSRF_COOKIE",
+    "SESSION_COOKIE",
+    "device_code_failed",
+    "login_blueprint",
+    "login_failed",
+    "too_many_attempts",
+]

@@ -12,11 +12,12 @@ clock, which is what storage expires records by.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from identity.clients import PUBLIC_CLIENT_IDS
-from identity.roles import ROLES
+from identity.principal import Principal
+from identity.roles import ROLES, role_includes
 from identity.secrets import generate_secret, lookup_digest
 from storage import RealmSession, RefreshToken, SessionNotFound, Storage, User
 
@@ -70,6 +71,21 @@ def is_person_client(client_id: object) -> bool:
 def can_sign_in(user: User | None) -> bool:
     """True for an enabled user with a role the service knows."""
     return user is not None and not user.disabled and user.role in ROLES
+
+
+def standing(storage: Storage, principal: Principal) -> Principal | None:
+    """A person's principal as their user stands in storage now: None when the user is
+    gone or disabled, and never a higher role than the user has now (a token carries
+    the role it was issued with until it expires). A key's principal is returned as
+    it is."""
+    if not is_person_client(principal.client_id):
+        return principal
+    user = storage.get_user_by_id(principal.org, principal.user_id)
+    if user is None or not can_sign_in(user):
+        return None
+    if user.role != principal.role and role_includes(principal.role, user.role):
+        return replace(principal, role=user.role)
+    return principal
 
 
 # --------------------------------------------------------------------------- sessions

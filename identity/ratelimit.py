@@ -1,28 +1,39 @@
 """Rate limits on the token endpoints and on people's sign-in, by flask-limiter on the
 app's own storage.
 
+Failures are limited per source, not per account (RFC 6749 10.10, OWASP's advice on
+lockout): a limit keyed on an account alone would let anyone who knows a username or
+client id lock its owner out. So the failure counters are per account *and* client
+address; the right password or secret from another address still works while one
+address is being refused.
+
 Two limits, each shared by ``POST /realms/<org>/protocol/openid-connect/token`` and
 ``POST /v1/auth/sdk-token`` (so alternating endpoints gains an attacker nothing):
 
-* per client, ``(org, client id)``: counts only *failed* attempts (401), so a client that
-  refreshes its token is never limited while guessing one key's secret is. Once the
-  limit is reached every request for that client gets 429, the right secret included,
-  until the window has room again (Keycloak's brute-force lockout works alike).
+* per client and address, ``(client IP, org, client id)``: counts only *failed*
+  attempts (401), so a client that refreshes its token is never limited while guessing
+  one key's secret is. Once the limit is reached every request for that client from
+  that address gets 429, the right secret included, until the window has room again.
   Default ``30/minute``; env ``PROMPTSVC_TOKEN_RATE_LIMIT``.
-* per client IP (``request.remote_addr``): counts every token request, which also bounds
-  the RSA signing work one address can cause. Default ``300/minute``; env
-  ``PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP``. Behind a reverse proxy every request has the
-  proxy's address: the deployment must set ``remote_addr`` from the proxy's header
-  (werkzeug's ProxyFix) or raise this limit.
+* per client IP: counts every token request, which also bounds the RSA signing work one
+  address can cause. Default ``300/minute``; env ``PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP``.
 
 People's sign-in (the login form of the authorization endpoint and of the device page)
 has two limits of its own, with the same behaviour:
 
-* per username, ``(org, username)``: counts only failed sign-ins, whether the username
-  exists or not (so the limit tells nothing about it). Default ``10/minute``; env
-  ``PROMPTSVC_LOGIN_RATE_LIMIT``.
+* per username and address, ``(client IP, org, username)``: counts only failed
+  sign-ins, whether the username exists or not (so the limit tells nothing about it).
+  Default ``10/minute``; env ``PROMPTSVC_LOGIN_RATE_LIMIT``.
 * per client IP: counts every sign-in attempt. Default ``60/minute``; env
   ``PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP``.
+
+User codes typed on the device page (RFC 8628 5.1) count like failed sign-ins: every
+code that is unknown, used or expired counts against ``(client IP, org)`` with the
+per-username limit's value, on ``GET`` and ``POST`` alike.
+
+The client IP is ``request.remote_addr``: behind a reverse proxy, set
+``PROMPTSVC_TRUSTED_PROXIES`` so that it is the client's own address (werkzeug's
+ProxyFix), else every client shares the proxy's counters.
 
 Values use flask-limiter's notation (``"30/minute"``, ``"5/second;100/hour"``); ``off``
 turns a limit off. A breach answers 429 ``too_many_requests`` with ``Retry-After``
@@ -55,7 +66,7 @@ from werkzeug.exceptions import HTTPException
 
 from identity import sdk_token
 from identity.keys import RESERVED_CLIENT_IDS
-from identity.login import login_failed
+from identity.login import device_code_failed, login_failed
 from identity.oauth import basic_credentials
 from storage import Storage
 
@@ -186,7 +197,7 @@ def init_limiter(
                 limits.per_client,
                 scope="token-client",
                 key_func=_client_key,
-                exempt_when=lambda: not _client_key(),
+                exempt_when=lambda: not _client_name(),
                 deduct_when=lambda response: response.status_code == 401,
                 methods=["POST"],
                 on_breach=on_breach,
@@ -214,9 +225,18 @@ def _limit_login(
             limits.per_username,
             scope="login-username",
             key_func=_username_key,
-            exempt_when=lambda: not _username_key(),
+            exempt_when=lambda: not _username(),
             deduct_when=lambda response: login_failed(),
             methods=["POST"],
+            on_breach=on_breach,
+        )(bp)
+        limiter.shared_limit(
+            limits.per_username,
+            scope="device-code",
+            key_func=_device_code_key,
+            exempt_when=lambda: not _typed_user_code(),
+            deduct_when=lambda response: device_code_failed(),
+            methods=["GET", "POST"],
             on_breach=on_breach,
         )(bp)
     if limits.per_ip is not None:
@@ -232,6 +252,10 @@ def _limit_login(
 
 
 def _username_key() -> str:
+    return _bounded(f"{_remote_address()} {_username()}")
+
+
+def _username() -> str:
     """``<org>/<username>`` of a sign-in attempt, '' for any other request."""
     form = _form()
     if "password" not in form:
@@ -240,7 +264,20 @@ def _username_key() -> str:
     username = form.get("username", "").strip().lower()
     if not (isinstance(org, str) and org and username):
         return ""
-    return _bounded(f"{org}/{username}")
+    return f"{org}/{username}"
+
+
+def _typed_user_code() -> bool:
+    """Whether this request is the device page with a user code typed in."""
+    if request.endpoint != "identity_login.device":
+        return False
+    source = _form() if request.method == "POST" else request.args
+    return bool(source.get("user_code"))
+
+
+def _device_code_key() -> str:
+    org = (request.view_args or {}).get("org", "")
+    return _bounded(f"{_remote_address()} {org}")
 
 
 def _form() -> MultiDict[str, str]:
@@ -285,6 +322,10 @@ def _remote_address() -> str:
 
 
 def _client_key() -> str:
+    return _bounded(f"{_remote_address()} {_client_name()}")
+
+
+def _client_name() -> str:
     """``<org>/<client id>`` of a token request, '' when it names no client."""
     if request.blueprint == "identity_sdk_token":
         try:
@@ -302,4 +343,4 @@ def _client_key() -> str:
         return ""
     if client_id in RESERVED_CLIENT_IDS:
         return ""  # public clients have no secret to guess; one limit for all would lock out all
-    return _bounded(f"{org}/{client_id}")
+    return f"{org}/{client_id}"

@@ -34,7 +34,12 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order
     app.extensions["promptsvc.settings"] = settings
     app.extensions["promptsvc.storage"] = backend
-    app.extensions["promptsvc.events"] = EventHub(backend, max_followers=settings.event_streams)
+    app.extensions["promptsvc.events"] = EventHub(
+        backend,
+        max_followers=settings.event_streams,
+        max_per_subject=settings.client_streams,
+        max_per_org=settings.org_streams,
+    )
 
     http.configure_logging()
     base_url = settings.issuer_url.rstrip("/")

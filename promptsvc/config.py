@@ -31,11 +31,29 @@ class Settings:
     # once; more are answered 503. Each holds a thread (gunicorn.conf.py sizes the
     # workers' threads from the same variable).
     event_streams: int = 1000
+    # Of those, what one token subject and one org may hold (None: a quarter and a half
+    # of event_streams), so that one key cannot deny every other org its streams.
+    event_streams_per_client: int | None = None
+    event_streams_per_org: int | None = None
     # Signs the console's session cookies. None: one is generated once and kept in
     # storage, so every worker and host sharing the storage accepts every session.
     secret_key: str | None = None
     # Webhooks may point at http:// and non-public addresses (tests, private networks).
     webhook_allow_private: bool = False
+
+    @property
+    def client_streams(self) -> int:
+        """Event streams one token subject may hold in one process."""
+        if self.event_streams_per_client is not None:
+            return self.event_streams_per_client
+        return max(1, self.event_streams // 4) if self.event_streams else 0
+
+    @property
+    def org_streams(self) -> int:
+        """Event streams one org may hold in one process."""
+        if self.event_streams_per_org is not None:
+            return self.event_streams_per_org
+        return max(1, self.event_streams // 2) if self.event_streams else 0
 
     @classmethod
     def from_env(
@@ -65,12 +83,9 @@ class Settings:
             raise ConfigError(
                 f"PROMPTSVC_TRUSTED_PROXIES must be a number of proxies (0-10), got {proxies_raw!r}"
             )
-        streams_raw = env.get("PROMPTSVC_EVENT_STREAMS", "1000")
-        if not streams_raw.isascii() or not streams_raw.isdigit() or int(streams_raw) > 100_000:
-            raise ConfigError(
-                "PROMPTSVC_EVENT_STREAMS must be a number of streams (0-100000), "
-                f"got {streams_raw!r}"
-            )
+        streams = _streams(env, "PROMPTSVC_EVENT_STREAMS", "1000")
+        per_client = _streams(env, "PROMPTSVC_EVENT_STREAMS_PER_CLIENT", None)
+        per_org = _streams(env, "PROMPTSVC_EVENT_STREAMS_PER_ORG", None)
         secret_key = env.get("PROMPTSVC_SECRET_KEY") or None
         if secret_key is not None and len(secret_key) < MIN_SECRET_KEY_LENGTH:
             raise ConfigError(
@@ -85,9 +100,21 @@ class Settings:
             token_lifetime=lifetime,
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
             trusted_proxies=int(proxies_raw),
-            event_streams=int(streams_raw),
+            event_streams=streams if streams is not None else 1000,
+            event_streams_per_client=per_client,
+            event_streams_per_org=per_org,
             secret_key=secret_key,
             webhook_allow_private=env.get("PROMPTSVC_WEBHOOK_ALLOW_PRIVATE", "") == "1",
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]
+
+
+def _streams(env: Mapping[str, str], name: str, default: str | None) -> int | None:
+    """A number of event streams from ``name`` (0-100000); None when unset and no default."""
+    raw = env.get(name) or default
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or int(raw) > 100_000:
+        raise ConfigError(f"{name} must be a number of streams (0-100000), got {raw!r}")
+    return int(raw)

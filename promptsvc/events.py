@@ -16,7 +16,10 @@ instead: the reader missed events and must forget what it derived from them.
 
 Each follower (an open stream, a waiting long poll) holds a thread of the server for as
 long as it waits, so a hub takes at most ``max_followers`` of them at once and refuses
-more (:class:`Saturated`), leaving the other threads to the rest of the API.
+more (:class:`Saturated`), leaving the other threads to the rest of the API. So that one
+token (or one org) cannot take them all and deny every other org its streams, a token
+subject holds at most ``max_per_subject`` and an org at most ``max_per_org`` of them
+(:class:`OverCap`).
 
 Ids are ordered by ``storage.ids.event_position``; ``START`` is below every id.
 :func:`close_all` ends every stream of the process (gunicorn.conf.py calls it when a
@@ -58,6 +61,15 @@ class Saturated(Exception):
         self.limit = limit
 
 
+class OverCap(Exception):
+    """One token subject, or one org, already holds as many followers as it may here."""
+
+    def __init__(self, scope: str, limit: int) -> None:
+        super().__init__(f"this {scope} holds {limit} event streams on this server already")
+        self.scope = scope  # "client" or "org"
+        self.limit = limit
+
+
 @dataclass(frozen=True, slots=True)
 class Reset:
     """The asked id is older than the log keeps: events after it are lost. Go on from
@@ -82,7 +94,8 @@ Item = Event | Reset
 class EventHub:
     """Follows org event logs for the streams and long polls of this process.
 
-    ``max_followers`` bounds the followers open at once (None: no bound);
+    ``max_followers`` bounds the followers open at once (None: no bound), and
+    ``max_per_subject`` and ``max_per_org`` those of one token subject and of one org;
     ``read_timeout`` bounds each blocking read of a reader thread (so that a reader
     whose last waiter left stops soon after); ``buffer_size`` is how many recent events
     each org keeps here; ``page_size`` how many events one read of the log returns.
@@ -93,18 +106,24 @@ class EventHub:
         storage: Storage,
         *,
         max_followers: int | None = None,
+        max_per_subject: int | None = None,
+        max_per_org: int | None = None,
         read_timeout: float = 5.0,
         buffer_size: int = 1000,
         page_size: int = 500,
     ) -> None:
         self.storage = storage
         self.max_followers = max_followers
+        self.max_per_subject = max_per_subject
+        self.max_per_org = max_per_org
         self.read_timeout = read_timeout
         self.buffer_size = buffer_size
         self.page_size = page_size
         self._lock = threading.Lock()  # guards _feeds and the counts of followers
         self._feeds: dict[str, _Feed] = {}
         self._followers = 0  # open Followers, guarded by _lock
+        self._by_subject: dict[str, int] = {}  # open Followers per subject, under _lock
+        self._by_org: dict[str, int] = {}  # open Followers per org, under _lock
         self._closed = threading.Event()
         _HUBS.add(self)
 
@@ -137,38 +156,46 @@ class EventHub:
             return [Reset(bounds.newest or START)]
         return list(self.storage.events_after(org, after, limit))
 
-    def follow(self, org: str, after: str | None) -> Follower:
+    def follow(self, org: str, after: str | None, subject: str = "") -> Follower:
         """A place in the org's log from which to read what comes after ``after``
-        (None: after the newest event now). Close it when done.
+        (None: after the newest event now), for the token subject ``subject``. Close it
+        when done.
 
-        Raises Saturated when ``max_followers`` are open already, a StorageError when
-        the log cannot be read now.
+        Raises OverCap when the subject or the org holds as many followers as it may,
+        Saturated when ``max_followers`` are open already, a StorageError when the log
+        cannot be read now.
         """
         with self._lock:
+            if self.max_per_subject is not None and (
+                self._by_subject.get(subject, 0) >= self.max_per_subject
+            ):
+                raise OverCap("client", self.max_per_subject)
+            if self.max_per_org is not None and self._by_org.get(org, 0) >= self.max_per_org:
+                raise OverCap("org", self.max_per_org)
             if self.max_followers is not None and self._followers >= self.max_followers:
                 raise Saturated(self.max_followers)
-            self._followers += 1
+            self._count(org, subject, 1)
         try:
             feed = self._join(org)
         except BaseException:
             with self._lock:
-                self._followers -= 1
+                self._count(org, subject, -1)
             raise
         try:
             if after is None:
                 after = feed.newest
-            return Follower(self, feed, after)
+            return Follower(self, feed, after, subject)
         except BaseException:
-            self._leave(feed)
+            self._leave(feed, subject)
             raise
 
-    def poll(self, org: str, after: str | None, wait: float, limit: int) -> Poll:
+    def poll(self, org: str, after: str | None, wait: float, limit: int, subject: str = "") -> Poll:
         """Events after ``after`` (None: after the newest now), waiting up to ``wait``
         seconds for the first one when there are none yet."""
         cursor = self.newest(org) if after is None else after
         items = self.read_log(org, cursor, limit)
         if not items and wait > 0 and not self.closed:
-            follower = self.follow(org, cursor)
+            follower = self.follow(org, cursor, subject)
             try:
                 items = follower.read(wait, limit)
             finally:
@@ -196,10 +223,20 @@ class EventHub:
             feed.followers += 1
             return feed
 
-    def _leave(self, feed: _Feed) -> None:
+    def _leave(self, feed: _Feed, subject: str) -> None:
         with self._lock:
             feed.followers -= 1
-            self._followers -= 1
+            self._count(feed.org, subject, -1)
+
+    def _count(self, org: str, subject: str, change: int) -> None:
+        """Add ``change`` to the counts of open followers (under ``_lock``)."""
+        self._followers += change
+        for counts, key in ((self._by_subject, subject), (self._by_org, org)):
+            left = counts.get(key, 0) + change
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
 
     def _keep_reading(self, feed: _Feed) -> bool:
         """Whether ``feed``'s reader goes on; when not, it is no longer joinable."""
@@ -320,9 +357,10 @@ class _Feed:
 class Follower:
     """One reader's place in an org's log: :meth:`read` gives what came after it."""
 
-    def __init__(self, hub: EventHub, feed: _Feed, after: str) -> None:
+    def __init__(self, hub: EventHub, feed: _Feed, after: str, subject: str = "") -> None:
         self._hub = hub
         self._feed = feed
+        self._subject = subject
         self._position = event_position(after)
         self.last_id = after
         self._wake = threading.Lock()
@@ -368,4 +406,4 @@ class Follower:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._hub._leave(self._feed)
+            self._hub._leave(self._feed, self._subject)

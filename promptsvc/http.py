@@ -5,6 +5,10 @@
   ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach logs or headers as
   they came. Every response carries it, whichever part of the app answered, and so does
   the access log line (logger ``promptsvc.access``, on in ``promptsvc serve``).
+* :class:`SecurityHeaders`, inside it, adds ``X-Content-Type-Options: nosniff`` to every
+  response and ``Strict-Transport-Security`` to every response of a request that came
+  over https (``wsgi.url_scheme``, which ProxyFix sets from a trusted proxy's
+  ``X-Forwarded-Proto``). Pages set their own Content-Security-Policy.
 * Every log record gets a ``request_id`` attribute (``-`` outside a request), and
   :func:`configure_logging` prints it on each line.
 * :func:`json_body` / :func:`json_response` serialize with the stdlib directly and
@@ -35,6 +39,9 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REQUEST_ID_HEADER = "X-Request-ID"
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
+# A year, the usual value; no includeSubDomains: other hosts of the domain are not ours.
+HSTS = ("Strict-Transport-Security", "max-age=31536000")
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
 
@@ -83,10 +90,31 @@ class RequestIds:
             _request_id.reset(token)
 
 
+class SecurityHeaders:
+    """WSGI middleware: the headers every response carries, whichever part of the app
+    answered (the read endpoints answer without Flask's hooks)."""
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        https = environ.get("wsgi.url_scheme") == "https"
+
+        def start(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if not any(name.lower() == "x-content-type-options" for name, _ in headers):
+                headers.append(NOSNIFF)
+            if https:
+                headers.append(HSTS)
+            return start_response(line, headers, exc_info)
+
+        return self.app(environ, start)
+
+
 def init_app(app: Flask) -> None:
-    """Wrap ``app.wsgi_app`` in :class:`RequestIds`; call it after anything else that
-    answers requests in front of Flask, so that its answers get ids too."""
-    app.wsgi_app = RequestIds(app.wsgi_app)  # type: ignore[method-assign]
+    """Wrap ``app.wsgi_app`` in :class:`SecurityHeaders` and :class:`RequestIds`; call it
+    after anything else that answers requests in front of Flask, so that its answers get
+    them too."""
+    app.wsgi_app = RequestIds(SecurityHeaders(app.wsgi_app))  # type: ignore[method-assign]
 
 
 # --------------------------------------------------------------------------- bodies in

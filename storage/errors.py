@@ -72,6 +72,14 @@ class Conflict(StorageError):
     pass
 
 
+class TooManyWebhooks(Conflict):
+    """The org has as many webhooks as it may (storage.interface.MAX_WEBHOOKS)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an org has at most {limit} webhooks; delete one before adding another")
+        self.limit = limit
+
+
 class PromptExists(Conflict):
     def __init__(self, name: str) -> None:
         super().__init__(f"prompt '{name}' already exists")

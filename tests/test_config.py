@@ -24,6 +24,16 @@ def test_defaults_and_overrides() -> None:
     assert Settings.from_env(env).trusted_proxies == 2
     assert settings.event_streams == 1000
     assert Settings.from_env({"PROMPTSVC_EVENT_STREAMS": "12"}).event_streams == 12
+    # One token subject a quarter, one org half of the streams, unless set.
+    assert (settings.client_streams, settings.org_streams) == (250, 500)
+    small = Settings.from_env({"PROMPTSVC_EVENT_STREAMS": "2"})
+    assert (small.client_streams, small.org_streams) == (1, 1)
+    none = Settings.from_env({"PROMPTSVC_EVENT_STREAMS": "0"})
+    assert (none.client_streams, none.org_streams) == (0, 0)
+    caps = Settings.from_env(
+        {"PROMPTSVC_EVENT_STREAMS_PER_CLIENT": "3", "PROMPTSVC_EVENT_STREAMS_PER_ORG": "7"}
+    )
+    assert (caps.client_streams, caps.org_streams) == (3, 7)
     assert settings.secret_key is None
     secret = "s" * 32
     assert Settings.from_env({"PROMPTSVC_SECRET_KEY": secret}).secret_key == secret
@@ -40,6 +50,8 @@ def test_defaults_and_overrides() -> None:
         ("PROMPTSVC_EVENT_STREAMS", "-1"),
         ("PROMPTSVC_EVENT_STREAMS", "many"),
         ("PROMPTSVC_EVENT_STREAMS", "100001"),
+        ("PROMPTSVC_EVENT_STREAMS_PER_CLIENT", "-1"),
+        ("PROMPTSVC_EVENT_STREAMS_PER_ORG", "half"),
         ("PROMPTSVC_SECRET_KEY", "too-short"),
     ],
 )

@@ -64,12 +64,15 @@ def parse_strict_json(text: str) -> Any:
     """``json.loads`` minus what Python accepts but JSON (RFC 8259) and UTF-8 do not.
 
     Refused with a 400: NaN, Infinity and numbers out of float range (Python would
-    store them and later answer them back as bare words, which is not JSON); lone
+    store them and later answer them back as bare words, which is not JSON); integers
+    longer than Python converts (``sys.get_int_max_str_digits()``, 4,300 digits); lone
     UTF-16 surrogate escapes such as ``\\ud800`` (no UTF-8 encoding exists for them);
     nesting so deep that the parser runs out of stack.
     """
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        data = json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_held_int
+        )
     except RecursionError:
         raise BadRequest("the request body is nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text):  # rare: only then pay for the full check
@@ -92,6 +95,15 @@ def _finite_float(text: str) -> float:
     if math.isinf(value):
         raise BadRequest(f"the request body has the number {text[:40]}, which is out of range")
     return value
+
+
+def _held_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() converts: it could not be answered back
+        raise BadRequest(
+            f"the request body has an integer of {len(text)} characters, which is too long"
+        ) from None
 
 
 class ApiBlueprint(Blueprint):

@@ -13,7 +13,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
   production version), InvalidInput 400, StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
-  streams as it may);
+  streams as it may); promptsvc.events.OverCap: 429 with ``Retry-After`` (the token's
+  subject or org holds as many as it may);
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   and InvalidUserRequest 400;
 * werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
@@ -38,7 +39,7 @@ from werkzeug.exceptions import HTTPException
 
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
 from promptsvc.errors import Forbidden
-from promptsvc.events import Saturated
+from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
@@ -164,6 +165,16 @@ def _handle_saturated(exc: Saturated) -> Response:
     )
 
 
+def _handle_over_cap(exc: OverCap) -> Response:
+    log.warning("event stream refused: %s", exc)
+    whose = "this token" if exc.scope == "client" else "this organization"
+    return error_response(
+        429,
+        f"{whose} holds {exc.limit} event streams on this server already; close one or retry later",
+        headers={"Retry-After": str(SATURATED_RETRY_AFTER)},
+    )
+
+
 def _flatten_webargs(messages: Any) -> tuple[str, dict[str, list[str]]]:
     """webargs nests messages by location ({"json": {"name": [...]}}); clients want fields."""
     errors: dict[str, list[str]] = {}
@@ -240,6 +251,8 @@ def error_response_for(exc: Exception) -> Response:
         return _handle_storage_error(exc)
     if isinstance(exc, Saturated):
         return _handle_saturated(exc)
+    if isinstance(exc, OverCap):
+        return _handle_over_cap(exc)
     if isinstance(exc, UnsafeTarget):
         return error_response(400, f"webhook URL refused: {exc}")
     if isinstance(exc, IdentityError):

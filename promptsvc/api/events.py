@@ -9,14 +9,24 @@ line), an ``event: reset`` frame when the asked id is older than the log keeps, 
 end of the stream when the token expires (the client reconnects with a fresh token and
 its last id). Otherwise it is a long
 poll: ``{items, last_id, reset}``, waiting up to ``?wait=`` seconds for the first event.
-The events come from the process's :class:`promptsvc.events.EventHub`.
+The events come from the process's :class:`promptsvc.events.EventHub`, which caps the
+streams of one token subject and of one org (429) besides the process's own (503).
+
+A stream whose client has gone must give its slot back soon, not at its next heartbeat:
+every ``EVENTS_CLIENT_CHECK`` seconds (app config; 2 by default) of silence the stream
+looks at its connection (:func:`client_gone`: the server's socket, which gunicorn and
+werkzeug put in the WSGI environ) and ends when the client closed it. Where the socket
+cannot be looked at (TLS in the WSGI server, another server), it writes a comment line
+instead, and the write to a closed connection fails by the second one.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -37,6 +47,10 @@ EVENT_STREAM = "text/event-stream"
 # Silence after which a comment line goes out: under 15 s, so that the time it takes to
 # wake and write cannot stretch a gap beyond 15 s.
 HEARTBEAT_SECONDS = 14.0
+# Silence after which a stream looks whether its client is still there.
+CLIENT_CHECK_SECONDS = 2.0
+# Where WSGI servers put the client's socket in the environ.
+SOCKET_KEYS = ("gunicorn.socket", "werkzeug.socket")
 STREAM_OPENED = b": stream open\n\n"
 KEEP_ALIVE = b": keep-alive\n\n"
 
@@ -70,6 +84,7 @@ class Events(View):
     @blp.arguments(EventQuerySchema, location="query")
     @blp.arguments(EventHeadersSchema, location="headers")
     @blp.returns(200, EventPageSchema)
+    @blp.errors(429)
     @blp.alt_response(
         200,
         schema={"type": "string"},
@@ -100,15 +115,20 @@ class Events(View):
                 stream: Iterator[bytes] = iter(())  # no body: nothing to follow
             else:
                 # Joined here, before the answer starts: a storage error is still a 503.
-                follower = events.follow(principal.org, after)
-                heartbeat = current_app.config.get("EVENTS_HEARTBEAT", HEARTBEAT_SECONDS)
-                stream = frames(follower, principal.expires_at, heartbeat)
+                follower = events.follow(principal.org, after, principal.user_id)
+                config = current_app.config
+                heartbeat = config.get("EVENTS_HEARTBEAT", HEARTBEAT_SECONDS)
+                check = config.get("EVENTS_CLIENT_CHECK", CLIENT_CHECK_SECONDS)
+                gone = client_check(request.environ)
+                stream = frames(follower, principal.expires_at, heartbeat, check, gone)
             response = current_app.response_class(stream, mimetype=EVENT_STREAM)
             response.headers["Cache-Control"] = "no-store"
             # nginx buffers proxied answers unless told not to (docs/deployment.md).
             response.headers["X-Accel-Buffering"] = "no"
             return response
-        poll = events.poll(principal.org, query["after"], query["wait"], query["limit"])
+        poll = events.poll(
+            principal.org, query["after"], query["wait"], query["limit"], principal.user_id
+        )
         return json_response(
             {
                 "items": [event.to_json() for event in poll.items],
@@ -118,26 +138,71 @@ class Events(View):
         )
 
 
-def frames(follower: Follower, until: float, heartbeat: float) -> Iterator[bytes]:
+def frames(
+    follower: Follower,
+    until: float,
+    heartbeat: float,
+    check: float = CLIENT_CHECK_SECONDS,
+    gone: Callable[[], bool | None] = lambda: None,
+) -> Iterator[bytes]:
     """The SSE body: frames of what the follower reads, until ``until`` (epoch
-    seconds, the token's expiry) or until the hub closes."""
+    seconds, the token's expiry), until the hub closes, or until the client is gone.
+
+    ``gone()`` says whether the client closed its connection (None: cannot tell, so
+    every ``check`` seconds of silence a comment line goes out, whose write fails once
+    the connection is closed); otherwise a comment line goes out after ``heartbeat``
+    seconds of silence."""
     try:
         yield STREAM_OPENED
+        quiet_since = time.monotonic()
         while not follower.ended:
             left = until - time.time()
             if left <= 0:
                 return
-            items = follower.read(min(heartbeat, left))
+            items = follower.read(min(check, heartbeat, left))
             if items:
                 yield b"".join(frame(item) for item in items)
-            elif time.time() < until and not follower.ended:
+                quiet_since = time.monotonic()
+                continue
+            if time.time() >= until or follower.ended:
+                return
+            closed = gone()
+            if closed:
+                return
+            if closed is None or time.monotonic() - quiet_since >= heartbeat:
                 yield KEEP_ALIVE
+                quiet_since = time.monotonic()
     except StorageError:
         # The answer has started: all that is left is to end it. The client reconnects
         # with its last id and misses nothing still in the log.
         log.warning("event stream ended by a storage error", exc_info=True)
     finally:
         follower.close()
+
+
+def client_check(environ: dict[str, Any]) -> Callable[[], bool | None]:
+    """``gone()`` for the request's connection: True once the client closed it, False
+    while it is open, None when this server's socket cannot be looked at."""
+    sock = next((environ[key] for key in SOCKET_KEYS if key in environ), None)
+    flags = socket.MSG_PEEK | getattr(socket, "MSG_DONTWAIT", 0)
+    if (
+        not isinstance(sock, socket.socket)
+        or isinstance(sock, ssl.SSLSocket)
+        or (flags == socket.MSG_PEEK)
+    ):
+        return lambda: None
+    return lambda: client_gone(sock, flags)
+
+
+def client_gone(sock: socket.socket, flags: int) -> bool:
+    """Whether the peer of ``sock`` closed the connection, looked at without reading:
+    an SSE client sends nothing after its request, so end of input means it left."""
+    try:
+        return sock.recv(1, flags) == b""
+    except BlockingIOError:
+        return False  # open, nothing to read
+    except OSError:
+        return True  # reset, or the socket is closed already
 
 
 def frame(item: Event | Reset) -> bytes:

@@ -175,6 +175,7 @@ def document_identity(spec: APISpec, app: Flask) -> None:
                     "200": _json(IntrospectionSchema, "Whether the token is active, its claims"),
                     "400": _json(OAuthErrorSchema, "invalid_request or unsupported_token_type"),
                     "401": _json(OAuthErrorSchema, "invalid_client"),
+                    "429": _rate_limited(OAuthErrorSchema),
                     "500": _error("INTERNAL_SERVER_ERROR"),
                     "503": _error("SERVICE_UNAVAILABLE"),
                 },
@@ -247,10 +248,15 @@ def _document_people(spec: APISpec, rules: dict[str, Any]) -> None:
             "503": _error("SERVICE_UNAVAILABLE"),
         },
     }
+    # POST shares the token endpoints' per-address limit (identity.ratelimit).
+    userinfo_post = {
+        **userinfo,
+        "responses": {**userinfo["responses"], "429": _rate_limited(OAuthErrorSchema)},
+    }
     spec.path(
         rule=rules[f"{base}/userinfo"],
         parameters=[ORG_PARAM],
-        operations={"get": userinfo, "post": userinfo},
+        operations={"get": userinfo, "post": userinfo_post},
     )
     spec.path(
         rule=rules[f"{base}/auth/device"],
@@ -338,9 +344,10 @@ def _document_people(spec: APISpec, rules: dict[str, Any]) -> None:
     logout_get: dict[str, Any] = {
         "tags": [TAG],
         "summary": "Sign out (OpenID Connect RP-initiated logout)",
-        "description": "Ends the session of id_token_hint and of this browser, revoking their "
-        "refresh tokens; redirects only to a registered post_logout_redirect_uri. Without "
-        "id_token_hint the person confirms first.",
+        "description": "Ends the session of id_token_hint when it is this browser's, "
+        "revoking its refresh tokens; redirects only to a registered "
+        "post_logout_redirect_uri. Without id_token_hint, or with one of another session, "
+        "the person confirms first and nothing ends until then.",
         "parameters": _query("id_token_hint", "client_id", "post_logout_redirect_uri", "state"),
         "responses": {
             "200": _html("Signed out, or the confirmation page"),

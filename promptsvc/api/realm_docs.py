@@ -15,7 +15,9 @@ role needs. Without ``realm`` the document has ``bearerAuth`` only.
 from __future__ import annotations
 
 import copy
+import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Response, render_template_string
 
@@ -99,7 +101,7 @@ _PAGE = """<!DOCTYPE html>
   <div id="swagger-ui-container"></div>
   <script src="{{ assets }}swagger-ui-standalone-preset.js"></script>
   <script src="{{ assets }}swagger-ui-bundle.js"></script>
-  <script>
+  <script nonce="{{ nonce }}">
     var config = {{ config | tojson }};
     config.url = {{ spec_url | tojson }};
     config.dom_id = "#swagger-ui-container";
@@ -135,7 +137,25 @@ def swagger_page(
             "usePkceWithAuthorizationCodeGrant": True,
             "scopes": [],
         }
+    nonce = secrets.token_urlsafe(16)
     html = render_template_string(
-        _PAGE, title=title, assets=assets, spec_url=spec_url, config=config, oauth=oauth
+        _PAGE,
+        title=title,
+        assets=assets,
+        spec_url=spec_url,
+        config=config,
+        oauth=oauth,
+        nonce=nonce,
     )
-    return Response(html, mimetype="text/html")
+    response = Response(html, mimetype="text/html")
+    issuer = urlsplit(issuer_url)
+    # Swagger UI calls the API and the realm's token endpoint (the issuer's origin); its
+    # one inline script runs by its nonce; React sets inline styles, images are data: URIs.
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src 'self' 'nonce-{nonce}'; "
+        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        f"connect-src 'self' {issuer.scheme}://{issuer.netloc}; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
+    response.headers["X-Frame-Options"] = "DENY"
+    return response

@@ -48,12 +48,13 @@ class Webhooks(View):
     @blp.requires(SERVICE_ADMIN)
     @blp.arguments(WebhookCreateSchema)
     @blp.returns(201, WebhookCreatedSchema)
-    @blp.errors(413, 415)
+    @blp.errors(409, 413, 415)
     def post(self, body: dict[str, Any]) -> Response:
         """Create a webhook
 
         The URL must be https:// and resolve only to public addresses. The secret is
-        in this response only; it cannot be retrieved later.
+        in this response only; it cannot be retrieved later. An org has at most 20
+        webhooks (409 beyond).
         """
         settings = current_app.extensions["promptsvc.settings"]
         webhook = create_webhook(

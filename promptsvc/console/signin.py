@@ -40,10 +40,11 @@ from flask import (
 )
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from identity import people
 from identity.errors import InvalidToken
 from identity.keys import CONSOLE_CLIENT_ID, valid_org
 from identity.principal import Principal
-from promptsvc.console.common import identity
+from promptsvc.console.common import identity, storage
 from promptsvc.console.transport import InProcessRealm
 from promptsvc.paths import CONSOLE_CALLBACK, CONSOLE_HOME
 
@@ -133,7 +134,8 @@ class SignedOut(Exception):
 
 def signed_in_principal() -> Principal:
     """The principal of the session's access token, refreshed first when it is about to
-    expire; raises :class:`SignedOut`."""
+    expire, with the role its user has in storage now if that is lower; raises
+    :class:`SignedOut`, also when the user was disabled or deleted."""
     person = session.get(SIGNED_IN)
     if not isinstance(person, dict):
         raise SignedOut(None)
@@ -152,10 +154,17 @@ def signed_in_principal() -> Principal:
             raise SignedOut(org) from None
         person = _keep(org, token, id_token=person["id_token"], username=person["username"])
     try:
-        return identity().verify_token(person["access_token"])
+        principal = identity().verify_token(person["access_token"])
     except InvalidToken:
         session.pop(SIGNED_IN, None)
         raise SignedOut(org) from None
+    # The user as stored now: disabling or demoting someone takes effect at their next
+    # page, not when their access token expires.
+    current = people.standing(storage(), principal)
+    if current is None:
+        session.pop(SIGNED_IN, None)
+        raise SignedOut(org)
+    return current
 
 
 def username() -> str:

@@ -1,5 +1,9 @@
 """The service functions behind /api/v1/webhooks: create (with its secret, shown once)
-and ping. Listing, deleting and the history go straight to storage."""
+and ping. Listing, deleting and the history go straight to storage.
+
+An org has at most ``storage.MAX_WEBHOOKS`` (20) webhooks; storage refuses one more
+(TooManyWebhooks, a Conflict: 409) in the same atomic step as the addition.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ def create_webhook(
     *,
     allow_private: bool,
 ) -> Webhook:
-    """Check the target (UnsafeTarget: refused) and subscribe it."""
+    """Check the target (UnsafeTarget: refused) and subscribe it (storage's
+    TooManyWebhooks when the org has as many as it may)."""
     resolve(url, allow_private)
     webhook = Webhook(
         webhook_id=new_id("wh_"),

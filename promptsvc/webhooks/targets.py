@@ -5,6 +5,12 @@ address checked is the one connected to (:class:`Target`), so a name that resolv
 elsewhere between the check and the connection (DNS rebinding) gains nothing. With
 ``allow_private`` (``PROMPTSVC_WEBHOOK_ALLOW_PRIVATE=1``) ``http://`` and non-public
 addresses are accepted, for tests and private networks.
+
+IPv6 addresses that carry an IPv4 address (IPv4-mapped ``::ffff:0:0/96``,
+IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo
+``2001::/32``) reach that IPv4 address through a translator or tunnel, so the IPv4
+address must be public too. The local-use NAT64 prefix ``64:ff9b:1::/48`` (RFC 8215)
+is never public, whatever it embeds.
 """
 
 from __future__ import annotations
@@ -32,9 +38,35 @@ class Target:
     address: str  # the checked IP address
 
 
-def _public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _public(address.ipv4_mapped)
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address leads to, by the forms that embed one."""
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address in NAT64 or address in IPV4_COMPATIBLE:
+        found.append(low32)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)  # the server and the (obfuscated) client
+    return found
+
+
+def _public(address: IPAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return _public(address.ipv4_mapped)  # Python's is_global refuses the prefix
+        if address in LOCAL_NAT64:
+            return False
+        if not all(_public(inner) for inner in _embedded_ipv4(address)):
+            return False
     return address.is_global and not address.is_multicast
 
 

@@ -18,11 +18,17 @@ from storage.interface.core import EVENT_LOG_SIZE, StorageCore
 from storage.interface.events import EventStore
 from storage.interface.identity import IdentityStore
 from storage.interface.prompts import PromptStore
-from storage.interface.webhooks import DELIVERY_HISTORY_SIZE, WebhookStore
+from storage.interface.webhooks import (
+    DELIVERY_HISTORY_SIZE,
+    MAX_WEBHOOKS,
+    WebhookStore,
+    check_webhook_room,
+)
 
 __all__ = [
     "DELIVERY_HISTORY_SIZE",
     "EVENT_LOG_SIZE",
+    "MAX_WEBHOOKS",
     "EventStore",
     "IdentityStore",
     "OrgArchive",
@@ -30,6 +36,7 @@ __all__ = [
     "Storage",
     "StorageCore",
     "WebhookStore",
+    "check_webhook_room",
 ]
 
 

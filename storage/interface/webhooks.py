@@ -6,11 +6,23 @@ import abc
 from datetime import datetime
 from typing import Any
 
+from storage.errors import TooManyWebhooks
 from storage.interface.core import StorageCore
 from storage.records import Delivery, DeliveryTask, Webhook
 
 # The delivery attempts each webhook keeps in its history, newest first.
 DELIVERY_HISTORY_SIZE = 100
+# The webhooks one org may have: each costs a delivery per event, and one org's slow
+# receivers must stay a bounded share of the delivery workers.
+MAX_WEBHOOKS = 20
+
+
+def check_webhook_room(count: int) -> None:
+    """Raise TooManyWebhooks when an org with ``count`` webhooks may not add one. The
+    Python backends call it inside the atomic step of add_webhook (add_webhook.lua
+    checks the same on Redis)."""
+    if count >= MAX_WEBHOOKS:
+        raise TooManyWebhooks(MAX_WEBHOOKS)
 
 
 class WebhookStore(StorageCore):
@@ -18,7 +30,9 @@ class WebhookStore(StorageCore):
 
     @abc.abstractmethod
     def add_webhook(self, org: str, webhook: Webhook) -> None:
-        """Subscribe ``webhook``: it gets the org's events written from now on."""
+        """Subscribe ``webhook``: it gets the org's events written from now on. Raises
+        TooManyWebhooks when the org has MAX_WEBHOOKS already, checked in the same
+        atomic step as the addition (:func:`check_webhook_room`)."""
 
     @abc.abstractmethod
     def list_webhooks(self, org: str) -> list[Webhook]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from storage.errors import WebhookNotFound
 from storage.ids import event_position, message_id
-from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
+from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore, check_webhook_room
 from storage.memory.core import MemoryCore
 from storage.memory.state import Hooks, OrgState, Queued
 from storage.records import Delivery, DeliveryTask, Webhook
@@ -29,6 +29,7 @@ class MemoryWebhooks(MemoryCore, WebhookStore):
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
             hooks = org_state.hooks
+            check_webhook_room(len(hooks.webhooks))
             if not hooks.webhooks and not hooks.since:
                 hooks.cursor = org_state.last_event  # the first webhook starts from now
             hooks.webhooks[webhook.webhook_id] = webhook

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from storage.errors import WebhookNotFound
-from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
+from storage.errors import TooManyWebhooks, WebhookNotFound
+from storage.interface import DELIVERY_HISTORY_SIZE, MAX_WEBHOOKS, WebhookStore
 from storage.records import Delivery, DeliveryTask, Webhook
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
@@ -22,7 +22,7 @@ class RedisWebhooks(RedisCore[ClientT], WebhookStore):
         with guard():
             # A set of its own slot, outside the script (a script stays in the org's slot).
             self.client.sadd(keys.WEBHOOK_ORGS, org)
-        self._run(
+        added = self._run(
             "add_webhook",
             [
                 keys.webhooks(org),
@@ -32,8 +32,10 @@ class RedisWebhooks(RedisCore[ClientT], WebhookStore):
                 keys.events(org),
                 keys.delivery_queue(org),
             ],
-            [webhook.webhook_id, codec.webhook_value(webhook)],
+            [webhook.webhook_id, codec.webhook_value(webhook), MAX_WEBHOOKS],
         )
+        if not added:
+            raise TooManyWebhooks(MAX_WEBHOOKS)
 
     def list_webhooks(self, org: str) -> list[Webhook]:
         with guard():

@@ -12,12 +12,15 @@ the lock, then find the schema current.
 A database is refused, with a message that says why and no traceback to read, when it
 is not a promptsvc database (tables but no promptsvc schema; a file that is not
 SQLite), when its schema is newer than this promptsvc knows, or when it cannot be
-written (a read-only SQLite file or directory).
+written (a read-only SQLite file or directory). A SQLite file is checked on a
+connection that only reads before the engine opens it, so a file refused is left as
+it was found.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,11 +30,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, inspect, text
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import NullPool
 
 from storage.errors import StorageError, StorageUnavailable
-from storage.sql.engine import WRITE
+from storage.sql.engine import SQLITE_BUSY_TIMEOUT, WRITE, describe, make_engine
 
 SCRIPTS = Path(__file__).resolve().parent / "migrations"
 # pg_advisory_lock's key for schema changes: any constant of ours ("promptsv" in ASCII).
@@ -147,22 +151,61 @@ def _check(connection: Connection, where: str) -> str | None:
     return revision
 
 
+def _check_untouched(engine: Engine, where: str) -> None:
+    """On SQLite, :func:`_check` the file before the engine opens it: the engine's
+    connections switch a file to WAL mode, which rewrites its header, and a file that
+    is not ours must be refused as it was found. The connection here runs no PRAGMA and
+    only reads (it may not create the file: a missing one is new, and ours)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database:
+        return
+    path = Path(os.path.abspath(database))
+    if not path.exists():
+        return
+    uri = f"{path.as_uri()}?mode=rw"
+    probe = create_engine(
+        "sqlite://",
+        creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT),
+        poolclass=NullPool,
+    )
+    try:
+        with probe.connect() as connection:
+            _check(connection, where)
+    finally:
+        probe.dispose()
+
+
 def upgrade(engine: Engine, where: str, revision: str = "head") -> tuple[str | None, str]:
     """Bring the database to the newest schema, or to ``revision`` (idempotent).
     Returns the revisions before and after."""
     target = head() if revision == "head" else revision
-    with _translated(where), _locked(engine) as connection:
-        before = _check(connection, where)
-        if before is not None:
-            # A database that cannot be written fails here, at start-up, rather than
-            # on the first change a user makes.
-            connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
-        if before != target:
-            command.upgrade(_config(connection), target)
+    with _translated(where):
+        _check_untouched(engine, where)
+        with _locked(engine) as connection:
+            before = _check(connection, where)
+            if before is not None:
+                # A database that cannot be written fails here, at start-up, rather
+                # than on the first change a user makes.
+                connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
+            if before != target:
+                command.upgrade(_config(connection), target)
     return before, target
 
 
 def current(engine: Engine, where: str) -> str | None:
     """The database's revision (None: no promptsvc schema yet)."""
-    with _translated(where), engine.connect() as connection:
-        return _check(connection, where)
+    with _translated(where):
+        _check_untouched(engine, where)
+        with engine.connect() as connection:
+            return _check(connection, where)
+
+
+def prepare(url: str) -> None:
+    """Check the database at ``url`` and bring it to the newest schema, then close
+    every connection: gunicorn's master does this before it forks its workers, so a
+    refusal is said once, and no database handle crosses the fork."""
+    engine = make_engine(url)
+    try:
+        upgrade(engine, describe(url))
+    finally:
+        engine.dispose()

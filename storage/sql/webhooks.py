@@ -14,11 +14,11 @@ import time
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import Connection, Row, func, insert, or_, select, update
 
 from storage.errors import WebhookNotFound
 from storage.ids import event_position, message_id
-from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
+from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore, check_webhook_room
 from storage.records import Delivery, DeliveryTask, Webhook
 from storage.sql import dialect
 from storage.sql.core import SqlCore
@@ -75,6 +75,17 @@ class SqlWebhooks(SqlCore, WebhookStore):
             dialect.insert_ignoring_conflict(
                 connection, webhook_cursors, org=org, ms=since[0], seq=since[1]
             )
+            # The cursor row, locked, makes the org's additions one at a time, so the
+            # count below cannot be passed by a racing one (SQLite's writer is alone).
+            connection.execute(
+                dialect.locked(
+                    connection, select(webhook_cursors.c.org).where(webhook_cursors.c.org == org)
+                )
+            )
+            count = connection.execute(
+                select(func.count()).select_from(webhooks).where(webhooks.c.org == org)
+            ).scalar_one()
+            check_webhook_room(count)
             connection.execute(
                 insert(webhooks).values(
                     webhook_id=webhook.webhook_id,

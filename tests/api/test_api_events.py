@@ -9,6 +9,7 @@ frame that does not come fails the test instead of hanging it.
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import pytest
 from flask import Flask
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
 
-from identity.roles import SERVICE_READ, SERVICE_WRITE
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage import Storage
@@ -396,7 +397,10 @@ def test_openapi_documents_both_answers(api: Api) -> None:
 
 
 def test_streams_beyond_the_limit_are_503(backend: Storage, settings: Settings) -> None:
-    app = create_app(dataclasses.replace(settings, event_streams=1), storage=backend)
+    wide = dataclasses.replace(
+        settings, event_streams=1, event_streams_per_client=5, event_streams_per_org=5
+    )
+    app = create_app(wide, storage=backend)
     app.config["EVENTS_HEARTBEAT"] = 60.0
     token = Tokens(app)(SERVICE_READ)
     bearer = {"Authorization": f"Bearer {token}"}
@@ -410,6 +414,93 @@ def test_streams_beyond_the_limit_are_503(backend: Storage, settings: Settings) 
         waiting = httpx.get(live.base_url + EVENTS, params={"wait": 1}, headers=bearer)
         assert waiting.status_code == 503
         assert httpx.get(live.base_url + EVENTS, headers=bearer).status_code == 200
+
+
+def open_stream(live: LiveServer, token: str) -> tuple[socket.socket, int, str]:
+    """A stream opened on a raw socket (so the test decides when the connection
+    closes): the socket, the answer's status and its head."""
+    sock = socket.create_connection(("127.0.0.1", live.port), timeout=READ_TIMEOUT)
+    sock.sendall(
+        f"GET {EVENTS} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        "Accept: text/event-stream\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, head
+        head += chunk
+    return sock, int(head.split(b" ", 2)[1]), head.decode(errors="replace")
+
+
+def test_streams_are_capped_per_subject_and_per_org(backend: Storage, settings: Settings) -> None:
+    """One read token cannot take every stream of the server: a subject holds at most a
+    quarter and an org half of PROMPTSVC_EVENT_STREAMS (429), so another org still gets
+    its streams and long polls."""
+    app = create_app(dataclasses.replace(settings, event_streams=8), storage=backend)
+    app.config["EVENTS_HEARTBEAT"] = 60.0
+    tokens = Tokens(app)
+    reader, writer, admin = (tokens(role) for role in (SERVICE_READ, SERVICE_WRITE, SERVICE_ADMIN))
+    other = tokens(SERVICE_READ, org="other")
+    opened: list[socket.socket] = []
+    try:
+        with LiveServer(app) as live:
+            for _ in range(2):  # a quarter of 8
+                sock, status, _ = open_stream(live, reader)
+                opened.append(sock)
+                assert status == 200
+            sock, status, head = open_stream(live, reader)
+            opened.append(sock)
+            assert status == 429, head
+            assert "Retry-After: 5" in head
+            for _ in range(2):
+                sock, status, _ = open_stream(live, writer)
+                opened.append(sock)
+                assert status == 200
+            # The org holds half of 8 now: its third subject is refused too.
+            sock, status, head = open_stream(live, admin)
+            opened.append(sock)
+            assert status == 429, head
+            # Another org is not affected: streams and waiting long polls.
+            sock, status, _ = open_stream(live, other)
+            opened.append(sock)
+            assert status == 200
+            waiting = httpx.get(
+                live.base_url + EVENTS,
+                params={"wait": 1},
+                headers={"Authorization": f"Bearer {other}"},
+            )
+            assert waiting.status_code == 200
+    finally:
+        for sock in opened:
+            sock.close()
+
+
+def test_a_closed_connection_frees_its_slot_within_5_seconds(
+    backend: Storage, settings: Settings
+) -> None:
+    """A client that closes its socket gives its stream back at once, not at the next
+    15-second comment line: the stream looks at its connection while it is quiet."""
+    app = create_app(dataclasses.replace(settings, event_streams=4), storage=backend)
+    app.config["EVENTS_HEARTBEAT"] = 60.0  # no comment line would find it out
+    hub = app.extensions["promptsvc.events"]
+    token = Tokens(app)(SERVICE_READ)
+    with LiveServer(app) as live:
+        sock, status, _ = open_stream(live, token)
+        assert status == 200
+        refused, status, _ = open_stream(live, token)  # a quarter of 4: one stream
+        refused.close()
+        assert status == 429
+        assert hub._followers == 1
+        sock.close()
+        closed_at = time.monotonic()
+        while hub._followers and time.monotonic() - closed_at < 10:
+            time.sleep(0.05)
+        freed_after = time.monotonic() - closed_at
+        assert hub._followers == 0
+        assert freed_after < 5.0, f"{freed_after:.1f} s"
+        again, status, _ = open_stream(live, token)
+        again.close()
+        assert status == 200
 
 
 def test_head_of_the_stream_follows_nothing(api: Api) -> None:

@@ -242,3 +242,28 @@ def test_swagger_ui_sign_in_as_its_popup_does(api: Any, app: Flask) -> None:
     headers = {"Authorization": f"Bearer {token.json['access_token']}"}
     created = api.client.post("/api/v1/prompts", json={"name": "from-docs"}, headers=headers)
     assert created.status_code == 201
+
+
+RATE_LIMITED = {
+    # blueprint -> the methods identity.ratelimit limits there
+    "identity_realm": {"POST"},
+    "identity_sdk_token": {"POST"},
+    "identity_login": {"GET", "POST"},
+}
+
+
+def test_every_rate_limited_operation_documents_429(api: Any, app: Flask) -> None:
+    """Whatever identity.ratelimit may answer 429 to, the OpenAPI document says so
+    (schemathesis holds the service to its document)."""
+    spec = api.client.get("/openapi.json").json
+    checked = 0
+    for rule in app.url_map.iter_rules():
+        blueprint = rule.endpoint.partition(".")[0]
+        if blueprint not in RATE_LIMITED or rule.endpoint.endswith(".static"):
+            continue
+        path = re.sub(r"<(?:[a-z]+:)?([A-Za-z_]+)>", r"{\1}", rule.rule)
+        for method in rule.methods & RATE_LIMITED[blueprint]:
+            responses = spec["paths"][path][method.lower()]["responses"]
+            assert "429" in responses, (method, path)
+            checked += 1
+    assert checked >= 10

@@ -80,6 +80,16 @@ def test_bad_bodies_are_400(api: Api, body: dict[str, object]) -> None:
         "https://169.254.169.254/latest/meta-data",  # link-local (cloud metadata)
         "https://[::1]/",
         "https://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
+        # IPv6 forms that embed a non-public IPv4 address
+        "https://[64:ff9b::a9fe:a9fe]/latest/meta-data",  # NAT64 of 169.254.169.254
+        "https://[64:ff9b::7f00:1]/",  # NAT64 of 127.0.0.1
+        "https://[64:ff9b:1::a00:1]/",  # local-use NAT64 (never public)
+        "https://[64:ff9b:1:5db8:d7:e00::]/",  # local-use NAT64, public IPv4 in a /48
+        "https://[::7f00:1]/",  # IPv4-compatible 127.0.0.1
+        "https://[::a9fe:a9fe]/",
+        "https://[2002:7f00:1::]/",  # 6to4 of 127.0.0.1
+        "https://[2002:a00:1::1]/",  # 6to4 of 10.0.0.1
+        "https://[2001:0:a00:1::1]/",  # Teredo, server 10.0.0.1
         "https://0.0.0.0/",  # reserved
         "https://user:pw@93.184.215.14/",
         "https:///nohost",
@@ -91,6 +101,18 @@ def test_unsafe_targets_are_refused_at_creation(api: Api, url: str) -> None:
     assert r.status_code == 400, (url, r.json)
     assert r.json["code"] == "bad_request"
     assert api.get("/api/v1/webhooks").json["items"] == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://[64:ff9b::5db8:d70e]/hooks",  # NAT64 of 93.184.215.14
+        "https://[2606:4700::6810:84e5]/",  # a public IPv6 address
+    ],
+)
+def test_ipv6_forms_of_public_addresses_are_accepted(api: Api, url: str) -> None:
+    r = create(api, url)
+    assert r.status_code == 201, (url, r.json)
 
 
 def test_ping_is_delivered_and_listed(api: Api, receiver: Receiver) -> None:
@@ -114,3 +136,20 @@ def test_ping_is_delivered_and_listed(api: Api, receiver: Receiver) -> None:
         ("ping", 1, 200, True)
     ]
     assert api.get(f"/api/v1/webhooks/{webhook_id}/deliveries?limit=0").status_code == 400
+
+
+def test_an_org_has_at_most_20_webhooks(api: Api) -> None:
+    ids = []
+    for n in range(20):
+        r = create(api, f"{PUBLIC}/{n}")
+        assert r.status_code == 201, r.json
+        ids.append(r.json["webhook_id"])
+    refused = create(api, f"{PUBLIC}/21")
+    assert refused.status_code == 409
+    assert refused.json["code"] == "conflict" and "20" in refused.json["message"]
+    assert len(api.get("/api/v1/webhooks").json["items"]) == 20
+    # Another org is not affected, and deleting one makes room.
+    assert api.post("/api/v1/webhooks", json={"url": PUBLIC, "events": ["*"]},
+                    org="globex").status_code == 201  # fmt: skip
+    assert api.delete(f"/api/v1/webhooks/{ids[0]}").status_code == 204
+    assert create(api, f"{PUBLIC}/21").status_code == 201

@@ -392,3 +392,16 @@ def test_a_longest_prompt_name_hides_no_column_and_no_heading(page: Page, shots:
         assert page.find(".crumbs").is_displayed(), path
         assert fits() == [], (path, fits())
         page.photo(f"long-name-{n}")
+
+
+def test_swagger_ui_runs_under_its_csp(page: Page) -> None:
+    """/docs has a strict CSP (its one inline script by nonce): Swagger UI must still
+    render the operations, and the browser must report no CSP violation."""
+    page.open("/docs?realm=acme")
+    page.wait.until(lambda driver: driver.find_elements(page.by.CSS_SELECTOR, ".opblock"))
+    assert "/api/v1/prompts" in page.text()
+    page.find(".btn.authorize").click()  # the realm's sign-in offered by the spec
+    assert "realmLogin" in page.text()
+    logs = page.driver.get_log("browser")
+    blocked = [e["message"] for e in logs if "Content Security Policy" in e["message"]]
+    assert not blocked, blocked

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from promptsvc.console.signin import SIGNED_IN
-from storage import Storage
+from storage import PromptNotFound, Storage
 from tests.console.console_support import (
     ORG,
     PASSWORD,
@@ -259,3 +259,38 @@ def test_sign_in_page_points_to_the_consoles_own_address(app: Flask) -> None:
     assert "open it there" in elsewhere.text and "http://localhost/console/" in elsewhere.text
     here = app.test_client().get("/console/")
     assert "open it there" not in here.text
+
+
+def test_a_demoted_person_loses_the_old_role_at_the_next_page(
+    app: Flask, console: Callable[..., FlaskClient]
+) -> None:
+    """The access token still says Service Write, the user is Service Read now: the
+    console checks the user in storage on every request."""
+    writer = console("writer")
+    page = writer.get("/console/prompts")
+    assert "Service Write" in page.text
+    app.extensions["identity"].update_user(ORG, "writer", role="Service Read")
+    page = writer.get("/console/prompts")
+    assert page.status_code == 200
+    assert "Service Read" in page.text
+    assert "Create prompt" not in page.text  # a reader's page
+    refused = writer.post(
+        "/console/prompts", data={"name": "late", "csrf_token": csrf_token(page.text)}
+    )
+    assert refused.status_code == 403
+    assert "Service Write" in refused.text  # the role the action needs
+    with pytest.raises(PromptNotFound):
+        app.extensions["promptsvc.storage"].get_prompt(ORG, "late")
+
+
+def test_a_disabled_person_is_signed_out_at_the_next_page(
+    app: Flask, console: Callable[..., FlaskClient]
+) -> None:
+    admin = console("admin")
+    assert admin.get("/console/prompts").status_code == 200
+    app.extensions["identity"].update_user(ORG, "admin", disabled=True)
+    answer = admin.get("/console/prompts")
+    assert answer.status_code == 302
+    assert answer.headers["Location"].startswith(f"/console/login?org={ORG}")
+    with admin.session_transaction("/console/") as session:
+        assert SIGNED_IN not in session

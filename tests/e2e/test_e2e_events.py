@@ -274,3 +274,50 @@ def send_queue(server_port: int, client_port: int) -> int:
     ).stdout
     [line] = out.splitlines()
     return int(line.split()[1])  # Recv-Q Send-Q Local Peer
+
+
+def raw_stream(port: int, token: str) -> tuple[socket.socket, int]:
+    """A stream opened on a raw socket (the test decides when it closes); its status."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(
+        f"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}"
+        "\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, head
+        head += chunk
+    return sock, int(head.split(b" ", 2)[1])
+
+
+def test_one_token_cannot_hold_every_stream_and_a_closed_one_is_freed(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """gunicorn (one worker): a token holds a quarter of the worker's streams (429
+    beyond); once its client closes a socket, the slot is free again within 5 s."""
+    server = start_gunicorn(redis_url, tmp_path, workers=1)
+    api = Api(server.base_url)
+    opened: list[socket.socket] = []
+    try:
+        for _ in range(STREAMS // 4):
+            sock, status = raw_stream(server.port, api.token())
+            opened.append(sock)
+            assert status == 200
+        sock, status = raw_stream(server.port, api.token())
+        sock.close()
+        assert status == 429
+        opened.pop().close()
+        closed_at = time.monotonic()
+        while True:
+            sock, status = raw_stream(server.port, api.token())
+            opened.append(sock)
+            if status == 200:
+                break
+            opened.pop().close()
+            assert time.monotonic() - closed_at < 5.0, "the closed stream's slot was not freed"
+            time.sleep(0.1)
+    finally:
+        for sock in opened:
+            sock.close()
+        server.stop()

@@ -1,5 +1,7 @@
-"""Sign-in attempts are limited per username (failures only) and per client address
-(every attempt), with counters in the app's storage: memory, fakeredis, real Redis."""
+"""Sign-in attempts are limited per username and address (failures only) and per client
+address (every attempt), with counters in the app's storage: memory, fakeredis, real
+Redis. Failures limit the failing address, never the account: the right password from
+elsewhere still works. Typed device user codes are limited per address (RFC 8628 5.1)."""
 
 from __future__ import annotations
 
@@ -87,6 +89,22 @@ def test_failures_per_username(make_app: MakeApp) -> None:
     assert other.status_code == 200
 
 
+def test_failures_limit_the_failing_address_not_the_account(make_app: MakeApp) -> None:
+    """An attacker who knows the username cannot lock its owner out."""
+    app = make_app(LoginRateLimits("3/minute", None))
+    attacker = app.test_client()
+    for _ in range(5):
+        attempt(attacker, "ada", "wrong password!!", address="203.0.113.9")
+    assert_limited(attempt(attacker, "ada", PASSWORD, address="203.0.113.9"))
+    owner = attempt(app.test_client(), "ada", PASSWORD, address="198.51.100.7")
+    assert owner.status_code == 302
+    # ... and the owner's own mistakes count on the owner's address only.
+    assert (
+        attempt(app.test_client(), "ada", "typo password!!", address="198.51.100.7").status_code
+        == 200
+    )
+
+
 def test_successes_do_not_count(make_app: MakeApp) -> None:
     app = make_app(LoginRateLimits("2/minute", None))
     for _ in range(4):
@@ -113,6 +131,46 @@ def test_the_device_page_is_limited_too(make_app: MakeApp) -> None:
     page = client.get(DEVICE_PAGE)
     action, fields = form_of(page)
     assert_limited(client.post(action, data={**fields, "username": "ada", "password": PASSWORD}))
+
+
+def signed_in_device_page(client: FlaskClient, address: str) -> None:
+    """Sign ``client`` in on the device page (from ``address``)."""
+    environ = {"REMOTE_ADDR": address}
+    action, fields = form_of(client.get(DEVICE_PAGE, environ_base=environ))
+    answer = client.post(
+        action, data={**fields, "username": "ada", "password": PASSWORD}, environ_base=environ
+    )
+    assert answer.status_code == 303
+
+
+def guess(client: FlaskClient, code: str, address: str, method: str = "GET") -> TestResponse:
+    environ = {"REMOTE_ADDR": address}
+    if method == "GET":
+        return client.get(DEVICE_PAGE, query_string={"user_code": code}, environ_base=environ)
+    action, fields = form_of(client.get(DEVICE_PAGE, environ_base=environ))
+    return client.post(action, data={**fields, "user_code": code}, environ_base=environ)
+
+
+def test_device_user_code_guesses_are_limited(make_app: MakeApp) -> None:
+    """RFC 8628 5.1: a signed-in person guessing user codes is stopped after a few."""
+    app = make_app(LoginRateLimits("4/minute", None))
+    guesser = app.test_client()
+    signed_in_device_page(guesser, "203.0.113.9")
+    answers = [
+        guess(guesser, f"BCDF-GH{n:02d}", "203.0.113.9", "GET" if n % 2 else "POST")
+        for n in range(4)
+    ]
+    assert [a.status_code for a in answers] == [400] * 4
+    limited = guess(guesser, "BCDF-GHJK", "203.0.113.9")
+    assert limited.status_code == 429
+    assert int(limited.headers["Retry-After"]) >= 1
+    assert "Too many codes tried" in limited.get_data(as_text=True)
+    assert guess(guesser, "BCDF-GHJK", "203.0.113.9", "POST").status_code == 429
+    # The page itself, and another address, are not limited.
+    assert guesser.get(DEVICE_PAGE, environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 200
+    other = app.test_client()
+    signed_in_device_page(other, "198.51.100.7")
+    assert guess(other, "BCDF-GHJK", "198.51.100.7").status_code == 400
 
 
 def test_pages_without_a_password_are_not_counted(make_app: MakeApp) -> None:

@@ -314,12 +314,42 @@ def test_client_logout_refusals(people: People) -> None:
     assert refresh(people.client, first["refresh_token"]).status_code == 200
 
 
-def _console_sign_in(people: People) -> dict[str, Any]:
+def _console_sign_in(people: People, browser: Any = None, username: str = "ada") -> dict[str, Any]:
+    browser = browser or people.client
     pkce = Pkce.new()
-    code = code_for(people.client, pkce, client_id=CONSOLE, redirect_uri=CONSOLE_CALLBACK)
-    response = exchange(people.client, code, pkce, client_id=CONSOLE, redirect_uri=CONSOLE_CALLBACK)
+    code = code_for(browser, pkce, username, client_id=CONSOLE, redirect_uri=CONSOLE_CALLBACK)
+    response = exchange(browser, code, pkce, client_id=CONSOLE, redirect_uri=CONSOLE_CALLBACK)
     body: dict[str, Any] = response.json
     return body
+
+
+def test_logout_with_someone_elses_id_token_asks_first(people: People) -> None:
+    """Logout CSRF: a link carrying the attacker's own id_token must not sign the
+    victim's browser out; it asks, and ends neither session until confirmed."""
+    victim = _console_sign_in(people)
+    attacker = _console_sign_in(people, people.app.test_client(), "bob")
+    query = {"id_token_hint": attacker["id_token"], "post_logout_redirect_uri": CONSOLE_HOME}
+    page = people.client.get(LOGOUT, query_string=query)
+    assert page.status_code == 200
+    assert "Location" not in page.headers
+    assert "Sign out?" in page.get_data(as_text=True)
+    assert refresh(people.client, victim["refresh_token"], client_id=CONSOLE).status_code == 200
+    assert refresh(people.client, attacker["refresh_token"], client_id=CONSOLE).status_code == 200
+    # Confirmed by the person (the form carries the CSRF token): now it signs out.
+    action, fields = form_of(page)
+    answer = people.client.post(action, data=fields)
+    assert answer.status_code == 302
+    assert answer.headers["Location"] == CONSOLE_HOME
+    assert refresh(people.client, victim["refresh_token"], client_id=CONSOLE).status_code == 400
+
+
+def test_logout_with_an_id_token_but_no_browser_session_asks_first(people: People) -> None:
+    tokens = _console_sign_in(people)
+    stranger = people.app.test_client()  # no realm session cookie
+    page = stranger.get(LOGOUT, query_string={"id_token_hint": tokens["id_token"]})
+    assert page.status_code == 200
+    assert "Sign out?" in page.get_data(as_text=True)
+    assert refresh(people.client, tokens["refresh_token"], client_id=CONSOLE).status_code == 200
 
 
 def test_logout_with_an_id_token_redirects_to_a_registered_uri(people: People) -> None:

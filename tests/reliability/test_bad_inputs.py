@@ -179,6 +179,26 @@ def test_non_finite_numbers_are_400(planted: Service, report: Report) -> None:
     assert statuses == dict.fromkeys(NON_FINITE, 400)
 
 
+HUGE_INTEGER = "9" * 5000  # over Python's 4,300-digit limit for int <-> str
+
+
+def test_huge_integers_are_400(planted: Service, report: Report) -> None:
+    """A 5,000-digit integer in a JSON body is a 400, never a 500."""
+    statuses = {}
+    for method, path, headers in body_endpoints(planted):
+        for body in (HUGE_INTEGER, '{"metadata": {"n": ' + HUGE_INTEGER + "}}"):
+            response = planted.http.request(
+                method, path, content=body, headers={**headers, "Content-Type": "application/json"}
+            )
+            statuses[f"{method} {path}"] = response.status_code
+            shape_ok(response, 400)
+    report(
+        input=f"a {len(HUGE_INTEGER)}-digit integer, bare and inside metadata, on "
+        f"{len(statuses)} JSON endpoints",
+        result=f"all {2 * len(statuses)} answered 400",
+    )
+
+
 # ----------------------------------------------------------------- raw HTTP: headers, paths
 
 

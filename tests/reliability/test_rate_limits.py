@@ -49,9 +49,18 @@ def assert_429(response: httpx.Response, path: str) -> int:
     return retry_after
 
 
+def from_address(service: Service, address: str) -> httpx.Client:
+    """A client of ``service`` whose connections come from ``address`` (127.0.0.0/8 is
+    all loopback on Linux, so each address is another client for the server)."""
+    transport = httpx.HTTPTransport(local_address=address)
+    return httpx.Client(base_url=service.base_url, transport=transport, timeout=10)
+
+
 def test_failed_attempts_per_client_are_limited(service: Service, report: Report) -> None:
-    """30 wrong secrets for one client, then 429 on both endpoints, even with the right
-    secret; another client from the same address is unaffected."""
+    """30 wrong secrets for one client, then 429 on both endpoints from that address,
+    even with the right secret; another client from the same address, and the same
+    client from another address, are unaffected (the failing source is limited, not
+    the account)."""
     http = service.http
     statuses = [http.post(SDK, json=wrong_sdk(service)).status_code for _ in range(PER_CLIENT)]
     assert statuses == [401] * PER_CLIENT
@@ -64,11 +73,18 @@ def test_failed_attempts_per_client_are_limited(service: Service, report: Report
     # Per client: the write key of the same org, from the same address, still gets tokens.
     assert http.post(SDK, json=service.write.sdk_body()).status_code == 200
     assert http.post(REALM, data=service.write.form()).status_code == 200
+    # The key's owner, elsewhere, is not locked out by the attacker's failures.
+    with from_address(service, "127.0.0.2") as owner:
+        assert owner.post(SDK, json=service.read.sdk_body()).status_code == 200
+        assert owner.post(REALM, data=service.read.form()).status_code == 200
+        assert owner.post(SDK, json=wrong_sdk(service)).status_code == 401
     report(
-        input=f"{PER_CLIENT + 3} token requests for one client ({PER_CLIENT} wrong secrets, then "
-        "wrong and right secrets on both endpoints)",
+        input=f"{PER_CLIENT + 3} token requests for one client from one address "
+        f"({PER_CLIENT} wrong secrets, then wrong and right secrets on both endpoints); "
+        "then the right secret from another address",
         result=f"first {PER_CLIENT} -> 401, then 429 too_many_requests with Retry-After "
-        f"{retry_after} s on both endpoints; another client -> 200",
+        f"{retry_after} s on both endpoints; another client -> 200; the same client "
+        "from another address -> 200",
     )
 
 

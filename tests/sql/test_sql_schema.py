@@ -1,13 +1,19 @@
 """The SQL schema: migrations from the first revision with data in it, the tables as
-tables.py describes them, ``promptsvc db``, and databases the server refuses at start."""
+tables.py describes them, ``promptsvc db``, and databases ``promptsvc serve`` and
+gunicorn refuse at start."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sqlite3
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -20,7 +26,8 @@ from storage.sql import schema
 from storage.sql.engine import make_engine
 from storage.sql.storage import SqlStorage
 from storage.sql.tables import event_logs, metadata
-from tests.servers import free_port, promptsvc_command
+from tests import sql_support
+from tests.servers import free_port, gunicorn_command, promptsvc_command
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -180,66 +187,145 @@ def test_processes_starting_at_once_upgrade_once(empty_url: str) -> None:
 
 
 # --------------------------------------------------------------------------- refused
+# Each database a server must refuse, refused by `promptsvc serve` and by gunicorn (whose
+# master checks before it forks): one line saying why, no traceback, and a SQLite file
+# left exactly as it was found.
 
 
-def _serve_fails(url: str) -> str:
-    """``promptsvc serve`` on ``url``: its exit status must be 1; returns stderr."""
-    result = subprocess.run(
-        promptsvc_command("serve", "--port", str(free_port()), "--storage", url),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.startswith("promptsvc: error: storage ")
-    return result.stderr
+@dataclass(frozen=True)
+class Refused:
+    url: str
+    says: str  # what the one line must say
+    path: Path | None = None  # the SQLite file, to be left byte for byte as it was
+    # Nothing written beside it either (SQLite's read-only connection to a WAL file,
+    # promptsvc's own, leaves a -wal and a -shm file there).
+    nothing_beside: bool = True
 
 
-def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:
+def _sqlite_promptsvc_db(path: Path) -> str:
+    url = f"sqlite:///{path}"
+    SqlStorage.from_url(url).close()
+    return url
+
+
+def _not_sqlite(tmp_path: Path) -> Iterator[Refused]:
     path = tmp_path / "notes.db"
     path.write_text("these are my notes, not a database\n" * 100)
-    err = _serve_fails(f"sqlite:///{path}")
-    assert f"SQLite file {path} is not a SQLite database" in err
-    assert path.read_text().startswith("these are my notes")
+    yield Refused(f"sqlite:///{path}", f"SQLite file {path} is not a SQLite database", path)
 
 
-def test_a_database_of_something_else_is_refused(tmp_path: Path) -> None:
+def _other_app(tmp_path: Path) -> Iterator[Refused]:
     path = tmp_path / "other.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    err = _serve_fails(f"sqlite:///{path}")
-    assert "is not a promptsvc database: it has other tables (invoices)" in err
-    with sqlite3.connect(path) as connection:
-        tables = connection.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
-    assert tables == [("invoices",)]
+        connection.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    says = "is not a promptsvc database: it has other tables (invoices)"
+    yield Refused(f"sqlite:///{path}", says, path)
 
 
-def test_a_newer_schema_is_refused_naming_it(tmp_path: Path) -> None:
+def _newer(tmp_path: Path) -> Iterator[Refused]:
     path = tmp_path / "newer.db"
-    url = f"sqlite:///{path}"
-    SqlStorage.from_url(url).close()
-    with sqlite3.connect(path) as connection:
+    url = _sqlite_promptsvc_db(path)
+    with closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("UPDATE alembic_version SET version_num = '9999'")
-    err = _serve_fails(url)
-    assert "has schema revision '9999', newer than this promptsvc knows" in err
-    assert f"(its newest is '{schema.head()}')" in err
+    says = (
+        "has schema revision '9999', newer than this promptsvc knows "
+        f"(its newest is '{schema.head()}')"
+    )
+    yield Refused(url, says, path)
 
 
-def test_a_read_only_file_is_refused(tmp_path: Path) -> None:
+def _read_only(tmp_path: Path) -> Iterator[Refused]:
     path = tmp_path / "read-only.db"
-    url = f"sqlite:///{path}"
-    SqlStorage.from_url(url).close()
+    url = _sqlite_promptsvc_db(path)
     # root writes whatever the mode bits say: make the file immutable instead.
     made_read_only = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
     if made_read_only.returncode != 0:
         path.chmod(0o444)
     try:
-        err = _serve_fails(url)
+        yield Refused(url, f"SQLite file {path} is read-only", path, nothing_beside=False)
     finally:
         if made_read_only.returncode == 0:
             subprocess.run(["chattr", "-i", str(path)], check=True)
-    assert f"SQLite file {path} is read-only" in err
+
+
+def _postgres_newer(_tmp_path: Path) -> Iterator[Refused]:
+    for made in sql_support.postgres_schema():
+        engine = make_engine(made.url)
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        engine.dispose()
+        yield Refused(made.url, "has schema revision '9999', newer than this promptsvc knows")
+
+
+def _postgres_down(_tmp_path: Path) -> Iterator[Refused]:
+    port = free_port()  # nothing listens there
+    says = f"PostgreSQL database 'promptsvc' on 127.0.0.1:{port} did not answer"
+    yield Refused(f"postgresql://postgres@127.0.0.1:{port}/promptsvc", says)
+
+
+@pytest.fixture(
+    params=[
+        _not_sqlite,
+        _other_app,
+        _newer,
+        _read_only,
+        pytest.param(_postgres_newer, marks=pytest.mark.postgres),
+        _postgres_down,
+    ],
+    ids=lambda make: make.__name__.strip("_"),
+)
+def refused(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Refused]:
+    yield from request.param(tmp_path)
+
+
+def _serve(url: str) -> str:
+    """``promptsvc serve`` on ``url``: it must exit with status 1; returns its one line."""
+    result = subprocess.run(
+        promptsvc_command("serve", "--port", str(free_port()), "--storage", url),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("promptsvc: error: storage ")
+    return result.stderr
+
+
+def _gunicorn(url: str) -> str:
+    """gunicorn with two workers on ``url``: its master must refuse before it forks a
+    worker; returns stderr."""
+    result = subprocess.run(
+        gunicorn_command("wsgi:app"),
+        env={
+            **os.environ,
+            "PROMPTSVC_BIND": f"127.0.0.1:{free_port()}",
+            "PROMPTSVC_WORKERS": "2",
+            "PROMPTSVC_STORAGE_URL": url,
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Error: storage " in result.stderr
+    assert "Booting worker" not in result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize("start", [_serve, _gunicorn], ids=["serve", "gunicorn"])
+def test_a_database_that_cannot_be_used_is_refused_in_one_line(
+    start: Callable[[str], str], refused: Refused
+) -> None:
+    path = refused.path
+    found = (sha256(path.read_bytes()).digest(), sorted(path.parent.iterdir())) if path else None
+    err = start(refused.url)
+    assert "Traceback" not in err, err
+    assert err.count(refused.says) == 1, err
+    if path is not None and found is not None:
+        assert sha256(path.read_bytes()).digest() == found[0]
+        if refused.nothing_beside:
+            assert sorted(path.parent.iterdir()) == found[1]
 
 
 def test_a_sqlite_url_without_a_file_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,9 +11,11 @@ import pytest
 
 from storage import (
     DELIVERY_HISTORY_SIZE,
+    MAX_WEBHOOKS,
     Delivery,
     DeliveryTask,
     Storage,
+    TooManyWebhooks,
     Webhook,
     WebhookNotFound,
     message_id,
@@ -66,6 +68,19 @@ def test_subscriptions_listed_oldest_first_and_deleted(storage: Storage, clock: 
             call(ORG, first.webhook_id)
     with pytest.raises(WebhookNotFound):
         storage.list_deliveries(ORG, first.webhook_id, 10)
+
+
+def test_an_org_has_at_most_max_webhooks(storage: Storage, clock: FakeClock) -> None:
+    """Checked in the same atomic step as the addition: no race can pass it."""
+    for n in range(MAX_WEBHOOKS):
+        storage.add_webhook(ORG, hook(clock, n))
+    with pytest.raises(TooManyWebhooks):
+        storage.add_webhook(ORG, hook(clock, MAX_WEBHOOKS))
+    assert len(storage.list_webhooks(ORG)) == MAX_WEBHOOKS
+    storage.add_webhook("globex", hook(clock, MAX_WEBHOOKS))  # per org
+    storage.delete_webhook(ORG, hook(clock, 0).webhook_id)
+    storage.add_webhook(ORG, hook(clock, MAX_WEBHOOKS))
+    assert len(storage.list_webhooks(ORG)) == MAX_WEBHOOKS
 
 
 def test_secret_is_stored_but_not_in_json(storage: Storage, clock: FakeClock) -> None:

@@ -6,6 +6,7 @@ and the target checks made again at delivery time."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -250,3 +251,50 @@ def test_only_the_start_of_a_large_answer_is_read(storage: Storage, worker: Deli
         server.shutdown()
         server.server_close()
     assert sum(sent) < 100 * 2**20
+
+
+def test_one_orgs_slow_receivers_do_not_delay_another_org(storage: Storage) -> None:
+    """8 slow receivers of one org (each answer takes 1.5 s) keep at most that org's
+    share of the worker busy: another org's event is delivered at once."""
+    slow, fast = Receiver(), Receiver()
+    slow.delay = 1.5
+    worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, timeout=5.0)
+    try:
+        for _ in range(8):
+            subscribe(storage, slow.url, ["prompt.created"])
+        create_webhook(storage, "globex", fast.url, ["prompt.created"], None, allow_private=True)
+        for n in range(3):
+            storage.create_prompt(ORG, f"busy-{n}", actor=USER)  # 24 slow deliveries
+        worker.start()
+        assert slow.arrived.wait(5), "the slow org's deliveries did not start"
+        sent = time.monotonic()
+        storage.create_prompt("globex", "quick", actor=USER)
+        while not fast.requests and time.monotonic() - sent < 10:
+            time.sleep(0.01)
+        took = time.monotonic() - sent
+        assert [r.json["prompt_name"] for r in fast.requests] == ["quick"]
+        assert took < 1.0, f"{took:.2f} s"
+        assert len(slow.requests) < 24  # the slow org was still being delivered to
+    finally:
+        worker.stop()
+        slow.close()
+        fast.close()
+
+
+def test_a_worker_sends_at_most_its_per_org_share_at_once(storage: Storage) -> None:
+    slow = Receiver()
+    slow.delay = 0.5
+    worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, concurrency=8)
+    try:
+        assert worker.per_org == 2
+        subscribe(storage, slow.url, ["prompt.created"])
+        for n in range(6):
+            storage.create_prompt(ORG, f"p{n}", actor=USER)
+        started = time.monotonic()
+        assert worker.run_once() == 6
+        # 6 answers of 0.5 s, 2 at a time: three rounds, not one.
+        assert time.monotonic() - started >= 1.4
+        assert len(slow.requests) == 6
+    finally:
+        worker.stop()
+        slow.close()

@@ -7,6 +7,11 @@
 -- KEYS[6]  ps:{<org>}:wh:queue        stream: messages to deliver, group "delivery"
 -- ARGV[1]  webhook_id
 -- ARGV[2]  the webhook's JSON
+-- ARGV[3]  the most webhooks an org may have (storage.interface.MAX_WEBHOOKS)
+-- Returns 1, or 0 when the org has ARGV[3] webhooks already (nothing is changed).
+if redis.call("LLEN", KEYS[2]) >= tonumber(ARGV[3]) then
+  return 0
+end
 local newest = redis.call("XREVRANGE", KEYS[5], "+", "-", "COUNT", 1)
 local last = newest[1] and newest[1][1] or "0-0"
 if redis.call("EXISTS", KEYS[4]) == 0 then
