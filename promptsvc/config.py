@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from identity.rate_limits import LOGIN_LIMITS, OFF, TOKEN_LIMITS, RateLimits
+
 MIN_SECRET_KEY_LENGTH = 32
 # SQLite in the working directory: a newcomer's data survives a restart.
 DEFAULT_STORAGE_URL = "sqlite:///promptsvc.db"
@@ -40,6 +42,9 @@ class Settings:
     secret_key: str | None = None
     # Webhooks may point at http:// and non-public addresses (tests, private networks).
     webhook_allow_private: bool = False
+    # The token endpoints' and people's sign-in rate limits (identity.ratelimit).
+    token_rate_limits: RateLimits = TOKEN_LIMITS
+    login_rate_limits: RateLimits = LOGIN_LIMITS
 
     @property
     def client_streams(self) -> int:
@@ -105,6 +110,12 @@ class Settings:
             event_streams_per_org=per_org,
             secret_key=secret_key,
             webhook_allow_private=env.get("PROMPTSVC_WEBHOOK_ALLOW_PRIVATE", "") == "1",
+            token_rate_limits=_rate_limits(
+                env, "PROMPTSVC_TOKEN_RATE_LIMIT", "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP", TOKEN_LIMITS
+            ),
+            login_rate_limits=_rate_limits(
+                env, "PROMPTSVC_LOGIN_RATE_LIMIT", "PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP", LOGIN_LIMITS
+            ),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]
@@ -118,3 +129,18 @@ def _streams(env: Mapping[str, str], name: str, default: str | None) -> int | No
     if not raw.isascii() or not raw.isdigit() or int(raw) > 100_000:
         raise ConfigError(f"{name} must be a number of streams (0-100000), got {raw!r}")
     return int(raw)
+
+
+def _rate_limits(
+    env: Mapping[str, str], per_account: str, per_ip: str, default: RateLimits
+) -> RateLimits:
+    """The two limits named by ``per_account`` and ``per_ip``: each unset one is the
+    default's, ``off`` turns one off."""
+    values: list[str | None] = []
+    for name, fallback in ((per_account, default.per_account), (per_ip, default.per_ip)):
+        value = env.get(name, "").strip()
+        values.append(fallback if not value else None if value.lower() == OFF else value)
+    try:
+        return RateLimits(*values)
+    except ValueError as exc:
+        raise ConfigError(f"{per_account} / {per_ip}: {exc}") from None

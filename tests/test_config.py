@@ -70,11 +70,13 @@ def test_gunicorn_gives_each_worker_threads_for_its_event_streams(
     assert conf["worker_connections"] >= conf["threads"]
 
 
-def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _statuses(proxies: int) -> list[int]:
     """Three wrong-secret token requests from client A, then one from client B, each
     behind one proxy at 10.0.0.1; the per-IP limit allows two a minute."""
-    monkeypatch.setenv("PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP", "2/minute")
-    app = create_app(Settings(trusted_proxies=proxies), storage=MemoryStorage())
+    settings = Settings.from_env(
+        {"PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP": "2/minute"}, trusted_proxies=proxies
+    )
+    app = create_app(settings, storage=MemoryStorage())
     app.extensions["identity"].create_key("acme", "Service Read", client_id="reader")
     client = app.test_client()
     form = {"grant_type": "client_credentials", "client_id": "reader", "client_secret": "x" * 43}
@@ -90,16 +92,12 @@ def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return statuses
 
 
-def test_trusted_proxy_gives_each_client_its_own_ip_limit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert _statuses(1, monkeypatch) == [401, 401, 429, 401]
+def test_trusted_proxy_gives_each_client_its_own_ip_limit() -> None:
+    assert _statuses(1) == [401, 401, 429, 401]
 
 
-def test_without_trusted_proxies_forwarded_headers_are_ignored(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert _statuses(0, monkeypatch) == [401, 401, 429, 429]
+def test_without_trusted_proxies_forwarded_headers_are_ignored() -> None:
+    assert _statuses(0) == [401, 401, 429, 429]
 
 
 def test_data_lives_in_sqlite_in_the_working_directory_by_default() -> None:
