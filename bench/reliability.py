@@ -1,17 +1,26 @@
 """The reliability campaign in one command; writes docs/reliability.md.
 
-    python -m bench.reliability            # the long runs + the whole tests/reliability suite
+    python -m bench.reliability            # the long runs + the suite (below)
     python -m bench.reliability --quick    # shorter long runs (development)
+    python -m bench.reliability --quick --only sql   # some long runs only; prints them,
+                                                     # leaves docs/reliability.md alone
 
 Two parts, every row of the report coming from this run:
 
 1. Long runs (the suite's tests, bigger): schemathesis with many examples per batch and
    a fresh seed on memory:// and on a Redis of our own; gunicorn (2 workers) on Redis
    with client processes contending for one prompt for 30 s; a 10 s Redis outage under
-   writes; 15 s of promotions while Redis connections are killed every 5 ms.
-2. ``pytest tests/reliability`` with ``--junitxml``: each test's ``report`` properties
-   (what it tried, what it saw) and its outcome become one row. The suite's real-Redis
-   tests use PROMPTSVC_TEST_REDIS_URL (default redis://127.0.0.1:6379/15, flushed).
+   writes; 15 s of promotions while Redis connections are killed every 5 ms. On SQL
+   (bench/sql_faults.py): gunicorn (2 workers) on SQLite and on PostgreSQL under writes,
+   the whole server SIGKILLed again and again, then one worker at a time; a PostgreSQL
+   of our own stopped and started under writes; SQLite files that promptsvc must refuse
+   to start on. PostgreSQL rows use a server of their own (bench/sqldb.py), never the
+   machine's.
+2. ``pytest`` on tests/reliability and the SQL backend's fault and refusal tests
+   (SQL_TESTS) with ``--junitxml``: each test's ``report`` properties (what it tried,
+   what it saw) and its outcome become one row. The suite's real-Redis tests use
+   PROMPTSVC_TEST_REDIS_URL (default redis://127.0.0.1:6379/15, flushed), its
+   PostgreSQL tests PROMPTSVC_TEST_POSTGRES_URL (tests/sql_support.py).
 
 A test marked xfail (a known bug waiting for its fix) is listed as FAILING with its
 reason; nothing is reported as passing that did not pass.
@@ -30,6 +39,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from bench.report import machine
@@ -37,6 +47,8 @@ from bench.report import machine
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "reliability"
 DOC = ROOT / "docs" / "reliability.md"
+
+GROUPS = {"fuzz", "redis", "sql"}  # the long runs, for --only
 
 AREAS = {
     "test_fuzz": "Fuzzing",
@@ -47,7 +59,22 @@ AREAS = {
     "test_bad_inputs": "Hostile input",
     "test_log_secrets": "Secrets in logs",
     "test_attacks": "Attacks (issue 19)",
+    "test_sql_durability": "Faults (SQL)",
+    "test_e2e_sql": "Faults (SQL)",
+    "test_sql_schema": "Hostile input (SQL)",
 }
+# The SQL backend's own fault and refusal tests, run with the suite (not duplicated here).
+SQL_TESTS = [
+    "tests/sql/test_sql_durability.py",
+    "tests/e2e/test_e2e_sql.py",
+    *(
+        f"tests/sql/test_sql_schema.py::{name}"
+        for name in (
+            "test_a_database_that_cannot_be_used_is_refused_in_one_line",
+            "test_a_sqlite_url_without_a_file_is_refused",
+        )
+    ),
+]
 
 
 @dataclass
@@ -75,15 +102,17 @@ def _table(rows: list[Row]) -> str:
 # ------------------------------------------------------------------------- long runs
 
 
-def _timed(name: str, run: Callable[[], Row]) -> Row:
+def _timed(name: str, run: Callable[[], Row | list[Row]]) -> list[Row]:
     print(f"[reliability] {name} ...", flush=True)
     started = time.monotonic()
     try:
-        row = run()
+        made = run()
+        rows = made if isinstance(made, list) else [made]
     except Exception as exc:  # a crashed run is a failed row, not a missing one
-        row = Row("?", name, "", f"crashed: {exc!r}", "FAILED")
-    print(f"[reliability] {name}: {row.outcome} in {time.monotonic() - started:.0f} s", flush=True)
-    return row
+        rows = [Row("?", name, "", f"crashed: {exc!r}", "FAILED")]
+    outcomes = ", ".join(row.outcome for row in rows)
+    print(f"[reliability] {name}: {outcomes} in {time.monotonic() - started:.0f} s", flush=True)
+    return rows
 
 
 def fuzz_row(backend: str, examples: int, seed: int) -> Row:
@@ -195,14 +224,88 @@ def drop_row(seconds: float, kill_every: float) -> Row:
     )
 
 
+def _verdict(problems: list[str]) -> str:
+    return "passed" if not problems else "FAILED"
+
+
+def _with_problems(summary: str, problems: list[str]) -> str:
+    return summary + (": " + "; ".join(problems[:5]) if problems else "")
+
+
+def _sql_url(backend: str, directory: Path) -> tuple[str, Callable[[], None]]:
+    """A fresh SQLite file, or a PostgreSQL server of our own; and what removes it."""
+    from bench.sqldb import PrivatePostgres
+
+    if backend == "sqlite":
+        return f"sqlite:///{directory / 'data.db'}", lambda: None
+    postgres = PrivatePostgres().start()
+    return postgres.url, postgres.cleanup
+
+
+def sql_kill_row(backend: str, what: str, kills: int, every: float) -> Row:
+    from bench.sql_faults import server_killed, worker_killed
+
+    run = server_killed if what == "server" else worker_killed
+    with tempfile.TemporaryDirectory() as directory:
+        url, remove = _sql_url(backend, Path(directory))
+        try:
+            result = run(Path(directory), url, kills, every)
+        finally:
+            remove()
+    label = "the server" if what == "server" else "one gunicorn worker"
+    return Row(
+        "Faults (SQL)",
+        f"SIGKILL of {label}, {backend} (long)",
+        f"gunicorn 2 workers x 4 threads on {backend}; 4 threads adding versions to one "
+        f"prompt and promoting every other one; {label} SIGKILLed {kills} times, "
+        f"every {every:g} s"
+        + (", then started again on the same storage" if what == "server" else ""),
+        _with_problems(result.summary(), result.problems),
+        _verdict(result.problems),
+    )
+
+
+def postgres_outage_row(down_seconds: float) -> Row:
+    from bench.sql_faults import postgres_restarted
+
+    with tempfile.TemporaryDirectory() as directory:
+        result = postgres_restarted(Path(directory), down_seconds)
+    return Row(
+        "Faults (SQL)",
+        f"PostgreSQL stopped and started, {down_seconds:.0f} s (long)",
+        "gunicorn 2 workers on a PostgreSQL server of its own, 4 threads writing; "
+        f"`pg_ctl stop -m immediate` for {down_seconds:.0f} s while 4 endpoints are probed "
+        "back to back, then `pg_ctl start`",
+        _with_problems(result.summary(), result.problems),
+        _verdict(result.problems),
+    )
+
+
+def bad_sqlite_rows() -> list[Row]:
+    from bench.sql_faults import bad_sqlite_files
+
+    with tempfile.TemporaryDirectory() as directory:
+        results = bad_sqlite_files(Path(directory))
+    return [
+        Row(
+            "Hostile input (SQL)",
+            f"SQLite file: {bad.name}",
+            f"`promptsvc serve` and gunicorn (2 workers) started on {bad.name}",
+            _with_problems("; ".join(bad.outcomes), bad.problems),
+            _verdict(bad.problems),
+        )
+        for bad in results
+    ]
+
+
 # ------------------------------------------------------------------------- the suite
 
 
 def suite_rows(junit: Path) -> tuple[list[Row], str]:
     """Run tests/reliability; one row per test from its junit properties."""
-    print("[reliability] pytest tests/reliability ...", flush=True)
+    print("[reliability] pytest tests/reliability and the SQL fault tests ...", flush=True)
     command = [
-        sys.executable, "-m", "pytest", str(SUITE), "-q", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", str(SUITE), *SQL_TESTS, "-q", "-p", "no:cacheprovider",
         "--junitxml", str(junit), "-o", "junit_family=xunit1",
     ]  # fmt: skip
     completed = subprocess.run(
@@ -249,7 +352,8 @@ to refresh this page (it is written by `bench/reliability.py`, never by hand).
 
 - Command: `{command}`
 - Run: {stamp}, commit {rev or "unknown"}, {machine()}
-- Suite: `pytest tests/reliability` -> {summary}
+- Suite: `pytest tests/reliability` and the SQL fault and refusal tests
+  ({", ".join(f"`{t.split('::')[-1]}`" for t in SQL_TESTS)}) -> {summary}
 - Rows not "passed": {len(failing)} of {len(long_rows) + len(suite)}
 
 Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its reason.
@@ -258,7 +362,7 @@ Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its 
 
 {_table(long_rows)}
 
-## Test suite (tests/reliability)
+## Test suite (tests/reliability and the SQL tests named above)
 
 {_table(suite)}
 
@@ -292,15 +396,46 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short long runs")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
+    parser.add_argument(
+        "--only",
+        choices=sorted(GROUPS),
+        action="append",
+        help="run only these long runs (repeatable), print their rows, run no suite and "
+        "leave docs/reliability.md as it is",
+    )
     args = parser.parse_args()
     examples, seconds, down, drop = (8, 8.0, 3.0, 5.0) if args.quick else (40, 30.0, 10.0, 15.0)
-    long_rows = [
-        _timed("fuzz memory", lambda: fuzz_row("memory", examples, args.seed)),
-        _timed("fuzz redis", lambda: fuzz_row("redis", examples, args.seed)),
-        _timed("gunicorn load", lambda: load_row(seconds, processes=4, workers=2)),
-        _timed("redis outage", lambda: outage_row(down)),
-        _timed("dropped connections", lambda: drop_row(drop, kill_every=0.005)),
-    ]
+    kills, every, pg_down = (2, 1.5, 3.0) if args.quick else (5, 3.0, 10.0)
+    runs: dict[str, list[tuple[str, Callable[[], Row | list[Row]]]]] = {
+        "fuzz": [
+            ("fuzz memory", lambda: fuzz_row("memory", examples, args.seed)),
+            ("fuzz redis", lambda: fuzz_row("redis", examples, args.seed)),
+        ],
+        "redis": [
+            ("gunicorn load", lambda: load_row(seconds, processes=4, workers=2)),
+            ("redis outage", lambda: outage_row(down)),
+            ("dropped connections", lambda: drop_row(drop, kill_every=0.005)),
+        ],
+        "sql": [
+            *(
+                (f"{backend}: SIGKILL {what}", partial(sql_kill_row, backend, what, kills, every))
+                for backend in ("sqlite", "postgresql")
+                for what in ("server", "worker")
+            ),
+            ("postgresql stopped and started", lambda: postgres_outage_row(pg_down)),
+            ("bad SQLite files", bad_sqlite_rows),
+        ],
+    }
+    assert set(runs) == GROUPS
+    long_rows: list[Row] = []
+    for group, group_runs in runs.items():
+        if args.only and group not in args.only:
+            continue
+        for name, run in group_runs:
+            long_rows += _timed(name, run)
+    if args.only:
+        print(_table(long_rows))
+        return 0 if all(r.outcome == "passed" for r in long_rows) else 1
     with tempfile.TemporaryDirectory() as directory:
         suite, summary = suite_rows(Path(directory) / "junit.xml")
     command = "python -m bench.reliability" + (" --quick" if args.quick else "")

@@ -1,7 +1,10 @@
-"""Storage benchmark: ``python -m bench.storage [--redis-url URL] [--quick]``.
+"""Storage benchmark: ``python -m bench.storage [--redis-url URL] [--postgres-url URL]
+[--backends memory,redis,sqlite,postgresql] [--quick]``.
 
-Measures, on the memory backend and on the real Redis at ``--redis-url`` (default db 9,
-which this bench FLUSHes before and after: give it a db nobody else uses):
+Measures, on the memory backend, on the real Redis at ``--redis-url`` (default db 9,
+which this bench FLUSHes before and after: give it a db nobody else uses), on a SQLite
+file in a temporary directory and on the PostgreSQL database at ``--postgres-url``
+(emptied before and after, bench/sqldb.py):
 
 * ops/s and median latency of get-production, create-version and promote;
 * Redis commands per read: round trips counted on the client, and EVALSHA / all
@@ -22,20 +25,27 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import redis
 from redis.connection import AbstractConnection
+from sqlalchemy import insert, select, text, update
 
+from bench import sqldb
 from bench.report import table, write_section
 from storage import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage, codec, keys, scripts
+from storage.sql import tables
+from storage.sql.storage import SqlStorage
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
@@ -71,10 +81,72 @@ def timed(op: Callable[[int], object], n: int) -> Timing:
         gc.enable()
 
 
+def sql_bulk_versions(store: SqlStorage, org: str, name: str, count: int) -> None:
+    """``count`` drafts of one prompt as create_version writes them (the version rows and
+    the prompt's counter), in one transaction of the storage's own, 10,000 rows per
+    INSERT. No events: the event log is not what is measured."""
+    now = store.clock()
+    with store._write() as connection:
+        prompt = connection.execute(
+            select(tables.prompts).where(tables.prompts.c.org == org, tables.prompts.c.name == name)
+        ).one()
+        for start in range(prompt.counter + 1, prompt.counter + count + 1, 10_000):
+            rows = [
+                {
+                    "org": org,
+                    "prompt_id": prompt.prompt_id,
+                    "version": number,
+                    "version_id": new_id("v_"),
+                    "content": CONTENT,
+                    "variables": json.dumps(VARIABLES),
+                    "status": "draft",
+                    "metadata": "{}",
+                    "tags": "[]",
+                    "created_at": now,
+                    "updated_at": now,
+                    "created_by": USER,
+                }
+                for number in range(start, min(start + 10_000, prompt.counter + count + 1))
+            ]
+            connection.execute(insert(tables.versions), rows)
+        last = prompt.counter + count
+        connection.execute(
+            update(tables.prompts)
+            .where(tables.prompts.c.org == org, tables.prompts.c.prompt_id == prompt.prompt_id)
+            .values(counter=last, latest_version=last, updated_at=now)
+        )
+
+
+def sql_bulk_prompts(store: SqlStorage, org: str, count: int) -> None:
+    """``count`` empty prompts as create_prompt writes them, in one transaction."""
+    now = store.clock()
+    with store._write() as connection:
+        for start in range(0, count, 10_000):
+            rows = [
+                {
+                    "org": org,
+                    "prompt_id": new_id("pmt_"),
+                    "name": f"p{i:06d}",
+                    "prompt_type": "text",
+                    "description": None,
+                    "created_at": now,
+                    "updated_at": now,
+                    "counter": 0,
+                    "promotions": 0,
+                }
+                for i in range(start, min(start + 10_000, count))
+            ]
+            connection.execute(insert(tables.prompts), rows)
+
+
 def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
     """``count`` drafts of one prompt. On Redis: the storage's own create_version script,
-    pipelined 1,000 at a time, because 100,000 round trips would take minutes from Python.
-    Only loading goes this way; every measured operation uses the public API."""
+    pipelined 1,000 at a time, because 100,000 round trips would take minutes from Python;
+    on SQL: batched INSERTs in one transaction (sql_bulk_versions). Only loading goes
+    this way; every measured operation uses the public API."""
+    if isinstance(store, SqlStorage):
+        sql_bulk_versions(store, org, name, count)
+        return
     if not isinstance(store, RedisStorage):
         for _ in range(count):
             store.create_version(org, name, CONTENT, USER, variables=VARIABLES)
@@ -95,7 +167,11 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
 
 
 def bulk_prompts(store: Storage, org: str, count: int) -> None:
-    """``count`` empty prompts; on Redis through the create_prompt script, pipelined."""
+    """``count`` empty prompts; on Redis through the create_prompt script, pipelined; on
+    SQL batched INSERTs in one transaction."""
+    if isinstance(store, SqlStorage):
+        sql_bulk_prompts(store, org, count)
+        return
     if not isinstance(store, RedisStorage):
         for i in range(count):
             store.create_prompt(org, f"p{i:06d}")
@@ -216,28 +292,75 @@ def run_backend(
     cases = build(store, args.versions, args.prompts)
     built = time.perf_counter() - started
     print(f"{label}: operations and {args.versions:,}+{args.prompts:,} records in {built:.1f}s")
+    if label == "postgresql":
+        assert isinstance(store, SqlStorage)
+        STALE_PLANS.update(read_latencies(store, cases, 200))
+        analyze(store)
     return ops, read_latencies(store, cases, args.reads), built
+
+
+# PostgreSQL get-production latencies right after the bulk load, before ANALYZE.
+STALE_PLANS: dict[tuple[str, str], float] = {}
+
+
+def analyze(store: SqlStorage) -> None:
+    """What autovacuum does soon after a bulk load (its naptime is a minute): fresh
+    statistics, which also make PostgreSQL plan the prepared reads again. Without them,
+    the read lane's statements, prepared (psycopg does so after 5 runs) while the tables
+    were nearly empty, keep the plan they got then."""
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("ANALYZE"))
+
+
+BACKENDS = ("memory", "redis", "sqlite", "postgresql")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/9")
+    parser.add_argument("--postgres-url", default=sqldb.POSTGRES_URL)
+    parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--quick", action="store_true", help="small sizes, no docs update")
     args = parser.parse_args()
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not args.backends or set(args.backends) - set(BACKENDS):
+        parser.error(f"--backends: choose among {', '.join(BACKENDS)}")
     args.versions = args.prompts = 2_000 if args.quick else 100_000
     args.ops, args.reads = (300, 600) if args.quick else (2_000, 6_000)
 
     load = os.getloadavg()[0]  # figures from a busy machine are slower: say how busy
     started = time.perf_counter()
-    results = {"memory": run_backend("memory", MemoryStorage(), args)}
-    store = RedisStorage.from_url(args.redis_url)
-    store.client.flushdb()
+    results = {}
+    per_read = None
+    workdir = tempfile.mkdtemp(prefix="bench-storage-")
     try:
-        results["redis"] = run_backend("redis", store, args)
-        per_read = commands_per_read(store, args.redis_url, 1_000)
+        for backend in args.backends:
+            if backend == "memory":
+                results["memory"] = run_backend("memory", MemoryStorage(), args)
+            elif backend == "redis":
+                redis_store = RedisStorage.from_url(args.redis_url)
+                redis_store.client.flushdb()
+                try:
+                    results["redis"] = run_backend("redis", redis_store, args)
+                    per_read = commands_per_read(redis_store, args.redis_url, 1_000)
+                finally:
+                    redis_store.client.flushdb()
+                    redis_store.close()
+            else:
+                if backend == "sqlite":
+                    url = sqldb.sqlite_url(Path(workdir))
+                else:
+                    url = args.postgres_url
+                    sqldb.empty_postgres(url)
+                sql_store = SqlStorage.from_url(url)
+                try:
+                    results[backend] = run_backend(backend, sql_store, args)
+                finally:
+                    sql_store.close()
+                    if backend == "postgresql":
+                        sqldb.empty_postgres(url)
     finally:
-        store.client.flushdb()
-        store.close()
+        shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.perf_counter() - started
 
     body = report(results, per_read, args, elapsed, load)
@@ -249,7 +372,7 @@ def main() -> None:
 
 def report(
     results: dict[str, tuple[dict[str, Timing], dict[tuple[str, str], float], float]],
-    per_read: dict[str, float],
+    per_read: dict[str, float] | None,
     args: argparse.Namespace,
     elapsed: float,
     load: float,
@@ -273,42 +396,69 @@ def report(
             row.append(f"{worst:.2f}x")
             read_rows.append(row)
 
-    inside = per_read["all commands"] - per_read["EVALSHA"]
-    targets: list[list[object]] = [
-        [
-            "Redis commands per read",
-            "1",
-            f"{per_read['round trips']:.2f} round trip on the client; server: "
-            f"{per_read['EVALSHA']:.2f} EVALSHA, which runs {inside:.1f} commands inside",
-            verdict(per_read["round trips"] == 1),
-        ]
-    ]
+    targets: list[list[object]] = []
+    if per_read is not None:
+        inside = per_read["all commands"] - per_read["EVALSHA"]
+        targets.append(
+            [
+                "Redis commands per read",
+                "1",
+                f"{per_read['round trips']:.2f} round trip on the client; server: "
+                f"{per_read['EVALSHA']:.2f} EVALSHA, which runs {inside:.1f} commands inside",
+                verdict(per_read["round trips"] == 1),
+            ]
+        )
     for (backend, read), ratio in ratios.items():
         label = f"{backend} get-{read}: large / small"
         targets.append([label, "<= 1.2x", f"{ratio:.2f}x", verdict(ratio <= 1.2)])
-    mem_prod = results["memory"][0]["get-production"].median_us
-    targets.append(
-        ["memory get-production median", "< 5 us", f"{mem_prod:.2f} us", verdict(mem_prod < 5)]
-    )
+    if "memory" in results:
+        mem_prod = results["memory"][0]["get-production"].median_us
+        targets.append(
+            ["memory get-production median", "< 5 us", f"{mem_prod:.2f} us", verdict(mem_prod < 5)]
+        )
+    built = ", ".join(f"{backend} {b:.0f} s" for backend, (_, _, b) in results.items())
     sizes = (
         f"{args.ops:,} operations of each kind, {args.reads:,} reads per case taking turns "
-        f"in batches of 10, garbage collector off while timing; the 100,000-record data sets are "
-        f"loaded on Redis through the storage's own scripts, pipelined; whole run {elapsed:.0f} s; "
-        f"1-minute load average at the start {load:.1f}"
+        f"in batches of 10, garbage collector off while timing; the {args.versions:,}-record "
+        f"data sets are loaded on Redis through the storage's own scripts, pipelined, and on "
+        f"SQL by batched INSERTs in one transaction (operations and loading took {built}); "
+        f"whole run {elapsed:.0f} s; 1-minute load average at the start {load:.1f}"
     )
     return "\n\n".join(
         [
-            f"Latencies are medians in microseconds, in-process for memory and over a "
-            f"localhost socket for Redis ({sizes}). ops/s is operations / wall time, so "
-            f"slow outliers (other processes on the same cores) pull it below 1 / median.",
+            f"Latencies are medians in microseconds: in-process for memory and SQLite (a "
+            f"WAL file on the machine's disk), over a localhost socket for Redis and "
+            f"PostgreSQL ({sizes}). ops/s is operations / wall time, so slow outliers "
+            f"(other processes on the same cores) pull it below 1 / median. Writes on "
+            f"SQLite and PostgreSQL are committed transactions (SQLite: synchronous=NORMAL "
+            f"in WAL; PostgreSQL: the server's settings, fsync on).",
             "### Operations",
             table(["backend", "operation", "ops/s", "median us"], op_rows),
             "### Read latency as data grows (median us)",
             table(["backend", "read", *cases, "worst large/small"], read_rows),
+            *stale_plans(cases, args.ops),
             "### Targets",
             table(["target", "goal", "measured", ""], targets),
         ]
     )
+
+
+def stale_plans(cases: list[str], ops: int) -> list[str]:
+    """The PostgreSQL reads measured before ANALYZE, when there were any."""
+    if not STALE_PLANS:
+        return []
+    figures = "; ".join(
+        f"get-{read}: " + ", ".join(f"{case} {STALE_PLANS[(read, case)]:,.0f} us" for case in cases)
+        for read in ("production", "latest")
+    )
+    return [
+        "On PostgreSQL the reads above come after `ANALYZE`, which autovacuum runs soon "
+        "after a bulk load. Measured right after the load, before it (200 reads per case): "
+        f"{figures}. get-production had been run {ops:,} times while the tables were nearly "
+        "empty (the operations above), so its prepared statement kept the plan made "
+        "then (a sequential scan) until the statistics changed; get-latest, first run "
+        "after the load, was planned with the data in place."
+    ]
 
 
 def verdict(ok: bool) -> str:

@@ -19,19 +19,24 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from identity.people import is_person_client
 from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
 from promptsvc.errors import Forbidden
 from promptsvc.http import request_id
 from promptsvc.templates import TemplateError, extract_variables
 from storage import (
+    PRODUCTION,
     UNGUARDED,
     ApiKey,
+    Environment,
     Expected,
     InvalidInput,
     Promotion,
     Prompt,
     PromptVersion,
+    Review,
+    ReviewForbidden,
     Storage,
     User,
     lifecycle,
@@ -164,10 +169,12 @@ def promote(
     notes: str | None = None,
     archive_previous: bool = True,
     expected_production: Expected = UNGUARDED,
+    environment: str = PRODUCTION,
 ) -> Promotion:
-    """Make a draft production, in one atomic step with its history record. With
-    ``expected_production``, raises ProductionChanged when production is another
-    version at that moment."""
+    """Make a draft production (or place a version in another ``environment``), in one
+    atomic step with its history record. With ``expected_production`` (the version
+    expected in that environment), raises ProductionChanged when it holds another
+    version at that moment; ReviewRequired for a protected environment."""
     return storage.promote(
         principal.org,
         prompt_ref,
@@ -177,6 +184,7 @@ def promote(
         archive_previous=archive_previous,
         expected_production=expected_production,
         request_id=request_id(),
+        environment=environment,
     )
 
 
@@ -189,8 +197,10 @@ def rollback(
     notes: str | None = None,
     to_version: int | None = None,
     expected_production: Expected = UNGUARDED,
+    environment: str = PRODUCTION,
 ) -> Promotion:
-    """Make the previous production version (or ``to_version``) production again."""
+    """Make the previous production version (or ``to_version``) production again; in
+    another ``environment``, its previous version. No review needed."""
     return storage.rollback(
         principal.org,
         prompt_ref,
@@ -199,6 +209,7 @@ def rollback(
         to_version=to_version,
         expected_production=expected_production,
         request_id=request_id(),
+        environment=environment,
     )
 
 
@@ -224,6 +235,115 @@ def delete_version(
 ) -> None:
     """A draft or archived version; its number is never reused."""
     storage.delete_version(principal.org, prompt_ref, version_ref, **_trace(principal))
+
+
+# --------------------------------------------------------------------------- environments
+
+
+@requires(SERVICE_ADMIN)
+def create_environment(
+    storage: Storage,
+    principal: Principal,
+    name: str,
+    required_approvals: int = 0,
+    description: str | None = None,
+) -> Environment:
+    """A new environment of the principal's org (the caller validated the name)."""
+    return storage.create_environment(principal.org, name, required_approvals, description)
+
+
+@requires(SERVICE_ADMIN)
+def update_environment(
+    storage: Storage,
+    principal: Principal,
+    name: str,
+    *,
+    required_approvals: int | None = None,
+    description: str | None = None,
+) -> Environment:
+    """Change what is not None (``description=""`` clears it), production included."""
+    return storage.update_environment(
+        principal.org, name, required_approvals=required_approvals, description=description
+    )
+
+
+@requires(SERVICE_ADMIN)
+def delete_environment(storage: Storage, principal: Principal, name: str) -> None:
+    """An environment other than production, with its placements."""
+    storage.delete_environment(principal.org, name)
+
+
+# --------------------------------------------------------------------------- reviews
+
+
+@requires(SERVICE_WRITE)
+def request_review(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    version_ref: str,
+    environment: str,
+    *,
+    notes: str | None = None,
+    rollout_percent: int | None = None,
+) -> Review:
+    """Open a review of placing the version in ``environment`` (a key or a person)."""
+    return storage.request_review(
+        principal.org,
+        prompt_ref,
+        version_ref,
+        environment,
+        principal.user_id,
+        notes,
+        rollout_percent,
+        request_id=request_id(),
+    )
+
+
+def _person(principal: Principal, action: str) -> None:
+    """Reviews are decided by people: a key's token cannot approve or reject."""
+    if not is_person_client(principal.client_id):
+        raise ReviewForbidden(
+            f"only a person can {action} a review: sign in (promptsvc login, the console) "
+            "instead of using an API key"
+        )
+
+
+@requires(SERVICE_WRITE)
+def approve_review(
+    storage: Storage, principal: Principal, review_id: str, *, comment: str | None = None
+) -> tuple[Review, Promotion | None]:
+    """A person's approval; the last one needed applies the review (its promotion, or
+    ReviewStale when the environment moved since the request)."""
+    _person(principal, "approve")
+    user = storage.get_user_by_id(principal.org, principal.user_id)
+    username = user.username if user is not None else principal.user_id
+    return storage.approve_review(
+        principal.org, review_id, principal.user_id, username, comment, request_id=request_id()
+    )
+
+
+@requires(SERVICE_WRITE)
+def reject_review(
+    storage: Storage, principal: Principal, review_id: str, *, comment: str | None = None
+) -> Review:
+    """A person who may approve closes the review as rejected."""
+    _person(principal, "reject")
+    return storage.reject_review(
+        principal.org, review_id, principal.user_id, comment, request_id=request_id()
+    )
+
+
+@requires(SERVICE_WRITE)
+def cancel_review(storage: Storage, principal: Principal, review_id: str) -> Review:
+    """The requester (or a Service Admin) withdraws an open review."""
+    return storage.cancel_review(
+        principal.org,
+        review_id,
+        principal.user_id,
+        role_includes(principal.role, SERVICE_ADMIN),
+        request_id=request_id(),
+    )
 
 
 # --------------------------------------------------------------------------- keys and users

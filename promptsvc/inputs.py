@@ -18,7 +18,15 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from identity.roles import ROLES
 from identity.users import USERNAME
-from storage import EVENT_TYPES, PROMPT_TYPES, STATUSES, InvalidInput, event_position
+from storage import (
+    EVENT_TYPES,
+    PROMPT_TYPES,
+    REVIEW_STATUSES,
+    STATUSES,
+    InvalidInput,
+    event_position,
+)
+from storage.lifecycle import MAX_APPROVALS, environment_name_problem
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -145,9 +153,48 @@ EXPECTED_PRODUCTION = (
 )
 
 
-class PromoteSchema(Schema):
+EXPECTED_VERSION = (
+    "Guard: the version this change expects the environment to hold now (null: expects "
+    "none). Checked in the same atomic step; when the environment holds another version "
+    "nothing changes and the answer is 409 with current_version. Absent: no check"
+)
+ENVIRONMENT = "The environment: production (the default) or one of the org's environments"
+
+
+def _environment_field() -> fields.String:
+    # Not validated beyond its length: a name no environment has is 404, like a prompt's.
+    return fields.String(
+        load_default="production",
+        validate=validate.Length(min=1, max=64),
+        metadata={"description": ENVIRONMENT},
+    )
+
+
+class _Guarded(Schema):
+    """``expected_version`` and its alias ``expected_production_version`` as one guard
+    (``expected`` when either is given)."""
+
+    expected_version = _version_number(EXPECTED_VERSION)
+    expected_production_version = _version_number(
+        EXPECTED_PRODUCTION + ". Production only: an alias of expected_version"
+    )
+
+    @validates_schema
+    def _one_guard(self, data: dict[str, Any], **kwargs: Any) -> None:
+        both = "expected_version" in data and "expected_production_version" in data
+        if both and data["expected_version"] != data["expected_production_version"]:
+            raise ValidationError(
+                "give expected_version or its alias, not both", "expected_version"
+            )
+        if "expected_production_version" in data and data["environment"] != "production":
+            raise ValidationError(
+                "guards production only: use expected_version", "expected_production_version"
+            )
+
+
+class PromoteSchema(_Guarded):
     notes = _notes("Changelog text kept in the promotion history")
-    expected_production_version = _version_number(EXPECTED_PRODUCTION)
+    environment = _environment_field()
     archive_previous_production = fields.Boolean(
         load_default=True,
         metadata={
@@ -157,13 +204,95 @@ class PromoteSchema(Schema):
     )
 
 
-class RollbackSchema(Schema):
+class RollbackSchema(_Guarded):
     notes = _notes('Changelog text kept in the promotion history; default "rollback to vN"')
     to_version = _version_number(
-        "The version to make production again; it must have been production before. "
-        "Absent or null: the version that was production before the current one"
+        "The version to make the environment's again; it must have been there before. "
+        "Absent or null: the version the environment held before the current one"
     )
-    expected_production_version = _version_number(EXPECTED_PRODUCTION)
+    environment = _environment_field()
+
+
+def _new_environment_name(name: str) -> None:
+    problem = environment_name_problem(name)
+    if problem is not None:
+        raise ValidationError(problem)
+
+
+def _approvals(**options: Any) -> fields.Integer:
+    return fields.Integer(
+        strict=True,
+        validate=validate.Range(min=0, max=MAX_APPROVALS),
+        metadata={
+            "description": "Approvals a promotion into it needs, 0-3; 1 or more makes it "
+            "protected (direct promotion answers 409 review_required)"
+        },
+        **options,
+    )
+
+
+class EnvironmentCreateSchema(Schema):
+    name = fields.String(
+        required=True,
+        validate=_new_environment_name,
+        metadata={
+            "description": "^[a-z][a-z0-9-]{0,31}$; not latest or production",
+            "example": "staging",
+        },
+    )
+    required_approvals = _approvals(load_default=0)
+    description = fields.String(
+        load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
+    )
+
+
+class EnvironmentUpdateSchema(Schema):
+    required_approvals = _approvals()
+    description = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=MAX_DESCRIPTION),
+        metadata={"description": "null or empty clears it"},
+    )
+
+
+class ReviewCreateSchema(Schema):
+    version = fields.Raw(
+        required=True,
+        metadata={
+            "description": "The version: its number or its v_ id",
+            "oneOf": [{"type": "integer"}, {"type": "string"}],
+        },
+    )
+    environment = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=64),
+        metadata={"description": "The environment to place it in", "example": "production"},
+    )
+    notes = _notes("Why: kept in the review and, once applied, in the promotion history")
+    rollout_percent = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        strict=True,
+        validate=validate.Range(min=1, max=99),
+        metadata={"description": "Gradual rollout is not available yet: null or absent only"},
+    )
+
+    @validates_schema
+    def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
+        version = data.get("version")
+        if isinstance(version, bool) or not isinstance(version, int | str):
+            raise ValidationError("must be a version number or a v_ id", "version")
+        if isinstance(version, int) and version < 1:
+            raise ValidationError("must be at least 1", "version")
+        if data.get("rollout_percent") is not None:
+            raise ValidationError(
+                "gradual rollout is not available in this version of promptsvc",
+                "rollout_percent",
+            )
+
+
+class DecisionSchema(Schema):
+    comment = _notes("Shown with the decision")
 
 
 class NoBodySchema(Schema):
@@ -288,6 +417,17 @@ class VersionQuerySchema(PageQuerySchema):
         load_default=None,
         validate=validate.OneOf(STATUSES),
         metadata={"description": "Only versions with this status"},
+    )
+
+
+class ReviewQuerySchema(PageQuerySchema):
+    status = fields.String(
+        load_default=None,
+        validate=validate.OneOf(REVIEW_STATUSES),
+        metadata={"description": "Only reviews with this status"},
+    )
+    environment = fields.String(
+        load_default=None, metadata={"description": "Only reviews of this environment"}
     )
 
 

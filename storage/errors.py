@@ -9,7 +9,10 @@
     │   ├── ApiKeyNotFound
     │   ├── UserNotFound
     │   ├── SessionNotFound       (a refresh family for a session that has ended)
-    │   └── WebhookNotFound
+    │   ├── WebhookNotFound
+    │   ├── EnvironmentNotFound
+    │   ├── NothingInEnvironment  (a prompt without a version in an environment)
+    │   └── ReviewNotFound
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
@@ -20,8 +23,15 @@
     │   ├── OrgNotEmpty           (a restore into an org that has data)
     │   ├── LifecycleError        (a transition the rules forbid)
     │   │   └── NoRollbackTarget
-    │   └── ProductionChanged     (a guarded promotion or rollback whose expected
-    │                              production version is not the current one)
+    │   ├── ProductionChanged     (a guarded promotion or rollback whose expected
+    │   │                          version is not the environment's current one)
+    │   │   └── ReviewStale       (the last approval found the environment moved)
+    │   ├── EnvironmentExists
+    │   ├── ReviewRequired        (a direct promotion into a protected environment)
+    │   ├── ReviewExists          (an open review of the same version and environment)
+    │   ├── ReviewClosed          (a decision on a review that is not open)
+    │   └── AlreadyApproved
+    ├── ReviewForbidden           -> 403 (the requester or the author approving)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     └── StorageUnavailable        -> 503 (the backend does not answer)
 """
@@ -139,19 +149,106 @@ class LifecycleError(Conflict):
 
 
 class ProductionChanged(Conflict):
-    """Production is not the version the caller expected; nothing was changed."""
+    """The environment (production unless named) does not hold the version the caller
+    expected; nothing was changed."""
 
-    def __init__(self, prompt_ref: str, expected: int | None, current: int | None) -> None:
+    def __init__(
+        self,
+        prompt_ref: str,
+        expected: int | None,
+        current: int | None,
+        environment: str = "production",
+    ) -> None:
         now = (
-            "there is no production version"
+            f"there is no {environment} version"
             if current is None
-            else f"production is version {current}"
+            else f"{environment} is version {current}"
         )
-        wanted = "no production version" if expected is None else f"version {expected}"
+        wanted = f"no {environment} version" if expected is None else f"version {expected}"
         super().__init__(f"prompt '{prompt_ref}': {now}, expected {wanted}; nothing was changed")
         self.prompt_ref = prompt_ref
         self.expected = expected
         self.current = current
+        self.environment = environment
+
+
+class ReviewStale(ProductionChanged):
+    """The last approval of a review found its environment holding another version than
+    at the request: the review is now ``stale`` (that is recorded) and nothing was
+    promoted."""
+
+    def __init__(
+        self,
+        review_id: str,
+        prompt_ref: str,
+        expected: int | None,
+        current: int | None,
+        environment: str,
+    ) -> None:
+        super().__init__(prompt_ref, expected, current, environment)
+        self.args = (f"review {review_id} is stale: {self.args[0]}",)
+        self.review_id = review_id
+
+
+class EnvironmentNotFound(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"environment '{name}' not found")
+        self.name = name
+
+
+class NothingInEnvironment(NotFound):
+    def __init__(self, prompt_ref: str, environment: str) -> None:
+        super().__init__(f"prompt '{prompt_ref}' has no version in environment '{environment}'")
+        self.prompt_ref = prompt_ref
+        self.environment = environment
+
+
+class EnvironmentExists(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"environment '{name}' already exists")
+        self.name = name
+
+
+class ReviewRequired(Conflict):
+    """A direct promotion into a protected environment: open a review instead."""
+
+    def __init__(self, environment: str, required_approvals: int) -> None:
+        super().__init__(
+            f"environment '{environment}' needs {required_approvals} approval(s): "
+            "request a review instead; nothing was changed"
+        )
+        self.environment = environment
+
+
+class ReviewNotFound(NotFound):
+    def __init__(self, review_id: str) -> None:
+        super().__init__(f"review '{review_id}' not found")
+        self.review_id = review_id
+
+
+class ReviewExists(Conflict):
+    """An open review of the same prompt, environment and version exists already."""
+
+    def __init__(self, review_id: str) -> None:
+        super().__init__(f"review {review_id} of this version and environment is open already")
+        self.review_id = review_id
+
+
+class ReviewClosed(Conflict):
+    def __init__(self, review_id: str, status: str) -> None:
+        super().__init__(f"review {review_id} is {status}: only an open review can be decided")
+        self.review_id = review_id
+        self.status = status
+
+
+class AlreadyApproved(Conflict):
+    def __init__(self, review_id: str) -> None:
+        super().__init__(f"you have approved review {review_id} already")
+        self.review_id = review_id
+
+
+class ReviewForbidden(StorageError):
+    """A decision the two-person rule forbids this person; the message says why."""
 
 
 class NoRollbackTarget(LifecycleError):

@@ -10,8 +10,16 @@ them; the conformance suite in tests/storage checks them on every backend:
 * only a draft can be promoted or archived, only an archived version unarchived;
 * a published version cannot be archived or deleted directly;
 * a rollback walks back through the versions that were production, never returning to
-  one it was rolled back from unless its ``to_version`` names it;
-* version numbers increase from 1 and are never reused, whatever is deleted.
+  one it was rolled back from unless its ``to_version`` names it (in each environment
+  along that environment's own records);
+* version numbers increase from 1 and are never reused, whatever is deleted;
+* an environment holds at most one version of a prompt; an archived version is in no
+  environment, and cannot be placed in one;
+* a protected environment (``required_approvals`` >= 1) is entered through reviews
+  only (a rollback excepted), and a review is approved only by people who are neither
+  its requester nor the version's author, once each; the last approval applies it
+  while the environment still holds what it held at the request, else the review is
+  ``stale``.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua
@@ -23,11 +31,29 @@ written once.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Final, Literal, TypeAlias
 
-from storage.errors import LifecycleError, NoRollbackTarget, ProductionChanged
-from storage.records import PromotionRecord, PromptVersion
+from storage.errors import (
+    AlreadyApproved,
+    LifecycleError,
+    NoRollbackTarget,
+    ProductionChanged,
+    ReviewClosed,
+    ReviewForbidden,
+    ReviewRequired,
+)
+from storage.records import (
+    PRODUCTION,
+    Approval,
+    Environment,
+    PromotionRecord,
+    PromptVersion,
+    Review,
+)
 
 
 class _Unguarded(enum.Enum):
@@ -49,17 +75,31 @@ REFUSALS: Final = {
     "archive/published": "version {n} is published: promote another version instead",
     "unarchive": "version {n} is {status}: only an archived version can be unarchived",
     "delete": "version {n} is published: promote another version before deleting it",
+    "place": "version {n} is {status}: an archived version cannot be placed in an environment",
+    "place/here": "version {n} is in this environment already",
+}
+
+# Environment names: lower case, as in a URL path; "latest" names a version already.
+ENVIRONMENT_NAME: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
+RESERVED_ENVIRONMENTS: Final = ("latest",)
+MAX_APPROVALS: Final = 3
+
+# Why a person may not decide a review, and how each reason reads.
+REVIEW_REFUSALS: Final = {
+    "requester": "you requested review {review_id}: another person must approve it",
+    "author": "you wrote version {version}: another person must approve review {review_id}",
+    "cancel": "only the requester of review {review_id} or a Service Admin can cancel it",
 }
 
 # Why a rollback has no target, and how each reason reads.
 ROLLBACK_REFUSALS: Final = {
-    "no_production": "prompt '{prompt}' has no production version to roll back from",
-    "first": "version {current} is the first production version of prompt '{prompt}': "
+    "no_production": "prompt '{prompt}' has no {env} version to roll back from",
+    "first": "version {current} is the first {env} version of prompt '{prompt}': "
     "there is no earlier one to roll back to",
-    "deleted": "version {target}, production before version {current}, has been deleted",
+    "deleted": "version {target}, {env} before version {current}, has been deleted",
     "missing": "version {target} of prompt '{prompt}' does not exist (never created, or deleted)",
-    "never": "version {target} of prompt '{prompt}' has never been production",
-    "current": "version {target} is production already",
+    "never": "version {target} of prompt '{prompt}' has never been {env}",
+    "current": "version {target} is {env} already",
 }
 
 
@@ -70,10 +110,17 @@ def refusal(action: str, number: int | str, status: str) -> LifecycleError:
 
 
 def no_rollback_target(
-    reason: str, prompt_ref: str, current: int | None, target: int | None = None
+    reason: str,
+    prompt_ref: str,
+    current: int | None,
+    target: int | None = None,
+    environment: str = PRODUCTION,
 ) -> NoRollbackTarget:
-    """The error refusing a rollback of ``prompt_ref`` for ``reason`` (ROLLBACK_REFUSALS)."""
-    message = ROLLBACK_REFUSALS[reason].format(prompt=prompt_ref, current=current, target=target)
+    """The error refusing a rollback of ``prompt_ref`` in ``environment`` for ``reason``
+    (ROLLBACK_REFUSALS)."""
+    message = ROLLBACK_REFUSALS[reason].format(
+        prompt=prompt_ref, current=current, target=target, env=environment
+    )
     return NoRollbackTarget(reason, message)
 
 
@@ -102,10 +149,113 @@ def check_deletable(version: PromptVersion) -> None:
         raise refusal("delete", version.version, version.status)
 
 
-def check_expected(prompt_ref: str, expected: Expected, production: int | None) -> None:
-    """ProductionChanged unless production is what a guarded change expects."""
-    if expected is not UNGUARDED and expected != production:
-        raise ProductionChanged(prompt_ref, expected, production)
+def check_expected(
+    prompt_ref: str, expected: Expected, current: int | None, environment: str = PRODUCTION
+) -> None:
+    """ProductionChanged unless the environment holds what a guarded change expects."""
+    if expected is not UNGUARDED and expected != current:
+        raise ProductionChanged(prompt_ref, expected, current, environment)
+
+
+# ----------------------------------------------------------------------- environments
+
+
+def environment_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new environment, or None when it can."""
+    if not ENVIRONMENT_NAME.fullmatch(name):
+        return "must match ^[a-z][a-z0-9-]{0,31}$"
+    if name in RESERVED_ENVIRONMENTS or name == PRODUCTION:
+        return f"'{name}' is reserved"
+    return None
+
+
+def default_production() -> Environment:
+    """Production as every org has it until a Service Admin changes it."""
+    return Environment(PRODUCTION, 0, None, None)
+
+
+def check_unprotected(environment: Environment) -> None:
+    """ReviewRequired when a direct promotion into ``environment`` needs a review."""
+    if environment.protected:
+        raise ReviewRequired(environment.name, environment.required_approvals)
+
+
+def check_placeable(version: PromptVersion, current: int | None) -> None:
+    """A version may enter an environment other than production unless it is archived
+    or is what the environment holds (``current``) already."""
+    if version.status == "archived":
+        raise refusal("place", version.version, version.status)
+    if version.version == current:
+        raise refusal("place/here", version.version, version.status)
+
+
+def check_enterable(environment: str, version: PromptVersion, current: int | None) -> None:
+    """The version's own rule for entering ``environment`` (which holds ``current``)."""
+    if environment == PRODUCTION:
+        check_promotable(version)
+    else:
+        check_placeable(version, current)
+
+
+# ----------------------------------------------------------------------- reviews
+
+
+def check_open(review: Review) -> None:
+    if review.status != "open":
+        raise ReviewClosed(review.review_id, review.status)
+
+
+def check_approver(review: Review, user_id: str) -> None:
+    """The two-person rule: an open review, approved by neither its requester nor the
+    version's author, once per person."""
+    check_open(review)
+    if user_id == review.requested_by:
+        raise _forbidden("requester", review)
+    if user_id == review.version_author:
+        raise _forbidden("author", review)
+    if any(approval.user_id == user_id for approval in review.approvals):
+        raise AlreadyApproved(review.review_id)
+
+
+def check_rejecter(review: Review, user_id: str) -> None:
+    """Rejecting is a decision of the same people as approving (not the requester,
+    not the author), who may reject after approving."""
+    check_open(review)
+    if user_id == review.requested_by:
+        raise _forbidden("requester", review)
+    if user_id == review.version_author:
+        raise _forbidden("author", review)
+
+
+def check_canceller(review: Review, user_id: str, admin: bool) -> None:
+    check_open(review)
+    if not admin and user_id != review.requested_by:
+        raise _forbidden("cancel", review)
+
+
+def _forbidden(reason: str, review: Review) -> ReviewForbidden:
+    return review_refusal(reason, review.review_id, review.version)
+
+
+def review_refusal(reason: str, review_id: str, version: int | str) -> ReviewForbidden:
+    """The error refusing a person's decision on a review, for ``reason`` (REVIEW_REFUSALS)."""
+    return ReviewForbidden(REVIEW_REFUSALS[reason].format(review_id=review_id, version=version))
+
+
+def with_approval(review: Review, approval: Approval) -> Review:
+    """The review with ``approval`` added (still open: the caller applies it when
+    :func:`complete`)."""
+    return replace(review, approvals=(*review.approvals, approval))
+
+
+def complete(review: Review) -> bool:
+    """Whether the review has the approvals it was opened with."""
+    return len(review.approvals) >= review.required_approvals
+
+
+def closed(review: Review, status: str, now: datetime, **changes: object) -> Review:
+    """The review decided: ``status`` (applied, rejected, cancelled, stale) at ``now``."""
+    return replace(review, status=status, decided_at=now, **changes)  # type: ignore[arg-type]
 
 
 def production_line(history: Sequence[PromotionRecord]) -> list[int]:
@@ -140,11 +290,19 @@ def rollback_target(
     history: Sequence[PromotionRecord],
     to_version: int | None,
     find: Callable[[int], PromptVersion | None],
+    environment: str = PRODUCTION,
 ) -> int:
-    """The version a rollback makes production: ``to_version``, or else the one before
-    production on the line of :func:`production_line`. ``history`` is the prompt's
-    promotion records, oldest first; ``find`` gives a kept version by number (None: it
-    does not exist). Raises NoRollbackTarget when there is nothing to roll back to."""
+    """The version a rollback makes production (or places in ``environment``):
+    ``to_version``, or else the one before the current one on the line of
+    :func:`production_line` of that environment's records. ``history`` is the prompt's
+    promotion records, oldest first (those of other environments are skipped); ``find``
+    gives a kept version by number (None: it does not exist). Raises NoRollbackTarget
+    when there is nothing to roll back to."""
+    history = [record for record in history if record.environment == environment]
+    if environment != PRODUCTION:
+        return _environment_rollback_target(
+            prompt_ref, production, history, to_version, find, environment
+        )
     if production is None:
         raise no_rollback_target("no_production", prompt_ref, None)
     target = to_version
@@ -168,3 +326,35 @@ def rollback_notes(number: int) -> str:
     """A rollback's notes when none are given (storage/redis/lua/rollback.lua spells the
     same)."""
     return f"rollback to v{number}"
+
+
+def _environment_rollback_target(
+    prompt_ref: str,
+    current: int | None,
+    history: Sequence[PromotionRecord],
+    to_version: int | None,
+    find: Callable[[int], PromptVersion | None],
+    environment: str,
+) -> int:
+    """rollback_target's rule in an environment other than production (the same line,
+    of that environment's records), where a version "was there" when a record of that
+    environment placed it; an archived target cannot be placed again (check_placeable)."""
+    if current is None:
+        raise no_rollback_target("no_production", prompt_ref, None, None, environment)
+    target = to_version
+    if target is None:
+        target = previous_production(history)
+        if target is None:
+            raise no_rollback_target("first", prompt_ref, current, None, environment)
+        if find(target) is None:
+            raise no_rollback_target("deleted", prompt_ref, current, target, environment)
+    elif find(target) is None:
+        raise no_rollback_target("missing", prompt_ref, current, target, environment)
+    if target == current:
+        raise no_rollback_target("current", prompt_ref, current, target, environment)
+    if not any(record.version_number == target for record in history):
+        raise no_rollback_target("never", prompt_ref, current, target, environment)
+    version = find(target)
+    assert version is not None
+    check_placeable(version, current)
+    return target

@@ -31,7 +31,15 @@ EVENT_TYPES: tuple[str, ...] = (
     "version.archived",
     "version.unarchived",
     "version.deleted",
+    "review.requested",
+    "review.approved",
+    "review.rejected",
+    "review.cancelled",
+    "review.applied",
 )
+# The environment every org has: a prompt's published version is its version there.
+PRODUCTION = "production"
+REVIEW_STATUSES: tuple[str, ...] = ("open", "applied", "rejected", "cancelled", "stale")
 # A webhook subscribed to this gets every event type.
 ALL_EVENTS = "*"
 
@@ -79,11 +87,20 @@ class PromptVersion:
     promoted_at: datetime | None
     promoted_by: str | None  # user uuid
     created_by: str  # user uuid; stored, never in an API response
+    # The environments other than production that hold this version, by name.
+    placements: tuple[str, ...] = ()
 
     @property
     def is_production(self) -> bool:
         # At most one version is published, and that one is production.
         return self.status == "published"
+
+    @property
+    def environments(self) -> list[str]:
+        """Every environment holding this version: production (while published) first."""
+        if self.status == "published":
+            return [PRODUCTION, *self.placements]
+        return list(self.placements)
 
     def to_json(self) -> dict[str, Any]:
         """Runs on every read the API's body memo misses: keep it a plain dict literal."""
@@ -103,6 +120,7 @@ class PromptVersion:
             "updated_at": rfc3339(self.updated_at),
             "promoted_at": None if self.promoted_at is None else rfc3339(self.promoted_at),
             "promoted_by": self.promoted_by,
+            "environments": self.environments,
         }
 
 
@@ -113,8 +131,11 @@ class PromotionRecord:
     version_number: int
     promoted_by: str
     promoted_at: datetime
-    previous_version: int | None
+    previous_version: int | None  # the version the environment held before
     notes: str | None
+    environment: str = PRODUCTION
+    review_id: str | None = None  # the review that made this promotion
+    approved_by: tuple[str, ...] = ()  # user ids of that review's approvals
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +146,102 @@ class PromotionRecord:
             "promoted_at": rfc3339(self.promoted_at),
             "previous_version": self.previous_version,
             "notes": self.notes,
+            "environment": self.environment,
+            "review_id": self.review_id,
+            "approved_by": list(self.approved_by),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """A release pointer of one org: each prompt has at most one version in it.
+
+    ``production`` always exists (a prompt's published version); ``created_at`` is None
+    for it, since nobody created it. ``required_approvals`` >= 1 makes it protected:
+    versions enter it through reviews only.
+    """
+
+    name: str
+    required_approvals: int
+    description: str | None
+    created_at: datetime | None
+
+    @property
+    def protected(self) -> bool:
+        return self.required_approvals >= 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "required_approvals": self.required_approvals,
+            "description": self.description,
+            "created_at": None if self.created_at is None else rfc3339(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    user_id: str
+    username: str
+    at: datetime
+    comment: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "username": self.username,
+            "at": rfc3339(self.at),
+            "comment": self.comment,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A request to place a version in a protected environment, and its decisions.
+
+    ``expected_version`` is what the environment held at the request: the promotion
+    applies only while it still does. ``version_author`` (the version's ``created_by``)
+    may not approve; it is kept for that rule and never shown.
+    """
+
+    review_id: str  # "rv_..."
+    prompt_id: str
+    prompt_name: str
+    version: int
+    version_id: str
+    environment: str
+    status: str  # one of REVIEW_STATUSES
+    requested_by: str
+    requested_at: datetime
+    notes: str | None
+    expected_version: int | None
+    required_approvals: int
+    approvals: tuple[Approval, ...]
+    rejected_by: str | None
+    decided_at: datetime | None
+    rollout_percent: int | None
+    version_author: str
+    rejection_comment: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "review_id": self.review_id,
+            "prompt_id": self.prompt_id,
+            "prompt_name": self.prompt_name,
+            "version": self.version,
+            "version_id": self.version_id,
+            "environment": self.environment,
+            "status": self.status,
+            "requested_by": self.requested_by,
+            "requested_at": rfc3339(self.requested_at),
+            "notes": self.notes,
+            "expected_version": self.expected_version,
+            "required_approvals": self.required_approvals,
+            "approvals": [approval.to_json() for approval in self.approvals],
+            "rejected_by": self.rejected_by,
+            "rejection_comment": self.rejection_comment,
+            "decided_at": None if self.decided_at is None else rfc3339(self.decided_at),
+            "rollout_percent": self.rollout_percent,
         }
 
 
@@ -195,11 +312,13 @@ class User:
 class Event:
     """One change in an org's event log.
 
-    ``version``, ``version_id`` and ``status`` (the version's status after the change)
-    are None for prompt events; ``previous_version`` is the production version a
-    promotion replaced (None when there was none, and for other events). ``actor`` is
-    the user id that made the change and ``request_id`` the request that asked for it,
-    when the caller gave them.
+    ``version``, ``version_id`` and ``status`` (the version's status after the change;
+    for ``review.*`` events the review's) are None for prompt events;
+    ``previous_version`` is the version a promotion replaced in its environment (None
+    when there was none, and for other events). ``environment`` is set on promotions
+    and review events, ``review_id`` on review events and on a promotion a review
+    applied. ``actor`` is the user id that made the change and ``request_id`` the
+    request that asked for it, when the caller gave them.
     """
 
     id: str  # increases within an org (event_position)
@@ -213,6 +332,8 @@ class Event:
     actor: str | None
     at: datetime
     request_id: str | None
+    environment: str | None = None
+    review_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -227,6 +348,8 @@ class Event:
             "actor": self.actor,
             "at": rfc3339(self.at),
             "request_id": self.request_id,
+            "environment": self.environment,
+            "review_id": self.review_id,
         }
 
 

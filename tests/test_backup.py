@@ -122,7 +122,7 @@ def test_the_document_spells_records_as_the_api_does(
     expected = {
         k: v
         for k, v in version.to_json().items()
-        if k not in ("prompt_id", "name", "prompt_type", "is_production")
+        if k not in ("prompt_id", "name", "prompt_type", "is_production", "environments")
     }
     assert greeting["versions"][2] == {**expected, "created_by": version.created_by}
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""

@@ -9,8 +9,10 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * promptsvc.errors.Forbidden: 403 (a valid token whose role is too low), the role
   needed in ``WWW-Authenticate``;
-* ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged with the current
-  production version), InvalidInput 400, StorageUnavailable 503;
+* ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
+  with the environment's current version, ReviewExists with the open review's id,
+  ReviewRequired with the code ``review_required``), ReviewForbidden 403 (the message
+  says why), InvalidInput 400, StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
   streams as it may); promptsvc.events.OverCap: 429 with ``Retry-After`` (the token's
@@ -43,10 +45,15 @@ from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
+    PRODUCTION,
     Conflict,
     InvalidInput,
     NotFound,
     ProductionChanged,
+    ReviewExists,
+    ReviewForbidden,
+    ReviewRequired,
+    ReviewStale,
     StorageError,
     StorageUnavailable,
 )
@@ -67,6 +74,9 @@ CODES: dict[int, str] = {
     500: "internal_server_error",
     503: "service_unavailable",
 }
+# A direct promotion into a protected environment: 409 with a code of its own, so a
+# client (the CLI's apply) can open a review instead.
+REVIEW_REQUIRED = "review_required"
 
 
 class ApiError(Exception):
@@ -95,10 +105,11 @@ def error_response(
     errors: Mapping[str, list[str]] | None = None,
     headers: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
+    code: str | None = None,
 ) -> Response:
     """The one error body shape of the API; ``extra`` adds fields an error documents
-    (ErrorSchema lists every one)."""
-    code = CODES.get(status) or _code_for(status)
+    (ErrorSchema lists every one); ``code`` replaces the status's own."""
+    code = code or CODES.get(status) or _code_for(status)
     body: dict[str, Any] = {"code": code, "message": message, "error": code}
     if errors:
         body["errors"] = dict(errors)
@@ -140,7 +151,18 @@ def _handle_storage_error(exc: StorageError) -> Response:
     if isinstance(exc, NotFound):
         return error_response(404, str(exc))
     if isinstance(exc, ProductionChanged):
-        return error_response(409, str(exc), extra={"current_production_version": exc.current})
+        extra: dict[str, Any] = {"current_version": exc.current}
+        if exc.environment == PRODUCTION:
+            extra["current_production_version"] = exc.current
+        if isinstance(exc, ReviewStale):
+            extra["review_id"] = exc.review_id
+        return error_response(409, str(exc), extra=extra)
+    if isinstance(exc, ReviewExists):
+        return error_response(409, str(exc), extra={"review_id": exc.review_id})
+    if isinstance(exc, ReviewRequired):
+        return error_response(409, str(exc), code=REVIEW_REQUIRED)
+    if isinstance(exc, ReviewForbidden):
+        return error_response(403, str(exc))
     if isinstance(exc, Conflict):
         return error_response(409, str(exc))
     if isinstance(exc, InvalidInput):

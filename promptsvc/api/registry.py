@@ -9,6 +9,7 @@ from flask_smorest import Api
 
 from identity.core import Identity
 from promptsvc.api import (
+    environments,
     events,
     history,
     keys,
@@ -16,6 +17,7 @@ from promptsvc.api import (
     prompts,
     realm_docs,
     releases,
+    reviews,
     users,
     versions,
     webhooks,
@@ -101,7 +103,19 @@ def init_api(app: Flask) -> PromptsvcApi:
             "description": "Access token from /v1/auth/sdk-token or the realm token endpoint",
         },
     )
-    for module in (prompts, versions, releases, history, keys, users, webhooks, events, ops):
+    for module in (
+        prompts,
+        versions,
+        releases,
+        history,
+        environments,
+        reviews,
+        keys,
+        users,
+        webhooks,
+        events,
+        ops,
+    ):
         api.register_blueprint(module.blp)
     document_identity(api.spec, app)
     ops.init_app(app)

@@ -14,13 +14,12 @@ from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.responses import DiffSchema, PromotionResultSchema
-from promptsvc.api.versions import NAME_PARAM
+from promptsvc.api.versions import NAME_PARAM, expected
 from promptsvc.auth import current_principal
 from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
 from promptsvc.inputs import DiffQuerySchema, RollbackSchema
 from promptsvc.refs import version_at
-from storage import UNGUARDED
 
 blp = ApiBlueprint(
     "releases",
@@ -37,16 +36,18 @@ class Rollback(View):
     @blp.returns(200, PromotionResultSchema)
     @blp.errors(404, 409, 413, 415)
     def post(self, body: dict[str, Any], name: str) -> Response:
-        """Roll production back
+        """Roll production (or another environment) back
 
         In one atomic step: the version that was production before the current one (or
         to_version, which must have been production at some point) becomes production
         again whatever its status now, the current production version is archived, and
-        a promotion record is written (notes default to "rollback to vN"). 409 when
-        there is nothing to roll back to (no earlier production version, or it was
-        deleted; a to_version never production or production now), or when
-        expected_production_version is given and production is another version (the
-        body then has current_production_version). The body is optional.
+        a promotion record is written (notes default to "rollback to vN"). With
+        environment, the same in that environment: the version it held before (not an
+        archived one) is placed there again. No review is needed, even in a protected
+        environment. 409 when there is nothing to roll back to (no earlier version, or
+        it was deleted; a to_version never there or there now), or when
+        expected_version is given and the environment holds another version (the body
+        then has current_version). 404 for an unknown environment. The body is optional.
         """
         promotion = actions.rollback(
             storage(),
@@ -54,7 +55,8 @@ class Rollback(View):
             name,
             notes=body["notes"],
             to_version=body.get("to_version"),
-            expected_production=body.get("expected_production_version", UNGUARDED),
+            expected_production=expected(body),
+            environment=body["environment"],
         )
         return json_response(promotion.to_json())
 

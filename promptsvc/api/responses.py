@@ -11,7 +11,7 @@ from marshmallow import Schema, fields, validate
 
 from identity.roles import ROLES
 from promptsvc.inputs import EVENT_ID_EXAMPLE
-from storage import EVENT_TYPES, PROMPT_TYPES, STATUSES
+from storage import EVENT_TYPES, PROMPT_TYPES, REVIEW_STATUSES, STATUSES
 
 
 def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
@@ -41,6 +41,13 @@ class PromptVersionSchema(Schema):
     promoted_by = fields.String(
         allow_none=True, metadata={"description": "User id that promoted it; null if never"}
     )
+    environments = fields.List(
+        fields.String(),
+        metadata={
+            "description": "The environments holding this version: production (while "
+            "published) first, then the others by name"
+        },
+    )
 
 
 class PromptSchema(Schema):
@@ -65,9 +72,73 @@ class PromotionRecordSchema(Schema):
     promoted_by = fields.String(metadata={"description": "User id that promoted"})
     promoted_at = _timestamp("Promotion time")
     previous_version = fields.Integer(
-        allow_none=True, metadata={"description": "Version in production before; null if none"}
+        allow_none=True,
+        metadata={"description": "Version the environment held before; null if none"},
     )
     notes = fields.String(allow_none=True)
+    environment = fields.String(metadata={"description": "Where the version went"})
+    review_id = fields.String(
+        allow_none=True, metadata={"description": "The review that made it (rv_...), else null"}
+    )
+    approved_by = fields.List(
+        fields.String(), metadata={"description": "User ids of that review's approvals"}
+    )
+
+
+class EnvironmentSchema(Schema):
+    name = fields.String(metadata={"example": "staging"})
+    required_approvals = fields.Integer(
+        metadata={"description": "0-3; 1 or more: protected (promotion through reviews)"}
+    )
+    description = fields.String(allow_none=True)
+    created_at = _timestamp("Creation time; null for production (built in)", nullable=True)
+
+
+class EnvironmentListSchema(Schema):
+    items = fields.List(
+        fields.Nested(EnvironmentSchema),
+        metadata={"description": "production first, then the others oldest first"},
+    )
+
+
+class ApprovalSchema(Schema):
+    user_id = fields.String()
+    username = fields.String()
+    at = _timestamp("When approved")
+    comment = fields.String(allow_none=True)
+
+
+class ReviewSchema(Schema):
+    review_id = fields.String(metadata={"description": "rv_..."})
+    prompt_id = fields.String()
+    prompt_name = fields.String()
+    version = fields.Integer()
+    version_id = fields.String()
+    environment = fields.String()
+    status = fields.String(validate=validate.OneOf(REVIEW_STATUSES))
+    requested_by = fields.String(metadata={"description": "User id (token sub) that asked"})
+    requested_at = _timestamp("When requested")
+    notes = fields.String(allow_none=True)
+    expected_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "The environment's version at the request (null: none); the "
+            "review applies only while it still holds it, else becomes stale"
+        },
+    )
+    required_approvals = fields.Integer(
+        metadata={"description": "As the environment said at the request"}
+    )
+    approvals = fields.List(fields.Nested(ApprovalSchema))
+    rejected_by = fields.String(allow_none=True)
+    rejection_comment = fields.String(allow_none=True)
+    decided_at = _timestamp("When applied, rejected, cancelled or found stale", nullable=True)
+    rollout_percent = fields.Integer(allow_none=True)
+
+
+class ReviewPageSchema(Schema):
+    items = fields.List(fields.Nested(ReviewSchema), metadata={"description": "Newest first"})
+    next_cursor = fields.String(allow_none=True)
 
 
 class PromotionResultSchema(Schema):
@@ -152,10 +223,10 @@ class EventSchema(Schema):
     version_id = fields.String(allow_none=True, metadata={"description": "v_...; null likewise"})
     status = fields.String(
         allow_none=True,
-        validate=validate.OneOf(STATUSES),
+        validate=validate.OneOf(list(dict.fromkeys((*STATUSES, *REVIEW_STATUSES)))),
         metadata={
-            "description": "The version's status after the change; null for prompt events "
-            "and version.deleted"
+            "description": "The version's status after the change (review.* events: the "
+            "review's); null for prompt events and version.deleted"
         },
     )
     previous_version = fields.Integer(
@@ -169,6 +240,17 @@ class EventSchema(Schema):
     at = _timestamp("When the change was made")
     request_id = fields.String(
         allow_none=True, metadata={"description": "X-Request-ID of the request that made it"}
+    )
+    environment = fields.String(
+        allow_none=True,
+        metadata={"description": "version.promoted and review.*: the environment; else null"},
+    )
+    review_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "review.*, and a version.promoted a review applied: the review; "
+            "else null"
+        },
     )
 
 
@@ -284,9 +366,19 @@ class ErrorSchema(Schema):
     current_production_version = fields.Integer(
         allow_none=True,
         metadata={
-            "description": "409 of a guarded promotion or rollback only: the production "
-            "version at that moment (null: none)"
+            "description": "409 of a guarded promotion or rollback in production only: "
+            "the production version at that moment (null: none)"
         },
+    )
+    current_version = fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "409 of a guarded promotion or rollback, or of a stale review: "
+            "the environment's version at that moment (null: none)"
+        },
+    )
+    review_id = fields.String(
+        metadata={"description": "409 of a second open review: the open one; of a stale one: it"}
     )
 
 

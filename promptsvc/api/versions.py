@@ -26,7 +26,7 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
-from storage import UNGUARDED, PromptVersion, Storage
+from storage import UNGUARDED, Expected, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "versions",
@@ -51,6 +51,14 @@ VERSION_PARAM = {
 }
 
 
+def expected(body: dict[str, Any]) -> Expected:
+    """The guard of a promote or rollback body (its schema allows one of the two)."""
+    if "expected_version" in body:
+        value: Expected = body["expected_version"]
+        return value
+    return body.get("expected_production_version", UNGUARDED)
+
+
 def read_endpoint(read: ReadFunction) -> ReadView:
     """A read endpoint made from ``read``, documented: Service Read, 200 PromptVersion with
     an ETag, 304, 404."""
@@ -71,6 +79,31 @@ def production(storage: Storage, org: str, name: str) -> PromptVersion:
     404 when the prompt does not exist or has no production version.
     """
     return storage.get_production(org, name)
+
+
+ENVIRONMENT_PARAM = {
+    "in": "path",
+    "name": "environment",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "Environment name (production, or one of the org's)",
+}
+
+
+@blp.route(
+    "/<name>/environments/<environment>",
+    parameters=[NAME_PARAM, ENVIRONMENT_PARAM],
+    methods=["GET"],
+)
+@read_endpoint
+def in_environment(storage: Storage, org: str, name: str, environment: str) -> PromptVersion:
+    """Get the version in an environment
+
+    The version the environment holds for the prompt (production: the published one).
+    404 when the prompt or the environment does not exist, or the environment holds no
+    version of the prompt.
+    """
+    return storage.get_in_environment(org, name, environment)
 
 
 @blp.route("/<name>/latest", parameters=[NAME_PARAM], methods=["GET"])
@@ -164,17 +197,20 @@ class Promote(View):
     @blp.returns(200, PromotionResultSchema)
     @blp.errors(404, 409, 413, 415)
     def post(self, body: dict[str, Any], name: str, versionId: str) -> Response:
-        """Promote a draft to production
+        """Promote a version to production or another environment
 
-        In one atomic step: the draft becomes published, the previous production version
-        becomes archived (or draft with archive_previous_production false), and a
-        promotion record is written. Only a draft can be promoted (else 409). The body
-        is optional.
+        In one atomic step: in production (the default), the draft becomes published,
+        the previous production version becomes archived (or draft with
+        archive_previous_production false), and a promotion record is written; only a
+        draft can be promoted (else 409). In another environment the version (any but
+        an archived one) is placed there, its status unchanged. The body is optional.
 
-        With expected_production_version (a number, or null for "no production
-        version"), the promotion happens only if production is that version at that
-        moment; otherwise nothing changes and the answer is 409 with
-        current_production_version.
+        With expected_version (a number, or null for "none"; expected_production_version
+        is its alias for production), the promotion happens only if the environment
+        holds that version at that moment; otherwise nothing changes and the answer is
+        409 with current_version. A protected environment (required_approvals >= 1)
+        answers 409 review_required and changes nothing: request a review instead.
+        404 for an unknown environment.
         """
         promotion = actions.promote(
             storage(),
@@ -183,7 +219,8 @@ class Promote(View):
             versionId,
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
-            expected_production=body.get("expected_production_version", UNGUARDED),
+            expected_production=expected(body),
+            environment=body["environment"],
         )
         return json_response(promotion.to_json())
 

@@ -17,6 +17,7 @@ from identity.users import USERNAME
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from promptsvc.inputs import NAME_PATTERN
 from storage import (
+    PRODUCTION,
     PROMPT_TYPES,
     STATUSES,
     ApiKey,
@@ -81,6 +82,10 @@ class _HistorySchema(Schema):
     promoted_at = _time()
     previous_version = _nullable(fields.Integer, strict=True, validate=validate.Range(min=1))
     notes = _nullable(fields.String)
+    # Absent from backups written before environments and reviews: production's, direct.
+    environment = fields.String(load_default=PRODUCTION)
+    review_id = fields.String(load_default=None, allow_none=True)
+    approved_by = fields.List(fields.String(), load_default=list)
 
 
 class _PromptSchema(Schema):
@@ -105,7 +110,12 @@ class _PromptSchema(Schema):
             )
             for v in data["versions"]
         )
-        history = tuple(PromotionRecord(prompt_id=data["prompt_id"], **h) for h in data["history"])
+        history = tuple(
+            PromotionRecord(
+                prompt_id=data["prompt_id"], **{**h, "approved_by": tuple(h["approved_by"])}
+            )
+            for h in data["history"]
+        )
         published = [v.version for v in versions if v.status == "published"]
         prompt = Prompt(
             prompt_id=data["prompt_id"],

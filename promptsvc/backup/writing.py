@@ -23,7 +23,10 @@ def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
         "next_version": item.next_version,
         "versions": [
             {
-                **_without(v.to_json(), "prompt_id", "name", "prompt_type", "is_production"),
+                # Placements are not backed up (docs/storage.md): nor their mirror.
+                **_without(
+                    v.to_json(), "prompt_id", "name", "prompt_type", "is_production", "environments"
+                ),
                 "created_by": v.created_by,
             }
             for v in item.versions

@@ -37,6 +37,7 @@ from promptsvc.cli import (
     mcp_server,
     operators,
     prompts,
+    reviews,
     serve,
     worker,
 )
@@ -84,6 +85,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (db, True),
     (login, False),
     (prompts, False),
+    (reviews, False),
     (ascode, False),
     (mcp_server, False),
 )

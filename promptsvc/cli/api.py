@@ -44,13 +44,29 @@ class Credential:
 
 
 class ProductionMoved(PromptServiceError):
-    """409 from a guarded promotion or rollback: production is not what was expected."""
+    """409 from a guarded promotion or rollback: the environment (production unless
+    another was named) does not hold what was expected."""
 
     def __init__(self, error: PromptServiceError, current: int | None) -> None:
         super().__init__(
             error.message, status=error.status, code=error.code, request_id=error.request_id
         )
         self.current_production_version = current
+
+
+class ReviewOpen(PromptServiceError):
+    """409 from a review request: an open review of that version and environment exists
+    (``review_id``)."""
+
+    def __init__(self, error: PromptServiceError, review_id: str) -> None:
+        super().__init__(
+            error.message, status=error.status, code=error.code, request_id=error.request_id
+        )
+        self.review_id = review_id
+
+
+# The code of a 409 that says "this environment is protected: open a review".
+REVIEW_REQUIRED = "review_required"
 
 
 def _segment(value: str | int) -> str:
@@ -80,12 +96,13 @@ class ServiceClient(PromptClient):
         if response.status_code >= 400:
             error = error_for_response(response)
             answer = json_or_none(response)
-            if (
-                response.status_code == 409
-                and isinstance(answer, dict)
-                and "current_production_version" in answer
-            ):
-                raise ProductionMoved(error, answer["current_production_version"])
+            if response.status_code == 409 and isinstance(answer, dict):
+                if "current_version" in answer and "review_id" not in answer:
+                    raise ProductionMoved(error, answer["current_version"])
+                if "current_production_version" in answer:
+                    raise ProductionMoved(error, answer["current_production_version"])
+                if isinstance(answer.get("review_id"), str) and "current_version" not in answer:
+                    raise ReviewOpen(error, answer["review_id"])
             raise error
         if response.status_code == 204:
             return None
@@ -162,31 +179,83 @@ class ServiceClient(PromptClient):
         return result
 
     def promote(
-        self, name: str, ref: str | int, notes: str | None, expect: int | object | None
+        self,
+        name: str,
+        ref: str | int,
+        notes: str | None,
+        expect: int | object | None,
+        environment: str = "production",
     ) -> dict[str, Any]:
-        """Promote; ``expect`` is the production version the caller saw (None: no
-        production), or :data:`UNGUARDED`."""
-        body: dict[str, Any] = {}
+        """Promote into ``environment``; ``expect`` is the version the caller saw there
+        (None: none), or :data:`UNGUARDED`."""
+        body: dict[str, Any] = {"environment": environment}
         if notes is not None:
             body["notes"] = notes
         if expect is not UNGUARDED:
-            body["expected_production_version"] = expect
+            body["expected_version"] = expect
         result: dict[str, Any] = self.call(
             "POST", f"{self.action_path(name, ref)}/promote", body=body
         )
         return result
 
     def rollback(
-        self, name: str, to_version: int | None, notes: str | None, expect: int | object | None
+        self,
+        name: str,
+        to_version: int | None,
+        notes: str | None,
+        expect: int | object | None,
+        environment: str = "production",
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {}
+        body: dict[str, Any] = {"environment": environment}
         if to_version is not None:
             body["to_version"] = to_version
         if notes is not None:
             body["notes"] = notes
         if expect is not UNGUARDED:
-            body["expected_production_version"] = expect
+            body["expected_version"] = expect
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/rollback", body=body)
+        return result
+
+    def get_environment(self, environment: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", f"/api/v1/environments/{_segment(environment)}")
+        return result
+
+    def in_environment(self, name: str, environment: str) -> dict[str, Any] | None:
+        """The version ``environment`` holds for the prompt, or None."""
+        path = f"{self.prompt_path(name)}/environments/{_segment(environment)}"
+        try:
+            result: dict[str, Any] = self.call("GET", path)
+        except PromptServiceError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return result
+
+    def request_review(
+        self, name: str, version: str | int, environment: str, notes: str | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"version": version, "environment": environment}
+        if notes is not None:
+            body["notes"] = notes
+        result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/reviews", body=body)
+        return result
+
+    def list_reviews(
+        self, name: str | None, status: str | None, environment: str | None
+    ) -> list[dict[str, Any]]:
+        params = {"status": status, "environment": environment}
+        path = "/api/v1/reviews" if name is None else f"{self.prompt_path(name)}/reviews"
+        return list(self.pages(path, {k: v for k, v in params.items() if v is not None}))
+
+    def get_review(self, review_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", f"/api/v1/reviews/{_segment(review_id)}")
+        return result
+
+    def decide_review(self, review_id: str, action: str, comment: str | None) -> dict[str, Any]:
+        """``action``: approve, reject or cancel."""
+        body = {} if comment is None else {"comment": comment}
+        path = f"/api/v1/reviews/{_segment(review_id)}/{action}"
+        result: dict[str, Any] = self.call("POST", path, body=body)
         return result
 
     def set_status(self, name: str, ref: str | int, action: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptsvc.cli.api import ProductionMoved, ServiceClient
+from promptsvc.cli.api import ProductionMoved, ReviewOpen, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
 from promptsvc.cli.planning import Change, make_plan, same_state
@@ -69,6 +69,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also show the promotions `apply --promote` would make",
     )
+    _env_option(plan)
 
     apply = add_command(
         subparsers,
@@ -78,18 +79,34 @@ def register(subparsers: Any) -> None:
         description="Create a version for every .prompt file whose content, metadata or "
         "tags differ from its prompt's latest version (and the prompt, if it does not "
         "exist). A second run does nothing. With --promote, make each file's version "
-        "production, guarded by the production version the plan saw: if someone else "
-        "promoted meanwhile, that prompt fails and nothing of it is overridden. Prompts "
-        "without a file are left alone.",
-        examples='  promptsvc apply prompts/ --promote --notes "$(git log -1 --format=%h)"\n',
+        "production (or, with --env ENV, that environment's), guarded by the version the "
+        "plan saw there: if someone else promoted meanwhile, that prompt fails and "
+        "nothing of it is overridden. A protected environment (one with required "
+        "approvals) gets a review opened instead, whose id is printed. Prompts without "
+        "a file are left alone. Exit status: 0 done (reviews opened included), 1 error.",
+        examples='  promptsvc apply prompts/ --promote --notes "$(git log -1 --format=%h)"\n'
+        "  promptsvc apply prompts/ --promote --env staging\n",
     )
     apply.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
-    apply.add_argument("--promote", action="store_true", help="make each file's version production")
+    apply.add_argument(
+        "--promote", action="store_true", help="make each file's version production (or --env's)"
+    )
     apply.add_argument("--notes", help="promotion notes kept in the history (with --promote)")
+    _env_option(apply)
+
+
+def _env_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env",
+        dest="environment",
+        default="production",
+        metavar="ENV",
+        help="with --promote: the environment to promote into (default: production)",
+    )
 
 
 def plan_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    changes = make_plan(client, args.directory, args.promote)
+    changes = make_plan(client, args.directory, args.promote, args.environment)
     pending = [c for c in changes if c.pending]
     if args.json:
         print_json({"pending": bool(pending), "changes": [c.to_json() for c in pending]})
@@ -100,7 +117,7 @@ def plan_command(client: ServiceClient, args: argparse.Namespace) -> int:
 
 def _print_plan(changes: list[Change]) -> None:
     paint = Painter.for_stream(sys.stdout)
-    counts = {"prompts": 0, "versions": 0, "promotions": 0}
+    counts = {"prompts": 0, "versions": 0, "promotions": 0, "reviews": 0}
     for change in changes:
         name = change.prompt.name
         for note in change.notes:
@@ -119,8 +136,8 @@ def _print_plan(changes: list[Change]) -> None:
             for line in describe_changes(diff, paint):
                 print("    " + line.replace("\n", "\n    "))
         if change.promote:
-            counts["promotions"] += 1
-            now = change.production_version
+            counts["reviews" if change.review else "promotions"] += 1
+            now, env = change.production_version, change.environment
             archived = (
                 f"; v{change.latest['version']} is archived and will be unarchived"
                 if change.latest
@@ -128,19 +145,20 @@ def _print_plan(changes: list[Change]) -> None:
                 and change.latest["status"] == "archived"
                 else ""
             )
+            verb = f"open a review for {env}" if change.review else f"promote to {env}"
             print(
                 paint(
-                    f"^ {name}: promote to production (production is "
-                    f"{'none' if now is None else f'v{now}'}{archived})",
+                    f"^ {name}: {verb} ({env} is {'none' if now is None else f'v{now}'}{archived})",
                     "cyan",
                 )
             )
     if not any(counts.values()):
         print("No changes: the service matches the files.")
         return
+    reviews = f", {counts['reviews']} review(s) to open" if counts["reviews"] else ""
     print(
         f"Plan: {counts['prompts']} prompt(s) to create, {counts['versions']} version(s) "
-        f"to create, {counts['promotions']} promotion(s)."
+        f"to create, {counts['promotions']} promotion(s){reviews}."
     )
 
 
@@ -157,7 +175,7 @@ class Applied:
 def apply_command(client: ServiceClient, args: argparse.Namespace) -> int:
     if args.notes is not None and not args.promote:
         raise CommandError("--notes is for promotions: use it with --promote")
-    changes = make_plan(client, args.directory, args.promote)
+    changes = make_plan(client, args.directory, args.promote, args.environment)
     applied = Applied()
     show = not args.json
     try:
@@ -174,10 +192,12 @@ def apply_command(client: ServiceClient, args: argparse.Namespace) -> int:
         print("No changes: the service matches the files.")
     else:
         done = [a["action"] for a in applied.actions]
+        reviews = done.count("request_review")
         print(
             f"Applied: {done.count('create_prompt')} prompt(s) created, "
             f"{done.count('create_version')} version(s) created, "
-            f"{done.count('promote')} promotion(s)."
+            f"{done.count('promote')} promotion(s)"
+            + (f", {reviews} review(s) awaiting approval." if reviews else ".")
         )
     return 0
 
@@ -228,7 +248,8 @@ def _apply_one(
     if not change.promote:
         return
     assert target is not None
-    if target["status"] == "published":
+    env = change.environment
+    if env == "production" and target["status"] == "published":
         return
     if target["status"] == "archived":
         try:
@@ -238,12 +259,16 @@ def _apply_one(
         except PromptServiceError as exc:
             if exc.status != 409:
                 raise
+    if change.review:
+        _open_review(client, name, target, env, notes, applied, say)
+        return
     expected = change.production_version
     try:
-        result = client.promote(name, target["version_id"], notes, expected)
+        result = client.promote(name, target["version_id"], notes, expected, env)
     except ProductionMoved as moved:
         if moved.current_production_version == target["version"]:
-            say(f"= {name}: v{target['version']} is production already (promoted meanwhile)")
+            where = "production" if env == "production" else f"in {env}"
+            say(f"= {name}: v{target['version']} is {where} already (promoted meanwhile)")
             return
         raise
     applied.record(
@@ -251,10 +276,41 @@ def _apply_one(
         "promote",
         version=target["version"],
         previous_version=result["promotion"]["previous_version"],
+        environment=env,
+    )
+    where = "" if env == "production" else f" to {env}"
+    say(
+        f"^ {name}: promoted v{target['version']}{where} "
+        f"(was {'none' if expected is None else f'v{expected}'})"
+    )
+
+
+def _open_review(
+    client: ServiceClient,
+    name: str,
+    target: dict[str, Any],
+    env: str,
+    notes: str | None,
+    applied: Applied,
+    say: Any,
+) -> None:
+    """A protected environment: a review of the version instead of a promotion (an open
+    one of the same version and environment counts as opened)."""
+    try:
+        review = client.request_review(name, target["version_id"], env, notes)
+        state = "opened"
+    except ReviewOpen as exc:
+        review, state = client.get_review(exc.review_id), "already open"
+    applied.record(
+        name,
+        "request_review",
+        version=target["version"],
+        environment=env,
+        review_id=review["review_id"],
     )
     say(
-        f"^ {name}: promoted v{target['version']} "
-        f"(was {'none' if expected is None else f'v{expected}'})"
+        f"? {name}: review {review['review_id']} {state} for v{target['version']} in {env} "
+        f"(needs {review['required_approvals']} approval(s))"
     )
 
 

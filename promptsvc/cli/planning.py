@@ -16,6 +16,7 @@ from typing import Any
 from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
 from promptsvc.cli.promptfile import PromptFile, file_name, read_directory
+from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
 from promptsvc.templates import extract_variables
 
@@ -49,10 +50,12 @@ class Change:
     path: Path
     exists: bool  # the prompt exists on the service
     latest: dict[str, Any] | None  # its latest version (None: no version yet)
-    production_version: int | None  # what the promotion's guard expects
+    production_version: int | None  # what the environment holds: the guard's expectation
     new_version: bool  # the file differs from the latest version
-    promote: bool  # with --promote: production does not hold the file's state
+    promote: bool  # with --promote: the environment does not hold the file's state
     notes: list[str] = field(default_factory=list)
+    environment: str = "production"  # where --promote puts the file's version
+    review: bool = False  # the environment is protected: apply opens a review instead
 
     @property
     def pending(self) -> bool:
@@ -88,17 +91,30 @@ class Change:
             "promote": self.promote,
             "latest_version": self.latest["version"] if self.latest else None,
             "production_version": self.production_version,
+            "environment": self.environment,
+            "review": self.review,
             "diff": self.diff(),
             "notes": self.notes,
         }
 
 
-def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Change]:
-    """Read every file (all of them, before any request), then compare with the service."""
+def make_plan(
+    client: ServiceClient, directory: Path, promote: bool, environment: str = "production"
+) -> list[Change]:
+    """Read every file (all of them, before any request), then compare with the service;
+    ``environment`` is where --promote puts each file's version."""
     files = _read(directory)
     if not files:
         # Most likely the wrong directory: say so rather than pass silently.
         print(f"promptsvc: warning: no .prompt files in {directory}", file=sys.stderr)
+    review = False
+    if promote:
+        try:
+            review = client.get_environment(environment)["required_approvals"] > 0
+        except PromptServiceError as exc:
+            if exc.status != 404:
+                raise
+            raise CommandError(f"environment {environment!r} does not exist") from None
     existing = {p["name"]: p for p in client.list_prompts()}
     changes = []
     for prompt in files:
@@ -114,6 +130,8 @@ def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Cha
                     production_version=None,
                     new_version=True,
                     promote=promote,
+                    environment=environment,
+                    review=review,
                 )
             )
             continue
@@ -127,17 +145,22 @@ def make_plan(client: ServiceClient, directory: Path, promote: bool) -> list[Cha
             if found["latest_version"] is not None
             else None
         )
-        production = None
-        if promote and found["production_version"] is not None:
-            production = client.get_version(prompt.name, "production")
+        held, held_version = None, found["production_version"]
+        if promote and environment != "production":
+            held = client.in_environment(prompt.name, environment)
+            held_version = None if held is None else held["version"]
+        elif promote and held_version is not None:
+            held = client.get_version(prompt.name, "production")
         change = Change(
             prompt,
             path,
             exists=True,
             latest=latest,
-            production_version=found["production_version"],
+            production_version=held_version,
             new_version=latest is None or not same_state(latest, prompt),
-            promote=promote and (production is None or not same_state(production, prompt)),
+            promote=promote and (held is None or not same_state(held, prompt)),
+            environment=environment,
+            review=review,
         )
         if (found["description"] or None) != (prompt.description or None):
             change.notes.append(

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from promptsvc.cli.api import UNGUARDED, ServiceClient
+from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import (
     Painter,
@@ -20,6 +20,7 @@ from promptsvc.cli.output import (
     print_table,
     time_cell,
 )
+from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_lines
 
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
@@ -95,13 +96,16 @@ def register(subparsers: Any) -> None:
         commands,
         "promote",
         promote_command,
-        summary="make a version production",
+        summary="make a version production, or place it in another environment",
         description="Make a draft version production; the previous production version "
-        "is archived. With --expect N the promotion happens only if production is still "
-        "version N (or there is none, with --expect none) at that moment; otherwise "
-        "nothing changes and the command fails, saying what production is now.",
+        "is archived. With --env ENV, place the version in that environment instead "
+        "(its status unchanged). With --expect N the promotion happens only if the "
+        "environment still holds version N (or none, with --expect none) at that "
+        "moment; otherwise nothing changes and the command fails, saying what it holds "
+        "now. A protected environment (one with required approvals) opens a review "
+        "instead and prints its id (exit status 0); `promptsvc reviews` decides it.",
         examples="  promptsvc prompts promote greeting 4 --notes 'friendlier' --expect 3\n"
-        "  promptsvc prompts promote greeting latest\n",
+        "  promptsvc prompts promote greeting latest --env staging\n",
     )
     promote.add_argument("name", metavar="NAME", help="prompt name or pmt_ id")
     promote.add_argument("ref", metavar="REF", help=REF_HELP)
@@ -114,7 +118,8 @@ def register(subparsers: Any) -> None:
         summary="make the previous production version production again",
         description="In one step, make the version that was production before the "
         "current one (or --to N, a version that was production once) production again; "
-        "the current one is archived and the history records the rollback.",
+        "the current one is archived and the history records the rollback. With --env "
+        "ENV, the same in that environment (no review needed, even when protected).",
         examples="  promptsvc prompts rollback greeting\n"
         "  promptsvc prompts rollback greeting --to 2 --expect 4 --notes 'bad answers'\n",
     )
@@ -163,11 +168,18 @@ def register(subparsers: Any) -> None:
 def _release_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notes", help="changelog text kept in the history")
     parser.add_argument(
+        "--env",
+        dest="environment",
+        default="production",
+        metavar="ENV",
+        help="the environment (default: production)",
+    )
+    parser.add_argument(
         "--expect",
         type=expectation,
         metavar="N",
         default=UNGUARDED,
-        help="only if production is version N now ('none': no production version)",
+        help="only if the environment holds version N now ('none': no version)",
     )
 
 
@@ -267,7 +279,7 @@ def history_command(client: ServiceClient, args: argparse.Namespace) -> int:
         print_json(records)
         return 0
     print_table(
-        ("version", "previous", "promoted", "by", "notes"),
+        ("version", "previous", "promoted", "by", "notes", "environment"),
         [
             (
                 r["version_number"],
@@ -275,6 +287,7 @@ def history_command(client: ServiceClient, args: argparse.Namespace) -> int:
                 time_cell(r["promoted_at"]),
                 r.get("promoted_by_name") or r["promoted_by"],
                 r["notes"],
+                r["environment"],
             )
             for r in records
         ],
@@ -332,12 +345,38 @@ def _json(value: Any) -> str:
 
 
 def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    result = client.promote(args.name, args.ref, args.notes, args.expect)
+    try:
+        result = client.promote(args.name, args.ref, args.notes, args.expect, args.environment)
+    except PromptServiceError as exc:
+        if exc.code != REVIEW_REQUIRED:
+            raise
+        return _review_instead(client, args)
     return _released(result, args, "promoted")
 
 
+def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
+    """A protected environment: open a review of the version (or find the open one)."""
+    version = client.get_version(args.name, args.ref)
+    try:
+        review = client.request_review(
+            args.name, version["version_id"], args.environment, args.notes
+        )
+        opened = True
+    except ReviewOpen as exc:
+        review, opened = client.get_review(exc.review_id), False
+    if args.json:
+        print_json({"review": review, "opened": opened})
+        return 0
+    state = "opened" if opened else "already open:"
+    print(
+        f"{args.environment} needs {review['required_approvals']} approval(s): review "
+        f"{state} {review['review_id']} for {version['name']} v{version['version']}"
+    )
+    return 0
+
+
 def rollback_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    result = client.rollback(args.name, args.to_version, args.notes, args.expect)
+    result = client.rollback(args.name, args.to_version, args.notes, args.expect, args.environment)
     return _released(result, args, "rolled back")
 
 
@@ -346,8 +385,9 @@ def _released(result: dict[str, Any], args: argparse.Namespace, verb: str) -> in
         print_json(result)
         return 0
     version, record = result["version"], result["promotion"]
+    where = "production" if record["environment"] == "production" else f"in {record['environment']}"
     print(
-        f"{verb} {version['name']}: v{version['version']} is production "
+        f"{verb} {version['name']}: v{version['version']} is {where} "
         f"(was {_number(record['previous_version'])})"
     )
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping
 from functools import partial
@@ -34,6 +35,9 @@ logger = logging.getLogger("promptsvc.client")
 
 TransportT = TypeVar("TransportT")
 
+# Any other label names an environment (docs/api.md): the service's name rule.
+ENVIRONMENT_LABEL = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
 ENV_VARS = ("PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET")
 
 
@@ -53,9 +57,13 @@ def resolve(name: str, label: str | None, version: str | int | None) -> tuple[st
             raise ValueError("version must be a version id (v_...) or a version number")
         return f"{prefix}/versions/{quote(str(version), safe='')}", False
     label = "production" if label is None else label
-    if label not in LABELS:
-        raise ValueError(f"unknown label {label!r}: use 'production' or 'latest'")
-    return f"{prefix}/{label}", label == "production"
+    if label in LABELS:
+        return f"{prefix}/{label}", label == "production"
+    if not isinstance(label, str) or not ENVIRONMENT_LABEL.fullmatch(label):
+        raise ValueError(
+            f"unknown label {label!r}: use 'production', 'latest' or an environment name"
+        )
+    return f"{prefix}/environments/{label}", False
 
 
 class BaseClient(Generic[TransportT]):

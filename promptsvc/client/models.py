@@ -68,6 +68,8 @@ class PromptVersion:
     updated_at: datetime
     promoted_at: datetime | None
     promoted_by: str | None
+    # The environments holding this version (production first while published).
+    environments: tuple[str, ...] = ()
     is_fallback: bool = False
 
     @classmethod
@@ -94,6 +96,8 @@ class PromptVersion:
             updated_at=_time(body, "updated_at"),
             promoted_at=_optional_time(body, "promoted_at"),
             promoted_by=promoted_by,
+            # Absent from servers before environments: none known.
+            environments=_strings(body, "environments") if "environments" in body else (),
         )
 
     @classmethod

@@ -89,9 +89,10 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         """The version of prompt ``name`` (docs/api.md section 13).
 
         No label or ``label="production"``: the production version; ``label="latest"``:
-        the newest, any status; ``version="v_..."`` (or a version number): that
-        version. Cached under ``prompt:<name>:<label or version>``. Raises ValueError
-        for an unknown label or both label and version, else a PromptServiceError.
+        the newest, any status; any other label (``label="staging"``): the version that
+        environment holds; ``version="v_..."`` (or a version number): that version.
+        Cached under ``prompt:<name>:<label or version>``. Raises ValueError for a label
+        that names no environment or both label and version, else a PromptServiceError.
 
         ``fallback``: text, or a list of chat messages, to serve (as a PromptVersion
         with ``is_fallback`` True, not cached) when the service cannot answer (a

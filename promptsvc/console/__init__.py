@@ -4,9 +4,11 @@ Server-rendered pages (Flask blueprints and Jinja templates), one blueprint per 
 :mod:`~promptsvc.console.signin` (sign-in through the org's realm),
 :mod:`~promptsvc.console.prompts` (the list, a prompt's page, creating and deleting),
 :mod:`~promptsvc.console.versions` (a version's page, new versions, edits, archive,
-unarchive, delete), :mod:`~promptsvc.console.releases` (compare, promote, roll back) and
-:mod:`~promptsvc.console.admin` (API keys and users). Every change goes through
-:mod:`promptsvc.actions`, the functions the API's views call.
+unarchive, delete), :mod:`~promptsvc.console.releases` (compare, promote into an
+environment or request its review, roll back), :mod:`~promptsvc.console.reviews` (the
+inbox of reviews, approve, reject, cancel), :mod:`~promptsvc.console.environments`
+(the org's environments) and :mod:`~promptsvc.console.admin` (API keys and users).
+Every change goes through :mod:`promptsvc.actions`, the functions the API's views call.
 
 Every core flow works without JavaScript; ``console.js`` only adds copy buttons. Pages
 are safe by construction:
@@ -38,7 +40,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from wtforms import ValidationError as CsrfInvalid
 
 from promptsvc import actions
-from promptsvc.console import admin, prompts, releases, signin, versions
+from promptsvc.console import admin, environments, prompts, releases, reviews, signin, versions
 from promptsvc.console.common import CSRF_FIELD, PRINCIPAL, needs_role, required_role
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
@@ -156,6 +158,7 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
             "can": lambda action: person is not None and actions.allowed(person, action),
             "needs": lambda action, doing: needs_role(required_role(action), doing),
             "actions": actions,
+            "open_review_count": reviews.open_count,
         }
 
     @console.route("/<path:_rest>")
@@ -170,7 +173,15 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
     console.add_app_template_filter(when, "when")
     console.add_app_template_filter(timestamp, "timestamp")
     register_error_handlers(console)
-    for area in (signin.bp, prompts.bp, versions.bp, releases.bp, admin.bp):
+    for area in (
+        signin.bp,
+        prompts.bp,
+        versions.bp,
+        releases.bp,
+        reviews.bp,
+        environments.bp,
+        admin.bp,
+    ):
         console.register_blueprint(area)
     app.register_blueprint(console)
 

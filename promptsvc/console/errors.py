@@ -20,7 +20,14 @@ from werkzeug.exceptions import HTTPException
 from identity.errors import InvalidKeyRequest, InvalidUserRequest
 from promptsvc.console.common import needs_role
 from promptsvc.errors import Forbidden
-from storage import Conflict, InvalidInput, NotFound, StorageError, StorageUnavailable
+from storage import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    ReviewForbidden,
+    StorageError,
+    StorageUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,8 @@ def _storage_error(exc: StorageError) -> Response:
         return error_page(404, sentence(str(exc)))
     if isinstance(exc, Conflict):
         return error_page(409, sentence(str(exc)))
+    if isinstance(exc, ReviewForbidden):  # the two-person rule; the message says why
+        return error_page(403, sentence(str(exc)))
     if isinstance(exc, InvalidInput):
         return error_page(400, sentence(str(exc)))
     if isinstance(exc, StorageUnavailable):

@@ -1,4 +1,5 @@
-"""Prompts: the list (with search by name), creating one, a prompt's page, deleting one."""
+"""Prompts: the list (with search by name), creating one, a prompt's page (its versions,
+what each environment holds, open reviews, history), deleting one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
+from promptsvc.console.releases import holding
 from promptsvc.inputs import PromptCreateSchema
 from storage import Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
@@ -21,6 +23,7 @@ HISTORY_PER_PAGE = 10
 # matches; this is how many names it reads at most per console page.
 SEARCH_SCAN_LIMIT = 5000
 STATUS_FILTERS = ("draft", "published", "archived")
+OPEN_REVIEWS_SHOWN = 20
 
 
 def search(org: str, text: str, cursor: str | None) -> Page[Prompt]:
@@ -114,6 +117,9 @@ def show(name: str) -> str:
     history_cursor = request.args.get("history") or None
     versions = backend.list_versions(org, prompt.name, status, VERSIONS_PER_PAGE, version_cursor)
     history = backend.list_history(org, prompt.name, HISTORY_PER_PAGE, history_cursor)
+    reviews = backend.list_reviews(
+        org, prompt_ref=prompt.prompt_id, status="open", limit=OPEN_REVIEWS_SHOWN
+    )
     return render_template(
         "console/prompt.html",
         prompt=prompt,
@@ -125,6 +131,11 @@ def show(name: str) -> str:
         # What a rollback would make production: storage's rule, as the rollback applies it.
         rollback_target=backend.previous_production(org, prompt.prompt_id),
         who=names(),
+        environments=[
+            (environment, holding(prompt, environment.name))
+            for environment in backend.list_environments(org)
+        ],
+        open_reviews=reviews.items,
     )
 
 

@@ -1,10 +1,12 @@
-"""Compare two versions side by side; promote and roll back, each after a confirmation
-page that shows what production will change from and to.
+"""Compare two versions side by side; promote (into production or another environment)
+and roll back, each after a confirmation page that shows what the environment will
+change from and to.
 
-The confirmation page carries the production version it showed
-(``expected_production_version``): when someone else changes production in between,
-the change is refused (storage's ProductionChanged) and the page comes back with the
-new difference and a message saying so, nothing changed.
+The confirmation page carries the version it showed in the environment
+(``expected_production_version``): when someone else changes the environment in
+between, the change is refused (storage's ProductionChanged) and the page comes back
+with the new difference and a message saying so, nothing changed. For a protected
+environment the same page opens a review instead (promptsvc.console.reviews shows it).
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
 from promptsvc.console.present import metadata_rows, side_by_side
 from promptsvc.diffs import version_diff
-from promptsvc.inputs import PromoteSchema, RollbackSchema
+from promptsvc.inputs import PromoteSchema, ReviewCreateSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
 from storage import (
+    Environment,
     NoProductionVersion,
+    NotFound,
     ProductionChanged,
     Prompt,
     PromptVersion,
+    ReviewExists,
+    ReviewRequired,
     VersionNotFound,
 )
 
@@ -63,6 +69,16 @@ def _production(prompt: Prompt) -> PromptVersion | None:
         return None
 
 
+def holding(prompt: Prompt, environment: str) -> PromptVersion | None:
+    """The version ``environment`` holds for the prompt, None when it holds nothing."""
+    if environment == PRODUCTION:
+        return _production(prompt)
+    try:
+        return storage().get_in_environment(principal().org, prompt.prompt_id, environment)
+    except NotFound:
+        return None
+
+
 @bp.get("/prompts/<name>/diff")
 def diff(name: str) -> str:
     prompt = storage().get_prompt(principal().org, name)
@@ -93,14 +109,35 @@ def diff(name: str) -> str:
     )
 
 
+@bp.get("/prompts/<name>/place")
+def place(name: str) -> WerkzeugResponse:
+    """The prompt page's form (a version and an environment) opens that promotion's
+    confirmation page."""
+    prompt = storage().get_prompt(principal().org, name)
+    typed = request.args.get("version", "").strip().removeprefix("v")
+    number = optional_int(typed, field="version")
+    if number is None:
+        number = prompt.latest_version or 1
+    environment = request.args.get("environment") or PRODUCTION
+    return redirect(
+        url_for(
+            "console.releases.promote", name=prompt.name, number=number, environment=environment
+        )
+    )
+
+
 @bp.route("/prompts/<name>/versions/<int:number>/promote", methods=["GET", "POST"])
 def promote(name: str, number: int) -> str | WerkzeugResponse:
     backend, org = storage(), principal().org
     prompt = backend.get_prompt(org, name)
     version = backend.get_version(org, prompt.prompt_id, str(number))
+    source = request.form if request.method == "POST" else request.args
+    environment = backend.get_environment(org, source.get("environment") or PRODUCTION)
     if request.method == "GET":
-        return _promote_page(prompt, version)
+        return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
+    if environment.protected:
+        return _request_review(prompt, version, environment, notes)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -122,50 +159,102 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
             expected_production=expected,
+            environment=environment.name,
         )
     except FormInvalid as invalid:
-        return _promote_page(prompt, version, notes=notes, errors=invalid.errors)
+        return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+    except ReviewRequired:
+        environment = backend.get_environment(org, environment.name)
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            conflict=f"{environment.name} became protected while you were reviewing: "
+            "nothing was changed. Request a review below instead.",
+        )
     except ProductionChanged as changed:
         prompt = backend.get_prompt(org, prompt.prompt_id)
         return _promote_page(
             prompt,
             version,
+            environment,
             notes=notes,
-            conflict=_moved(expected, changed.current),
+            conflict=_moved(expected, changed.current, environment.name),
         )
-    flash(f"Version {number} is now production.", "success")
+    if environment.name == PRODUCTION:
+        flash(f"Version {number} is now production.", "success")
+    else:
+        flash(f"Version {number} is now in {environment.name}.", "success")
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
-def _moved(expected: int | None, current: int | None) -> str:
+def _request_review(
+    prompt: Prompt, version: PromptVersion, environment: Environment, notes: str | None
+) -> Any:
+    """The promote page's form on a protected environment: open a review."""
+    try:
+        body = load(
+            ReviewCreateSchema(),
+            {"version": version.version, "environment": environment.name, "notes": notes},
+        )
+        review = actions.request_review(
+            storage(),
+            principal(),
+            prompt.prompt_id,
+            version.version_id,
+            environment.name,
+            notes=body["notes"],
+        )
+    except FormInvalid as invalid:
+        return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+    except ReviewExists as exists:
+        return _promote_page(
+            prompt, version, environment, notes=notes, open_review=exists.review_id
+        )
+    needed = review.required_approvals
+    flash(
+        f"Review opened: v{version.version} enters {environment.name} once {needed} "
+        f"{'person approves' if needed == 1 else 'people approve'} it.",
+        "success",
+    )
+    return redirect(url_for("console.reviews.show", review_id=review.review_id))
+
+
+def _moved(expected: int | None, current: int | None, environment: str = PRODUCTION) -> str:
     was = f"v{expected}" if expected is not None else "no version"
     now = f"v{current}" if current is not None else "no version"
     return (
-        f"Production changed while you were reviewing: it was {was} and is now {now}. "
-        "Nothing was changed. Review the difference below and confirm again."
+        f"{environment.capitalize()} changed while you were reviewing: it was {was} and is "
+        f"now {now}. Nothing was changed. Review the difference below and confirm again."
     )
 
 
 def _promote_page(
     prompt: Prompt,
     version: PromptVersion,
+    environment: Environment,
     *,
     notes: str | None = None,
     errors: dict[str, list[str]] | None = None,
     conflict: str | None = None,
+    open_review: str | None = None,
 ) -> Any:
-    production = _production(prompt)
+    current = holding(prompt, environment.name)
     html = render_template(
         "console/promote.html",
         prompt=prompt,
         version=version,
-        production=production,
-        compared=comparison(prompt, production, version),
+        environment=environment,
+        environments=storage().list_environments(principal().org),
+        production=current,
+        compared=comparison(prompt, current, version),
         notes=notes or "",
         errors=errors or {},
         conflict=conflict,
+        open_review=open_review,
     )
-    status = 409 if conflict else 400 if errors else 200
+    status = 409 if conflict or open_review else 400 if errors else 200
     return Response(html, status=status, mimetype="text/html")
 
 

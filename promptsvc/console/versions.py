@@ -28,6 +28,7 @@ from promptsvc.console.common import (
 from promptsvc.console.present import pretty_json, sdk_snippet
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
+from promptsvc.refs import PRODUCTION
 from storage import NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
@@ -126,6 +127,7 @@ def show(name: str, number: int) -> str:
         messages=chat_messages(version.content) if prompt.prompt_type == "chat" else None,
         who=names(),
         snippet=sdk_snippet(prompt.name, version),
+        production_reviewed=storage().get_environment(principal().org, PRODUCTION).protected,
     )
 
 

@@ -10,13 +10,15 @@ A failed attempt (not 2xx, a timeout, no answer) is retried on :data:`RETRY_SCHE
 (seconds after each failure, on the storage clock), then given up; every attempt is in
 the webhook's history.
 
-Fairness between orgs: a worker sends ``concurrency`` messages at once, of which one org
-may have at most ``per_org`` (a quarter by default) in flight. It claims a few rounds of
-an org's share at a time (:data:`CLAIM_ROUNDS`, so that a claimed message waits at most
-that many timeouts, well within its lease), starts what the share allows without
-waiting for the others, and starts more as soon as any send finishes, taking the orgs
-in turn. So one org's slow receivers (up to the 10 s timeout each) hold at most its own
-share, and another org's messages go out at once.
+Fairness between orgs: a worker sends ``concurrency`` messages at once. Each org has a
+share of ``per_org`` places (a quarter by default); it may take more only while a share's
+worth of places stays free for the other orgs, so an org alone uses most of the worker
+and an org that turns up still finds places at once. It claims a few rounds of an org's
+share at a time (:data:`CLAIM_ROUNDS`, so that a claimed message waits at most that many
+timeouts, well within its lease), starts what the places allow without waiting for the
+others, and starts more as soon as any send finishes, taking the orgs in turn. So one
+org's slow receivers (up to the 10 s timeout each) never take the last places, and
+another org's messages go out at once.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ CLAIM_ROUNDS = 4
 
 
 class DeliveryWorker:
-    """Sends the messages of every org with webhooks, ``concurrency`` at a time and at
-    most ``per_org`` (default: a quarter of ``concurrency``, at least 1) for one org.
+    """Sends the messages of every org with webhooks, ``concurrency`` at a time; one org
+    takes more than ``per_org`` (default: a quarter of ``concurrency``, at least 1) only
+    while ``per_org`` places stay free for the others.
 
     ``schedule``, ``lease`` and ``poll`` are seams for tests; ``send`` too (the real one
     is :func:`promptsvc.webhooks.sender.send` on one pooled httpx client).
@@ -133,19 +136,22 @@ class DeliveryWorker:
                 started += 1
         return started
 
+    def _room(self, org: str) -> bool:
+        """Whether ``org`` may start one more send; the caller holds ``_lock``."""
+        busy = sum(self._busy.values())
+        if busy >= self.concurrency:
+            return False
+        # Its own share always; beyond it only while a share stays free for other orgs.
+        return self._busy.get(org, 0) < self.per_org or busy < self.concurrency - self.per_org
+
     def _has_place(self, org: str) -> bool:
         with self._lock:
-            return (
-                sum(self._busy.values()) < self.concurrency
-                and self._busy.get(org, 0) < self.per_org
-            )
+            return self._room(org)
 
     def _take_place(self, org: str) -> bool:
-        """Count one more send of ``org`` if both the worker and the org have room."""
+        """Count one more send of ``org`` if the worker has room for it."""
         with self._lock:
-            if sum(self._busy.values()) >= self.concurrency:
-                return False
-            if self._busy.get(org, 0) >= self.per_org:
+            if not self._room(org):
                 return False
             self._busy[org] = self._busy.get(org, 0) + 1
             return True

@@ -5,6 +5,7 @@
 * :class:`IdentityStore` (identity.py): API keys, users, login flows, signing keys;
 * :class:`EventStore` (events.py): the change event log;
 * :class:`WebhookStore` (webhooks.py): webhooks and their delivery queue;
+* :class:`ReleaseStore` (releases.py): environments and reviews;
 * :class:`OrgArchive` (archive.py): an org's data read and written whole.
 
 A backend implements them all: a package with one module per concern (storage/memory,
@@ -18,6 +19,7 @@ from storage.interface.core import EVENT_LOG_SIZE, StorageCore
 from storage.interface.events import EventStore
 from storage.interface.identity import IdentityStore
 from storage.interface.prompts import PromptStore
+from storage.interface.releases import ReleaseStore
 from storage.interface.webhooks import (
     DELIVERY_HISTORY_SIZE,
     MAX_WEBHOOKS,
@@ -33,6 +35,7 @@ __all__ = [
     "IdentityStore",
     "OrgArchive",
     "PromptStore",
+    "ReleaseStore",
     "Storage",
     "StorageCore",
     "WebhookStore",
@@ -40,5 +43,5 @@ __all__ = [
 ]
 
 
-class Storage(PromptStore, IdentityStore, EventStore, WebhookStore, OrgArchive):
+class Storage(PromptStore, ReleaseStore, IdentityStore, EventStore, WebhookStore, OrgArchive):
     """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster."""

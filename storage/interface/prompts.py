@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from storage import lifecycle
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt, PromptVersion
 
 # Promotion records read per call when the whole history is needed.
 HISTORY_PAGE = 500
@@ -134,6 +134,7 @@ class PromptStore(StorageCore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         """Atomically: the draft becomes published (promoted_at/by set), the previously
         published version becomes archived (or draft when ``archive_previous`` is
@@ -142,6 +143,13 @@ class PromptStore(StorageCore):
         With ``expected_production`` (a number, or None for "no production version"),
         the same atomic step first checks that production is that version, and when it
         is not, changes nothing and raises ProductionChanged carrying the current one.
+
+        With another ``environment`` (storage/interface/releases.py) the version is
+        placed there instead, its status unchanged: any version but an archived one,
+        or the one the environment holds; the record's ``previous_version`` is what the
+        environment held and ``expected_production`` guards that. Either way:
+        EnvironmentNotFound, and ReviewRequired (nothing changed) when the
+        environment is protected.
         """
 
     @abc.abstractmethod
@@ -155,6 +163,7 @@ class PromptStore(StorageCore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         """Atomically make an earlier production version production again.
 
@@ -171,6 +180,10 @@ class PromptStore(StorageCore):
         LifecycleError when there is nothing to roll back to: no production version,
         no earlier one, a target that was deleted, that was never production, or that
         is production now.
+
+        With another ``environment`` the same rule reads that environment's records;
+        the target is placed there (not when archived), nothing is archived. A
+        protected environment needs no review for a rollback.
         """
 
     def previous_production(self, org: str, prompt_ref: str) -> int | None:
@@ -181,7 +194,8 @@ class PromptStore(StorageCore):
         cursor = None
         while True:
             page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
-            records.extend(page.items)
+            # Placements in other environments are not on production's line.
+            records.extend(r for r in page.items if r.environment == PRODUCTION)
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -198,7 +212,8 @@ class PromptStore(StorageCore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        """draft -> archived. Published or archived: LifecycleError."""
+        """draft -> archived, and out of every environment. Published or archived:
+        LifecycleError."""
 
     @abc.abstractmethod
     def unarchive_version(
@@ -222,8 +237,8 @@ class PromptStore(StorageCore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        """Delete a draft or archived version; numbering is unchanged. Published:
-        LifecycleError."""
+        """Delete a draft or archived version (out of every environment); numbering is
+        unchanged. Published: LifecycleError."""
 
     @abc.abstractmethod
     def list_history(

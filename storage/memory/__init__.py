@@ -15,6 +15,7 @@ from storage.memory.events import MemoryEvents
 from storage.memory.identity import MemoryIdentity
 from storage.memory.login import MemoryLogin
 from storage.memory.prompts import MemoryPrompts
+from storage.memory.releases import MemoryReleases
 from storage.memory.webhooks import MemoryWebhooks
 
 __all__ = ["MemoryStorage"]
@@ -22,6 +23,7 @@ __all__ = ["MemoryStorage"]
 
 class MemoryStorage(
     MemoryPrompts,
+    MemoryReleases,
     MemoryEvents,
     MemoryWebhooks,
     MemoryIdentity,

@@ -73,8 +73,13 @@ class MemoryCore(StorageCore):
         request_id: str | None,
         now: datetime,
         previous_version: int | None = None,
+        *,
+        environment: str | None = None,
+        review_id: str | None = None,
+        status: str | None = None,
     ) -> None:
-        """Append the event of a change made under the lock, and wake the waiters."""
+        """Append the event of a change made under the lock, and wake the waiters.
+        ``status``: the event's own (a review's), instead of the version's."""
         # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
         # never lower than the last one, whatever the clock does.
         ms = int(now.timestamp() * 1000)
@@ -90,11 +95,14 @@ class MemoryCore(StorageCore):
                 version=version.version if version else None,
                 version_id=version.version_id if version else None,
                 # A deleted version has no status any more.
-                status=version.status if version and kind != "version.deleted" else None,
+                status=status
+                or (version.status if version and kind != "version.deleted" else None),
                 previous_version=previous_version,
                 actor=actor,
                 at=now,
                 request_id=request_id,
+                environment=environment,
+                review_id=review_id,
             )
         )
         while len(org_state.events) > self.event_log_size:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 
 from storage import lifecycle
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
@@ -13,12 +12,12 @@ from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.memory.core import MemoryCore
+from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import OrgState, PromptState
-from storage.records import Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt, PromptVersion
 
 
-class MemoryPrompts(MemoryCore, PromptStore):
+class MemoryPrompts(MemoryPromotion, PromptStore):
     """Prompts, versions and promotions; the lifecycle rules by storage/lifecycle.py."""
 
     # -- prompts
@@ -70,6 +69,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
             org_state = self._orgs[org]
             del org_state.by_name[state.prompt.name]
             del org_state.by_id[state.prompt.prompt_id]
+            self._forget_reviews(org_state, state.prompt.prompt_id)
             self._record(org_state, "prompt.deleted", state.prompt, None, actor, request_id, now)
 
     # -- versions
@@ -186,52 +186,6 @@ class MemoryPrompts(MemoryCore, PromptStore):
             )
             return version
 
-    def _publish(
-        self,
-        org: str,
-        state: PromptState,
-        number: int,
-        promoted_by: str,
-        previous: int | None,
-        notes: str | None,
-        now: datetime,
-        request_id: str | None,
-    ) -> Promotion:
-        """``number`` becomes production and the promotion is recorded, in the history
-        and in the event log (the caller has already moved the previous production
-        version out)."""
-        version = replace(
-            state.versions[number],
-            status="published",
-            updated_at=now,
-            promoted_at=now,
-            promoted_by=promoted_by,
-        )
-        state.versions[number] = version
-        record = PromotionRecord(
-            history_id=new_id("h_"),
-            prompt_id=state.prompt.prompt_id,
-            version_number=number,
-            promoted_by=promoted_by,
-            promoted_at=now,
-            previous_version=previous,
-            notes=notes,
-        )
-        state.production = number
-        state.history.append(record)
-        state.prompt = replace(state.prompt, updated_at=now)
-        self._record(
-            self._orgs[org],
-            "version.promoted",
-            state.prompt,
-            version,
-            promoted_by,
-            request_id,
-            now,
-            previous_version=previous,
-        )
-        return Promotion(version, record)
-
     def promote(
         self,
         org: str,
@@ -243,17 +197,27 @@ class MemoryPrompts(MemoryCore, PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
-            lifecycle.check_expected(prompt_ref, expected_production, state.production)
-            lifecycle.check_promotable(state.versions[number])
-            previous = state.production
-            if previous is not None:
-                self._set_status(state, previous, "archived" if archive_previous else "draft", now)
-            return self._publish(org, state, number, promoted_by, previous, notes, now, request_id)
+            lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
+            current = self._current(state, environment)
+            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
+            lifecycle.check_enterable(environment, state.versions[number], current)
+            return self._enter(
+                org,
+                state,
+                number,
+                environment,
+                promoted_by,
+                notes,
+                now,
+                request_id,
+                archive_previous=archive_previous,
+            )
 
     def rollback(
         self,
@@ -265,19 +229,19 @@ class MemoryPrompts(MemoryCore, PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
-            lifecycle.check_expected(prompt_ref, expected_production, state.production)
-            current = state.production
+            self._environment(self._orgs[org], environment)
+            current = self._current(state, environment)
+            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             target = lifecycle.rollback_target(
-                prompt_ref, current, state.history, to_version, state.versions.get
+                prompt_ref, current, state.history, to_version, state.versions.get, environment
             )
-            assert current is not None  # rollback_target refuses a prompt without one
-            self._set_status(state, current, "archived", now)
             notes = lifecycle.rollback_notes(target) if notes is None else notes
-            return self._publish(org, state, target, promoted_by, current, notes, now, request_id)
+            return self._enter(org, state, target, environment, promoted_by, notes, now, request_id)
 
     def archive_version(
         self,
@@ -293,6 +257,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
             lifecycle.check_archivable(state.versions[number])
+            self._unplace(state, number)
             version = self._set_status(state, number, "archived", now)
             self._record(
                 self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
@@ -334,6 +299,7 @@ class MemoryPrompts(MemoryCore, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             version = state.versions[number]
             lifecycle.check_deletable(version)
+            self._unplace(state, number)
             del state.versions[number]
             del state.numbers[version.version_id]
             state.prompt = replace(state.prompt, updated_at=now)

@@ -14,12 +14,14 @@ from storage.records import (
     Delivery,
     DeliveryTask,
     DeviceAuthorization,
+    Environment,
     Event,
     PromotionRecord,
     Prompt,
     PromptVersion,
     RealmSession,
     RefreshToken,
+    Review,
     User,
     Webhook,
 )
@@ -33,6 +35,7 @@ class PromptState:
     numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
     production: int | None = None
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
+    placements: dict[str, int] = field(default_factory=dict)  # environment -> number
 
 
 @dataclass(slots=True)
@@ -78,6 +81,13 @@ class OrgState:
     last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
     events_dropped: bool = False  # the log went over its bound at least once
     hooks: Hooks = field(default_factory=Hooks)
+    # Environments other than a default production, oldest first (production once changed).
+    environments: dict[str, Environment] = field(default_factory=dict)
+    reviews: dict[str, Review] = field(default_factory=dict)  # oldest request first
+    review_seq: dict[str, int] = field(default_factory=dict)  # review_id -> request sequence
+    review_counter: int = 0  # last sequence handed out
+    # (prompt_id, environment, version number) -> the open review's id
+    open_reviews: dict[tuple[str, str, int], str] = field(default_factory=dict)
 
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""

@@ -14,17 +14,21 @@ from datetime import datetime
 from typing import Any
 
 from storage.records import (
+    PRODUCTION,
     ApiKey,
+    Approval,
     AuthorizationCode,
     Delivery,
     DeliveryTask,
     DeviceAuthorization,
+    Environment,
     Event,
     PromotionRecord,
     Prompt,
     PromptVersion,
     RealmSession,
     RefreshToken,
+    Review,
     SigningKey,
     User,
     Webhook,
@@ -101,6 +105,7 @@ VERSION_FIELDS = (
     "promoted_at",
     "promoted_by",
     "created_by",
+    "placements",
 )
 
 
@@ -133,11 +138,13 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         promoted_at=_time(promoted_at) if promoted_at else None,
         promoted_by=v.get("promoted_by"),
         created_by=v["created_by"],
+        placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
     )
 
 
 def version_fields(v: PromptVersion) -> list[str]:
-    """A version's hash as create_version.lua and the status changes leave it."""
+    """A version's hash as create_version.lua and the status changes leave it (without
+    placements: a backup does not carry environments)."""
     return pairs(
         {
             "version_id": v.version_id,
@@ -167,6 +174,9 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "promoted_at": rfc3339(r.promoted_at),
             "previous_version": None if r.previous_version is None else str(r.previous_version),
             "notes": r.notes,
+            "environment": r.environment,
+            "review_id": r.review_id,
+            "approved_by": json.dumps(list(r.approved_by)) if r.review_id else None,
         }
     )
 
@@ -181,6 +191,9 @@ def record(h: Fields) -> PromotionRecord:
         promoted_at=_time(h["promoted_at"]),
         previous_version=int(previous) if previous else None,
         notes=h.get("notes"),
+        environment=h.get("environment", PRODUCTION),
+        review_id=h.get("review_id"),
+        approved_by=tuple(json.loads(h["approved_by"])) if "approved_by" in h else (),
     )
 
 
@@ -204,6 +217,8 @@ def event(event_id: str, e: Fields) -> Event:
         actor=e.get("actor"),
         at=_time(e["at"]),
         request_id=e.get("request_id"),
+        environment=e.get("environment"),
+        review_id=e.get("review_id"),
     )
 
 
@@ -463,3 +478,81 @@ def task(ticket: str, text: str) -> DeliveryTask:
     job = json.loads(text)
     payload = job["p"] if "p" in job else event(job["e"], fields(job["f"])).to_json()
     return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)
+
+
+def environment(text: str) -> Environment:
+    e = json.loads(text)
+    created = e.get("created_at")
+    return Environment(
+        name=e["name"],
+        required_approvals=int(e["required_approvals"]),
+        description=e.get("description"),
+        created_at=_time(created) if created else None,
+    )
+
+
+def environment_json(e: Environment) -> str:
+    return json.dumps(
+        {
+            "name": e.name,
+            "required_approvals": e.required_approvals,
+            "description": e.description,
+            "created_at": None if e.created_at is None else rfc3339(e.created_at),
+        }
+    )
+
+
+def review(text: str) -> Review:
+    """From a review's JSON (storage/redis/lua/request_review.lua completes it). Lua's
+    cjson writes an empty list as ``{}``."""
+    r = json.loads(text)
+    decided = r.get("decided_at")
+    return Review(
+        review_id=r["review_id"],
+        prompt_id=r["prompt_id"],
+        prompt_name=r["prompt_name"],
+        version=int(r["version"]),
+        version_id=r["version_id"],
+        environment=r["environment"],
+        status=r["status"],
+        requested_by=r["requested_by"],
+        requested_at=_time(r["requested_at"]),
+        notes=r.get("notes"),
+        expected_version=_optional_int(r.get("expected_version")),
+        required_approvals=int(r["required_approvals"]),
+        approvals=tuple(
+            Approval(a["user_id"], a["username"], _time(a["at"]), a.get("comment"))
+            for a in (r.get("approvals") or [])
+        ),
+        rejected_by=r.get("rejected_by"),
+        decided_at=_time(decided) if decided else None,
+        rollout_percent=_optional_int(r.get("rollout_percent")),
+        version_author=r["version_author"],
+        rejection_comment=r.get("rejection_comment"),
+    )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def review_request(
+    review_id: str,
+    requested_by: str,
+    requested_at: datetime,
+    notes: str | None,
+    rollout_percent: int | None,
+) -> str:
+    """What the caller knows of a new review, as request_review.lua takes it."""
+    return json.dumps(
+        {
+            "review_id": review_id,
+            "requested_by": requested_by,
+            "requested_at": rfc3339(requested_at),
+            "notes": notes,
+            "approvals": [],
+            "rejected_by": None,
+            "decided_at": None,
+            "rollout_percent": rollout_percent,
+        }
+    )

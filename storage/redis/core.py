@@ -17,16 +17,23 @@ from redis.retry import Retry
 
 from storage import lifecycle
 from storage.errors import (
+    AlreadyApproved,
+    EnvironmentNotFound,
     NoProductionVersion,
+    NothingInEnvironment,
     ProductionChanged,
     PromptNotFound,
+    ReviewClosed,
+    ReviewExists,
+    ReviewNotFound,
+    ReviewRequired,
     StorageUnavailable,
     VersionNotFound,
 )
 from storage.interface import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.memo import Memo
-from storage.records import Promotion, PromptVersion
+from storage.records import PRODUCTION, Promotion, PromptVersion
 from storage.redis import codec, keys, scripts
 from storage.times import Clock, rfc3339, utcnow
 
@@ -75,6 +82,8 @@ def check(
     version_ref: str = "",
     action: str = "",
     expected: Expected = UNGUARDED,
+    environment: str = PRODUCTION,
+    review_id: str = "",
 ) -> Any:
     """Raise the typed error for a script's error marker, else return the reply (the
     lifecycle refusals as storage/lifecycle.py words them)."""
@@ -87,14 +96,36 @@ def check(
         raise VersionNotFound(prompt_ref, version_ref)
     if marker == "no_production":
         raise NoProductionVersion(prompt_ref)
+    if marker == "no_environment":
+        raise EnvironmentNotFound(environment)
+    if marker == "nothing_in_environment":
+        raise NothingInEnvironment(prompt_ref, environment)
     if marker == "production_changed":
         assert expected is not UNGUARDED  # the scripts only check a guard that was given
-        raise ProductionChanged(prompt_ref, expected, _number(reply[1]))
+        raise ProductionChanged(prompt_ref, expected, _number(reply[1]), environment)
+    if marker == "review_required":
+        raise ReviewRequired(environment, int(reply[1]))
     if marker == "no_target":
         reason, current, target = reply[1:4]
-        raise lifecycle.no_rollback_target(reason, prompt_ref, _number(current), _number(target))
+        raise lifecycle.no_rollback_target(
+            reason, prompt_ref, _number(current), _number(target), environment
+        )
     if marker == "state":
         raise lifecycle.refusal(action, reply[2], reply[1])
+    if marker == "place":
+        raise lifecycle.refusal("place", reply[2], reply[1])
+    if marker == "place_here":
+        raise lifecycle.refusal("place/here", reply[2], reply[1])
+    if marker == "no_review":
+        raise ReviewNotFound(review_id)
+    if marker == "review_exists":
+        raise ReviewExists(reply[1])
+    if marker == "review_closed":
+        raise ReviewClosed(review_id, reply[1])
+    if marker == "forbidden":
+        raise lifecycle.review_refusal(reply[1], review_id, reply[2])
+    if marker == "already_approved":
+        raise AlreadyApproved(review_id)
     raise RuntimeError(f"unexpected script reply {marker!r}")
 
 

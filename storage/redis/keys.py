@@ -17,6 +17,18 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     P:v:<version_id>              hash    one version's fields
     P:history                     zset    history_id by promotion sequence
     P:h:<history_id>              hash    one promotion record
+    P:env                         hash    environment -> version_id (placements other
+                                          than production; mirrored on each version as
+                                          its ``placements`` field)
+    P:reviews                     zset    the prompt's review ids by request sequence
+    ps:{<org>}:envs               hash    environment name -> its JSON (production only
+                                          once changed)
+    ps:{<org>}:env-order          list    environment names, oldest first
+    ps:{<org>}:review:<review_id> string  one review's JSON
+    ps:{<org>}:reviews            zset    review ids by request sequence
+    ps:{<org>}:review-seq         string  the last request sequence handed out
+    ps:{<org>}:open-reviews       hash    "<prompt_id>:<environment>:<number>" -> the
+                                          open review's id
     ps:{<org>}:events             stream  the org's event log (one entry per change,
                                           written by the change's own script)
     ps:{<org>}:keys               list    client_ids, oldest first
@@ -225,3 +237,19 @@ def delivery_retries(org: str) -> str:
 
 def delivery_log(org: str, webhook_id: str) -> str:
     return org_prefix(org) + "wh:log:" + webhook_id
+
+
+def environments(org: str) -> str:
+    return org_prefix(org) + "envs"
+
+
+def environment_order(org: str) -> str:
+    return org_prefix(org) + "env-order"
+
+
+def review(org: str, review_id: str) -> str:
+    return org_prefix(org) + "review:" + review_id
+
+
+def placements(org: str, prompt_id: str) -> str:
+    return prompt(org, prompt_id) + ":env"

@@ -11,7 +11,15 @@ from storage.errors import PromptExists
 from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import STATUSES, Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.records import (
+    PRODUCTION,
+    STATUSES,
+    Page,
+    Promotion,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+)
 from storage.redis import codec, keys, scripts
 from storage.redis.core import ClientT, RedisCore, check, guard, promotion_reply, version_reply
 from storage.times import rfc3339
@@ -123,7 +131,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             reply = self._read_reply(
                 [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
             )
-        check(reply, prompt_ref, ref)
+        check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
         key = (*reply[1], *reply[2])
         version = self._versions.get(key)
         if version is None:
@@ -203,6 +211,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self._now()
         args = [
@@ -215,10 +224,11 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             now,
             new_id("h_"),
             scripts.expected(expected_production),
+            environment,
         ]
         reply = self._prompt_change("promote", org, args, promoted_by, request_id, now)
         return promotion_reply(
-            check(reply, prompt_ref, version_ref, "promote", expected_production)
+            check(reply, prompt_ref, version_ref, "promote", expected_production, environment)
         )
 
     def rollback(
@@ -231,6 +241,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self._now()
         args = [
@@ -242,9 +253,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             scripts.expected(expected_production),
             now,
             new_id("h_"),
+            environment,
         ]
         reply = self._prompt_change("rollback", org, args, promoted_by, request_id, now)
-        return promotion_reply(check(reply, prompt_ref, expected=expected_production))
+        return promotion_reply(
+            check(reply, prompt_ref, expected=expected_production, environment=environment)
+        )
 
     def archive_version(
         self,

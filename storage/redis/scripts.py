@@ -33,7 +33,14 @@ PROMPT_SCRIPTS = (
     "delete_version",
     "list_history",
     "export_prompt",
+    "request_review",
+    "approve_review",
+    "decide_review",
+    "list_reviews",
+    "delete_environment",
 )
+# Scripts that put a version in an environment: _enter.lua after _common and _events.
+ENTER_SCRIPTS = frozenset({"promote", "rollback", "approve_review"})
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 
@@ -50,6 +57,9 @@ CHANGE_SCRIPTS = frozenset(
         "archive_version",
         "unarchive_version",
         "delete_version",
+        "request_review",
+        "approve_review",
+        "decide_review",
     }
 )
 STANDALONE_SCRIPTS = (
@@ -78,6 +88,7 @@ STANDALONE_SCRIPTS = (
     "enqueue_message",
     "claim_deliveries",
     "finish_delivery",
+    "set_environment",
 )
 
 
@@ -90,10 +101,13 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
     (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
     a server answers NOSCRIPT; a subclass may reload it differently."""
-    events = source("_events")
+    events, enter = source("_events"), source("_enter")
 
     def text(name: str) -> str:
-        return (events if name in CHANGE_SCRIPTS else "") + source(name)
+        helpers = (events if name in CHANGE_SCRIPTS else "") + (
+            enter if name in ENTER_SCRIPTS else ""
+        )
+        return helpers + source(name)
 
     registered = {}
     for helpers, names in (("_common", PROMPT_SCRIPTS), ("_refresh", REFRESH_SCRIPTS)):

@@ -130,6 +130,7 @@ class SqlCore(StorageCore):
             promoted_at=row.promoted_at,
             promoted_by=row.promoted_by,
             created_by=row.created_by,
+            placements=tuple(json.loads(row.placements)) if row.placements else (),
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         return self._versions_memo.put(key, version, size)
@@ -140,7 +141,8 @@ class SqlCore(StorageCore):
         if found is not None:
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
-        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:]
+        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
+        placements = row[15]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -157,6 +159,7 @@ class SqlCore(StorageCore):
             promoted_at=None if promoted_at is None else utc(promoted_at),
             promoted_by=promoted_by,
             created_by=created_by,
+            placements=tuple(json.loads(placements)) if placements else (),
         )
         return self._versions_memo.put(row, version, len(content) + len(metadata) + 512)
 
@@ -173,8 +176,13 @@ class SqlCore(StorageCore):
         request_id: str | None,
         now: datetime,
         previous_version: int | None = None,
+        *,
+        environment: str | None = None,
+        review_id: str | None = None,
+        status: str | None = None,
     ) -> None:
-        """Write the event of a change in the change's transaction.
+        """Write the event of a change in the change's transaction (``status``: the
+        event's own, a review's, instead of the version's).
 
         Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
         never lower than the last one whatever the clock does. The org's ``event_logs``
@@ -200,11 +208,14 @@ class SqlCore(StorageCore):
                 version=version.version if version else None,
                 version_id=version.version_id if version else None,
                 # A deleted version has no status any more.
-                status=version.status if version and kind != "version.deleted" else None,
+                status=status
+                or (version.status if version and kind != "version.deleted" else None),
                 previous_version=previous_version,
                 actor=actor,
                 at=now,
                 request_id=request_id,
+                environment=environment,
+                review_id=review_id,
             )
         )
         kept, trimmed = log.kept + 1, log.trimmed
@@ -247,4 +258,6 @@ class SqlCore(StorageCore):
             actor=row.actor,
             at=row.at,
             request_id=row.request_id,
+            environment=row.environment,
+            review_id=row.review_id,
         )

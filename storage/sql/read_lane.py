@@ -33,7 +33,7 @@ from storage.errors import StorageUnavailable
 COLUMNS = (
     "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
-    "v.promoted_by, v.created_by"
+    "v.promoted_by, v.created_by, v.placements"
 )
 _JOIN = (
     f"SELECT {COLUMNS} FROM prompts p "
@@ -49,6 +49,11 @@ READS = {
         ("version_id", "v.version_id = :version_id"),
         ("production", "v.version = p.production_version"),
         ("latest", "v.version = p.latest_version"),
+        (
+            "environment",
+            "v.version = (SELECT pl.version FROM placements pl WHERE pl.org = p.org "
+            "AND pl.prompt_id = p.prompt_id AND pl.environment = :environment)",
+        ),
     )
 }
 

@@ -1,19 +1,30 @@
-"""Promotion, rollback and the promotion history, each change in one transaction."""
+"""Promotion and rollback into any environment, and the promotion history, each change
+in one transaction."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select
+from sqlalchemy import Connection, Row, insert, select, update
 
 from storage import lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
+from storage.errors import EnvironmentNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import Page, Promotion, PromotionRecord, PromptVersion
-from storage.sql.tables import history, versions
+from storage.records import (
+    PRODUCTION,
+    Environment,
+    Page,
+    Promotion,
+    PromotionRecord,
+    PromptVersion,
+    Review,
+)
+from storage.sql.tables import environments, history, placements, versions
 from storage.sql.versions import SqlVersions, of_prompt
 
 
@@ -26,36 +37,119 @@ def _record(row: Row[Any]) -> PromotionRecord:
         promoted_at=row.promoted_at,
         previous_version=row.previous_version,
         notes=row.notes,
+        environment=row.environment or PRODUCTION,
+        review_id=row.review_id,
+        approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
     )
 
 
 class SqlReleases(SqlVersions, PromptStore):
-    """Promotions and rollbacks, the rules by storage/lifecycle.py; with SqlVersions and
-    SqlPrompts, the PromptStore."""
+    """Promotions and rollbacks into any environment, the rules by storage/lifecycle.py;
+    with SqlVersions and SqlPrompts, the PromptStore. Environments other than production
+    are rows of ``placements``, mirrored on each version's ``placements`` column."""
 
-    def _publish(
+    # -- environments as a promotion sees them (the transaction's connection)
+
+    @staticmethod
+    def _environment(connection: Connection, org: str, name: str) -> Environment:
+        row = connection.execute(
+            select(environments).where(environments.c.org == org, environments.c.name == name)
+        ).first()
+        if row is not None:
+            return Environment(row.name, row.required_approvals, row.description, row.created_at)
+        if name == PRODUCTION:
+            return lifecycle.default_production()
+        raise EnvironmentNotFound(name)
+
+    @staticmethod
+    def _current(connection: Connection, prompt: Row[Any], environment: str) -> int | None:
+        """The number of the version ``environment`` holds for ``prompt``, or None."""
+        if environment == PRODUCTION:
+            number: int | None = prompt.production_version
+            return number
+        found: int | None = connection.execute(
+            select(placements.c.version).where(
+                of_prompt(placements, prompt), placements.c.environment == environment
+            )
+        ).scalar()
+        return found
+
+    def _find_number(
+        self, connection: Connection, prompt: Row[Any], number: int
+    ) -> PromptVersion | None:
+        row = connection.execute(
+            select(versions).where(of_prompt(versions, prompt), versions.c.version == number)
+        ).first()
+        return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
+
+    def _set_placements(
+        self, connection: Connection, prompt: Row[Any], number: int, names: set[str]
+    ) -> PromptVersion:
+        value = json.dumps(sorted(names)) if names else None
+        return self._set_status(connection, prompt, number, placements=value)
+
+    def _enter(
         self,
         connection: Connection,
         org: str,
         prompt: Row[Any],
         number: int,
+        environment: str,
         promoted_by: str,
         notes: str | None,
         now: datetime,
         request_id: str | None,
+        *,
+        archive_previous: bool = True,
+        review: Review | None = None,
     ) -> Promotion:
-        """``number`` becomes production and the promotion is recorded, in the history
-        and in the event log (the caller has moved the previous production version out)."""
-        previous = prompt.production_version
-        version = self._set_status(
-            connection,
-            prompt,
-            number,
-            status="published",
-            updated_at=now,
-            promoted_at=now,
-            promoted_by=promoted_by,
-        )
+        """Version ``number`` becomes ``environment``'s, replacing what it held (in
+        production: published, the previous one archived or made a draft), with its
+        history record and event (the caller checked the rules)."""
+        previous = self._current(connection, prompt, environment)
+        production = prompt.production_version
+        if environment == PRODUCTION:
+            if previous is not None:
+                self._set_status(
+                    connection,
+                    prompt,
+                    previous,
+                    status="archived" if archive_previous else "draft",
+                    updated_at=now,
+                )
+            version = self._set_status(
+                connection,
+                prompt,
+                number,
+                status="published",
+                updated_at=now,
+                promoted_at=now,
+                promoted_by=promoted_by,
+            )
+            production = number
+        else:
+            if previous is not None:
+                old = self._find_number(connection, prompt, previous)
+                assert old is not None
+                self._set_placements(
+                    connection, prompt, previous, set(old.placements) - {environment}
+                )
+                connection.execute(
+                    update(placements)
+                    .where(of_prompt(placements, prompt), placements.c.environment == environment)
+                    .values(version=number)
+                )
+            else:
+                connection.execute(
+                    insert(placements).values(
+                        org=org, prompt_id=prompt.prompt_id, environment=environment, version=number
+                    )
+                )
+            new = self._find_number(connection, prompt, number)
+            assert new is not None
+            version = self._set_placements(
+                connection, prompt, number, {*new.placements, environment}
+            )
         position = prompt.promotions + 1
         row = connection.execute(
             insert(history)
@@ -69,11 +163,16 @@ class SqlReleases(SqlVersions, PromptStore):
                 promoted_at=now,
                 previous_version=previous,
                 notes=notes,
+                environment=environment,
+                review_id=None if review is None else review.review_id,
+                approved_by=None
+                if review is None
+                else json.dumps([a.user_id for a in review.approvals]),
             )
             .returning(*history.c)
         ).one()
         self._touch_prompt(
-            connection, prompt, production_version=number, promotions=position, updated_at=now
+            connection, prompt, production_version=production, promotions=position, updated_at=now
         )
         self._append_event(
             connection,
@@ -85,6 +184,8 @@ class SqlReleases(SqlVersions, PromptStore):
             request_id,
             now,
             previous_version=previous,
+            environment=environment,
+            review_id=None if review is None else review.review_id,
         )
         return Promotion(version, _record(row))
 
@@ -99,23 +200,26 @@ class SqlReleases(SqlVersions, PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self.clock()
         with self._write() as connection:
-            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_expected(prompt_ref, expected_production, prompt.production_version)
-            lifecycle.check_promotable(current)
-            previous = prompt.production_version
-            if previous is not None:
-                self._set_status(
-                    connection,
-                    prompt,
-                    previous,
-                    status="archived" if archive_previous else "draft",
-                    updated_at=now,
-                )
-            return self._publish(
-                connection, org, prompt, current.version, promoted_by, notes, now, request_id
+            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
+            lifecycle.check_unprotected(self._environment(connection, org, environment))
+            current = self._current(connection, prompt, environment)
+            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
+            lifecycle.check_enterable(environment, version, current)
+            return self._enter(
+                connection,
+                org,
+                prompt,
+                version.version,
+                environment,
+                promoted_by,
+                notes,
+                now,
+                request_id,
+                archive_previous=archive_previous,
             )
 
     def rollback(
@@ -128,12 +232,14 @@ class SqlReleases(SqlVersions, PromptStore):
         expected_production: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        environment: str = PRODUCTION,
     ) -> Promotion:
         now = self.clock()
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
-            current = prompt.production_version
-            lifecycle.check_expected(prompt_ref, expected_production, current)
+            self._environment(connection, org, environment)
+            current = self._current(connection, prompt, environment)
+            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             # The rule walks the whole history (storage/lifecycle.py), oldest first.
             records = [
                 _record(row)
@@ -141,21 +247,17 @@ class SqlReleases(SqlVersions, PromptStore):
                     select(history).where(of_prompt(history, prompt)).order_by(history.c.position)
                 )
             ]
-
-            def find(number: int) -> PromptVersion | None:
-                row = connection.execute(
-                    select(versions).where(
-                        of_prompt(versions, prompt), versions.c.version == number
-                    )
-                ).first()
-                return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
-
-            target = lifecycle.rollback_target(prompt_ref, current, records, to_version, find)
-            assert current is not None  # rollback_target refused a prompt without one
-            self._set_status(connection, prompt, current, status="archived", updated_at=now)
+            target = lifecycle.rollback_target(
+                prompt_ref,
+                current,
+                records,
+                to_version,
+                lambda number: self._find_number(connection, prompt, number),
+                environment,
+            )
             notes = lifecycle.rollback_notes(target) if notes is None else notes
-            return self._publish(
-                connection, org, prompt, target, promoted_by, notes, now, request_id
+            return self._enter(
+                connection, org, prompt, target, environment, promoted_by, notes, now, request_id
             )
 
     def list_history(

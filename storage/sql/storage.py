@@ -11,14 +11,14 @@ from storage.sql.engine import describe, make_engine
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
 from storage.sql.ratelimits import SqlRateLimits
-from storage.sql.releases import SqlReleases
+from storage.sql.reviews import SqlReviews
 from storage.sql.sessions import SqlSessions
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
 
 class SqlStorage(
-    SqlReleases,
+    SqlReviews,
     SqlEvents,
     SqlWebhooks,
     SqlIdentity,

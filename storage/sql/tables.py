@@ -132,6 +132,9 @@ versions = Table(
     Column("promoted_at", UtcDateTime),
     Column("promoted_by", String(64)),
     Column("created_by", String(64), nullable=False),
+    # JSON list of the environments other than production that hold it (null: none),
+    # mirroring ``placements`` so a version read needs no second lookup.
+    Column("placements", Text),
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
@@ -150,10 +153,60 @@ history = Table(
     Column("promoted_at", UtcDateTime, nullable=False),
     Column("previous_version", Integer),
     Column("notes", Text),
+    Column("environment", String(32)),  # null: production (records before environments)
+    Column("review_id", String(40)),
+    Column("approved_by", Text),  # JSON list of user ids (null: none)
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
     UniqueConstraint("org", "history_id"),
+)
+
+# --------------------------------------------------------------------------- environments
+
+# An org's environments other than a default production (production once changed);
+# ``seq`` orders them by creation.
+environments = Table(
+    "environments",
+    metadata,
+    Column("org", String(63), primary_key=True),
+    Column("name", String(32), primary_key=True),
+    Column("seq", Seq, nullable=False),
+    Column("required_approvals", Integer, nullable=False),
+    Column("description", Text),
+    Column("created_at", UtcDateTime),
+)
+
+# The version each environment other than production holds, per prompt.
+placements = Table(
+    "placements",
+    metadata,
+    Column("org", String(63), primary_key=True),
+    Column("prompt_id", String(40), primary_key=True),
+    Column("environment", String(32), primary_key=True),
+    Column("version", Integer, nullable=False),
+    ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    ),
+)
+
+# Reviews: the columns filtered and changed in SQL, the rest as JSON (storage/sql/reviews.py).
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("org", String(63), primary_key=True),
+    Column("review_id", String(40), primary_key=True),
+    Column("seq", Seq, nullable=False),  # request order within the org
+    Column("prompt_id", String(40), nullable=False),
+    Column("environment", String(32), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("status", String(10), nullable=False),
+    Column("decided_at", UtcDateTime),
+    Column("body", Text, nullable=False),  # the rest of the review, JSON
+    ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    ),
+    Index(None, "org", "seq"),
 )
 
 # --------------------------------------------------------------------------- events
@@ -187,6 +240,8 @@ events = Table(
     Column("actor", String(64)),
     Column("at", UtcDateTime, nullable=False),
     Column("request_id", String(200)),
+    Column("environment", String(32)),
+    Column("review_id", String(40)),
 )
 
 # --------------------------------------------------------------------------- webhooks

@@ -21,7 +21,7 @@ from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
 from storage.sql.prompts import SqlPrompts
-from storage.sql.tables import prompts, versions
+from storage.sql.tables import placements, prompts, versions
 
 # Version numbers are 32-bit columns: a larger one names no version.
 _MAX_NUMBER = 2**31 - 1
@@ -40,6 +40,14 @@ def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
 def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     """The rows of ``table`` (versions, history) that belong to the prompt ``prompt``."""
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
+
+
+def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
+    """Version ``number`` leaves every environment but production (the caller clears
+    the version's own ``placements`` mirror, or deletes it)."""
+    connection.execute(
+        placements.delete().where(of_prompt(placements, prompt), placements.c.version == number)
+    )
 
 
 class SqlVersions(SqlPrompts):
@@ -243,8 +251,14 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_archivable(current)
+            _unplace(connection, prompt, current.version)
             version = self._set_status(
-                connection, prompt, current.version, status="archived", updated_at=now
+                connection,
+                prompt,
+                current.version,
+                status="archived",
+                updated_at=now,
+                placements=None,
             )
             self._append_event(
                 connection,
@@ -299,6 +313,7 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_deletable(version)
+            _unplace(connection, prompt, version.version)
             connection.execute(
                 versions.delete().where(
                     of_prompt(versions, prompt), versions.c.version == version.version

@@ -53,6 +53,26 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("DELETE", "/api/v1/webhooks/wh_doomed", SERVICE_ADMIN, None, 204),
     ("GET", "/api/v1/webhooks/wh_doomed/deliveries", SERVICE_ADMIN, None, 200),
     ("POST", "/api/v1/webhooks/wh_doomed/test", SERVICE_ADMIN, None, 202),
+    ("GET", "/api/v1/environments", SERVICE_READ, None, 200),
+    ("POST", "/api/v1/environments", SERVICE_ADMIN, {"name": "fresh"}, 201),
+    ("GET", "/api/v1/environments/staging", SERVICE_READ, None, 200),
+    ("PATCH", "/api/v1/environments/staging", SERVICE_ADMIN, {"description": "d"}, 200),
+    ("DELETE", "/api/v1/environments/staging", SERVICE_ADMIN, None, 204),
+    ("GET", "/api/v1/prompts/greeting/environments/production", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts/greeting/reviews", SERVICE_READ, None, 200),
+    (
+        "POST",
+        "/api/v1/prompts/greeting/reviews",
+        SERVICE_WRITE,
+        {"version": 2, "environment": "production"},
+        201,
+    ),
+    ("GET", "/api/v1/reviews", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/reviews/rv_world", SERVICE_READ, None, 200),
+    # Only a person decides a review: with enough role, a key's token is refused too.
+    ("POST", "/api/v1/reviews/rv_world/approve", SERVICE_WRITE, None, 403),
+    ("POST", "/api/v1/reviews/rv_world/reject", SERVICE_WRITE, None, 403),
+    ("POST", "/api/v1/reviews/rv_world/cancel", SERVICE_WRITE, None, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
@@ -69,10 +89,19 @@ def world(api: Any, app: Flask) -> None:
     app.extensions["identity"].create_user("acme", "ada", SERVICE_READ)
     hook = Webhook("wh_doomed", "https://93.184.215.14/h", ("*",), None, "whsec_eA==", utcnow())
     app.extensions["promptsvc.storage"].add_webhook("acme", hook)
+    api.post("/api/v1/environments", json={"name": "staging"})
+    # Requested by the Service Write key, so that key may cancel it as its requester.
+    opened = api.post(
+        "/api/v1/prompts/greeting/reviews",
+        json={"version": 2, "environment": "staging"},
+        role=SERVICE_WRITE,
+    )
+    api.review_id = opened.json["review_id"]
 
 
 def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:
     method, path, _, body, _ = endpoint
+    path = path.replace("rv_world", getattr(api, "review_id", "rv_world"))
     if body is not None:
         kwargs.setdefault("json", body)
     return api.request(method, path, **kwargs)
@@ -94,6 +123,9 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
             .replace("keys/doomed", "keys/{client_id}")
             .replace("users/ada", "users/{username}")
             .replace("webhooks/wh_doomed", "webhooks/{webhook_id}")
+            .replace("environments/staging", "environments/{environment}")
+            .replace("environments/production", "environments/{environment}")
+            .replace("reviews/rv_world", "reviews/{review_id}")
             .partition("?")[0],
         )
         for m, p, *_ in ENDPOINTS
@@ -134,7 +166,10 @@ def test_a_narrowed_token_acts_as_its_scopes_role(
     headers = {"Authorization": f"Bearer {issued.json['access_token']}"}
     r = call(api, endpoint, role=None, headers=headers)
     needed, success = endpoint[2], endpoint[4]
-    if role_includes(acts_as, needed):
+    if role_includes(acts_as, needed) and endpoint[1].endswith("/cancel"):
+        # The narrowed key is neither the review's requester nor (now) an Admin.
+        assert r.status_code == 403 and "requester" in r.json["message"]
+    elif role_includes(acts_as, needed):
         assert r.status_code == success, r.json
     else:
         assert r.status_code == 403

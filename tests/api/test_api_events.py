@@ -393,6 +393,8 @@ def test_openapi_documents_both_answers(api: Api) -> None:
         "actor",
         "at",
         "request_id",
+        "environment",
+        "review_id",
     }
 
 

@@ -56,6 +56,7 @@ def test_openapi_errors_and_security(api: Any) -> None:
     error = spec["components"]["schemas"]["Error"]
     assert set(error["properties"]) == {
         "code", "message", "error", "errors", "current_production_version",
+        "current_version", "review_id",
     }  # fmt: skip
     responses = spec["components"]["responses"]
     for path, item in spec["paths"].items():
@@ -88,6 +89,7 @@ def test_openapi_read_endpoints(api: Any) -> None:
         "/api/v1/prompts/{name}/production",
         "/api/v1/prompts/{name}/latest",
         "/api/v1/prompts/{name}/versions/{versionId}",
+        "/api/v1/prompts/{name}/environments/{environment}",
     ):
         get = spec["paths"][path]["get"]
         assert set(get["responses"]) >= {"200", "304", "401", "403", "404", "500"}
@@ -101,7 +103,7 @@ def test_openapi_read_endpoints(api: Any) -> None:
     assert set(version) == {
         "prompt_id", "version_id", "name", "version", "content", "variables", "status",
         "is_production", "prompt_type", "metadata", "tags", "created_at", "updated_at",
-        "promoted_at", "promoted_by",
+        "promoted_at", "promoted_by", "environments",
     }  # fmt: skip
     assert version["version"]["type"] == "integer"
     assert version["is_production"]["type"] == "boolean"

@@ -27,6 +27,7 @@ FIELD_TYPES: dict[str, Any] = {
     "updated_at": str,
     "promoted_at": (str, type(None)),
     "promoted_by": (str, type(None)),
+    "environments": list,
 }
 
 
@@ -46,6 +47,7 @@ def assert_prompt_version(body: dict[str, Any]) -> None:
         if body[stamp] is not None:
             assert RFC3339_Z.match(body[stamp]), body[stamp]
     assert body["is_production"] is (body["status"] == "published")
+    assert ("production" in body["environments"]) is body["is_production"]
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ def dispatched(app: Flask, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-READS = ["production", "latest", "versions/1", "versions/v_ID", "by-id"]
+READS = ["production", "latest", "versions/1", "versions/v_ID", "by-id", "environments/production"]
 
 
 def read_url(published: dict[str, Any], which: str) -> str:

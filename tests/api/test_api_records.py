@@ -26,12 +26,15 @@ from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage import (
     ApiKey,
+    Approval,
     Delivery,
+    Environment,
     Event,
     Promotion,
     PromotionRecord,
     Prompt,
     PromptVersion,
+    Review,
     SigningKey,
     User,
     Webhook,
@@ -62,7 +65,39 @@ VERSION = PromptVersion(
     promoted_by=USER,
     created_by=USER,
 )
-HISTORY = PromotionRecord("h_1", "pmt_1", 2, USER, LATER, previous_version=1, notes="ship")
+HISTORY = PromotionRecord(
+    "h_1",
+    "pmt_1",
+    2,
+    USER,
+    LATER,
+    previous_version=1,
+    notes="ship",
+    environment="production",
+    review_id="rv_1",
+    approved_by=(USER,),
+)
+APPROVAL = Approval(USER, "ada", LATER, "lgtm")
+REVIEW = Review(
+    review_id="rv_1",
+    prompt_id="pmt_1",
+    prompt_name="greeting",
+    version=2,
+    version_id="v_1",
+    environment="production",
+    status="rejected",
+    requested_by=USER,
+    requested_at=AT,
+    notes="ship",
+    expected_version=1,
+    required_approvals=2,
+    approvals=(APPROVAL,),
+    rejected_by=USER,
+    decided_at=LATER,
+    rollout_percent=10,
+    version_author=USER,
+    rejection_comment="not yet",
+)
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")
 
@@ -91,7 +126,30 @@ RECORDS: dict[type, tuple[str, object, object]] = {
     PromotionRecord: (
         "PromotionRecord",
         HISTORY,
-        dataclasses.replace(HISTORY, previous_version=None, notes=None),
+        dataclasses.replace(
+            HISTORY, previous_version=None, notes=None, review_id=None, approved_by=()
+        ),
+    ),
+    Environment: (
+        "Environment",
+        Environment("staging", 2, "pre-release", AT),
+        Environment("production", 0, None, None),
+    ),
+    Approval: ("Approval", APPROVAL, dataclasses.replace(APPROVAL, comment=None)),
+    Review: (
+        "Review",
+        REVIEW,
+        dataclasses.replace(
+            REVIEW,
+            status="open",
+            notes=None,
+            expected_version=None,
+            approvals=(),
+            rejected_by=None,
+            decided_at=None,
+            rollout_percent=None,
+            rejection_comment=None,
+        ),
     ),
     ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
     # A user has no optional field: "minimal" is the other value of its flag.
@@ -110,6 +168,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             USER,
             LATER,
             "req-1",
+            "production",
+            "rv_1",
         ),
         Event(
             "1767323045678-1",
@@ -315,6 +375,26 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", "/api/v1/users", 200, "/api/v1/users")
     user = "/api/v1/users/{username}"
     call("PATCH", user, 200, "/api/v1/users/ada", json={"disabled": True})
+    envs = "/api/v1/environments"
+    call("POST", envs, 201, envs, json={"name": "staging", "required_approvals": 1})
+    call("GET", envs, 200, envs)
+    call("GET", envs + "/{environment}", 200, f"{envs}/production")
+    call("PATCH", envs + "/{environment}", 200, f"{envs}/staging", json={"description": "d"})
+    placed = prompts + "/{name}/environments/{environment}"
+    call("GET", placed, 200, f"{prompts}/greeting/environments/production")
+    reviews = f"{prompts}/greeting/reviews"
+    opened = call(
+        "POST",
+        prompts + "/{name}/reviews",
+        201,
+        reviews,
+        json={"version": 1, "environment": "staging"},
+    )
+    call("GET", prompts + "/{name}/reviews", 200, reviews)
+    call("GET", "/api/v1/reviews", 200, "/api/v1/reviews?status=open")
+    review = "/api/v1/reviews/{review_id}"
+    call("GET", review, 200, f"/api/v1/reviews/{opened['review_id']}")
+    call("POST", review + "/cancel", 200, f"/api/v1/reviews/{opened['review_id']}/cancel")
     call("GET", "/api/v1/events", 200, "/api/v1/events?after=0-0&limit=200")
 
     for method, path, url, status, json_body in answered:

@@ -36,6 +36,7 @@ def assert_conflict(r: Any, current: int | None) -> None:
         "error": "conflict",
         "message": r.json["message"],
         "current_production_version": current,
+        "current_version": current,
     }
     assert "greeting" in r.json["message"]
 
@@ -342,11 +343,11 @@ def test_openapi_documents_releases(api: Any) -> None:
     assert "409" in promote["responses"]
 
     rollback = spec["paths"]["/api/v1/prompts/{name}/rollback"]["post"]
-    assert rollback["summary"] == "Roll production back"
+    assert rollback["summary"] == "Roll production (or another environment) back"
     assert "Service Write" in rollback["description"]
     assert set(rollback["responses"]) >= {"200", "401", "403", "404", "409", "415"}
     assert set(schemas["Rollback"]["properties"]) == {
-        "notes", "to_version", "expected_production_version",
+        "notes", "to_version", "expected_production_version", "expected_version", "environment",
     }  # fmt: skip
     ok = rollback["responses"]["200"]["content"]["application/json"]["schema"]
     assert ok == {"$ref": "#/components/schemas/PromotionResult"}

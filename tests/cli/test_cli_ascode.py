@@ -19,6 +19,10 @@ from tests.cli.conftest import ORG, Barrier, Cli, CliService, process_env
 from tests.cli.test_cli_promptfile import NASTY_MESSAGES, NASTY_TEXTS
 from tests.servers import ROOT, promptsvc_command
 
+# The service refuses whitespace-only content as empty; the file format still round-trips
+# it (tests/cli/test_cli_promptfile.py).
+SERVED_TEXTS = [content for content in NASTY_TEXTS if content.strip()]
+
 TEXT_FILE = '---\ntype: "text"\ndescription: "{d}"\nmetadata: {m}\ntags: {t}\n---\n{c}\n'
 
 
@@ -45,7 +49,7 @@ def api_writes(service: CliService) -> list[str]:
 @pytest.fixture
 def nasty(service: CliService) -> CliService:
     """One text prompt per nasty content, and a chat prompt of every nasty message."""
-    for i, content in enumerate(NASTY_TEXTS):
+    for i, content in enumerate(SERVED_TEXTS):
         service.text_prompt(f"text-{i:02d}", "older", content, metadata={"i": i}, tags=["x"])
     service.chat_prompt("chat", json.dumps(NASTY_MESSAGES), production=1)
     # Stored as the API got it: compact, ASCII-escaped and key order its own.
@@ -62,8 +66,8 @@ def test_pull_writes_each_latest_version_byte_for_byte(
     result = cli("pull", tmp_path / "prompts")
     assert result.status == 0, result.err
     files = sorted((tmp_path / "prompts").iterdir())
-    assert len(files) == len(NASTY_TEXTS) + 2
-    for i, content in enumerate(NASTY_TEXTS):
+    assert len(files) == len(SERVED_TEXTS) + 2
+    for i, content in enumerate(SERVED_TEXTS):
         path = tmp_path / "prompts" / f"text-{i:02d}.prompt"
         prompt = loads(path.read_bytes().decode("utf-8"), path)
         assert prompt.text == content
@@ -98,12 +102,12 @@ def test_apply_from_files_stores_nasty_contents_exactly_and_pull_gives_the_files
     cli: Cli, service: CliService, tmp_path: Path
 ) -> None:
     source = tmp_path / "source"
-    for i, content in enumerate(NASTY_TEXTS):
+    for i, content in enumerate(SERVED_TEXTS):
         prompt = PromptFile(f"text-{i:02d}", "text", "d", {"i": i}, ["x"], text=content)
         write(source, prompt.name, dumps(prompt))
     write(source, "chat", dumps(PromptFile("chat", "chat", None, {}, [], messages=NASTY_MESSAGES)))
     assert cli("apply", source, "--promote").status == 0
-    for i, content in enumerate(NASTY_TEXTS):
+    for i, content in enumerate(SERVED_TEXTS):
         assert service.storage.get_production(ORG, f"text-{i:02d}").content == content
     stored = service.storage.get_production(ORG, "chat").content
     assert json.loads(stored) == NASTY_MESSAGES

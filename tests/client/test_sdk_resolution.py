@@ -86,12 +86,27 @@ def test_path_segments_are_percent_encoded(make_client: MakeClient, service: Ser
     assert service.api_calls()[-1].path == "/api/v1/prompts/a%2Fb%20c%3Fd/versions/v_1%2F..%2Fx"
 
 
+def test_an_environment_label_reads_that_environment(
+    make_client: MakeClient, service: Service
+) -> None:
+    service.storage.create_environment(ORG, "staging")
+    service.storage.promote(ORG, "greeting", "2", "someone", environment="staging")
+    v = make_client().get_prompt_version("greeting", label="staging")
+
+    assert v.version_id == service.versions.v2 and v.environments == ("staging",)
+    assert service.api_calls()[-1].path == "/api/v1/prompts/greeting/environments/staging"
+    production = make_client().get_prompt_version("greeting")
+    assert production.environments == ("production",)
+    with pytest.raises(NotFoundError):
+        make_client().get_prompt_version("greeting", label="qa")
+
+
 @pytest.mark.parametrize(
     ("label", "version", "message"),
     [
         ("latest", "v_1", "not both"),
         ("production", 1, "not both"),
-        ("staging", None, "unknown label 'staging'"),
+        ("Staging", None, "unknown label 'Staging'"),
         ("", None, "unknown label ''"),
         (None, "latest", "is a label"),
         (None, True, "version must be"),

@@ -10,7 +10,6 @@ docs/console/ (where docs/console.md shows them), else to a temporary directory.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from promptsvc.client import PromptClient
-from tests.console.browser_support import SCREENSHOTS, chromium, screenshot
+from tests.console.browser_support import SCREENSHOTS, Page, chromium
 from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
 
 pytestmark = pytest.mark.slow
@@ -51,108 +50,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-class Page:
-    """The browser on the server, with the few moves a person makes."""
-
-    def __init__(self, driver: Any, base_url: str, shots: Path) -> None:
-        from selenium.common.exceptions import WebDriverException
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support.ui import WebDriverWait
-
-        self.driver = driver
-        self.base = base_url
-        self.shots = shots
-        self.by = By
-        # Questions asked while a page is being replaced may fail; ask again.
-        self.wait = WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,))
-
-    def open(self, path: str) -> None:
-        self.driver.get(self.base + path)
-
-    def find(self, css: str) -> Any:
-        return self.driver.find_element(self.by.CSS_SELECTOR, css)
-
-    def text(self) -> str:
-        return str(self.find("body").text)
-
-    def fill(self, name: str, value: str) -> None:
-        field = self.driver.find_element(self.by.NAME, name)
-        field.clear()
-        field.send_keys(value)
-
-    def click(self, label: str, *, kind: str = "*[self::a or self::button]") -> None:
-        """Click the link or button labelled ``label`` and wait for the next page."""
-        target = self.driver.find_element(
-            self.by.XPATH, f"//{kind}[normalize-space(.)={_xpath_text(label)}]"
-        )
-        # A mark on the old page's window: the next page loaded has none. (Chromium
-        # answers questions about the old page's elements with odd errors while it
-        # navigates, so element staleness is no reliable sign.)
-        self.driver.execute_script("window.promptsvcOldPage = true")
-        target.click()
-        self.wait.until(
-            lambda driver: driver.execute_script(
-                "return !window.promptsvcOldPage && document.readyState === 'complete'"
-            )
-        )
-
-    def path(self) -> str:
-        return re.sub(r"^https?://[^/]+", "", str(self.driver.current_url))
-
-    def photo(self, name: str) -> None:
-        screenshot(self.driver, name, self.shots)
-
-    def sign_in(self, username: str, *, photo: bool = False) -> None:
-        # Every cookie of the browser: WebDriver's own delete reaches only the current
-        # page's path, not the realm's session cookie under /realms/<org>/.
-        self.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
-        self.open("/console/")
-        if photo:
-            self.photo("01-sign-in")
-        self.fill("org", ORG)
-        self.click("Continue")
-        assert "/realms/acme/protocol/openid-connect/auth" in self.path()
-        self.fill("username", username)
-        self.fill("password", PASSWORD)
-        if photo:
-            self.photo("02-realm-login")
-        self.click("Sign in")
-        assert self.path() == "/console/prompts", self.text()
-
-    def new_prompt(self, name: str, description: str = "") -> None:
-        """Create a prompt from the list page's form; ends on its new-version form."""
-        self.open("/console/prompts")
-        if self.find("details.create").get_attribute("open") is None:
-            self.find("details.create summary").click()
-        self.fill("name", name)
-        self.fill("description", description)
-        self.click("Create prompt")
-        assert self.path() == f"/console/prompts/{name}/versions/new", self.text()
-
-    def post_with_fetch(self, path: str, fields: dict[str, str]) -> int:
-        """POST a form from the page's own origin (as a forged request would), with the
-        session's cookies; the answer's status."""
-        status: int = self.driver.execute_async_script(
-            """
-            const [path, fields, done] = arguments;
-            fetch(path, {method: "POST", body: new URLSearchParams(fields),
-                         credentials: "same-origin", redirect: "manual"})
-              .then(r => done(r.status), () => done(-1));
-            """,
-            path,
-            fields,
-        )
-        return status
-
-
-def _xpath_text(text: str) -> str:
-    assert "'" not in text
-    return f"'{text}'"
-
-
 @pytest.fixture
 def page(browser: Any, server: Server, shots: Path) -> Page:
-    return Page(browser, server.base_url, shots)
+    return Page(browser, server.base_url, shots, ORG, PASSWORD)
 
 
 def test_author_journey(page: Page, server: Server) -> None:

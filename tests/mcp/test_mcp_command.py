@@ -45,14 +45,13 @@ def test_a_refused_key_is_reported_before_serving(service: Service, tmp_path: Pa
 
 
 def test_an_environment_the_service_lacks_is_refused(service: Service, tmp_path: Path) -> None:
-    """The service decides: this one has no environments besides production (GET
-    /api/v1/environments is 404), so --environment staging cannot be served."""
+    """The service decides: this one has only production (GET /api/v1/environments
+    lists it), so --environment staging cannot be served."""
     result = mcp(service.read_env, tmp_path, "--environment", "staging")
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        f"promptsvc: error: the service at {service.url} has no environments besides "
-        "production (GET /api/v1/environments answered 404), so it cannot serve 'staging'\n"
+        "promptsvc: error: the service has no environment 'staging'; it has: production\n"
     )
 
 

@@ -28,11 +28,11 @@ class Proxy:
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
     def stop(self) -> None:
-        listener, self._listener = self._listener, None
+        with self._lock:
+            listener, self._listener = self._listener, None
+            sockets, self._open = self._open, set()
         if listener is not None:
             listener.close()
-        with self._lock:
-            sockets, self._open = self._open, set()
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -51,7 +51,14 @@ class Proxy:
                 continue
             server.settimeout(None)
             with self._lock:
-                self._open.update((client, server))
+                # A connection accepted just before stop() must not outlive it.
+                stopped = self._listener is not listener
+                if not stopped:
+                    self._open.update((client, server))
+            if stopped:
+                client.close()
+                server.close()
+                return
             for source, sink in ((client, server), (server, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 

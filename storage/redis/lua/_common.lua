@@ -11,10 +11,19 @@
 -- Replies are tables whose first element is "ok" or an error marker that the Python
 -- side turns into a typed error: "no_prompt", "no_version", "no_production",
 -- "state" (+ status, number: a lifecycle rule forbids the change),
--- "production_changed" (+ the production number or "": a guard did not hold).
+-- "production_changed" (+ the production number or "": a guard did not hold),
+-- "no_environment", "nothing_in_environment", "review_required" (+ approvals),
+-- "place_here" (+ number: the environment holds that version already).
+--
+-- Environments: the org's hash ps:{<org>}:envs (name -> JSON, production only once
+-- changed) and each prompt's placements P:env (environment -> version id), mirrored on
+-- the version as its "placements" field (a JSON list of names, sorted; absent = none).
 
 local NAMES = KEYS[1]
 local PREFIX = KEYS[2]
+-- ps:{<org>}: (NAMES without "names"): the org's other keys, in the same slot.
+local ORG = string.sub(NAMES, 1, #NAMES - 5)
+local PRODUCTION = "production"
 
 local function pkey(pid, suffix)
   return PREFIX .. pid .. (suffix or "")
@@ -51,6 +60,8 @@ local function resolve_version(pid, mode, value)
     return redis.call("ZRANGE", pkey(pid, ":versions"), -1, -1)[1]
   elseif mode == "number" then
     return redis.call("ZRANGEBYSCORE", pkey(pid, ":versions"), value, value, "LIMIT", 0, 1)[1]
+  elseif mode == "environment" then
+    return redis.call("HGET", pkey(pid, ":env"), value) or nil
   elseif mode == "id" then
     -- The version key includes the prompt id, so another prompt's v_ id is not found.
     if string.match(value, "^v_%w+$") and redis.call("EXISTS", vkey(pid, value)) == 1 then
@@ -71,6 +82,12 @@ local function resolve(ref, mode, value, without_state)
   if not vid then
     if mode == "production" then
       return nil, { "no_production" }
+    end
+    if mode == "environment" then
+      if redis.call("HEXISTS", ORG .. "envs", value) == 0 then
+        return nil, { "no_environment" }
+      end
+      return nil, { "nothing_in_environment" }
     end
     return nil, { "no_version" }
   end
@@ -112,12 +129,16 @@ local function publish(pid, vid, number, from, promoted_by, now)
 end
 
 -- Write a promotion record (previous and notes: nil when there are none) and touch the
--- prompt. Returns the record's fields as HGETALL gives them.
-local function record_promotion(pid, hid, number, promoted_by, now, previous, notes)
+-- prompt. extra: more fields (environment, review_id, approved_by), or nil. Returns the
+-- record's fields as HGETALL gives them.
+local function record_promotion(pid, hid, number, promoted_by, now, previous, notes, extra)
   local record = {
     "history_id", hid, "prompt_id", pid, "version_number", number,
     "promoted_by", promoted_by, "promoted_at", now,
   }
+  for _, value in ipairs(extra or {}) do
+    table.insert(record, value)
+  end
   if previous then
     table.insert(record, "previous_version")
     table.insert(record, previous)
@@ -138,7 +159,7 @@ end
 local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
 local VERSION_FIELDS = {
   "version_id", "version", "content", "variables", "status", "metadata", "tags",
-  "created_at", "updated_at", "promoted_at", "promoted_by", "created_by",
+  "created_at", "updated_at", "promoted_at", "promoted_by", "created_by", "placements",
 }
 
 local function prompt_values(pid)
@@ -156,3 +177,91 @@ local function prompt_summary(pid)
   return { redis.call("HGETALL", pkey(pid)), latest, prod or "" }
 end
 
+
+-- ---------------------------------------------------------------- environments
+
+-- The environment's JSON as a table, or nil when the org has no such environment.
+local function environment(name)
+  local raw = redis.call("HGET", ORG .. "envs", name)
+  if raw then
+    return cjson.decode(raw)
+  end
+  if name == PRODUCTION then
+    return { name = PRODUCTION, required_approvals = 0 }
+  end
+  return nil
+end
+
+-- The id and number (a string) of the version the environment holds, or nil.
+local function current_in(pid, env)
+  if env == PRODUCTION then
+    return production(pid)
+  end
+  local vid = redis.call("HGET", pkey(pid, ":env"), env)
+  if not vid then
+    return nil
+  end
+  return vid, redis.call("HGET", vkey(pid, vid), "version")
+end
+
+-- The version's environments other than production, as a set.
+local function placements_of(pid, vid)
+  local set = {}
+  local raw = redis.call("HGET", vkey(pid, vid), "placements")
+  if raw then
+    for _, name in ipairs(cjson.decode(raw)) do
+      set[name] = true
+    end
+  end
+  return set
+end
+
+-- Names are [a-z0-9-]: written as JSON by hand, so an empty set is [] (not cjson's {}).
+local function set_placements(pid, vid, set)
+  local names = {}
+  for name in pairs(set) do
+    names[#names + 1] = name
+  end
+  if #names == 0 then
+    redis.call("HDEL", vkey(pid, vid), "placements")
+    return
+  end
+  table.sort(names)
+  redis.call("HSET", vkey(pid, vid), "placements", '["' .. table.concat(names, '","') .. '"]')
+end
+
+-- Take a version out of every environment but production.
+local function unplace(pid, vid)
+  for name in pairs(placements_of(pid, vid)) do
+    redis.call("HDEL", pkey(pid, ":env"), name)
+  end
+  redis.call("HDEL", vkey(pid, vid), "placements")
+end
+
+-- The version's own rule for entering env (storage.lifecycle.check_enterable): nil, or
+-- the refusal.
+local function check_enterable(env, status, number, current)
+  if env == PRODUCTION then
+    if status ~= "draft" then
+      return { "state", status, number }
+    end
+  elseif status == "archived" then
+    return { "place", status, number }
+  elseif tonumber(current) == tonumber(number) then
+    return { "place_here", status, number }
+  end
+  return nil
+end
+
+-- The fields of the newest promotion record of env (records without an environment are
+-- production's), or nil.
+local function newest_record(pid, env)
+  local hids = redis.call("ZREVRANGE", pkey(pid, ":history"), 0, -1)
+  for _, hid in ipairs(hids) do
+    local fields = redis.call("HMGET", pkey(pid, ":h:" .. hid), "environment", "previous_version")
+    if (fields[1] or PRODUCTION) == env then
+      return fields
+    end
+  end
+  return nil
+end

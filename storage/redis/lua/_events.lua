@@ -14,7 +14,7 @@
 
 -- Append the change's event; nil arguments are left out of the entry (null fields).
 -- Returns the event's id.
-local function emit(kind, pid, name, number, vid, status, previous)
+local function emit(kind, pid, name, number, vid, status, previous, environment, review_id)
   local n = #ARGV
   local entry = { "type", kind, "prompt_id", pid, "prompt_name", name, "at", ARGV[n - 1] }
   local function add(field, value)
@@ -27,6 +27,8 @@ local function emit(kind, pid, name, number, vid, status, previous)
   add("version_id", vid)
   add("status", status)
   add("previous_version", previous)
+  add("environment", environment)
+  add("review_id", review_id)
   add("actor", ARGV[n - 3])
   add("request_id", ARGV[n - 2])
   -- "~": trimming drops whole stream nodes, so at least ARGV[n] entries always stay.

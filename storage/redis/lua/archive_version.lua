@@ -1,4 +1,4 @@
--- archive_version: draft -> archived. A published version cannot be archived (rule 2:
+-- archive_version: draft -> archived, and out of every environment. A published version cannot be archived (rule 2:
 -- promote another version instead); an archived one already is.
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
@@ -12,6 +12,7 @@ end
 if status ~= "draft" then
   return { "state", status, number }
 end
+unplace(pid, vid)
 set_status(pid, vid, number, "draft", "archived", ARGV[4])
 emit("version.archived", pid, prompt_name(pid), number, vid, "archived")
 return { "ok", prompt_values(pid), version_values(pid, vid) }

@@ -1,4 +1,4 @@
--- delete_prompt: a prompt with every version, history record and index, found through
+-- delete_prompt: a prompt with every version, history record, placement, review and index, found through
 -- its own index sets (never KEYS/SCAN). Its version counter goes with its hash, so a
 -- prompt created later under the same name starts again at 1.
 -- KEYS[1], KEYS[2]  see _common.lua
@@ -32,6 +32,19 @@ end)
 del_all(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1), function(hid)
   return pkey(pid, ":h:" .. hid)
 end)
+-- Its reviews go with it: their records, their places in the org's list, the open index.
+for _, rid in ipairs(redis.call("ZRANGE", pkey(pid, ":reviews"), 0, -1)) do
+  local raw = redis.call("GET", ORG .. "review:" .. rid)
+  if raw then
+    local review = cjson.decode(raw)
+    local key = pid .. ":" .. review.environment .. ":" .. review.version
+    if redis.call("HGET", ORG .. "open-reviews", key) == rid then
+      redis.call("HDEL", ORG .. "open-reviews", key)
+    end
+  end
+  redis.call("DEL", ORG .. "review:" .. rid)
+  redis.call("ZREM", ORG .. "reviews", rid)
+end
 local name = redis.call("HGET", pkey(pid), "name")
 redis.call(
   "DEL",
@@ -40,7 +53,9 @@ redis.call(
   pkey(pid, ":versions:draft"),
   pkey(pid, ":versions:published"),
   pkey(pid, ":versions:archived"),
-  pkey(pid, ":history")
+  pkey(pid, ":history"),
+  pkey(pid, ":env"),
+  pkey(pid, ":reviews")
 )
 redis.call("HDEL", NAMES, name)
 redis.call("ZREM", KEYS[3], name)

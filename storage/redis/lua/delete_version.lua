@@ -1,4 +1,4 @@
--- delete_version: remove a draft or archived version. Numbering is unchanged: the
+-- delete_version: remove a draft or archived version (and its placements). Numbering is unchanged: the
 -- prompt's counter is not touched. A published version cannot be deleted.
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
@@ -12,6 +12,7 @@ end
 if status == "published" then
   return { "state", status, number }
 end
+unplace(pid, vid)
 redis.call("DEL", vkey(pid, vid))
 redis.call("ZREM", pkey(pid, ":versions"), vid)
 redis.call("ZREM", pkey(pid, ":versions:" .. status), vid)

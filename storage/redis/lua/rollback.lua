@@ -1,27 +1,34 @@
--- rollback: an earlier production version becomes production again, in one atomic step.
--- The target (ARGV[2], or else the version before the current one on the line of
--- production versions, which never returns to a version rolled back from) becomes
--- published whatever its status
--- now, with promoted_at/promoted_by; the current production version becomes archived;
--- a history record is written (notes default to "rollback to v<N>", as
--- storage.lifecycle.rollback_notes spells it). No moment shows zero or two published
--- versions. A version that was ever production carries promoted_at, which is how a
--- to_version is checked.
+-- rollback: an earlier version of an environment becomes its version again, in one
+-- atomic step. The target (ARGV[2], or else the version before the current one on the
+-- line of the environment's versions, which never returns to a version rolled back
+-- from: storage.lifecycle.production_line over that environment's records) enters it as
+-- by promote, with a history record (notes default to "rollback to v<N>", as
+-- storage.lifecycle.rollback_notes spells it). In production the target becomes
+-- published whatever its status now, the current version archived: no moment shows zero
+-- or two published versions, and a version that was ever production carries
+-- promoted_at, which is how a to_version is checked. In another environment the target
+-- must have been there (a record of it says so) and must not be archived. No review is
+-- needed, protected or not.
 -- KEYS[1], KEYS[2]  see _common.lua
--- ARGV[1]  prompt ref     ARGV[2]  target number, "" for the version production before
+-- ARGV[1]  prompt ref     ARGV[2]  target number, "" for the version held before
 -- ARGV[3]  promoted_by    ARGV[4]  notes    ARGV[5]  "1" if there are notes, else "0"
--- ARGV[6]  expected production number, "" for none, "*" for no guard; checked first
--- ARGV[7]  now            ARGV[8]  new history id
+-- ARGV[6]  expected number in the environment, "" for none, "*" for no guard; checked first
+-- ARGV[7]  now            ARGV[8]  new history id      ARGV[9]  environment
 -- + the org's event stream and the event context, as _events.lua says: a rollback is
 --   logged as a version.promoted event
 -- Returns {"ok", prompt values, version values, history record fields}, {"no_prompt"},
--- {"production_changed", current or ""} or {"no_target", reason, current, target} with
--- reason "no_production", "first", "deleted", "missing", "current" or "never".
+-- {"no_environment"}, {"production_changed", current or ""}, {"place", status, number}
+-- or {"no_target", reason, current, target} with reason "no_production", "first",
+-- "deleted", "missing", "current" or "never".
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
 end
-local current_vid, current = production(pid)
+local env = ARGV[9]
+if not environment(env) then
+  return { "no_environment" }
+end
+local current_vid, current = current_in(pid, env)
 local refused = check_expected(current, ARGV[6])
 if refused then
   return refused
@@ -29,13 +36,20 @@ end
 if not current_vid then
   return { "no_target", "no_production", "", "" }
 end
+-- The environment's records, oldest first: the version numbers each placed there.
+local placed = {}
+for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
+  local h = redis.call("HMGET", pkey(pid, ":h:" .. hid), "environment", "version_number")
+  if (h[1] or PRODUCTION) == env then
+    placed[#placed + 1] = h[2]
+  end
+end
 local target = ARGV[2]
 if target == "" then
-  -- The line of production versions (storage.lifecycle.production_line): each record
-  -- extends it, and one that goes back to a version on it drops the versions after it.
+  -- The line (storage.lifecycle.production_line): each record extends it, and one that
+  -- goes back to a version on it drops the versions after it.
   local line, at = {}, {}
-  for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
-    local number = redis.call("HGET", pkey(pid, ":h:" .. hid), "version_number")
+  for _, number in ipairs(placed) do
     if at[number] then
       for i = #line, at[number] + 1, -1 do
         at[line[i]] = nil
@@ -62,16 +76,31 @@ if vid == current_vid then
   return { "no_target", "current", current, target }
 end
 local fields = redis.call("HMGET", vkey(pid, vid), "status", "version", "promoted_at")
-if not fields[3] then
-  return { "no_target", "never", current, target }
+local number = tonumber(fields[2])
+if env == PRODUCTION then
+  if not fields[3] then
+    return { "no_target", "never", current, target }
+  end
+else
+  local was_there = false
+  for _, placed_number in ipairs(placed) do
+    if tonumber(placed_number) == number then
+      was_there = true
+      break
+    end
+  end
+  if not was_there then
+    return { "no_target", "never", current, target }
+  end
+  if fields[1] == "archived" then
+    return { "place", fields[1], number }
+  end
 end
-local now, number = ARGV[7], tonumber(fields[2])
-set_status(pid, current_vid, current, "published", "archived", now)
-publish(pid, vid, number, fields[1], ARGV[3], now)
 local notes = "rollback to v" .. number
 if ARGV[5] == "1" then
   notes = ARGV[4]
 end
-local record = record_promotion(pid, ARGV[8], number, ARGV[3], now, current, notes)
-emit("version.promoted", pid, prompt_name(pid), number, vid, "published", current)
+local record = enter(
+  pid, vid, number, fields[1], env, ARGV[3], ARGV[7], ARGV[8], current_vid, current, notes
+)
 return { "ok", prompt_values(pid), version_values(pid, vid), record }

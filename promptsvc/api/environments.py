@@ -1,0 +1,112 @@
+"""Environments of the caller's org: listed with Service Read, changed with Service Admin.
+
+A prompt's version in an environment is read at /api/v1/prompts/{name}/environments/{env}
+(promptsvc.api.versions, answered on the lean read path of promptsvc.api.reads).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+
+from identity.roles import SERVICE_ADMIN, SERVICE_READ
+from promptsvc import actions
+from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.responses import EnvironmentListSchema, EnvironmentSchema
+from promptsvc.auth import current_principal
+from promptsvc.http import json_response
+from promptsvc.inputs import EnvironmentCreateSchema, EnvironmentUpdateSchema
+
+blp = ApiBlueprint(
+    "environments",
+    __name__,
+    url_prefix="/api/v1/environments",
+    description="Release pointers: production and the org's other environments.",
+)
+
+ENVIRONMENT_PARAM = {
+    "in": "path",
+    "name": "environment",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "Environment name",
+}
+
+
+@blp.route("")
+class Environments(View):
+    @blp.requires(SERVICE_READ)
+    @blp.returns(200, EnvironmentListSchema)
+    def get(self) -> Response:
+        """List environments
+
+        production first (it always exists), then the others oldest first.
+        """
+        found = storage().list_environments(current_principal().org)
+        return json_response({"items": [e.to_json() for e in found]})
+
+    @blp.requires(SERVICE_ADMIN)
+    @blp.arguments(EnvironmentCreateSchema)
+    @blp.returns(201, EnvironmentSchema)
+    @blp.errors(409, 413, 415)
+    def post(self, body: dict[str, Any]) -> Response:
+        """Create an environment
+
+        Names match ^[a-z][a-z0-9-]{0,31}$; latest and production are reserved (400).
+        An existing name: 409. required_approvals 1-3 makes it protected: versions
+        enter it through reviews only.
+        """
+        environment = actions.create_environment(
+            storage(),
+            current_principal(),
+            body["name"],
+            body["required_approvals"],
+            body["description"],
+        )
+        return json_response(environment.to_json(), 201)
+
+
+@blp.route("/<environment>", parameters=[ENVIRONMENT_PARAM])
+class EnvironmentItem(View):
+    @blp.requires(SERVICE_READ)
+    @blp.returns(200, EnvironmentSchema)
+    @blp.errors(404)
+    def get(self, environment: str) -> Response:
+        """Get an environment"""
+        found = storage().get_environment(current_principal().org, environment)
+        return json_response(found.to_json())
+
+    @blp.requires(SERVICE_ADMIN)
+    @blp.arguments(EnvironmentUpdateSchema)
+    @blp.returns(200, EnvironmentSchema)
+    @blp.errors(404, 413, 415)
+    def patch(self, body: dict[str, Any], environment: str) -> Response:
+        """Change an environment
+
+        required_approvals and description (null or empty clears it); production too.
+        Open reviews keep the number of approvals they were opened with.
+        """
+        description = body.get("description")
+        if "description" in body and description is None:
+            description = ""
+        changed = actions.update_environment(
+            storage(),
+            current_principal(),
+            environment,
+            required_approvals=body.get("required_approvals"),
+            description=description,
+        )
+        return json_response(changed.to_json())
+
+    @blp.requires(SERVICE_ADMIN)
+    @blp.returns(204)
+    @blp.errors(404, 409)
+    def delete(self, environment: str) -> Response:
+        """Delete an environment
+
+        Every prompt's placement in it goes with it (history records stay); its open
+        reviews are cancelled. production cannot be deleted (409).
+        """
+        actions.delete_environment(storage(), current_principal(), environment)
+        return Response(status=204)

@@ -1,0 +1,147 @@
+"""Environments (an org's release pointers) and reviews (the two-person rule).
+
+``production`` is an environment every org has: a prompt's published version is its
+version there, moved by :meth:`PromptStore.promote` and :meth:`PromptStore.rollback`
+as before. Any other environment is a placement per prompt (at most one version each)
+moved by the same two methods with ``environment``; an environment with
+``required_approvals`` >= 1 is entered through reviews only. The rules are in
+storage/lifecycle.py; every backend checks them in the same atomic step as the change,
+its history record and its events.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from storage.interface.core import StorageCore
+from storage.records import Environment, Page, Promotion, PromptVersion, Review
+
+
+class ReleaseStore(StorageCore):
+    """Environments, placements and reviews of one org at a time."""
+
+    # -- environments
+    @abc.abstractmethod
+    def list_environments(self, org: str) -> list[Environment]:
+        """Production first, then the others in the order they were created."""
+
+    @abc.abstractmethod
+    def get_environment(self, org: str, name: str) -> Environment:
+        """Raises EnvironmentNotFound."""
+
+    @abc.abstractmethod
+    def create_environment(
+        self, org: str, name: str, required_approvals: int = 0, description: str | None = None
+    ) -> Environment:
+        """Raises EnvironmentExists (production included). The caller validated the name
+        (storage.lifecycle.environment_name_problem) and 0 <= required_approvals <= 3."""
+
+    @abc.abstractmethod
+    def update_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        required_approvals: int | None = None,
+        description: str | None = None,
+    ) -> Environment:
+        """Change what is not None (``description=""`` clears it); production too. Open
+        reviews keep the number of approvals they were opened with. Raises
+        EnvironmentNotFound."""
+
+    @abc.abstractmethod
+    def delete_environment(self, org: str, name: str) -> None:
+        """The environment and every prompt's placement in it (its history records
+        stay). Production: LifecycleError. Raises EnvironmentNotFound."""
+
+    @abc.abstractmethod
+    def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
+        """The version ``environment`` holds for the prompt (production: the published
+        one). Raises PromptNotFound, EnvironmentNotFound, NothingInEnvironment (for
+        production: NoProductionVersion)."""
+
+    # -- reviews
+    @abc.abstractmethod
+    def request_review(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        environment: str,
+        requested_by: str,
+        notes: str | None = None,
+        rollout_percent: int | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        """Open a review of placing the version in ``environment``, expecting what the
+        environment holds now, needing the environment's ``required_approvals`` (at
+        least 1). Raises PromptNotFound, VersionNotFound, EnvironmentNotFound,
+        ReviewExists (an open review of the same version and environment), and the
+        version's own refusal to enter the environment (LifecycleError). Writes
+        ``review.requested``."""
+
+    @abc.abstractmethod
+    def get_review(self, org: str, review_id: str) -> Review:
+        """Raises ReviewNotFound."""
+
+    @abc.abstractmethod
+    def list_reviews(
+        self,
+        org: str,
+        *,
+        prompt_ref: str | None = None,
+        status: str | None = None,
+        environment: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Review]:
+        """Newest request first, optionally of one prompt (PromptNotFound), status or
+        environment."""
+
+    @abc.abstractmethod
+    def approve_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        username: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> tuple[Review, Promotion | None]:
+        """Add a person's approval (storage.lifecycle.check_approver: ReviewClosed,
+        ReviewForbidden, AlreadyApproved). When it is the last one needed, the same
+        atomic step applies the review: the promotion (as :meth:`PromptStore.promote`
+        with the review's environment, guarded by its ``expected_version``, its record
+        carrying ``review_id`` and ``approved_by``) and the review ``applied``; if the
+        environment moved since the request, the approval and the status ``stale`` are
+        recorded, nothing is promoted, and ReviewStale is raised. A version that cannot
+        enter the environment any more: its LifecycleError, nothing recorded. Writes
+        ``review.approved`` (then ``version.promoted`` and ``review.applied``)."""
+
+    @abc.abstractmethod
+    def reject_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        """Close an open review as ``rejected`` by a person allowed to approve it
+        (storage.lifecycle.check_rejecter). Writes ``review.rejected``."""
+
+    @abc.abstractmethod
+    def cancel_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        admin: bool = False,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        """Close an open review as ``cancelled``: by its requester, or anyone when
+        ``admin`` (a Service Admin). Writes ``review.cancelled``."""

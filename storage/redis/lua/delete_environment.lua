@@ -1,0 +1,36 @@
+-- delete_environment: an environment (not production) with every prompt's placement in
+-- it; its open reviews are closed as cancelled. History records stay. Walks the org's
+-- prompts (the names hash): one step, whatever their number.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  environment    ARGV[2]  now
+-- Returns {"ok"}, {"no_environment"} or {"production"}.
+local name = ARGV[1]
+if not environment(name) then
+  return { "no_environment" }
+end
+if name == PRODUCTION then
+  return { "production" }
+end
+for _, pid in ipairs(redis.call("HVALS", NAMES)) do
+  local vid = redis.call("HGET", pkey(pid, ":env"), name)
+  if vid then
+    redis.call("HDEL", pkey(pid, ":env"), name)
+    local kept = placements_of(pid, vid)
+    kept[name] = nil
+    set_placements(pid, vid, kept)
+  end
+end
+local open = redis.call("HGETALL", ORG .. "open-reviews")
+for i = 1, #open, 2 do
+  local review_key = ORG .. "review:" .. open[i + 1]
+  local review = cjson.decode(redis.call("GET", review_key))
+  if review.environment == name then
+    review.status = "cancelled"
+    review.decided_at = ARGV[2]
+    redis.call("SET", review_key, cjson.encode(review))
+    redis.call("HDEL", ORG .. "open-reviews", open[i])
+  end
+end
+redis.call("HDEL", ORG .. "envs", name)
+redis.call("LREM", ORG .. "env-order", 0, name)
+return { "ok" }

@@ -1,0 +1,356 @@
+"""Reviews: the two-person rule, each step in one transaction that first locks the
+review's prompt row, so concurrent approvals of one review (and promotions of its
+prompt) take turns; the last approval applies the promotion in its own transaction
+(storage/sql/releases.py), the rules by storage/lifecycle.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, update
+
+from storage import lifecycle
+from storage.cursors import decode_number_cursor, encode_cursor
+from storage.errors import ReviewExists, ReviewNotFound, ReviewStale, VersionNotFound
+from storage.ids import new_id
+from storage.interface import ReleaseStore
+from storage.records import Approval, Page, Promotion, Review
+from storage.sql.environments import SqlEnvironments
+from storage.sql.tables import prompts, reviews
+from storage.times import rfc3339
+
+
+def _body(review: Review) -> str:
+    """What the columns do not hold, as JSON."""
+    return json.dumps(
+        {
+            "prompt_name": review.prompt_name,
+            "version_id": review.version_id,
+            "requested_by": review.requested_by,
+            "requested_at": rfc3339(review.requested_at),
+            "notes": review.notes,
+            "expected_version": review.expected_version,
+            "required_approvals": review.required_approvals,
+            "approvals": [
+                {
+                    "user_id": a.user_id,
+                    "username": a.username,
+                    "at": rfc3339(a.at),
+                    "comment": a.comment,
+                }
+                for a in review.approvals
+            ],
+            "rejected_by": review.rejected_by,
+            "rejection_comment": review.rejection_comment,
+            "rollout_percent": review.rollout_percent,
+            "version_author": review.version_author,
+        }
+    )
+
+
+def _review(row: Row[Any]) -> Review:
+    b = json.loads(row.body)
+    return Review(
+        review_id=row.review_id,
+        prompt_id=row.prompt_id,
+        prompt_name=b["prompt_name"],
+        version=row.version,
+        version_id=b["version_id"],
+        environment=row.environment,
+        status=row.status,
+        requested_by=b["requested_by"],
+        requested_at=datetime.fromisoformat(b["requested_at"]),
+        notes=b["notes"],
+        expected_version=b["expected_version"],
+        required_approvals=b["required_approvals"],
+        approvals=tuple(
+            Approval(a["user_id"], a["username"], datetime.fromisoformat(a["at"]), a["comment"])
+            for a in b["approvals"]
+        ),
+        rejected_by=b["rejected_by"],
+        decided_at=row.decided_at,
+        rollout_percent=b["rollout_percent"],
+        version_author=b["version_author"],
+        rejection_comment=b["rejection_comment"],
+    )
+
+
+class SqlReviews(SqlEnvironments, ReleaseStore):
+    """Reviews of an org; with SqlEnvironments, the ReleaseStore."""
+
+    def _locked_review(
+        self, connection: Connection, org: str, review_id: str
+    ) -> tuple[Row[Any], Review]:
+        """The review's prompt row (locked first, as every change of a prompt does) and
+        the review; ReviewNotFound."""
+        found = connection.execute(
+            select(reviews.c.prompt_id).where(
+                reviews.c.org == org, reviews.c.review_id == review_id
+            )
+        ).scalar()
+        if found is None:
+            raise ReviewNotFound(review_id)
+        prompt = self._find_prompt(connection, org, found)
+        row = connection.execute(
+            select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
+        ).one()
+        return prompt, _review(row)
+
+    @staticmethod
+    def _save(connection: Connection, org: str, review: Review) -> None:
+        connection.execute(
+            update(reviews)
+            .where(reviews.c.org == org, reviews.c.review_id == review.review_id)
+            .values(status=review.status, decided_at=review.decided_at, body=_body(review))
+        )
+
+    def _review_event(
+        self,
+        connection: Connection,
+        org: str,
+        prompt: Row[Any],
+        kind: str,
+        review: Review,
+        actor: str,
+        request_id: str | None,
+        now: datetime,
+    ) -> None:
+        version = self._find_number(connection, prompt, review.version)
+        self._append_event(
+            connection,
+            org,
+            kind,
+            self._prompt(prompt),
+            version,
+            actor,
+            request_id,
+            now,
+            environment=review.environment,
+            review_id=review.review_id,
+            status=review.status,
+        )
+
+    def request_review(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        environment: str,
+        requested_by: str,
+        notes: str | None = None,
+        rollout_percent: int | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
+            env = self._environment(connection, org, environment)
+            open_id = connection.execute(
+                select(reviews.c.review_id).where(
+                    reviews.c.org == org,
+                    reviews.c.prompt_id == prompt.prompt_id,
+                    reviews.c.environment == environment,
+                    reviews.c.version == version.version,
+                    reviews.c.status == "open",
+                )
+            ).scalar()
+            if open_id is not None:
+                raise ReviewExists(open_id)
+            current = self._current(connection, prompt, environment)
+            lifecycle.check_enterable(environment, version, current)
+            review = Review(
+                review_id=new_id("rv_"),
+                prompt_id=prompt.prompt_id,
+                prompt_name=prompt.name,
+                version=version.version,
+                version_id=version.version_id,
+                environment=environment,
+                status="open",
+                requested_by=requested_by,
+                requested_at=now,
+                notes=notes,
+                expected_version=current,
+                required_approvals=max(env.required_approvals, 1),
+                approvals=(),
+                rejected_by=None,
+                decided_at=None,
+                rollout_percent=rollout_percent,
+                version_author=version.created_by,
+            )
+            last = connection.execute(
+                select(func.max(reviews.c.seq)).where(reviews.c.org == org)
+            ).scalar()
+            connection.execute(
+                insert(reviews).values(
+                    org=org,
+                    review_id=review.review_id,
+                    seq=int(last or 0) + 1,
+                    prompt_id=review.prompt_id,
+                    environment=environment,
+                    version=review.version,
+                    status="open",
+                    decided_at=None,
+                    body=_body(review),
+                )
+            )
+            self._review_event(
+                connection, org, prompt, "review.requested", review, requested_by, request_id, now
+            )
+        return review
+
+    def get_review(self, org: str, review_id: str) -> Review:
+        with self._read() as connection:
+            row = connection.execute(
+                select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
+            ).first()
+        if row is None:
+            raise ReviewNotFound(review_id)
+        return _review(row)
+
+    def list_reviews(
+        self,
+        org: str,
+        *,
+        prompt_ref: str | None = None,
+        status: str | None = None,
+        environment: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Review]:
+        before = decode_number_cursor(cursor)
+        with self._read() as connection:
+            statement = select(reviews).where(reviews.c.org == org)
+            if prompt_ref is not None:
+                prompt = self._find_prompt(connection, org, prompt_ref)
+                statement = statement.where(reviews.c.prompt_id == prompt.prompt_id)
+            if status is not None:
+                statement = statement.where(reviews.c.status == status)
+            if environment is not None:
+                statement = statement.where(reviews.c.environment == environment)
+            if before is not None:
+                statement = statement.where(reviews.c.seq < before)
+            rows = connection.execute(
+                statement.order_by(reviews.c.seq.desc()).limit(limit + 1)
+            ).all()
+        items = [_review(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return Page(items, encode_cursor(str(rows[limit - 1].seq)) if more else None)
+
+    def approve_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        username: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> tuple[Review, Promotion | None]:
+        now = self.clock()
+        stale: ReviewStale | None = None
+        with self._write() as connection:
+            prompt, review = self._locked_review(connection, org, review_id)
+            lifecycle.check_approver(review, user_id)
+            review = lifecycle.with_approval(review, Approval(user_id, username, now, comment))
+            promotion = None
+            if not lifecycle.complete(review):
+                self._save(connection, org, review)
+                self._review_event(
+                    connection, org, prompt, "review.approved", review, user_id, request_id, now
+                )
+                return review, None
+            self._environment(connection, org, review.environment)
+            current = self._current(connection, prompt, review.environment)
+            if current != review.expected_version:
+                review = lifecycle.closed(review, "stale", now)
+                self._save(connection, org, review)
+                self._review_event(
+                    connection, org, prompt, "review.approved", review, user_id, request_id, now
+                )
+                stale = ReviewStale(
+                    review_id,
+                    review.prompt_name,
+                    review.expected_version,
+                    current,
+                    review.environment,
+                )
+            else:
+                version = self._find_number(connection, prompt, review.version)
+                if version is None:
+                    raise VersionNotFound(review.prompt_name, str(review.version))
+                lifecycle.check_enterable(review.environment, version, current)
+                review = lifecycle.closed(review, "applied", now)
+                self._save(connection, org, review)
+                self._review_event(
+                    connection, org, prompt, "review.approved", review, user_id, request_id, now
+                )
+                promotion = self._enter(
+                    connection,
+                    org,
+                    prompt,
+                    review.version,
+                    review.environment,
+                    user_id,
+                    review.notes,
+                    now,
+                    request_id,
+                    review=review,
+                )
+                # The prompt row the event reads is the one _enter left.
+                moved = connection.execute(
+                    select(prompts).where(
+                        prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id
+                    )
+                ).one()
+                self._review_event(
+                    connection, org, moved, "review.applied", review, user_id, request_id, now
+                )
+        # Raised after the commit: the stale status and the approval are kept.
+        if stale is not None:
+            raise stale
+        return review, promotion
+
+    def reject_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, review = self._locked_review(connection, org, review_id)
+            lifecycle.check_rejecter(review, user_id)
+            review = lifecycle.closed(
+                review, "rejected", now, rejected_by=user_id, rejection_comment=comment
+            )
+            self._save(connection, org, review)
+            self._review_event(
+                connection, org, prompt, "review.rejected", review, user_id, request_id, now
+            )
+        return review
+
+    def cancel_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        admin: bool = False,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        now = self.clock()
+        with self._write() as connection:
+            prompt, review = self._locked_review(connection, org, review_id)
+            lifecycle.check_canceller(review, user_id, admin)
+            review = lifecycle.closed(review, "cancelled", now)
+            self._save(connection, org, review)
+            self._review_event(
+                connection, org, prompt, "review.cancelled", review, user_id, request_id, now
+            )
+        return review
