@@ -38,11 +38,21 @@ import os
 import signal
 from typing import Any
 
+from promptsvc.config import ConfigError, Settings
+
+# The service's own settings, read as the app reads them (the variables above that are
+# not gunicorn's: the storage URL and the event streams). One that cannot be used is
+# said in one line by on_starting, before any worker starts.
+unusable: str | None = None
+try:
+    settings = Settings.from_env()
+except ConfigError as exc:
+    settings, unusable = Settings(), str(exc)
 bind = os.environ.get("PROMPTSVC_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = "gthread"
 request_threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
-event_streams = int(os.environ.get("PROMPTSVC_EVENT_STREAMS", "1000"))
+event_streams = settings.event_streams
 # A stream's thread sleeps until its org has an event, or for its 15 s comment line.
 threads = request_threads + event_streams
 # Every open stream is a connection too; gunicorn's default 1,000 is left for the rest.
@@ -60,15 +70,13 @@ def on_starting(server: Any) -> None:
     gunicorn prints a RuntimeError raised here as ``Error: ...`` and exits with status
     1, where a worker that fails to boot would print its traceback once per worker."""
     from promptsvc.cli.serve import redact
-    from promptsvc.config import ConfigError, Settings
     from storage import StorageError
     from storage.sql import schema
     from storage.sql.engine import UnsupportedUrl, is_sql_url
 
-    try:
-        storage_url = Settings.from_env().storage_url
-    except ConfigError as exc:
-        raise RuntimeError(str(exc)) from None
+    if unusable is not None:
+        raise RuntimeError(unusable)
+    storage_url = settings.storage_url
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(
             f"PROMPTSVC_STORAGE_URL is {storage_url!r} but gunicorn would start "

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from flask.testing import FlaskClient
 
 from bench.report import table, write_section
+from identity.rate_limits import LOGIN_LIMITS, RateLimits
 from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage import Storage
@@ -38,6 +39,11 @@ PROMPT = "big"
 VERSIONS = 1000
 DRAFT = VERSIONS - 1  # even numbers were promoted in turn, odd ones stay drafts
 TARGET_MS = 150.0
+# Every sign-in here comes from one address: this measures pages, not the sign-in
+# limit per address, so that limit is off.
+SETTINGS = Settings(
+    issuer_url="http://localhost", login_rate_limits=RateLimits(LOGIN_LIMITS.per_account, None)
+)
 PAGES = (
     ("prompt page (1,000 versions, 500 promotions)", f"/console/prompts/{PROMPT}"),
     ("prompt page, 10th page of versions", None),  # filled in once the cursor is known
@@ -53,7 +59,7 @@ PAGES = (
 
 def fill(storage: Storage) -> None:
     """The org, its people and keys, and the big prompt."""
-    app = create_app(Settings(issuer_url="http://localhost"), storage=storage)
+    app = create_app(SETTINGS, storage=storage)
     identity = app.extensions["identity"]
     identity.create_user(ORG, "ada", "Service Admin", PASSWORD)
     for i in range(19):
@@ -82,7 +88,7 @@ def fill(storage: Storage) -> None:
 
 
 def signed_in(storage: Storage) -> FlaskClient:
-    app = create_app(Settings(issuer_url="http://localhost"), storage=storage)
+    app = create_app(SETTINGS, storage=storage)
     client = app.test_client()
     sign_in(client, "ada")
     return client
@@ -130,7 +136,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short run while developing")
     args = parser.parse_args()
     n = 20 if args.quick else 100
-    os.environ.setdefault("PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP", "off")
     load = os.getloadavg()[0]
     rows = []
     verdicts = []

@@ -22,15 +22,14 @@ if TYPE_CHECKING:
     from identity.clients import ConsoleUris
     from identity.core import Identity
     from identity.people import Lifetimes
-    from identity.ratelimit import LoginRateLimits, TokenRateLimits
+    from identity.rate_limits import RateLimits
     from storage import Storage
 
 __all__ = [
     "ConsoleUris",
     "Identity",
     "Lifetimes",
-    "LoginRateLimits",
-    "TokenRateLimits",
+    "RateLimits",
     "init_app",
 ]
 # Exported names and the modules that hold them, imported on first use.
@@ -38,8 +37,7 @@ _LAZY = {
     "ConsoleUris": "identity.clients",
     "Identity": "identity.core",
     "Lifetimes": "identity.people",
-    "LoginRateLimits": "identity.ratelimit",
-    "TokenRateLimits": "identity.ratelimit",
+    "RateLimits": "identity.rate_limits",
 }
 
 
@@ -59,8 +57,8 @@ def init_app(
     signing_key_file: str | None = None,
     bootstrap_file: str | None = None,
     clock: Callable[[], float] = time.time,
-    rate_limits: TokenRateLimits | None = None,
-    login_rate_limits: LoginRateLimits | None = None,
+    rate_limits: RateLimits | None = None,
+    login_rate_limits: RateLimits | None = None,
     console: ConsoleUris | None = None,
     account_url: str | None = None,
     lifetimes: Lifetimes | None = None,
@@ -68,8 +66,8 @@ def init_app(
     """Register the realm's endpoints and pages and the sdk-token endpoint on ``app``, and
     apply the bootstrap file.
 
-    ``rate_limits`` and ``login_rate_limits`` (default: from the environment, see
-    :mod:`identity.ratelimit`) limit the token endpoints per client and per IP, and
+    ``rate_limits`` and ``login_rate_limits`` (default: identity.rate_limits'
+    TOKEN_LIMITS and LOGIN_LIMITS) limit the token endpoints per client and per IP, and
     people's sign-in per username and per IP, counted in ``storage``. ``lifetimes`` of
     sessions, refresh tokens and codes default to :class:`Lifetimes`'. ``console`` says
     where the built-in client ``promptsvc-console`` may redirect people (none: it cannot
@@ -77,18 +75,18 @@ def init_app(
     ``<issuer_url>/account``).
 
     Raises SigningKeyError for an unusable key file and BootstrapError for an unusable
-    bootstrap file, and ValueError for an unusable rate limit, so a misconfigured server
-    stops at start-up.
+    bootstrap file, so a misconfigured server stops at start-up.
     """
     from identity import login, realm, sdk_token
     from identity.clients import ConsoleUris
     from identity.core import Identity
     from identity.oauth import RealmServer
     from identity.people import Lifetimes
-    from identity.ratelimit import LoginRateLimits, TokenRateLimits, init_limiter
+    from identity.rate_limits import LOGIN_LIMITS, TOKEN_LIMITS
+    from identity.ratelimit import init_limiter
 
-    limits = rate_limits if rate_limits is not None else TokenRateLimits.from_env()
-    login_limits = login_rate_limits or LoginRateLimits.from_env()
+    limits = rate_limits if rate_limits is not None else TOKEN_LIMITS
+    login_limits = login_rate_limits if login_rate_limits is not None else LOGIN_LIMITS
     identity = Identity(
         storage,
         issuer_url=issuer_url,

@@ -36,8 +36,9 @@ The client IP is ``request.remote_addr``: behind a reverse proxy, set
 ProxyFix), else every client shares the proxy's counters.
 
 Values use flask-limiter's notation (``"30/minute"``, ``"5/second;100/hour"``); ``off``
-turns a limit off. A breach answers 429 ``too_many_requests`` with ``Retry-After``
-(seconds) in the endpoint's own error shape.
+turns a limit off. promptsvc.config reads the variables named here into
+:class:`identity.rate_limits.RateLimits`, one for each pair. A breach answers 429
+``too_many_requests`` with ``Retry-After`` (seconds) in the endpoint's own error shape.
 
 Counters live where the app's data lives, so they are shared as widely as the data (by
 every worker and host on Redis): the storage backend says where, as a ``limits`` storage
@@ -51,16 +52,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.errors import RateLimitExceeded
-from limits import parse_many
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
@@ -68,97 +65,21 @@ from identity import sdk_token
 from identity.keys import RESERVED_CLIENT_IDS
 from identity.login import device_code_failed, login_failed
 from identity.oauth import basic_credentials
+from identity.rate_limits import NO_LIMITS, RateLimits
 from storage import Storage
 
-DEFAULT_PER_CLIENT = "30/minute"
-DEFAULT_PER_IP = "300/minute"
-PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
-PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
-DEFAULT_LOGIN_PER_USERNAME = "10/minute"
-DEFAULT_LOGIN_PER_IP = "60/minute"
-LOGIN_PER_USERNAME_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT"
-LOGIN_PER_IP_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP"
-OFF = "off"
 # Client ids come from the request; a longer one is hashed so a counter key stays small.
 _MAX_KEY_PART = 128
 
 Respond = Callable[[int], Response]
 
 
-def _check(*values: str | None) -> None:
-    for value in values:
-        if value is not None:
-            try:
-                parse_many(value)
-            except ValueError:
-                raise ValueError(
-                    f"invalid rate limit {value!r}: use e.g. '30/minute' or '{OFF}'"
-                ) from None
-
-
-def _read_env(
-    environ: Mapping[str, str] | None, *names_and_defaults: tuple[str, str]
-) -> list[str | None]:
-    env = os.environ if environ is None else environ
-    values: list[str | None] = []
-    for name, default in names_and_defaults:
-        value = env.get(name, "").strip() or default
-        values.append(None if value.lower() == OFF else value)
-    return values
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRateLimits:
-    """The token endpoints' two limits (flask-limiter strings); None turns one off."""
-
-    per_client: str | None = DEFAULT_PER_CLIENT
-    per_ip: str | None = DEFAULT_PER_IP
-
-    def __post_init__(self) -> None:
-        _check(self.per_client, self.per_ip)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenRateLimits:
-        """The limits named by PROMPTSVC_TOKEN_RATE_LIMIT[_PER_IP], else the defaults."""
-        values = _read_env(
-            environ, (PER_CLIENT_ENV, DEFAULT_PER_CLIENT), (PER_IP_ENV, DEFAULT_PER_IP)
-        )
-        try:
-            return cls(*values)
-        except ValueError as exc:
-            raise ValueError(f"{PER_CLIENT_ENV} / {PER_IP_ENV}: {exc}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class LoginRateLimits:
-    """People's sign-in limits (flask-limiter strings); None turns one off."""
-
-    per_username: str | None = DEFAULT_LOGIN_PER_USERNAME
-    per_ip: str | None = DEFAULT_LOGIN_PER_IP
-
-    def __post_init__(self) -> None:
-        _check(self.per_username, self.per_ip)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> LoginRateLimits:
-        """The limits named by PROMPTSVC_LOGIN_RATE_LIMIT[_PER_IP], else the defaults."""
-        values = _read_env(
-            environ,
-            (LOGIN_PER_USERNAME_ENV, DEFAULT_LOGIN_PER_USERNAME),
-            (LOGIN_PER_IP_ENV, DEFAULT_LOGIN_PER_IP),
-        )
-        try:
-            return cls(*values)
-        except ValueError as exc:
-            raise ValueError(f"{LOGIN_PER_USERNAME_ENV} / {LOGIN_PER_IP_ENV}: {exc}") from None
-
-
 def init_limiter(
     app: Flask,
     storage: Storage,
-    limits: TokenRateLimits,
+    limits: RateLimits,
     endpoints: Mapping[Blueprint, Respond],
-    login_limits: LoginRateLimits | None = None,
+    login_limits: RateLimits = NO_LIMITS,
     login: tuple[Blueprint, Respond] | None = None,
 ) -> Limiter | None:
     """Limit the token endpoints of ``endpoints`` (blueprint -> its 429 response builder)
@@ -166,13 +87,9 @@ def init_limiter(
 
     Call before the blueprints are registered on ``app``. None when every limit is off.
     """
-    login_limits = login_limits or LoginRateLimits(None, None)
-    wanted = (limits.per_client, limits.per_ip, login_limits.per_username, login_limits.per_ip)
-    if all(value is None for value in wanted):
+    if limits.off and login_limits.off:
         return None
     counters = storage.rate_limit_settings()
-    hooks = _hook_lists(app)
-    before = {name: list(funcs) for name, funcs in hooks.items()}
     limiter = Limiter(
         key_func=_remote_address,
         app=app,
@@ -182,19 +99,15 @@ def init_limiter(
         swallow_errors=True,
         headers_enabled=False,
     )
-    # flask-limiter hooks into every request of the app (about 0.1 ms each, measured on
-    # the read path); only the token blueprints need it, so its hooks move there.
-    limited = [*endpoints, *([login[0]] if login else [])]
-    for kind, funcs in hooks.items():
-        added = [f for f in funcs if f not in before[kind]]
-        funcs[:] = before[kind]
-        for bp in limited:
-            getattr(app, kind).setdefault(bp.name, []).extend(added)
+    # Only these blueprints have limits: every other request is let through before
+    # flask-limiter looks for any (the read endpoints never reach Flask at all).
+    limited = {bp.name for bp in (*endpoints, *([login[0]] if login else []))}
+    limiter.request_filter(lambda: request.blueprint not in limited)
     for bp, respond in endpoints.items():
         on_breach = _breach_handler(respond)
-        if limits.per_client is not None:
+        if limits.per_account is not None:
             limiter.shared_limit(
-                limits.per_client,
+                limits.per_account,
                 scope="token-client",
                 key_func=_client_key,
                 exempt_when=lambda: not _client_name(),
@@ -216,13 +129,11 @@ def init_limiter(
     return limiter
 
 
-def _limit_login(
-    limiter: Limiter, limits: LoginRateLimits, bp: Blueprint, respond: Respond
-) -> None:
+def _limit_login(limiter: Limiter, limits: RateLimits, bp: Blueprint, respond: Respond) -> None:
     on_breach = _breach_handler(respond)
-    if limits.per_username is not None:
+    if limits.per_account is not None:
         limiter.shared_limit(
-            limits.per_username,
+            limits.per_account,
             scope="login-username",
             key_func=_username_key,
             exempt_when=lambda: not _username(),
@@ -231,7 +142,7 @@ def _limit_login(
             on_breach=on_breach,
         )(bp)
         limiter.shared_limit(
-            limits.per_username,
+            limits.per_account,
             scope="device-code",
             key_func=_device_code_key,
             exempt_when=lambda: not _typed_user_code(),
@@ -293,12 +204,6 @@ def _bounded(key: str) -> str:
     if len(key) > _MAX_KEY_PART:
         return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
     return key
-
-
-def _hook_lists(app: Flask) -> dict[str, list[Callable[..., Any]]]:
-    """The app-wide request hook lists, by the attribute of ``app`` holding them."""
-    kinds = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs")
-    return {kind: getattr(app, kind).setdefault(None, []) for kind in kinds}
 
 
 def _breach_handler(respond: Respond) -> Callable[[RequestLimit], Response]:

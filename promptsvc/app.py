@@ -50,6 +50,8 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
         token_lifetime=settings.token_lifetime,
         signing_key_file=settings.signing_key_file,
         bootstrap_file=settings.bootstrap_file,
+        rate_limits=settings.token_rate_limits,
+        login_rate_limits=settings.login_rate_limits,
         # The realm accepts exactly these redirect URIs for the built-in client
         # promptsvc-console: the console's OIDC callback and Swagger UI's redirect page.
         console=identity.ConsoleUris(

@@ -6,9 +6,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from identity.rate_limits import LOGIN_LIMITS, OFF, TOKEN_LIMITS, RateLimits
+
 MIN_SECRET_KEY_LENGTH = 32
 # SQLite in the working directory: a newcomer's data survives a restart.
 DEFAULT_STORAGE_URL = "sqlite:///promptsvc.db"
+DEFAULT_ISSUER_URL = "http://localhost:8000"
 
 
 class ConfigError(ValueError):
@@ -18,7 +21,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Settings:
     storage_url: str = DEFAULT_STORAGE_URL
-    issuer_url: str = "http://localhost:8000"
+    issuer_url: str = DEFAULT_ISSUER_URL
     signing_key_file: str | None = None
     token_lifetime: int = 300
     bootstrap_file: str | None = None
@@ -39,6 +42,9 @@ class Settings:
     secret_key: str | None = None
     # Webhooks may point at http:// and non-public addresses (tests, private networks).
     webhook_allow_private: bool = False
+    # The token endpoints' and people's sign-in rate limits (identity.ratelimit).
+    token_rate_limits: RateLimits = TOKEN_LIMITS
+    login_rate_limits: RateLimits = LOGIN_LIMITS
 
     @property
     def client_streams(self) -> int:
@@ -55,8 +61,18 @@ class Settings:
         return max(1, self.event_streams // 2) if self.event_streams else 0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """Settings from the environment; keyword overrides (CLI flags) win when not None."""
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        default_issuer_url: str = DEFAULT_ISSUER_URL,
+        **overrides: object,
+    ) -> Settings:
+        """Settings from the environment; keyword overrides (CLI flags) win when not None.
+
+        ``default_issuer_url`` stands in for an unset PROMPTSVC_ISSUER_URL (``promptsvc
+        serve`` passes the address it listens on).
+        """
         env = os.environ if environ is None else environ
         lifetime_raw = env.get("PROMPTSVC_TOKEN_LIFETIME", "300")
         try:
@@ -84,7 +100,7 @@ class Settings:
             )
         settings = cls(
             storage_url=env.get("PROMPTSVC_STORAGE_URL", DEFAULT_STORAGE_URL),
-            issuer_url=env.get("PROMPTSVC_ISSUER_URL", "http://localhost:8000").rstrip("/"),
+            issuer_url=(env.get("PROMPTSVC_ISSUER_URL") or default_issuer_url).rstrip("/"),
             signing_key_file=env.get("PROMPTSVC_SIGNING_KEY_FILE") or None,
             token_lifetime=lifetime,
             bootstrap_file=env.get("PROMPTSVC_BOOTSTRAP_FILE") or None,
@@ -94,6 +110,12 @@ class Settings:
             event_streams_per_org=per_org,
             secret_key=secret_key,
             webhook_allow_private=env.get("PROMPTSVC_WEBHOOK_ALLOW_PRIVATE", "") == "1",
+            token_rate_limits=_rate_limits(
+                env, "PROMPTSVC_TOKEN_RATE_LIMIT", "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP", TOKEN_LIMITS
+            ),
+            login_rate_limits=_rate_limits(
+                env, "PROMPTSVC_LOGIN_RATE_LIMIT", "PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP", LOGIN_LIMITS
+            ),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings  # type: ignore[arg-type]
@@ -107,3 +129,18 @@ def _streams(env: Mapping[str, str], name: str, default: str | None) -> int | No
     if not raw.isascii() or not raw.isdigit() or int(raw) > 100_000:
         raise ConfigError(f"{name} must be a number of streams (0-100000), got {raw!r}")
     return int(raw)
+
+
+def _rate_limits(
+    env: Mapping[str, str], per_account: str, per_ip: str, default: RateLimits
+) -> RateLimits:
+    """The two limits named by ``per_account`` and ``per_ip``: each unset one is the
+    default's, ``off`` turns one off."""
+    values: list[str | None] = []
+    for name, fallback in ((per_account, default.per_account), (per_ip, default.per_ip)):
+        value = env.get(name, "").strip()
+        values.append(fallback if not value else None if value.lower() == OFF else value)
+    try:
+        return RateLimits(*values)
+    except ValueError as exc:
+        raise ConfigError(f"{per_account} / {per_ip}: {exc}") from None

@@ -56,9 +56,15 @@ from storage.interface import (
     WebhookStore,
 )
 from storage.lifecycle import UNGUARDED, Expected, rollback_notes
+from storage.login_records import (
+    DEVICE_STATUSES,
+    AuthorizationCode,
+    DeviceAuthorization,
+    RealmSession,
+    RefreshToken,
+)
 from storage.records import (
     ALL_EVENTS,
-    DEVICE_STATUSES,
     EVENT_TYPES,
     PRODUCTION,
     PROMPT_TYPES,
@@ -66,10 +72,8 @@ from storage.records import (
     STATUSES,
     ApiKey,
     Approval,
-    AuthorizationCode,
     Delivery,
     DeliveryTask,
-    DeviceAuthorization,
     Environment,
     Event,
     EventLogBounds,
@@ -82,8 +86,6 @@ from storage.records import (
     PromptType,
     PromptVersion,
     RateLimitSettings,
-    RealmSession,
-    RefreshToken,
     Review,
     SigningKey,
     Status,

@@ -20,5 +20,6 @@ def rfc3339(moment: datetime) -> str:
     """
     if moment.utcoffset():  # None (naive) and zero need no conversion
         moment = moment.astimezone(UTC)
-    # isoformat is several times cheaper than strftime; [:26] drops any "+00:00".
+    # isoformat costs less than strftime (docs/benchmarks.md, "Timestamps"); [:26]
+    # drops any "+00:00".
     return moment.isoformat(timespec="microseconds")[:26] + "Z"

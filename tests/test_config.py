@@ -1,8 +1,10 @@
-"""Settings from the environment, the trusted-proxy setting's effect on the app, and how
-the storage URL is shown."""
+"""Settings from the environment, the trusted-proxy setting's effect on the app, how
+the storage URL is shown, and that the service reads its settings in one place."""
 
 from __future__ import annotations
 
+import ast
+import re
 import runpy
 from pathlib import Path
 
@@ -70,11 +72,13 @@ def test_gunicorn_gives_each_worker_threads_for_its_event_streams(
     assert conf["worker_connections"] >= conf["threads"]
 
 
-def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _statuses(proxies: int) -> list[int]:
     """Three wrong-secret token requests from client A, then one from client B, each
     behind one proxy at 10.0.0.1; the per-IP limit allows two a minute."""
-    monkeypatch.setenv("PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP", "2/minute")
-    app = create_app(Settings(trusted_proxies=proxies), storage=MemoryStorage())
+    settings = Settings.from_env(
+        {"PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP": "2/minute"}, trusted_proxies=proxies
+    )
+    app = create_app(settings, storage=MemoryStorage())
     app.extensions["identity"].create_key("acme", "Service Read", client_id="reader")
     client = app.test_client()
     form = {"grant_type": "client_credentials", "client_id": "reader", "client_secret": "x" * 43}
@@ -90,16 +94,12 @@ def _statuses(proxies: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return statuses
 
 
-def test_trusted_proxy_gives_each_client_its_own_ip_limit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert _statuses(1, monkeypatch) == [401, 401, 429, 401]
+def test_trusted_proxy_gives_each_client_its_own_ip_limit() -> None:
+    assert _statuses(1) == [401, 401, 429, 401]
 
 
-def test_without_trusted_proxies_forwarded_headers_are_ignored(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert _statuses(0, monkeypatch) == [401, 401, 429, 429]
+def test_without_trusted_proxies_forwarded_headers_are_ignored() -> None:
+    assert _statuses(0) == [401, 401, 429, 429]
 
 
 def test_data_lives_in_sqlite_in_the_working_directory_by_default() -> None:
@@ -130,3 +130,65 @@ def test_a_relative_sqlite_file_is_shown_from_the_working_directory(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert describe_url("sqlite:///promptsvc.db") == f"SQLite file {tmp_path / 'promptsvc.db'}"
+
+
+# The service's PROMPTSVC_* settings are read in promptsvc/config.py only. Apart from it
+# only the SDK (PromptClient.from_env) and the CLI's credentials (PROMPTSVC_URL,
+# PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET, PROMPTSVC_CONFIG_DIR) name
+# a variable, and, with the CLI's NO_COLOR, read the environment.
+PROMPTSVC_NAMERS = {
+    "promptsvc/config.py",
+    "promptsvc/client/base.py",
+    "promptsvc/cli/api.py",
+    "promptsvc/cli/credentials.py",
+}
+ENVIRONMENT_READERS = PROMPTSVC_NAMERS | {"promptsvc/cli/output.py"}
+_VARIABLE = re.compile(r"PROMPTSVC_[A-Z0-9_]+")
+
+
+def environment_uses(source: str) -> list[str]:
+    """What in ``source`` reads the environment (``os.environ``, ``os.getenv``, either
+    imported from os) or names a PROMPTSVC_* variable (a string that is one)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"):
+            if isinstance(node.value, ast.Name) and node.value.id == "os":
+                found.append(f"os.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [f"os.{a.name}" for a in node.names if a.name in ("environ", "getenv")]
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _VARIABLE.fullmatch(node.value)
+        ):
+            found.append(node.value)
+    return found
+
+
+def test_settings_are_read_in_promptsvc_config_only() -> None:
+    problems = []
+    for package in ("promptsvc", "identity", "storage"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            for use in environment_uses(path.read_text()):
+                allowed = PROMPTSVC_NAMERS if use.startswith("PROMPTSVC_") else ENVIRONMENT_READERS
+                if name not in allowed:
+                    problems.append(f"{name}: {use}")
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            'import os\nurl = os.environ.get("PROMPTSVC_STORAGE_URL")',
+            ["os.environ", "PROMPTSVC_STORAGE_URL"],
+        ),
+        ('from os import getenv\ngetenv("HOME")', ["os.getenv"]),
+        ('LIMIT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"', ["PROMPTSVC_TOKEN_RATE_LIMIT"]),
+        ('"""Reads PROMPTSVC_STORAGE_URL (see promptsvc.config)."""', []),
+        ("environ = {}\nenviron.get('x')", []),
+    ],
+)
+def test_an_environment_read_is_found(source: str, expected: list[str]) -> None:
+    assert sorted(environment_uses(source)) == sorted(expected)

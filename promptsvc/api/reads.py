@@ -37,6 +37,7 @@ from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
 from storage import PromptVersion
+from storage.memo import Memo
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -46,7 +47,7 @@ ReadFunction = Callable[..., PromptVersion]
 Answer = tuple[str, list[tuple[str, str]], bytes]  # status, headers, body
 Route = tuple[ReadFunction, Mapping[str, Any]]
 
-# Both memos below are bounded by entries and forget everything at once when full.
+# Both memos below (storage's Memo) hold this many entries at most.
 MAX_ENTRIES = 1024
 # Bodies larger than this are built for each request: their building costs little next
 # to sending them, and it keeps the memo under MAX_ENTRIES * MAX_BODY bytes.
@@ -58,7 +59,7 @@ MAX_PATH = 512
 # the same stored version (memory keeps its records, Redis memoizes their decoding), so
 # a hit is always the right body. The version stays in the entry so that its id cannot
 # be reused while the entry lives.
-_bodies: dict[int, tuple[PromptVersion, bytes, str]] = {}
+_bodies: Memo[int, tuple[PromptVersion, bytes, str]] = Memo(MAX_ENTRIES, MAX_ENTRIES * MAX_BODY)
 
 
 def version_body(version: PromptVersion) -> tuple[bytes, str]:
@@ -69,9 +70,7 @@ def version_body(version: PromptVersion) -> tuple[bytes, str]:
     body = json_body(version.to_json())
     etag = etag_of(body)
     if len(body) <= MAX_BODY:
-        if len(_bodies) >= MAX_ENTRIES:
-            _bodies.clear()
-        _bodies[id(version)] = (version, body, etag)
+        _bodies.put(id(version), (version, body, etag), len(body))
     return body, etag
 
 
@@ -111,8 +110,11 @@ class ReadEndpoints:
             for endpoint, view in app.view_functions.items()
             if isinstance(found := _read_view(view), ReadView)
         }
-        # (method, host, path) -> the URL map's answer: a read endpoint or None (Flask's)
-        self._routes: dict[tuple[str, str, str], Route | None] = {}
+        # (method, host, path) -> the URL map's answer, a read endpoint or None (Flask's),
+        # in a 1-tuple: the memo's None means "not remembered".
+        self._routes: Memo[tuple[str, str, str], tuple[Route | None]] = Memo(
+            MAX_ENTRIES, MAX_ENTRIES * MAX_PATH
+        )
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "")
@@ -131,10 +133,9 @@ class ReadEndpoints:
     def _route(self, environ: WSGIEnvironment, method: str) -> Route | None:
         """The read endpoint the URL map routes this request to, if any."""
         key = (method, environ.get("HTTP_HOST", ""), environ.get("PATH_INFO", ""))
-        try:
-            return self._routes[key]
-        except KeyError:
-            pass
+        remembered = self._routes.get(key)
+        if remembered is not None:
+            return remembered[0]
         route: Route | None = None
         try:
             adapter = self.app.create_url_adapter(self.app.request_class(environ))
@@ -146,9 +147,7 @@ class ReadEndpoints:
         except HTTPException:  # no such path or method, a redirect: Flask answers
             pass
         if len(key[2]) <= MAX_PATH:
-            if len(self._routes) >= MAX_ENTRIES:
-                self._routes.clear()
-            self._routes[key] = route
+            self._routes.put(key, (route,), len(key[2]))
         return route
 
 

@@ -2,10 +2,11 @@
 
 A command lives in a module of its own with ``register(subparsers)``, listed in
 :data:`COMMANDS`: :mod:`promptsvc.cli.serve` (the all-in-one server),
-:mod:`promptsvc.cli.worker` (webhook delivery), :mod:`identity.commands` (``keys``,
-``users`` and ``signing-keys``, operator commands working directly on storage),
-:mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a
-storage), :mod:`promptsvc.cli.db` (``db upgrade|current``, the schema of SQL storage),
+:mod:`promptsvc.cli.worker` (webhook delivery), :mod:`promptsvc.cli.operators`
+(``keys``, ``users`` and ``signing-keys``, operator commands working directly on
+storage), :mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' copies of a
+storage; both open it by :mod:`promptsvc.cli.storage_access`), :mod:`promptsvc.cli.db`
+(``db upgrade|current``, the schema of SQL storage),
 :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
 :mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
 ``plan``, ``apply``), which talk to a running service over HTTP only, and
@@ -28,13 +29,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from identity import commands as operator_commands
 from promptsvc.cli import (
     ascode,
     backup,
     db,
     login,
     mcp_server,
+    operators,
     prompts,
     reviews,
     serve,
@@ -79,7 +80,7 @@ class CommandModule(Protocol):
 COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (serve, True),
     (worker, True),
-    (operator_commands, True),
+    (operators, True),
     (backup, True),
     (db, True),
     (login, False),

@@ -1,7 +1,7 @@
 """``promptsvc backup`` and ``promptsvc restore``: operators' copies of a Redis storage.
 
-They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
-(Redis or Redis Cluster), with no server involved. The file format is
+They work directly on storage (:mod:`promptsvc.cli.storage_access`: ``--storage``, else
+``PROMPTSVC_STORAGE_URL``; Redis or Redis Cluster), with no server involved. The file format is
 :mod:`promptsvc.backup`'s; on success each prints, as JSON on stdout, how many records of
 each kind it wrote per org. ``memory://`` storage lives inside a server process, so
 these refuse it; ``promptsvc serve --restore FILE`` starts such a server from a backup.
@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from promptsvc.cli.output import fail
-
-EXIT_MEMORY = 2
+from promptsvc.cli.storage_access import (
+    EXIT_MEMORY,
+    InMemory,
+    add_storage_option,
+    open_storage,
+)
 
 _BACKUP_HELP = """\
 Write everything a Redis or Redis Cluster storage keeps to FILE (JSON): every org, or
@@ -84,35 +87,24 @@ def register(subparsers: Any) -> None:
 
 
 def _storage(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--storage",
-        metavar="URL",
-        help="redis://, rediss:// or redis+cluster:// URL (default: PROMPTSVC_STORAGE_URL)",
-    )
-
-
-def _url(args: argparse.Namespace) -> str | None:
-    """The storage URL, or None (after saying why) when it is memory://."""
-    url: str = args.storage or os.environ.get("PROMPTSVC_STORAGE_URL") or "memory://"
-    return None if url.split("://", 1)[0].lower() == "memory" else url
+    add_storage_option(parser, "redis://, rediss:// or redis+cluster:// URL")
 
 
 def backup_command(args: argparse.Namespace) -> int:
     """``promptsvc backup``."""
     from identity.keys import valid_org
     from promptsvc import backup
-    from storage import StorageError, storage_from_url
+    from storage import StorageError
 
-    url = _url(args)
-    if url is None:
-        return fail(_MEMORY, EXIT_MEMORY)
-    if args.org is not None and not valid_org(args.org):
-        return fail(f"invalid org slug {args.org!r}")
     try:
-        store = storage_from_url(url)
+        store = open_storage(args.storage)
+    except InMemory:
+        return fail(_MEMORY, EXIT_MEMORY)
     except (ValueError, StorageError) as exc:
         return fail(str(exc))
     try:
+        if args.org is not None and not valid_org(args.org):
+            return fail(f"invalid org slug {args.org!r}")
         taken = backup.export(store, args.org)
         backup.write(taken, args.out)
     except backup.BackupError as exc:
@@ -138,19 +130,18 @@ def restore_command(args: argparse.Namespace) -> int:
     """``promptsvc restore``."""
     from identity.keys import valid_org
     from promptsvc import backup
-    from storage import StorageError, storage_from_url
+    from storage import StorageError
 
-    url = _url(args)
-    if url is None:
-        return fail(_MEMORY, EXIT_MEMORY)
-    if args.org is not None and not valid_org(args.org):
-        return fail(f"invalid org slug {args.org!r}")
     try:
-        found = backup.read(args.file)
-        store = storage_from_url(url)
-    except (backup.BackupError, ValueError, StorageError) as exc:
+        store = open_storage(args.storage)
+    except InMemory:
+        return fail(_MEMORY, EXIT_MEMORY)
+    except (ValueError, StorageError) as exc:
         return fail(str(exc))
     try:
+        if args.org is not None and not valid_org(args.org):
+            return fail(f"invalid org slug {args.org!r}")
+        found = backup.read(args.file)
         restored = backup.restore(store, found, org=args.org, source=args.file)
     except backup.BackupError as exc:
         return fail(str(exc))

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from promptsvc.cli.output import fail
+from promptsvc.cli.storage_access import storage_url
 
 DB_HELP = """\
 The schema of SQL storage (sqlite:///path.db, postgresql://...): `upgrade` brings the
@@ -43,14 +44,14 @@ def register(subparsers: Any) -> None:
 
 
 def db_command(args: argparse.Namespace) -> int:
-    from promptsvc.config import ConfigError, Settings
+    from promptsvc.config import ConfigError
     from storage import describe_url
     from storage.errors import StorageError
     from storage.sql import schema
     from storage.sql.engine import UnsupportedUrl, is_sql_url, make_engine
 
     try:
-        url = Settings.from_env(storage_url=args.storage).storage_url
+        url = storage_url(args.storage)
     except ConfigError as exc:
         return fail(str(exc))
     where = describe_url(url)

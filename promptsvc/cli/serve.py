@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import signal
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from promptsvc.cli.output import fail
+from promptsvc.paths import CONSOLE_HOME
 from promptsvc.version import VERSION
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def serve_command(args: argparse.Namespace) -> int:
         settings = Settings.from_env(
             storage_url="memory://" if args.restore else args.storage,
             bootstrap_file=args.bootstrap,
-            issuer_url=None if os.environ.get("PROMPTSVC_ISSUER_URL") else base_url,
+            default_issuer_url=base_url,
         )
         # Access lines with request ids come from promptsvc.access; werkzeug's own would
         # repeat them without one. Set before create_app, which installs the log's timer.
@@ -147,7 +147,7 @@ def serve_command(args: argparse.Namespace) -> int:
     storage_shown = redact(settings.storage_url)
     print(f"promptsvc {VERSION} listening on {base_url} (storage: {storage_shown})")
     print(f"data: {describe_url(settings.storage_url)}")
-    print(f"console: {settings.issuer_url}/console/   docs: {base_url}/docs")
+    print(f"console: {settings.issuer_url}{CONSOLE_HOME}   docs: {base_url}/docs")
     print(f"issuer: {settings.issuer_url}/realms/<org>")
     if made is not None:
         print(demo.instructions(base_url, made, storage_shown))

@@ -7,15 +7,8 @@ import abc
 from datetime import datetime
 
 from storage.interface.core import StorageCore
-from storage.records import (
-    ApiKey,
-    AuthorizationCode,
-    DeviceAuthorization,
-    RealmSession,
-    RefreshToken,
-    SigningKey,
-    User,
-)
+from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
+from storage.records import ApiKey, SigningKey, User
 
 
 class IdentityStore(StorageCore):

@@ -12,9 +12,9 @@ from storage.errors import (
     SessionNotFound,
 )
 from storage.interface import IdentityStore
+from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
 from storage.memory.core import MemoryCore
 from storage.memory.state import SWEEP_EVERY, Family, OrgState, live
-from storage.records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
 
 
 class MemoryLogin(MemoryCore, IdentityStore):

@@ -8,19 +8,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
 from storage.records import (
     ApiKey,
-    AuthorizationCode,
     Delivery,
     DeliveryTask,
-    DeviceAuthorization,
     Environment,
     Event,
     PromotionRecord,
     Prompt,
     PromptVersion,
-    RealmSession,
-    RefreshToken,
     Review,
     User,
     Webhook,

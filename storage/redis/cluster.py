@@ -29,7 +29,7 @@ of them being down at start-up. Options:
     robin, as ``EVALSHA_RO``; a slot with no replica, or an unreachable replica, is read
     on its primary. Everything else (writes, listings, API keys, signing keys) stays on
     the primaries. Replication is asynchronous, so a replica read may be stale: for the
-    replication lag (normally well under a millisecond on one network) a promotion just
+    replication lag (short on one network, never zero) a promotion just
     made may not be seen yet (production still shows the previous version; latest the
     previous latest; a version read by id its previous status or draft content), and a
     replica that lost its primary keeps answering with the data it has (Redis's default
@@ -41,9 +41,9 @@ of them being down at start-up. Options:
     after two attempts, about ``2 x socket_timeout``, when it hangs (a version read,
     which tries its read lane first, after three: ``3 x socket_timeout``); the other
     shards keep answering. An HTTP request makes one or two storage calls (token check on a
-    cold cache, then the read), so it gets its 503 within about 1.25 s. Our scripts
-    take microseconds: 0.25 s is hundreds of times a normal answer, but raise it for a
-    cluster behind a slow link.
+    cold cache, then the read), so it gets its 503 within about 1.25 s. A normal answer
+    takes a small fraction of 0.25 s (docs/benchmarks.md, "Redis Cluster"), but raise it
+    for a cluster behind a slow link.
 
 Connecting needs one answering node: :meth:`ClusterStorage.from_url` raises
 :class:`StorageUnavailable` when none does.

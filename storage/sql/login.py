@@ -23,7 +23,7 @@ from sqlalchemy import exc as sa_exc
 
 from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
 from storage.interface import IdentityStore
-from storage.records import AuthorizationCode, DeviceAuthorization
+from storage.login_records import AuthorizationCode, DeviceAuthorization
 from storage.sql import dialect
 from storage.sql.core import SqlCore
 from storage.sql.tables import (

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Exists, Row, Select, and_, exists, insert, or_, select, update
 
 from storage.errors import RefreshTokenReused, SessionNotFound
-from storage.records import RealmSession, RefreshToken
+from storage.login_records import RealmSession, RefreshToken
 from storage.sql import dialect
 from storage.sql.login import SqlLogin
 from storage.sql.tables import realm_sessions, refresh_families, refresh_tokens

@@ -24,6 +24,7 @@ from promptsvc.api import reads
 from promptsvc.api.versions import blp
 from promptsvc.http import LOG_FORMAT, RequestIdFilter, etag_of, json_body
 from storage import NoProductionVersion, StorageUnavailable
+from storage.memo import Memo
 from storage.memory import MemoryStorage
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -342,30 +343,33 @@ def test_the_body_memo_answers_for_that_very_object_only() -> None:
 
 
 def test_the_body_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reads, "_bodies", {})
-    monkeypatch.setattr(reads, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(reads, "_bodies", Memo(3, 3 * reads.MAX_BODY))
     storage = MemoryStorage()
     storage.create_prompt("acme", "greeting")
     big = storage.create_version("acme", "greeting", "x" * (reads.MAX_BODY + 1), USER)
     assert reads.version_body(big)[0] == json_body(big.to_json())
-    assert reads._bodies == {}  # too large to keep
+    assert len(reads._bodies) == 0  # too large to keep
     small = [storage.create_version("acme", "greeting", f"v{i}", USER) for i in range(4)]
     for version in small:
         reads.version_body(version)
-    assert [entry[0] for entry in reads._bodies.values()] == [small[3]]
+    # The fourth did not fit: the memo forgot the first three and kept it.
+    assert len(reads._bodies) == 1
+    kept = reads._bodies.get(id(small[3]))
+    assert kept is not None and kept[0] is small[3]
 
 
 def test_the_route_memo_is_bounded(
     api: Any, app: Flask, published: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reads, "MAX_ENTRIES", 2)
     endpoints = read_endpoints(app)
+    monkeypatch.setattr(endpoints._routes, "max_entries", 2)
     endpoints._routes.clear()
     for name in ("a", "b", "c", "greeting"):
         api.get(f"/api/v1/prompts/{name}/production", role=SERVICE_READ)
     assert len(endpoints._routes) == 2
-    long_name = "x" * reads.MAX_PATH
-    assert api.get(f"/api/v1/prompts/{long_name}/latest", role=SERVICE_READ).status_code == 404
-    assert all(long_name not in key[2] for key in endpoints._routes)
+    assert endpoints._routes.get(("GET", "localhost", "/api/v1/prompts/greeting/production"))
+    long_path = f"/api/v1/prompts/{'x' * reads.MAX_PATH}/latest"
+    assert api.get(long_path, role=SERVICE_READ).status_code == 404
+    assert endpoints._routes.get(("GET", "localhost", long_path)) is None
     # A remembered route answers as the URL map does.
     assert api.get("/api/v1/prompts/greeting/production", role=SERVICE_READ).status_code == 200

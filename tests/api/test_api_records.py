@@ -201,7 +201,7 @@ RECORDS[Promotion] = (
     Promotion(VERSION, HISTORY),
     Promotion(RECORDS[PromptVersion][2], RECORDS[PromotionRecord][2]),  # type: ignore[arg-type]
 )
-# Shown only by `promptsvc signing-keys` (tests/identity/test_identity_commands.py).
+# Shown only by `promptsvc signing-keys` (tests/cli/test_cli_operators.py).
 NOT_IN_THE_API: set[type] = {SigningKey}
 
 

@@ -28,10 +28,8 @@ def storage() -> Storage:
 
 
 @pytest.fixture
-def app(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> Flask:
-    for name, value in LIMITS.items():
-        monkeypatch.setenv(name, value)
-    app = create_app(Settings(issuer_url="http://localhost"), storage=storage)
+def app(storage: Storage) -> Flask:
+    app = create_app(Settings.from_env(LIMITS, issuer_url="http://localhost"), storage=storage)
     identity = app.extensions["identity"]
     for org in (ORG, OTHER_ORG):
         for username, role in PEOPLE.items():

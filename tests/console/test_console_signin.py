@@ -229,12 +229,15 @@ def test_sign_out_needs_the_csrf_token(console: Callable[..., FlaskClient]) -> N
 
 @pytest.mark.parametrize("configured", [None, "k" * 40])
 def test_sessions_hold_across_apps_sharing_storage(
-    storage: Storage, configured: str | None, monkeypatch: pytest.MonkeyPatch
+    storage: Storage, configured: str | None
 ) -> None:
     """Two workers on one storage: a session made by one is accepted by the other, with
     PROMPTSVC_SECRET_KEY or with the secret kept in storage."""
-    monkeypatch.setenv("PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP", "off")
-    settings = Settings(issuer_url="http://localhost", secret_key=configured)
+    settings = Settings.from_env(
+        {"PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP": "off"},
+        issuer_url="http://localhost",
+        secret_key=configured,
+    )
     first = create_app(settings, storage=storage)
     second = create_app(settings, storage=storage)
     first.extensions["identity"].create_user(ORG, "ada", "Service Read", PASSWORD)

@@ -16,7 +16,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 import identity
-from identity import ConsoleUris, Identity, Lifetimes, LoginRateLimits
+from identity import ConsoleUris, Identity, Lifetimes, RateLimits
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from storage import Storage
 from storage.memory import MemoryStorage
@@ -131,7 +131,7 @@ def people(
         issuer_url=ISSUER,
         clock=clock,
         console=ConsoleUris(redirect=(CONSOLE_CALLBACK,), post_logout=(CONSOLE_HOME,)),
-        login_rate_limits=LoginRateLimits(None, None),
+        login_rate_limits=RateLimits(None, None),
         lifetimes=lifetimes,
     )
     ident.create_key("acme", SERVICE_ADMIN, client_id="acme-admin", client_secret="s" * 20)

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 import identity
-from identity import ConsoleUris, LoginRateLimits, TokenRateLimits
+from identity import ConsoleUris, RateLimits
 from storage import Storage
 from tests.clock import FakeClock
 from tests.identity.identity_support import ISSUER, StorageFactory, seed_signing_key
@@ -28,10 +28,10 @@ from tests.identity.people_support import (
     form_of,
 )
 
-MakeApp = Callable[[LoginRateLimits], Flask]
+MakeApp = Callable[[RateLimits], Flask]
 
 
-def limited_app(store: Storage, clock: FakeClock, limits: LoginRateLimits) -> Flask:
+def limited_app(store: Storage, clock: FakeClock, limits: RateLimits) -> Flask:
     seed_signing_key(store)
     app = Flask("limits")
     ident = identity.init_app(
@@ -41,7 +41,7 @@ def limited_app(store: Storage, clock: FakeClock, limits: LoginRateLimits) -> Fl
         clock=clock,
         console=ConsoleUris(),
         login_rate_limits=limits,
-        rate_limits=TokenRateLimits("3/minute", None),
+        rate_limits=RateLimits("3/minute", None),
     )
     ident.create_user("acme", "ada", "Service Write", PASSWORD)
     return app
@@ -49,7 +49,7 @@ def limited_app(store: Storage, clock: FakeClock, limits: LoginRateLimits) -> Fl
 
 @pytest.fixture
 def make_app(backend: str, make_storage: StorageFactory, clock: FakeClock) -> MakeApp:
-    def make(limits: LoginRateLimits) -> Flask:
+    def make(limits: RateLimits) -> Flask:
         return limited_app(make_storage(backend), clock, limits)
 
     return make
@@ -78,7 +78,7 @@ def assert_limited(answer: TestResponse) -> None:
 
 
 def test_failures_per_username(make_app: MakeApp) -> None:
-    app = make_app(LoginRateLimits("3/minute", None))
+    app = make_app(RateLimits("3/minute", None))
     client = app.test_client()
     for username in ("ada", "nobody"):  # a username that does not exist is limited alike
         for _ in range(3):
@@ -91,7 +91,7 @@ def test_failures_per_username(make_app: MakeApp) -> None:
 
 def test_failures_limit_the_failing_address_not_the_account(make_app: MakeApp) -> None:
     """An attacker who knows the username cannot lock its owner out."""
-    app = make_app(LoginRateLimits("3/minute", None))
+    app = make_app(RateLimits("3/minute", None))
     attacker = app.test_client()
     for _ in range(5):
         attempt(attacker, "ada", "wrong password!!", address="203.0.113.9")
@@ -106,13 +106,13 @@ def test_failures_limit_the_failing_address_not_the_account(make_app: MakeApp) -
 
 
 def test_successes_do_not_count(make_app: MakeApp) -> None:
-    app = make_app(LoginRateLimits("2/minute", None))
+    app = make_app(RateLimits("2/minute", None))
     for _ in range(4):
         assert attempt(app.test_client(), "ada", PASSWORD).status_code == 302
 
 
 def test_attempts_per_address(make_app: MakeApp) -> None:
-    app = make_app(LoginRateLimits(None, "4/minute"))
+    app = make_app(RateLimits(None, "4/minute"))
     client = app.test_client()
     for n in range(4):
         assert attempt(client, f"user{n}", "wrong password!!").status_code == 200
@@ -122,7 +122,7 @@ def test_attempts_per_address(make_app: MakeApp) -> None:
 
 
 def test_the_device_page_is_limited_too(make_app: MakeApp) -> None:
-    app = make_app(LoginRateLimits("2/minute", None))
+    app = make_app(RateLimits("2/minute", None))
     client = app.test_client()
     for _ in range(2):
         page = client.get(DEVICE_PAGE)
@@ -153,7 +153,7 @@ def guess(client: FlaskClient, code: str, address: str, method: str = "GET") -> 
 
 def test_device_user_code_guesses_are_limited(make_app: MakeApp) -> None:
     """RFC 8628 5.1: a signed-in person guessing user codes is stopped after a few."""
-    app = make_app(LoginRateLimits("4/minute", None))
+    app = make_app(RateLimits("4/minute", None))
     guesser = app.test_client()
     signed_in_device_page(guesser, "203.0.113.9")
     answers = [
@@ -174,7 +174,7 @@ def test_device_user_code_guesses_are_limited(make_app: MakeApp) -> None:
 
 
 def test_pages_without_a_password_are_not_counted(make_app: MakeApp) -> None:
-    app = make_app(LoginRateLimits("1/minute", "1/minute"))
+    app = make_app(RateLimits("1/minute", "1/minute"))
     client = app.test_client()
     for _ in range(5):
         assert client.get(AUTH, query_string=auth_params(Pkce.new())).status_code == 200
@@ -184,7 +184,7 @@ def test_public_clients_share_no_failure_counter(make_app: MakeApp) -> None:
     """The token endpoint's per-client limit counts failed client authentications; a
     public client has no secret to guess, and one counter for every person using
     promptsvc-cli would let anyone lock them all out."""
-    app = make_app(LoginRateLimits(None, None))
+    app = make_app(RateLimits(None, None))
     client = app.test_client()
     for _ in range(6):
         refused = client.post(

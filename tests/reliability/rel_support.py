@@ -48,8 +48,9 @@ def make_app(
     token_lifetime: int = 3600,
     bootstrap_file: str | None = None,
 ) -> Flask:
-    """The real all-in-one app on ``storage_url`` (or an already built ``storage``)."""
-    settings = Settings(
+    """The real all-in-one app on ``storage_url`` (or an already built ``storage``),
+    with the rest of its settings from the environment, as a server reads them."""
+    settings = Settings.from_env(
         storage_url=storage_url,
         issuer_url="http://127.0.0.1",
         token_lifetime=token_lifetime,

@@ -11,16 +11,9 @@ import httpx
 import pytest
 import redis
 
-from identity.ratelimit import (
-    DEFAULT_PER_CLIENT,
-    DEFAULT_PER_IP,
-    LOGIN_PER_IP_ENV,
-    LOGIN_PER_USERNAME_ENV,
-    PER_CLIENT_ENV,
-    PER_IP_ENV,
-    TokenRateLimits,
-)
+from identity.rate_limits import TOKEN_LIMITS, RateLimits
 from identity.roles import SERVICE_READ
+from promptsvc.config import ConfigError, Settings
 from storage.redis.keys import RATE_LIMIT_PREFIX
 from tests.reliability.rel_contract import error_problems
 from tests.reliability.rel_support import ORG, Report, Service, make_app, new_key, start_service
@@ -28,7 +21,11 @@ from tests.servers import LiveServer
 
 SDK = "/v1/auth/sdk-token"
 REALM = f"/realms/{ORG}/protocol/openid-connect/token"
-PER_CLIENT = int(DEFAULT_PER_CLIENT.split("/")[0])
+PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
+PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
+LOGIN_PER_USERNAME_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT"
+LOGIN_PER_IP_ENV = "PROMPTSVC_LOGIN_RATE_LIMIT_PER_IP"
+PER_CLIENT = int(str(TOKEN_LIMITS.per_account).split("/")[0])
 
 
 def wrong_sdk(service: Service) -> dict[str, str]:
@@ -188,12 +185,11 @@ def test_counters_on_redis_cluster(flushed_cluster_url: str, report: Report) -> 
 
 
 def test_limits_come_from_the_environment() -> None:
-    assert TokenRateLimits.from_env({}) == TokenRateLimits(DEFAULT_PER_CLIENT, DEFAULT_PER_IP)
-    assert TokenRateLimits.from_env({PER_CLIENT_ENV: "off", PER_IP_ENV: "10/second"}) == (
-        TokenRateLimits(None, "10/second")
-    )
-    with pytest.raises(ValueError, match=PER_CLIENT_ENV):
-        TokenRateLimits.from_env({PER_CLIENT_ENV: "thirty per minute"})
+    assert Settings.from_env({}).token_rate_limits == TOKEN_LIMITS
+    both = {PER_CLIENT_ENV: "off", PER_IP_ENV: "10/second"}
+    assert Settings.from_env(both).token_rate_limits == RateLimits(None, "10/second")
+    with pytest.raises(ConfigError, match=PER_CLIENT_ENV):
+        Settings.from_env({PER_CLIENT_ENV: "thirty per minute"})
 
 
 def test_a_bad_limit_stops_the_server_at_start(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,19 +7,26 @@ import argparse
 import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import fakeredis
 import pytest
 from joserfc.jwk import RSAKey
 
-from identity import Identity, commands, errors, users
+import storage
+from identity import Identity, errors, users
 from identity.errors import InvalidToken
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from identity.signing import REFRESH_SECONDS, new_signing_key
+from promptsvc.cli import operators
+from promptsvc.cli.output import EXIT_ERROR
+from promptsvc.cli.storage_access import EXIT_MEMORY
 from storage import Storage, utcnow
+from storage.redis import RedisStorage
 from tests.clock import FakeClock
-from tests.identity.identity_support import ISSUER, StorageFactory
+from tests.identity.identity_support import ISSUER
 
 Run = Callable[..., tuple[int, Any, str]]
 RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -27,25 +34,31 @@ RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="promptsvc")
-    commands.register(root.add_subparsers(dest="command", required=True))
+    operators.register(root.add_subparsers(dest="command", required=True))
     return root
 
 
 @pytest.fixture(params=["fakeredis", pytest.param("redis", marks=pytest.mark.redis)])
-def store(
-    request: pytest.FixtureRequest,
-    make_storage: StorageFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Storage:
+def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Storage]:
     """A Redis storage the commands open by URL (fakeredis: the URL maps to it)."""
-    backend = str(request.param)
-    store = make_storage(backend)
-    if backend == "fakeredis":
-        monkeypatch.setattr(commands, "storage_from_url", lambda url: make_storage("fakeredis"))
+    made: list[Storage] = []
+    if request.param == "fakeredis":
+        server = fakeredis.FakeServer()
+
+        def fake(url: str) -> Storage:
+            made.append(RedisStorage(fakeredis.FakeRedis(server=server, decode_responses=True)))
+            return made[-1]
+
+        monkeypatch.setattr(storage, "storage_from_url", fake)
         monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "redis://fake:6379/0")
+        fake("redis://fake:6379/0")
     else:
-        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", request.getfixturevalue("redis_url"))
-    return store
+        url = request.getfixturevalue("redis_url")
+        monkeypatch.setenv("PROMPTSVC_STORAGE_URL", url)
+        made.append(RedisStorage.from_url(url))
+    yield made[0]
+    for each in made:
+        each.close()
 
 
 @pytest.fixture
@@ -125,7 +138,7 @@ def test_failures_exit_non_zero(
     store: Storage, run: Run, argv: tuple[str, ...], complaint: str
 ) -> None:
     status, out, err = run(*argv)
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert out is None
     assert complaint in err
 
@@ -133,7 +146,7 @@ def test_failures_exit_non_zero(
 def test_taken_client_id(store: Storage, run: Run) -> None:
     assert run("keys", "create", "--org", "acme", "--client-id", "ci")[0] == 0
     status, _, err = run("keys", "create", "--org", "acme", "--client-id", "ci")
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert "already exists" in err
 
 
@@ -171,7 +184,7 @@ def test_signing_keys_rotate_list_retire(store: Storage, run: Run, clock: FakeCl
 
     # The signing key cannot be retired; the old one can, and its tokens stop.
     status, _, err = run("signing-keys", "retire", rotated["kid"])
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert "signs new tokens" in err
     status, retired, _ = run("signing-keys", "retire", first_kid)
     assert status == 0
@@ -201,17 +214,17 @@ def test_rotate_notes_a_key_file(store: Storage, run: Run, monkeypatch: pytest.M
         ("signing-keys", "retire", "kid"),
     ],
 )
-@pytest.mark.parametrize("how", ["flag", "env", "default"])
+@pytest.mark.parametrize("how", ["flag", "env"])
 def test_memory_storage_is_refused_with_an_explanation(
     run: Run, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], how: str
 ) -> None:
     monkeypatch.delenv("PROMPTSVC_STORAGE_URL", raising=False)
     if how == "flag":
         argv = (*argv, "--storage", "memory://")
-    elif how == "env":
+    else:
         monkeypatch.setenv("PROMPTSVC_STORAGE_URL", "memory://")
     status, out, err = run(*argv)
-    assert status == commands.EXIT_MEMORY
+    assert status == EXIT_MEMORY
     assert out is None
     assert "inside the server process" in err
     if argv[0] == "keys":
@@ -219,16 +232,29 @@ def test_memory_storage_is_refused_with_an_explanation(
         assert "bootstrap" in err
 
 
+def test_without_a_storage_url_the_servers_default_is_used(
+    run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No --storage and no PROMPTSVC_STORAGE_URL: the storage `promptsvc serve` would
+    use (promptsvc.config's default, a SQLite file in the working directory)."""
+    monkeypatch.delenv("PROMPTSVC_STORAGE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run("keys", "create", "--org", "acme", "--client-id", "ops")
+    assert status == 0, err
+    assert (tmp_path / "promptsvc.db").exists()
+    assert [k["client_id"] for k in run("keys", "list", "--org", "acme")[1]["items"]] == ["ops"]
+
+
 def test_unreachable_storage(run: Run) -> None:
     status, _, err = run("keys", "list", "--org", "acme", "--storage", "redis://127.0.0.1:1/0")
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert "did not answer" in err
     assert "127.0.0.1" not in err
 
 
 def test_unknown_scheme(run: Run) -> None:
     status, _, err = run("keys", "list", "--org", "acme", "--storage", "mysql://x")
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert "unsupported storage URL scheme" in err
 
 
@@ -343,7 +369,7 @@ def test_users_failures_exit_non_zero(
     users.create_user(store, "acme", "taken", SERVICE_READ, "taken's password")
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     status, out, err = run(*argv)
-    assert status == commands.EXIT_FAILED
+    assert status == EXIT_ERROR
     assert out is None
     assert complaint in err
     if stdin.strip():
@@ -375,7 +401,7 @@ def test_users_usage_errors(run: Run, argv: tuple[str, ...]) -> None:
 )
 def test_users_on_memory_storage_are_refused(run: Run, argv: tuple[str, ...]) -> None:
     status, out, err = run(*argv, "--storage", "memory://")
-    assert status == commands.EXIT_MEMORY
+    assert status == EXIT_MEMORY
     assert out is None
     assert "inside the server process" in err
     assert "POST /api/v1/users" in err and "[[org.user]]" in err

@@ -1,10 +1,10 @@
 """Operator commands (``promptsvc keys ...``, ``promptsvc users ...``,
 ``promptsvc signing-keys ...``).
 
-They work directly on the storage named by ``--storage`` or ``PROMPTSVC_STORAGE_URL``
-(Redis in practice), with no server involved, and print JSON on stdout: a key exactly
-as the API shows it (``ApiKey.to_json``). ``memory://`` storage lives inside the server
-process, so these commands refuse it and say what to use instead.
+They work directly on storage (:mod:`promptsvc.cli.storage_access`), with no server
+involved, and print JSON on stdout: a key exactly as the API shows it
+(``ApiKey.to_json``). ``memory://`` storage lives inside the server process, so these
+commands refuse it and say what to use instead.
 
 ``register(subparsers)`` adds the commands to promptsvc's argparse CLI; each parsed
 namespace carries ``func(args) -> int`` (the exit status).
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +21,15 @@ from typing import Any
 from identity import keys
 from identity.errors import IdentityError
 from identity.roles import ROLES, SERVICE_READ
-from storage import Conflict, NotFound, Storage, StorageError, storage_from_url
-
-EXIT_FAILED = 1
-EXIT_MEMORY = 2
+from promptsvc.cli.commands import CommandError
+from promptsvc.cli.output import fail
+from promptsvc.cli.storage_access import (
+    EXIT_MEMORY,
+    InMemory,
+    add_storage_option,
+    open_storage,
+)
+from storage import Conflict, NotFound, Storage, StorageError
 
 _KEYS_HELP = (
     "Manage an org's API keys directly on Redis storage, with no server involved. "
@@ -165,11 +169,7 @@ def register(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--storage",
-        metavar="URL",
-        help="storage URL (default: PROMPTSVC_STORAGE_URL, else memory://)",
-    )
+    add_storage_option(parser, "storage URL")
 
 
 def _command(
@@ -178,34 +178,24 @@ def _command(
     """Wrap ``body``: open the storage, print its result as JSON, map errors to exits."""
 
     def run(args: argparse.Namespace) -> int:
-        url = args.storage or os.environ.get("PROMPTSVC_STORAGE_URL") or "memory://"
-        if url.split("://", 1)[0].lower() == "memory":
-            return _fail(memory_message, EXIT_MEMORY)
         try:
-            store = storage_from_url(url)
-        except ValueError as exc:
-            return _fail(str(exc))
+            store = open_storage(args.storage)
+        except InMemory:
+            return fail(memory_message, EXIT_MEMORY)
+        except (ValueError, StorageError) as exc:
+            return fail(str(exc))
         try:
             result = body(store, args)
-        except (IdentityError, Conflict, NotFound) as exc:
-            return _fail(str(exc))
+        except (IdentityError, Conflict, NotFound, CommandError) as exc:
+            return fail(str(exc))
         except StorageError:
-            return _fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
+            return fail("storage did not answer; check --storage / PROMPTSVC_STORAGE_URL")
         finally:
             store.close()
         print(json.dumps(result, indent=2))
         return 0
 
     return run
-
-
-class _CommandError(IdentityError):
-    """A command that cannot do what it was asked; the message says why."""
-
-
-def _fail(message: str, status: int = EXIT_FAILED) -> int:
-    print(f"promptsvc: error: {message}", file=sys.stderr)
-    return status
 
 
 def _keys_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
@@ -218,13 +208,13 @@ def _keys_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
 
 def _keys_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     if not keys.valid_org(args.org):
-        raise _CommandError(f"invalid org slug {args.org!r}")
+        raise CommandError(f"invalid org slug {args.org!r}")
     return {"items": [key.to_json() for key in store.list_api_keys(args.org)]}
 
 
 def _keys_revoke(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     if not keys.valid_org(args.org):
-        raise _CommandError(f"invalid org slug {args.org!r}")
+        raise CommandError(f"invalid org slug {args.org!r}")
     return store.revoke_api_key(args.org, args.client_id).to_json()
 
 
@@ -246,7 +236,7 @@ def _users_list(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     from identity import users
 
     if not keys.valid_org(args.org):
-        raise _CommandError(f"invalid org slug {args.org!r}")
+        raise CommandError(f"invalid org slug {args.org!r}")
     return {"items": [user.to_json() for user in users.list_users(store, args.org)]}
 
 
@@ -254,10 +244,10 @@ def _users_update(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     from identity import passwords, users
 
     if not keys.valid_org(args.org):
-        raise _CommandError(f"invalid org slug {args.org!r}")
+        raise CommandError(f"invalid org slug {args.org!r}")
     new_password = args.password_stdin or args.generate_password
     if args.role is None and args.disabled is None and not new_password:
-        raise _CommandError(
+        raise CommandError(
             "nothing to change: give --role, --disable/--enable, --password-stdin "
             "or --generate-password"
         )
@@ -280,10 +270,11 @@ def _read_password() -> str:
 def _signing_rotate(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     # PyJWT and cryptography come with the server extra; the parser loads without them.
     from identity.signing import new_signing_key
+    from promptsvc.config import Settings
 
     record = new_signing_key(store.clock())
     store.add_signing_key(record)
-    if os.environ.get("PROMPTSVC_SIGNING_KEY_FILE"):
+    if Settings.from_env().signing_key_file:
         print(
             "note: servers with PROMPTSVC_SIGNING_KEY_FILE keep signing with that file's "
             "key; the new key only verifies there.",
@@ -301,9 +292,9 @@ def _signing_retire(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
     kept = store.signing_keys()
     kids = [k.kid for k in kept]
     if args.kid not in kids:
-        raise _CommandError(f"no signing key {args.kid!r}; see `promptsvc signing-keys list`")
+        raise CommandError(f"no signing key {args.kid!r}; see `promptsvc signing-keys list`")
     if args.kid == kids[-1]:
-        raise _CommandError(
+        raise CommandError(
             "that key signs new tokens; rotate first, then retire it once its tokens expired"
         )
     store.remove_signing_key(args.kid)
