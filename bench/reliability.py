@@ -116,7 +116,8 @@ def _timed(name: str, run: Callable[[], Row | list[Row]]) -> list[Row]:
 
 
 def fuzz_row(backend: str, examples: int, seed: int) -> Row:
-    from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
+    # The token limits promptsvc.config reads.
+    PER_CLIENT_ENV, PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT", "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
     from tests.reliability.rel_fuzz import Tokens, fuzz
     from tests.reliability.rel_support import RedisServer, make_app, new_key, token_for
     from tests.servers import LiveServer

@@ -14,11 +14,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from identity.ratelimit import PER_CLIENT_ENV, PER_IP_ENV
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE
 from tests.reliability.rel_fuzz import Tokens, fuzz
 from tests.reliability.rel_support import Report, make_app, new_key, token_for
 from tests.servers import LiveServer
+
+# The token limits promptsvc.config reads (off here: the fuzzer sends many requests).
+PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
+PER_IP_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT_PER_IP"
 
 pytestmark = pytest.mark.slow
 

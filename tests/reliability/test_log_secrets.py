@@ -30,10 +30,12 @@ import pytest
 from authlib.common.security import generate_token
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
-from identity.ratelimit import PER_CLIENT_ENV
 from identity.roles import SERVICE_ADMIN
 from tests.reliability.rel_support import PromptsvcServe, RedisServer, Report
 from tests.servers import Gunicorn, Server, bootstrap_file, free_port
+
+# The per-client token limit promptsvc.config reads.
+PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 

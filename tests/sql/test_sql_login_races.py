@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from storage.errors import RefreshTokenReused
-from storage.records import AuthorizationCode, DeviceAuthorization, RefreshToken
+from storage.login_records import AuthorizationCode, DeviceAuthorization, RefreshToken
 from storage.sql.storage import SqlStorage
 from storage.times import utcnow
 
