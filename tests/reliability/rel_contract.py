@@ -44,9 +44,9 @@ REALM_OAUTH_PATH = re.compile(
     r"(token|token/introspect|revoke|userinfo|auth/device|logout)$"
 )
 # The realm's pages for people answer their own errors as HTML pages (section 3.7).
-# CONTRACT 18: a refusal under the two-person rule is 403 `forbidden` whose message says
-# why (a key cannot decide, the requester or the author may not approve), unlike the
-# other 403s, whose message is the code.
+# A refusal under the two-person rule is 403 `forbidden` whose message says why (a key
+# cannot decide, the requester or the author may not approve; docs/api.md, reviews),
+# unlike the other 403s, whose message is the code.
 REVIEW_DECISION_PATH = re.compile(r"^/api/v1/reviews/[^/]+/(approve|reject|cancel)$")
 REALM_PAGE_PATH = re.compile(r"^/realms/[^/]+/(protocol/openid-connect/(auth|logout)|device)$")
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
