@@ -8,6 +8,7 @@ users' passwords for people to sign in with.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from flask import Flask
 from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.templates import extract_variables
-from storage import PromptExists, Storage, UserExists
+from storage import EnvironmentExists, PromptExists, Storage, UserExists
 
 ORG = "demo"
 KEY_IDS = {SERVICE_READ: "demo-read", SERVICE_WRITE: "demo-write", SERVICE_ADMIN: "demo-admin"}
@@ -150,6 +151,9 @@ def create_demo(app: Flask) -> Demo:
             metadata=MODEL,
             variables=extract_variables(sample.draft, sample.prompt_type),
         )
+    # An environment besides production, unprotected, for README's `--env staging` line.
+    with contextlib.suppress(EnvironmentExists):
+        storage.create_environment(ORG, "staging", 0, "try a version here before production")
     users = [_demo_user(app, role, username) for role, username in USERNAMES.items()]
     return Demo(keys, users, renewed)
 
@@ -198,7 +202,8 @@ def instructions(base_url: str, demo: Demo, storage_url: str) -> str:
     else:
         about = (
             f"Org (account_id): {ORG}   Prompts: greeting (text), support-chat (chat); each has a\n"
-            "production version 1 and a newer draft version 2."
+            "production version 1 and a newer draft version 2. Environments: production,\n"
+            "staging (unprotected)."
         )
     return f"""
 promptsvc demo is ready at {base_url}
