@@ -135,6 +135,8 @@ versions = Table(
     # JSON list of the environments other than production that hold it (null: none),
     # mirroring ``placements`` so a version read needs no second lookup.
     Column("placements", Text),
+    Column("variables_schema", Text),  # JSON object as declared (null: implied)
+    Column("examples", Text),  # JSON list (null: none)
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
@@ -156,6 +158,8 @@ history = Table(
     Column("environment", String(32)),  # null: production (records before environments)
     Column("review_id", String(40)),
     Column("approved_by", Text),  # JSON list of user ids (null: none)
+    Column("breaking", Boolean),  # null: not breaking (records before contracts)
+    Column("rollout_id", String(40)),  # the rollout this promotion completed
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
@@ -209,6 +213,26 @@ reviews = Table(
     Index(None, "org", "seq"),
 )
 
+# At most one rollout per prompt and environment: the candidate served to ``percent``
+# of rollout keys while the environment keeps its version (the baseline).
+rollouts = Table(
+    "rollouts",
+    metadata,
+    Column("org", String(63), primary_key=True),
+    Column("prompt_id", String(40), primary_key=True),
+    Column("environment", String(32), primary_key=True),
+    Column("rollout_id", String(40), nullable=False),
+    Column("baseline_version", Integer),
+    Column("candidate_version", Integer, nullable=False),
+    Column("percent", Integer, nullable=False),
+    Column("started_by", String(64), nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    ),
+)
+
 # --------------------------------------------------------------------------- events
 
 # One row per org that has ever had an event: the last id handed out (ids never go
@@ -242,6 +266,8 @@ events = Table(
     Column("request_id", String(200)),
     Column("environment", String(32)),
     Column("review_id", String(40)),
+    Column("rollout_id", String(40)),
+    Column("percent", Integer),  # a rollout event's percent
 )
 
 # --------------------------------------------------------------------------- webhooks
