@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -20,7 +21,20 @@ from tests import sql_support
 from tests.clock import FakeClock
 from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
 
-REDIS_URL = os.environ.get("PROMPTSVC_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _db_of_this_worker(url: str) -> str:
+    """Each pytest-xdist worker flushes a Redis db of its own: the given db for the
+    first worker, the next ones (modulo 16) for the others."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(db + int(worker[2:])) % 16}"))
+
+
+REDIS_URL = _db_of_this_worker(
+    os.environ.get("PROMPTSVC_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+)
 
 
 def _redis_reachable(url: str) -> str | None:
