@@ -232,11 +232,19 @@ class ServiceClient(PromptClient):
         return result
 
     def request_review(
-        self, name: str, version: str | int, environment: str, notes: str | None
+        self,
+        name: str,
+        version: str | int,
+        environment: str,
+        notes: str | None,
+        rollout_percent: int | None = None,
     ) -> dict[str, Any]:
+        """Open a review; with ``rollout_percent`` its approval starts a rollout."""
         body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:
             body["notes"] = notes
+        if rollout_percent is not None:
+            body["rollout_percent"] = rollout_percent
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/reviews", body=body)
         return result
 
@@ -256,6 +264,46 @@ class ServiceClient(PromptClient):
         body = {} if comment is None else {"comment": comment}
         path = f"/api/v1/reviews/{_segment(review_id)}/{action}"
         result: dict[str, Any] = self.call("POST", path, body=body)
+        return result
+
+    def start_rollout(
+        self,
+        name: str,
+        ref: str | int,
+        environment: str,
+        percent: int,
+        notes: str | None,
+        expect: int | object | None = UNGUARDED,
+    ) -> dict[str, Any]:
+        """A promotion with ``rollout_percent``: the Rollout it started."""
+        body: dict[str, Any] = {"environment": environment, "rollout_percent": percent}
+        if notes is not None:
+            body["notes"] = notes
+        if expect is not UNGUARDED:
+            body["expected_version"] = expect
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.action_path(name, ref)}/promote", body=body
+        )
+        return result
+
+    def rollout_path(self, name: str, environment: str) -> str:
+        return f"{self.prompt_path(name)}/rollouts/{_segment(environment)}"
+
+    def get_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", self.rollout_path(name, environment))
+        return result
+
+    def set_rollout(self, name: str, environment: str, percent: int) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "PATCH", self.rollout_path(name, environment), body={"percent": percent}
+        )
+        return result
+
+    def end_rollout(self, name: str, environment: str, action: str) -> dict[str, Any]:
+        """``action``: ``complete`` or ``abort``."""
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/{action}", body={}
+        )
         return result
 
     def set_status(self, name: str, ref: str | int, action: str) -> dict[str, Any]:
