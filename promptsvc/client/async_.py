@@ -60,7 +60,7 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
-            if rollout_key is None or (rollout := cached.rollout) is None:
+            if not rollout_key or (rollout := cached.rollout) is None:
                 return cached
             # Inline, as the hit itself: a key seen before costs one dict lookup more.
             return rollout.picks.get(rollout_key) or rollout.pick(cached, rollout_key)
@@ -77,7 +77,7 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
             if spare is None:
                 raise
             return self._serve_fallback(key, spare, exc)
-        if rollout_key is None or found.rollout is None:
+        if not rollout_key or found.rollout is None:
             return found
         return found.rollout.pick(found, rollout_key)
 

@@ -106,14 +106,15 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         value). While a rollout is under way in the environment read, its cached entry
         holds the baseline and the candidate, and the key's bucket picks one here
         (docs/rollout.md), with no request per key; the returned version's ``version``
-        says which one the caller got, and both carry the ``rollout``. Without a
-        rollout under way (and on ``latest`` and version reads) the key changes
-        nothing. A key that is not a string raises ValueError.
+        says which one the caller got, and both carry the ``rollout``. None or an
+        empty key is a caller without one (the baseline), as for the service's
+        ``?rollout_key=``. Without a rollout under way (and on ``latest`` and version
+        reads) the key changes nothing. A key that is not a string raises ValueError.
         """
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
-            if rollout_key is None or (rollout := cached.rollout) is None:
+            if not rollout_key or (rollout := cached.rollout) is None:
                 return cached
             # Inline, as the hit itself: a key seen before costs one dict lookup more.
             return rollout.picks.get(rollout_key) or rollout.pick(cached, rollout_key)
@@ -128,7 +129,7 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
             if spare is None:
                 raise
             return self._serve_fallback(key, spare, exc)
-        if rollout_key is None or found.rollout is None:
+        if not rollout_key or found.rollout is None:
             return found
         return found.rollout.pick(found, rollout_key)
 
