@@ -299,10 +299,18 @@ class ServiceClient(PromptClient):
         )
         return result
 
-    def end_rollout(self, name: str, environment: str, action: str) -> dict[str, Any]:
-        """``action``: ``complete`` or ``abort``."""
+    def complete_rollout(self, name: str, environment: str, notes: str | None) -> dict[str, Any]:
+        """The candidate becomes the environment's version: ``{version, promotion}``."""
+        body = {} if notes is None else {"notes": notes}
         result: dict[str, Any] = self.call(
-            "POST", f"{self.rollout_path(name, environment)}/{action}", body={}
+            "POST", f"{self.rollout_path(name, environment)}/complete", body=body
+        )
+        return result
+
+    def abort_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        """The rollout ends, the baseline stays: the Rollout as it ended."""
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/abort", body={}
         )
         return result
 

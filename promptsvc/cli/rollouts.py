@@ -123,30 +123,29 @@ def register(subparsers: Any) -> None:
         "--percent", type=percent, required=True, metavar="P", help="the new share, 1-99"
     )
 
-    for action, summary, description in (
-        (
-            "complete",
-            "make the candidate the environment's version",
-            "Complete the rollout: every caller gets the candidate, which becomes the "
-            "environment's version in one step (a history record, like a promotion; no new "
-            "review).",
-        ),
-        (
-            "abort",
-            "end the rollout, keeping the baseline",
-            "Abort the rollout: every caller gets the baseline again; nothing is promoted.",
-        ),
-    ):
-        command = add_command(
-            commands,
-            action,
-            end_command,
-            summary=summary,
-            description=description,
-            examples=f"  promptsvc rollout {action} greeting --env production\n",
-        )
-        _environment(command)
-        command.set_defaults(ending=action)
+    complete = add_command(
+        commands,
+        "complete",
+        complete_command,
+        summary="make the candidate the environment's version",
+        description="Complete the rollout: every caller gets the candidate, which becomes "
+        "the environment's version in one step (a history record, like a promotion; in "
+        "production the baseline is archived). No new review.",
+        examples="  promptsvc rollout complete greeting --notes 'no complaints at 50%'\n",
+    )
+    _environment(complete)
+    complete.add_argument("--notes", help="changelog text kept in the promotion history")
+
+    abort = add_command(
+        commands,
+        "abort",
+        abort_command,
+        summary="end the rollout, keeping the baseline",
+        description="Abort the rollout: every caller gets the baseline again; the candidate "
+        "is not promoted and keeps its status.",
+        examples="  promptsvc rollout abort greeting --env staging\n",
+    )
+    _environment(abort)
 
     show = add_command(
         commands,
@@ -218,23 +217,31 @@ def set_command(client: ServiceClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def end_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    result = client.end_rollout(args.name, args.environment, args.ending)
+def complete_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    result = client.complete_rollout(args.name, args.environment, args.notes)
     if args.json:
         print_json(result)
         return 0
-    rollout = result.get("rollout", result)
-    if args.ending == "complete":
-        print(
-            f"rollout {rollout['rollout_id']} completed: {args.name} "
-            f"v{rollout['candidate_version']} is {args.environment}'s version "
-            f"(was v{rollout['baseline_version']})"
-        )
-    else:
-        print(
-            f"rollout {rollout['rollout_id']} aborted: {args.name} in {args.environment} "
-            f"stays v{rollout['baseline_version']} for every caller"
-        )
+    version, record = result["version"], result["promotion"]
+    previous = record["previous_version"]
+    print(
+        f"rollout {record['rollout_id']} completed: {args.name} v{version['version']} is "
+        f"{args.environment}'s version for every caller"
+        + ("" if previous is None else f" (was v{previous})")
+    )
+    return 0
+
+
+def abort_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    rollout = client.abort_rollout(args.name, args.environment)
+    if args.json:
+        print_json(rollout)
+        return 0
+    print(
+        f"rollout {rollout['rollout_id']} aborted: {args.name} in {args.environment} is "
+        f"v{rollout['baseline_version']} for every caller again "
+        f"(v{rollout['candidate_version']} not promoted)"
+    )
     return 0
 
 
