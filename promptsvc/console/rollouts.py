@@ -1,0 +1,162 @@
+"""Gradual rollouts in the console: the prompt page's rollout panel (each rollout's
+split, the step buttons 5 -> 25 -> 50 -> complete, and abort), the forms behind it, and
+the completion's confirmation page (the difference and notes, like the promote page's).
+A rollout starts from the promote page's percent field (promptsvc.console.releases), or
+from a review requested with one.
+
+Each form carries the ``rollout_id`` the page showed: when the rollout ended or was
+replaced in between, storage refuses the change (RolloutNotFound) and the prompt page
+comes back saying so, nothing changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from promptsvc import actions
+from promptsvc.client.rollout import STEPS
+from promptsvc.console.common import FormInvalid, form_number, load, principal, storage
+from promptsvc.console.releases import comparison
+from promptsvc.inputs import RolloutCompleteSchema, RolloutUpdateSchema
+from storage import Prompt, Rollout, RolloutNotFound
+
+bp = Blueprint("rollouts", __name__)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One rollout as the prompt page shows it, with the steps still ahead of it."""
+
+    rollout: Rollout
+    steps: tuple[int, ...]  # percents above the current one; 100 means "complete"
+
+
+def panels(prompt: Prompt) -> list[Panel]:
+    """The prompt's rollouts under way, by environment name."""
+    return [
+        Panel(rollout, tuple(step for step in STEPS if step > rollout.percent))
+        for rollout in storage().list_rollouts(principal().org, prompt.prompt_id)
+    ]
+
+
+def _back(prompt: Prompt) -> WerkzeugResponse:
+    return redirect(url_for("console.prompts.show", name=prompt.name, _anchor="rollouts"))
+
+
+def _gone(prompt: Prompt, environment: str) -> WerkzeugResponse:
+    flash(
+        f"The rollout in {environment} ended or changed while you were looking: nothing "
+        "was changed. Here is what runs now.",
+        "warning",
+    )
+    return _back(prompt)
+
+
+@bp.post("/prompts/<name>/rollouts/<environment>/percent")
+def step(name: str, environment: str) -> WerkzeugResponse:
+    backend = storage()
+    prompt = backend.get_prompt(principal().org, name)
+    rollout_id = request.form.get("rollout_id") or None
+    try:
+        body = load(RolloutUpdateSchema(), {"percent": form_number("percent")})
+        rollout = actions.set_rollout_percent(
+            backend,
+            principal(),
+            prompt.prompt_id,
+            environment,
+            body["percent"],
+            rollout_id=rollout_id,
+        )
+    except FormInvalid as invalid:
+        flash(f"Percent: {' '.join(invalid.errors.get('percent', ['not valid']))}", "error")
+        return _back(prompt)
+    except RolloutNotFound:
+        return _gone(prompt, environment)
+    flash(
+        f"v{rollout.candidate_version} now reaches {rollout.percent}% of {environment}'s "
+        f"callers; the others keep v{rollout.baseline_version}.",
+        "success",
+    )
+    return _back(prompt)
+
+
+@bp.route("/prompts/<name>/rollouts/<environment>/complete", methods=["GET", "POST"])
+def complete(name: str, environment: str) -> str | WerkzeugResponse:
+    """A confirmation page with the difference and notes, like the promote page's."""
+    backend, org = storage(), principal().org
+    prompt = backend.get_prompt(org, name)
+    if request.method == "GET":
+        return _complete_page(prompt, backend.get_rollout(org, prompt.prompt_id, environment))
+    rollout_id = request.form.get("rollout_id") or None
+    notes = request.form.get("notes", "").strip() or None
+    try:
+        body = load(
+            RolloutCompleteSchema(),
+            {
+                "notes": notes,
+                "archive_previous_production": request.form.get("archive_previous") == "on",
+            },
+        )
+        promotion = actions.complete_rollout(
+            backend,
+            principal(),
+            prompt.prompt_id,
+            environment,
+            notes=body["notes"],
+            archive_previous=body["archive_previous_production"],
+            rollout_id=rollout_id,
+        )
+    except FormInvalid as invalid:
+        rollout = backend.get_rollout(org, prompt.prompt_id, environment)
+        return _complete_page(prompt, rollout, notes=notes, errors=invalid.errors)
+    except RolloutNotFound:
+        return _gone(prompt, environment)
+    flash(
+        f"Rollout completed: v{promotion.version.version} is {environment}'s version for "
+        "every caller.",
+        "success",
+    )
+    return _back(prompt)
+
+
+def _complete_page(
+    prompt: Prompt,
+    rollout: Rollout,
+    *,
+    notes: str | None = None,
+    errors: dict[str, list[str]] | None = None,
+) -> Response:
+    backend, org = storage(), principal().org
+    baseline = backend.get_version(org, prompt.prompt_id, str(rollout.baseline_version))
+    candidate = backend.get_version(org, prompt.prompt_id, str(rollout.candidate_version))
+    html = render_template(
+        "console/rollout_complete.html",
+        prompt=prompt,
+        rollout=rollout,
+        compared=comparison(prompt, baseline, candidate),
+        notes=notes or "",
+        errors=errors or {},
+    )
+    return Response(html, status=400 if errors else 200, mimetype="text/html")
+
+
+@bp.post("/prompts/<name>/rollouts/<environment>/abort")
+def abort(name: str, environment: str) -> WerkzeugResponse:
+    backend = storage()
+    prompt = backend.get_prompt(principal().org, name)
+    rollout_id = request.form.get("rollout_id") or None
+    try:
+        rollout = actions.abort_rollout(
+            backend, principal(), prompt.prompt_id, environment, rollout_id=rollout_id
+        )
+    except RolloutNotFound:
+        return _gone(prompt, environment)
+    flash(
+        f"Rollout aborted: every caller of {environment} gets v{rollout.baseline_version} "
+        f"again; v{rollout.candidate_version} was not promoted.",
+        "success",
+    )
+    return _back(prompt)
