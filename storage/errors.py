@@ -12,7 +12,8 @@
     │   ├── WebhookNotFound
     │   ├── EnvironmentNotFound
     │   ├── NothingInEnvironment  (a prompt without a version in an environment)
-    │   └── ReviewNotFound
+    │   ├── ReviewNotFound
+    │   └── RolloutNotFound
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
@@ -30,7 +31,8 @@
     │   ├── ReviewRequired        (a direct promotion into a protected environment)
     │   ├── ReviewExists          (an open review of the same version and environment)
     │   ├── ReviewClosed          (a decision on a review that is not open)
-    │   └── AlreadyApproved
+    │   ├── AlreadyApproved
+    │   └── RolloutInProgress     (a second rollout, or a change a rollout blocks)
     ├── ReviewForbidden           -> 403 (the requester or the author approving)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     └── StorageUnavailable        -> 503 (the backend does not answer)
@@ -258,6 +260,25 @@ class NoRollbackTarget(LifecycleError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class RolloutNotFound(NotFound):
+    """No rollout in the environment (or, when the caller named one, not that one)."""
+
+    def __init__(self, prompt_ref: str, environment: str, rollout_id: str | None = None) -> None:
+        what = "no rollout" if rollout_id is None else f"no rollout {rollout_id}"
+        super().__init__(f"prompt '{prompt_ref}' has {what} in environment '{environment}'")
+        self.prompt_ref = prompt_ref
+        self.environment = environment
+
+
+class RolloutInProgress(Conflict):
+    """The environment has a rollout of the prompt, which blocks this change; the
+    message (storage/lifecycle.py) says what to do instead."""
+
+    def __init__(self, message: str, rollout_id: str) -> None:
+        super().__init__(message)
+        self.rollout_id = rollout_id
 
 
 class InvalidInput(StorageError):

@@ -11,7 +11,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
   needed in ``WWW-Authenticate``;
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
   with the environment's current version, ReviewExists with the open review's id,
-  ReviewRequired with the code ``review_required``), ReviewForbidden 403 (the message
+  ReviewRequired with the code ``review_required``, RolloutInProgress with the
+  rollout's id), ReviewForbidden 403 (the message
   says why), InvalidInput 400, StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
@@ -54,6 +55,7 @@ from storage import (
     ReviewForbidden,
     ReviewRequired,
     ReviewStale,
+    RolloutInProgress,
     StorageError,
     StorageUnavailable,
 )
@@ -161,6 +163,8 @@ def _handle_storage_error(exc: StorageError) -> Response:
         return error_response(409, str(exc), extra={"review_id": exc.review_id})
     if isinstance(exc, ReviewRequired):
         return error_response(409, str(exc), code=REVIEW_REQUIRED)
+    if isinstance(exc, RolloutInProgress):
+        return error_response(409, str(exc), extra={"rollout_id": exc.rollout_id})
     if isinstance(exc, ReviewForbidden):
         return error_response(403, str(exc))
     if isinstance(exc, Conflict):

@@ -179,6 +179,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             current = state.versions[number]
             lifecycle.check_editable(current)
+            lifecycle.check_not_candidate(number, list(state.rollouts.values()))
             version = replace(current, content=content, variables=tuple(variables), updated_at=now)
             state.versions[number] = version
             self._record(
@@ -204,6 +205,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
             lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "promote")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             lifecycle.check_enterable(environment, state.versions[number], current)
@@ -235,6 +237,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         with self._lock:
             state = self._state(org, prompt_ref)
             self._environment(self._orgs[org], environment)
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "rollback")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             target = lifecycle.rollback_target(
@@ -262,6 +265,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             self._record(
                 self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
             )
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             return version
 
     def unarchive_version(
@@ -299,6 +303,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             version = state.versions[number]
             lifecycle.check_deletable(version)
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             self._unplace(state, number)
             del state.versions[number]
             del state.numbers[version.version_id]

@@ -29,6 +29,7 @@ from storage.records import (
     Promotion,
     PromptVersion,
     Review,
+    Rollout,
 )
 
 
@@ -77,7 +78,9 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             org_state.environments[name] = environment
             return environment
 
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
         now = self.clock()
         with self._lock:
             org_state = self._orgs.get(org)
@@ -87,6 +90,11 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             assert org_state is not None
             del org_state.environments[name]
             for state in org_state.by_name.values():
+                rollout = state.rollouts.get(name)
+                if rollout is not None:
+                    self._end_rollout(
+                        org, state, rollout, "rollout.aborted", actor, request_id, now
+                    )
                 number = state.placements.pop(name, None)
                 if number is not None:
                     kept = set(state.versions[number].placements) - {name}
@@ -133,7 +141,11 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             if key in org_state.open_reviews:
                 raise ReviewExists(org_state.open_reviews[key])
             current = self._current(state, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=state.prompt.prompt_id,
@@ -211,7 +223,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         with self._lock:
             org_state = self._orgs.get(org)
@@ -239,11 +251,34 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 )
             if review.version not in state.versions:
                 raise VersionNotFound(review.prompt_name, str(review.version))
-            lifecycle.check_enterable(review.environment, state.versions[review.version], current)
+            candidate = state.versions[review.version]
+            if review.rollout_percent is None:
+                lifecycle.check_enterable(review.environment, candidate, current)
+            else:
+                lifecycle.check_rollout_start(
+                    review.prompt_name, review.environment, candidate, current
+                )
+            lifecycle.check_no_rollout(
+                review.prompt_name, state.rollouts.get(review.environment), "review"
+            )
             review = lifecycle.closed(review, "applied", now)
             self._save_review(org_state, review)
             self._review_event(org_state, "review.approved", review, user_id, request_id, now)
-            promotion = self._enter(
+            applied: Promotion | Rollout
+            if review.rollout_percent is not None:
+                applied = self._begin_rollout(
+                    org,
+                    state,
+                    review.version,
+                    review.environment,
+                    review.rollout_percent,
+                    user_id,
+                    now,
+                    request_id,
+                )
+                self._review_event(org_state, "review.applied", review, user_id, request_id, now)
+                return review, applied
+            applied = self._enter(
                 org,
                 state,
                 review.version,
@@ -255,7 +290,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 review=review,
             )
             self._review_event(org_state, "review.applied", review, user_id, request_id, now)
-            return review, promotion
+            return review, applied
 
     def reject_review(
         self,

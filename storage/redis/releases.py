@@ -90,7 +90,9 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         ]
         return self._set_environment(org, name, args)
 
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
         reply = self._prompt_script("delete_environment", org, [name, self._now()])
         if reply[0] == "production":
             raise LifecycleError("production cannot be deleted")

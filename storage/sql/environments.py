@@ -99,7 +99,9 @@ class SqlEnvironments(SqlReleases):
                 )
         return changed
 
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
         now = self.clock()
         with self._write() as connection:
             self._environment(connection, org, name)
