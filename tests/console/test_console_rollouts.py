@@ -53,7 +53,13 @@ def seeded(storage: Storage) -> None:
 
 def _start(client: FlaskClient, percent: str = "5", **fields: str) -> None:
     answer = post_form(
-        client, PROMOTE, PROMOTE, environment="production", rollout_percent=percent, **fields
+        client,
+        PROMOTE,
+        PROMOTE,
+        environment="production",
+        expected_production_version="1",  # what the page showed
+        rollout_percent=percent,
+        **fields,
     )
     assert answer.status_code == 302, answer.text
     assert answer.headers["Location"].endswith(f"{PROMPT}#rollouts")
@@ -179,7 +185,11 @@ def test_while_a_rollout_runs_the_promote_page_says_so(console: Console, storage
     assert "A rollout of v2 is under way in production (5% of callers)" in page.text
     assert 'name="notes"' not in page.text  # no form
     answer = post_form(
-        writer, PROMPT, "/console/prompts/greeting/versions/3/promote", environment="production"
+        writer,
+        PROMPT,
+        "/console/prompts/greeting/versions/3/promote",
+        environment="production",
+        expected_production_version="1",
     )
     assert answer.status_code == 409
     assert storage.get_production(ORG, "greeting").version == 1
