@@ -63,7 +63,10 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
             if not rollout_key or (rollout := cached.rollout) is None:
                 return cached
             # Inline, as the hit itself: a key seen before costs one dict lookup more.
-            return rollout.picks.get(rollout_key) or rollout.pick(cached, rollout_key)
+            try:
+                return rollout.picks[rollout_key]
+            except KeyError:
+                return rollout.pick(cached, rollout_key)
         if rollout_key is not None and not isinstance(rollout_key, str):
             raise ValueError("rollout_key must be a string (a user or tenant id) or None")
         spare = None if fallback is None else PromptVersion.fallback(name, fallback)
