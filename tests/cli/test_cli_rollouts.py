@@ -1,18 +1,39 @@
 """``promptsvc rollout start|set|complete|abort|show`` against the real server on
-memory, Redis and SQLite: what each prints for people and with --json, what it changes
-in storage, and the refusals a person can act on."""
+memory, Redis, SQLite and PostgreSQL: what each prints for people and with --json, what
+it changes in storage, and the refusals a person can act on."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from promptsvc.client import PromptClient
 from promptsvc.client.rollout import assign
-from storage import RolloutNotFound
+from storage import RolloutNotFound, Storage
+from storage.memory import MemoryStorage
 from tests.cli.conftest import ORG, Cli, CliService
+from tests.client.sdk_support import shared_signing_key
+from tests.sql_support import sql_storage
+
+
+@pytest.fixture(params=["memory", "redis", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Storage]:
+    """Every storage backend in turn (tests/cli/conftest.py's, PostgreSQL added)."""
+    storage: Storage
+    if request.param == "memory":
+        storage = MemoryStorage()
+    elif request.param in ("sqlite", "postgres"):
+        storage = sql_storage(request.param, request)
+    else:
+        from storage.redis import RedisStorage
+
+        storage = RedisStorage.from_url(request.getfixturevalue("redis_url"))
+    storage.ensure_signing_key(shared_signing_key())
+    yield storage
+    storage.close()
 
 
 def _json(result: Any) -> Any:

@@ -2,7 +2,7 @@
 (or a review that carries it), the prompt page's panel with the split, the step
 buttons, completion (after its confirmation page) and abort, each role-gated and
 CSRF-checked, and forms that acted on a rollout that has since changed. Each test runs
-on memory, the real Redis and SQLite."""
+on memory, the real Redis, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ PROMPT = "/console/prompts/greeting"
 ROLLOUT = "/console/prompts/greeting/rollouts/production"
 
 
-@pytest.fixture(params=["memory", "redis", "sqlite"])
+@pytest.fixture(params=["memory", "redis", "sqlite", "postgres"])
 def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
     """The console's app (tests/console/conftest.py) on each backend in turn."""
     if request.param == "memory":
         yield MemoryStorage()
         return
-    if request.param == "sqlite":
-        backend: Storage = sql_storage("sqlite", request)
+    if request.param in ("sqlite", "postgres"):
+        backend: Storage = sql_storage(request.param, request)
     else:
         from storage.redis import RedisStorage
 
