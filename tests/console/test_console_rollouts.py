@@ -233,6 +233,7 @@ def test_a_review_with_a_percent_starts_the_rollout_when_approved(
     assert review.rollout_percent == 10
     shown = writer.get(opened.headers["Location"])
     assert "serves v2 to 10% of production's callers" in shown.text
+    assert "rollout 10%" in writer.get("/console/reviews").text
 
     admin = console("admin")
     approve = f"/console/reviews/{review.review_id}/approve"
