@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from werkzeug.exceptions import BadRequest
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
@@ -70,9 +71,12 @@ def step(name: str, environment: str) -> WerkzeugResponse:
             body["percent"],
             rollout_id=rollout_id,
         )
-    except FormInvalid as invalid:
-        flash(f"Percent: {' '.join(invalid.errors.get('percent', ['not valid']))}", "error")
-        return _back(prompt)
+    except FormInvalid:
+        # The form's number field allows 1-99 only: a hand-made request gets a page.
+        typed = request.form.get("percent", "")[:20]
+        raise BadRequest(
+            f"The percent of callers must be a whole number from 1 to 99, not “{typed}”."
+        ) from None
     except RolloutNotFound:
         return _gone(prompt, environment)
     flash(

@@ -148,6 +148,22 @@ def test_steps_then_completion_after_its_confirmation(console: Console, storage:
     assert 'id="rollouts"' not in page.text
 
 
+def test_a_bad_step_is_a_400_and_a_missing_rollout_a_404(
+    console: Console, storage: Storage
+) -> None:
+    writer = console("writer")
+    _start(writer, "5")
+    for bad in ("0", "100", "", "lots"):
+        answer = _post(writer, f"{ROLLOUT}/percent", percent=bad)
+        assert answer.status_code == 400, bad  # type: ignore[attr-defined]
+        assert "The percent" in answer.get_data(as_text=True)  # type: ignore[attr-defined]
+    assert storage.get_rollout(ORG, "greeting", "production").percent == 5
+    assert writer.get("/console/prompts/greeting/rollouts/staging/complete").status_code == 404
+    storage.abort_rollout(ORG, "greeting", "production")
+    gone = writer.get(f"{ROLLOUT}/complete")
+    assert gone.status_code == 404 and "no rollout" in gone.text
+
+
 def test_abort_keeps_the_baseline(console: Console, storage: Storage) -> None:
     writer = console("writer")
     _start(writer, "25")
