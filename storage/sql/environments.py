@@ -12,7 +12,7 @@ from storage import lifecycle
 from storage.errors import EnvironmentExists, LifecycleError, NothingInEnvironment
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.sql.releases import SqlReleases
-from storage.sql.tables import environments, placements, reviews, versions
+from storage.sql.tables import environments, placements, reviews, rollouts, versions
 
 
 def _environment(row: Row[Any]) -> Environment:
@@ -107,6 +107,18 @@ class SqlEnvironments(SqlReleases):
             self._environment(connection, org, name)
             if name == PRODUCTION:
                 raise LifecycleError("production cannot be deleted")
+            running = connection.execute(
+                select(rollouts.c.prompt_id).where(
+                    rollouts.c.org == org, rollouts.c.environment == name
+                )
+            ).all()
+            for found in running:
+                prompt = self._find_prompt(connection, org, found.prompt_id)
+                rollout = self._rollout_in(connection, prompt, name)
+                assert rollout is not None
+                self._end_rollout(
+                    connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
+                )
             held = connection.execute(
                 select(placements).where(placements.c.org == org, placements.c.environment == name)
             ).all()

@@ -16,7 +16,7 @@ from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import ReviewExists, ReviewNotFound, ReviewStale, VersionNotFound
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import Approval, Page, Promotion, Review
+from storage.records import Approval, Page, Promotion, Review, Rollout
 from storage.sql.environments import SqlEnvironments
 from storage.sql.tables import prompts, reviews
 from storage.times import rfc3339
@@ -160,7 +160,11 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             if open_id is not None:
                 raise ReviewExists(open_id)
             current = self._current(connection, prompt, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=prompt.prompt_id,
@@ -248,14 +252,14 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         stale: ReviewStale | None = None
+        applied: Promotion | Rollout | None = None
         with self._write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_approver(review, user_id)
             review = lifecycle.with_approval(review, Approval(user_id, username, now, comment))
-            promotion = None
             if not lifecycle.complete(review):
                 self._save(connection, org, review)
                 self._review_event(
@@ -281,24 +285,50 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 version = self._find_number(connection, prompt, review.version)
                 if version is None:
                     raise VersionNotFound(review.prompt_name, str(review.version))
-                lifecycle.check_enterable(review.environment, version, current)
+                if review.rollout_percent is None:
+                    lifecycle.check_enterable(review.environment, version, current)
+                else:
+                    lifecycle.check_rollout_start(
+                        review.prompt_name, review.environment, version, current
+                    )
+                lifecycle.check_no_rollout(
+                    review.prompt_name,
+                    self._rollout_in(connection, prompt, review.environment),
+                    "review",
+                )
                 review = lifecycle.closed(review, "applied", now)
                 self._save(connection, org, review)
                 self._review_event(
                     connection, org, prompt, "review.approved", review, user_id, request_id, now
                 )
-                promotion = self._enter(
-                    connection,
-                    org,
-                    prompt,
-                    review.version,
-                    review.environment,
-                    user_id,
-                    review.notes,
-                    now,
-                    request_id,
-                    review=review,
-                )
+                if review.rollout_percent is not None:
+                    assert current is not None  # check_rollout_start
+                    applied = self._begin_rollout(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        version.version_id,
+                        review.environment,
+                        current,
+                        review.rollout_percent,
+                        user_id,
+                        now,
+                        request_id,
+                    )
+                else:
+                    applied = self._enter(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        review.environment,
+                        user_id,
+                        review.notes,
+                        now,
+                        request_id,
+                        review=review,
+                    )
                 # The prompt row the event reads is the one _enter left.
                 moved = connection.execute(
                     select(prompts).where(
@@ -311,7 +341,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         # Raised after the commit: the stale status and the approval are kept.
         if stale is not None:
             raise stale
-        return review, promotion
+        return review, applied
 
     def reject_review(
         self,
