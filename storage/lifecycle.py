@@ -236,21 +236,21 @@ def check_percent(percent: int) -> None:
         raise InvalidInput(f"percent must be {MIN_PERCENT}-{MAX_PERCENT}")
 
 
-def rollout_busy(prompt_ref: str, rollout: Rollout, action: str) -> RolloutInProgress:
-    """The error refusing ``action`` (ROLLOUT_BLOCKS) while ``rollout`` runs."""
+def rollout_busy(
+    prompt_ref: str, environment: str, rollout_id: str, action: str
+) -> RolloutInProgress:
+    """The error refusing ``action`` (ROLLOUT_BLOCKS) while rollout ``rollout_id`` runs
+    in ``environment``."""
     message = ROLLOUT_REFUSALS["busy"].format(
-        prompt=prompt_ref,
-        rollout_id=rollout.rollout_id,
-        env=rollout.environment,
-        action=ROLLOUT_BLOCKS[action],
+        prompt=prompt_ref, rollout_id=rollout_id, env=environment, action=ROLLOUT_BLOCKS[action]
     )
-    return RolloutInProgress(message, rollout.rollout_id)
+    return RolloutInProgress(message, rollout_id)
 
 
 def check_no_rollout(prompt_ref: str, rollout: Rollout | None, action: str) -> None:
     """RolloutInProgress when the environment has ``rollout`` (None: it has none)."""
     if rollout is not None:
-        raise rollout_busy(prompt_ref, rollout, action)
+        raise rollout_busy(prompt_ref, rollout.environment, rollout.rollout_id, action)
 
 
 def no_baseline(prompt_ref: str, environment: str, number: int | str) -> LifecycleError:

@@ -30,6 +30,10 @@ if refused then
   return refused
 end
 local review = cjson.decode(ARGV[5])
+-- A review that starts a rollout needs a baseline, as a start does (start_rollout.lua).
+if review.rollout_percent ~= cjson.null and review.rollout_percent ~= nil and not current then
+  return { "no_baseline", tostring(number), env_name }
+end
 review.prompt_id = pid
 review.prompt_name = prompt_name(pid)
 review.version = number
