@@ -10,6 +10,7 @@ event log tells the same story in the same order.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -156,7 +157,7 @@ def test_complete_racing_promotions(storage: Storage, round_: int) -> None:
     history = list(reversed(storage.list_history(ORG, name).items))
     assert [(r.version_number, r.previous_version) for r in history[:2]] == [(1, None), (2, 1)]
     chain = history[1:]
-    assert all(b.previous_version == a.version_number for a, b in zip(chain, chain[1:]))
+    assert all(b.previous_version == a.version_number for a, b in itertools.pairwise(chain))
     assert len(history) == 2 + len(promoted)
     published = storage.list_versions(ORG, name, status="published").items
     assert [v.version for v in published] == [history[-1].version_number]
