@@ -209,7 +209,7 @@ def _percent(description: str, **options: Any) -> fields.Integer:
 ROLLOUT_PERCENT = (
     "1-99: start a gradual rollout instead of a full promotion: the environment keeps "
     "its version and the candidate is served to this percent of the callers that give "
-    "a rollout key (CONTRACT section 20). Absent or null: a full promotion"
+    "a rollout key (docs/api.md section 17). Absent or null: a full promotion"
 )
 
 

@@ -191,7 +191,7 @@ class Rollout:
     that give a rollout key, while ``environment`` keeps ``baseline_version``.
 
     At most one per prompt and environment. Which key gets the candidate is the sticky
-    hash of CONTRACT section 20 (promptsvc/client/rollout.py), computed by the API and
+    hash of docs/api.md section 17 (promptsvc/client/rollout.py), computed by the API and
     the SDKs, never stored. ``candidate_id`` is the candidate's ``v_`` id, kept for the
     read that serves it.
     """

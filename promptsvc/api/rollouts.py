@@ -1,4 +1,4 @@
-"""Gradual rollouts (CONTRACT section 20): a rollout is started by a promotion (or a
+"""Gradual rollouts (docs/api.md section 17): a rollout is started by a promotion (or a
 review) with ``rollout_percent`` (promptsvc.api.versions, promptsvc.api.reviews); here it
 is read, stepped, completed and aborted. The environment reads that carry it are in
 promptsvc.api.versions (answered by promptsvc.api.reads).

@@ -1,4 +1,4 @@
-"""Gradual rollouts (CONTRACT section 20), and the environment read that carries them.
+"""Gradual rollouts (docs/api.md section 17), and the environment read that carries them.
 
 A rollout serves a candidate version to a share of an environment's callers while the
 environment keeps its version (the baseline). Which caller gets which is not stored:
