@@ -13,8 +13,10 @@ The schema: ``{variable: {type, required?, description?, default?, enum?}}`` wit
 makes the variable optional (and must have the type, and be in ``enum`` if there is
 one). Its keys are exactly the version's variables. Without one, every variable is a
 required string that accepts any value (records.implied_schema). A declared type is
-strict: an ``integer`` is a JSON integer (not ``true``, not ``"3"``), a ``number`` any
-JSON number, a ``boolean`` true or false, a ``string`` a string.
+strict: an ``integer`` is a JSON integer (or ``3.0``; not ``true``, not ``"3"``), a
+``number`` any JSON number, a ``boolean`` true or false, a ``string`` a string; a schema
+that says no more than the implied one (each entry exactly a required string) accepts
+any value, as the SDKs' render() does (promptsvc/templates.py).
 
 The check (:func:`breaking_changes`) compares the candidate with the version it would
 replace, variable by variable, as both show their contract:
@@ -44,6 +46,7 @@ __all__ = [
     "MAX_EXAMPLES",
     "BreakingChange",
     "breaking_changes",
+    "is_implied",
     "is_required",
     "render_problems",
     "validated",
@@ -83,10 +86,25 @@ def has_type(kind: str, value: object) -> bool:
     if isinstance(value, bool):
         return False
     if kind == "integer":
-        return isinstance(value, int)
+        # JSON cannot tell 3.0 from 3 (JavaScript does not), so neither may this.
+        return isinstance(value, int) or (
+            isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        )
     if kind == "number":
         return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
     return False
+
+
+def is_implied(contract: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether ``contract`` says no more than the implied one (every entry exactly a
+    required string): then its strings accept any value, as the SDKs render it
+    (promptsvc/templates.py, clients/typescript/src/template.ts)."""
+    return all(
+        entry.get("type") == "string"
+        and entry.get("required", True) is not False
+        and entry.keys() <= {"type", "required"}
+        for entry in contract.values()
+    )
 
 
 def is_required(entry: Mapping[str, Any]) -> bool:
@@ -262,10 +280,10 @@ def validated(
                 _problem("examples_many", max=MAX_EXAMPLES, count=len(examples))
             ]
         elif not problems:
-            lenient = schema is None
             contract: Mapping[str, Mapping[str, Any]] = (
-                {name: {"type": "string"} for name in variables} if lenient else schema  # type: ignore[assignment]
+                {name: {"type": "string"} for name in variables} if schema is None else schema  # type: ignore[assignment]
             )
+            lenient = is_implied(contract)
             for index, example in enumerate(examples):
                 found = _example_problems(index, example, contract, lenient)
                 if found:
@@ -332,7 +350,7 @@ def breaking_changes(
                 **numbers,
             )
             changes.append(BreakingChange(name, "enum_narrowed", detail))
-    lenient = candidate.variables_schema is None
+    lenient = is_implied(new)
     for index, example in enumerate(current.examples):
         for name, problem in render_problems(new, example.get("variables", {}), lenient=lenient):
             detail = _detail(

@@ -97,8 +97,8 @@ REVIEW_REFUSALS: Final = {
 # What is wrong with a version's variable contract (storage/contracts.py checks it),
 # and how each problem reads.
 CONTRACT_PROBLEMS: Final = {
-    "schema_type": "must be an object of {variable: {type, required?, description?, "
-    "default?, enum?}} or null",
+    "schema_type": "must be an object of {{variable: {{type, required?, description?, "
+    "default?, enum?}}}} or null",
     "undeclared": "the content's variable(s) {names} have no entry: the keys must be "
     "exactly the version's variables",
     "unknown": "'{name}' is not a variable of the content: the keys must be exactly the "
@@ -122,7 +122,7 @@ CONTRACT_PROBLEMS: Final = {
     "example_variables": "variables must be an object",
     "example_unknown": "'{name}' is not a variable of the version",
     # How one value fails a contract: by an example, or when rendering.
-    "missing": "'{name}': missing required variable",
+    "missing": "'{name}': missing required variable",  # as render() says it
     "wrong_type": "'{name}': expected {type}, got {value}",
     "not_in_enum": "'{name}': {value} is not one of {allowed}",
 }
