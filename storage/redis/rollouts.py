@@ -29,8 +29,11 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         expected: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
     ) -> Rollout:
         lifecycle.check_percent(percent)
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self._now()
         args = [
             prompt_ref,
@@ -42,7 +45,18 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
             new_id("ro_"),
             scripts.expected(expected),
         ]
-        reply = self._prompt_change("start_rollout", org, args, started_by, request_id, now)
+        reply = self._checked_change(
+            "start_rollout",
+            org,
+            prompt_ref,
+            lambda _: args,
+            lambda changes, _: lifecycle.check_breaking(
+                prompt_ref, environment, changes, allow_breaking
+            ),
+            started_by,
+            request_id,
+            now,
+        )
         check(reply, prompt_ref, version_ref, "promote", expected, environment)
         return codec.rollout(reply[1])
 
@@ -82,7 +96,9 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         *,
         rollout_id: str | None = None,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Promotion:
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self._now()
         args = [
             prompt_ref,
@@ -95,7 +111,18 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
             now,
             new_id("h_"),
         ]
-        reply = self._prompt_change("complete_rollout", org, args, promoted_by, request_id, now)
+        reply = self._checked_change(
+            "complete_rollout",
+            org,
+            prompt_ref,
+            lambda _: args,
+            lambda changes, _: lifecycle.check_breaking(
+                prompt_ref, environment, changes, allow_breaking
+            ),
+            promoted_by,
+            request_id,
+            now,
+        )
         return promotion_reply(self._checked(reply, prompt_ref, environment, rollout_id))
 
     def abort_rollout(

@@ -24,7 +24,7 @@ PUBLIC = "https://93.184.215.14/hooks"  # a public address literal: no DNS neede
 
 
 def gets_candidate(rollout_id: str, key: str, percent: int) -> bool:
-    """The formula of docs/api.md section 17, spelled out apart from the service's."""
+    """The formula of docs/api.md section 18, spelled out apart from the service's."""
     digest = hashlib.sha256(f"{rollout_id}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % 10000 < percent * 100
 

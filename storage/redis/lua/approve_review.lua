@@ -9,13 +9,17 @@
 -- ARGV[6]  now            ARGV[7]  new history id
 -- ARGV[8]  new rollout id (used when the review has a rollout_percent: it starts a
 --          rollout, _rollout.lua, instead of the promotion)
+-- ARGV[9]  the promotion check's fingerprint ("" on a first pass)   ARGV[10] its outcome,
+--          "1" breaking (the review allows it): see _common.lua, contract_check; the
+--          "check" reply adds the review's JSON, and records nothing
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", review JSON} (approved, still open), {"ok", review JSON, prompt values,
--- version values, history record fields} (applied), {"ok", review JSON, "rollout",
--- rollout JSON} (applied: a rollout started), {"stale", current or "", review JSON},
--- {"no_review"}, {"review_closed", status}, {"forbidden", reason, version},
--- {"already_approved"}, {"no_environment"}, {"no_version", prompt name, number}, the
--- version's refusal, {"no_baseline", number} or {"rollout_busy", ...}.
+-- Returns {"check", ..., review JSON}, {"ok", review JSON} (approved, still open),
+-- {"ok", review JSON, prompt values, version values, history record fields} (applied),
+-- {"ok", review JSON, "rollout", rollout JSON} (applied: a rollout started), {"stale",
+-- current or "", review JSON}, {"no_review"}, {"review_closed", status}, {"forbidden",
+-- reason, version}, {"already_approved"}, {"no_environment"}, {"no_version", prompt
+-- name, number}, the version's refusal, {"no_baseline", number, environment} or
+-- {"rollout_busy", ...}.
 local key = ORG .. "review:" .. ARGV[1]
 local raw = redis.call("GET", key)
 if not raw then
@@ -105,6 +109,11 @@ refused = refused or check_no_rollout(pid, env_name, "review")
 if refused then
   return refused
 end
+local check, breaking = contract_check(pid, vid, cur_vid, ARGV[9], ARGV[10])
+if check then
+  check[#check + 1] = raw
+  return check
+end
 local json = save("applied")
 review_event("review.approved")
 if percent then
@@ -117,7 +126,7 @@ end
 local record = enter(
   pid, vid, review.version, status, env_name, user, now, ARGV[7], cur_vid, current,
   review.notes ~= cjson.null and review.notes or nil, "archived", review.review_id,
-  cjson.encode(approved_by)
+  cjson.encode(approved_by), breaking
 )
 review_event("review.applied")
 return { "ok", json, prompt_values(pid), version_values(pid, vid), record }

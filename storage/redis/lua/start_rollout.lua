@@ -7,8 +7,11 @@
 -- ARGV[4]  environment    ARGV[5]  percent (1-99, checked by the caller)
 -- ARGV[6]  started_by     ARGV[7]  now      ARGV[8]  new rollout id
 -- ARGV[9]  expected number in the environment, "" for none, "*" for no guard
+-- ARGV[10] the promotion check's fingerprint ("" on a first pass)   ARGV[11] its outcome
+--          (unused: a start records nothing of it); see _common.lua, contract_check
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", rollout JSON} or an error marker (_common.lua, _rollout.lua).
+-- Returns {"ok", rollout JSON}, {"check", ...} or an error marker (_common.lua,
+-- _rollout.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -33,6 +36,10 @@ end
 refused = check_no_rollout(pid, env_name, "start")
 if refused then
   return refused
+end
+local check = contract_check(pid, vid, cur_vid, ARGV[10], ARGV[11])
+if check then
+  return check
 end
 return {
   "ok", begin_rollout(pid, ARGV[8], vid, number, env_name, cur_number, ARGV[5], ARGV[6], ARGV[7])
