@@ -469,9 +469,7 @@ def test_a_breaking_start_needs_allow_breaking(contracted: Storage) -> None:
     before = last_id(contracted)
     with pytest.raises(BreakingPromotion) as refused:
         contracted.start_rollout(ORG, "contracted", "2", "production", 10, USER)
-    assert [(c.variable, c.change) for c in refused.value.changes] == [
-        ("count", "newly_required")
-    ]
+    assert [(c.variable, c.change) for c in refused.value.changes] == [("count", "newly_required")]
     assert events_since(contracted, before) == []
     with pytest.raises(InvalidInput):  # an acknowledgement says why
         contracted.start_rollout(
