@@ -27,6 +27,7 @@ from storage import (
     event_position,
 )
 from storage.lifecycle import (
+    ALLOW_BREAKING_NOTES,
     MAX_APPROVALS,
     MAX_PERCENT,
     MIN_PERCENT,
@@ -99,6 +100,38 @@ class PromptCreateSchema(Schema):
     )
 
 
+VARIABLES_SCHEMA = (
+    "The variable contract: {variable: {type (string|integer|number|boolean), required? "
+    "(default true), description?, default? (of the type; makes it optional), enum? "
+    "(values of the type)}}; its keys must be exactly the content's variables. Checked "
+    "when given: 400 names the variable"
+)
+EXAMPLES = (
+    "At most 20 examples [{name?, variables: {...}}], each valid under the contract "
+    "(no variable it lacks): 400 names the example"
+)
+
+
+def _variables_schema(description: str, **options: Any) -> fields.Dict:
+    # Checked whole by storage (storage/contracts.py), which names every problem.
+    return fields.Dict(
+        keys=fields.String(),
+        values=fields.Raw(),
+        allow_none=True,
+        metadata={"description": f"{description}. {VARIABLES_SCHEMA}"},
+        **options,
+    )
+
+
+def _examples(description: str, **options: Any) -> fields.List:
+    return fields.List(
+        fields.Raw(metadata={"type": "object"}),
+        allow_none=True,
+        metadata={"description": f"{description}. {EXAMPLES}"},
+        **options,
+    )
+
+
 class VersionCreateSchema(Schema):
     content = fields.String(
         required=True,
@@ -121,14 +154,29 @@ class VersionCreateSchema(Schema):
         validate=validate.Length(max=MAX_TAGS),
         metadata={"description": "At most 32 tags of 1-64 characters"},
     )
+    variables_schema = _variables_schema(
+        "Absent or null: none declared (every variable a required string)", load_default=None
+    )
+    examples = _examples("Absent or null: none", load_default=None)
 
 
 class VersionEditSchema(Schema):
     content = fields.String(
-        required=True,
         validate=_content,
-        metadata={"description": "The draft's new content (variables are re-extracted)"},
+        metadata={
+            "description": "The draft's new content (variables are re-extracted); absent: it stays"
+        },
     )
+    variables_schema = _variables_schema(
+        "The draft's new contract; null: none (the implied one); absent: it stays. Its "
+        "keys must be exactly the variables of the content the draft has after the edit"
+    )
+    examples = _examples("The draft's new examples; null: none; absent: they stay")
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give at least one of content, variables_schema, examples")
 
 
 def _notes(description: str) -> fields.String:
@@ -197,6 +245,22 @@ class _Guarded(Schema):
             )
 
 
+ALLOW_BREAKING = (
+    "true: promote even when the promotion check finds breaking changes against the "
+    "version the environment holds (recorded as breaking: true in the history); needs "
+    "notes saying why. false (the default): such a promotion answers 409 breaking_change"
+)
+
+
+def _allow_breaking(description: str) -> fields.Boolean:
+    return fields.Boolean(load_default=False, metadata={"description": description})
+
+
+def _check_acknowledgement(data: dict[str, Any]) -> None:
+    if data.get("allow_breaking") and not (data.get("notes") or "").strip():
+        raise ValidationError(ALLOW_BREAKING_NOTES, "notes")
+
+
 def _percent(description: str, **options: Any) -> fields.Integer:
     return fields.Integer(
         strict=True,
@@ -209,7 +273,7 @@ def _percent(description: str, **options: Any) -> fields.Integer:
 ROLLOUT_PERCENT = (
     "1-99: start a gradual rollout instead of a full promotion: the environment keeps "
     "its version and the candidate is served to this percent of the callers that give "
-    "a rollout key (CONTRACT section 20). Absent or null: a full promotion"
+    "a rollout key (docs/api.md section 18). Absent or null: a full promotion"
 )
 
 
@@ -224,6 +288,11 @@ class PromoteSchema(_Guarded):
             "false: it goes back to draft"
         },
     )
+    allow_breaking = _allow_breaking(ALLOW_BREAKING)
+
+    @validates_schema
+    def _acknowledged(self, data: dict[str, Any], **kwargs: Any) -> None:
+        _check_acknowledgement(data)
 
 
 class RollbackSchema(_Guarded):
@@ -297,6 +366,12 @@ class ReviewCreateSchema(Schema):
         load_default=None,
         allow_none=True,
     )
+    allow_breaking = _allow_breaking(
+        "true: the review may apply even when the promotion check finds breaking changes "
+        "(at the request and when the last approval applies it); needs notes, which go "
+        "into the history. false (the default): a breaking request answers 409 "
+        "breaking_change, and a review that became breaking since is not applied (409)"
+    )
 
     @validates_schema
     def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -305,6 +380,7 @@ class ReviewCreateSchema(Schema):
             raise ValidationError("must be a version number or a v_ id", "version")
         if isinstance(version, int) and version < 1:
             raise ValidationError("must be at least 1", "version")
+        _check_acknowledgement(data)
 
 
 def _rollout_guard() -> fields.String:
@@ -335,7 +411,12 @@ class RolloutCompleteSchema(Schema):
             "goes back to draft"
         },
     )
+    allow_breaking = _allow_breaking(ALLOW_BREAKING)
     rollout_id = _rollout_guard()
+
+    @validates_schema
+    def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
+        _check_acknowledgement(data)
 
 
 class RolloutAbortSchema(Schema):

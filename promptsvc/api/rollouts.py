@@ -1,4 +1,4 @@
-"""Gradual rollouts (CONTRACT section 20): a rollout is started by a promotion (or a
+"""Gradual rollouts (docs/api.md section 18): a rollout is started by a promotion (or a
 review) with ``rollout_percent`` (promptsvc.api.versions, promptsvc.api.reviews); here it
 is read, stepped, completed and aborted. The environment reads that carry it are in
 promptsvc.api.versions (answered by promptsvc.api.reads).
@@ -89,8 +89,11 @@ class Complete(View):
         In one atomic step the candidate becomes the environment's version, as a
         promotion makes it (in production: published, the baseline archived, or a draft
         with archive_previous_production false), with a history record carrying
-        rollout_id, and the rollout ends. No review is needed. Writes version.promoted
-        then rollout.completed. The body is optional.
+        rollout_id, and the rollout ends. No review is needed. The promotion check runs
+        again, candidate against baseline: a breaking completion answers 409
+        breaking_change and changes nothing, unless allow_breaking is true (with notes:
+        else 400); the record then says breaking. Writes version.promoted then
+        rollout.completed. The body is optional.
         """
         promotion = actions.complete_rollout(
             storage(),
@@ -100,6 +103,7 @@ class Complete(View):
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
             rollout_id=body.get("rollout_id"),
+            allow_breaking=body["allow_breaking"],
         )
         return json_response(promotion.to_json())
 

@@ -1,4 +1,4 @@
-"""Gradual rollouts (CONTRACT section 20), and the environment read that carries them.
+"""Gradual rollouts (docs/api.md section 18), and the environment read that carries them.
 
 A rollout serves a candidate version to a share of an environment's callers while the
 environment keeps its version (the baseline). Which caller gets which is not stored:
@@ -44,14 +44,19 @@ class RolloutStore(StorageCore):
         expected: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
     ) -> Rollout:
         """Start serving the version to ``percent`` (1-99) of ``environment``'s keyed
         callers. The checks of a promotion apply (PromptNotFound, VersionNotFound,
         EnvironmentNotFound, ReviewRequired for a protected environment, the
         ``expected`` guard: ProductionChanged, the version's own LifecycleError), then
-        LifecycleError when the environment holds nothing (no baseline) and
-        RolloutInProgress when it has a rollout already. Nothing changes but the
-        rollout and its ``rollout.started`` event: the candidate keeps its status."""
+        LifecycleError when the environment holds nothing (no baseline),
+        RolloutInProgress when it has a rollout already, and the promotion check of
+        the candidate against the baseline (storage/contracts.py: BreakingPromotion
+        unless ``allow_breaking``, which needs ``notes``: InvalidInput; the notes are
+        not kept). Nothing changes but the rollout and its ``rollout.started`` event:
+        the candidate keeps its status."""
 
     @abc.abstractmethod
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
@@ -89,12 +94,16 @@ class RolloutStore(StorageCore):
         *,
         rollout_id: str | None = None,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Promotion:
         """In one atomic step: the candidate becomes the environment's version as
         :meth:`PromptStore.promote` makes it (in production published, the baseline
         archived or a draft), the history record carries ``rollout_id``, the rollout
         ends; writes ``version.promoted`` then ``rollout.completed``. No review is
-        needed. RolloutNotFound as for :meth:`set_rollout_percent`."""
+        needed. The promotion check runs again, candidate against baseline:
+        BreakingPromotion (nothing changes, the rollout goes on) unless
+        ``allow_breaking`` with ``notes``, and the record says ``breaking``.
+        RolloutNotFound as for :meth:`set_rollout_percent`."""
 
     @abc.abstractmethod
     def abort_rollout(

@@ -16,6 +16,7 @@ from storage.records import (
     Environment,
     Promotion,
     PromotionRecord,
+    PromptVersion,
     Review,
     Rollout,
 )
@@ -36,6 +37,11 @@ class MemoryPromotion(MemoryCore):
         if environment == PRODUCTION:
             return state.production
         return state.placements.get(environment)
+
+    def _held(self, state: PromptState, environment: str) -> PromptVersion | None:
+        """The version ``environment`` holds, or None."""
+        number = self._current(state, environment)
+        return None if number is None else state.versions[number]
 
     @staticmethod
     def _set_placements(state: PromptState, number: int, placements: set[str]) -> None:
@@ -73,6 +79,7 @@ class MemoryPromotion(MemoryCore):
         archive_previous: bool = True,
         review: Review | None = None,
         rollout: Rollout | None = None,
+        breaking: bool = False,
     ) -> Promotion:
         """Version ``number`` becomes ``environment``'s, replacing what it held (in
         production: published, the previous one archived or made a draft), with its
@@ -109,6 +116,7 @@ class MemoryPromotion(MemoryCore):
             review_id=None if review is None else review.review_id,
             approved_by=() if review is None else tuple(a.user_id for a in review.approvals),
             rollout_id=None if rollout is None else rollout.rollout_id,
+            breaking=breaking,
         )
         state.history.append(record)
         state.prompt = replace(state.prompt, updated_at=now)

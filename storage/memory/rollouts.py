@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
@@ -26,8 +26,11 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         expected: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
     ) -> Rollout:
         lifecycle.check_percent(percent)
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
@@ -35,8 +38,11 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
             lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected, current, environment)
-            lifecycle.check_rollout_start(prompt_ref, environment, state.versions[number], current)
+            candidate = state.versions[number]
+            lifecycle.check_rollout_start(prompt_ref, environment, candidate, current)
             lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "start")
+            changes = contracts.breaking_changes(self._held(state, environment), candidate)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             return self._begin_rollout(
                 org, state, number, environment, percent, started_by, now, request_id
             )
@@ -81,15 +87,20 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         *,
         rollout_id: str | None = None,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Promotion:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._lock:
             state, rollout = self._rollout(org, prompt_ref, environment, rollout_id)
             number = rollout.candidate_version
+            candidate = state.versions[number]
             current = self._current(state, environment)
             # Unreachable through the rules (a rollout blocks every other way in, and
             # ends with its candidate or baseline), checked as any promotion is.
-            lifecycle.check_enterable(environment, state.versions[number], current)
+            lifecycle.check_enterable(environment, candidate, current)
+            changes = contracts.breaking_changes(self._held(state, environment), candidate)
+            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             promotion = self._enter(
                 org,
                 state,
@@ -101,6 +112,7 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
                 request_id,
                 archive_previous=archive_previous,
                 rollout=rollout,
+                breaking=breaking,
             )
             self._end_rollout(
                 org, state, rollout, "rollout.completed", promoted_by, request_id, now

@@ -33,9 +33,9 @@ from storage.errors import StorageUnavailable
 COLUMNS = (
     "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
-    "v.promoted_by, v.created_by, v.placements"
+    "v.promoted_by, v.created_by, v.placements, v.variables_schema, v.examples"
 )
-VERSION_WIDTH = 16
+VERSION_WIDTH = COLUMNS.count(",") + 1
 # An environment read adds the environment's rollout, if any (all null without one).
 ROLLOUT_COLUMNS = (
     "r.rollout_id, r.baseline_version, r.candidate_version, r.percent, r.started_by, "

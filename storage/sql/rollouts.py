@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
@@ -31,8 +31,11 @@ class SqlRollouts(SqlReleases, RolloutStore):
         expected: Expected = UNGUARDED,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
     ) -> Rollout:
         lifecycle.check_percent(percent)
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self.clock()
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
@@ -43,6 +46,8 @@ class SqlRollouts(SqlReleases, RolloutStore):
             lifecycle.check_no_rollout(
                 prompt_ref, self._rollout_in(connection, prompt, environment), "start"
             )
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             assert current is not None  # check_rollout_start
             return self._begin_rollout(
                 connection,
@@ -107,8 +112,10 @@ class SqlRollouts(SqlReleases, RolloutStore):
         *,
         rollout_id: str | None = None,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Promotion:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._write() as connection:
             prompt, rollout = self._rollout(connection, org, prompt_ref, environment, rollout_id)
             candidate = self._find_number(connection, prompt, rollout.candidate_version)
@@ -116,6 +123,8 @@ class SqlRollouts(SqlReleases, RolloutStore):
             current = self._current(connection, prompt, environment)
             # Unreachable through the rules, checked as for any promotion.
             lifecycle.check_enterable(environment, candidate, current)
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), candidate)
+            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             promotion = self._enter(
                 connection,
                 org,
@@ -128,6 +137,7 @@ class SqlRollouts(SqlReleases, RolloutStore):
                 request_id,
                 archive_previous=archive_previous,
                 rollout=rollout,
+                breaking=breaking,
             )
             self._end_rollout(
                 connection, org, prompt, rollout, "rollout.completed", promoted_by, request_id, now

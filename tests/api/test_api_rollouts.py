@@ -24,7 +24,7 @@ PUBLIC = "https://93.184.215.14/hooks"  # a public address literal: no DNS neede
 
 
 def gets_candidate(rollout_id: str, key: str, percent: int) -> bool:
-    """CONTRACT section 20's formula, spelled out independently of the service."""
+    """The formula of docs/api.md section 18, spelled out apart from the service's."""
     digest = hashlib.sha256(f"{rollout_id}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % 10000 < percent * 100
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from storage import (
+    BreakingPromotion,
     EnvironmentNotFound,
     Event,
     InRollout,
@@ -255,6 +256,7 @@ def test_complete_in_production(prompt: Storage, clock: FakeClock) -> None:
         "environment": "production",
         "review_id": None,
         "approved_by": [],
+        "breaking": False,
         "rollout_id": rollout.rollout_id,
     }
     assert prompt.list_history(ORG, "greeting").items[0] == done.record
@@ -444,6 +446,84 @@ def test_lookups(prompt: Storage) -> None:
         prompt.abort_rollout(ORG, "greeting", "production")
     with pytest.raises(PromptNotFound):
         prompt.get_rollout("other-org", "greeting", "production")
+
+
+# --------------------------------------------------------------------------- contracts
+
+
+@pytest.fixture
+def contracted(storage: Storage) -> Storage:
+    """Prompt "contracted": v1 "Hi {{name}}" in production; v2 also requires count (a
+    breaking change against v1); v3 keeps v1's contract."""
+    storage.create_prompt(ORG, "contracted")
+    storage.create_version(ORG, "contracted", "Hi {{name}}", USER, variables=["name"])
+    storage.create_version(
+        ORG, "contracted", "Hi {{name}} x{{count}}", USER, variables=["name", "count"]
+    )
+    storage.create_version(ORG, "contracted", "Hello {{name}}", USER, variables=["name"])
+    storage.promote(ORG, "contracted", "1", USER)
+    return storage
+
+
+def test_a_breaking_start_needs_allow_breaking(contracted: Storage) -> None:
+    before = last_id(contracted)
+    with pytest.raises(BreakingPromotion) as refused:
+        contracted.start_rollout(ORG, "contracted", "2", "production", 10, USER)
+    assert [(c.variable, c.change) for c in refused.value.changes] == [("count", "newly_required")]
+    assert events_since(contracted, before) == []
+    with pytest.raises(InvalidInput):  # an acknowledgement says why
+        contracted.start_rollout(
+            ORG, "contracted", "2", "production", 10, USER, allow_breaking=True
+        )
+    started = contracted.start_rollout(
+        ORG, "contracted", "2", "production", 10, USER, allow_breaking=True, notes="ok"
+    )
+    assert started.candidate_version == 2
+    # A start that breaks nothing needs no acknowledgement.
+    contracted.abort_rollout(ORG, "contracted", "production")
+    contracted.start_rollout(ORG, "contracted", "3", "production", 10, USER)
+
+
+def test_a_breaking_completion_needs_allow_breaking(contracted: Storage) -> None:
+    rollout = contracted.start_rollout(
+        ORG, "contracted", "2", "production", 10, USER, allow_breaking=True, notes="ok"
+    )
+    before = last_id(contracted)
+    with pytest.raises(BreakingPromotion):
+        contracted.complete_rollout(ORG, "contracted", "production", USER)
+    assert events_since(contracted, before) == []
+    assert contracted.get_rollout(ORG, "contracted", "production") == rollout
+    with pytest.raises(InvalidInput):
+        contracted.complete_rollout(ORG, "contracted", "production", USER, allow_breaking=True)
+    done = contracted.complete_rollout(
+        ORG, "contracted", "production", USER, notes="callers updated", allow_breaking=True
+    )
+    assert (done.record.breaking, done.record.rollout_id) == (True, rollout.rollout_id)
+    assert contracted.get_production(ORG, "contracted").version == 2
+
+
+def test_a_completion_that_breaks_nothing_is_not_breaking(contracted: Storage) -> None:
+    contracted.start_rollout(ORG, "contracted", "3", "production", 10, USER)
+    done = contracted.complete_rollout(ORG, "contracted", "production", USER)
+    assert done.record.breaking is False
+
+
+def test_a_review_with_a_percent_is_checked_like_a_start(contracted: Storage) -> None:
+    contracted.update_environment(ORG, "production", required_approvals=1)
+    with pytest.raises(BreakingPromotion):
+        contracted.request_review(ORG, "contracted", "2", "production", OTHER, rollout_percent=5)
+    review = contracted.request_review(
+        ORG,
+        "contracted",
+        "2",
+        "production",
+        OTHER,
+        notes="ok",
+        rollout_percent=5,
+        allow_breaking=True,
+    )
+    _, applied = contracted.approve_review(ORG, review.review_id, ALICE, "alice")
+    assert applied == contracted.get_rollout(ORG, "contracted", "production")
 
 
 # --------------------------------------------------------------------------- reviews
