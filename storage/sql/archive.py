@@ -42,6 +42,10 @@ def _version_values(org: str, version: PromptVersion) -> dict[str, Any]:
         "promoted_at": version.promoted_at,
         "promoted_by": version.promoted_by,
         "created_by": version.created_by,
+        "variables_schema": None
+        if version.variables_schema is None
+        else json.dumps(version.variables_schema),
+        "examples": json.dumps(list(version.examples)) if version.examples else None,
     }
 
 
@@ -155,6 +159,12 @@ class SqlArchive(SqlCore, OrgArchive):
                         "promoted_at": record.promoted_at,
                         "previous_version": record.previous_version,
                         "notes": record.notes,
+                        "environment": record.environment,
+                        "review_id": record.review_id,
+                        "approved_by": json.dumps(list(record.approved_by))
+                        if record.review_id
+                        else None,
+                        "breaking": record.breaking or None,
                     }
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)
