@@ -51,6 +51,21 @@ def contract_of(version: Mapping[str, Any]) -> Contract:
     return schema if schema is not None else implied_schema(version.get("variables", []))
 
 
+def schema_changes(old: Contract, new: Contract) -> dict[str, Any]:
+    """``{added, removed, changed}``: the entries of two contracts that differ, shaped as
+    the diff endpoint's ``variables_schema``."""
+    return {
+        "added": {name: entry for name, entry in new.items() if name not in old},
+        "removed": {name: entry for name, entry in old.items() if name not in new},
+        "changed": {
+            name: {"from": old[name], "to": entry}
+            for name, entry in new.items()
+            if name in old
+            and json.dumps(old[name], sort_keys=True) != json.dumps(entry, sort_keys=True)
+        },
+    }
+
+
 def breaking_changes(
     held: Mapping[str, Any] | None, schema: Contract, version: int | str = "new"
 ) -> list[dict[str, str]]:

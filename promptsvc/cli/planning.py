@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptsvc.breaking import breaking_changes, contract_of
+from promptsvc.breaking import breaking_changes, contract_of, schema_changes
 from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
 from promptsvc.cli.promptfile import PromptFile, declared_schema, file_name, read_directory
@@ -101,7 +100,7 @@ class Change:
                 str(self.path),
             ),
             "variables": list_changes(old["variables"], new_variables),
-            "variables_schema": _schema_changes(contract_of(old), file_contract(prompt)),
+            "variables_schema": schema_changes(contract_of(old), file_contract(prompt)),
             "metadata": metadata_changes(old["metadata"], prompt.metadata),
             "tags": list_changes(old["tags"], prompt.tags),
         }
@@ -201,19 +200,6 @@ def make_plan(
             )
         changes.append(change)
     return changes
-
-
-def _schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """``{added, removed, changed}`` entries, as the diff endpoint shapes them."""
-    return {
-        "added": {name: new[name] for name in new if name not in old},
-        "removed": {name: old[name] for name in old if name not in new},
-        "changed": {
-            name: {"from": old[name], "to": new[name]}
-            for name in new
-            if name in old and _as_json(old[name]) != _as_json(new[name])
-        },
-    }
 
 
 def _read(directory: Path) -> list[PromptFile]:

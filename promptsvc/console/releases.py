@@ -21,7 +21,7 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.breaking import breaking_changes, contract_of
+from promptsvc.breaking import breaking_changes, contract_of, schema_changes
 from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
 from promptsvc.console.present import (
     breaking_sentences,
@@ -62,7 +62,7 @@ def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) ->
         breaking = list(changes["breaking"])
     else:
         breaking = breaking_changes(base, new_contract, new.version)
-    schema = changes.get("variables_schema") or _schema_changes(old_contract, new_contract)
+    schema = changes.get("variables_schema") or schema_changes(old_contract, new_contract)
     return {
         "old": old,
         "new": new,
@@ -72,16 +72,6 @@ def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) ->
         "schema_rows": schema_rows(schema) if old is not None else [],
         "breaking": breaking,
         "breaking_words": breaking_sentences(breaking, old_contract, new_contract),
-    }
-
-
-def _schema_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "added": {k: v for k, v in new.items() if k not in old},
-        "removed": {k: v for k, v in old.items() if k not in new},
-        "changed": {
-            k: {"from": old[k], "to": v} for k, v in new.items() if k in old and old[k] != v
-        },
     }
 
 

@@ -71,7 +71,10 @@ class Draft:
 
     @classmethod
     def posted(cls, prompt: Prompt) -> Draft:
-        contract = {"schema": form_text("variables_schema"), "examples": form_text("examples")}
+        contract: dict[str, Any] = {
+            "schema": form_text("variables_schema"),
+            "examples": form_text("examples"),
+        }
         if prompt.prompt_type != "chat" or "message_count" not in request.form:
             return cls(
                 text=form_text("content"),
