@@ -144,8 +144,9 @@ def test_a_drafts_contract_is_edited_with_its_content(storage: Storage, console:
     storage.create_prompt(ORG, "welcome")
     storage.create_version(ORG, "welcome", "Hi {{name}}", "x", variables=["name"])
     client = console("writer")
+    url = "/console/prompts/welcome/versions/1/edit"
     edited = post_form(
-        client, "/console/prompts/welcome/versions/1/edit", "/console/prompts/welcome/versions/1/edit",
+        client, url, url,
         content="Hi {{name}} x{{n}}",
         variables_schema='{"name": {"type": "string"}, "n": {"type": "integer", "default": 2}}',
         examples='[{"variables": {"name": "Ada"}}]',
