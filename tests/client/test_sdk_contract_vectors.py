@@ -5,6 +5,7 @@ the model's ``variables_schema`` and ``examples``, MissingVariableError, ``stric
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from promptsvc.client import MissingVariableError, PromptVersion, TemplateError
 from promptsvc.client.models import ModelError
 from promptsvc.templates import js_number, render
+from tests.client.sdk_support import AUTHOR, ORG, Service
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).resolve().parent.parent / "vectors" / "contracts.json").read_text("utf-8")
@@ -41,6 +43,15 @@ def body(content: str, prompt_type: str = "text", **fields: Any) -> dict[str, An
         "promoted_by": None,
         **fields,
     }
+
+
+def plain(value: Any) -> Any:
+    """The model's read-only copy back as JSON-like dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    return value
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
@@ -172,3 +183,35 @@ def test_a_malformed_contract_is_refused_when_the_answer_is_read(
 )
 def test_numbers_print_as_javascript_prints_them(value: float, text: str) -> None:
     assert js_number(value) == text
+
+
+def test_both_clients_render_a_served_version_under_its_contract(
+    service: Service, make_client: Callable[..., Any]
+) -> None:
+    """Through a live service: the declared contract and the examples arrive with the
+    version, and render() applies them, for the sync and the async client alike."""
+    schema = {
+        "item": {"type": "string"},
+        "count": {"type": "integer", "default": 1},
+        "gift": {"type": "boolean", "required": False},
+        "tone": {"type": "string", "enum": ["kind", "terse"], "required": False},
+    }
+    content = "{{count}} x {{item}}{{gift}} {{tone}}"
+    service.storage.create_prompt(ORG, "order")
+    created = service.storage.create_version(
+        ORG, "order", content, AUTHOR,
+        variables=["count", "item", "gift", "tone"], variables_schema=schema,
+        examples=[{"name": "tea", "variables": {"item": "tea", "gift": True}}],
+    )  # fmt: skip
+    service.storage.promote(ORG, "order", created.version_id, AUTHOR)
+    version = make_client().get_prompt_version("order")
+    assert plain(version.variables_schema) == schema
+    assert plain(version.examples) == [{"name": "tea", "variables": {"item": "tea", "gift": True}}]
+    assert version.render(version.examples[0]["variables"]) == "1 x teatrue "
+    with pytest.raises(TemplateError) as raised:
+        version.render(count="3", tone="rude")
+    assert [p.variable for p in raised.value.problems] == ["count", "item", "tone"]
+    # A version without a declared contract: the implied one, strings of any value.
+    greeting = make_client().get_prompt_version("greeting")
+    assert greeting.variables_schema == {"name": {"type": "string", "required": True}}
+    assert greeting.render(name=7) == "Hello 7!"
