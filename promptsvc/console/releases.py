@@ -21,7 +21,7 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.breaking import breaking_changes, contract_of, schema_changes
+from promptsvc.breaking import contract_of, schema_changes
 from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
 from promptsvc.console.present import (
     breaking_sentences,
@@ -43,6 +43,7 @@ from storage import (
     ReviewExists,
     ReviewRequired,
     VersionNotFound,
+    contracts,
 )
 
 bp = Blueprint("releases", __name__)
@@ -56,12 +57,8 @@ def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) ->
     target = new.to_json()
     changes = version_diff(base, target)
     old_contract, new_contract = contract_of(base), contract_of(target)
-    if old is None:
-        breaking: list[dict[str, Any]] = []
-    elif "breaking" in changes:
-        breaking = list(changes["breaking"])
-    else:
-        breaking = breaking_changes(base, new_contract, new.version)
+    # The promotion check itself, on the records: what storage would refuse.
+    breaking = [change.to_json() for change in contracts.breaking_changes(old, new)]
     schema = changes.get("variables_schema") or schema_changes(old_contract, new_contract)
     return {
         "old": old,
