@@ -293,8 +293,9 @@ def validated(
         raise ContractInvalid(problems)
     # Copies through JSON: the caller keeps no handle on what storage holds.
     kept_schema = None if schema is None else json.loads(json.dumps(schema))
+    # Every example shows both fields, a name it was not given as null.
     kept = tuple(
-        {**({"name": e["name"]} if e.get("name") is not None else {}), "variables": e["variables"]}
+        {"name": e.get("name"), "variables": e["variables"]}
         for e in json.loads(json.dumps(kept_examples))
     )
     return kept_schema, kept

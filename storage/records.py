@@ -101,7 +101,7 @@ class PromptVersion:
     # The variable contract as declared ({variable: {type, required?, description?,
     # default?, enum?}}), None when none was: then every variable is a required string.
     variables_schema: dict[str, dict[str, Any]] | None = None
-    examples: tuple[dict[str, Any], ...] = ()  # [{name?, variables}], valid under it
+    examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
 
     @property
     def is_production(self) -> bool:

@@ -21,6 +21,7 @@ from storage import (
     PROMPT_TYPES,
     STATUSES,
     ApiKey,
+    ContractInvalid,
     OrgSnapshot,
     PromotionRecord,
     Prompt,
@@ -28,6 +29,7 @@ from storage import (
     PromptVersion,
     SigningKey,
     User,
+    contracts,
 )
 
 # How many problems a refused file's message lists.
@@ -73,6 +75,9 @@ class _VersionSchema(Schema):
     promoted_at = _nullable(fields.AwareDateTime)
     promoted_by = _nullable(fields.String)
     created_by = _string()
+    # Absent from backups written before variable contracts: none declared, no examples.
+    variables_schema = fields.Dict(keys=fields.String(), load_default=None, allow_none=True)
+    examples = fields.List(fields.Dict(), load_default=list)
 
 
 class _HistorySchema(Schema):
@@ -86,6 +91,7 @@ class _HistorySchema(Schema):
     environment = fields.String(load_default=PRODUCTION)
     review_id = fields.String(load_default=None, allow_none=True)
     approved_by = fields.List(fields.String(), load_default=list)
+    breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
 
 
 class _PromptSchema(Schema):
@@ -106,7 +112,12 @@ class _PromptSchema(Schema):
                 prompt_id=data["prompt_id"],
                 name=data["name"],
                 prompt_type=data["prompt_type"],
-                **{**v, "variables": tuple(v["variables"]), "tags": tuple(v["tags"])},
+                **{
+                    **v,
+                    "variables": tuple(v["variables"]),
+                    "tags": tuple(v["tags"]),
+                    "examples": tuple(v["examples"]),
+                },
             )
             for v in data["versions"]
         )
@@ -314,4 +325,16 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
             if record.version_number > item.next_version
         ]
         found += _repeats(f"{here}.history", "history_id", (r.history_id for r in item.history))
+        for position, v in enumerate(item.versions):
+            try:
+                contracts.validated(
+                    v.variables,
+                    v.variables_schema,
+                    None if not v.examples else list(v.examples),
+                )
+            except ContractInvalid as exc:
+                found += [
+                    f"{here}.versions[{position}].{where}: {' '.join(problems)}"
+                    for where, problems in exc.problems.items()
+                ]
     return found
