@@ -19,7 +19,13 @@ from typing import Any
 from promptsvc.breaking import breaking_changes, contract_of, schema_changes
 from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
-from promptsvc.cli.promptfile import PromptFile, declared_schema, file_name, read_directory
+from promptsvc.cli.promptfile import (
+    PromptFile,
+    declared_schema,
+    file_name,
+    normal_examples,
+    read_directory,
+)
 from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
 from promptsvc.templates import extract_variables, implied_schema
@@ -48,7 +54,8 @@ def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
         _as_json(version["metadata"]) == _as_json(prompt.metadata)
         and list(version["tags"]) == list(prompt.tags)
         and _as_json(declared_schema(version)) == _as_json(declared_schema(_declared(prompt)))
-        and _as_json(version.get("examples") or []) == _as_json(prompt.examples)
+        and _as_json(normal_examples(version.get("examples")))
+        == _as_json(normal_examples(prompt.examples))
     )
 
 

@@ -147,6 +147,15 @@ def declared_schema(version: dict[str, Any]) -> dict[str, Any] | None:
     return None if schema is None or is_implied(schema) else dict(schema)
 
 
+def normal_examples(examples: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Examples as a file writes them: ``name`` only when there is one (the API answers
+    ``name: null`` for an example without)."""
+    return [
+        {**({"name": e["name"]} if e.get("name") is not None else {}), "variables": e["variables"]}
+        for e in examples or []
+    ]
+
+
 def prompt_from_version(
     name: str, prompt_type: str, description: str | None, version: dict[str, Any]
 ) -> PromptFile:
@@ -154,7 +163,7 @@ def prompt_from_version(
     content: str = version["content"]
     contract: dict[str, Any] = {
         "variables_schema": declared_schema(version),
-        "examples": list(version.get("examples") or []),
+        "examples": normal_examples(version.get("examples")),
     }
     if prompt_type == "chat":
         messages = [{"role": m["role"], "content": m["content"]} for m in json.loads(content)]

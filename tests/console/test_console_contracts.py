@@ -8,8 +8,10 @@ import json
 import re
 from collections.abc import Callable
 
+import pytest
 from flask.testing import FlaskClient
 
+from promptsvc.console import releases
 from storage import Storage
 from tests.console.console_support import ORG, csrf_token, post_form
 
@@ -122,7 +124,7 @@ def test_contract_errors_are_named_and_keep_what_was_typed(
             "name: ",  # the entry's problem, under its variable
         ),
         (
-            {"examples": '[{"variables": {"name": 3, "tone": "x"}}]'},
+            {"examples": '[{"variables": {"name": "a", "tone": "x", "extra": 1}}]'},
             "examples",
             "examples[0]",
         ),
@@ -158,7 +160,7 @@ def test_a_drafts_contract_is_edited_with_its_content(storage: Storage, console:
         "name": {"type": "string"},
         "n": {"type": "integer", "default": 2},
     }
-    assert list(version.examples) == [{"variables": {"name": "Ada"}}]
+    assert list(version.examples) == [{"name": None, "variables": {"name": "Ada"}}]
     page = client.get("/console/prompts/welcome/versions/1").text
     assert "<td><code>n</code></td>\n            <td>integer</td>\n            <td>no</td>" in page
 
@@ -241,29 +243,42 @@ def test_a_promotion_that_breaks_nothing_asks_for_no_acknowledgement(
     assert storage.list_history(ORG, "greeting").items[0].breaking is False
 
 
-def test_a_breaking_change_made_meanwhile_is_refused_by_the_promotion_itself(
-    storage: Storage, console: Console
+def test_a_break_the_page_did_not_see_is_refused_by_the_promotion_itself(
+    storage: Storage, console: Console, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The page showed no breaking change; production moved to a version whose contract
-    the candidate breaks. The guard on the expected version refuses first; without it
-    (the page sent no expectation), the promotion's own check refuses."""
+    """Staging holds a draft, whose contract is edited between the page's own check and
+    the promotion (the guard on the version it holds passes): storage's check refuses,
+    and the page says so (409) with the new list."""
+    storage.create_environment(ORG, "staging")
     storage.create_prompt(ORG, "greeting")
-    first = storage.create_version(ORG, "greeting", "Hi {{name}}", "x", variables=["name"])
-    storage.promote(ORG, "greeting", first.version_id, "x")
+    held = storage.create_version(ORG, "greeting", "Hi {{name}}", "x", variables=["name"])
+    storage.promote(ORG, "greeting", held.version_id, "x", environment="staging")
+    candidate = storage.create_version(ORG, "greeting", "Hi {{name}}!", "x", variables=["name"])
     client = console("writer")
-    page = client.get("/console/prompts/greeting/versions/1/promote")
-    strict = storage.create_version(
-        ORG, "greeting", "Hi {{name}}", "x",
-        variables=["name"], variables_schema={"name": {"type": "string", "enum": ["Ada"]}},
-    )  # fmt: skip
-    loose = storage.create_version(
-        ORG, "greeting", "Hi {{name}} {{x}}", "x", variables=["name", "x"]
-    )
-    storage.promote(ORG, "greeting", strict.version_id, "x")
+    url = f"/console/prompts/greeting/versions/{candidate.version}/promote"
+    page = client.get(url + "?environment=staging")
+    assert 'name="allow_breaking"' not in page.text  # nothing breaks v1's callers
+    real = releases._unacknowledged
+
+    def then_the_held_draft_is_edited(*args: object) -> dict[str, list[str]] | None:
+        answer = real(*args)  # type: ignore[arg-type]
+        storage.edit_version(
+            ORG, "greeting", held.version_id, "Hi {{name}}",
+            variables=["name"], variables_schema={"name": {"type": "string", "required": False}},
+            examples=[{"variables": {}}],
+        )  # fmt: skip
+        return answer
+
+    monkeypatch.setattr(releases, "_unacknowledged", then_the_held_draft_is_edited)
     answer = client.post(
-        f"/console/prompts/greeting/versions/{loose.version}/promote",
-        data={"csrf_token": csrf_token(page.text), "expected_production_version": ""},
+        url,
+        data={
+            "csrf_token": csrf_token(page.text),
+            "environment": "staging",
+            "expected_production_version": str(held.version),
+        },
     )
-    assert answer.status_code == 400  # the page now lists what breaks and wants the box
-    assert "tick this box" in answer.text
-    assert storage.get_prompt(ORG, "greeting").production_version == strict.version
+    assert answer.status_code == 409, answer.text
+    assert "breaks callers of what it holds now. Nothing was changed." in answer.text
+    assert "<code>name</code> is now required" in answer.text  # the new list
+    assert storage.get_in_environment(ORG, "greeting", "staging").version == held.version
