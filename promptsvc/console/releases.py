@@ -22,7 +22,14 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.breaking import contract_of, schema_changes
-from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
+from promptsvc.console.common import (
+    FormInvalid,
+    load,
+    optional_int,
+    principal,
+    require,
+    storage,
+)
 from promptsvc.console.present import (
     breaking_sentences,
     metadata_rows,
@@ -158,6 +165,8 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
         return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
     allow_breaking = request.form.get("allow_breaking") == "on"
+    # The role first: a person who may not promote learns that, not what would break.
+    require(actions.request_review if environment.protected else actions.promote)
     refused = _unacknowledged(prompt, version, environment, notes, allow_breaking)
     if refused is not None:
         return _promote_page(
@@ -244,7 +253,9 @@ def _unacknowledged(
         return {
             "allow_breaking": [
                 f"v{version.version} breaks callers of v{current.version} (listed below): "
-                "tick this box to promote it anyway"
+                "tick this box to "
+                + ("request the review" if environment.protected else "promote it")
+                + " anyway"
             ]
         }
     if not notes:
