@@ -51,6 +51,15 @@ def contract_of(version: Mapping[str, Any]) -> Contract:
     return schema if schema is not None else implied_schema(version.get("variables", []))
 
 
+def normal_examples(examples: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Examples as people write them: ``name`` only when there is one (the API answers
+    ``name: null`` for an example without)."""
+    return [
+        {**({"name": e["name"]} if e.get("name") is not None else {}), "variables": e["variables"]}
+        for e in examples or []
+    ]
+
+
 def schema_changes(old: Contract, new: Contract) -> dict[str, Any]:
     """``{added, removed, changed}``: the entries of two contracts that differ, shaped as
     the diff endpoint's ``variables_schema``."""

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptsvc.breaking import breaking_changes, contract_of, schema_changes
+from promptsvc.breaking import breaking_changes, contract_of, normal_examples, schema_changes
 from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
 from promptsvc.cli.promptfile import (
     PromptFile,
     declared_schema,
     file_name,
-    normal_examples,
     read_directory,
 )
 from promptsvc.client import PromptServiceError

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptsvc.breaking import normal_examples
 from promptsvc.templates import is_implied
 
 SUFFIX = ".prompt"
@@ -145,15 +146,6 @@ def declared_schema(version: dict[str, Any]) -> dict[str, Any] | None:
     (the API sends that for a version without one; a file leaves it out)."""
     schema = version.get("variables_schema")
     return None if schema is None or is_implied(schema) else dict(schema)
-
-
-def normal_examples(examples: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """Examples as a file writes them: ``name`` only when there is one (the API answers
-    ``name: null`` for an example without)."""
-    return [
-        {**({"name": e["name"]} if e.get("name") is not None else {}), "variables": e["variables"]}
-        for e in examples or []
-    ]
 
 
 def prompt_from_version(

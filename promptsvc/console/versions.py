@@ -16,7 +16,7 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.breaking import contract_of
+from promptsvc.breaking import contract_of, normal_examples
 from promptsvc.console.common import (
     FormInvalid,
     form_text,
@@ -66,7 +66,9 @@ class Draft:
             metadata=pretty_json(version.metadata) if version.metadata else "",
             tags=", ".join(version.tags),
             schema=pretty_json(schema) if schema and not is_implied(schema) else "",
-            examples=pretty_json(answer["examples"]) if answer.get("examples") else "",
+            examples=pretty_json(normal_examples(answer["examples"]))
+            if answer.get("examples")
+            else "",
         )
 
     @classmethod

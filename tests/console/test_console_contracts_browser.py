@@ -89,6 +89,11 @@ def test_declare_a_contract_see_it_and_acknowledge_a_breaking_promotion(page: Pa
         "variables_schema",
         json.dumps(schema | {"tone": {"type": "string", "enum": ["kind", "terse"]}}),
     )
+    page.click("Save draft")  # v1's example, kept in the form, lacks the new variable
+    assert "Examples[0]: 'tone': missing required variable" in page.text()
+    page.fill(
+        "examples", json.dumps([{"name": "tea", "variables": {"item": "tea", "tone": "kind"}}])
+    )
     page.click("Save draft")
     assert page.path() == "/console/prompts/order/versions/2", page.text()
 
