@@ -24,6 +24,7 @@ from promptsvc.cli.output import (
 from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_lines
 
+IMPLIED_ENTRY = {"type": "string", "required": True}
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
 
 GROUP_HELP = """\
@@ -351,10 +352,13 @@ def describe_changes(changes: dict[str, Any], paint: Painter) -> list[str]:
             paint(f"metadata ~{key}: {_json(change['from'])} -> {_json(change['to'])}", "yellow")
         )
     schema = changes.get("variables_schema") or {"added": {}, "removed": {}, "changed": {}}
+    # An implied entry (a required string) says no more than the variables line above.
     for key, entry in schema["added"].items():
-        lines.append(paint(f"variables_schema +{key}: {_json(entry)}", "green"))
+        if entry != IMPLIED_ENTRY:
+            lines.append(paint(f"variables_schema +{key}: {_json(entry)}", "green"))
     for key, entry in schema["removed"].items():
-        lines.append(paint(f"variables_schema -{key}: {_json(entry)}", "red"))
+        if entry != IMPLIED_ENTRY:
+            lines.append(paint(f"variables_schema -{key}: {_json(entry)}", "red"))
     for key, change in schema["changed"].items():
         lines.append(
             paint(
