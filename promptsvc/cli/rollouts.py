@@ -8,12 +8,13 @@ import sys
 from typing import Any
 
 from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
-from promptsvc.cli.commands import add_command, expectation
+from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
 from promptsvc.client import PromptServiceError
 from promptsvc.client.rollout import next_step
 
 REF_HELP = "the candidate: a version number, a v_ id or 'latest'"
+ALLOW_BREAKING = "go on even if the candidate breaks the variable contract (needs --notes)"
 
 GROUP_HELP = """\
 Gradual rollouts: a new version (the candidate) served to a share of an environment's
@@ -80,7 +81,9 @@ def register(subparsers: Any) -> None:
         "rollout key falls in the first P percent get it, the others keep the version the "
         "environment holds. One rollout per prompt and environment at a time. On a "
         "protected environment (one that needs approvals) this opens a review whose "
-        "approval starts the rollout.",
+        "approval starts the rollout. The candidate is checked against the environment's "
+        "version as in a promotion: a breaking change is refused (exit status 3) unless "
+        "--allow-breaking with --notes says why.",
         examples="  promptsvc rollout start greeting latest --percent 5\n"
         "  promptsvc rollout start greeting 4 --env staging --percent 50 --notes 'try it'\n",
     )
@@ -108,6 +111,7 @@ def register(subparsers: Any) -> None:
         default=UNGUARDED,
         help="only if the environment holds version N now ('none': no version)",
     )
+    start.add_argument("--allow-breaking", action="store_true", help=ALLOW_BREAKING)
 
     step = add_command(
         commands,
@@ -130,11 +134,14 @@ def register(subparsers: Any) -> None:
         summary="make the candidate the environment's version",
         description="Complete the rollout: every caller gets the candidate, which becomes "
         "the environment's version in one step (a history record, like a promotion; in "
-        "production the baseline is archived). No new review.",
+        "production the baseline is archived). No new review. It is checked as a "
+        "promotion is: a breaking change is refused (exit status 3) unless "
+        "--allow-breaking with --notes says why.",
         examples="  promptsvc rollout complete greeting --notes 'no complaints at 50%'\n",
     )
     _environment(complete)
     complete.add_argument("--notes", help="changelog text kept in the promotion history")
+    complete.add_argument("--allow-breaking", action="store_true", help=ALLOW_BREAKING)
 
     abort = add_command(
         commands,
@@ -167,10 +174,22 @@ def _split(rollout: dict[str, Any]) -> str:
     )
 
 
+def _acknowledged(args: argparse.Namespace) -> None:
+    if args.allow_breaking and not args.notes:
+        raise CommandError("--allow-breaking needs --notes saying why the break is acceptable")
+
+
 def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    _acknowledged(args)
     try:
         rollout = client.start_rollout(
-            args.name, args.ref, args.environment, args.percent, args.notes, args.expect
+            args.name,
+            args.ref,
+            args.environment,
+            args.percent,
+            args.notes,
+            args.expect,
+            allow_breaking=args.allow_breaking,
         )
     except PromptServiceError as exc:
         if exc.code != REVIEW_REQUIRED:
@@ -191,7 +210,12 @@ def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
     version = client.get_version(args.name, args.ref)
     try:
         review = client.request_review(
-            args.name, version["version_id"], args.environment, args.notes, args.percent
+            args.name,
+            version["version_id"],
+            args.environment,
+            args.notes,
+            rollout_percent=args.percent,
+            allow_breaking=args.allow_breaking,
         )
         opened = True
     except ReviewOpen as exc:
@@ -218,7 +242,10 @@ def set_command(client: ServiceClient, args: argparse.Namespace) -> int:
 
 
 def complete_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    result = client.complete_rollout(args.name, args.environment, args.notes)
+    _acknowledged(args)
+    result = client.complete_rollout(
+        args.name, args.environment, args.notes, allow_breaking=args.allow_breaking
+    )
     if args.json:
         print_json(result)
         return 0

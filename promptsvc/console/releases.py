@@ -7,6 +7,10 @@ The confirmation page carries the version it showed in the environment
 between, the change is refused (storage's ProductionChanged) and the page comes back
 with the new difference and a message saying so, nothing changed. For a protected
 environment the same page opens a review instead (promptsvc.console.reviews shows it).
+
+A version that breaks callers of the one the environment holds (storage/contracts.py)
+is listed in plain words on the diff and promote pages; the promote page then needs
+its acknowledgement box ticked and notes saying why, and sends ``allow_breaking``.
 """
 
 from __future__ import annotations
@@ -17,19 +21,27 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
+from promptsvc.breaking import contract_of, schema_changes
 from promptsvc.console.common import (
     FormInvalid,
     form_number,
     load,
     optional_int,
     principal,
+    require,
     storage,
 )
-from promptsvc.console.present import metadata_rows, side_by_side
+from promptsvc.console.present import (
+    breaking_sentences,
+    metadata_rows,
+    schema_rows,
+    side_by_side,
+)
 from promptsvc.diffs import version_diff
 from promptsvc.inputs import PromoteSchema, ReviewCreateSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
 from storage import (
+    BreakingPromotion,
     Environment,
     NoProductionVersion,
     NotFound,
@@ -42,22 +54,32 @@ from storage import (
     RolloutInProgress,
     RolloutNotFound,
     VersionNotFound,
+    contracts,
 )
 
 bp = Blueprint("releases", __name__)
 
 
 def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) -> dict[str, Any]:
-    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's) and the rows of
-    the side-by-side view. ``old`` None (no production yet) compares with nothing."""
+    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's), the rows of
+    the side-by-side view, and what ``new`` would break for callers of ``old``, in
+    plain words. ``old`` None (no production yet) compares with nothing."""
     base = old.to_json() if old is not None else _empty(new)
-    changes = version_diff(base, new.to_json())
+    target = new.to_json()
+    changes = version_diff(base, target)
+    old_contract, new_contract = contract_of(base), contract_of(target)
+    # The promotion check itself, on the records: what storage would refuse.
+    breaking = [change.to_json() for change in contracts.breaking_changes(old, new)]
+    schema = changes.get("variables_schema") or schema_changes(old_contract, new_contract)
     return {
         "old": old,
         "new": new,
         "changes": changes,
         "rows": side_by_side(base["content"], new.content, prompt.prompt_type),
         "metadata_rows": metadata_rows(changes["metadata"]),
+        "schema_rows": schema_rows(schema) if old is not None else [],
+        "breaking": breaking,
+        "breaking_words": breaking_sentences(breaking, old_contract, new_contract),
     }
 
 
@@ -146,14 +168,35 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     if request.method == "GET":
         return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
+    allow_breaking = request.form.get("allow_breaking") == "on"
     percent_text = request.form.get("rollout_percent", "").strip()
+    # The role first: a person who may not promote learns that, not what would break.
+    if environment.protected:
+        require(actions.request_review)
+    else:
+        require(actions.start_rollout if percent_text else actions.promote)
     if request.form.get("mode") == "rollout" and not percent_text:
         errors = {"rollout_percent": ["Give the percent of callers the rollout starts at."]}
-        return _promote_page(prompt, version, environment, notes=notes, errors=errors)
+        return _promote_page(
+            prompt, version, environment, notes=notes, errors=errors, allow_breaking=allow_breaking
+        )
+    refused = _unacknowledged(prompt, version, environment, notes, allow_breaking)
+    if refused is not None:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=refused,
+            allow_breaking=allow_breaking,
+            rollout_percent=percent_text,
+        )
     if environment.protected:
-        return _request_review(prompt, version, environment, notes, percent_text or None)
+        return _request_review(
+            prompt, version, environment, notes, allow_breaking, percent_text or None
+        )
     if percent_text:
-        return _start_rollout(prompt, version, environment, notes, percent_text)
+        return _start_rollout(prompt, version, environment, notes, percent_text, allow_breaking)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -176,9 +219,20 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             archive_previous=body["archive_previous_production"],
             expected_production=expected,
             environment=environment.name,
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
         return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
+        )
     except ReviewRequired:
         environment = backend.get_environment(org, environment.name)
         return _promote_page(
@@ -207,11 +261,39 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
+def _unacknowledged(
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    allow_breaking: bool,
+) -> dict[str, list[str]] | None:
+    """The form's errors when the version breaks callers of what the environment holds
+    and the form does not acknowledge it with notes; None when it may go on (storage
+    checks again in the promotion itself)."""
+    current = holding(prompt, environment.name)
+    if current is None or not comparison(prompt, current, version)["breaking"]:
+        return None
+    if not allow_breaking:
+        return {
+            "allow_breaking": [
+                f"v{version.version} breaks callers of v{current.version} (listed below): "
+                "tick this box to "
+                + ("request the review" if environment.protected else "promote it")
+                + " anyway"
+            ]
+        }
+    if not notes:
+        return {"notes": ["say why the breaking changes are acceptable (kept in the history)"]}
+    return None
+
+
 def _request_review(
     prompt: Prompt,
     version: PromptVersion,
     environment: Environment,
     notes: str | None,
+    allow_breaking: bool = False,
     percent_text: str | None = None,
 ) -> Any:
     """The promote page's form on a protected environment: open a review (whose
@@ -234,6 +316,7 @@ def _request_review(
             environment.name,
             notes=body["notes"],
             rollout_percent=body["rollout_percent"],
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
         return _promote_page(
@@ -243,6 +326,7 @@ def _request_review(
             notes=notes,
             errors=invalid.errors,
             rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
         )
     except ReviewExists as exists:
         return _promote_page(
@@ -271,8 +355,10 @@ def _start_rollout(
     environment: Environment,
     notes: str | None,
     percent_text: str,
+    allow_breaking: bool,
 ) -> Any:
-    """The promote page's form with a percent: start a rollout of the version."""
+    """The promote page's form with a percent: start a rollout of the version (checked
+    against the environment's version as a promotion is)."""
     backend, org = storage(), principal().org
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -294,6 +380,8 @@ def _start_rollout(
             body["rollout_percent"],
             expected_production=expected,
             environment=environment.name,
+            allow_breaking=allow_breaking,
+            notes=body["notes"],
         )
     except FormInvalid as invalid:
         return _promote_page(
@@ -303,6 +391,18 @@ def _start_rollout(
             notes=notes,
             errors=invalid.errors,
             rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
+        )
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            rollout_percent=percent_text,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
         )
     except ProductionChanged as changed:
         prompt = backend.get_prompt(org, prompt.prompt_id)
@@ -342,6 +442,7 @@ def _promote_page(
     errors: dict[str, list[str]] | None = None,
     conflict: str | None = None,
     open_review: str | None = None,
+    allow_breaking: bool = False,
     rollout_percent: str | None = None,
     status: int | None = None,
 ) -> Any:
@@ -358,6 +459,7 @@ def _promote_page(
         errors=errors or {},
         conflict=conflict,
         open_review=open_review,
+        allow_breaking=allow_breaking,
         rollout_percent=rollout_percent,
         rollout_here=_rollout_in(prompt, environment.name),
     )

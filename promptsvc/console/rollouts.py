@@ -19,8 +19,15 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.client.rollout import STEPS
-from promptsvc.console.common import FormInvalid, form_number, load, principal, storage
-from promptsvc.console.releases import comparison
+from promptsvc.console.common import (
+    FormInvalid,
+    form_number,
+    load,
+    principal,
+    require,
+    storage,
+)
+from promptsvc.console.releases import _unacknowledged, comparison
 from promptsvc.inputs import RolloutCompleteSchema, RolloutUpdateSchema
 from storage import Prompt, Rollout, RolloutNotFound
 
@@ -96,6 +103,19 @@ def complete(name: str, environment: str) -> str | WerkzeugResponse:
         return _complete_page(prompt, backend.get_rollout(org, prompt.prompt_id, environment))
     rollout_id = request.form.get("rollout_id") or None
     notes = request.form.get("notes", "").strip() or None
+    allow_breaking = request.form.get("allow_breaking") == "on"
+    require(actions.complete_rollout)  # the role first, then what would break
+    rollout = _current(prompt, environment, rollout_id)
+    if rollout is None:
+        return _gone(prompt, environment)
+    candidate = backend.get_version(org, prompt.prompt_id, str(rollout.candidate_version))
+    place = backend.get_environment(org, environment)
+    # The promote page's rule: completing a rollout is that promotion.
+    refused = _unacknowledged(prompt, candidate, place, notes, allow_breaking)
+    if refused is not None:
+        return _complete_page(
+            prompt, rollout, notes=notes, errors=refused, allow_breaking=allow_breaking
+        )
     try:
         body = load(
             RolloutCompleteSchema(),
@@ -111,11 +131,13 @@ def complete(name: str, environment: str) -> str | WerkzeugResponse:
             environment,
             notes=body["notes"],
             archive_previous=body["archive_previous_production"],
-            rollout_id=rollout_id,
+            rollout_id=rollout.rollout_id,
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
-        rollout = backend.get_rollout(org, prompt.prompt_id, environment)
-        return _complete_page(prompt, rollout, notes=notes, errors=invalid.errors)
+        return _complete_page(
+            prompt, rollout, notes=notes, errors=invalid.errors, allow_breaking=allow_breaking
+        )
     except RolloutNotFound:
         return _gone(prompt, environment)
     flash(
@@ -126,12 +148,22 @@ def complete(name: str, environment: str) -> str | WerkzeugResponse:
     return _back(prompt)
 
 
+def _current(prompt: Prompt, environment: str, rollout_id: str | None) -> Rollout | None:
+    """The environment's rollout, None when there is none or it is not ``rollout_id``."""
+    try:
+        rollout = storage().get_rollout(principal().org, prompt.prompt_id, environment)
+    except RolloutNotFound:
+        return None
+    return rollout if rollout_id in (None, rollout.rollout_id) else None
+
+
 def _complete_page(
     prompt: Prompt,
     rollout: Rollout,
     *,
     notes: str | None = None,
     errors: dict[str, list[str]] | None = None,
+    allow_breaking: bool = False,
 ) -> Response:
     backend, org = storage(), principal().org
     baseline = backend.get_version(org, prompt.prompt_id, str(rollout.baseline_version))
@@ -143,6 +175,7 @@ def _complete_page(
         compared=comparison(prompt, baseline, candidate),
         notes=notes or "",
         errors=errors or {},
+        allow_breaking=allow_breaking,
     )
     return Response(html, status=400 if errors else 200, mimetype="text/html")
 
