@@ -195,12 +195,14 @@ class PromptVersion:
     def _from_json(cls, body: Mapping[str, Any], rollout: Rollout | None) -> PromptVersion:
         if not isinstance(body, dict):
             raise ModelError("body is not a JSON object")
+        # First: a body that is no version at all is refused naming its first field.
+        prompt_id = _field(body, "prompt_id", str)
         variables = _strings(body, "variables")
         promoted_by = body.get("promoted_by")
         if promoted_by is not None and not isinstance(promoted_by, str):
             raise ModelError("field 'promoted_by' must be a string or null")
         return cls(
-            prompt_id=_field(body, "prompt_id", str),
+            prompt_id=prompt_id,
             version_id=_field(body, "version_id", str),
             name=_field(body, "name", str),
             version=_field(body, "version", int),
