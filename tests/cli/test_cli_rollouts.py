@@ -183,3 +183,28 @@ def test_help_explains_keys_and_steps(cli: Cli) -> None:
         shown = cli("rollout", action, "--help")
         assert shown.status == 0 and "--json" in shown.out and "example:" in shown.out
     assert "--percent P" in cli("rollout", "start", "--help").out
+
+
+def test_a_breaking_candidate_needs_allow_breaking_to_start_and_complete(
+    cli: Cli, service: CliService
+) -> None:
+    service.text_prompt("greeting", "Hi\n", "Hi {{name}}\n", production=1)  # v2 needs name
+
+    refused = cli("rollout", "start", "greeting", "2", "--percent", "5")
+    assert refused.status == 3, refused.err
+    assert "`name`" in refused.err and "--allow-breaking --notes" in refused.err
+    unsaid = cli("rollout", "start", "greeting", "2", "--percent", "5", "--allow-breaking")
+    assert unsaid.status == 1 and "--allow-breaking needs --notes" in unsaid.err
+    with pytest.raises(RolloutNotFound):
+        service.storage.get_rollout(ORG, "greeting", "production")
+
+    started = cli(
+        "rollout", "start", "greeting", "2", "--percent", "5",
+        "--allow-breaking", "--notes", "the app sends name now",
+    )  # fmt: skip
+    assert started.status == 0, started.err
+    assert cli("rollout", "complete", "greeting").status == 3  # checked again at the end
+    done = cli("rollout", "complete", "greeting", "--allow-breaking", "--notes", "all send it")
+    assert done.status == 0, done.err
+    record = service.storage.list_history(ORG, "greeting", 1).items[0]
+    assert (record.version_number, record.breaking, record.notes) == (2, True, "all send it")

@@ -262,3 +262,40 @@ def test_a_review_with_a_percent_starts_the_rollout_when_approved(
         "Its approval started a gradual rollout"
         in admin.get(f"/console/reviews/{review.review_id}").text
     )
+
+
+def test_a_breaking_candidate_is_acknowledged_to_start_and_to_complete(
+    console: Console, storage: Storage
+) -> None:
+    storage.create_version(
+        ORG, "greeting", "Hi {{name}} from {{place}}", "someone", variables=["name", "place"]
+    )  # v4 requires place, which v1 lacks
+    page = "/console/prompts/greeting/versions/4/promote"
+    writer = console("writer")
+    fields = {"environment": "production", "expected_production_version": "1"}
+    refused = post_form(writer, page, page, rollout_percent="5", **fields)
+    assert refused.status_code == 400 and "breaks callers of v1" in refused.text
+    with pytest.raises(RolloutNotFound):
+        storage.get_rollout(ORG, "greeting", "production")
+    started = post_form(
+        writer, page, page, rollout_percent="5", allow_breaking="on", notes="place is sent",
+        **fields,
+    )  # fmt: skip
+    assert started.status_code == 302, started.text
+    rollout_id = storage.get_rollout(ORG, "greeting", "production").rollout_id
+
+    confirm = writer.get(f"{ROLLOUT}/complete")
+    assert 'name="allow_breaking"' in confirm.text
+    unticked = post_form(
+        writer, f"{ROLLOUT}/complete", f"{ROLLOUT}/complete", rollout_id=rollout_id, notes="ok"
+    )
+    assert unticked.status_code == 400 and "tick this box" in unticked.text
+    assert storage.get_production(ORG, "greeting").version == 1
+    done = post_form(
+        writer, f"{ROLLOUT}/complete", f"{ROLLOUT}/complete",
+        rollout_id=rollout_id, notes="every app sends place", allow_breaking="on",
+    )  # fmt: skip
+    assert done.status_code == 302, done.text
+    assert storage.get_production(ORG, "greeting").version == 4
+    record = storage.list_history(ORG, "greeting", 1).items[0]
+    assert (record.breaking, record.rollout_id) == (True, rollout_id)
