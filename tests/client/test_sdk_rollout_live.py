@@ -55,15 +55,12 @@ class Operator:
         return answer.get_json()
 
     def start(self, version_id: str, percent: int, environment: str = "production") -> str:
-        # The seeded v2 requires `place`, which v1 lacks: a breaking change, acknowledged.
         rollout = self.call(
             "POST",
             f"greeting/versions/{version_id}/promote",
             201,
             rollout_percent=percent,
             environment=environment,
-            allow_breaking=True,
-            notes="callers send place",
         )
         assert rollout["percent"] == percent
         return str(rollout["rollout_id"])
@@ -72,11 +69,7 @@ class Operator:
         self.call("PATCH", f"greeting/rollouts/{environment}", percent=percent)
 
     def end(self, action: str, environment: str = "production") -> None:
-        if action == "complete":
-            body = {"allow_breaking": True, "notes": "callers send place"}
-            self.call("POST", f"greeting/rollouts/{environment}/complete", **body)
-        else:
-            self.call("POST", f"greeting/rollouts/{environment}/{action}")
+        self.call("POST", f"greeting/rollouts/{environment}/{action}")
 
     def served(self, key: str, read: str = "production") -> int:
         """The version number the server answers ``key`` on ``read``."""
