@@ -19,7 +19,12 @@ them; the conformance suite in tests/storage checks them on every backend:
   only (a rollback excepted), and a review is approved only by people who are neither
   its requester nor the version's author, once each; the last approval applies it
   while the environment still holds what it held at the request, else the review is
-  ``stale``.
+  ``stale``;
+* a version enters an environment holding another only when the promotion check
+  (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
+  acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
+  step against the version replaced, a rollback is exempt, and the history record says
+  whether it was breaking.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua

@@ -103,7 +103,7 @@ def test_openapi_read_endpoints(api: Any) -> None:
     assert set(version) == {
         "prompt_id", "version_id", "name", "version", "content", "variables", "status",
         "is_production", "prompt_type", "metadata", "tags", "created_at", "updated_at",
-        "promoted_at", "promoted_by", "environments",
+        "promoted_at", "promoted_by", "environments", "variables_schema", "examples",
     }  # fmt: skip
     assert version["version"]["type"] == "integer"
     assert version["is_production"]["type"] == "boolean"

@@ -70,10 +70,11 @@ def prompt(storage: Storage) -> Storage:
 def test_contract_round_trips_through_every_read(prompt: Storage) -> None:
     created = version(prompt, SCHEMA, EXAMPLES)
     assert created.variables_schema == SCHEMA
-    assert created.examples == (
+    shown = [
         {"name": "plain", "variables": {"name": "Ada"}},
-        {"variables": {"name": "Bob", "count": 3, "tone": "terse"}},
-    )
+        {"name": None, "variables": {"name": "Bob", "count": 3, "tone": "terse"}},
+    ]
+    assert created.examples == tuple(shown)
     assert created.to_json()["variables_schema"] == SCHEMA
     assert created.to_json()["examples"] == shown
     prompt.create_environment(ORG, "staging")
@@ -154,9 +155,7 @@ def test_backup_carries_contracts_and_breaking(prompt: Storage) -> None:
     snapshot = prompt.export_org(ORG)
     item = snapshot.prompts[0]
     assert item.versions[0].variables_schema == SCHEMA
-    assert [e["variables"] for e in item.versions[0].examples] == [
-        e["variables"] for e in EXAMPLES
-    ]
+    assert [e["variables"] for e in item.versions[0].examples] == [e["variables"] for e in EXAMPLES]
     assert [r.breaking for r in item.history] == [False, True]
     copy = type(snapshot)("copy", snapshot.prompts, (), ())
     prompt.import_org(copy)
