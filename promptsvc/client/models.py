@@ -122,7 +122,6 @@ class PromptVersion:
         """Build from a decoded response body; raises ModelError naming a bad field."""
         if not isinstance(body, dict):
             raise ModelError("body is not a JSON object")
-        variables = _strings(body, "variables")
         promoted_by = body.get("promoted_by")
         if promoted_by is not None and not isinstance(promoted_by, str):
             raise ModelError("field 'promoted_by' must be a string or null")
@@ -132,7 +131,7 @@ class PromptVersion:
             name=_field(body, "name", str),
             version=_field(body, "version", int),
             content=_field(body, "content", str),
-            variables=variables,
+            variables=_strings(body, "variables"),
             status=_field(body, "status", str),
             is_production=_field(body, "is_production", bool),
             prompt_type=_field(body, "prompt_type", str),
@@ -144,7 +143,8 @@ class PromptVersion:
             promoted_by=promoted_by,
             # Absent from servers before environments: none known.
             environments=_strings(body, "environments") if "environments" in body else (),
-            variables_schema=_schema(body, variables),
+            # After the fields above, so a bad body names its first bad field.
+            variables_schema=_schema(body, _strings(body, "variables")),
             examples=_examples(body),
         )
 
@@ -174,7 +174,7 @@ class PromptVersion:
             name=name,
             version=0,
             content=text,
-            variables=variables,
+            variables=_strings(body, "variables"),
             status="fallback",
             is_production=False,
             prompt_type=prompt_type,
