@@ -174,7 +174,7 @@ class PromptVersion:
             name=name,
             version=0,
             content=text,
-            variables=_strings(body, "variables"),
+            variables=variables,
             status="fallback",
             is_production=False,
             prompt_type=prompt_type,
