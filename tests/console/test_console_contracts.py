@@ -309,3 +309,31 @@ def test_the_sdk_snippet_sends_values_the_contract_accepts(
     assert values == {"s": "...", "i": 1, "n": 1.5, "b": True, "e": 3, "d": False}
     sdk = PromptVersion.from_json(created.to_json())
     assert sdk.render(values) == "...11.5true3false"
+
+
+def test_a_breaking_review_is_requested_with_the_acknowledgement_and_says_so(
+    storage: Storage, console: Console
+) -> None:
+    _released(storage)
+    storage.update_environment(ORG, "production", required_approvals=1)
+    writer = console("writer")
+    url = "/console/prompts/greeting/versions/2/promote"
+    page = writer.get(url)
+    assert "Request the review anyway; the notes say why." in page.text
+    base = {"csrf_token": csrf_token(page.text), "expected_production_version": "1"}
+    refused = writer.post(url, data={**base, "notes": "stricter"})
+    assert refused.status_code == 400
+    assert "tick this box to request the review anyway" in refused.text
+    opened = writer.post(url, data={**base, "notes": "stricter", "allow_breaking": "on"})
+    assert opened.status_code == 302, opened.text
+    (review,) = storage.list_reviews(ORG).items
+    assert review.allow_breaking and [c.change for c in review.breaking][:1] == ["newly_required"]
+    shown = console("admin").get(opened.headers["Location"]).text
+    assert "the requester acknowledged it, so approving applies it anyway" in shown
+    assert "<code>tone</code> is now required" in shown
+    approved = post_form(
+        console("admin"), opened.headers["Location"], opened.headers["Location"] + "/approve"
+    )
+    assert approved.status_code == 302
+    assert storage.get_prompt(ORG, "greeting").production_version == 2
+    assert storage.list_history(ORG, "greeting").items[0].breaking is True
