@@ -5,8 +5,9 @@ The service's promotion check (storage/contracts.py) decides whether a promotion
 callers; this module describes its answer for people (the console, the command line)
 and previews it where the candidate does not exist yet: ``promptsvc plan`` compares a
 file with the version its environment holds before ``apply`` creates anything. The
-preview follows the same rules (a parity test holds them together) and the service
-checks again when the promotion is made. Standard library only: the command line runs
+preview follows the same rules: tests/vectors/contracts.json (its ``breaking`` cases) is
+the contract between the two, and tests/test_contract_parity.py checks both against it.
+The service checks again when the promotion is made. Standard library only: the command line runs
 in the SDK-only install.
 """
 

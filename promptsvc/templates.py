@@ -15,9 +15,12 @@ description?, default?, enum?}``, ``type`` one of :data:`VARIABLE_TYPES`. Declar
 are checked strictly, as JSON Schema reads them: an ``integer`` refuses ``"3"`` and
 ``True`` and takes ``3.0``; a ``number`` refuses ``True``; a ``boolean`` takes only a bool.
 Without a declared schema every variable is a string that accepts any value and renders
-``str(value)``. How declared values appear in the text is the same in the TypeScript SDK
-(tests/vectors/contracts.json): a boolean as ``true``/``false``, a number as JavaScript
-prints it (``2.0`` as ``2``, ``1e-07`` as ``1e-7``).
+``str(value)``. How declared values appear in the text is the same in the TypeScript SDK:
+a boolean as ``true``/``false``, a number as JavaScript prints it (``2.0`` as ``2``,
+``1e-07`` as ``1e-7``). The SDK ships without the server, so the service's own checks
+(storage/contracts.py) are a second implementation of these rules:
+tests/vectors/contracts.json is the contract between them and the TypeScript SDK, each
+tested against it (tests/test_contract_parity.py for the service).
 """
 
 from __future__ import annotations

@@ -25,6 +25,11 @@ them; the conformance suite in tests/storage checks them on every backend:
   while it lasts nothing else enters that environment (promotion, rollback, review),
   its candidate's content cannot change, and archiving or deleting its candidate or
   baseline ends it (aborted); completing it enters the candidate as a promotion would.
+* a version enters an environment holding another only when the promotion check
+  (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
+  acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
+  step against the version replaced, a rollback is exempt, and the history record says
+  whether it was breaking.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua

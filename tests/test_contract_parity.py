@@ -39,90 +39,36 @@ def test_the_service_finds_the_problems_render_finds(case: dict[str, Any]) -> No
     assert sdk == found
 
 
-OLD = {
-    "name": {"type": "string"},
-    "tone": {"type": "string", "enum": ["kind", "terse"], "required": False},
-    "count": {"type": "integer", "default": 1},
-    "loud": {"type": "boolean", "required": False},
-}
-# (old schema or None, old examples, new content, new schema or None)
-PAIRS: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], str, dict[str, Any] | None]] = [
-    ("nothing changes", OLD, [], "{{name}}{{tone}}{{count}}{{loud}}", OLD),
-    ("a new placeholder, implied", None, [], "{{a}} {{b}}", None),
-    ("a dropped placeholder breaks nothing", None, [], "text only", None),
-    (
-        "optional becomes required, a type changes, an enum narrows and appears",
-        OLD,
-        [],
-        "{{name}}{{tone}}{{count}}{{loud}}",
-        {
-            "name": {"type": "string", "enum": ["Ada"]},
-            "tone": {"type": "string", "enum": ["kind"]},
-            "count": {"type": "number", "default": 1},
-            "loud": {"type": "boolean"},
-        },
-    ),
-    (
-        "examples of the old version fail with the new one",
-        OLD,
-        [
-            {"name": "terse", "variables": {"name": "Ada", "tone": "terse", "count": 2}},
-            {"variables": {"name": "Bob", "loud": True}},
-        ],
-        "{{name}}{{tone}}{{count}}{{loud}}",
-        {
-            "name": {"type": "string"},
-            "tone": {"type": "string", "enum": ["kind"], "default": "kind"},
-            "count": {"type": "integer", "enum": [1, 2], "default": 1},
-            "loud": {"type": "string", "required": False},
-        },
-    ),
-    (
-        "an implied contract replaced by a typed one",
-        None,
-        [{"variables": {"a": "3"}}],
-        "{{a}}",
-        {"a": {"type": "integer"}},
-    ),
-    (
-        "a widened enum and a new optional variable break nothing",
-        OLD,
-        [{"variables": {"name": "Ada"}}],
-        "{{name}}{{tone}}{{count}}{{loud}}{{extra}}",
-        OLD
-        | {
-            "tone": {"type": "string", "enum": ["kind", "terse", "warm"], "required": False},
-            "extra": {"type": "string", "required": False},
-        },
-    ),
-]
+BREAKING: list[dict[str, Any]] = json.loads(
+    (Path(__file__).resolve().parent / "vectors" / "contracts.json").read_text("utf-8")
+)["breaking"]
 
 
-@pytest.mark.parametrize(
-    ("name", "old", "examples", "content", "new"), PAIRS, ids=[p[0] for p in PAIRS]
-)
-def test_the_preview_finds_what_the_promotion_check_finds(
-    name: str,
-    old: dict[str, Any] | None,
-    examples: list[dict[str, Any]],
-    content: str,
-    new: dict[str, Any] | None,
-) -> None:
+@pytest.mark.parametrize("case", BREAKING, ids=[case["name"] for case in BREAKING])
+def test_the_check_and_its_preview_find_the_listed_changes(case: dict[str, Any]) -> None:
+    current, candidate = case["current"], case["candidate"]
     storage = MemoryStorage()
     storage.create_prompt("acme", "p")
-    # The current version's placeholders: its schema's, else a single {{a}}.
-    first_content = "".join(f"{{{{{v}}}}}" for v in (old or {"a": None}))
-    current = storage.create_version(
-        "acme", "p", first_content, "x",
-        variables=extract_variables(first_content), variables_schema=old, examples=examples,
+    held = storage.create_version(
+        "acme", "p", current["content"], "x",
+        variables=extract_variables(current["content"]),
+        variables_schema=current["variables_schema"], examples=current["examples"],
     )  # fmt: skip
-    candidate = storage.create_version(
-        "acme", "p", content, "x", variables=extract_variables(content), variables_schema=new
-    )
-    service = [c.to_json() for c in contracts.breaking_changes(current, candidate)]
-    answer = candidate.to_json()
+    new = storage.create_version(
+        "acme", "p", candidate["content"], "x",
+        variables=extract_variables(candidate["content"]),
+        variables_schema=candidate["variables_schema"],
+    )  # fmt: skip
+    assert (held.version, new.version) == (current["version"], candidate["version"])
+    service = [change.to_json() for change in contracts.breaking_changes(held, new)]
+    assert service == case["changes"]
     preview = breaking.breaking_changes(
-        current.to_json(), answer["variables_schema"], candidate.version
+        held.to_json(), new.to_json()["variables_schema"], new.version
     )
-    assert preview == service
-    assert bool(service) == (name != "nothing changes" and "nothing" not in name)
+    assert preview == case["changes"]
+
+
+def test_the_breaking_vectors_cover_every_kind_and_a_harmless_change() -> None:
+    kinds = {change["change"] for case in BREAKING for change in case["changes"]}
+    assert kinds == {"newly_required", "type_changed", "enum_narrowed", "example_failed"}
+    assert any(not case["changes"] for case in BREAKING)

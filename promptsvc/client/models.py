@@ -195,19 +195,16 @@ class PromptVersion:
     def _from_json(cls, body: Mapping[str, Any], rollout: Rollout | None) -> PromptVersion:
         if not isinstance(body, dict):
             raise ModelError("body is not a JSON object")
-        # First: a body that is no version at all is refused naming its first field.
-        prompt_id = _field(body, "prompt_id", str)
-        variables = _strings(body, "variables")
         promoted_by = body.get("promoted_by")
         if promoted_by is not None and not isinstance(promoted_by, str):
             raise ModelError("field 'promoted_by' must be a string or null")
         return cls(
-            prompt_id=prompt_id,
+            prompt_id=_field(body, "prompt_id", str),
             version_id=_field(body, "version_id", str),
             name=_field(body, "name", str),
             version=_field(body, "version", int),
             content=_field(body, "content", str),
-            variables=variables,
+            variables=_strings(body, "variables"),
             status=_field(body, "status", str),
             is_production=_field(body, "is_production", bool),
             prompt_type=_field(body, "prompt_type", str),
@@ -219,7 +216,8 @@ class PromptVersion:
             promoted_by=promoted_by,
             # Absent from servers before environments: none known.
             environments=_strings(body, "environments") if "environments" in body else (),
-            variables_schema=_schema(body, variables),
+            # After the fields above, so a bad body names its first bad field.
+            variables_schema=_schema(body, _strings(body, "variables")),
             examples=_examples(body),
             rollout=rollout,
         )

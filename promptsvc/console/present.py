@@ -40,13 +40,30 @@ def sdk_snippet(name: str, version: Any) -> str:
         read = f"client.get_prompt_version({quoted})  # production"
     else:
         read = f"client.get_prompt_version({quoted}, version={json.dumps(version.version_id)})"
-    values = ", ".join(f'{json.dumps(variable)}: "..."' for variable in version.variables)
+    contract = version.to_json()["variables_schema"]
+    values = ", ".join(
+        f"{json.dumps(variable)}: {_sample(contract.get(variable, {}))}"
+        for variable in version.variables
+    )
     return (
         "from promptsvc.client import PromptClient\n\n"
         "client = PromptClient.from_env()  # PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, ...\n"
         f"prompt = {read}\n"
         f"print(prompt.render({{{values}}}))"
     )
+
+
+# A value of each declared type, as Python source, that render() accepts.
+_SAMPLES = {"string": '"..."', "integer": "1", "number": "1.5", "boolean": "True"}
+
+
+def _sample(entry: Mapping[str, Any]) -> str:
+    """Python source for a value ``entry`` (a contract entry) accepts: its default or
+    first allowed value, else one of its type."""
+    for known in (entry.get("default"), *(entry.get("enum") or [])[:1]):
+        if known is not None:
+            return repr(known) if not isinstance(known, str) else json.dumps(known)
+    return _SAMPLES.get(str(entry.get("type")), '"..."')
 
 
 # --------------------------------------------------------------------------- times

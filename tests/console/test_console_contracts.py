@@ -4,6 +4,8 @@ promote pages, and the acknowledgement a breaking promotion needs."""
 
 from __future__ import annotations
 
+import ast
+import html
 import json
 import re
 from collections.abc import Callable
@@ -11,6 +13,7 @@ from collections.abc import Callable
 import pytest
 from flask.testing import FlaskClient
 
+from promptsvc.client import PromptVersion
 from promptsvc.console import releases
 from storage import Storage
 from tests.console.console_support import ORG, csrf_token, post_form
@@ -282,3 +285,55 @@ def test_a_break_the_page_did_not_see_is_refused_by_the_promotion_itself(
     assert "breaks callers of what it holds now. Nothing was changed." in answer.text
     assert "<code>name</code> is now required" in answer.text  # the new list
     assert storage.get_in_environment(ORG, "greeting", "staging").version == held.version
+
+
+def test_the_sdk_snippet_sends_values_the_contract_accepts(
+    storage: Storage, console: Console
+) -> None:
+    storage.create_prompt(ORG, "typed")
+    schema = {
+        "s": {"type": "string"},
+        "i": {"type": "integer"},
+        "n": {"type": "number"},
+        "b": {"type": "boolean"},
+        "e": {"type": "integer", "enum": [3, 4]},
+        "d": {"type": "boolean", "default": False},
+    }
+    created = storage.create_version(
+        ORG, "typed", "{{s}}{{i}}{{n}}{{b}}{{e}}{{d}}", "x",
+        variables=list(schema), variables_schema=schema,
+    )  # fmt: skip
+    page = console("reader").get("/console/prompts/typed/versions/1").text
+    call = html.unescape(page.split("print(prompt.render(", 1)[1].split("))", 1)[0])
+    values = ast.literal_eval(call)
+    assert values == {"s": "...", "i": 1, "n": 1.5, "b": True, "e": 3, "d": False}
+    sdk = PromptVersion.from_json(created.to_json())
+    assert sdk.render(values) == "...11.5true3false"
+
+
+def test_a_breaking_review_is_requested_with_the_acknowledgement_and_says_so(
+    storage: Storage, console: Console
+) -> None:
+    _released(storage)
+    storage.update_environment(ORG, "production", required_approvals=1)
+    writer = console("writer")
+    url = "/console/prompts/greeting/versions/2/promote"
+    page = writer.get(url)
+    assert "Request the review anyway; the notes say why." in page.text
+    base = {"csrf_token": csrf_token(page.text), "expected_production_version": "1"}
+    refused = writer.post(url, data={**base, "notes": "stricter"})
+    assert refused.status_code == 400
+    assert "tick this box to request the review anyway" in refused.text
+    opened = writer.post(url, data={**base, "notes": "stricter", "allow_breaking": "on"})
+    assert opened.status_code == 302, opened.text
+    (review,) = storage.list_reviews(ORG).items
+    assert review.allow_breaking and [c.change for c in review.breaking][:1] == ["newly_required"]
+    shown = console("admin").get(opened.headers["Location"]).text
+    assert "the requester acknowledged it, so approving applies it anyway" in shown
+    assert "<code>tone</code> is now required" in shown
+    approved = post_form(
+        console("admin"), opened.headers["Location"], opened.headers["Location"] + "/approve"
+    )
+    assert approved.status_code == 302
+    assert storage.get_prompt(ORG, "greeting").production_version == 2
+    assert storage.list_history(ORG, "greeting").items[0].breaking is True

@@ -56,13 +56,13 @@ test("variable contract: the declared schema and examples reach render()", async
   assert.equal(v.render({ item: "tea" }), "1 x tea ");
   assert.throws(
     () => v.render({ count: "3", tone: "rude" }),
-    (e: unknown) => e instanceof TemplateError && e.problems.map((p) => p.variable).join() === "item,count,tone",
+    (e: unknown) => e instanceof TemplateError && e.problems.map((p) => p.variable).join() === "count,item,tone",
   );
 
   // The service refuses a version that breaks this one's callers unless acknowledged.
   const stricter = await admin.call("POST", "/prompts/order/versions", {
     content: "{{count}} x {{item}} {{tone}}",
-    variables_schema: { ...schema, tone: { type: "string", enum: ["kind"] } },
+    variables_schema: { ...schema, tone: { type: "string", enum: ["kind"], required: false } },
   });
   assert.equal(stricter.status, 201, JSON.stringify(stricter.body));
   const refused = await admin.call("POST", `/prompts/order/versions/${stricter.body["version_id"] as string}/promote`, {});
@@ -76,7 +76,8 @@ test("variable contract: the declared schema and examples reach render()", async
     allow_breaking: true,
     notes: "only kind replies from now on",
   });
-  assert.equal(acknowledged.status, 201, JSON.stringify(acknowledged.body));
+  assert.equal(acknowledged.status, 200, JSON.stringify(acknowledged.body));
+  assert.equal((acknowledged.body["promotion"] as Record<string, unknown>)["breaking"], true);
   const now = await client.getPromptVersion("order", { version: 2 });
   assert.deepEqual(now.variables_schema["tone"], { type: "string", enum: ["kind"], required: false });
   assert.throws(() => now.render({ item: "tea", tone: "terse" }), /"terse" is not one of "kind"/);
