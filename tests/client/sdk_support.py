@@ -129,11 +129,6 @@ def shared_signing_key() -> SigningKey:
     return new_signing_key(utcnow())
 
 
-# v2 of greeting requires {{place}}, which v1's callers do not send: promoting it is a
-# breaking change, acknowledged.
-ADDS_PLACE: dict[str, Any] = {"notes": "adds place", "allow_breaking": True}
-
-
 def seed(storage: Storage) -> Versions:
     """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
     storage.create_prompt(ORG, "greeting")
