@@ -33,7 +33,8 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
     above every kept number), with three promotions (one demoting to draft), a published,
     an archived, an unarchived, a demoted and an edited draft; a chat prompt rolled
-    back to its first version; a prompt without versions; a deleted prompt; keys of
+    back to its first version; a prompt with variable contracts and a breaking
+    promotion; a prompt without versions; a deleted prompt; keys of
     every role, one revoked, one without description; two users, one changed and
     disabled.
 
@@ -85,6 +86,43 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     store.promote(org, "support-chat", "2", PROMOTER, expected_production=1)
     tick()
     store.rollback(org, "support-chat", PROMOTER)  # to version 1, which is production again
+    tick()
+
+    # Variable contracts: a declared schema with examples, then a breaking promotion
+    # (acknowledged) to a version whose count is a number.
+    store.create_prompt(org, "typed")
+    tick()
+    schema: dict[str, Any] = {
+        "who": {"type": "string", "description": "who is greeted", "enum": ["Ada", "Bob"]},
+        "count": {"type": "integer", "default": 1},
+    }
+    examples = [
+        {"name": "ada", "variables": {"who": "Ada", "count": 2}},
+        {"variables": {"who": "Bob"}},
+    ]
+    typed = "Hi {{who}} x{{count}}"
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema=schema,
+        examples=examples,
+    )
+    tick()
+    store.promote(org, "typed", "1", PROMOTER)
+    tick()
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema={**schema, "count": {"type": "number", "default": 1.5}},
+    )
+    tick()
+    store.promote(org, "typed", "2", PROMOTER, notes="counts are numbers", allow_breaking=True)
     tick()
 
     store.create_prompt(org, "empty")

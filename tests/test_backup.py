@@ -124,7 +124,12 @@ def test_the_document_spells_records_as_the_api_does(
         for k, v in version.to_json().items()
         if k not in ("prompt_id", "name", "prompt_type", "is_production", "environments")
     }
-    assert greeting["versions"][2] == {**expected, "created_by": version.created_by}
+    # The contract as declared: none here, so null (the implied one is not written).
+    assert greeting["versions"][2] == {
+        **expected,
+        "created_by": version.created_by,
+        "variables_schema": None,
+    }
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
     assert doc["orgs"]["acme"]["prompts"][2]["versions"][0]["content"] == CHAT
     key = doc["orgs"]["acme"]["api_keys"][0]

@@ -63,8 +63,9 @@ def test_list_orgs_names_every_org_with_data(storage: Storage, clock: FakeClock)
 def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock) -> None:
     populate(storage, ORG, clock)
     snapshot = storage.export_org(ORG)
-    assert [p.prompt.name for p in snapshot.prompts] == ["empty", "greeting", "support-chat"]
-    empty, greeting, chat = snapshot.prompts
+    names = [p.prompt.name for p in snapshot.prompts]
+    assert names == ["empty", "greeting", "support-chat", "typed"]
+    empty, greeting, chat, typed = snapshot.prompts
     assert (empty.next_version, empty.versions, empty.history) == (0, (), ())
     assert greeting.prompt == storage.get_prompt(ORG, "greeting")
     assert greeting.next_version == 6  # version 6 was deleted; 6 stays used
@@ -79,6 +80,9 @@ def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock)
     assert list(greeting.history) == storage.list_history(ORG, "greeting").items[::-1]
     assert [r.notes for r in greeting.history] == ["first", None, ""]
     assert chat.versions[0] == storage.get_production(ORG, "support-chat")
+    assert list(typed.versions) == storage.list_versions(ORG, "typed").items[::-1]
+    assert typed.versions[0].examples[1] == {"name": None, "variables": {"who": "Bob"}}
+    assert [r.breaking for r in typed.history] == [False, True]
     assert [k.client_id for k in snapshot.api_keys] == ["reader", "admin", "ci"]
     assert snapshot.api_keys == tuple(storage.list_api_keys(ORG))
     assert snapshot.api_keys[2].revoked
