@@ -20,16 +20,17 @@ them; the conformance suite in tests/storage checks them on every backend:
   its requester nor the version's author, once each; the last approval applies it
   while the environment still holds what it held at the request, else the review is
   ``stale``;
-* a rollout (at most one per prompt and environment) starts from a version the
-  environment could take directly, over a baseline the environment holds, at 1-99%;
-  while it lasts nothing else enters that environment (promotion, rollback, review),
-  its candidate's content cannot change, and archiving or deleting its candidate or
-  baseline ends it (aborted); completing it enters the candidate as a promotion would.
 * a version enters an environment holding another only when the promotion check
   (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
   acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
   step against the version replaced, a rollback is exempt, and the history record says
-  whether it was breaking.
+  whether it was breaking;
+* a rollout (at most one per prompt and environment) starts from a version the
+  environment could take directly, over a baseline the environment holds, at 1-99%,
+  checked as a promotion against that baseline; while it lasts nothing else enters that
+  environment (promotion, rollback, review), its candidate's content cannot change, and
+  archiving or deleting its candidate or baseline ends it (aborted); completing it
+  enters the candidate as a promotion would, checked again.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua

@@ -314,3 +314,29 @@ def test_webhooks_can_subscribe_to_rollout_events(prompt: Api, app: Flask) -> No
         ("rollout.completed", 30),
     ]
     assert {t.payload["rollout_id"] for t in tasks} == {rollout["rollout_id"]}
+
+
+# --------------------------------------------------------------------------- contracts
+
+
+def test_the_promotion_check_at_start_and_completion(api: Api) -> None:
+    api.create_prompt("greeting")
+    api.create_version("greeting", "Hi {{name}}")
+    api.create_version("greeting", "Hi {{name}}, {{count}} new")  # count: newly required
+    api.promote("greeting", 1)
+    promote = f"{PROMPT}/versions/2/promote"
+    refused = error(api.post(promote, json={"rollout_percent": 10}), 409, "breaking_change")
+    assert [c["change"] for c in refused["changes"]] == ["newly_required"]
+    unexplained = {"rollout_percent": 10, "allow_breaking": True}
+    error(api.post(promote, json=unexplained), 400, "bad_request")
+    acknowledged = {**unexplained, "notes": "callers send count"}
+    started = api.post(promote, json=acknowledged)
+    assert started.status_code == 201, started.json
+    # The completion acknowledges again; until then the rollout goes on.
+    error(api.post(f"{ROLLOUT}/complete"), 409, "breaking_change")
+    assert api.get(ROLLOUT).json["rollout_id"] == started.json["rollout_id"]
+    error(api.post(f"{ROLLOUT}/complete", json={"allow_breaking": True}), 400, "bad_request")
+    done = api.post(f"{ROLLOUT}/complete", json={"allow_breaking": True, "notes": "done"})
+    assert done.status_code == 200, done.json
+    assert done.json["promotion"]["breaking"] is True
+    assert done.json["promotion"]["rollout_id"] == started.json["rollout_id"]
