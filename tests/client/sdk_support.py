@@ -125,14 +125,6 @@ def shared_signing_key() -> SigningKey:
     return new_signing_key(utcnow())
 
 
-def promote_v2(service: Service) -> None:
-    """greeting v2 into production: it adds the variable place, a breaking change
-    (docs/api.md section 17), acknowledged."""
-    service.storage.promote(
-        ORG, "greeting", service.versions.v2, AUTHOR, notes="adds place", allow_breaking=True
-    )
-
-
 def seed(storage: Storage) -> Versions:
     """greeting (v1 published, v2 draft), chatty (chat, published), unreleased (draft)."""
     storage.create_prompt(ORG, "greeting")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from promptsvc.client import NoProductionVersionError
-from tests.client.sdk_support import MakeClient, Service, promote_v2
+from tests.client.sdk_support import AUTHOR, ORG, MakeClient, Service
 from tests.clock import FakeClock
 
 
@@ -104,7 +104,7 @@ def test_promotion_is_seen_only_after_ttl(
 ) -> None:
     client = make_client(cache_ttl=60)
     assert client.get_prompt_version("greeting").version == 1
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
 
     clock.advance(59)
     assert client.get_prompt_version("greeting").version == 1  # the old version until expiry
@@ -119,7 +119,7 @@ def test_promotion_is_seen_at_once_after_clear_cache(
 ) -> None:
     client = make_client()
     assert client.get_prompt_version("greeting").version == 1
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     assert client.get_prompt_version("greeting").version == 1
 
     client.clear_cache()

@@ -25,7 +25,6 @@ from tests.client.sdk_support import (
     Seen,
     Service,
     ServiceFactory,
-    promote_v2,
 )
 from tests.clock import FakeClock
 
@@ -83,7 +82,7 @@ def test_a_promotion_is_served_within_a_second(make_client: MakeClient, service:
     client.get_prompt_version("chatty")
     assert (by_name.version, by_id.version) == (1, 1)
 
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
 
     took = eventually(lambda: production(client) == 2, within=1.0)
     assert client.get_prompt_version(by_name.prompt_id).version == 2  # both forms dropped
@@ -141,7 +140,7 @@ def test_a_change_before_the_watch_knew_where_the_log_ended_is_not_missed(
     service.storage.events_down = True  # the watcher cannot find its starting point yet
     client = make_client(watch=True)
     assert production(client) == 1
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     service.storage.events_down = False  # it starts after the promotion's event
 
     eventually(lambda: client.watching, within=5)
@@ -183,7 +182,7 @@ def test_reconnects_after_the_server_drops_the_stream_and_replays_what_it_missed
     service.storage.events_down = True
     service.drop_streams()
     eventually(lambda: not client.watching, within=2)
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     eventually(lambda: len(answered_streams(service, 503)) >= 2, within=3)  # it kept trying
     assert production(client) == 1  # nothing told the client yet
     service.storage.events_down = False
@@ -208,7 +207,7 @@ def test_reset_clears_the_cache(make_client: MakeClient, service: Service) -> No
     eventually(lambda: not client.watching, within=2)
     # More changes than the log keeps (Redis trims whole stream nodes of 100 entries):
     # the client's last id falls out of it, with the promotion.
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     for n in range(250):
         service.storage.create_version(ORG, "unreleased", f"draft {n}", AUTHOR)
     service.storage.events_down = False
@@ -234,7 +233,7 @@ def test_a_fresh_token_when_the_streams_token_expires(
     assert len(set(tokens)) == len(tokens)
     assert all(call.headers["Last-Event-ID"] for call in streams)
 
-    promote_v2(service)
+    service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     eventually(lambda: production(client) == 2, within=3)
 
 
