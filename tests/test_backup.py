@@ -316,7 +316,8 @@ GREETING = "orgs/acme/prompts/1"
             _set("orgs/acme/environments/2/required_approvals", 4),
             "orgs.acme.environments[2].required_approvals: Must be greater than or equal to 0",
         ),
-        (_set("orgs/acme/environments/2/name", "Q A"), "not a valid environment name: 'Q A'"),
+        (_set("orgs/acme/environments/2/name", "Q A"), "environments[2].name: not a valid envir"),
+        (_set("orgs/acme/environments/2/name", "latest"), "name: 'latest' is reserved"),
         (_set("orgs/acme/environments/2/name", "staging"), "name 'staging' appears twice"),
         (
             _set(f"{GREETING}/placements/qa", 9),

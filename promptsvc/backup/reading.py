@@ -33,7 +33,7 @@ from storage import (
     SigningKey,
     User,
 )
-from storage.lifecycle import ENVIRONMENT_NAME
+from storage.lifecycle import ENVIRONMENT_NAME, environment_name_problem
 
 # How many problems a refused file's message lists.
 _SHOWN_PROBLEMS = 5
@@ -131,8 +131,14 @@ class _ReviewSchema(Schema):
         return Review(**{**data, "approvals": tuple(data["approvals"])})
 
 
+def _environment_name(name: str) -> None:
+    problem = None if name == PRODUCTION else environment_name_problem(name)
+    if problem is not None:
+        raise ValidationError(f"not a valid environment name: {problem}")
+
+
 class _EnvironmentSchema(Schema):
-    name = _string(validate=_full(ENVIRONMENT_NAME, "environment name"))
+    name = _string(validate=_environment_name)
     required_approvals = fields.Integer(
         required=True, strict=True, validate=validate.Range(min=0, max=3)
     )
