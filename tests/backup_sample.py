@@ -119,11 +119,12 @@ DAVE = "d5b8f6c1-0a2e-4d3f-9c4b-2e3f4a5b6c7d"
 
 def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
     """After :func:`populate`: environments of every kind (production changed, one
-    unprotected, one needing two approvals, one deleted), placements (greeting's version
-    4 in staging and qa, support-chat's production version in staging) and reviews in
-    every state: applied by two approvals, open with one approval and with none,
-    rejected with a comment, cancelled by its requester and by the deletion of its
-    environment, stale."""
+    unprotected, one needing two approvals, one holding nothing, one deleted), placements
+    (greeting's version 4 in staging and qa, support-chat's production version in
+    staging) and reviews in every state: applied by two approvals, open with one
+    approval and with none, rejected with a comment, cancelled by its requester and by
+    the deletion of its environment, stale. No review asks for a version that would
+    break the contract of the one it replaces."""
 
     def tick() -> None:
         clock.advance(1.5)
@@ -131,6 +132,8 @@ def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
     store.create_environment(org, "staging", 0, "Before production")
     tick()
     store.create_environment(org, "qa", 2)
+    tick()
+    store.create_environment(org, "canary", 1, "One in ten")
     tick()
     store.create_environment(org, "sandbox", 1, "Goes away")
     tick()
@@ -153,13 +156,13 @@ def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
     tick()
     store.approve_review(org, applied.review_id, DAVE, "dave")
     tick()
-    waiting = store.request_review(org, "greeting", "2", "qa", PROMOTER, rollout_percent=10)
+    waiting = store.request_review(org, "support-chat", "1", "qa", PROMOTER)
     tick()
     store.approve_review(org, waiting.review_id, CAROL, "carol", "one of two")
     tick()
-    store.request_review(org, "support-chat", "1", "qa", PROMOTER, notes="open")
+    store.request_review(org, "greeting", "2", "canary", PROMOTER, notes="open")
     tick()
-    rejected = store.request_review(org, "greeting", "1", "production", AUTHOR)
+    rejected = store.request_review(org, "greeting", "1", "production", AUTHOR, rollout_percent=10)
     tick()
     store.reject_review(org, rejected.review_id, DAVE, "not yet")
     tick()

@@ -350,9 +350,11 @@ GREETING = "orgs/acme/prompts/1"
         ),
         (
             _both(
-                _set("orgs/acme/reviews/1/status", "open"), _set("orgs/acme/reviews/2/version", 4)
+                _set("orgs/acme/reviews/5/status", "open"),
+                _set("orgs/acme/reviews/6/status", "open"),
+                _set("orgs/acme/reviews/6/environment", "production"),
             ),
-            "orgs.acme.reviews[2]: a second open review of this version and environment",
+            "orgs.acme.reviews[6]: a second open review of this version and environment",
         ),
         (
             _set("orgs/acme/reviews/6/status", "open"),

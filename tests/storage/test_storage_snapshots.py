@@ -306,6 +306,7 @@ def test_export_holds_environments_placements_and_reviews(
         ("production", 0, "Live"),
         ("staging", 0, "Before production"),
         ("qa", 2, None),
+        ("canary", 1, "One in ten"),
     ]
     greeting, chat = snapshot.prompts[1], snapshot.prompts[2]
     assert {v.version: v.placements for v in greeting.versions if v.placements} == {
@@ -317,7 +318,7 @@ def test_export_holds_environments_placements_and_reviews(
         ("staging", "stale", 1),
         ("qa", "applied", 2),
         ("qa", "open", 1),
-        ("qa", "open", 0),
+        ("canary", "open", 0),
         ("production", "rejected", 0),
         ("production", "cancelled", 0),
         ("sandbox", "cancelled", 0),
@@ -342,19 +343,20 @@ def test_environments_and_reviews_are_restored_and_work(storage: Storage, clock:
     assert storage.get_review(COPY, waiting.review_id) == waiting
     # The open index, the request order and the two-person rule go on from the backup.
     with pytest.raises(ReviewExists):
-        storage.request_review(COPY, "greeting", "2", "qa", PROMOTER)
+        storage.request_review(COPY, "support-chat", "1", "qa", PROMOTER)
     with pytest.raises(AlreadyApproved):
         storage.approve_review(COPY, waiting.review_id, CAROL, "carol")
     with pytest.raises(ReviewForbidden):
         storage.approve_review(COPY, waiting.review_id, AUTHOR, "author")
     review, promotion = storage.approve_review(COPY, waiting.review_id, DAVE, "dave")
     assert review.status == "applied" and promotion is not None
-    assert (promotion.record.previous_version, promotion.record.environment) == (4, "qa")
-    assert storage.get_in_environment(COPY, "greeting", "qa").version == 2
-    newest = storage.request_review(COPY, "greeting", "1", "qa", PROMOTER)
+    assert (promotion.record.previous_version, promotion.record.environment) == (None, "qa")
+    assert storage.get_in_environment(COPY, "support-chat", "qa").version == 1
+    newest = storage.request_review(COPY, "greeting", "1", "canary", PROMOTER)
     assert storage.list_reviews(COPY, limit=1).items == [newest]
-    storage.delete_environment(COPY, "qa")
+    storage.delete_environment(COPY, "canary")
     assert storage.get_review(COPY, opened.review_id).status == "cancelled"
+    storage.delete_environment(COPY, "qa")
     assert storage.get_version(COPY, "greeting", "4").environments == ["staging"]
     # The original is untouched by all of it.
     assert storage.export_org(ORG) == original
