@@ -421,9 +421,8 @@ def decoded(found: dict[str, object]) -> dict[str, object]:
     def value(text: object) -> object:
         parsed = json.loads(text) if isinstance(text, str) else text
         if isinstance(parsed, dict):
-            parsed = {name: v for name, v in parsed.items() if v is not None}
-            if parsed.get("approvals") == {}:
-                parsed["approvals"] = []
+            # A review holds lists, never objects: an empty one is cjson's empty list.
+            parsed = {name: [] if v == {} else v for name, v in parsed.items() if v is not None}
         return parsed
 
     out: dict[str, object] = {}
