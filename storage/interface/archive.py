@@ -5,7 +5,17 @@ from __future__ import annotations
 import abc
 
 from storage.interface.core import StorageCore
-from storage.records import OrgSnapshot
+from storage.records import Environment, OrgSnapshot
+
+
+def environments_of_export(
+    before: list[Environment], after: list[Environment]
+) -> tuple[Environment, ...]:
+    """The environments of an export that read them before and after its prompts: those
+    listed after, then those deleted meanwhile, so every placement and open review read
+    with a prompt names an environment of the snapshot."""
+    kept = {environment.name for environment in after}
+    return (*after, *(environment for environment in before if environment.name not in kept))
 
 
 class OrgArchive(StorageCore):
@@ -21,8 +31,9 @@ class OrgArchive(StorageCore):
         counters, statuses, times, secret and password hashes). Each prompt is read in
         one atomic step with its versions' placements and its reviews, so it is
         consistent in itself; a prompt created or deleted meanwhile is in the snapshot or
-        not. The environments are read after the prompts. An org without data gives an
-        empty snapshot (with production, as every org has it)."""
+        not. An environment deleted meanwhile is in the snapshot if a prompt read before
+        the deletion was placed in it (environments_of_export). An org without data gives
+        an empty snapshot (with production, as every org has it)."""
 
     @abc.abstractmethod
     def import_org(self, snapshot: OrgSnapshot) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from storage.errors import OrgNotEmpty
 from storage.interface import IdentityStore, OrgArchive, ReleaseStore
+from storage.interface.archive import environments_of_export
 from storage.records import OrgSnapshot, Review
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
@@ -41,6 +42,7 @@ class RedisArchive(RedisCore[ClientT], ReleaseStore, IdentityStore, OrgArchive):
             )
 
     def export_org(self, org: str) -> OrgSnapshot:
+        environments = self.list_environments(org)
         with guard():
             names: dict[str, str] = self.client.hgetall(keys.names(org))  # type: ignore[assignment]
         prompts = []
@@ -56,7 +58,7 @@ class RedisArchive(RedisCore[ClientT], ReleaseStore, IdentityStore, OrgArchive):
             tuple(prompts),
             tuple(self.list_api_keys(org)),
             tuple(self.list_users(org)),
-            tuple(self.list_environments(org)),
+            environments_of_export(environments, self.list_environments(org)),
             tuple(review for _, review in sorted(reviews, key=lambda found: found[0])),
         )
 

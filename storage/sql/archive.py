@@ -19,6 +19,7 @@ from sqlalchemy import exc as sa_exc
 from storage import lifecycle
 from storage.errors import OrgNotEmpty
 from storage.interface import OrgArchive, ReleaseStore
+from storage.interface.archive import environments_of_export
 from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, PromptVersion
 from storage.sql import dialect
 from storage.sql.core import SqlCore
@@ -173,6 +174,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
         return snapshot, list(review_rows)
 
     def export_org(self, org: str) -> OrgSnapshot:
+        environments = self.list_environments(org)
         with self._read() as connection:
             prompt_ids = (
                 connection.execute(
@@ -198,7 +200,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
             tuple(item for item, _ in exported),
             tuple(api_key_record(row) for row in keys),
             tuple(user_record(row) for row in user_rows),
-            tuple(self.list_environments(org)),
+            environments_of_export(environments, self.list_environments(org)),
             tuple(_review(row) for row in review_rows),
         )
 

@@ -12,6 +12,7 @@ import redis
 from storage import (
     AlreadyApproved,
     ApiKey,
+    Environment,
     LifecycleError,
     OrgNotEmpty,
     OrgSnapshot,
@@ -360,6 +361,33 @@ def test_environments_and_reviews_are_restored_and_work(storage: Storage, clock:
     assert storage.get_version(COPY, "greeting", "4").environments == ["staging"]
     # The original is untouched by all of it.
     assert storage.export_org(ORG) == original
+
+
+def test_an_environment_deleted_during_an_export_stays_for_what_was_read_with_it(
+    storage: Storage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis and SQL read each prompt in its own step: when qa goes between the prompts
+    and the environments, the prompts read before still name it, and so does the
+    snapshot (memory exports in one step, so there the deletion waits)."""
+    released(storage, ORG, clock)
+    listed = storage.list_environments
+    calls: list[None] = []
+
+    def list_environments(org: str) -> list[Environment]:
+        calls.append(None)
+        if len(calls) == 2:
+            storage.delete_environment(org, "qa")
+        return listed(org)
+
+    monkeypatch.setattr(storage, "list_environments", list_environments)
+    snapshot = storage.export_org(ORG)
+    names = [e.name for e in snapshot.environments]
+    placed = {env for p in snapshot.prompts for v in p.versions for env in v.placements}
+    waiting = {r.environment for r in snapshot.reviews if r.status == "open"}
+    assert placed | waiting <= set(names)
+    assert set(names) >= {"production", "staging", "canary"}
+    if calls:  # the Redis and SQL exports
+        assert names[-1] == "qa" and "qa" in placed
 
 
 @pytest.mark.parametrize("direction", ["out of this backend", "into this backend"])
