@@ -42,6 +42,15 @@ PRODUCTION = "production"
 REVIEW_STATUSES: tuple[str, ...] = ("open", "applied", "rejected", "cancelled", "stale")
 # A webhook subscribed to this gets every event type.
 ALL_EVENTS = "*"
+# The types a variable of a version's contract may have (storage/contracts.py).
+VARIABLE_TYPES: tuple[str, ...] = ("string", "integer", "number", "boolean")
+# What a breaking change of a promotion is (storage/contracts.py says when each is).
+BREAKING_KINDS: tuple[str, ...] = (
+    "newly_required",
+    "type_changed",
+    "enum_narrowed",
+    "example_failed",
+)
 
 T = TypeVar("T")
 
@@ -89,6 +98,10 @@ class PromptVersion:
     created_by: str  # user uuid; stored, never in an API response
     # The environments other than production that hold this version, by name.
     placements: tuple[str, ...] = ()
+    # The variable contract as declared ({variable: {type, required?, description?,
+    # default?, enum?}}), None when none was: then every variable is a required string.
+    variables_schema: dict[str, dict[str, Any]] | None = None
+    examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
 
     @property
     def is_production(self) -> bool:
@@ -101,6 +114,13 @@ class PromptVersion:
         if self.status == "published":
             return [PRODUCTION, *self.placements]
         return list(self.placements)
+
+    @property
+    def contract(self) -> dict[str, dict[str, Any]]:
+        """The declared ``variables_schema``, or the implied one."""
+        if self.variables_schema is not None:
+            return self.variables_schema
+        return implied_schema(self.variables)
 
     def to_json(self) -> dict[str, Any]:
         """Runs on every read the API's body memo misses: keep it a plain dict literal."""
@@ -121,7 +141,28 @@ class PromptVersion:
             "promoted_at": None if self.promoted_at is None else rfc3339(self.promoted_at),
             "promoted_by": self.promoted_by,
             "environments": self.environments,
+            "variables_schema": self.contract,
+            "examples": list(self.examples),
         }
+
+
+def implied_schema(variables: tuple[str, ...] | list[str]) -> dict[str, dict[str, Any]]:
+    """The contract of a version that declares none: every variable a required string."""
+    return {name: {"type": "string", "required": True} for name in variables}
+
+
+@dataclass(frozen=True, slots=True)
+class BreakingChange:
+    """One way a promotion's candidate would break callers of the version it replaces
+    (storage/contracts.py finds them). ``change`` is one of BREAKING_KINDS; ``detail``
+    says it in words."""
+
+    variable: str
+    change: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"variable": self.variable, "change": self.change, "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +177,9 @@ class PromotionRecord:
     environment: str = PRODUCTION
     review_id: str | None = None  # the review that made this promotion
     approved_by: tuple[str, ...] = ()  # user ids of that review's approvals
+    # The candidate broke the contract of the version it replaced (acknowledged, or a
+    # rollback, which is exempt).
+    breaking: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +193,7 @@ class PromotionRecord:
             "environment": self.environment,
             "review_id": self.review_id,
             "approved_by": list(self.approved_by),
+            "breaking": self.breaking,
         }
 
 
@@ -222,6 +267,11 @@ class Review:
     rollout_percent: int | None
     version_author: str
     rejection_comment: str | None = None
+    # The requester acknowledged breaking changes: the review applies even if the check
+    # finds some when it is applied.
+    allow_breaking: bool = False
+    # The promotion check against what the environment held at the request.
+    breaking: tuple[BreakingChange, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -242,6 +292,8 @@ class Review:
             "rejection_comment": self.rejection_comment,
             "decided_at": None if self.decided_at is None else rfc3339(self.decided_at),
             "rollout_percent": self.rollout_percent,
+            "allow_breaking": self.allow_breaking,
+            "breaking": [change.to_json() for change in self.breaking],
         }
 
 

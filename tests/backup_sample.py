@@ -34,7 +34,8 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
     above every kept number), with three promotions (one demoting to draft), a published,
     an archived, an unarchived, a demoted and an edited draft; a chat prompt rolled
-    back to its first version; a prompt without versions; a deleted prompt; keys of
+    back to its first version; a prompt with variable contracts and a breaking
+    promotion; a prompt without versions; a deleted prompt; keys of
     every role, one revoked, one without description; two users, one changed and
     disabled.
 
@@ -88,6 +89,43 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     store.rollback(org, "support-chat", PROMOTER)  # to version 1, which is production again
     tick()
 
+    # Variable contracts: a declared schema with examples, then a breaking promotion
+    # (acknowledged) to a version whose count is a number.
+    store.create_prompt(org, "typed")
+    tick()
+    schema: dict[str, Any] = {
+        "who": {"type": "string", "description": "who is greeted", "enum": ["Ada", "Bob"]},
+        "count": {"type": "integer", "default": 1},
+    }
+    examples = [
+        {"name": "ada", "variables": {"who": "Ada", "count": 2}},
+        {"variables": {"who": "Bob"}},
+    ]
+    typed = "Hi {{who}} x{{count}}"
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema=schema,
+        examples=examples,
+    )
+    tick()
+    store.promote(org, "typed", "1", PROMOTER)
+    tick()
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema={**schema, "count": {"type": "number", "default": 1.5}},
+    )
+    tick()
+    store.promote(org, "typed", "2", PROMOTER, notes="counts are numbers", allow_breaking=True)
+    tick()
+
     store.create_prompt(org, "empty")
     tick()
     store.create_prompt(org, "gone")
@@ -123,8 +161,8 @@ def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
     (greeting's version 4 in staging and qa, support-chat's production version in
     staging) and reviews in every state: applied by two approvals, open with one
     approval and with none, rejected with a comment, cancelled by its requester and by
-    the deletion of its environment, stale. No review asks for a version that would
-    break the contract of the one it replaces."""
+    the deletion of its environment, stale, and one open that acknowledges the breaking
+    change it would make (variable contracts)."""
 
     def tick() -> None:
         clock.advance(1.5)
@@ -173,6 +211,11 @@ def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
     store.request_review(org, "greeting", "4", "sandbox", PROMOTER)
     tick()
     store.delete_environment(org, "sandbox", actor=PROMOTER)
+    tick()
+    # Acknowledged: version 3 requires code, which staging's version 4 does not.
+    store.request_review(
+        org, "greeting", "3", "staging", PROMOTER, notes="code is back", allow_breaking=True
+    )
     tick()
 
 

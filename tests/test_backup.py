@@ -127,7 +127,12 @@ def test_the_document_spells_records_as_the_api_does(
         for k, v in version.to_json().items()
         if k not in ("prompt_id", "name", "prompt_type", "is_production", "environments")
     }
-    assert greeting["versions"][2] == {**expected, "created_by": version.created_by}
+    # The contract as declared: none here, so null (the implied one is not written).
+    assert greeting["versions"][2] == {
+        **expected,
+        "created_by": version.created_by,
+        "variables_schema": None,
+    }
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
     assert doc["orgs"]["acme"]["prompts"][2]["versions"][0]["content"] == CHAT
     key = doc["orgs"]["acme"]["api_keys"][0]
@@ -157,10 +162,14 @@ def test_environments_placements_and_reviews_are_in_the_document(
         {},
         {"qa": 4, "staging": 4},
         {"staging": 1},
+        {},
     ]
     assert "environments" not in org["prompts"][1]["versions"][3]
     reviews = source.list_reviews("acme").items[::-1]
     assert org["reviews"] == [{**r.to_json(), "version_author": r.version_author} for r in reviews]
+    acknowledged = org["reviews"][-1]
+    assert acknowledged["allow_breaking"] is True
+    assert [c["change"] for c in acknowledged["breaking"]] == ["newly_required"]
 
 
 def test_a_backup_written_before_environments_and_reviews_restores(

@@ -12,6 +12,7 @@ from marshmallow import Schema, fields, validate
 from identity.roles import ROLES
 from promptsvc.inputs import EVENT_ID_EXAMPLE
 from storage import EVENT_TYPES, PROMPT_TYPES, REVIEW_STATUSES, STATUSES
+from storage.records import BREAKING_KINDS, VARIABLE_TYPES
 
 
 def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
@@ -19,6 +20,37 @@ def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
         allow_none=nullable,
         metadata={"description": description + " (RFC 3339, UTC, ending in Z)"},
     )
+
+
+class VariableSpecSchema(Schema):
+    type = fields.String(validate=validate.OneOf(VARIABLE_TYPES))
+    required = fields.Boolean(
+        metadata={"description": "Default true; a default makes the variable optional"}
+    )
+    description = fields.String()
+    default = fields.Raw(metadata={"description": "A value of the type"})
+    enum = fields.List(fields.Raw(), metadata={"description": "The values allowed"})
+
+
+class ExampleSchema(Schema):
+    name = fields.String(allow_none=True, metadata={"description": "null when none was given"})
+    variables = fields.Dict(
+        keys=fields.String(), metadata={"description": "Values valid under the contract"}
+    )
+
+
+class BreakingChangeSchema(Schema):
+    variable = fields.String()
+    change = fields.String(
+        validate=validate.OneOf(BREAKING_KINDS),
+        metadata={
+            "description": "newly_required: required now, absent or optional before; "
+            "type_changed; enum_narrowed: an enum lacking a value allowed before, or an "
+            "enum where there was none; example_failed: an example of the version "
+            "replaced cannot be rendered with the candidate"
+        },
+    )
+    detail = fields.String(metadata={"description": "The change in words"})
 
 
 class PromptVersionSchema(Schema):
@@ -47,6 +79,17 @@ class PromptVersionSchema(Schema):
             "description": "The environments holding this version: production (while "
             "published) first, then the others by name"
         },
+    )
+    variables_schema = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={
+            "description": "The variable contract as declared, or, when none was, the "
+            "implied one: every variable {type: string, required: true}"
+        },
+    )
+    examples = fields.List(
+        fields.Nested(ExampleSchema), metadata={"description": "At most 20; [] when none"}
     )
 
 
@@ -82,6 +125,12 @@ class PromotionRecordSchema(Schema):
     )
     approved_by = fields.List(
         fields.String(), metadata={"description": "User ids of that review's approvals"}
+    )
+    breaking = fields.Boolean(
+        metadata={
+            "description": "The promotion check found breaking changes against the version "
+            "replaced: acknowledged with allow_breaking, or a rollback (exempt)"
+        }
     )
 
 
@@ -134,6 +183,16 @@ class ReviewSchema(Schema):
     rejection_comment = fields.String(allow_none=True)
     decided_at = _timestamp("When applied, rejected, cancelled or found stale", nullable=True)
     rollout_percent = fields.Integer(allow_none=True)
+    allow_breaking = fields.Boolean(
+        metadata={"description": "The requester acknowledged breaking changes"}
+    )
+    breaking = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={
+            "description": "The promotion check against what the environment held at the "
+            "request; checked again when the review is applied"
+        },
+    )
 
 
 class ReviewPageSchema(Schema):
@@ -167,6 +226,24 @@ class MetadataChangesSchema(Schema):
     )
 
 
+class SchemaChangesSchema(Schema):
+    added = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={"description": "Variables only in to's contract, with their entries"},
+    )
+    removed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={"description": "Variables only in from's contract, with their entries"},
+    )
+    changed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(),
+        metadata={"description": "Variables whose entries differ: {variable: {from, to}}"},
+    )
+
+
 class DiffSchema(Schema):
     from_ = fields.Nested(DiffSideSchema, data_key="from")
     to = fields.Nested(DiffSideSchema)
@@ -179,6 +256,15 @@ class DiffSchema(Schema):
     variables = fields.Nested(ListChangesSchema)
     metadata = fields.Nested(MetadataChangesSchema)
     tags = fields.Nested(ListChangesSchema)
+    # The contracts compared, each as its version shows it (declared or implied).
+    variables_schema = fields.Nested(SchemaChangesSchema)
+    breaking = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={
+            "description": "What promoting to in place of from would break (the promotion "
+            "check); empty when nothing"
+        },
+    )
 
 
 class PromptPageSchema(Schema):
@@ -379,6 +465,10 @@ class ErrorSchema(Schema):
     )
     review_id = fields.String(
         metadata={"description": "409 of a second open review: the open one; of a stale one: it"}
+    )
+    changes = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={"description": "409 breaking_change only: what the promotion would break"},
     )
 
 

@@ -150,6 +150,10 @@ class Versions(View):
 
         A new draft with the next version number. Variables are extracted from the
         content; a chat prompt's content must be a JSON list of {role, content} messages.
+        With variables_schema (its keys exactly the variables) and examples (at most 20,
+        each valid under it), the version carries a variable contract; a problem is 400
+        naming the variable or the example (errors maps variables_schema.<variable>
+        and examples[<i>] to what is wrong).
         """
         version = actions.create_version(
             storage(),
@@ -158,6 +162,8 @@ class Versions(View):
             body["content"],
             metadata=body["metadata"],
             tags=body["tags"],
+            variables_schema=body["variables_schema"],
+            examples=body["examples"],
         )
         return json_response(version.to_json(), 201)
 
@@ -169,12 +175,21 @@ class Version(View):
     @blp.returns(200, PromptVersionSchema)
     @blp.errors(404, 409, 413, 415)
     def patch(self, body: dict[str, Any], name: str, versionId: str) -> Response:
-        """Edit a draft's content
+        """Edit a draft's content or contract
 
-        Only a draft can be edited (else 409); its variables are re-extracted.
+        Only a draft can be edited (else 409); its variables are re-extracted. What the
+        body leaves out stays (content, variables_schema, examples; null clears the
+        last two), and must still fit: a kept variables_schema whose keys are not the
+        new content's variables is 400.
         """
         version = actions.edit_version(
-            storage(), current_principal(), name, versionId, body["content"]
+            storage(),
+            current_principal(),
+            name,
+            versionId,
+            body.get("content"),
+            variables_schema=body.get("variables_schema", actions.KEEP),
+            examples=body.get("examples", actions.KEEP),
         )
         return json_response(version.to_json())
 
@@ -211,6 +226,12 @@ class Promote(View):
         409 with current_version. A protected environment (required_approvals >= 1)
         answers 409 review_required and changes nothing: request a review instead.
         404 for an unknown environment.
+
+        The same step runs the promotion check against the version the environment
+        holds (variables newly required, types changed, enums narrowed, its examples
+        failing with the candidate): a breaking promotion answers 409 breaking_change
+        with changes and changes nothing, unless allow_breaking is true (with notes:
+        else 400); the history record says breaking.
         """
         promotion = actions.promote(
             storage(),
@@ -221,6 +242,7 @@ class Promote(View):
             archive_previous=body["archive_previous_production"],
             expected_production=expected(body),
             environment=body["environment"],
+            allow_breaking=body["allow_breaking"],
         )
         return json_response(promotion.to_json())
 

@@ -25,6 +25,10 @@ Each record is its ``to_json()`` (the API's spelling, times by ``storage.times.r
 plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
 user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
 document already says (a version's prompt, a prompt's latest and production numbers).
+A version's ``variables_schema`` is the one declared (null when none was: the implied
+one is not written, so it stays implied), checked again when read; a backup written
+before variable contracts reads as versions without one, and history without breaking
+promotions.
 ``next_version`` is the last version number the prompt handed out, so numbers stay
 unused after a restore even when the newest versions were deleted. ``placements`` names
 the version each environment other than production holds (production's is the

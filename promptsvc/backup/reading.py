@@ -23,6 +23,8 @@ from storage import (
     STATUSES,
     ApiKey,
     Approval,
+    BreakingChange,
+    ContractInvalid,
     Environment,
     OrgSnapshot,
     PromotionRecord,
@@ -32,8 +34,10 @@ from storage import (
     Review,
     SigningKey,
     User,
+    contracts,
 )
 from storage.lifecycle import ENVIRONMENT_NAME, environment_name_problem
+from storage.records import BREAKING_KINDS
 
 # How many problems a refused file's message lists.
 _SHOWN_PROBLEMS = 5
@@ -78,6 +82,9 @@ class _VersionSchema(Schema):
     promoted_at = _nullable(fields.AwareDateTime)
     promoted_by = _nullable(fields.String)
     created_by = _string()
+    # Absent from backups written before variable contracts: none declared, no examples.
+    variables_schema = fields.Dict(keys=fields.String(), load_default=None, allow_none=True)
+    examples = fields.List(fields.Dict(), load_default=list)
 
 
 class _HistorySchema(Schema):
@@ -91,6 +98,7 @@ class _HistorySchema(Schema):
     environment = fields.String(load_default=PRODUCTION)
     review_id = fields.String(load_default=None, allow_none=True)
     approved_by = fields.List(fields.String(), load_default=list)
+    breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
 
 
 class _ApprovalSchema(Schema):
@@ -102,6 +110,16 @@ class _ApprovalSchema(Schema):
     @post_load
     def _record(self, data: dict[str, Any], **_: Any) -> Approval:
         return Approval(**data)
+
+
+class _BreakingSchema(Schema):
+    variable = _string()
+    change = _string(validate=validate.OneOf(BREAKING_KINDS))
+    detail = _string()
+
+    @post_load
+    def _record(self, data: dict[str, Any], **_: Any) -> BreakingChange:
+        return BreakingChange(**data)
 
 
 class _ReviewSchema(Schema):
@@ -125,10 +143,15 @@ class _ReviewSchema(Schema):
     decided_at = _nullable(fields.AwareDateTime)
     rollout_percent = _nullable(fields.Integer, strict=True, validate=validate.Range(1, 99))
     version_author = _string()
+    # Absent from backups written before variable contracts: nothing acknowledged.
+    allow_breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
+    breaking = fields.List(fields.Nested(_BreakingSchema), load_default=list)
 
     @post_load
     def _record(self, data: dict[str, Any], **_: Any) -> Review:
-        return Review(**{**data, "approvals": tuple(data["approvals"])})
+        return Review(
+            **{**data, "approvals": tuple(data["approvals"]), "breaking": tuple(data["breaking"])}
+        )
 
 
 def _environment_name(name: str) -> None:
@@ -185,7 +208,12 @@ class _PromptSchema(Schema):
                 name=data["name"],
                 prompt_type=data["prompt_type"],
                 placements=tuple(placed.get(v["version"], ())),
-                **{**v, "variables": tuple(v["variables"]), "tags": tuple(v["tags"])},
+                **{
+                    **v,
+                    "variables": tuple(v["variables"]),
+                    "tags": tuple(v["tags"]),
+                    "examples": tuple(v["examples"]),
+                },
             )
             for v in data["versions"]
         )
@@ -401,6 +429,18 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
             if record.version_number > item.next_version
         ]
         found += _repeats(f"{here}.history", "history_id", (r.history_id for r in item.history))
+        for position, v in enumerate(item.versions):
+            try:
+                contracts.validated(
+                    v.variables,
+                    v.variables_schema,
+                    None if not v.examples else list(v.examples),
+                )
+            except ContractInvalid as exc:
+                found += [
+                    f"{here}.versions[{position}].{where}: {' '.join(problems)}"
+                    for where, problems in exc.problems.items()
+                ]
         found += _misplaced(here, item, environments)
     return found + _review_problems(snapshot, environments)
 

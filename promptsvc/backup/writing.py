@@ -28,6 +28,8 @@ def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
                     v.to_json(), "prompt_id", "name", "prompt_type", "is_production", "environments"
                 ),
                 "created_by": v.created_by,
+                # As declared: null keeps an implied contract implied.
+                "variables_schema": v.variables_schema,
             }
             for v in item.versions
         ],

@@ -83,13 +83,19 @@ class ReleaseStore(StorageCore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         """Open a review of placing the version in ``environment``, expecting what the
         environment holds now, needing the environment's ``required_approvals`` (at
         least 1). Raises PromptNotFound, VersionNotFound, EnvironmentNotFound,
         ReviewExists (an open review of the same version and environment), and the
         version's own refusal to enter the environment (LifecycleError). Writes
-        ``review.requested``."""
+        ``review.requested``.
+
+        The review keeps the promotion check against what the environment holds now
+        (``breaking``); a breaking one is refused (BreakingPromotion) unless
+        ``allow_breaking``, which needs ``notes`` (InvalidInput) and lets the review
+        apply whatever the check finds when it is applied."""
 
     @abc.abstractmethod
     def get_review(self, org: str, review_id: str) -> Review:
@@ -127,7 +133,9 @@ class ReleaseStore(StorageCore):
         carrying ``review_id`` and ``approved_by``) and the review ``applied``; if the
         environment moved since the request, the approval and the status ``stale`` are
         recorded, nothing is promoted, and ReviewStale is raised. A version that cannot
-        enter the environment any more: its LifecycleError, nothing recorded. Writes
+        enter the environment any more: its LifecycleError, nothing recorded. The
+        promotion check runs again in the same step; a breaking promotion of a review
+        without ``allow_breaking`` raises BreakingPromotion, nothing recorded. Writes
         ``review.approved`` (then ``version.promoted`` and ``review.applied``)."""
 
     @abc.abstractmethod

@@ -11,7 +11,14 @@ from storage.errors import EnvironmentNotFound
 from storage.ids import new_id
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import PRODUCTION, Environment, Promotion, PromotionRecord, Review
+from storage.records import (
+    PRODUCTION,
+    Environment,
+    Promotion,
+    PromotionRecord,
+    PromptVersion,
+    Review,
+)
 
 
 class MemoryPromotion(MemoryCore):
@@ -29,6 +36,11 @@ class MemoryPromotion(MemoryCore):
         if environment == PRODUCTION:
             return state.production
         return state.placements.get(environment)
+
+    def _held(self, state: PromptState, environment: str) -> PromptVersion | None:
+        """The version ``environment`` holds, or None."""
+        number = self._current(state, environment)
+        return None if number is None else state.versions[number]
 
     @staticmethod
     def _set_placements(state: PromptState, number: int, placements: set[str]) -> None:
@@ -65,6 +77,7 @@ class MemoryPromotion(MemoryCore):
         *,
         archive_previous: bool = True,
         review: Review | None = None,
+        breaking: bool = False,
     ) -> Promotion:
         """Version ``number`` becomes ``environment``'s, replacing what it held (in
         production: published, the previous one archived or made a draft), with its
@@ -100,6 +113,7 @@ class MemoryPromotion(MemoryCore):
             environment=environment,
             review_id=None if review is None else review.review_id,
             approved_by=() if review is None else tuple(a.user_id for a in review.approvals),
+            breaking=breaking,
         )
         state.history.append(record)
         state.prompt = replace(state.prompt, updated_at=now)

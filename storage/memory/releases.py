@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     EnvironmentExists,
@@ -131,8 +131,10 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
@@ -144,6 +146,8 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 raise ReviewExists(org_state.open_reviews[key])
             current = self._current(state, environment)
             lifecycle.check_enterable(environment, version, current)
+            changes = contracts.breaking_changes(self._held(state, environment), version)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=state.prompt.prompt_id,
@@ -162,6 +166,8 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 decided_at=None,
                 rollout_percent=rollout_percent,
                 version_author=version.created_by,
+                allow_breaking=allow_breaking,
+                breaking=tuple(changes),
             )
             org_state.review_counter += 1
             org_state.reviews[review.review_id] = review
@@ -249,7 +255,12 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 )
             if review.version not in state.versions:
                 raise VersionNotFound(review.prompt_name, str(review.version))
-            lifecycle.check_enterable(review.environment, state.versions[review.version], current)
+            candidate = state.versions[review.version]
+            lifecycle.check_enterable(review.environment, candidate, current)
+            changes = contracts.breaking_changes(self._held(state, review.environment), candidate)
+            breaking = lifecycle.check_breaking(
+                review.prompt_name, review.environment, changes, review.allow_breaking
+            )
             review = lifecycle.closed(review, "applied", now)
             self._save_review(org_state, review)
             self._review_event(org_state, "review.approved", review, user_id, request_id, now)
@@ -263,6 +274,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 now,
                 request_id,
                 review=review,
+                breaking=breaking,
             )
             self._review_event(org_state, "review.applied", review, user_id, request_id, now)
             return review, promotion

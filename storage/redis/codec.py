@@ -17,6 +17,7 @@ from storage.records import (
     PRODUCTION,
     ApiKey,
     Approval,
+    BreakingChange,
     Delivery,
     DeliveryTask,
     Environment,
@@ -102,6 +103,8 @@ VERSION_FIELDS = (
     "promoted_by",
     "created_by",
     "placements",
+    "variables_schema",
+    "examples",
 )
 
 
@@ -135,6 +138,8 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         promoted_by=v.get("promoted_by"),
         created_by=v["created_by"],
         placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
+        variables_schema=json.loads(v["variables_schema"]) if "variables_schema" in v else None,
+        examples=tuple(json.loads(v["examples"])) if "examples" in v else (),
     )
 
 
@@ -158,8 +163,20 @@ def version_fields(v: PromptVersion) -> list[str]:
             "placements": (
                 json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
             ),
+            **contract_fields(v.variables_schema, v.examples),
         }
     )
+
+
+def contract_fields(
+    schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]
+) -> dict[str, str | None]:
+    """A version's contract as its hash keeps it: absent for the implied schema and for
+    no examples."""
+    return {
+        "variables_schema": None if schema is None else json.dumps(schema),
+        "examples": json.dumps(list(examples)) if examples else None,
+    }
 
 
 def record_fields(r: PromotionRecord) -> list[str]:
@@ -179,6 +196,7 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "approved_by": (
                 json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
             ),
+            "breaking": "1" if r.breaking else None,
         }
     )
 
@@ -196,6 +214,7 @@ def record(h: Fields) -> PromotionRecord:
         environment=h.get("environment", PRODUCTION),
         review_id=h.get("review_id"),
         approved_by=tuple(json.loads(h["approved_by"])) if "approved_by" in h else (),
+        breaking=h.get("breaking") == "1",
     )
 
 
@@ -405,6 +424,9 @@ def review(text: str) -> Review:
         rollout_percent=_optional_int(r.get("rollout_percent")),
         version_author=r["version_author"],
         rejection_comment=r.get("rejection_comment"),
+        allow_breaking=bool(r.get("allow_breaking")),
+        # cjson writes an empty list as {}.
+        breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
     )
 
 
@@ -418,10 +440,14 @@ def review_request(
     requested_at: datetime,
     notes: str | None,
     rollout_percent: int | None,
+    allow_breaking: bool = False,
+    breaking: Sequence[BreakingChange] = (),
 ) -> str:
     """What the caller knows of a new review, as request_review.lua takes it."""
     return json.dumps(
         {
+            "allow_breaking": allow_breaking,
+            "breaking": [change.to_json() for change in breaking],
             "review_id": review_id,
             "requested_by": requested_by,
             "requested_at": rfc3339(requested_at),

@@ -55,6 +55,10 @@ def _version_values(org: str, version: PromptVersion) -> dict[str, Any]:
         "promoted_by": version.promoted_by,
         "created_by": version.created_by,
         "placements": json.dumps(sorted(version.placements)) if version.placements else None,
+        "variables_schema": None
+        if version.variables_schema is None
+        else json.dumps(version.variables_schema),
+        "examples": json.dumps(list(version.examples)) if version.examples else None,
     }
 
 
@@ -233,6 +237,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
                         "approved_by": (
                             json.dumps(list(record.approved_by)) if record.review_id else None
                         ),
+                        "breaking": record.breaking or None,
                     }
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)

@@ -131,8 +131,11 @@ class SqlCore(StorageCore):
             promoted_by=row.promoted_by,
             created_by=row.created_by,
             placements=tuple(json.loads(row.placements)) if row.placements else (),
+            variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
+            examples=tuple(json.loads(row.examples)) if row.examples else (),
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
+        size += len(row.variables_schema or "") + len(row.examples or "")
         return self._versions_memo.put(key, version, size)
 
     def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
@@ -142,7 +145,7 @@ class SqlCore(StorageCore):
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
         (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements = row[15]
+        placements, schema, examples = row[15:18]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -160,8 +163,11 @@ class SqlCore(StorageCore):
             promoted_by=promoted_by,
             created_by=created_by,
             placements=tuple(json.loads(placements)) if placements else (),
+            variables_schema=json.loads(schema) if schema else None,
+            examples=tuple(json.loads(examples)) if examples else (),
         )
-        return self._versions_memo.put(row, version, len(content) + len(metadata) + 512)
+        size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
+        return self._versions_memo.put(row, version, size)
 
     # -- the event log
 

@@ -33,7 +33,7 @@ from storage.errors import StorageUnavailable
 COLUMNS = (
     "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
-    "v.promoted_by, v.created_by, v.placements"
+    "v.promoted_by, v.created_by, v.placements, v.variables_schema, v.examples"
 )
 _JOIN = (
     f"SELECT {COLUMNS} FROM prompts p "

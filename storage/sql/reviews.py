@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, union, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     LifecycleError,
@@ -22,7 +22,7 @@ from storage.errors import (
 )
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import PRODUCTION, Approval, Page, Promotion, Review
+from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review
 from storage.sql.environments import SqlEnvironments
 from storage.sql.tables import placements, prompts, reviews
 from storage.times import rfc3339
@@ -52,6 +52,8 @@ def _body(review: Review) -> str:
             "rejection_comment": review.rejection_comment,
             "rollout_percent": review.rollout_percent,
             "version_author": review.version_author,
+            "allow_breaking": review.allow_breaking,
+            "breaking": [change.to_json() for change in review.breaking],
         }
     )
 
@@ -80,6 +82,8 @@ def _review(row: Row[Any]) -> Review:
         rollout_percent=b["rollout_percent"],
         version_author=b["version_author"],
         rejection_comment=b["rejection_comment"],
+        allow_breaking=b.get("allow_breaking", False),
+        breaking=tuple(BreakingChange(**change) for change in b.get("breaking", ())),
     )
 
 
@@ -194,8 +198,10 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             env = self._environment(connection, org, environment)
@@ -212,6 +218,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 raise ReviewExists(open_id)
             current = self._current(connection, prompt, environment)
             lifecycle.check_enterable(environment, version, current)
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=prompt.prompt_id,
@@ -230,6 +238,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 decided_at=None,
                 rollout_percent=rollout_percent,
                 version_author=version.created_by,
+                allow_breaking=allow_breaking,
+                breaking=tuple(changes),
             )
             last = connection.execute(
                 select(func.max(reviews.c.seq)).where(reviews.c.org == org)
@@ -333,6 +343,12 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 if version is None:
                     raise VersionNotFound(review.prompt_name, str(review.version))
                 lifecycle.check_enterable(review.environment, version, current)
+                changes = contracts.breaking_changes(
+                    self._held(connection, prompt, current), version
+                )
+                breaking = lifecycle.check_breaking(
+                    review.prompt_name, review.environment, changes, review.allow_breaking
+                )
                 review = lifecycle.closed(review, "applied", now)
                 self._save(connection, org, review)
                 self._review_event(
@@ -349,6 +365,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                     now,
                     request_id,
                     review=review,
+                    breaking=breaking,
                 )
                 # The prompt row the event reads is the one _enter left.
                 moved = connection.execute(

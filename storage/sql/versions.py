@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
@@ -40,6 +40,20 @@ def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
 def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     """The rows of ``table`` (versions, history) that belong to the prompt ``prompt``."""
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
+
+
+def contract_values(
+    variables: Sequence[str],
+    variables_schema: dict[str, Any] | None,
+    examples: list[dict[str, Any]] | None,
+) -> dict[str, str | None]:
+    """A version's contract, checked (storage.contracts.validated), as its columns:
+    null for the implied schema and for no examples."""
+    schema, kept = contracts.validated(variables, variables_schema, examples)
+    return {
+        "variables_schema": None if schema is None else json.dumps(schema),
+        "examples": json.dumps(list(kept)) if kept else None,
+    }
 
 
 def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
@@ -162,9 +176,12 @@ class SqlVersions(SqlPrompts):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        contract = contract_values(variables, variables_schema, examples)
         metadata_json = json.dumps(metadata or {})
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
@@ -184,6 +201,7 @@ class SqlVersions(SqlPrompts):
                     created_at=now,
                     updated_at=now,
                     created_by=created_by,
+                    **contract,
                 )
                 .returning(*versions.c)
             ).one()
@@ -211,10 +229,13 @@ class SqlVersions(SqlPrompts):
         content: str,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        contract = contract_values(variables, variables_schema, examples)
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_editable(current)
@@ -225,6 +246,7 @@ class SqlVersions(SqlPrompts):
                 content=content,
                 variables=json.dumps(list(variables)),
                 updated_at=now,
+                **contract,
             )
             self._append_event(
                 connection,

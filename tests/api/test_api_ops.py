@@ -56,7 +56,7 @@ def test_openapi_errors_and_security(api: Any) -> None:
     error = spec["components"]["schemas"]["Error"]
     assert set(error["properties"]) == {
         "code", "message", "error", "errors", "current_production_version",
-        "current_version", "review_id",
+        "current_version", "review_id", "changes",
     }  # fmt: skip
     responses = spec["components"]["responses"]
     for path, item in spec["paths"].items():
@@ -103,7 +103,7 @@ def test_openapi_read_endpoints(api: Any) -> None:
     assert set(version) == {
         "prompt_id", "version_id", "name", "version", "content", "variables", "status",
         "is_production", "prompt_type", "metadata", "tags", "created_at", "updated_at",
-        "promoted_at", "promoted_by", "environments",
+        "promoted_at", "promoted_by", "environments", "variables_schema", "examples",
     }  # fmt: skip
     assert version["version"]["type"] == "integer"
     assert version["is_production"]["type"] == "boolean"

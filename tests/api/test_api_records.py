@@ -27,6 +27,7 @@ from promptsvc.config import Settings
 from storage import (
     ApiKey,
     Approval,
+    BreakingChange,
     Delivery,
     Environment,
     Event,
@@ -64,7 +65,10 @@ VERSION = PromptVersion(
     promoted_at=LATER,
     promoted_by=USER,
     created_by=USER,
+    variables_schema={"name": {"type": "string", "enum": ["Ada", "Bob"], "default": "Ada"}},
+    examples=({"name": "ada", "variables": {"name": "Ada"}},),
 )
+CHANGE = BreakingChange("name", "enum_narrowed", "version 2 allows only ...")
 HISTORY = PromotionRecord(
     "h_1",
     "pmt_1",
@@ -76,6 +80,7 @@ HISTORY = PromotionRecord(
     environment="production",
     review_id="rv_1",
     approved_by=(USER,),
+    breaking=True,
 )
 APPROVAL = Approval(USER, "ada", LATER, "lgtm")
 REVIEW = Review(
@@ -97,6 +102,8 @@ REVIEW = Review(
     rollout_percent=10,
     version_author=USER,
     rejection_comment="not yet",
+    allow_breaking=True,
+    breaking=(CHANGE,),
 )
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")
@@ -121,6 +128,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             tags=(),
             promoted_at=None,
             promoted_by=None,
+            variables_schema=None,
+            examples=(),
         ),
     ),
     PromotionRecord: (
@@ -136,6 +145,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
         Environment("production", 0, None, None),
     ),
     Approval: ("Approval", APPROVAL, dataclasses.replace(APPROVAL, comment=None)),
+    # Every field of a breaking change is always there.
+    BreakingChange: ("BreakingChange", CHANGE, CHANGE),
     Review: (
         "Review",
         REVIEW,
@@ -149,6 +160,7 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             decided_at=None,
             rollout_percent=None,
             rejection_comment=None,
+            breaking=(),
         ),
     ),
     ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
@@ -347,12 +359,20 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", prompts, 200, prompts)
     call("GET", prompts + "/{name}", 200, f"{prompts}/greeting")
     versions = f"{prompts}/greeting/versions"
-    body = {"content": "Hi {{name}}", "metadata": {"a": {"b": 1}}, "tags": ["x"]}
+    body = {
+        "content": "Hi {{name}}",
+        "metadata": {"a": {"b": 1}},
+        "tags": ["x"],
+        "variables_schema": {"name": {"type": "string", "enum": ["Ada"]}},
+        "examples": [{"name": "ada", "variables": {"name": "Ada"}}],
+    }
     call("POST", prompts + "/{name}/versions", 201, versions, json=body)
     call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Yo"})
     call("PATCH", version, 200, f"{versions}/2", json={"content": "Yo {{who}}"})
     call("POST", version + "/promote", 200, f"{versions}/1/promote", json={"notes": "n"})
-    call("POST", version + "/promote", 200, f"{versions}/2/promote")
+    # v2 needs who, which v1's example lacks: breaking, acknowledged.
+    acknowledged = {"notes": "who is new", "allow_breaking": True}
+    call("POST", version + "/promote", 200, f"{versions}/2/promote", json=acknowledged)
     call("POST", version + "/unarchive", 200, f"{versions}/1/unarchive")
     call("POST", version + "/archive", 200, f"{versions}/1/archive")
     call("GET", prompts + "/{name}/versions", 200, versions)
@@ -363,6 +383,7 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("POST", prompts + "/{name}/rollback", 200, f"{prompts}/greeting/rollback")
     diff = f"{prompts}/greeting/diff?from=2&to=production"
     call("GET", prompts + "/{name}/diff", 200, diff)
+    call("GET", prompts + "/{name}/diff", 200, f"{prompts}/greeting/diff?from=1&to=2")
     call("POST", "/api/v1/keys", 201, "/api/v1/keys", json={"role": "Service Read"})
     call("GET", "/api/v1/keys", 200, "/api/v1/keys")
     call(

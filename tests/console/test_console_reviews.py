@@ -38,6 +38,11 @@ def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
     backend.close()
 
 
+# v2's new variable has a default, so v2 breaks no caller of v1 (that journey is
+# test_console_contracts.py's).
+V2_CONTRACT = {"name": {"type": "string"}, "product": {"type": "string", "default": "promptsvc"}}
+
+
 def _seed(storage: Storage) -> None:
     """greeting: v1 production, v2 a draft (both by nobody we know); staging takes
     promotions directly; production needs one approval."""
@@ -48,7 +53,7 @@ def _seed(storage: Storage) -> None:
     storage.promote(ORG, "greeting", first.version_id, "someone", notes="first release")
     storage.create_version(
         ORG, "greeting", "Hi {{name}}, welcome to {{product}}.", "someone",
-        variables=["name", "product"], tags=["friendly"],
+        variables=["name", "product"], tags=["friendly"], variables_schema=V2_CONTRACT,
     )  # fmt: skip
     storage.create_environment(ORG, "staging", 0, "pre-release")
     storage.update_environment(ORG, "production", required_approvals=1)

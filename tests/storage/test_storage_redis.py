@@ -171,7 +171,7 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     for _ in range(1200):
         script(
             keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, *event_args],
+            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", *event_args],
         )
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")

@@ -63,6 +63,8 @@ def test_request_opens_a_review(prompt: Storage, clock: FakeClock) -> None:
         "rejection_comment": None,
         "decided_at": None,
         "rollout_percent": None,
+        "allow_breaking": False,
+        "breaking": [],
     }
     assert prompt.get_review(ORG, review.review_id) == review
     by_version_id = prompt.request_review(ORG, "greeting", version.version_id, "staging", REQUESTER)

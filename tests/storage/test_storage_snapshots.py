@@ -71,8 +71,9 @@ def test_list_orgs_names_every_org_with_data(storage: Storage, clock: FakeClock)
 def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock) -> None:
     populate(storage, ORG, clock)
     snapshot = storage.export_org(ORG)
-    assert [p.prompt.name for p in snapshot.prompts] == ["empty", "greeting", "support-chat"]
-    empty, greeting, chat = snapshot.prompts
+    names = [p.prompt.name for p in snapshot.prompts]
+    assert names == ["empty", "greeting", "support-chat", "typed"]
+    empty, greeting, chat, typed = snapshot.prompts
     assert (empty.next_version, empty.versions, empty.history) == (0, (), ())
     assert greeting.prompt == storage.get_prompt(ORG, "greeting")
     assert greeting.next_version == 6  # version 6 was deleted; 6 stays used
@@ -87,6 +88,9 @@ def test_export_holds_every_record_as_stored(storage: Storage, clock: FakeClock)
     assert list(greeting.history) == storage.list_history(ORG, "greeting").items[::-1]
     assert [r.notes for r in greeting.history] == ["first", None, ""]
     assert chat.versions[0] == storage.get_production(ORG, "support-chat")
+    assert list(typed.versions) == storage.list_versions(ORG, "typed").items[::-1]
+    assert typed.versions[0].examples[1] == {"name": None, "variables": {"who": "Bob"}}
+    assert [r.breaking for r in typed.history] == [False, True]
     assert [k.client_id for k in snapshot.api_keys] == ["reader", "admin", "ci"]
     assert snapshot.api_keys == tuple(storage.list_api_keys(ORG))
     assert snapshot.api_keys[2].revoked
@@ -323,7 +327,11 @@ def test_export_holds_environments_placements_and_reviews(
         ("production", "rejected", 0),
         ("production", "cancelled", 0),
         ("sandbox", "cancelled", 0),
+        ("staging", "open", 0),
     ]
+    acknowledged = snapshot.reviews[-1]
+    assert acknowledged.allow_breaking is True
+    assert [(c.variable, c.change) for c in acknowledged.breaking] == [("code", "newly_required")]
     assert {r.version_author for r in snapshot.reviews} == {AUTHOR}
     applied = [r for r in greeting.history if r.review_id is not None]
     assert [(r.environment, r.approved_by) for r in applied] == [("qa", (CAROL, DAVE))]
@@ -340,8 +348,9 @@ def test_environments_and_reviews_are_restored_and_work(storage: Storage, clock:
         )
     for query in ({}, {"status": "open"}, {"environment": "qa"}, {"prompt_ref": "greeting"}):
         assert storage.list_reviews(COPY, **query) == storage.list_reviews(ORG, **query)  # type: ignore[arg-type]
-    waiting, opened = [r for r in original.reviews if r.status == "open"]
+    waiting, opened, acknowledged = [r for r in original.reviews if r.status == "open"]
     assert storage.get_review(COPY, waiting.review_id) == waiting
+    assert storage.get_review(COPY, acknowledged.review_id).breaking == acknowledged.breaking
     # The open index, the request order and the two-person rule go on from the backup.
     with pytest.raises(ReviewExists):
         storage.request_review(COPY, "support-chat", "1", "qa", PROMOTER)

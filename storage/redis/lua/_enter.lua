@@ -6,8 +6,9 @@
 -- Version vid (number, status) becomes env's, replacing what it held (cur_vid,
 -- cur_number; in production archived, or a draft when demote is "draft"), with its
 -- history record and version.promoted event. review_id and approved (a JSON list of user
--- ids) for a review's promotion, else nil. Returns the record's fields.
-local function enter(pid, vid, number, status, env, by, now, hid, cur_vid, cur_number, notes, demote, review_id, approved)
+-- ids) for a review's promotion, else nil. breaking: the promotion check found
+-- breaking changes (the record says so). Returns the record's fields.
+local function enter(pid, vid, number, status, env, by, now, hid, cur_vid, cur_number, notes, demote, review_id, approved, breaking)
   if env == PRODUCTION then
     if cur_vid then
       set_status(pid, cur_vid, cur_number, "published", demote or "archived", now)
@@ -28,6 +29,10 @@ local function enter(pid, vid, number, status, env, by, now, hid, cur_vid, cur_n
   local extra = { "environment", env }
   if review_id then
     extra = { "environment", env, "review_id", review_id, "approved_by", approved }
+  end
+  if breaking then
+    extra[#extra + 1] = "breaking"
+    extra[#extra + 1] = "1"
   end
   local record = record_promotion(pid, hid, number, by, now, cur_number, notes, extra)
   emit("version.promoted", pid, prompt_name(pid), number, vid, status, cur_number, env, review_id)

@@ -7,8 +7,12 @@
 -- ARGV[1]  review id      ARGV[2]  user id      ARGV[3]  username
 -- ARGV[4]  comment        ARGV[5]  "1" if there is a comment, else "0"
 -- ARGV[6]  now            ARGV[7]  new history id
+-- ARGV[8]  the promotion check's fingerprint ("" on a first pass)   ARGV[9] its outcome,
+--          "1" breaking (the review allows it): see _common.lua, contract_check; the
+--          "check" reply adds the review's JSON, and records nothing
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", review JSON} (approved, still open), {"ok", review JSON, prompt values,
+-- Returns {"check", ..., review JSON}, {"ok", review JSON} (approved, still open),
+-- {"ok", review JSON, prompt values,
 -- version values, history record fields} (applied), {"stale", current or "", review
 -- JSON}, {"no_review"}, {"review_closed", status}, {"forbidden", reason, version},
 -- {"already_approved"}, {"no_environment"}, {"no_version", prompt name, number} or the
@@ -94,12 +98,17 @@ local refused = check_enterable(env_name, status, review.version, current)
 if refused then
   return refused
 end
+local check, breaking = contract_check(pid, vid, cur_vid, ARGV[8], ARGV[9])
+if check then
+  check[#check + 1] = raw
+  return check
+end
 local json = save("applied")
 review_event("review.approved")
 local record = enter(
   pid, vid, review.version, status, env_name, user, now, ARGV[7], cur_vid, current,
   review.notes ~= cjson.null and review.notes or nil, "archived", review.review_id,
-  cjson.encode(approved_by)
+  cjson.encode(approved_by), breaking
 )
 review_event("review.applied")
 return { "ok", json, prompt_values(pid), version_values(pid, vid), record }
