@@ -302,8 +302,9 @@ def update_environment(
 
 @requires(SERVICE_ADMIN)
 def delete_environment(storage: Storage, principal: Principal, name: str) -> None:
-    """An environment other than production, with its placements."""
-    storage.delete_environment(principal.org, name)
+    """An environment other than production, with its placements; its open reviews
+    are cancelled (their events name the principal)."""
+    storage.delete_environment(principal.org, name, **_trace(principal))
 
 
 # --------------------------------------------------------------------------- reviews

@@ -50,9 +50,19 @@ class ReleaseStore(StorageCore):
         EnvironmentNotFound."""
 
     @abc.abstractmethod
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
         """The environment and every prompt's placement in it (its history records
-        stay). Production: LifecycleError. Raises EnvironmentNotFound."""
+        stay), in one atomic step that also cancels its open reviews, writing a
+        ``review.cancelled`` event for each (in request order, ``actor`` and
+        ``request_id`` as given). Production: LifecycleError. Raises
+        EnvironmentNotFound."""
 
     @abc.abstractmethod
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:

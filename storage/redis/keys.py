@@ -253,3 +253,19 @@ def review(org: str, review_id: str) -> str:
 
 def placements(org: str, prompt_id: str) -> str:
     return prompt(org, prompt_id) + ":env"
+
+
+def reviews(org: str) -> str:
+    return org_prefix(org) + "reviews"
+
+
+def prompt_reviews(org: str, prompt_id: str) -> str:
+    return prompt(org, prompt_id) + ":reviews"
+
+
+def open_reviews(org: str) -> str:
+    return org_prefix(org) + "open-reviews"
+
+
+def review_sequence(org: str) -> str:
+    return org_prefix(org) + "review-seq"

@@ -99,8 +99,16 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         ]
         return self._set_environment(org, name, args)
 
-    def delete_environment(self, org: str, name: str) -> None:
-        reply = self._prompt_script("delete_environment", org, [name, self._now()])
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self._now()
+        reply = self._prompt_change("delete_environment", org, [name, now], actor, request_id, now)
         if reply[0] == "production":
             raise LifecycleError("production cannot be deleted")
         check(reply, "", environment=name)

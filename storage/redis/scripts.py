@@ -60,6 +60,7 @@ CHANGE_SCRIPTS = frozenset(
         "request_review",
         "approve_review",
         "decide_review",
+        "delete_environment",
     }
 )
 STANDALONE_SCRIPTS = (
