@@ -30,7 +30,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.models import PromptVersion
 from promptsvc.client.sync import PromptClient
-from promptsvc.templates import MissingVariableError
+from promptsvc.templates import MissingVariableError, TemplateError, TemplateProblem
 
 __all__ = [
     "AsyncPromptClient",
@@ -47,6 +47,8 @@ __all__ = [
     "RefreshTokenProvider",
     "SdkTokenProvider",
     "ServerError",
+    "TemplateError",
+    "TemplateProblem",
     "TokenProvider",
     "TransportError",
 ]

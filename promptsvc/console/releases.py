@@ -7,6 +7,10 @@ The confirmation page carries the version it showed in the environment
 between, the change is refused (storage's ProductionChanged) and the page comes back
 with the new difference and a message saying so, nothing changed. For a protected
 environment the same page opens a review instead (promptsvc.console.reviews shows it).
+
+A version that breaks callers of the one the environment holds (storage/contracts.py)
+is listed in plain words on the diff and promote pages; the promote page then needs
+its acknowledgement box ticked and notes saying why, and sends ``allow_breaking``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,26 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
-from promptsvc.console.present import metadata_rows, side_by_side
+from promptsvc.breaking import contract_of, schema_changes
+from promptsvc.console.common import (
+    FormInvalid,
+    load,
+    optional_int,
+    principal,
+    require,
+    storage,
+)
+from promptsvc.console.present import (
+    breaking_sentences,
+    metadata_rows,
+    schema_rows,
+    side_by_side,
+)
 from promptsvc.diffs import version_diff
 from promptsvc.inputs import PromoteSchema, ReviewCreateSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
 from storage import (
+    BreakingPromotion,
     Environment,
     NoProductionVersion,
     NotFound,
@@ -32,22 +50,32 @@ from storage import (
     ReviewExists,
     ReviewRequired,
     VersionNotFound,
+    contracts,
 )
 
 bp = Blueprint("releases", __name__)
 
 
 def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) -> dict[str, Any]:
-    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's) and the rows of
-    the side-by-side view. ``old`` None (no production yet) compares with nothing."""
+    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's), the rows of
+    the side-by-side view, and what ``new`` would break for callers of ``old``, in
+    plain words. ``old`` None (no production yet) compares with nothing."""
     base = old.to_json() if old is not None else _empty(new)
-    changes = version_diff(base, new.to_json())
+    target = new.to_json()
+    changes = version_diff(base, target)
+    old_contract, new_contract = contract_of(base), contract_of(target)
+    # The promotion check itself, on the records: what storage would refuse.
+    breaking = [change.to_json() for change in contracts.breaking_changes(old, new)]
+    schema = changes.get("variables_schema") or schema_changes(old_contract, new_contract)
     return {
         "old": old,
         "new": new,
         "changes": changes,
         "rows": side_by_side(base["content"], new.content, prompt.prompt_type),
         "metadata_rows": metadata_rows(changes["metadata"]),
+        "schema_rows": schema_rows(schema) if old is not None else [],
+        "breaking": breaking,
+        "breaking_words": breaking_sentences(breaking, old_contract, new_contract),
     }
 
 
@@ -136,8 +164,16 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     if request.method == "GET":
         return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
+    allow_breaking = request.form.get("allow_breaking") == "on"
+    # The role first: a person who may not promote learns that, not what would break.
+    require(actions.request_review if environment.protected else actions.promote)
+    refused = _unacknowledged(prompt, version, environment, notes, allow_breaking)
+    if refused is not None:
+        return _promote_page(
+            prompt, version, environment, notes=notes, errors=refused, allow_breaking=allow_breaking
+        )
     if environment.protected:
-        return _request_review(prompt, version, environment, notes)
+        return _request_review(prompt, version, environment, notes, allow_breaking)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -160,9 +196,20 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             archive_previous=body["archive_previous_production"],
             expected_production=expected,
             environment=environment.name,
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
         return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
+        )
     except ReviewRequired:
         environment = backend.get_environment(org, environment.name)
         return _promote_page(
@@ -189,8 +236,39 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
+def _unacknowledged(
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    allow_breaking: bool,
+) -> dict[str, list[str]] | None:
+    """The form's errors when the version breaks callers of what the environment holds
+    and the form does not acknowledge it with notes; None when it may go on (storage
+    checks again in the promotion itself)."""
+    current = holding(prompt, environment.name)
+    if current is None or not comparison(prompt, current, version)["breaking"]:
+        return None
+    if not allow_breaking:
+        return {
+            "allow_breaking": [
+                f"v{version.version} breaks callers of v{current.version} (listed below): "
+                "tick this box to "
+                + ("request the review" if environment.protected else "promote it")
+                + " anyway"
+            ]
+        }
+    if not notes:
+        return {"notes": ["say why the breaking changes are acceptable (kept in the history)"]}
+    return None
+
+
 def _request_review(
-    prompt: Prompt, version: PromptVersion, environment: Environment, notes: str | None
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    allow_breaking: bool = False,
 ) -> Any:
     """The promote page's form on a protected environment: open a review."""
     try:
@@ -205,6 +283,7 @@ def _request_review(
             version.version_id,
             environment.name,
             notes=body["notes"],
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
         return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
@@ -239,6 +318,7 @@ def _promote_page(
     errors: dict[str, list[str]] | None = None,
     conflict: str | None = None,
     open_review: str | None = None,
+    allow_breaking: bool = False,
 ) -> Any:
     current = holding(prompt, environment.name)
     html = render_template(
@@ -253,6 +333,7 @@ def _promote_page(
         errors=errors or {},
         conflict=conflict,
         open_review=open_review,
+        allow_breaking=allow_breaking,
     )
     status = 409 if conflict or open_review else 400 if errors else 200
     return Response(html, status=status, mimetype="text/html")
