@@ -132,8 +132,18 @@ def seed(storage: Storage) -> Versions:
         ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"], variables=["name"]
     )
     storage.promote(ORG, "greeting", v1.version_id, AUTHOR, notes="first")
+    # `place` is optional, so v2 breaks no caller of v1 and promotes without an
+    # acknowledgement (storage/contracts.py).
     v2 = storage.create_version(
-        ORG, "greeting", "Hi {{name}}, welcome to {{place}}", AUTHOR, variables=["name", "place"]
+        ORG,
+        "greeting",
+        "Hi {{name}}, welcome to {{place}}",
+        AUTHOR,
+        variables=["name", "place"],
+        variables_schema={
+            "name": {"type": "string"},
+            "place": {"type": "string", "required": False},
+        },
     )
     storage.create_prompt(ORG, "chatty", prompt_type="chat")
     chat = storage.create_version(
