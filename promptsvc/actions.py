@@ -38,6 +38,7 @@ from storage import (
     PromptVersion,
     Review,
     ReviewForbidden,
+    Rollout,
     Storage,
     User,
     lifecycle,
@@ -270,6 +271,97 @@ def delete_version(
     storage.delete_version(principal.org, prompt_ref, version_ref, **_trace(principal))
 
 
+# --------------------------------------------------------------------------- rollouts
+
+
+@requires(SERVICE_WRITE)
+def start_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    version_ref: str,
+    percent: int,
+    *,
+    expected_production: Expected = UNGUARDED,
+    environment: str = PRODUCTION,
+    allow_breaking: bool = False,
+    notes: str | None = None,
+) -> Rollout:
+    """A promotion with a percent: the version is served to ``percent`` of the
+    environment's keyed callers, which keeps its version (storage/interface/rollouts.py).
+    The promotion check against that version runs as for a promotion."""
+    return storage.start_rollout(
+        principal.org,
+        prompt_ref,
+        version_ref,
+        environment,
+        percent,
+        principal.user_id,
+        expected_production,
+        request_id=request_id(),
+        allow_breaking=allow_breaking,
+        notes=notes,
+    )
+
+
+@requires(SERVICE_WRITE)
+def set_rollout_percent(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    percent: int,
+    *,
+    rollout_id: str | None = None,
+) -> Rollout:
+    """Step a rollout up or down (no review needed)."""
+    return storage.set_rollout_percent(
+        principal.org, prompt_ref, environment, percent, rollout_id=rollout_id, **_trace(principal)
+    )
+
+
+@requires(SERVICE_WRITE)
+def complete_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    *,
+    notes: str | None = None,
+    archive_previous: bool = True,
+    rollout_id: str | None = None,
+    allow_breaking: bool = False,
+) -> Promotion:
+    """The candidate becomes the environment's version, as a promotion (no review; the
+    promotion check runs again)."""
+    return storage.complete_rollout(
+        principal.org,
+        prompt_ref,
+        environment,
+        principal.user_id,
+        notes,
+        archive_previous,
+        rollout_id=rollout_id,
+        request_id=request_id(),
+        allow_breaking=allow_breaking,
+    )
+
+
+@requires(SERVICE_WRITE)
+def abort_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    *,
+    rollout_id: str | None = None,
+) -> Rollout:
+    """End a rollout; the environment keeps its version."""
+    return storage.abort_rollout(
+        principal.org, prompt_ref, environment, rollout_id=rollout_id, **_trace(principal)
+    )
+
+
 # --------------------------------------------------------------------------- environments
 
 
@@ -303,7 +395,7 @@ def update_environment(
 @requires(SERVICE_ADMIN)
 def delete_environment(storage: Storage, principal: Principal, name: str) -> None:
     """An environment other than production, with its placements; its open reviews
-    are cancelled (their events name the principal)."""
+    are cancelled and its rollouts aborted (their events name the principal)."""
     storage.delete_environment(principal.org, name, **_trace(principal))
 
 
@@ -350,9 +442,10 @@ def _person(principal: Principal, action: str) -> None:
 @requires(SERVICE_WRITE)
 def approve_review(
     storage: Storage, principal: Principal, review_id: str, *, comment: str | None = None
-) -> tuple[Review, Promotion | None]:
+) -> tuple[Review, Promotion | Rollout | None]:
     """A person's approval; the last one needed applies the review (its promotion, or
-    ReviewStale when the environment moved since the request)."""
+    the rollout a review with a percent starts; ReviewStale when the environment moved
+    since the request)."""
     _person(principal, "approve")
     user = storage.get_user_by_id(principal.org, principal.user_id)
     username = user.username if user is not None else principal.user_id

@@ -26,7 +26,13 @@ from storage import (
     InvalidInput,
     event_position,
 )
-from storage.lifecycle import ALLOW_BREAKING_NOTES, MAX_APPROVALS, environment_name_problem
+from storage.lifecycle import (
+    ALLOW_BREAKING_NOTES,
+    MAX_APPROVALS,
+    MAX_PERCENT,
+    MIN_PERCENT,
+    environment_name_problem,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -255,9 +261,26 @@ def _check_acknowledgement(data: dict[str, Any]) -> None:
         raise ValidationError(ALLOW_BREAKING_NOTES, "notes")
 
 
+def _percent(description: str, **options: Any) -> fields.Integer:
+    return fields.Integer(
+        strict=True,
+        validate=validate.Range(min=MIN_PERCENT, max=MAX_PERCENT),
+        metadata={"description": description},
+        **options,
+    )
+
+
+ROLLOUT_PERCENT = (
+    "1-99: start a gradual rollout instead of a full promotion: the environment keeps "
+    "its version and the candidate is served to this percent of the callers that give "
+    "a rollout key (docs/api.md section 18). Absent or null: a full promotion"
+)
+
+
 class PromoteSchema(_Guarded):
     notes = _notes("Changelog text kept in the promotion history")
     environment = _environment_field()
+    rollout_percent = _percent(ROLLOUT_PERCENT, load_default=None, allow_none=True)
     archive_previous_production = fields.Boolean(
         load_default=True,
         metadata={
@@ -337,12 +360,11 @@ class ReviewCreateSchema(Schema):
         metadata={"description": "The environment to place it in", "example": "production"},
     )
     notes = _notes("Why: kept in the review and, once applied, in the promotion history")
-    rollout_percent = fields.Integer(
+    rollout_percent = _percent(
+        "1-99: once approved, the review starts a gradual rollout at this percent "
+        "instead of the full promotion. Absent or null: a full promotion",
         load_default=None,
         allow_none=True,
-        strict=True,
-        validate=validate.Range(min=1, max=99),
-        metadata={"description": "Gradual rollout is not available yet: null or absent only"},
     )
     allow_breaking = _allow_breaking(
         "true: the review may apply even when the promotion check finds breaking changes "
@@ -359,11 +381,46 @@ class ReviewCreateSchema(Schema):
         if isinstance(version, int) and version < 1:
             raise ValidationError("must be at least 1", "version")
         _check_acknowledgement(data)
-        if data.get("rollout_percent") is not None:
-            raise ValidationError(
-                "gradual rollout is not available in this version of promptsvc",
-                "rollout_percent",
-            )
+
+
+def _rollout_guard() -> fields.String:
+    return fields.String(
+        validate=validate.Length(min=1, max=64),
+        metadata={
+            "description": "Guard: act only on this rollout (ro_...); when the "
+            "environment's rollout is another one or none, 404 and nothing changes"
+        },
+    )
+
+
+class RolloutUpdateSchema(Schema):
+    percent = _percent(
+        "1-99: the share of keyed callers served the candidate. Raising it only moves "
+        "keys from the baseline to the candidate",
+        required=True,
+    )
+    rollout_id = _rollout_guard()
+
+
+class RolloutCompleteSchema(Schema):
+    notes = _notes("Changelog text kept in the promotion history")
+    archive_previous_production = fields.Boolean(
+        load_default=True,
+        metadata={
+            "description": "In production, true: the baseline becomes archived; false: it "
+            "goes back to draft"
+        },
+    )
+    allow_breaking = _allow_breaking(ALLOW_BREAKING)
+    rollout_id = _rollout_guard()
+
+    @validates_schema
+    def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
+        _check_acknowledgement(data)
+
+
+class RolloutAbortSchema(Schema):
+    rollout_id = _rollout_guard()
 
 
 class DecisionSchema(Schema):

@@ -12,7 +12,8 @@
     │   ├── WebhookNotFound
     │   ├── EnvironmentNotFound
     │   ├── NothingInEnvironment  (a prompt without a version in an environment)
-    │   └── ReviewNotFound
+    │   ├── ReviewNotFound
+    │   └── RolloutNotFound
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
@@ -31,6 +32,7 @@
     │   ├── ReviewExists          (an open review of the same version and environment)
     │   ├── ReviewClosed          (a decision on a review that is not open)
     │   ├── AlreadyApproved
+    │   ├── RolloutInProgress     (a second rollout, or a change a rollout blocks)
     │   └── BreakingPromotion     (a promotion that breaks the variable contract,
     │                              not acknowledged with allow_breaking)
     ├── ReviewForbidden           -> 403 (the requester or the author approving)
@@ -267,6 +269,25 @@ class NoRollbackTarget(LifecycleError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class RolloutNotFound(NotFound):
+    """No rollout in the environment (or, when the caller named one, not that one)."""
+
+    def __init__(self, prompt_ref: str, environment: str, rollout_id: str | None = None) -> None:
+        what = "no rollout" if rollout_id is None else f"no rollout {rollout_id}"
+        super().__init__(f"prompt '{prompt_ref}' has {what} in environment '{environment}'")
+        self.prompt_ref = prompt_ref
+        self.environment = environment
+
+
+class RolloutInProgress(Conflict):
+    """The environment has a rollout of the prompt, which blocks this change; the
+    message (storage/lifecycle.py) says what to do instead."""
+
+    def __init__(self, message: str, rollout_id: str) -> None:
+        super().__init__(message)
+        self.rollout_id = rollout_id
 
 
 class InvalidInput(StorageError):

@@ -24,7 +24,13 @@ them; the conformance suite in tests/storage checks them on every backend:
   (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
   acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
   step against the version replaced, a rollback is exempt, and the history record says
-  whether it was breaking.
+  whether it was breaking;
+* a rollout (at most one per prompt and environment) starts from a version the
+  environment could take directly, over a baseline the environment holds, at 1-99%,
+  checked as a promotion against that baseline; while it lasts nothing else enters that
+  environment (promotion, rollback, review), its candidate's content cannot change, and
+  archiving or deleting its candidate or baseline ends it (aborted); completing it
+  enters the candidate as a promotion would, checked again.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua
@@ -52,6 +58,7 @@ from storage.errors import (
     ReviewClosed,
     ReviewForbidden,
     ReviewRequired,
+    RolloutInProgress,
 )
 from storage.records import (
     PRODUCTION,
@@ -61,6 +68,7 @@ from storage.records import (
     PromotionRecord,
     PromptVersion,
     Review,
+    Rollout,
 )
 
 
@@ -154,6 +162,28 @@ ROLLBACK_REFUSALS: Final = {
     "missing": "version {target} of prompt '{prompt}' does not exist (never created, or deleted)",
     "never": "version {target} of prompt '{prompt}' has never been {env}",
     "current": "version {target} is {env} already",
+}
+
+
+# A rollout's percent: 100 is a completion, 0 an abort.
+MIN_PERCENT: Final = 1
+MAX_PERCENT: Final = 99
+
+# Why a rollout cannot start or a change is refused because of one, and how each reads.
+ROLLOUT_REFUSALS: Final = {
+    "no_baseline": "environment '{env}' holds no version of prompt '{prompt}': a rollout "
+    "needs a version to keep serving; promote version {n} instead",
+    "busy": "prompt '{prompt}' has rollout {rollout_id} in environment '{env}': complete or "
+    "abort it before {action}; nothing was changed",
+    "candidate": "version {n} is the candidate of rollout {rollout_id}: its content cannot "
+    "change while the rollout lasts",
+}
+# What a rollout in progress blocks, by the action that asked (for "busy").
+ROLLOUT_BLOCKS: Final = {
+    "start": "starting another",
+    "promote": "promoting into that environment",
+    "rollback": "rolling that environment back",
+    "review": "applying a review there",
 }
 
 
@@ -268,6 +298,65 @@ def check_enterable(environment: str, version: PromptVersion, current: int | Non
         check_promotable(version)
     else:
         check_placeable(version, current)
+
+
+# ----------------------------------------------------------------------- rollouts
+
+
+def check_percent(percent: int) -> None:
+    """InvalidInput unless 1 <= percent <= 99 (the API validated it already)."""
+    if isinstance(percent, bool) or not MIN_PERCENT <= percent <= MAX_PERCENT:
+        raise InvalidInput(f"percent must be {MIN_PERCENT}-{MAX_PERCENT}")
+
+
+def rollout_busy(
+    prompt_ref: str, environment: str, rollout_id: str, action: str
+) -> RolloutInProgress:
+    """The error refusing ``action`` (ROLLOUT_BLOCKS) while rollout ``rollout_id`` runs
+    in ``environment``."""
+    message = ROLLOUT_REFUSALS["busy"].format(
+        prompt=prompt_ref, rollout_id=rollout_id, env=environment, action=ROLLOUT_BLOCKS[action]
+    )
+    return RolloutInProgress(message, rollout_id)
+
+
+def check_no_rollout(prompt_ref: str, rollout: Rollout | None, action: str) -> None:
+    """RolloutInProgress when the environment has ``rollout`` (None: it has none)."""
+    if rollout is not None:
+        raise rollout_busy(prompt_ref, rollout.environment, rollout.rollout_id, action)
+
+
+def no_baseline(prompt_ref: str, environment: str, number: int | str) -> LifecycleError:
+    return LifecycleError(
+        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number)
+    )
+
+
+def check_rollout_start(
+    prompt_ref: str, environment: str, version: PromptVersion, current: int | None
+) -> None:
+    """A version may start a rollout where it could enter directly, and only over a
+    baseline: an environment that holds nothing gets a plain promotion."""
+    check_enterable(environment, version, current)
+    if current is None:
+        raise no_baseline(prompt_ref, environment, version.version)
+
+
+def candidate_refusal(number: int | str, rollout_id: str) -> LifecycleError:
+    return LifecycleError(ROLLOUT_REFUSALS["candidate"].format(n=number, rollout_id=rollout_id))
+
+
+def check_not_candidate(number: int, rollouts: Sequence[Rollout]) -> None:
+    """A rollout's candidate keeps its content while the rollout lasts."""
+    for rollout in rollouts:
+        if rollout.candidate_version == number:
+            raise candidate_refusal(number, rollout.rollout_id)
+
+
+def rollouts_ended_by(number: int, rollouts: Sequence[Rollout]) -> list[Rollout]:
+    """The rollouts that archiving or deleting version ``number`` ends (aborted): those
+    whose candidate or baseline it is."""
+    return [r for r in rollouts if number in (r.candidate_version, r.baseline_version)]
 
 
 # ----------------------------------------------------------------------- reviews

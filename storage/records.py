@@ -36,6 +36,10 @@ EVENT_TYPES: tuple[str, ...] = (
     "review.rejected",
     "review.cancelled",
     "review.applied",
+    "rollout.started",
+    "rollout.updated",
+    "rollout.completed",
+    "rollout.aborted",
 )
 # The environment every org has: a prompt's published version is its version there.
 PRODUCTION = "production"
@@ -177,6 +181,7 @@ class PromotionRecord:
     environment: str = PRODUCTION
     review_id: str | None = None  # the review that made this promotion
     approved_by: tuple[str, ...] = ()  # user ids of that review's approvals
+    rollout_id: str | None = None  # the rollout this promotion completed
     # The candidate broke the contract of the version it replaced (acknowledged, or a
     # rollback, which is exempt).
     breaking: bool = False
@@ -193,6 +198,7 @@ class PromotionRecord:
             "environment": self.environment,
             "review_id": self.review_id,
             "approved_by": list(self.approved_by),
+            "rollout_id": self.rollout_id,
             "breaking": self.breaking,
         }
 
@@ -221,6 +227,66 @@ class Environment:
             "required_approvals": self.required_approvals,
             "description": self.description,
             "created_at": None if self.created_at is None else rfc3339(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A gradual rollout: ``candidate_version`` served to ``percent`` of the callers
+    that give a rollout key, while ``environment`` keeps ``baseline_version``.
+
+    At most one per prompt and environment. Which key gets the candidate is the sticky
+    hash of docs/api.md section 18 (promptsvc/client/rollout.py), computed by the API and
+    the SDKs, never stored. ``candidate_id`` is the candidate's ``v_`` id, kept for the
+    read that serves it.
+    """
+
+    rollout_id: str  # "ro_..."
+    prompt_id: str
+    environment: str
+    baseline_version: int
+    candidate_version: int
+    candidate_id: str
+    percent: int  # 1-99
+    started_by: str
+    started_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rollout_id": self.rollout_id,
+            "prompt_id": self.prompt_id,
+            "environment": self.environment,
+            "baseline_version": self.baseline_version,
+            "candidate_version": self.candidate_version,
+            "percent": self.percent,
+            "started_by": self.started_by,
+            "started_at": rfc3339(self.started_at),
+            "updated_at": rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InRollout:
+    """An environment's read while a rollout runs in it: its own version (the
+    baseline), the rollout and its candidate. A read without a rollout is the
+    PromptVersion alone."""
+
+    baseline: PromptVersion
+    rollout: Rollout
+    candidate: PromptVersion
+
+    def to_json(self, candidate: bool = False) -> dict[str, Any]:
+        """The read's body: the version served (the candidate when ``candidate``, else
+        the baseline) with the ``rollout`` field."""
+        served = self.candidate if candidate else self.baseline
+        return {
+            **served.to_json(),
+            "rollout": {
+                "rollout_id": self.rollout.rollout_id,
+                "percent": self.rollout.percent,
+                "candidate": self.candidate.to_json(),
+            },
         }
 
 
@@ -369,8 +435,11 @@ class Event:
     ``previous_version`` is the version a promotion replaced in its environment (None
     when there was none, and for other events). ``environment`` is set on promotions
     and review events, ``review_id`` on review events and on a promotion a review
-    applied. ``actor`` is the user id that made the change and ``request_id`` the
-    request that asked for it, when the caller gave them.
+    applied. ``rollout_id`` and ``percent`` are set on ``rollout.*`` events (whose
+    version is the candidate and ``previous_version`` the baseline) and ``rollout_id``
+    on the ``version.promoted`` of a completed rollout. ``actor`` is the user id that
+    made the change and ``request_id`` the request that asked for it, when the caller
+    gave them.
     """
 
     id: str  # increases within an org (event_position)
@@ -386,6 +455,8 @@ class Event:
     request_id: str | None
     environment: str | None = None
     review_id: str | None = None
+    rollout_id: str | None = None
+    percent: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -402,6 +473,8 @@ class Event:
             "request_id": self.request_id,
             "environment": self.environment,
             "review_id": self.review_id,
+            "rollout_id": self.rollout_id,
+            "percent": self.percent,
         }
 
 

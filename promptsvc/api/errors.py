@@ -12,9 +12,9 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
   with the environment's current version, ReviewExists with the open review's id,
   ReviewRequired with the code ``review_required``, BreakingPromotion with the code
-  ``breaking_change`` and its ``changes``), ReviewForbidden 403 (the message says why),
-  InvalidInput 400 (ContractInvalid with ``errors`` by variable or example),
-  StorageUnavailable 503;
+  ``breaking_change`` and its ``changes``, RolloutInProgress with the rollout's id),
+  ReviewForbidden 403 (the message says why), InvalidInput 400 (ContractInvalid with
+  ``errors`` by variable or example), StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
   streams as it may); promptsvc.events.OverCap: 429 with ``Retry-After`` (the token's
@@ -58,6 +58,7 @@ from storage import (
     ReviewForbidden,
     ReviewRequired,
     ReviewStale,
+    RolloutInProgress,
     StorageError,
     StorageUnavailable,
 )
@@ -168,6 +169,8 @@ def _handle_storage_error(exc: StorageError) -> Response:
         return error_response(409, str(exc), extra={"review_id": exc.review_id})
     if isinstance(exc, ReviewRequired):
         return error_response(409, str(exc), code=REVIEW_REQUIRED)
+    if isinstance(exc, RolloutInProgress):
+        return error_response(409, str(exc), extra={"rollout_id": exc.rollout_id})
     if isinstance(exc, BreakingPromotion):
         changes = [change.to_json() for change in exc.changes]
         return error_response(409, str(exc), code=BREAKING_CHANGE, extra={"changes": changes})

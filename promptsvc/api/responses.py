@@ -93,6 +93,48 @@ class PromptVersionSchema(Schema):
     )
 
 
+class RolloutSchema(Schema):
+    rollout_id = fields.String(metadata={"description": "ro_...; part of the sticky hash"})
+    prompt_id = fields.String()
+    environment = fields.String()
+    baseline_version = fields.Integer(
+        metadata={"description": "The environment's own version, served to the other callers"}
+    )
+    candidate_version = fields.Integer(
+        metadata={"description": "The version served to percent of the keyed callers"}
+    )
+    percent = fields.Integer(metadata={"description": "1-99"})
+    started_by = fields.String(metadata={"description": "User id (token sub) that started it"})
+    started_at = _timestamp("When it started")
+    updated_at = _timestamp("Last percent change; for an aborted rollout, when it ended")
+
+
+class RolloutListSchema(Schema):
+    items = fields.List(fields.Nested(RolloutSchema), metadata={"description": "By environment"})
+
+
+class RolloutReadSchema(Schema):
+    """The ``rollout`` field of an environment read while a rollout runs there."""
+
+    rollout_id = fields.String(metadata={"description": "ro_..."})
+    percent = fields.Integer(
+        metadata={
+            "description": "1-99: a caller with rollout key K gets the candidate when "
+            "int.from_bytes(sha256(f'{rollout_id}:{K}').digest()[:8], 'big') % 10000 < "
+            "percent * 100"
+        }
+    )
+    candidate = fields.Nested(PromptVersionSchema)
+
+
+class PromptVersionInRolloutSchema(PromptVersionSchema):
+    """An environment read while a rollout runs there: the version served (the
+    environment's own, or the candidate for a rollout_key assigned to it) and the
+    rollout."""
+
+    rollout = fields.Nested(RolloutReadSchema)
+
+
 class PromptSchema(Schema):
     prompt_id = fields.String(metadata={"description": "pmt_..."})
     name = fields.String()
@@ -131,6 +173,10 @@ class PromotionRecordSchema(Schema):
             "description": "The promotion check found breaking changes against the version "
             "replaced: acknowledged with allow_breaking, or a rollback (exempt)"
         }
+    )
+    rollout_id = fields.String(
+        allow_none=True,
+        metadata={"description": "The rollout this promotion completed (ro_...), else null"},
     )
 
 
@@ -304,7 +350,10 @@ class EventSchema(Schema):
     prompt_id = fields.String(metadata={"description": "pmt_..."})
     prompt_name = fields.String()
     version = fields.Integer(
-        allow_none=True, metadata={"description": "The version changed; null for prompt events"}
+        allow_none=True,
+        metadata={
+            "description": "The version changed (rollout.*: the candidate); null for prompt events"
+        },
     )
     version_id = fields.String(allow_none=True, metadata={"description": "v_...; null likewise"})
     status = fields.String(
@@ -318,8 +367,8 @@ class EventSchema(Schema):
     previous_version = fields.Integer(
         allow_none=True,
         metadata={
-            "description": "version.promoted: the version in production before, null if "
-            "none; null for other events"
+            "description": "version.promoted: the version the environment held before, "
+            "null if none; rollout.*: the baseline; null for other events"
         },
     )
     actor = fields.String(allow_none=True, metadata={"description": "User id that made the change"})
@@ -329,7 +378,9 @@ class EventSchema(Schema):
     )
     environment = fields.String(
         allow_none=True,
-        metadata={"description": "version.promoted and review.*: the environment; else null"},
+        metadata={
+            "description": "version.promoted, review.* and rollout.*: the environment; else null"
+        },
     )
     review_id = fields.String(
         allow_none=True,
@@ -337,6 +388,16 @@ class EventSchema(Schema):
             "description": "review.*, and a version.promoted a review applied: the review; "
             "else null"
         },
+    )
+    rollout_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "rollout.*, and the version.promoted of a completed rollout: "
+            "the rollout; else null"
+        },
+    )
+    percent = fields.Integer(
+        allow_none=True, metadata={"description": "rollout.*: the rollout's percent; else null"}
     )
 
 
@@ -469,6 +530,12 @@ class ErrorSchema(Schema):
     changes = fields.List(
         fields.Nested(BreakingChangeSchema),
         metadata={"description": "409 breaking_change only: what the promotion would break"},
+    )
+    rollout_id = fields.String(
+        metadata={
+            "description": "409 of a change a rollout blocks (a second rollout, a promotion, "
+            "rollback or review into its environment): that rollout"
+        }
     )
 
 

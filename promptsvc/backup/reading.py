@@ -99,6 +99,8 @@ class _HistorySchema(Schema):
     review_id = fields.String(load_default=None, allow_none=True)
     approved_by = fields.List(fields.String(), load_default=list)
     breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
+    # Absent from backups written before rollouts: not a rollout's completion.
+    rollout_id = fields.String(load_default=None, allow_none=True)
 
 
 class _ApprovalSchema(Schema):

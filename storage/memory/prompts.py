@@ -188,6 +188,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             current = state.versions[number]
             lifecycle.check_editable(current)
+            lifecycle.check_not_candidate(number, list(state.rollouts.values()))
             version = replace(
                 current,
                 content=content,
@@ -222,6 +223,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
             lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "promote")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             candidate = state.versions[number]
@@ -257,6 +259,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         with self._lock:
             state = self._state(org, prompt_ref)
             self._environment(self._orgs[org], environment)
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "rollback")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             target = lifecycle.rollback_target(
@@ -298,6 +301,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             self._record(
                 self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
             )
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             return version
 
     def unarchive_version(
@@ -335,6 +339,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             version = state.versions[number]
             lifecycle.check_deletable(version)
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             self._unplace(state, number)
             del state.versions[number]
             del state.numbers[version.version_id]

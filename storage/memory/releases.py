@@ -29,6 +29,7 @@ from storage.records import (
     Promotion,
     PromptVersion,
     Review,
+    Rollout,
 )
 
 
@@ -94,6 +95,11 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             assert org_state is not None
             del org_state.environments[name]
             for state in org_state.by_name.values():
+                rollout = state.rollouts.get(name)
+                if rollout is not None:
+                    self._end_rollout(
+                        org, state, rollout, "rollout.aborted", actor, request_id, now
+                    )
                 number = state.placements.pop(name, None)
                 if number is not None:
                     kept = set(state.versions[number].placements) - {name}
@@ -145,7 +151,11 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             if key in org_state.open_reviews:
                 raise ReviewExists(org_state.open_reviews[key])
             current = self._current(state, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
             changes = contracts.breaking_changes(self._held(state, environment), version)
             lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
@@ -227,7 +237,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         with self._lock:
             org_state = self._orgs.get(org)
@@ -256,7 +266,15 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             if review.version not in state.versions:
                 raise VersionNotFound(review.prompt_name, str(review.version))
             candidate = state.versions[review.version]
-            lifecycle.check_enterable(review.environment, candidate, current)
+            if review.rollout_percent is None:
+                lifecycle.check_enterable(review.environment, candidate, current)
+            else:
+                lifecycle.check_rollout_start(
+                    review.prompt_name, review.environment, candidate, current
+                )
+            lifecycle.check_no_rollout(
+                review.prompt_name, state.rollouts.get(review.environment), "review"
+            )
             changes = contracts.breaking_changes(self._held(state, review.environment), candidate)
             breaking = lifecycle.check_breaking(
                 review.prompt_name, review.environment, changes, review.allow_breaking
@@ -264,7 +282,21 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             review = lifecycle.closed(review, "applied", now)
             self._save_review(org_state, review)
             self._review_event(org_state, "review.approved", review, user_id, request_id, now)
-            promotion = self._enter(
+            applied: Promotion | Rollout
+            if review.rollout_percent is not None:
+                applied = self._begin_rollout(
+                    org,
+                    state,
+                    review.version,
+                    review.environment,
+                    review.rollout_percent,
+                    user_id,
+                    now,
+                    request_id,
+                )
+                self._review_event(org_state, "review.applied", review, user_id, request_id, now)
+                return review, applied
+            applied = self._enter(
                 org,
                 state,
                 review.version,
@@ -277,7 +309,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 breaking=breaking,
             )
             self._review_event(org_state, "review.applied", review, user_id, request_id, now)
-            return review, promotion
+            return review, applied
 
     def reject_review(
         self,

@@ -26,6 +26,7 @@ from storage.records import (
     Prompt,
     PromptVersion,
     Review,
+    Rollout,
     SigningKey,
     User,
     Webhook,
@@ -196,6 +197,7 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "approved_by": (
                 json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
             ),
+            "rollout_id": r.rollout_id,
             "breaking": "1" if r.breaking else None,
         }
     )
@@ -214,6 +216,7 @@ def record(h: Fields) -> PromotionRecord:
         environment=h.get("environment", PRODUCTION),
         review_id=h.get("review_id"),
         approved_by=tuple(json.loads(h["approved_by"])) if "approved_by" in h else (),
+        rollout_id=h.get("rollout_id"),
         breaking=h.get("breaking") == "1",
     )
 
@@ -225,7 +228,7 @@ def events(entries: Sequence[Any]) -> list[Event]:
 
 def event(event_id: str, e: Fields) -> Event:
     """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
-    version, previous = e.get("version"), e.get("previous_version")
+    version, previous, percent = e.get("version"), e.get("previous_version"), e.get("percent")
     return Event(
         id=event_id,
         type=e["type"],
@@ -240,6 +243,25 @@ def event(event_id: str, e: Fields) -> Event:
         request_id=e.get("request_id"),
         environment=e.get("environment"),
         review_id=e.get("review_id"),
+        rollout_id=e.get("rollout_id"),
+        percent=int(percent) if percent else None,
+    )
+
+
+def rollout(text: str) -> Rollout:
+    """From a rollout's JSON (storage/redis/lua/_rollout.lua writes it)."""
+    r = json.loads(text)
+    return Rollout(
+        rollout_id=r["rollout_id"],
+        prompt_id=r["prompt_id"],
+        environment=r["environment"],
+        baseline_version=int(r["baseline_version"]),
+        candidate_version=int(r["candidate_version"]),
+        candidate_id=r["candidate_id"],
+        percent=int(r["percent"]),
+        started_by=r["started_by"],
+        started_at=_time(r["started_at"]),
+        updated_at=_time(r["updated_at"]),
     )
 
 

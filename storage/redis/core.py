@@ -127,6 +127,12 @@ def check(
         raise lifecycle.review_refusal(reply[1], review_id, reply[2])
     if marker == "already_approved":
         raise AlreadyApproved(review_id)
+    if marker == "rollout_busy":
+        raise lifecycle.rollout_busy(prompt_ref, reply[2], reply[1], reply[3])
+    if marker == "candidate":
+        raise lifecycle.candidate_refusal(reply[1], reply[2])
+    if marker == "no_baseline":
+        raise lifecycle.no_baseline(prompt_ref, reply[2], reply[1])
     raise RuntimeError(f"unexpected script reply {marker!r}")
 
 

@@ -138,11 +138,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
                 [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
             )
         check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
-        key = (*reply[1], *reply[2])
+        return self._memoized(reply[1], reply[2])
+
+    def _memoized(
+        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
+    ) -> PromptVersion:
+        """The version read_version.lua answered as these values, decoded once."""
+        key = (*prompt_values, *version_values)
         version = self._versions.get(key)
         if version is None:
             size = sum(len(value) for value in key if value is not None)
-            version = self._versions.put(key, version_reply(reply), size)
+            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
         return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:

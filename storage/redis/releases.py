@@ -28,6 +28,7 @@ from storage.records import (
     Promotion,
     PromptVersion,
     Review,
+    Rollout,
 )
 from storage.redis import codec, keys, scripts
 from storage.redis.core import ClientT, check, guard, promotion_reply
@@ -133,6 +134,8 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Review:
+        if rollout_percent is not None:
+            lifecycle.check_percent(rollout_percent)
         lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self.clock()
         review_id = new_id("rv_")
@@ -198,11 +201,12 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         if not _REVIEW_ID.fullmatch(review_id):
             raise ReviewNotFound(review_id)
         now = self._now()
         args = [review_id, user_id, username, comment or "", _flag(comment), now, new_id("h_")]
+        args.append(new_id("ro_"))
 
         def decide(changes: list[BreakingChange], reply: Sequence[Any]) -> bool:
             review = codec.review(reply[5])
@@ -221,11 +225,15 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
             )
         if reply[0] == "no_version":
             raise VersionNotFound(reply[1], reply[2])
+        if reply[0] in ("rollout_busy", "no_baseline"):  # rare: worth a read for the name
+            check(reply, self.get_review(org, review_id).prompt_name)
         # The prompt's name is only known from the review: refusals name the review.
         check(reply, review_id, action="promote", review_id=review_id)
         review = codec.review(reply[1])
         if len(reply) == 2:
             return review, None
+        if reply[2] == "rollout":
+            return review, codec.rollout(reply[3])
         return review, promotion_reply(reply[1:])
 
     def reject_review(

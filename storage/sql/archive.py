@@ -238,6 +238,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
                             json.dumps(list(record.approved_by)) if record.review_id else None
                         ),
                         "breaking": record.breaking or None,
+                        "rollout_id": record.rollout_id,
                     }
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)

@@ -19,7 +19,7 @@ from storage.errors import StorageUnavailable
 from storage.interface import StorageCore
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
-from storage.sql import dialect
+from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
 from storage.sql.tables import event_logs, events, utc
@@ -139,7 +139,10 @@ class SqlCore(StorageCore):
         return self._versions_memo.put(key, version, size)
 
     def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
-        """The version a read lane row holds (read_lane.COLUMNS), memoized by the row."""
+        """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
+        those columns."""
+        if len(row) > read_lane.VERSION_WIDTH:
+            row = row[: read_lane.VERSION_WIDTH]
         found = self._versions_memo.get(row)
         if found is not None:
             return found
@@ -186,6 +189,8 @@ class SqlCore(StorageCore):
         environment: str | None = None,
         review_id: str | None = None,
         status: str | None = None,
+        rollout_id: str | None = None,
+        percent: int | None = None,
     ) -> None:
         """Write the event of a change in the change's transaction (``status``: the
         event's own, a review's, instead of the version's).
@@ -222,6 +227,8 @@ class SqlCore(StorageCore):
                 request_id=request_id,
                 environment=environment,
                 review_id=review_id,
+                rollout_id=rollout_id,
+                percent=percent,
             )
         )
         kept, trimmed = log.kept + 1, log.trimmed
@@ -266,4 +273,6 @@ class SqlCore(StorageCore):
             request_id=row.request_id,
             environment=row.environment,
             review_id=row.review_id,
+            rollout_id=row.rollout_id,
+            percent=row.percent,
         )

@@ -23,6 +23,7 @@ from storage.records import (
     PromotionRecord,
     PromptVersion,
     Review,
+    Rollout,
 )
 from storage.sql.tables import environments, history, placements, versions
 from storage.sql.versions import SqlVersions, of_prompt
@@ -40,6 +41,7 @@ def _record(row: Row[Any]) -> PromotionRecord:
         environment=row.environment or PRODUCTION,
         review_id=row.review_id,
         approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
+        rollout_id=row.rollout_id,
         breaking=bool(row.breaking),
     )
 
@@ -109,11 +111,13 @@ class SqlReleases(SqlVersions, PromptStore):
         *,
         archive_previous: bool = True,
         review: Review | None = None,
+        rollout: Rollout | None = None,
         breaking: bool = False,
     ) -> Promotion:
         """Version ``number`` becomes ``environment``'s, replacing what it held (in
         production: published, the previous one archived or made a draft), with its
-        history record and event (the caller checked the rules)."""
+        history record and event (the caller checked the rules; ``rollout``: the
+        rollout this completes)."""
         previous = self._current(connection, prompt, environment)
         production = prompt.production_version
         if environment == PRODUCTION:
@@ -176,6 +180,7 @@ class SqlReleases(SqlVersions, PromptStore):
                 approved_by=None
                 if review is None
                 else json.dumps([a.user_id for a in review.approvals]),
+                rollout_id=None if rollout is None else rollout.rollout_id,
                 breaking=breaking,
             )
             .returning(*history.c)
@@ -195,6 +200,7 @@ class SqlReleases(SqlVersions, PromptStore):
             previous_version=previous,
             environment=environment,
             review_id=None if review is None else review.review_id,
+            rollout_id=None if rollout is None else rollout.rollout_id,
         )
         return Promotion(version, _record(row))
 
@@ -217,6 +223,9 @@ class SqlReleases(SqlVersions, PromptStore):
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_unprotected(self._environment(connection, org, environment))
+            lifecycle.check_no_rollout(
+                prompt_ref, self._rollout_in(connection, prompt, environment), "promote"
+            )
             current = self._current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             lifecycle.check_enterable(environment, version, current)
@@ -252,6 +261,9 @@ class SqlReleases(SqlVersions, PromptStore):
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
             self._environment(connection, org, environment)
+            lifecycle.check_no_rollout(
+                prompt_ref, self._rollout_in(connection, prompt, environment), "rollback"
+            )
             current = self._current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             # The rule walks the whole history (storage/lifecycle.py), oldest first.

@@ -22,9 +22,9 @@ from storage.errors import (
 )
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review
+from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review, Rollout
 from storage.sql.environments import SqlEnvironments
-from storage.sql.tables import placements, prompts, reviews
+from storage.sql.tables import placements, prompts, reviews, rollouts
 from storage.times import rfc3339
 
 
@@ -125,7 +125,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         request_id: str | None = None,
     ) -> None:
         """Here rather than beside the other environment changes: it cancels the
-        environment's open reviews and writes their events."""
+        environment's open reviews, aborts its rollouts and writes their events."""
         now = self.clock()
         with self._write() as connection:
             self._environment(connection, org, name)
@@ -138,6 +138,9 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 select(reviews.c.prompt_id).where(
                     reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
                 ),
+                select(rollouts.c.prompt_id).where(
+                    rollouts.c.org == org, rollouts.c.environment == name
+                ),
             )
             # Every change of a prompt locks its row first; in id order, so two deletions
             # take them in the same order.
@@ -145,6 +148,13 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 prompt_id: self._find_prompt(connection, org, prompt_id)
                 for prompt_id in sorted(connection.execute(touched).scalars().all())
             }
+            # Its rollouts end (aborted), in prompt id order.
+            for prompt in locked.values():
+                rollout = self._rollout_in(connection, prompt, name)
+                if rollout is not None:
+                    self._end_rollout(
+                        connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
+                    )
             self._unplace_everywhere(connection, org, name)
             open_rows = connection.execute(
                 select(reviews)
@@ -217,7 +227,11 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             if open_id is not None:
                 raise ReviewExists(open_id)
             current = self._current(connection, prompt, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
             changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
             lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
@@ -309,14 +323,14 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         stale: ReviewStale | None = None
+        applied: Promotion | Rollout | None = None
         with self._write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_approver(review, user_id)
             review = lifecycle.with_approval(review, Approval(user_id, username, now, comment))
-            promotion = None
             if not lifecycle.complete(review):
                 self._save(connection, org, review)
                 self._review_event(
@@ -342,7 +356,17 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 version = self._find_number(connection, prompt, review.version)
                 if version is None:
                     raise VersionNotFound(review.prompt_name, str(review.version))
-                lifecycle.check_enterable(review.environment, version, current)
+                if review.rollout_percent is None:
+                    lifecycle.check_enterable(review.environment, version, current)
+                else:
+                    lifecycle.check_rollout_start(
+                        review.prompt_name, review.environment, version, current
+                    )
+                lifecycle.check_no_rollout(
+                    review.prompt_name,
+                    self._rollout_in(connection, prompt, review.environment),
+                    "review",
+                )
                 changes = contracts.breaking_changes(
                     self._held(connection, prompt, current), version
                 )
@@ -354,19 +378,35 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 self._review_event(
                     connection, org, prompt, "review.approved", review, user_id, request_id, now
                 )
-                promotion = self._enter(
-                    connection,
-                    org,
-                    prompt,
-                    review.version,
-                    review.environment,
-                    user_id,
-                    review.notes,
-                    now,
-                    request_id,
-                    review=review,
-                    breaking=breaking,
-                )
+                if review.rollout_percent is not None:
+                    assert current is not None  # check_rollout_start
+                    applied = self._begin_rollout(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        version.version_id,
+                        review.environment,
+                        current,
+                        review.rollout_percent,
+                        user_id,
+                        now,
+                        request_id,
+                    )
+                else:
+                    applied = self._enter(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        review.environment,
+                        user_id,
+                        review.notes,
+                        now,
+                        request_id,
+                        review=review,
+                        breaking=breaking,
+                    )
                 # The prompt row the event reads is the one _enter left.
                 moved = connection.execute(
                     select(prompts).where(
@@ -379,7 +419,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         # Raised after the commit: the stale status and the approval are kept.
         if stale is not None:
             raise stale
-        return review, promotion
+        return review, applied
 
     def reject_review(
         self,

@@ -20,7 +20,7 @@ from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
-from storage.sql.prompts import SqlPrompts
+from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import placements, prompts, versions
 
 # Version numbers are 32-bit columns: a larger one names no version.
@@ -64,7 +64,7 @@ def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
     )
 
 
-class SqlVersions(SqlPrompts):
+class SqlVersions(SqlRolloutRows):
     # -- reads
 
     def _read_version(
@@ -239,6 +239,7 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_editable(current)
+            lifecycle.check_not_candidate(current.version, self._rollouts_of(connection, prompt))
             version = self._set_status(
                 connection,
                 prompt,
@@ -292,6 +293,9 @@ class SqlVersions(SqlPrompts):
                 request_id,
                 now,
             )
+            self._abort_rollouts_of(
+                connection, org, prompt, current.version, actor, request_id, now
+            )
         return version
 
     def unarchive_version(
@@ -335,6 +339,9 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_deletable(version)
+            self._abort_rollouts_of(
+                connection, org, prompt, version.version, actor, request_id, now
+            )
             _unplace(connection, prompt, version.version)
             connection.execute(
                 versions.delete().where(

@@ -208,7 +208,8 @@ def test_storage_failures_are_mapped_by_the_error_module(
         raise error
 
     api.tokens(SERVICE_READ)
-    monkeypatch.setattr(backend, "get_production", failing)
+    # The production read is the environment read (it carries a rollout when one runs).
+    monkeypatch.setattr(backend, "read_environment", failing)
     r = api.get("/api/v1/prompts/greeting/production", role=SERVICE_READ)
     assert r.status_code == status
     assert r.json["code"] == r.json["error"] == code

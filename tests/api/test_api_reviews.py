@@ -146,7 +146,9 @@ def test_bad_review_requests(prompt: Any, heads: dict[str, dict[str, str]]) -> N
     error(prompt.post("/api/v1/prompts/nope/reviews", json=body), 404, "not_found")
     for bad in [{"environment": "staging"}, {**body, "version": True}, {**body, "version": 0}]:
         error(prompt.post(REVIEWS, json=bad), 400, "bad_request")
-    error(prompt.post(REVIEWS, json={**body, "rollout_percent": 10}), 400, "bad_request")
+    for percent in (0, 100, "10", True):
+        bad_percent = {**body, "rollout_percent": percent}
+        error(prompt.post(REVIEWS, json=bad_percent), 400, "bad_request")
     error(prompt.post(REVIEWS, json=body, role=SERVICE_READ), 403, "forbidden")
     by_id = prompt.get("/api/v1/prompts/greeting/versions/1").json["version_id"]
     second = prompt.post(REVIEWS, json={"version": by_id, "environment": "staging"})

@@ -158,6 +158,18 @@ def test_delete_prompt_leaves_no_prompt_keys(redis_storage: BaseRedisStorage[Any
     assert left == {*org_keys, *global_keys()}
 
 
+def test_rollouts_follow_the_layout_and_go_with_their_prompt(
+    redis_storage: BaseRedisStorage[Any],
+) -> None:
+    pid, _ = populate(redis_storage)
+    before = set(redis_storage.client.scan_iter())
+    redis_storage.start_rollout(ORG, "greeting", "3", "production", 10, USER)
+    assert set(redis_storage.client.scan_iter()) == {*before, keys.rollouts(ORG, pid)}
+    redis_storage.delete_prompt(ORG, "greeting")
+    org_keys = {keys.api_keys(ORG), keys.api_key(ORG, "admin"), keys.events(ORG)}
+    assert set(redis_storage.client.scan_iter()) == {*org_keys, *global_keys()}
+
+
 def global_keys() -> set[str]:
     return {keys.SIGNING_ORDER, keys.SIGNING_KEYS, keys.ORGS}
 
@@ -207,7 +219,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_rollout.lua", "_refresh.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 

@@ -285,6 +285,8 @@ def test_deleting_an_environment_writes_an_event_for_each_review_it_cancels(
             "request_id": "req-9",
             "environment": "staging",
             "review_id": review.review_id,
+            "rollout_id": None,
+            "percent": None,
         }
         for review in (first, second)
     ]

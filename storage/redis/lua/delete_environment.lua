@@ -1,6 +1,7 @@
 -- delete_environment: an environment (not production) with every prompt's placement in
 -- it; its open reviews are closed as cancelled, each with its review.cancelled event, in
--- request order. History records stay. Walks the org's prompts (the names hash): one
+-- request order, and its rollouts end with rollout.aborted (_rollout.lua). History
+-- records stay. Walks the org's prompts (the names hash): one
 -- step, whatever their number.
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  environment    ARGV[2]  now
@@ -14,6 +15,10 @@ if name == PRODUCTION then
   return { "production" }
 end
 for _, pid in ipairs(redis.call("HVALS", NAMES)) do
+  local rollout = rollout_in(pid, name)
+  if rollout then
+    end_rollout(pid, rollout, "rollout.aborted", ARGV[2])
+  end
   local vid = redis.call("HGET", pkey(pid, ":env"), name)
   if vid then
     redis.call("HDEL", pkey(pid, ":env"), name)

@@ -7,13 +7,18 @@
 -- ARGV[7]  variables_schema (JSON, "" for the implied one)
 -- ARGV[8]  examples (JSON, "" for none); both checked by the caller
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", prompt values, version values} or an error marker (see _common.lua).
+-- Returns {"ok", prompt values, version values} or an error marker (see _common.lua; a
+-- rollout's candidate: "candidate", _rollout.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
 end
 if status ~= "draft" then
   return { "state", status, number }
+end
+local refused = check_not_candidate(pid, number)
+if refused then
+  return refused
 end
 redis.call("HSET", vkey(pid, vid), "content", ARGV[4], "variables", ARGV[5], "updated_at", ARGV[6])
 for i, field in ipairs({ "variables_schema", "examples" }) do

@@ -17,7 +17,7 @@
 --          "1" breaking (acknowledged by the caller): see _common.lua, contract_check
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, version values, history record fields}, {"check", ...}
--- or an error marker.
+-- or an error marker (a rollout in the environment: "rollout_busy", _rollout.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -29,6 +29,10 @@ if not env then
 end
 if tonumber(env.required_approvals) >= 1 then
   return { "review_required", tostring(env.required_approvals) }
+end
+local busy = check_no_rollout(pid, env_name, "promote")
+if busy then
+  return busy
 end
 local cur_vid, cur_number = current_in(pid, env_name)
 local refused = check_expected(cur_number, ARGV[10])

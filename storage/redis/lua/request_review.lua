@@ -38,6 +38,10 @@ if check then
   return check
 end
 local review = cjson.decode(ARGV[5])
+-- A review that starts a rollout needs a baseline, as a start does (start_rollout.lua).
+if review.rollout_percent ~= cjson.null and review.rollout_percent ~= nil and not current then
+  return { "no_baseline", tostring(number), env_name }
+end
 if not cur_vid then
   -- Nothing held, nothing breaks (whatever a first pass found when it held something).
   review.breaking = {}

@@ -23,7 +23,8 @@
 -- {"no_prompt"},
 -- {"no_environment"}, {"production_changed", current or ""}, {"place", status, number}
 -- or {"no_target", reason, current, target} with reason "no_production", "first",
--- "deleted", "missing", "current" or "never".
+-- "deleted", "missing", "current" or "never"; {"rollout_busy", ...} while the environment
+-- has a rollout (_rollout.lua).
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
@@ -31,6 +32,10 @@ end
 local env = ARGV[9]
 if not environment(env) then
   return { "no_environment" }
+end
+local busy = check_no_rollout(pid, env, "rollback")
+if busy then
+  return busy
 end
 local current_vid, current = current_in(pid, env)
 local refused = check_expected(current, ARGV[6])
