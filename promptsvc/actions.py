@@ -394,8 +394,8 @@ def update_environment(
 
 @requires(SERVICE_ADMIN)
 def delete_environment(storage: Storage, principal: Principal, name: str) -> None:
-    """An environment other than production, with its placements (its open reviews
-    cancelled, its rollouts aborted)."""
+    """An environment other than production, with its placements; its open reviews
+    are cancelled and its rollouts aborted (their events name the principal)."""
     storage.delete_environment(principal.org, name, **_trace(principal))
 
 

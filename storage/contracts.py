@@ -240,7 +240,6 @@ def _example_label(index: int, example: Mapping[str, Any]) -> str:
 
 
 def _example_problems(
-    index: int,
     example: object,
     contract: Mapping[str, Mapping[str, Any]],
     lenient: bool,
@@ -285,7 +284,7 @@ def validated(
             )
             lenient = is_implied(contract)
             for index, example in enumerate(examples):
-                found = _example_problems(index, example, contract, lenient)
+                found = _example_problems(example, contract, lenient)
                 if found:
                     problems[f"examples[{index}]"] = found
             kept_examples = examples

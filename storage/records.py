@@ -497,7 +497,10 @@ class PromptSnapshot:
 @dataclass(frozen=True, slots=True)
 class OrgSnapshot:
     """Everything one org keeps that outlives a login: prompts (by name), API keys and
-    users (each oldest first, secrets and passwords as hashes). Login flow state
+    users (each oldest first, secrets and passwords as hashes), environments (as
+    ``list_environments`` gives them: production first) and reviews (in request order,
+    oldest first, each with its ``version_author``). Which version each environment
+    other than production holds is each version's ``placements``. Login flow state
     (codes, sessions, refresh tokens) is not in it: it lives minutes to days, and a
     person signs in again."""
 
@@ -505,6 +508,8 @@ class OrgSnapshot:
     prompts: tuple[PromptSnapshot, ...]
     api_keys: tuple[ApiKey, ...]
     users: tuple[User, ...]
+    environments: tuple[Environment, ...] = ()
+    reviews: tuple[Review, ...] = ()
 
     def is_empty(self) -> bool:
         return not (self.prompts or self.api_keys or self.users)

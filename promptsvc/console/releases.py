@@ -477,12 +477,15 @@ def _rollout_in(prompt: Prompt, environment: str) -> Rollout | None:
 
 @bp.route("/prompts/<name>/rollback", methods=["GET", "POST"])
 def rollback(name: str) -> str | WerkzeugResponse:
+    """Put back the version an environment (production unless ``environment`` says
+    otherwise) held before, after a confirmation page; no review, even when protected."""
     backend, org = storage(), principal().org
     prompt = backend.get_prompt(org, name)
     source = request.form if request.method == "POST" else request.args
+    environment = backend.get_environment(org, source.get("environment") or PRODUCTION)
     target_number = optional_int(source.get("to"), field="to")
     if request.method == "GET":
-        return _rollback_page(prompt, target_number)
+        return _rollback_page(prompt, environment, target_number)
     notes = request.form.get("notes", "").strip() or None
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -499,20 +502,32 @@ def rollback(name: str) -> str | WerkzeugResponse:
             notes=body["notes"],
             to_version=body["to_version"],
             expected_production=expected,
+            environment=environment.name,
         )
     except FormInvalid as invalid:
-        return _rollback_page(prompt, target_number, notes=notes, errors=invalid.errors)
+        return _rollback_page(
+            prompt, environment, target_number, notes=notes, errors=invalid.errors
+        )
     except ProductionChanged as changed:
         prompt = backend.get_prompt(org, prompt.prompt_id)
         return _rollback_page(
-            prompt, target_number, notes=notes, conflict=_moved(expected, changed.current)
+            prompt,
+            environment,
+            target_number,
+            notes=notes,
+            conflict=_moved(expected, changed.current, environment.name),
         )
-    flash(f"Rolled back: version {promotion.version.version} is production again.", "success")
+    number = promotion.version.version
+    if environment.name == PRODUCTION:
+        flash(f"Rolled back: version {number} is production again.", "success")
+    else:
+        flash(f"Rolled back: version {number} is in {environment.name} again.", "success")
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
 def _rollback_page(
     prompt: Prompt,
+    environment: Environment,
     target_number: int | None,
     *,
     notes: str | None = None,
@@ -520,9 +535,11 @@ def _rollback_page(
     conflict: str | None = None,
 ) -> Any:
     backend, org = storage(), principal().org
-    production = _production(prompt)
+    current = holding(prompt, environment.name)
     if target_number is None:
-        target_number = backend.previous_production(org, prompt.prompt_id)
+        target_number = backend.previous_production(
+            org, prompt.prompt_id, environment=environment.name
+        )
     target = None
     if target_number is not None:
         try:
@@ -532,10 +549,11 @@ def _rollback_page(
     html = render_template(
         "console/rollback.html",
         prompt=prompt,
-        production=production,
+        environment=environment,
+        production=current,
         target=target,
         target_number=target_number,
-        compared=comparison(prompt, production, target) if target and production else None,
+        compared=comparison(prompt, current, target) if target and current else None,
         notes=notes or "",
         errors=errors or {},
         conflict=conflict,

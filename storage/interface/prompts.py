@@ -204,16 +204,19 @@ class PromptStore(StorageCore):
         before), but its record's ``breaking`` says whether the check finds changes.
         """
 
-    def previous_production(self, org: str, prompt_ref: str) -> int | None:
-        """The version a rollback without ``to_version`` would make production now, by
-        the rule of storage/lifecycle.py (None: there is none before production): what
-        a page offers to roll back to. Raises PromptNotFound."""
+    def previous_production(
+        self, org: str, prompt_ref: str, *, environment: str = PRODUCTION
+    ) -> int | None:
+        """The version a rollback without ``to_version`` would make production (or put
+        back in ``environment``) now, by the rule of storage/lifecycle.py (None: there
+        is none before the current one): what a page offers to roll back to. Raises
+        PromptNotFound."""
         records: list[PromotionRecord] = []
         cursor = None
         while True:
             page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
-            # Placements in other environments are not on production's line.
-            records.extend(r for r in page.items if r.environment == PRODUCTION)
+            # Each environment has a line of its own records.
+            records.extend(r for r in page.items if r.environment == environment)
             cursor = page.next_cursor
             if cursor is None:
                 break

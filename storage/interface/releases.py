@@ -51,12 +51,18 @@ class ReleaseStore(StorageCore):
 
     @abc.abstractmethod
     def delete_environment(
-        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         """The environment and every prompt's placement in it (its history records
-        stay); its open reviews are cancelled and its rollouts aborted (their
-        ``rollout.aborted`` events carry ``actor`` and ``request_id``). Production:
-        LifecycleError. Raises EnvironmentNotFound."""
+        stay), in one atomic step that also cancels its open reviews, writing a
+        ``review.cancelled`` event for each (in request order), and aborts its rollouts,
+        writing ``rollout.aborted`` for each (``actor`` and ``request_id`` as given).
+        Production: LifecycleError. Raises EnvironmentNotFound."""
 
     @abc.abstractmethod
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:

@@ -79,7 +79,12 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             return environment
 
     def delete_environment(
-        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         now = self.clock()
         with self._lock:
@@ -99,11 +104,14 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 if number is not None:
                     kept = set(state.versions[number].placements) - {name}
                     self._set_placements(state, number, kept)
+            # open_reviews keeps request order: the events follow it.
             for key, review_id in list(org_state.open_reviews.items()):
                 if key[1] == name:
-                    del org_state.open_reviews[key]
-                    review = org_state.reviews[review_id]
-                    org_state.reviews[review_id] = lifecycle.closed(review, "cancelled", now)
+                    review = lifecycle.closed(org_state.reviews[review_id], "cancelled", now)
+                    self._save_review(org_state, review)
+                    self._review_event(
+                        org_state, "review.cancelled", review, actor, request_id, now
+                    )
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         with self._lock:
@@ -367,7 +375,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         org_state: OrgState,
         kind: str,
         review: Review,
-        actor: str,
+        actor: str | None,
         request_id: str | None,
         now: datetime,
     ) -> None:

@@ -145,8 +145,8 @@ def version(p: Fields, v: Fields) -> PromptVersion:
 
 
 def version_fields(v: PromptVersion) -> list[str]:
-    """A version's hash as create_version.lua and the status changes leave it (without
-    placements: a backup does not carry environments)."""
+    """A version's hash as create_version.lua, the status changes and the placements
+    (storage/redis/lua/_common.lua's set_placements, whose JSON this spells) leave it."""
     return pairs(
         {
             "version_id": v.version_id,
@@ -161,6 +161,9 @@ def version_fields(v: PromptVersion) -> list[str]:
             "updated_at": rfc3339(v.updated_at),
             "promoted_at": None if v.promoted_at is None else rfc3339(v.promoted_at),
             "promoted_by": v.promoted_by,
+            "placements": (
+                json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
+            ),
             **contract_fields(v.variables_schema, v.examples),
         }
     )
@@ -190,7 +193,10 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "notes": r.notes,
             "environment": r.environment,
             "review_id": r.review_id,
-            "approved_by": json.dumps(list(r.approved_by)) if r.review_id else None,
+            # Compact, as approve_review.lua's cjson writes it.
+            "approved_by": (
+                json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
+            ),
             "rollout_id": r.rollout_id,
             "breaking": "1" if r.breaking else None,
         }
@@ -474,3 +480,8 @@ def review_request(
             "rollout_percent": rollout_percent,
         }
     )
+
+
+def review_json(r: Review) -> str:
+    """A review's JSON as the review scripts keep it (``version_author`` included)."""
+    return json.dumps({**r.to_json(), "version_author": r.version_author})

@@ -258,3 +258,19 @@ def placements(org: str, prompt_id: str) -> str:
 
 def rollouts(org: str, prompt_id: str) -> str:
     return prompt(org, prompt_id) + ":rollouts"
+
+
+def reviews(org: str) -> str:
+    return org_prefix(org) + "reviews"
+
+
+def prompt_reviews(org: str, prompt_id: str) -> str:
+    return prompt(org, prompt_id) + ":reviews"
+
+
+def open_reviews(org: str) -> str:
+    return org_prefix(org) + "open-reviews"
+
+
+def review_sequence(org: str) -> str:
+    return org_prefix(org) + "review-seq"

@@ -101,7 +101,12 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         return self._set_environment(org, name, args)
 
     def delete_environment(
-        self, org: str, name: str, *, actor: str | None = None, request_id: str | None = None
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         now = self._now()
         reply = self._prompt_change("delete_environment", org, [name, now], actor, request_id, now)

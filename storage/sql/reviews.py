@@ -9,16 +9,22 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, union, update
 
 from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
-from storage.errors import ReviewExists, ReviewNotFound, ReviewStale, VersionNotFound
+from storage.errors import (
+    LifecycleError,
+    ReviewExists,
+    ReviewNotFound,
+    ReviewStale,
+    VersionNotFound,
+)
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import Approval, BreakingChange, Page, Promotion, Review, Rollout
+from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review, Rollout
 from storage.sql.environments import SqlEnvironments
-from storage.sql.tables import prompts, reviews
+from storage.sql.tables import placements, prompts, reviews, rollouts
 from storage.times import rfc3339
 
 
@@ -110,6 +116,61 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             .values(status=review.status, decided_at=review.decided_at, body=_body(review))
         )
 
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Here rather than beside the other environment changes: it cancels the
+        environment's open reviews, aborts its rollouts and writes their events."""
+        now = self.clock()
+        with self._write() as connection:
+            self._environment(connection, org, name)
+            if name == PRODUCTION:
+                raise LifecycleError("production cannot be deleted")
+            touched = union(
+                select(placements.c.prompt_id).where(
+                    placements.c.org == org, placements.c.environment == name
+                ),
+                select(reviews.c.prompt_id).where(
+                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                ),
+                select(rollouts.c.prompt_id).where(
+                    rollouts.c.org == org, rollouts.c.environment == name
+                ),
+            )
+            # Every change of a prompt locks its row first; in id order, so two deletions
+            # take them in the same order.
+            locked = {
+                prompt_id: self._find_prompt(connection, org, prompt_id)
+                for prompt_id in sorted(connection.execute(touched).scalars().all())
+            }
+            # Its rollouts end (aborted), in prompt id order.
+            for prompt in locked.values():
+                rollout = self._rollout_in(connection, prompt, name)
+                if rollout is not None:
+                    self._end_rollout(
+                        connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
+                    )
+            self._unplace_everywhere(connection, org, name)
+            open_rows = connection.execute(
+                select(reviews)
+                .where(
+                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                )
+                .order_by(reviews.c.seq)
+            ).all()
+            for row in open_rows:
+                review = lifecycle.closed(_review(row), "cancelled", now)
+                self._save(connection, org, review)
+                prompt = locked[review.prompt_id]
+                self._review_event(
+                    connection, org, prompt, "review.cancelled", review, actor, request_id, now
+                )
+
     def _review_event(
         self,
         connection: Connection,
@@ -117,7 +178,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         prompt: Row[Any],
         kind: str,
         review: Review,
-        actor: str,
+        actor: str | None,
         request_id: str | None,
         now: datetime,
     ) -> None:

@@ -63,6 +63,8 @@ def test_redis_backup_restores_into_a_cluster_exactly(
         "promotions": 8,
         "api_keys": 3,
         "users": 2,
+        "environments": 1,
+        "reviews": 0,
     }
     assert report["signing_keys"] == 2 and "keep it safe" in err
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -284,6 +284,22 @@ def test_a_read_is_one_round_trip(
     assert sent == ["EVALSHA"]
 
 
+@pytest.mark.parametrize("environment", ["staging", "production"])
+def test_an_environment_read_is_one_round_trip(
+    redis_storage: BaseRedisStorage[Any], monkeypatch: pytest.MonkeyPatch, environment: str
+) -> None:
+    """The same lane and script as a production read: GET .../environments/{env} is as
+    cheap as GET .../production."""
+    populate(redis_storage)
+    redis_storage.create_environment(ORG, "staging")
+    redis_storage.promote(ORG, "greeting", "3", USER, environment="staging")
+    first = redis_storage.get_in_environment(ORG, "greeting", environment)
+    sent = count_round_trips(monkeypatch)
+    again = redis_storage.get_in_environment(ORG, "greeting", environment)
+    assert sent == ["EVALSHA"]
+    assert again is first  # decoded once: the API's body memo hits for it
+
+
 @pytest.mark.redis
 def test_server_counts_one_evalsha_per_read(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
