@@ -264,11 +264,17 @@ class ServiceClient(PromptClient):
         version: str | int,
         environment: str,
         notes: str | None,
+        *,
+        rollout_percent: int | None = None,
         allow_breaking: bool = False,
     ) -> dict[str, Any]:
+        """Open a review; with ``rollout_percent`` its approval starts a rollout;
+        ``allow_breaking`` acknowledges breaking changes (with ``notes``)."""
         body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:
             body["notes"] = notes
+        if rollout_percent is not None:
+            body["rollout_percent"] = rollout_percent
         if allow_breaking:
             body["allow_breaking"] = True
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/reviews", body=body)
@@ -290,6 +296,63 @@ class ServiceClient(PromptClient):
         body = {} if comment is None else {"comment": comment}
         path = f"/api/v1/reviews/{_segment(review_id)}/{action}"
         result: dict[str, Any] = self.call("POST", path, body=body)
+        return result
+
+    def start_rollout(
+        self,
+        name: str,
+        ref: str | int,
+        environment: str,
+        percent: int,
+        notes: str | None,
+        expect: int | object | None = UNGUARDED,
+        allow_breaking: bool = False,
+    ) -> dict[str, Any]:
+        """A promotion with ``rollout_percent``: the Rollout it started. The candidate is
+        checked against the environment's version as in a promotion (``allow_breaking``
+        with ``notes`` acknowledges breaking changes)."""
+        body: dict[str, Any] = {"environment": environment, "rollout_percent": percent}
+        if notes is not None:
+            body["notes"] = notes
+        if allow_breaking:
+            body["allow_breaking"] = True
+        if expect is not UNGUARDED:
+            body["expected_version"] = expect
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.action_path(name, ref)}/promote", body=body
+        )
+        return result
+
+    def rollout_path(self, name: str, environment: str) -> str:
+        return f"{self.prompt_path(name)}/rollouts/{_segment(environment)}"
+
+    def get_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", self.rollout_path(name, environment))
+        return result
+
+    def set_rollout(self, name: str, environment: str, percent: int) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "PATCH", self.rollout_path(name, environment), body={"percent": percent}
+        )
+        return result
+
+    def complete_rollout(
+        self, name: str, environment: str, notes: str | None, allow_breaking: bool = False
+    ) -> dict[str, Any]:
+        """The candidate becomes the environment's version: ``{version, promotion}``."""
+        body: dict[str, Any] = {} if notes is None else {"notes": notes}
+        if allow_breaking:
+            body["allow_breaking"] = True
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/complete", body=body
+        )
+        return result
+
+    def abort_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        """The rollout ends, the baseline stays: the Rollout as it ended."""
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/abort", body={}
+        )
         return result
 
     def set_status(self, name: str, ref: str | int, action: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from promptsvc.client.errors import (
     ServerError,
     TransportError,
 )
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import PromptVersion, Rollout
 from promptsvc.client.sync import PromptClient
 from promptsvc.templates import MissingVariableError, TemplateError, TemplateProblem
 
@@ -45,6 +45,7 @@ __all__ = [
     "PromptServiceError",
     "PromptVersion",
     "RefreshTokenProvider",
+    "Rollout",
     "SdkTokenProvider",
     "ServerError",
     "TemplateError",

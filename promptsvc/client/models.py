@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from promptsvc.client.rollout import bucket
 from promptsvc.templates import VARIABLE_TYPES, extract_variables, implied_schema, render
 
 Fallback = str | Sequence[Mapping[str, str]]
@@ -85,6 +86,57 @@ def _optional_time(body: Mapping[str, Any], name: str) -> datetime | None:
     return None if body.get(name) is None else _time(body, name)
 
 
+# Keys whose side of a rollout is remembered before the memo starts over: a key seen
+# before is then a dict lookup, not a sha256.
+PICKS_KEPT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A rollout under way on the environment read: ``percent`` of the callers that
+    give a rollout key get ``candidate`` instead of the baseline (docs/rollout.md).
+
+    The baseline and ``candidate`` both carry this same object as ``rollout``, so
+    whichever of the two a caller got says which rollout it came from.
+    """
+
+    rollout_id: str
+    percent: float
+    # Not compared: the candidate points back at this rollout.
+    candidate: PromptVersion = field(repr=False, compare=False)
+    # rollout key -> the version it gets; shared by every reader of the cache entry.
+    picks: dict[str, PromptVersion] = field(default_factory=dict, repr=False, compare=False)
+
+    def pick(self, baseline: PromptVersion, key: str) -> PromptVersion:
+        """The version ``key`` gets: the candidate when its bucket is below
+        ``percent * 100`` (promptsvc.client.rollout), else ``baseline``."""
+        if not isinstance(key, str):
+            raise ValueError("rollout_key must be a string (a user or tenant id)")
+        chosen = self.candidate if bucket(self.rollout_id, key) < self.percent * 100 else baseline
+        if len(self.picks) >= PICKS_KEPT:
+            self.picks.clear()
+        self.picks[key] = chosen
+        return chosen
+
+
+def _rollout(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``rollout`` field, checked: ``{rollout_id, percent, candidate}`` or None."""
+    raw = body.get("rollout")
+    if raw is None:
+        return None
+    percent = raw.get("percent") if isinstance(raw, dict) else None
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("rollout_id"), str)
+        or not isinstance(percent, int | float)
+        or isinstance(percent, bool)
+        or not 0 <= percent <= 100
+        or not isinstance(raw.get("candidate"), dict)
+    ):
+        raise ModelError("field 'rollout' must be {rollout_id, percent (0-100), candidate}")
+    return dict(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class PromptVersion:
     """One prompt version as the service returned it.
@@ -115,11 +167,32 @@ class PromptVersion:
     environments: tuple[str, ...] = ()
     variables_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=_no_schema)
     examples: tuple[Mapping[str, Any], ...] = ()
+    # The rollout under way on the environment read (environment reads only), else None.
+    rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
-        """Build from a decoded response body; raises ModelError naming a bad field."""
+        """Build from a decoded response body; raises ModelError naming a bad field.
+
+        A ``rollout`` field becomes :class:`Rollout`, whose ``candidate`` is a
+        PromptVersion carrying the same ``rollout``.
+        """
+        if not isinstance(body, dict):
+            raise ModelError("body is not a JSON object")
+        raw = _rollout(body)
+        if raw is None:
+            return cls._from_json(body, None)
+        try:
+            candidate = cls._from_json(raw["candidate"], None)
+        except ModelError as exc:
+            raise ModelError(f"rollout candidate: {exc}") from None
+        rollout = Rollout(raw["rollout_id"], raw["percent"], candidate)
+        object.__setattr__(candidate, "rollout", rollout)  # the two point at each other
+        return cls._from_json(body, rollout)
+
+    @classmethod
+    def _from_json(cls, body: Mapping[str, Any], rollout: Rollout | None) -> PromptVersion:
         if not isinstance(body, dict):
             raise ModelError("body is not a JSON object")
         promoted_by = body.get("promoted_by")
@@ -146,6 +219,7 @@ class PromptVersion:
             # After the fields above, so a bad body names its first bad field.
             variables_schema=_schema(body, _strings(body, "variables")),
             examples=_examples(body),
+            rollout=rollout,
         )
 
     @classmethod

@@ -1,5 +1,5 @@
 """Prompts: the list (with search by name), creating one, a prompt's page (its versions,
-what each environment holds, open reviews, history), deleting one."""
+what each environment holds, open reviews, rollouts under way, history), deleting one."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from promptsvc.console.releases import holding
+from promptsvc.console.rollouts import panels
 from promptsvc.inputs import PromptCreateSchema
 from storage import PRODUCTION, Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
@@ -146,6 +147,7 @@ def show(name: str) -> str:
             if held is not None and environment.name != PRODUCTION
         },
         open_reviews=reviews.items,
+        rollouts=panels(prompt),
     )
 
 

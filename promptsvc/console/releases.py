@@ -1,6 +1,6 @@
-"""Compare two versions side by side; promote (into production or another environment)
-and roll back, each after a confirmation page that shows what the environment will
-change from and to.
+"""Compare two versions side by side; promote (into production or another environment),
+start a gradual rollout (the promote page with a percent) and roll back, each after a
+confirmation page that shows what the environment will change from and to.
 
 The confirmation page carries the version it showed in the environment
 (``expected_production_version``): when someone else changes the environment in
@@ -24,6 +24,7 @@ from promptsvc import actions
 from promptsvc.breaking import contract_of, schema_changes
 from promptsvc.console.common import (
     FormInvalid,
+    form_number,
     load,
     optional_int,
     principal,
@@ -49,6 +50,9 @@ from storage import (
     PromptVersion,
     ReviewExists,
     ReviewRequired,
+    Rollout,
+    RolloutInProgress,
+    RolloutNotFound,
     VersionNotFound,
     contracts,
 )
@@ -165,15 +169,34 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
         return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
     allow_breaking = request.form.get("allow_breaking") == "on"
+    percent_text = request.form.get("rollout_percent", "").strip()
     # The role first: a person who may not promote learns that, not what would break.
-    require(actions.request_review if environment.protected else actions.promote)
+    if environment.protected:
+        require(actions.request_review)
+    else:
+        require(actions.start_rollout if percent_text else actions.promote)
+    if request.form.get("mode") == "rollout" and not percent_text:
+        errors = {"rollout_percent": ["Give the percent of callers the rollout starts at."]}
+        return _promote_page(
+            prompt, version, environment, notes=notes, errors=errors, allow_breaking=allow_breaking
+        )
     refused = _unacknowledged(prompt, version, environment, notes, allow_breaking)
     if refused is not None:
         return _promote_page(
-            prompt, version, environment, notes=notes, errors=refused, allow_breaking=allow_breaking
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=refused,
+            allow_breaking=allow_breaking,
+            rollout_percent=percent_text,
         )
     if environment.protected:
-        return _request_review(prompt, version, environment, notes, allow_breaking)
+        return _request_review(
+            prompt, version, environment, notes, allow_breaking, percent_text or None
+        )
+    if percent_text:
+        return _start_rollout(prompt, version, environment, notes, percent_text, allow_breaking)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -229,6 +252,8 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             notes=notes,
             conflict=_moved(expected, changed.current, environment.name),
         )
+    except RolloutInProgress:
+        return _promote_page(prompt, version, environment, notes=notes, status=409)
     if environment.name == PRODUCTION:
         flash(f"Version {number} is now production.", "success")
     else:
@@ -269,12 +294,19 @@ def _request_review(
     environment: Environment,
     notes: str | None,
     allow_breaking: bool = False,
+    percent_text: str | None = None,
 ) -> Any:
-    """The promote page's form on a protected environment: open a review."""
+    """The promote page's form on a protected environment: open a review (whose
+    approval starts a rollout when the form gave a percent)."""
     try:
         body = load(
             ReviewCreateSchema(),
-            {"version": version.version, "environment": environment.name, "notes": notes},
+            {
+                "version": version.version,
+                "environment": environment.name,
+                "notes": notes,
+                "rollout_percent": form_number("rollout_percent"),
+            },
         )
         review = actions.request_review(
             storage(),
@@ -283,21 +315,113 @@ def _request_review(
             version.version_id,
             environment.name,
             notes=body["notes"],
+            rollout_percent=body["rollout_percent"],
             allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
-        return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=invalid.errors,
+            rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
+        )
     except ReviewExists as exists:
         return _promote_page(
             prompt, version, environment, notes=notes, open_review=exists.review_id
         )
     needed = review.required_approvals
+    people = "person approves" if needed == 1 else "people approve"
+    if review.rollout_percent is None:
+        flash(
+            f"Review opened: v{version.version} enters {environment.name} once {needed} "
+            f"{people} it.",
+            "success",
+        )
+    else:
+        flash(
+            f"Review opened: once {needed} {people} it, v{version.version} goes to "
+            f"{review.rollout_percent}% of {environment.name}'s callers.",
+            "success",
+        )
+    return redirect(url_for("console.reviews.show", review_id=review.review_id))
+
+
+def _start_rollout(
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    percent_text: str,
+    allow_breaking: bool,
+) -> Any:
+    """The promote page's form with a percent: start a rollout of the version (checked
+    against the environment's version as a promotion is)."""
+    backend, org = storage(), principal().org
+    expected = optional_int(
+        request.form.get("expected_production_version"), field="expected_production_version"
+    )
+    try:
+        body = load(
+            PromoteSchema(),
+            {
+                "notes": notes,
+                "expected_production_version": expected,
+                "rollout_percent": form_number("rollout_percent"),
+            },
+        )
+        rollout = actions.start_rollout(
+            backend,
+            principal(),
+            prompt.prompt_id,
+            version.version_id,
+            body["rollout_percent"],
+            expected_production=expected,
+            environment=environment.name,
+            allow_breaking=allow_breaking,
+            notes=body["notes"],
+        )
+    except FormInvalid as invalid:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=invalid.errors,
+            rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
+        )
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            rollout_percent=percent_text,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
+        )
+    except ProductionChanged as changed:
+        prompt = backend.get_prompt(org, prompt.prompt_id)
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            rollout_percent=percent_text,
+            conflict=_moved(expected, changed.current, environment.name),
+        )
+    except RolloutInProgress:
+        return _promote_page(prompt, version, environment, notes=notes, status=409)
     flash(
-        f"Review opened: v{version.version} enters {environment.name} once {needed} "
-        f"{'person approves' if needed == 1 else 'people approve'} it.",
+        f"Rollout started: v{rollout.candidate_version} goes to {rollout.percent}% of "
+        f"{environment.name}'s callers, the others keep v{rollout.baseline_version}.",
         "success",
     )
-    return redirect(url_for("console.reviews.show", review_id=review.review_id))
+    return redirect(url_for("console.prompts.show", name=prompt.name, _anchor="rollouts"))
 
 
 def _moved(expected: int | None, current: int | None, environment: str = PRODUCTION) -> str:
@@ -319,6 +443,8 @@ def _promote_page(
     conflict: str | None = None,
     open_review: str | None = None,
     allow_breaking: bool = False,
+    rollout_percent: str | None = None,
+    status: int | None = None,
 ) -> Any:
     current = holding(prompt, environment.name)
     html = render_template(
@@ -334,9 +460,19 @@ def _promote_page(
         conflict=conflict,
         open_review=open_review,
         allow_breaking=allow_breaking,
+        rollout_percent=rollout_percent,
+        rollout_here=_rollout_in(prompt, environment.name),
     )
-    status = 409 if conflict or open_review else 400 if errors else 200
+    if status is None:
+        status = 409 if conflict or open_review else 400 if errors else 200
     return Response(html, status=status, mimetype="text/html")
+
+
+def _rollout_in(prompt: Prompt, environment: str) -> Rollout | None:
+    try:
+        return storage().get_rollout(principal().org, prompt.prompt_id, environment)
+    except RolloutNotFound:
+        return None
 
 
 @bp.route("/prompts/<name>/rollback", methods=["GET", "POST"])
