@@ -6,6 +6,10 @@ Measures ``PromptClient.get_prompt_version`` (and the async twin where noted):
   against its goal (``TARGET_HIT_US``); and the same with ``watch=True`` (the client's
   events stream open in the background), the two taking turns batch by batch, set
   against the goal that watching costs a hit nothing (``TARGET_WATCH_RATIO``);
+* cache hit with ``rollout_key`` while a rollout (started through the API) is under
+  way: a key seen before, in batch pairs with plain hits, the median of the pairs'
+  ratios set against ``TARGET_ROLLOUT_RATIO``; a new key on every call (its sha256);
+  and a key on a prompt without a rollout;
 * cold fetch: ``clear_cache()`` then a call, so each one is a full GET (token already
   held) against the real app (create_app with memory storage) served by werkzeug on
   127.0.0.1 in this process; a raw httpx GET with the same headers is the baseline.
@@ -40,6 +44,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+from flask import Flask
 from werkzeug.serving import make_server
 
 from bench.report import table, write_section
@@ -55,6 +60,8 @@ CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
 VARIABLES = ["persona", "question", "language"]
 TARGET_HIT_US = 1.5
 TARGET_WATCH_RATIO = 1.05  # watch=True hit median / plain hit median
+TARGET_ROLLOUT_RATIO = 1.1  # rollout_key hit (a key seen before) median / plain hit median
+ROLLOUT_PERCENT = 40
 
 
 @contextmanager
@@ -66,8 +73,14 @@ def local_server() -> Iterator[tuple[str, str, str]]:
         ORG, "greeting", CONTENT, USER, {"team": "bench"}, ["b"], variables=VARIABLES
     )
     storage.promote(ORG, "greeting", version.version_id, USER)
+    storage.create_prompt(ORG, "banner")
+    for text in ("Old {{ persona }}", "New {{ persona }}"):
+        banner = storage.create_version(ORG, "banner", text, USER, variables=["persona"])
+        if text.startswith("Old"):
+            storage.promote(ORG, "banner", banner.version_id, USER)
     app = create_app(Settings(), storage=storage)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    start_rollout(app, banner.version_id)
     key, secret = app.extensions["identity"].create_key(ORG, "Service Read")
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -78,6 +91,21 @@ def local_server() -> Iterator[tuple[str, str, str]]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def start_rollout(app: Flask, candidate: str) -> None:
+    """Start a rollout of ``candidate`` (banner v2) as a client would: through the API."""
+    key, secret = app.extensions["identity"].create_key(ORG, "Service Write")
+    http = app.test_client()
+    body = {"account_id": ORG, "key_id": key.client_id, "key_secret": secret}
+    token = http.post("/v1/auth/sdk-token", json=body).get_json()["access_token"]
+    started = http.post(
+        f"/api/v1/prompts/banner/versions/{candidate}/promote",
+        json={"rollout_percent": ROLLOUT_PERCENT},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    if started.status_code != 201:
+        raise RuntimeError(f"the rollout did not start: {started.status_code} {started.text}")
 
 
 def per_call_us(stmt: str, namespace: dict[str, object], number: int, repeat: int) -> list[float]:
@@ -135,6 +163,41 @@ def async_hits_us(
         gc.enable()
 
 
+def rollout_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], float]:
+    """Rows of hits with ``rollout_key``: a key seen before (batches in pairs with plain
+    hits, each pair's order alternating), a new key each call, and a key on a prompt
+    without a rollout; and the median of the pairs' ratios (rollout_key / plain), which
+    load on the machine moves far less than it moves either median."""
+    get = client.get_prompt_version
+    assert get("banner").rollout is not None, "banner has no rollout under way"
+    get("banner", rollout_key="user-7")
+    plain: list[float] = []
+    seen: list[float] = []
+    for turn in range(repeat):
+        pair = [
+            (plain, 'get("greeting")'),
+            (seen, 'get("banner", rollout_key="user-7")'),
+        ]
+        for times, stmt in pair if turn % 2 == 0 else reversed(pair):
+            times += per_call_us(stmt, {"get": get}, 2_000, 1)
+    keys = iter([f"user-{n}" for n in range(1_000 * 20)])
+    fresh = per_call_us(
+        'get("banner", rollout_key=next(keys))', {"get": get, "keys": keys}, 1_000, 20
+    )
+    unrolled = per_call_us('get("greeting", rollout_key="user-7")', {"get": get}, 2_000, 50)
+    rows = [
+        summary("cache hit, taking turns with the next row (batches of 2,000)", plain),
+        summary(
+            "cache hit, rollout_key during a rollout, a key seen before (batches of 2,000)", seen
+        ),
+        summary(
+            "cache hit, rollout_key during a rollout, a new key each call (batches of 1,000)", fresh
+        ),
+        summary("cache hit, rollout_key, no rollout under way (batches of 2,000)", unrolled),
+    ]
+    return rows, statistics.median(r / p for r, p in zip(seen, plain, strict=True))
+
+
 def wait_watching(client: PromptClient) -> None:
     deadline = time.monotonic() + 10
     while not client.watching:
@@ -181,6 +244,8 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
             namespace: dict[str, object] = {"get": client.get_prompt_version}
             latest = per_call_us('get("greeting", label="latest")', namespace, 2_000, 50)
             rows.append(summary('cache hit, label="latest"', latest))
+            rollout_rows, rollout_ratio = rollout_hits(client, args.hit_repeat)
+            rows += rollout_rows
 
         with (
             PromptClient(url, **options) as client,
@@ -234,6 +299,7 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
     ratios = {
         "sync": statistics.median(watched) / statistics.median(hits),
         "async": statistics.median(async_watched) / statistics.median(async_hits),
+        "rollout": rollout_ratio,
     }
     return rows, statistics.median(hits), ratios
 
@@ -249,7 +315,10 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows, hit_median, ratios = measure(args)
     verdict = "met" if hit_median < TARGET_HIT_US else "NOT met"
-    watch_verdict = "met" if max(ratios.values()) <= TARGET_WATCH_RATIO else "NOT met"
+    watch_verdict = (
+        "met" if max(ratios["sync"], ratios["async"]) <= TARGET_WATCH_RATIO else "NOT met"
+    )
+    rollout_verdict = "met" if ratios["rollout"] <= TARGET_ROLLOUT_RATIO else "NOT met"
     body = "\n\n".join(
         [
             f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
@@ -258,11 +327,20 @@ def main() -> None:
             f"Target: cache hit under {TARGET_HIT_US} us median: **{verdict}** "
             f"({hit_median:.3f} us). Target: a hit with watch=True costs what one without "
             f"does (median ratio at most {TARGET_WATCH_RATIO}): **{watch_verdict}** "
-            f"({ratios['sync']:.3f} sync, {ratios['async']:.3f} async).",
+            f"({ratios['sync']:.3f} sync, {ratios['async']:.3f} async). Target: a hit with "
+            f"rollout_key during a rollout (a key seen before) costs at most "
+            f"{TARGET_ROLLOUT_RATIO}x a plain hit (median of the ratios of batch pairs): "
+            f"**{rollout_verdict}** ({ratios['rollout']:.3f}).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "watch=True adds nothing to it: the events stream is read by a thread (a task "
             "for the async client) that sleeps in a socket read between events, and an "
             "event only drops entries. "
+            "During a rollout the cached entry holds baseline and candidate; a rollout_key "
+            "hit looks the key up in the rollout's memo of keys seen (up to 10,000), so only "
+            "a key's first call in a rollout computes its sha256 bucket. The rollout_key rows "
+            "and the row before them run in pairs of batches, each pair's order alternating; "
+            "the ratio is the median of the pairs' ratios, so load that changes between "
+            "pairs cancels out. "
             "Network rows run against the real app (memory storage) on 127.0.0.1 in the same "
             "process, so they include the server's work and share one GIL with it; compare "
             "them with the raw-httpx baselines, not with a remote service. werkzeug's "

@@ -15,9 +15,10 @@ what the server would accept.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from functools import wraps
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, cast
 
 from identity.people import is_person_client
 from identity.principal import Principal
@@ -37,6 +38,7 @@ from storage import (
     PromptVersion,
     Review,
     ReviewForbidden,
+    Rollout,
     Storage,
     User,
     lifecycle,
@@ -44,6 +46,11 @@ from storage import (
 
 if TYPE_CHECKING:
     from identity.core import Identity
+
+
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -121,9 +128,12 @@ def create_version(
     *,
     metadata: dict[str, object] | None = None,
     tags: list[str] | None = None,
+    variables_schema: dict[str, Any] | None = None,
+    examples: list[dict[str, Any]] | None = None,
 ) -> PromptVersion:
     """A new draft with the next number, created by the principal. Its variables come
-    from the content, checked for the prompt's type."""
+    from the content, checked for the prompt's type; its contract (``variables_schema``,
+    ``examples``) is checked against them (ContractInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
     variables = _variables(content, prompt.prompt_type)
     # By id: a prompt deleted and made again under the name since has another type.
@@ -135,26 +145,46 @@ def create_version(
         metadata=metadata,
         tags=tags,
         variables=variables,
+        variables_schema=variables_schema,
+        examples=examples,
         request_id=request_id(),
     )
 
 
+# What an edit leaves as it is (None means "none": a schema or examples cleared).
+KEEP: Final = _Keep.KEEP
+
+
 @requires(SERVICE_WRITE)
 def edit_version(
-    storage: Storage, principal: Principal, prompt_ref: str, version_ref: str, content: str
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    version_ref: str,
+    content: str | None = None,
+    *,
+    variables_schema: dict[str, Any] | _Keep | None = KEEP,
+    examples: list[dict[str, Any]] | _Keep | None = KEEP,
 ) -> PromptVersion:
-    """A draft's new content and its variables. Raises LifecycleError for any other
+    """A draft's new content (None: it stays) and its variables, and its contract:
+    ``variables_schema`` and ``examples`` given (None clears them) or KEEP. Whatever is
+    kept must fit the new content (ContractInvalid). Raises LifecycleError for any other
     status."""
     current = storage.get_version(principal.org, prompt_ref, version_ref)
     # A version that is not a draft is refused for that, whatever the content.
     lifecycle.check_editable(current)
-    variables = _variables(content, current.prompt_type)
+    text = current.content if content is None else content
+    variables = _variables(text, current.prompt_type)
     return storage.edit_version(
         principal.org,
         current.prompt_id,
         current.version_id,
-        content,
+        text,
         variables=variables,
+        variables_schema=current.variables_schema
+        if isinstance(variables_schema, _Keep)
+        else variables_schema,
+        examples=list(current.examples) if isinstance(examples, _Keep) else examples,
         **_trace(principal),
     )
 
@@ -170,11 +200,14 @@ def promote(
     archive_previous: bool = True,
     expected_production: Expected = UNGUARDED,
     environment: str = PRODUCTION,
+    allow_breaking: bool = False,
 ) -> Promotion:
     """Make a draft production (or place a version in another ``environment``), in one
     atomic step with its history record. With ``expected_production`` (the version
     expected in that environment), raises ProductionChanged when it holds another
-    version at that moment; ReviewRequired for a protected environment."""
+    version at that moment; ReviewRequired for a protected environment;
+    BreakingPromotion when the promotion check finds breaking changes and
+    ``allow_breaking`` (which needs notes) does not acknowledge them."""
     return storage.promote(
         principal.org,
         prompt_ref,
@@ -185,6 +218,7 @@ def promote(
         expected_production=expected_production,
         request_id=request_id(),
         environment=environment,
+        allow_breaking=allow_breaking,
     )
 
 
@@ -237,6 +271,97 @@ def delete_version(
     storage.delete_version(principal.org, prompt_ref, version_ref, **_trace(principal))
 
 
+# --------------------------------------------------------------------------- rollouts
+
+
+@requires(SERVICE_WRITE)
+def start_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    version_ref: str,
+    percent: int,
+    *,
+    expected_production: Expected = UNGUARDED,
+    environment: str = PRODUCTION,
+    allow_breaking: bool = False,
+    notes: str | None = None,
+) -> Rollout:
+    """A promotion with a percent: the version is served to ``percent`` of the
+    environment's keyed callers, which keeps its version (storage/interface/rollouts.py).
+    The promotion check against that version runs as for a promotion."""
+    return storage.start_rollout(
+        principal.org,
+        prompt_ref,
+        version_ref,
+        environment,
+        percent,
+        principal.user_id,
+        expected_production,
+        request_id=request_id(),
+        allow_breaking=allow_breaking,
+        notes=notes,
+    )
+
+
+@requires(SERVICE_WRITE)
+def set_rollout_percent(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    percent: int,
+    *,
+    rollout_id: str | None = None,
+) -> Rollout:
+    """Step a rollout up or down (no review needed)."""
+    return storage.set_rollout_percent(
+        principal.org, prompt_ref, environment, percent, rollout_id=rollout_id, **_trace(principal)
+    )
+
+
+@requires(SERVICE_WRITE)
+def complete_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    *,
+    notes: str | None = None,
+    archive_previous: bool = True,
+    rollout_id: str | None = None,
+    allow_breaking: bool = False,
+) -> Promotion:
+    """The candidate becomes the environment's version, as a promotion (no review; the
+    promotion check runs again)."""
+    return storage.complete_rollout(
+        principal.org,
+        prompt_ref,
+        environment,
+        principal.user_id,
+        notes,
+        archive_previous,
+        rollout_id=rollout_id,
+        request_id=request_id(),
+        allow_breaking=allow_breaking,
+    )
+
+
+@requires(SERVICE_WRITE)
+def abort_rollout(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    *,
+    rollout_id: str | None = None,
+) -> Rollout:
+    """End a rollout; the environment keeps its version."""
+    return storage.abort_rollout(
+        principal.org, prompt_ref, environment, rollout_id=rollout_id, **_trace(principal)
+    )
+
+
 # --------------------------------------------------------------------------- environments
 
 
@@ -269,8 +394,9 @@ def update_environment(
 
 @requires(SERVICE_ADMIN)
 def delete_environment(storage: Storage, principal: Principal, name: str) -> None:
-    """An environment other than production, with its placements."""
-    storage.delete_environment(principal.org, name)
+    """An environment other than production, with its placements; its open reviews
+    are cancelled and its rollouts aborted (their events name the principal)."""
+    storage.delete_environment(principal.org, name, **_trace(principal))
 
 
 # --------------------------------------------------------------------------- reviews
@@ -286,8 +412,11 @@ def request_review(
     *,
     notes: str | None = None,
     rollout_percent: int | None = None,
+    allow_breaking: bool = False,
 ) -> Review:
-    """Open a review of placing the version in ``environment`` (a key or a person)."""
+    """Open a review of placing the version in ``environment`` (a key or a person). It
+    shows the promotion check; a breaking one needs ``allow_breaking`` (and notes),
+    which also lets it apply if the check still finds breaking changes then."""
     return storage.request_review(
         principal.org,
         prompt_ref,
@@ -297,6 +426,7 @@ def request_review(
         notes,
         rollout_percent,
         request_id=request_id(),
+        allow_breaking=allow_breaking,
     )
 
 
@@ -312,9 +442,10 @@ def _person(principal: Principal, action: str) -> None:
 @requires(SERVICE_WRITE)
 def approve_review(
     storage: Storage, principal: Principal, review_id: str, *, comment: str | None = None
-) -> tuple[Review, Promotion | None]:
+) -> tuple[Review, Promotion | Rollout | None]:
     """A person's approval; the last one needed applies the review (its promotion, or
-    ReviewStale when the environment moved since the request)."""
+    the rollout a review with a percent starts; ReviewStale when the environment moved
+    since the request)."""
     _person(principal, "approve")
     user = storage.get_user_by_id(principal.org, principal.user_id)
     username = user.username if user is not None else principal.user_id

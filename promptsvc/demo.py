@@ -12,6 +12,7 @@ import contextlib
 import json
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask
 
@@ -62,6 +63,9 @@ class SamplePrompt:
     description: str
     production: str
     draft: str
+    # The draft's variable contract (None: the implied one) and examples.
+    draft_schema: dict[str, Any] | None = None
+    draft_examples: list[dict[str, Any]] | None = None
 
 
 SAMPLES = (
@@ -94,6 +98,14 @@ SAMPLES = (
                 {"role": "user", "content": "{{question}}"},
             ]
         ),
+        # tone is new in the draft: a default keeps callers of v1 working, so promoting
+        # it breaks none of them (docs/console.md, "Promote").
+        {
+            "tone": {"type": "string", "enum": ["friendly", "formal"], "default": "friendly"},
+            "product": {"type": "string", "description": "the product the customer uses"},
+            "question": {"type": "string", "description": "the customer's words"},
+        },
+        [{"name": "reset", "variables": {"product": "promptsvc", "question": "How do I reset?"}}],
     ),
 )
 
@@ -150,6 +162,8 @@ def create_demo(app: Flask) -> Demo:
             author,
             metadata=MODEL,
             variables=extract_variables(sample.draft, sample.prompt_type),
+            variables_schema=sample.draft_schema,
+            examples=sample.draft_examples,
         )
     # An environment besides production, unprotected, for README's `--env staging` line.
     with contextlib.suppress(EnvironmentExists):

@@ -1,4 +1,5 @@
-"""What changed between two prompt versions: content, variables, metadata and tags.
+"""What changed between two prompt versions: content, variables, metadata, tags and
+the variable contract.
 
 Standard library only, on plain data (PromptVersion fields as the HTTP API returns
 them), so the diff endpoint, the web console and the command line (which runs without
@@ -97,10 +98,18 @@ def metadata_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str
     }
 
 
+def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Two variable contracts compared: ``{added: {variable: entry}, removed: {variable:
+    entry}, changed: {variable: {from: entry, to: entry}}}``."""
+    return metadata_changes(old, new)
+
+
 def version_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """The whole change from version ``old`` to version ``new``, both PromptVersion
     dicts (``version``, ``version_id``, ``status``, ``prompt_type``, ``content``,
-    ``variables``, ``metadata``, ``tags``): the diff endpoint's body."""
+    ``variables``, ``metadata``, ``tags``, ``variables_schema``): the diff endpoint's
+    body, but for ``breaking`` (the promotion check, which needs the records: the
+    endpoint adds it)."""
     return {
         "from": _side(old),
         "to": _side(new),
@@ -114,6 +123,9 @@ def version_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
         "variables": list_changes(old["variables"], new["variables"]),
         "metadata": metadata_changes(old["metadata"], new["metadata"]),
         "tags": list_changes(old["tags"], new["tags"]),
+        "variables_schema": schema_changes(
+            old.get("variables_schema") or {}, new.get("variables_schema") or {}
+        ),
     }
 
 

@@ -26,7 +26,13 @@ from storage import (
     InvalidInput,
     event_position,
 )
-from storage.lifecycle import MAX_APPROVALS, environment_name_problem
+from storage.lifecycle import (
+    ALLOW_BREAKING_NOTES,
+    MAX_APPROVALS,
+    MAX_PERCENT,
+    MIN_PERCENT,
+    environment_name_problem,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # as documented (ECMA syntax)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -94,6 +100,38 @@ class PromptCreateSchema(Schema):
     )
 
 
+VARIABLES_SCHEMA = (
+    "The variable contract: {variable: {type (string|integer|number|boolean), required? "
+    "(default true), description?, default? (of the type; makes it optional), enum? "
+    "(values of the type)}}; its keys must be exactly the content's variables. Checked "
+    "when given: 400 names the variable"
+)
+EXAMPLES = (
+    "At most 20 examples [{name?, variables: {...}}], each valid under the contract "
+    "(no variable it lacks): 400 names the example"
+)
+
+
+def _variables_schema(description: str, **options: Any) -> fields.Dict:
+    # Checked whole by storage (storage/contracts.py), which names every problem.
+    return fields.Dict(
+        keys=fields.String(),
+        values=fields.Raw(),
+        allow_none=True,
+        metadata={"description": f"{description}. {VARIABLES_SCHEMA}"},
+        **options,
+    )
+
+
+def _examples(description: str, **options: Any) -> fields.List:
+    return fields.List(
+        fields.Raw(metadata={"type": "object"}),
+        allow_none=True,
+        metadata={"description": f"{description}. {EXAMPLES}"},
+        **options,
+    )
+
+
 class VersionCreateSchema(Schema):
     content = fields.String(
         required=True,
@@ -116,14 +154,29 @@ class VersionCreateSchema(Schema):
         validate=validate.Length(max=MAX_TAGS),
         metadata={"description": "At most 32 tags of 1-64 characters"},
     )
+    variables_schema = _variables_schema(
+        "Absent or null: none declared (every variable a required string)", load_default=None
+    )
+    examples = _examples("Absent or null: none", load_default=None)
 
 
 class VersionEditSchema(Schema):
     content = fields.String(
-        required=True,
         validate=_content,
-        metadata={"description": "The draft's new content (variables are re-extracted)"},
+        metadata={
+            "description": "The draft's new content (variables are re-extracted); absent: it stays"
+        },
     )
+    variables_schema = _variables_schema(
+        "The draft's new contract; null: none (the implied one); absent: it stays. Its "
+        "keys must be exactly the variables of the content the draft has after the edit"
+    )
+    examples = _examples("The draft's new examples; null: none; absent: they stay")
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if not data:
+            raise ValidationError("give at least one of content, variables_schema, examples")
 
 
 def _notes(description: str) -> fields.String:
@@ -192,9 +245,42 @@ class _Guarded(Schema):
             )
 
 
+ALLOW_BREAKING = (
+    "true: promote even when the promotion check finds breaking changes against the "
+    "version the environment holds (recorded as breaking: true in the history); needs "
+    "notes saying why. false (the default): such a promotion answers 409 breaking_change"
+)
+
+
+def _allow_breaking(description: str) -> fields.Boolean:
+    return fields.Boolean(load_default=False, metadata={"description": description})
+
+
+def _check_acknowledgement(data: dict[str, Any]) -> None:
+    if data.get("allow_breaking") and not (data.get("notes") or "").strip():
+        raise ValidationError(ALLOW_BREAKING_NOTES, "notes")
+
+
+def _percent(description: str, **options: Any) -> fields.Integer:
+    return fields.Integer(
+        strict=True,
+        validate=validate.Range(min=MIN_PERCENT, max=MAX_PERCENT),
+        metadata={"description": description},
+        **options,
+    )
+
+
+ROLLOUT_PERCENT = (
+    "1-99: start a gradual rollout instead of a full promotion: the environment keeps "
+    "its version and the candidate is served to this percent of the callers that give "
+    "a rollout key (docs/api.md section 18). Absent or null: a full promotion"
+)
+
+
 class PromoteSchema(_Guarded):
     notes = _notes("Changelog text kept in the promotion history")
     environment = _environment_field()
+    rollout_percent = _percent(ROLLOUT_PERCENT, load_default=None, allow_none=True)
     archive_previous_production = fields.Boolean(
         load_default=True,
         metadata={
@@ -202,6 +288,11 @@ class PromoteSchema(_Guarded):
             "false: it goes back to draft"
         },
     )
+    allow_breaking = _allow_breaking(ALLOW_BREAKING)
+
+    @validates_schema
+    def _acknowledged(self, data: dict[str, Any], **kwargs: Any) -> None:
+        _check_acknowledgement(data)
 
 
 class RollbackSchema(_Guarded):
@@ -269,12 +360,17 @@ class ReviewCreateSchema(Schema):
         metadata={"description": "The environment to place it in", "example": "production"},
     )
     notes = _notes("Why: kept in the review and, once applied, in the promotion history")
-    rollout_percent = fields.Integer(
+    rollout_percent = _percent(
+        "1-99: once approved, the review starts a gradual rollout at this percent "
+        "instead of the full promotion. Absent or null: a full promotion",
         load_default=None,
         allow_none=True,
-        strict=True,
-        validate=validate.Range(min=1, max=99),
-        metadata={"description": "Gradual rollout is not available yet: null or absent only"},
+    )
+    allow_breaking = _allow_breaking(
+        "true: the review may apply even when the promotion check finds breaking changes "
+        "(at the request and when the last approval applies it); needs notes, which go "
+        "into the history. false (the default): a breaking request answers 409 "
+        "breaking_change, and a review that became breaking since is not applied (409)"
     )
 
     @validates_schema
@@ -284,11 +380,47 @@ class ReviewCreateSchema(Schema):
             raise ValidationError("must be a version number or a v_ id", "version")
         if isinstance(version, int) and version < 1:
             raise ValidationError("must be at least 1", "version")
-        if data.get("rollout_percent") is not None:
-            raise ValidationError(
-                "gradual rollout is not available in this version of promptsvc",
-                "rollout_percent",
-            )
+        _check_acknowledgement(data)
+
+
+def _rollout_guard() -> fields.String:
+    return fields.String(
+        validate=validate.Length(min=1, max=64),
+        metadata={
+            "description": "Guard: act only on this rollout (ro_...); when the "
+            "environment's rollout is another one or none, 404 and nothing changes"
+        },
+    )
+
+
+class RolloutUpdateSchema(Schema):
+    percent = _percent(
+        "1-99: the share of keyed callers served the candidate. Raising it only moves "
+        "keys from the baseline to the candidate",
+        required=True,
+    )
+    rollout_id = _rollout_guard()
+
+
+class RolloutCompleteSchema(Schema):
+    notes = _notes("Changelog text kept in the promotion history")
+    archive_previous_production = fields.Boolean(
+        load_default=True,
+        metadata={
+            "description": "In production, true: the baseline becomes archived; false: it "
+            "goes back to draft"
+        },
+    )
+    allow_breaking = _allow_breaking(ALLOW_BREAKING)
+    rollout_id = _rollout_guard()
+
+    @validates_schema
+    def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
+        _check_acknowledgement(data)
+
+
+class RolloutAbortSchema(Schema):
+    rollout_id = _rollout_guard()
 
 
 class DecisionSchema(Schema):

@@ -12,7 +12,8 @@
     │   ├── WebhookNotFound
     │   ├── EnvironmentNotFound
     │   ├── NothingInEnvironment  (a prompt without a version in an environment)
-    │   └── ReviewNotFound
+    │   ├── ReviewNotFound
+    │   └── RolloutNotFound
     ├── Conflict                  -> 409
     │   ├── PromptExists
     │   ├── ApiKeyExists
@@ -30,13 +31,23 @@
     │   ├── ReviewRequired        (a direct promotion into a protected environment)
     │   ├── ReviewExists          (an open review of the same version and environment)
     │   ├── ReviewClosed          (a decision on a review that is not open)
-    │   └── AlreadyApproved
+    │   ├── AlreadyApproved
+    │   ├── RolloutInProgress     (a second rollout, or a change a rollout blocks)
+    │   └── BreakingPromotion     (a promotion that breaks the variable contract,
+    │                              not acknowledged with allow_breaking)
     ├── ReviewForbidden           -> 403 (the requester or the author approving)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
+    │   └── ContractInvalid       (a variables_schema or examples against the rules)
     └── StorageUnavailable        -> 503 (the backend does not answer)
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage.records import BreakingChange
 
 
 class StorageError(Exception):
@@ -260,9 +271,58 @@ class NoRollbackTarget(LifecycleError):
         self.reason = reason
 
 
+class RolloutNotFound(NotFound):
+    """No rollout in the environment (or, when the caller named one, not that one)."""
+
+    def __init__(self, prompt_ref: str, environment: str, rollout_id: str | None = None) -> None:
+        what = "no rollout" if rollout_id is None else f"no rollout {rollout_id}"
+        super().__init__(f"prompt '{prompt_ref}' has {what} in environment '{environment}'")
+        self.prompt_ref = prompt_ref
+        self.environment = environment
+
+
+class RolloutInProgress(Conflict):
+    """The environment has a rollout of the prompt, which blocks this change; the
+    message (storage/lifecycle.py) says what to do instead."""
+
+    def __init__(self, message: str, rollout_id: str) -> None:
+        super().__init__(message)
+        self.rollout_id = rollout_id
+
+
 class InvalidInput(StorageError):
     pass
 
 
 class StorageUnavailable(StorageError):
     """The backend did not answer. Never carries connection details to callers."""
+
+
+class ContractInvalid(InvalidInput):
+    """A version's ``variables_schema`` or ``examples`` that break the rules of variable
+    contracts (storage/contracts.py); ``problems`` name each one by where it is
+    (``variables_schema.<variable>``, ``examples[<i>]``)."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        listed = "; ".join(f"{where}: {' '.join(what)}" for where, what in problems.items())
+        super().__init__(f"invalid variable contract: {listed}")
+        self.problems = problems
+
+
+class BreakingPromotion(Conflict):
+    """A promotion whose candidate would break callers of the version the environment
+    holds, not acknowledged with ``allow_breaking``; nothing was changed. ``changes``
+    are storage.contracts.BreakingChange records."""
+
+    def __init__(
+        self, prompt_ref: str, environment: str, changes: Sequence[BreakingChange]
+    ) -> None:
+        listed = "; ".join(f"'{c.variable}': {c.detail}" for c in changes)
+        super().__init__(
+            f"promoting into {environment} would break callers of prompt '{prompt_ref}': "
+            f"{listed}; nothing was changed (send allow_breaking: true with notes to "
+            "promote anyway)"
+        )
+        self.prompt_ref = prompt_ref
+        self.environment = environment
+        self.changes = tuple(changes)

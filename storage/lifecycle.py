@@ -19,7 +19,18 @@ them; the conformance suite in tests/storage checks them on every backend:
   only (a rollback excepted), and a review is approved only by people who are neither
   its requester nor the version's author, once each; the last approval applies it
   while the environment still holds what it held at the request, else the review is
-  ``stale``.
+  ``stale``;
+* a version enters an environment holding another only when the promotion check
+  (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
+  acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
+  step against the version replaced, a rollback is exempt, and the history record says
+  whether it was breaking;
+* a rollout (at most one per prompt and environment) starts from a version the
+  environment could take directly, over a baseline the environment holds, at 1-99%,
+  checked as a promotion against that baseline; while it lasts nothing else enters that
+  environment (promotion, rollback, review), its candidate's content cannot change, and
+  archiving or deleting its candidate or baseline ends it (aborted); completing it
+  enters the candidate as a promotion would, checked again.
 
 The Python backends call the functions here, with the records they hold, inside their
 atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua
@@ -39,20 +50,25 @@ from typing import Final, Literal, TypeAlias
 
 from storage.errors import (
     AlreadyApproved,
+    BreakingPromotion,
+    InvalidInput,
     LifecycleError,
     NoRollbackTarget,
     ProductionChanged,
     ReviewClosed,
     ReviewForbidden,
     ReviewRequired,
+    RolloutInProgress,
 )
 from storage.records import (
     PRODUCTION,
     Approval,
+    BreakingChange,
     Environment,
     PromotionRecord,
     PromptVersion,
     Review,
+    Rollout,
 )
 
 
@@ -91,6 +107,52 @@ REVIEW_REFUSALS: Final = {
     "cancel": "only the requester of review {review_id} or a Service Admin can cancel it",
 }
 
+# What is wrong with a version's variable contract (storage/contracts.py checks it),
+# and how each problem reads.
+CONTRACT_PROBLEMS: Final = {
+    "schema_type": "must be an object of {{variable: {{type, required?, description?, "
+    "default?, enum?}}}} or null",
+    "undeclared": "the content's variable(s) {names} have no entry: the keys must be "
+    "exactly the version's variables",
+    "unknown": "'{name}' is not a variable of the content: the keys must be exactly the "
+    "version's variables",
+    "entry": "must be an object with a type",
+    "entry_key": "unknown key(s) {keys}: an entry has type, required, description, default, enum",
+    "type": "type must be one of string, integer, number, boolean",
+    "required": "required must be true or false",
+    "required_default": "a default makes the variable optional: required cannot be true",
+    "description": "description must be a string of at most {max} characters",
+    "default": "default {value} is not {a_type}",
+    "default_enum": "default {value} is not one of the enum",
+    "enum": "enum must be a non-empty list of at most {max} values",
+    "enum_value": "enum value {value} is not {a_type}",
+    "enum_repeat": "enum lists {value} twice",
+    "examples_type": "must be a list of {{name?, variables}} objects",
+    "examples_many": "at most {max} examples, got {count}",
+    "example": "must be an object {{name?, variables}}",
+    "example_key": "unknown key(s) {keys}: an example has name and variables",
+    "example_name": "name must be a string of 1-{max} characters",
+    "example_variables": "variables must be an object",
+    "example_unknown": "'{name}' is not a variable of the version",
+    # How one value fails a contract: by an example, or when rendering.
+    "missing": "'{name}': missing required variable",  # as render() says it
+    "wrong_type": "'{name}': expected {type}, got {value}",
+    "not_in_enum": "'{name}': {value} is not one of {allowed}",
+}
+
+# How each kind of breaking change reads (records.BREAKING_KINDS).
+BREAKING_DETAILS: Final = {
+    "newly_required": "required by version {new} but {before} in version {old}",
+    "type_changed": "type {old_type} in version {old} becomes {new_type} in version {new}",
+    "enum_narrowed": "version {new} allows only {allowed}; version {old} allowed {before}",
+    "example_failed": "example {example} of version {old} fails with version {new}: {problem}",
+}
+ALLOW_BREAKING_NOTES: Final = "allow_breaking needs notes saying why the break is acceptable"
+CHECK_RACE: Final = (
+    "prompt '{prompt}': its versions kept changing during the promotion check; "
+    "nothing was changed, retry"
+)
+
 # Why a rollback has no target, and how each reason reads.
 ROLLBACK_REFUSALS: Final = {
     "no_production": "prompt '{prompt}' has no {env} version to roll back from",
@@ -100,6 +162,28 @@ ROLLBACK_REFUSALS: Final = {
     "missing": "version {target} of prompt '{prompt}' does not exist (never created, or deleted)",
     "never": "version {target} of prompt '{prompt}' has never been {env}",
     "current": "version {target} is {env} already",
+}
+
+
+# A rollout's percent: 100 is a completion, 0 an abort.
+MIN_PERCENT: Final = 1
+MAX_PERCENT: Final = 99
+
+# Why a rollout cannot start or a change is refused because of one, and how each reads.
+ROLLOUT_REFUSALS: Final = {
+    "no_baseline": "environment '{env}' holds no version of prompt '{prompt}': a rollout "
+    "needs a version to keep serving; promote version {n} instead",
+    "busy": "prompt '{prompt}' has rollout {rollout_id} in environment '{env}': complete or "
+    "abort it before {action}; nothing was changed",
+    "candidate": "version {n} is the candidate of rollout {rollout_id}: its content cannot "
+    "change while the rollout lasts",
+}
+# What a rollout in progress blocks, by the action that asked (for "busy").
+ROLLOUT_BLOCKS: Final = {
+    "start": "starting another",
+    "promote": "promoting into that environment",
+    "rollback": "rolling that environment back",
+    "review": "applying a review there",
 }
 
 
@@ -122,6 +206,25 @@ def no_rollback_target(
         prompt=prompt_ref, current=current, target=target, env=environment
     )
     return NoRollbackTarget(reason, message)
+
+
+def check_breaking(
+    prompt_ref: str,
+    environment: str,
+    changes: Sequence[BreakingChange],
+    allow_breaking: bool,
+) -> bool:
+    """Whether a promotion with the check's ``changes`` is breaking; BreakingPromotion
+    (nothing changes) when it is and the caller did not acknowledge it."""
+    if changes and not allow_breaking:
+        raise BreakingPromotion(prompt_ref, environment, changes)
+    return bool(changes)
+
+
+def check_acknowledgement(allow_breaking: bool, notes: str | None) -> None:
+    """``allow_breaking`` is acknowledged with notes (they go into the history)."""
+    if allow_breaking and not (notes and notes.strip()):
+        raise InvalidInput(ALLOW_BREAKING_NOTES)
 
 
 def check_editable(version: PromptVersion) -> None:
@@ -195,6 +298,65 @@ def check_enterable(environment: str, version: PromptVersion, current: int | Non
         check_promotable(version)
     else:
         check_placeable(version, current)
+
+
+# ----------------------------------------------------------------------- rollouts
+
+
+def check_percent(percent: int) -> None:
+    """InvalidInput unless 1 <= percent <= 99 (the API validated it already)."""
+    if isinstance(percent, bool) or not MIN_PERCENT <= percent <= MAX_PERCENT:
+        raise InvalidInput(f"percent must be {MIN_PERCENT}-{MAX_PERCENT}")
+
+
+def rollout_busy(
+    prompt_ref: str, environment: str, rollout_id: str, action: str
+) -> RolloutInProgress:
+    """The error refusing ``action`` (ROLLOUT_BLOCKS) while rollout ``rollout_id`` runs
+    in ``environment``."""
+    message = ROLLOUT_REFUSALS["busy"].format(
+        prompt=prompt_ref, rollout_id=rollout_id, env=environment, action=ROLLOUT_BLOCKS[action]
+    )
+    return RolloutInProgress(message, rollout_id)
+
+
+def check_no_rollout(prompt_ref: str, rollout: Rollout | None, action: str) -> None:
+    """RolloutInProgress when the environment has ``rollout`` (None: it has none)."""
+    if rollout is not None:
+        raise rollout_busy(prompt_ref, rollout.environment, rollout.rollout_id, action)
+
+
+def no_baseline(prompt_ref: str, environment: str, number: int | str) -> LifecycleError:
+    return LifecycleError(
+        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number)
+    )
+
+
+def check_rollout_start(
+    prompt_ref: str, environment: str, version: PromptVersion, current: int | None
+) -> None:
+    """A version may start a rollout where it could enter directly, and only over a
+    baseline: an environment that holds nothing gets a plain promotion."""
+    check_enterable(environment, version, current)
+    if current is None:
+        raise no_baseline(prompt_ref, environment, version.version)
+
+
+def candidate_refusal(number: int | str, rollout_id: str) -> LifecycleError:
+    return LifecycleError(ROLLOUT_REFUSALS["candidate"].format(n=number, rollout_id=rollout_id))
+
+
+def check_not_candidate(number: int, rollouts: Sequence[Rollout]) -> None:
+    """A rollout's candidate keeps its content while the rollout lasts."""
+    for rollout in rollouts:
+        if rollout.candidate_version == number:
+            raise candidate_refusal(number, rollout.rollout_id)
+
+
+def rollouts_ended_by(number: int, rollouts: Sequence[Rollout]) -> list[Rollout]:
+    """The rollouts that archiving or deleting version ``number`` ends (aborted): those
+    whose candidate or baseline it is."""
+    return [r for r in rollouts if number in (r.candidate_version, r.baseline_version)]
 
 
 # ----------------------------------------------------------------------- reviews

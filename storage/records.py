@@ -36,12 +36,25 @@ EVENT_TYPES: tuple[str, ...] = (
     "review.rejected",
     "review.cancelled",
     "review.applied",
+    "rollout.started",
+    "rollout.updated",
+    "rollout.completed",
+    "rollout.aborted",
 )
 # The environment every org has: a prompt's published version is its version there.
 PRODUCTION = "production"
 REVIEW_STATUSES: tuple[str, ...] = ("open", "applied", "rejected", "cancelled", "stale")
 # A webhook subscribed to this gets every event type.
 ALL_EVENTS = "*"
+# The types a variable of a version's contract may have (storage/contracts.py).
+VARIABLE_TYPES: tuple[str, ...] = ("string", "integer", "number", "boolean")
+# What a breaking change of a promotion is (storage/contracts.py says when each is).
+BREAKING_KINDS: tuple[str, ...] = (
+    "newly_required",
+    "type_changed",
+    "enum_narrowed",
+    "example_failed",
+)
 
 T = TypeVar("T")
 
@@ -89,6 +102,10 @@ class PromptVersion:
     created_by: str  # user uuid; stored, never in an API response
     # The environments other than production that hold this version, by name.
     placements: tuple[str, ...] = ()
+    # The variable contract as declared ({variable: {type, required?, description?,
+    # default?, enum?}}), None when none was: then every variable is a required string.
+    variables_schema: dict[str, dict[str, Any]] | None = None
+    examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
 
     @property
     def is_production(self) -> bool:
@@ -101,6 +118,13 @@ class PromptVersion:
         if self.status == "published":
             return [PRODUCTION, *self.placements]
         return list(self.placements)
+
+    @property
+    def contract(self) -> dict[str, dict[str, Any]]:
+        """The declared ``variables_schema``, or the implied one."""
+        if self.variables_schema is not None:
+            return self.variables_schema
+        return implied_schema(self.variables)
 
     def to_json(self) -> dict[str, Any]:
         """Runs on every read the API's body memo misses: keep it a plain dict literal."""
@@ -121,7 +145,28 @@ class PromptVersion:
             "promoted_at": None if self.promoted_at is None else rfc3339(self.promoted_at),
             "promoted_by": self.promoted_by,
             "environments": self.environments,
+            "variables_schema": self.contract,
+            "examples": list(self.examples),
         }
+
+
+def implied_schema(variables: tuple[str, ...] | list[str]) -> dict[str, dict[str, Any]]:
+    """The contract of a version that declares none: every variable a required string."""
+    return {name: {"type": "string", "required": True} for name in variables}
+
+
+@dataclass(frozen=True, slots=True)
+class BreakingChange:
+    """One way a promotion's candidate would break callers of the version it replaces
+    (storage/contracts.py finds them). ``change`` is one of BREAKING_KINDS; ``detail``
+    says it in words."""
+
+    variable: str
+    change: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"variable": self.variable, "change": self.change, "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +181,10 @@ class PromotionRecord:
     environment: str = PRODUCTION
     review_id: str | None = None  # the review that made this promotion
     approved_by: tuple[str, ...] = ()  # user ids of that review's approvals
+    rollout_id: str | None = None  # the rollout this promotion completed
+    # The candidate broke the contract of the version it replaced (acknowledged, or a
+    # rollback, which is exempt).
+    breaking: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +198,8 @@ class PromotionRecord:
             "environment": self.environment,
             "review_id": self.review_id,
             "approved_by": list(self.approved_by),
+            "rollout_id": self.rollout_id,
+            "breaking": self.breaking,
         }
 
 
@@ -176,6 +227,66 @@ class Environment:
             "required_approvals": self.required_approvals,
             "description": self.description,
             "created_at": None if self.created_at is None else rfc3339(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A gradual rollout: ``candidate_version`` served to ``percent`` of the callers
+    that give a rollout key, while ``environment`` keeps ``baseline_version``.
+
+    At most one per prompt and environment. Which key gets the candidate is the sticky
+    hash of docs/api.md section 18 (promptsvc/client/rollout.py), computed by the API and
+    the SDKs, never stored. ``candidate_id`` is the candidate's ``v_`` id, kept for the
+    read that serves it.
+    """
+
+    rollout_id: str  # "ro_..."
+    prompt_id: str
+    environment: str
+    baseline_version: int
+    candidate_version: int
+    candidate_id: str
+    percent: int  # 1-99
+    started_by: str
+    started_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rollout_id": self.rollout_id,
+            "prompt_id": self.prompt_id,
+            "environment": self.environment,
+            "baseline_version": self.baseline_version,
+            "candidate_version": self.candidate_version,
+            "percent": self.percent,
+            "started_by": self.started_by,
+            "started_at": rfc3339(self.started_at),
+            "updated_at": rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InRollout:
+    """An environment's read while a rollout runs in it: its own version (the
+    baseline), the rollout and its candidate. A read without a rollout is the
+    PromptVersion alone."""
+
+    baseline: PromptVersion
+    rollout: Rollout
+    candidate: PromptVersion
+
+    def to_json(self, candidate: bool = False) -> dict[str, Any]:
+        """The read's body: the version served (the candidate when ``candidate``, else
+        the baseline) with the ``rollout`` field."""
+        served = self.candidate if candidate else self.baseline
+        return {
+            **served.to_json(),
+            "rollout": {
+                "rollout_id": self.rollout.rollout_id,
+                "percent": self.rollout.percent,
+                "candidate": self.candidate.to_json(),
+            },
         }
 
 
@@ -222,6 +333,11 @@ class Review:
     rollout_percent: int | None
     version_author: str
     rejection_comment: str | None = None
+    # The requester acknowledged breaking changes: the review applies even if the check
+    # finds some when it is applied.
+    allow_breaking: bool = False
+    # The promotion check against what the environment held at the request.
+    breaking: tuple[BreakingChange, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -242,6 +358,8 @@ class Review:
             "rejection_comment": self.rejection_comment,
             "decided_at": None if self.decided_at is None else rfc3339(self.decided_at),
             "rollout_percent": self.rollout_percent,
+            "allow_breaking": self.allow_breaking,
+            "breaking": [change.to_json() for change in self.breaking],
         }
 
 
@@ -317,8 +435,11 @@ class Event:
     ``previous_version`` is the version a promotion replaced in its environment (None
     when there was none, and for other events). ``environment`` is set on promotions
     and review events, ``review_id`` on review events and on a promotion a review
-    applied. ``actor`` is the user id that made the change and ``request_id`` the
-    request that asked for it, when the caller gave them.
+    applied. ``rollout_id`` and ``percent`` are set on ``rollout.*`` events (whose
+    version is the candidate and ``previous_version`` the baseline) and ``rollout_id``
+    on the ``version.promoted`` of a completed rollout. ``actor`` is the user id that
+    made the change and ``request_id`` the request that asked for it, when the caller
+    gave them.
     """
 
     id: str  # increases within an org (event_position)
@@ -334,6 +455,8 @@ class Event:
     request_id: str | None
     environment: str | None = None
     review_id: str | None = None
+    rollout_id: str | None = None
+    percent: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -350,6 +473,8 @@ class Event:
             "request_id": self.request_id,
             "environment": self.environment,
             "review_id": self.review_id,
+            "rollout_id": self.rollout_id,
+            "percent": self.percent,
         }
 
 
@@ -372,7 +497,10 @@ class PromptSnapshot:
 @dataclass(frozen=True, slots=True)
 class OrgSnapshot:
     """Everything one org keeps that outlives a login: prompts (by name), API keys and
-    users (each oldest first, secrets and passwords as hashes). Login flow state
+    users (each oldest first, secrets and passwords as hashes), environments (as
+    ``list_environments`` gives them: production first) and reviews (in request order,
+    oldest first, each with its ``version_author``). Which version each environment
+    other than production holds is each version's ``placements``. Login flow state
     (codes, sessions, refresh tokens) is not in it: it lives minutes to days, and a
     person signs in again."""
 
@@ -380,6 +508,8 @@ class OrgSnapshot:
     prompts: tuple[PromptSnapshot, ...]
     api_keys: tuple[ApiKey, ...]
     users: tuple[User, ...]
+    environments: tuple[Environment, ...] = ()
+    reviews: tuple[Review, ...] = ()
 
     def is_empty(self) -> bool:
         return not (self.prompts or self.api_keys or self.users)

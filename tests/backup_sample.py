@@ -4,12 +4,13 @@ state a record can be in, written through the storage interface as the service w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 from identity import keys, users
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from storage import Storage
+from storage import ReviewStale, Storage
 from storage.redis import BaseRedisStorage
 from storage.redis import keys as redis_keys
 from tests.clock import FakeClock
@@ -33,7 +34,8 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     """Fill ``org``: a text prompt whose highest version was deleted (its counter, 6, is
     above every kept number), with three promotions (one demoting to draft), a published,
     an archived, an unarchived, a demoted and an edited draft; a chat prompt rolled
-    back to its first version; a prompt without versions; a deleted prompt; keys of
+    back to its first version; a prompt with variable contracts and a breaking
+    promotion; a prompt without versions; a deleted prompt; keys of
     every role, one revoked, one without description; two users, one changed and
     disabled.
 
@@ -87,6 +89,43 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     store.rollback(org, "support-chat", PROMOTER)  # to version 1, which is production again
     tick()
 
+    # Variable contracts: a declared schema with examples, then a breaking promotion
+    # (acknowledged) to a version whose count is a number.
+    store.create_prompt(org, "typed")
+    tick()
+    schema: dict[str, Any] = {
+        "who": {"type": "string", "description": "who is greeted", "enum": ["Ada", "Bob"]},
+        "count": {"type": "integer", "default": 1},
+    }
+    examples = [
+        {"name": "ada", "variables": {"who": "Ada", "count": 2}},
+        {"variables": {"who": "Bob"}},
+    ]
+    typed = "Hi {{who}} x{{count}}"
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema=schema,
+        examples=examples,
+    )
+    tick()
+    store.promote(org, "typed", "1", PROMOTER)
+    tick()
+    store.create_version(
+        org,
+        "typed",
+        typed,
+        AUTHOR,
+        variables=["who", "count"],
+        variables_schema={**schema, "count": {"type": "number", "default": 1.5}},
+    )
+    tick()
+    store.promote(org, "typed", "2", PROMOTER, notes="counts are numbers", allow_breaking=True)
+    tick()
+
     store.create_prompt(org, "empty")
     tick()
     store.create_prompt(org, "gone")
@@ -112,6 +151,74 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     tick()
 
 
+CAROL = "c4a7e5b0-9f1d-4c2e-8b3a-1d2e3f4a5b6c"
+DAVE = "d5b8f6c1-0a2e-4d3f-9c4b-2e3f4a5b6c7d"
+
+
+def populate_releases(store: Storage, org: str, clock: FakeClock) -> None:
+    """After :func:`populate`: environments of every kind (production changed, one
+    unprotected, one needing two approvals, one holding nothing, one deleted), placements
+    (greeting's version 4 in staging and qa, support-chat's production version in
+    staging) and reviews in every state: applied by two approvals, open with one
+    approval and with none, rejected with a comment, cancelled by its requester and by
+    the deletion of its environment, stale, and one open that acknowledges the breaking
+    change it would make (variable contracts)."""
+
+    def tick() -> None:
+        clock.advance(1.5)
+
+    store.create_environment(org, "staging", 0, "Before production")
+    tick()
+    store.create_environment(org, "qa", 2)
+    tick()
+    store.create_environment(org, "canary", 1, "One in ten")
+    tick()
+    store.create_environment(org, "sandbox", 1, "Goes away")
+    tick()
+    store.update_environment(org, "production", description="Live")
+    tick()
+    store.promote(org, "greeting", "2", PROMOTER, notes="try it", environment="staging")
+    tick()
+    store.promote(org, "support-chat", "1", PROMOTER, environment="staging")
+    tick()
+    stale = store.request_review(org, "greeting", "1", "staging", PROMOTER)
+    tick()
+    store.promote(org, "greeting", "4", PROMOTER, environment="staging")  # moves under it
+    tick()
+    with contextlib.suppress(ReviewStale):
+        store.approve_review(org, stale.review_id, CAROL, "carol")
+    tick()
+    applied = store.request_review(org, "greeting", "4", "qa", PROMOTER, notes="to qa")
+    tick()
+    store.approve_review(org, applied.review_id, CAROL, "carol", "fine")
+    tick()
+    store.approve_review(org, applied.review_id, DAVE, "dave")
+    tick()
+    waiting = store.request_review(org, "support-chat", "1", "qa", PROMOTER)
+    tick()
+    store.approve_review(org, waiting.review_id, CAROL, "carol", "one of two")
+    tick()
+    store.request_review(org, "greeting", "2", "canary", PROMOTER, notes="open")
+    tick()
+    rejected = store.request_review(org, "greeting", "1", "production", AUTHOR, rollout_percent=10)
+    tick()
+    store.reject_review(org, rejected.review_id, DAVE, "not yet")
+    tick()
+    withdrawn = store.request_review(org, "greeting", "4", "production", PROMOTER)
+    tick()
+    store.cancel_review(org, withdrawn.review_id, PROMOTER)
+    tick()
+    store.request_review(org, "greeting", "4", "sandbox", PROMOTER)
+    tick()
+    store.delete_environment(org, "sandbox", actor=PROMOTER)
+    tick()
+    # Acknowledged: version 3 requires code, which staging's version 4 does not.
+    store.request_review(
+        org, "greeting", "3", "staging", PROMOTER, notes="code is back", allow_breaking=True
+    )
+    tick()
+
+
 def everything(store: Storage) -> dict[str, Any]:
     """Every record ``store`` keeps, through its export and its ordinary reads."""
     found: dict[str, Any] = {"orgs": store.list_orgs(), "signing": store.signing_keys()}
@@ -123,6 +230,8 @@ def everything(store: Storage) -> dict[str, Any]:
                 store.list_versions(org, prompt.name, limit=200).items,
                 store.list_history(org, prompt.name, limit=200).items,
             )
+        found[f"{org}/environments"] = store.list_environments(org)
+        found[f"{org}/reviews"] = store.list_reviews(org, limit=200).items
         found[f"{org}/keys"] = store.list_api_keys(org)
         found[f"{org}/users"] = store.list_users(org)
         for user in store.list_users(org):
@@ -138,6 +247,7 @@ def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
         "hash": store.client.hgetall,
         "zset": lambda key: store.client.zrange(key, 0, -1, withscores=True),
         "list": lambda key: store.client.lrange(key, 0, -1),
+        "string": store.client.get,
     }
     # What a backup leaves out: the event log, and webhooks with their delivery state.
     left_out = {

@@ -19,6 +19,7 @@ from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
 from storage import SigningKey, Storage, rfc3339
+from storage.lifecycle import default_production
 from storage.memory import MemoryStorage
 from storage.redis import RedisStorage
 from storage.sql.storage import SqlStorage
@@ -30,6 +31,7 @@ from tests.backup_sample import (
     READER_SECRET,
     everything,
     populate,
+    populate_releases,
 )
 from tests.clock import FakeClock
 
@@ -50,6 +52,7 @@ def source(signing_keys: list[SigningKey]) -> MemoryStorage:
     store = MemoryStorage(clock=clock.utc)
     for org in ORGS:
         populate(store, org, clock)
+        populate_releases(store, org, clock)
     for key in signing_keys:
         store.add_signing_key(key)
     return store
@@ -124,7 +127,12 @@ def test_the_document_spells_records_as_the_api_does(
         for k, v in version.to_json().items()
         if k not in ("prompt_id", "name", "prompt_type", "is_production", "environments")
     }
-    assert greeting["versions"][2] == {**expected, "created_by": version.created_by}
+    # The contract as declared: none here, so null (the implied one is not written).
+    assert greeting["versions"][2] == {
+        **expected,
+        "created_by": version.created_by,
+        "variables_schema": None,
+    }
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
     assert doc["orgs"]["acme"]["prompts"][2]["versions"][0]["content"] == CHAT
     key = doc["orgs"]["acme"]["api_keys"][0]
@@ -143,6 +151,47 @@ def test_the_document_spells_records_as_the_api_does(
         "created_at": rfc3339(kept.created_at),
         "private_pem": kept.private_pem,
     }
+
+
+def test_environments_placements_and_reviews_are_in_the_document(
+    source: MemoryStorage,
+) -> None:
+    org = valid_document(source)["orgs"]["acme"]
+    assert org["environments"] == [e.to_json() for e in source.list_environments("acme")]
+    assert [p["placements"] for p in org["prompts"]] == [
+        {},
+        {"qa": 4, "staging": 4},
+        {"staging": 1},
+        {},
+    ]
+    assert "environments" not in org["prompts"][1]["versions"][3]
+    reviews = source.list_reviews("acme").items[::-1]
+    assert org["reviews"] == [{**r.to_json(), "version_author": r.version_author} for r in reviews]
+    acknowledged = org["reviews"][-1]
+    assert acknowledged["allow_breaking"] is True
+    assert [c["change"] for c in acknowledged["breaking"]] == ["newly_required"]
+
+
+def test_a_backup_written_before_environments_and_reviews_restores(
+    source: MemoryStorage,
+) -> None:
+    doc = valid_document(source)
+    for body in doc["orgs"].values():
+        del body["environments"], body["reviews"]
+        for prompt in body["prompts"]:
+            del prompt["placements"]
+        for prompt in body["prompts"]:
+            for record in prompt["history"]:
+                for name in ("environment", "review_id", "approved_by"):
+                    del record[name]
+    target = MemoryStorage()
+    backup.restore(target, backup.parse(json.dumps(doc)))
+    assert target.list_environments("acme") == [default_production()]
+    assert target.list_reviews("acme").items == []
+    assert target.get_version("acme", "greeting", "4").environments == []
+    history = target.list_history("acme", "greeting", limit=200).items
+    assert {(r.environment, r.review_id) for r in history} == {("production", None)}
+    assert len(history) == len(source.list_history("acme", "greeting", limit=200).items)
 
 
 def test_a_restored_copy_hands_out_numbers_after_the_deleted_ones(
@@ -215,6 +264,14 @@ def _delete(path: str) -> Change:
     return change
 
 
+def _both(*changes: Change) -> Change:
+    def change(doc: dict[str, Any]) -> None:
+        for one in changes:
+            one(doc)
+
+    return change
+
+
 GREETING = "orgs/acme/prompts/1"
 
 
@@ -264,6 +321,54 @@ GREETING = "orgs/acme/prompts/1"
         (_delete("orgs/acme/users/0/password_hash"), "users[0].password_hash: Missing data"),
         (_set("orgs/acme/users/1/username", "ada@example.com"), "username 'ada@example.com'"),
         (_delete("orgs/acme/users"), "orgs.acme.users: Missing data for required field."),
+        (
+            _set("orgs/acme/environments/2/required_approvals", 4),
+            "orgs.acme.environments[2].required_approvals: Must be greater than or equal to 0",
+        ),
+        (_set("orgs/acme/environments/2/name", "Q A"), "environments[2].name: not a valid envir"),
+        (_set("orgs/acme/environments/2/name", "latest"), "name: 'latest' is reserved"),
+        (_set("orgs/acme/environments/2/name", "staging"), "name 'staging' appears twice"),
+        (
+            _set(f"{GREETING}/placements/qa", 9),
+            "orgs.acme.prompts[1].placements: qa: version 9 is not in the backup",
+        ),
+        (
+            _set(f"{GREETING}/placements/nowhere", 4),
+            "orgs.acme.prompts[1].placements.nowhere: no such environment",
+        ),
+        (
+            _set(f"{GREETING}/placements/production", 4),
+            "placements.production: production holds the published version",
+        ),
+        (
+            _set(f"{GREETING}/placements/qa", 5),
+            "orgs.acme.prompts[1].placements.qa: version 5 is archived",
+        ),
+        (_set("orgs/acme/reviews/0/status", "done"), "reviews[0].status: Must be one of: open"),
+        (
+            _delete("orgs/acme/reviews/1/version_author"),
+            "orgs.acme.reviews[1].version_author: Missing data for required field.",
+        ),
+        (
+            _set("orgs/acme/reviews/1/approvals/0/at", "yesterday"),
+            "orgs.acme.reviews[1].approvals[0].at: Not a valid datetime.",
+        ),
+        (
+            _set("orgs/acme/reviews/1/prompt_id", "pmt_gone"),
+            "orgs.acme.reviews[1].prompt_id: no prompt 'pmt_gone' in the backup",
+        ),
+        (
+            _both(
+                _set("orgs/acme/reviews/5/status", "open"),
+                _set("orgs/acme/reviews/6/status", "open"),
+                _set("orgs/acme/reviews/6/environment", "production"),
+            ),
+            "orgs.acme.reviews[6]: a second open review of this version and environment",
+        ),
+        (
+            _set("orgs/acme/reviews/6/status", "open"),
+            "orgs.acme.reviews[6].environment: open, but the org has no 'sandbox'",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_problem(

@@ -136,7 +136,14 @@ def test_metadata_changes() -> None:
 
 
 def test_version_diff_body() -> None:
-    old = version(1, "Hi {{name}}\n", variables=["name"], tags=["a"], metadata={"m": 1})
+    old = version(
+        1,
+        "Hi {{name}}\n",
+        variables=["name"],
+        tags=["a"],
+        metadata={"m": 1},
+        variables_schema={"name": {"type": "string"}},
+    )
     new = version(
         3,
         "Hello {{ user }}\n",
@@ -144,6 +151,7 @@ def test_version_diff_body() -> None:
         variables=["user"],
         tags=["a", "b"],
         metadata={"m": 2},
+        variables_schema={"user": {"type": "integer", "default": 1}},
     )
     assert version_diff(old, new) == {
         "from": {"version": 1, "version_id": old["version_id"], "status": "draft"},
@@ -152,6 +160,11 @@ def test_version_diff_body() -> None:
         "variables": {"added": ["user"], "removed": ["name"]},
         "metadata": {"added": {}, "removed": {}, "changed": {"m": {"from": 1, "to": 2}}},
         "tags": {"added": ["b"], "removed": []},
+        "variables_schema": {
+            "added": {"user": {"type": "integer", "default": 1}},
+            "removed": {"name": {"type": "string"}},
+            "changed": {},
+        },
     }
 
 

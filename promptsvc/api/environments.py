@@ -106,7 +106,8 @@ class EnvironmentItem(View):
         """Delete an environment
 
         Every prompt's placement in it goes with it (history records stay); its open
-        reviews are cancelled. production cannot be deleted (409).
+        reviews are cancelled, each with a review.cancelled event. production cannot be
+        deleted (409).
         """
         actions.delete_environment(storage(), current_principal(), environment)
         return Response(status=204)

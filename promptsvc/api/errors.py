@@ -11,8 +11,10 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
   needed in ``WWW-Authenticate``;
 * ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
   with the environment's current version, ReviewExists with the open review's id,
-  ReviewRequired with the code ``review_required``), ReviewForbidden 403 (the message
-  says why), InvalidInput 400, StorageUnavailable 503;
+  ReviewRequired with the code ``review_required``, BreakingPromotion with the code
+  ``breaking_change`` and its ``changes``, RolloutInProgress with the rollout's id),
+  ReviewForbidden 403 (the message says why), InvalidInput 400 (ContractInvalid with
+  ``errors`` by variable or example), StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
   streams as it may); promptsvc.events.OverCap: 429 with ``Retry-After`` (the token's
@@ -46,7 +48,9 @@ from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
     PRODUCTION,
+    BreakingPromotion,
     Conflict,
+    ContractInvalid,
     InvalidInput,
     NotFound,
     ProductionChanged,
@@ -54,6 +58,7 @@ from storage import (
     ReviewForbidden,
     ReviewRequired,
     ReviewStale,
+    RolloutInProgress,
     StorageError,
     StorageUnavailable,
 )
@@ -77,6 +82,9 @@ CODES: dict[int, str] = {
 # A direct promotion into a protected environment: 409 with a code of its own, so a
 # client (the CLI's apply) can open a review instead.
 REVIEW_REQUIRED = "review_required"
+# A promotion the promotion check refuses: 409 with the changes, so a client can show
+# them and ask for allow_breaking.
+BREAKING_CHANGE = "breaking_change"
 
 
 class ApiError(Exception):
@@ -161,10 +169,17 @@ def _handle_storage_error(exc: StorageError) -> Response:
         return error_response(409, str(exc), extra={"review_id": exc.review_id})
     if isinstance(exc, ReviewRequired):
         return error_response(409, str(exc), code=REVIEW_REQUIRED)
+    if isinstance(exc, RolloutInProgress):
+        return error_response(409, str(exc), extra={"rollout_id": exc.rollout_id})
+    if isinstance(exc, BreakingPromotion):
+        changes = [change.to_json() for change in exc.changes]
+        return error_response(409, str(exc), code=BREAKING_CHANGE, extra={"changes": changes})
     if isinstance(exc, ReviewForbidden):
         return error_response(403, str(exc))
     if isinstance(exc, Conflict):
         return error_response(409, str(exc))
+    if isinstance(exc, ContractInvalid):
+        return error_response(400, str(exc), errors=exc.problems)
     if isinstance(exc, InvalidInput):
         return error_response(400, str(exc))
     if isinstance(exc, StorageUnavailable):

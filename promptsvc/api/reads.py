@@ -11,7 +11,9 @@ error. Each part is the one the rest of the API uses:
   promptsvc.api.versions registers and documents the endpoints as :class:`ReadView`\\ s;
   whatever else the map matches, or fails to match, goes on to Flask;
 * the token: :func:`promptsvc.auth.authorize`;
-* the body and its strong ETag: :func:`version_body`; 200 or 304:
+* the body and its strong ETag: :func:`version_body` (during a rollout:
+  :func:`rollout_body`, the version ``rollout_key`` is assigned to by
+  promptsvc.client.rollout, the one implementation of the sticky hash); 200 or 304:
   :func:`promptsvc.http.etag_answer`;
 * errors: :func:`promptsvc.api.errors.error_response_for`;
 * X-Request-ID and the access log: promptsvc.http's middleware, around this one.
@@ -28,6 +30,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException
@@ -35,15 +38,17 @@ from werkzeug.exceptions import HTTPException
 from identity.roles import SERVICE_READ
 from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
+from promptsvc.client.rollout import assign
 from promptsvc.http import etag_answer, etag_of, json_body
-from storage import PromptVersion
+from storage import InRollout, PromptVersion
 from storage.memo import Memo
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-# read(storage, org, **path arguments): the version an endpoint answers with.
-ReadFunction = Callable[..., PromptVersion]
+# read(storage, org, **path arguments): the version an endpoint answers with (an
+# environment read during a rollout: the InRollout).
+ReadFunction = Callable[..., PromptVersion | InRollout]
 Answer = tuple[str, list[tuple[str, str]], bytes]  # status, headers, body
 Route = tuple[ReadFunction, Mapping[str, Any]]
 
@@ -74,13 +79,55 @@ def version_body(version: PromptVersion) -> tuple[bytes, str]:
     return body, etag
 
 
+# Rollout read bodies, by the identities of the two versions, the rollout's id and
+# percent, and which version was served; each entry keeps both versions (see _bodies).
+_rollout_bodies: Memo[
+    tuple[int, int, str, int, bool], tuple[PromptVersion, PromptVersion, bytes, str]
+] = Memo(MAX_ENTRIES, MAX_ENTRIES * 2 * MAX_BODY)
+
+
+def rollout_body(read: InRollout, key: str | None) -> tuple[bytes, str]:
+    """The body of an environment read during a rollout, for a caller with rollout key
+    ``key`` (None: none, so the baseline), and its strong ETag (unquoted)."""
+    rollout = read.rollout
+    candidate = key is not None and assign(rollout.rollout_id, key, rollout.percent)
+    memo_key = (
+        id(read.baseline),
+        id(read.candidate),
+        rollout.rollout_id,
+        rollout.percent,
+        candidate,
+    )
+    hit = _rollout_bodies.get(memo_key)
+    if hit is not None and hit[0] is read.baseline and hit[1] is read.candidate:
+        return hit[2], hit[3]
+    body = json_body(read.to_json(candidate))
+    etag = etag_of(body)
+    if len(body) <= 2 * MAX_BODY:
+        _rollout_bodies.put(memo_key, (read.baseline, read.candidate, body, etag), len(body))
+    return body, etag
+
+
+def rollout_key(query: str) -> str | None:
+    """``rollout_key`` of a query string; None when absent or empty (an empty key is a
+    caller without one, not one bucket shared by every such caller)."""
+    if not query:
+        return None
+    values = parse_qs(query, keep_blank_values=False).get("rollout_key")
+    return values[0] if values else None
+
+
 def answer(
     app: Flask, environ: WSGIEnvironment, read: ReadFunction, path: Mapping[str, Any]
 ) -> Answer:
     """A read endpoint's 200 or 304; raises what the token check or storage raised."""
     identity, storage = app.extensions["identity"], app.extensions["promptsvc.storage"]
     principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
-    body, etag = version_body(read(storage, principal.org, **path))
+    found = read(storage, principal.org, **path)
+    if isinstance(found, InRollout):
+        body, etag = rollout_body(found, rollout_key(environ.get("QUERY_STRING", "")))
+    else:
+        body, etag = version_body(found)
     return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)
 
 

@@ -20,6 +20,7 @@ from promptsvc.diffs import version_diff
 from promptsvc.http import json_response
 from promptsvc.inputs import DiffQuerySchema, RollbackSchema
 from promptsvc.refs import version_at
+from storage.contracts import breaking_changes
 
 blp = ApiBlueprint(
     "releases",
@@ -73,9 +74,14 @@ class Diff(View):
         from and to are each a version number, a version id (v_...), production or
         latest. The answer has a unified diff of the contents (3 lines of context; chat
         prompts one block per message) and the variables, metadata and tags added,
-        removed or changed. 404 names the prompt or version that is missing.
+        removed or changed; the variable contracts' entries added, removed or changed
+        (variables_schema); and breaking: what promoting to in place of from would
+        break, as the promotion check finds it (empty when nothing). 404 names the
+        prompt or version that is missing.
         """
         backend, org = storage(), current_principal().org
         old = version_at(backend, org, name, query["from_"])
         new = version_at(backend, org, name, query["to"])
-        return json_response(version_diff(old.to_json(), new.to_json()))
+        body = version_diff(old.to_json(), new.to_json())
+        body["breaking"] = [change.to_json() for change in breaking_changes(old, new)]
+        return json_response(body)

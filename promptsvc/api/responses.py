@@ -12,6 +12,7 @@ from marshmallow import Schema, fields, validate
 from identity.roles import ROLES
 from promptsvc.inputs import EVENT_ID_EXAMPLE
 from storage import EVENT_TYPES, PROMPT_TYPES, REVIEW_STATUSES, STATUSES
+from storage.records import BREAKING_KINDS, VARIABLE_TYPES
 
 
 def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
@@ -19,6 +20,37 @@ def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:
         allow_none=nullable,
         metadata={"description": description + " (RFC 3339, UTC, ending in Z)"},
     )
+
+
+class VariableSpecSchema(Schema):
+    type = fields.String(validate=validate.OneOf(VARIABLE_TYPES))
+    required = fields.Boolean(
+        metadata={"description": "Default true; a default makes the variable optional"}
+    )
+    description = fields.String()
+    default = fields.Raw(metadata={"description": "A value of the type"})
+    enum = fields.List(fields.Raw(), metadata={"description": "The values allowed"})
+
+
+class ExampleSchema(Schema):
+    name = fields.String(allow_none=True, metadata={"description": "null when none was given"})
+    variables = fields.Dict(
+        keys=fields.String(), metadata={"description": "Values valid under the contract"}
+    )
+
+
+class BreakingChangeSchema(Schema):
+    variable = fields.String()
+    change = fields.String(
+        validate=validate.OneOf(BREAKING_KINDS),
+        metadata={
+            "description": "newly_required: required now, absent or optional before; "
+            "type_changed; enum_narrowed: an enum lacking a value allowed before, or an "
+            "enum where there was none; example_failed: an example of the version "
+            "replaced cannot be rendered with the candidate"
+        },
+    )
+    detail = fields.String(metadata={"description": "The change in words"})
 
 
 class PromptVersionSchema(Schema):
@@ -48,6 +80,59 @@ class PromptVersionSchema(Schema):
             "published) first, then the others by name"
         },
     )
+    variables_schema = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={
+            "description": "The variable contract as declared, or, when none was, the "
+            "implied one: every variable {type: string, required: true}"
+        },
+    )
+    examples = fields.List(
+        fields.Nested(ExampleSchema), metadata={"description": "At most 20; [] when none"}
+    )
+
+
+class RolloutSchema(Schema):
+    rollout_id = fields.String(metadata={"description": "ro_...; part of the sticky hash"})
+    prompt_id = fields.String()
+    environment = fields.String()
+    baseline_version = fields.Integer(
+        metadata={"description": "The environment's own version, served to the other callers"}
+    )
+    candidate_version = fields.Integer(
+        metadata={"description": "The version served to percent of the keyed callers"}
+    )
+    percent = fields.Integer(metadata={"description": "1-99"})
+    started_by = fields.String(metadata={"description": "User id (token sub) that started it"})
+    started_at = _timestamp("When it started")
+    updated_at = _timestamp("Last percent change; for an aborted rollout, when it ended")
+
+
+class RolloutListSchema(Schema):
+    items = fields.List(fields.Nested(RolloutSchema), metadata={"description": "By environment"})
+
+
+class RolloutReadSchema(Schema):
+    """The ``rollout`` field of an environment read while a rollout runs there."""
+
+    rollout_id = fields.String(metadata={"description": "ro_..."})
+    percent = fields.Integer(
+        metadata={
+            "description": "1-99: a caller with rollout key K gets the candidate when "
+            "int.from_bytes(sha256(f'{rollout_id}:{K}').digest()[:8], 'big') % 10000 < "
+            "percent * 100"
+        }
+    )
+    candidate = fields.Nested(PromptVersionSchema)
+
+
+class PromptVersionInRolloutSchema(PromptVersionSchema):
+    """An environment read while a rollout runs there: the version served (the
+    environment's own, or the candidate for a rollout_key assigned to it) and the
+    rollout."""
+
+    rollout = fields.Nested(RolloutReadSchema)
 
 
 class PromptSchema(Schema):
@@ -82,6 +167,16 @@ class PromotionRecordSchema(Schema):
     )
     approved_by = fields.List(
         fields.String(), metadata={"description": "User ids of that review's approvals"}
+    )
+    breaking = fields.Boolean(
+        metadata={
+            "description": "The promotion check found breaking changes against the version "
+            "replaced: acknowledged with allow_breaking, or a rollback (exempt)"
+        }
+    )
+    rollout_id = fields.String(
+        allow_none=True,
+        metadata={"description": "The rollout this promotion completed (ro_...), else null"},
     )
 
 
@@ -134,6 +229,16 @@ class ReviewSchema(Schema):
     rejection_comment = fields.String(allow_none=True)
     decided_at = _timestamp("When applied, rejected, cancelled or found stale", nullable=True)
     rollout_percent = fields.Integer(allow_none=True)
+    allow_breaking = fields.Boolean(
+        metadata={"description": "The requester acknowledged breaking changes"}
+    )
+    breaking = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={
+            "description": "The promotion check against what the environment held at the "
+            "request; checked again when the review is applied"
+        },
+    )
 
 
 class ReviewPageSchema(Schema):
@@ -167,6 +272,24 @@ class MetadataChangesSchema(Schema):
     )
 
 
+class SchemaChangesSchema(Schema):
+    added = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={"description": "Variables only in to's contract, with their entries"},
+    )
+    removed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VariableSpecSchema),
+        metadata={"description": "Variables only in from's contract, with their entries"},
+    )
+    changed = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(),
+        metadata={"description": "Variables whose entries differ: {variable: {from, to}}"},
+    )
+
+
 class DiffSchema(Schema):
     from_ = fields.Nested(DiffSideSchema, data_key="from")
     to = fields.Nested(DiffSideSchema)
@@ -179,6 +302,15 @@ class DiffSchema(Schema):
     variables = fields.Nested(ListChangesSchema)
     metadata = fields.Nested(MetadataChangesSchema)
     tags = fields.Nested(ListChangesSchema)
+    # The contracts compared, each as its version shows it (declared or implied).
+    variables_schema = fields.Nested(SchemaChangesSchema)
+    breaking = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={
+            "description": "What promoting to in place of from would break (the promotion "
+            "check); empty when nothing"
+        },
+    )
 
 
 class PromptPageSchema(Schema):
@@ -218,7 +350,10 @@ class EventSchema(Schema):
     prompt_id = fields.String(metadata={"description": "pmt_..."})
     prompt_name = fields.String()
     version = fields.Integer(
-        allow_none=True, metadata={"description": "The version changed; null for prompt events"}
+        allow_none=True,
+        metadata={
+            "description": "The version changed (rollout.*: the candidate); null for prompt events"
+        },
     )
     version_id = fields.String(allow_none=True, metadata={"description": "v_...; null likewise"})
     status = fields.String(
@@ -232,8 +367,8 @@ class EventSchema(Schema):
     previous_version = fields.Integer(
         allow_none=True,
         metadata={
-            "description": "version.promoted: the version in production before, null if "
-            "none; null for other events"
+            "description": "version.promoted: the version the environment held before, "
+            "null if none; rollout.*: the baseline; null for other events"
         },
     )
     actor = fields.String(allow_none=True, metadata={"description": "User id that made the change"})
@@ -243,7 +378,9 @@ class EventSchema(Schema):
     )
     environment = fields.String(
         allow_none=True,
-        metadata={"description": "version.promoted and review.*: the environment; else null"},
+        metadata={
+            "description": "version.promoted, review.* and rollout.*: the environment; else null"
+        },
     )
     review_id = fields.String(
         allow_none=True,
@@ -251,6 +388,16 @@ class EventSchema(Schema):
             "description": "review.*, and a version.promoted a review applied: the review; "
             "else null"
         },
+    )
+    rollout_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "rollout.*, and the version.promoted of a completed rollout: "
+            "the rollout; else null"
+        },
+    )
+    percent = fields.Integer(
+        allow_none=True, metadata={"description": "rollout.*: the rollout's percent; else null"}
     )
 
 
@@ -379,6 +526,16 @@ class ErrorSchema(Schema):
     )
     review_id = fields.String(
         metadata={"description": "409 of a second open review: the open one; of a stale one: it"}
+    )
+    changes = fields.List(
+        fields.Nested(BreakingChangeSchema),
+        metadata={"description": "409 breaking_change only: what the promotion would break"},
+    )
+    rollout_id = fields.String(
+        metadata={
+            "description": "409 of a change a rollout blocks (a second rollout, a promotion, "
+            "rollback or review into its environment): that rollout"
+        }
     )
 
 

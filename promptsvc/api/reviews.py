@@ -99,6 +99,9 @@ class PromptReviews(View):
         required_approvals (at least 1). 404 for an unknown prompt, version or
         environment; 409 when an open review of the same version and environment
         exists (with its review_id), or the version cannot enter the environment.
+        The review shows the promotion check against what the environment holds now
+        (breaking); a breaking request is 409 breaking_change unless allow_breaking
+        (with notes), which lets the review apply whatever the check finds then.
         """
         review = actions.request_review(
             storage(),
@@ -108,6 +111,7 @@ class PromptReviews(View):
             body["environment"],
             notes=body["notes"],
             rollout_percent=body["rollout_percent"],
+            allow_breaking=body["allow_breaking"],
         )
         return json_response(review.to_json(), 201)
 
@@ -135,7 +139,10 @@ class Approve(View):
         author (403, the message says why), once each (409). The approval that reaches
         required_approvals applies the promotion in the same atomic step, guarded by
         the review's expected_version: when the environment moved since the request,
-        the review becomes stale and the answer is 409 with current_version.
+        the review becomes stale and the answer is 409 with current_version. The same
+        step runs the promotion check again: a breaking promotion of a review without
+        allow_breaking is 409 breaking_change, and nothing is recorded (the review stays
+        open: cancel it, or fix the version).
         """
         review, _ = actions.approve_review(
             storage(), current_principal(), review_id, comment=body["comment"]

@@ -8,6 +8,7 @@ is defined and documented here.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flask import Response
@@ -16,7 +17,13 @@ from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
 from promptsvc.api.reads import ReadFunction, ReadView
-from promptsvc.api.responses import PromotionResultSchema, PromptVersionSchema, VersionPageSchema
+from promptsvc.api.responses import (
+    PromotionResultSchema,
+    PromptVersionInRolloutSchema,
+    PromptVersionSchema,
+    RolloutSchema,
+    VersionPageSchema,
+)
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
 from promptsvc.inputs import (
@@ -26,7 +33,7 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
-from storage import UNGUARDED, Expected, PromptVersion, Storage
+from storage import PRODUCTION, UNGUARDED, Expected, InRollout, PromptVersion, Storage
 
 blp = ApiBlueprint(
     "versions",
@@ -59,26 +66,58 @@ def expected(body: dict[str, Any]) -> Expected:
     return body.get("expected_production_version", UNGUARDED)
 
 
-def read_endpoint(read: ReadFunction) -> ReadView:
+def read_endpoint(read: ReadFunction, *, environment: bool = False) -> ReadView:
     """A read endpoint made from ``read``, documented: Service Read, 200 PromptVersion with
-    an ETag, 304, 404."""
+    an ETag, 304, 404. An ``environment`` read may answer a rollout's extra field and
+    takes ``rollout_key``."""
     view = ReadView(read)
-    view = blp.returns(200, PromptVersionSchema, headers={"ETag": "ETAG"})(view)
+    schema: Any = PromptVersionSchema
+    parameters: list[Any] = ["IF_NONE_MATCH"]
+    if environment:
+        schema = {"oneOf": [PromptVersionSchema, PromptVersionInRolloutSchema]}
+        parameters.append(ROLLOUT_KEY_PARAM)
+    view = blp.returns(200, schema, headers={"ETag": "ETAG"})(view)
     view = blp.returns(304, description="Not Modified: If-None-Match has the current ETag")(view)
     view = blp.errors(404)(view)
-    view = blp.doc(parameters=["IF_NONE_MATCH"])(view)
+    view = blp.doc(parameters=parameters)(view)
     return blp.bearer_docs(SERVICE_READ)(view)
 
 
+ROLLOUT_KEY_PARAM = {
+    "in": "query",
+    "name": "rollout_key",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "A stable id of the caller (a user or tenant id, never a random value). "
+    "While a rollout runs in the environment, the answer is the version this key is "
+    "assigned to: the candidate when int.from_bytes(sha256(f'{rollout_id}:{key}')"
+    ".digest()[:8], 'big') % 10000 < percent * 100, else the environment's own. Ignored "
+    "when empty or when no rollout runs",
+}
+
+ROLLOUT_READ = """
+
+While a rollout runs in the environment, the answer also has `rollout: {rollout_id,
+percent, candidate}` (candidate: the PromptVersion rolled out); with `rollout_key` it is
+the version that key is assigned to (the baseline or the candidate), with the same
+`rollout` field. The ETag changes with the rollout (its percent included)."""
+
+
+def _environment_read(read: ReadFunction) -> ReadFunction:
+    read.__doc__ = (read.__doc__ or "").rstrip() + ROLLOUT_READ
+    return read
+
+
 @blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
-@read_endpoint
-def production(storage: Storage, org: str, name: str) -> PromptVersion:
+@functools.partial(read_endpoint, environment=True)
+@_environment_read
+def production(storage: Storage, org: str, name: str) -> PromptVersion | InRollout:
     """Get the production version
 
     The published version of the prompt (status published, is_production true).
     404 when the prompt does not exist or has no production version.
     """
-    return storage.get_production(org, name)
+    return storage.read_environment(org, name, PRODUCTION)
 
 
 ENVIRONMENT_PARAM = {
@@ -95,15 +134,18 @@ ENVIRONMENT_PARAM = {
     parameters=[NAME_PARAM, ENVIRONMENT_PARAM],
     methods=["GET"],
 )
-@read_endpoint
-def in_environment(storage: Storage, org: str, name: str, environment: str) -> PromptVersion:
+@functools.partial(read_endpoint, environment=True)
+@_environment_read
+def in_environment(
+    storage: Storage, org: str, name: str, environment: str
+) -> PromptVersion | InRollout:
     """Get the version in an environment
 
     The version the environment holds for the prompt (production: the published one).
     404 when the prompt or the environment does not exist, or the environment holds no
     version of the prompt.
     """
-    return storage.get_in_environment(org, name, environment)
+    return storage.read_environment(org, name, environment)
 
 
 @blp.route("/<name>/latest", parameters=[NAME_PARAM], methods=["GET"])
@@ -150,6 +192,10 @@ class Versions(View):
 
         A new draft with the next version number. Variables are extracted from the
         content; a chat prompt's content must be a JSON list of {role, content} messages.
+        With variables_schema (its keys exactly the variables) and examples (at most 20,
+        each valid under it), the version carries a variable contract; a problem is 400
+        naming the variable or the example (errors maps variables_schema.<variable>
+        and examples[<i>] to what is wrong).
         """
         version = actions.create_version(
             storage(),
@@ -158,6 +204,8 @@ class Versions(View):
             body["content"],
             metadata=body["metadata"],
             tags=body["tags"],
+            variables_schema=body["variables_schema"],
+            examples=body["examples"],
         )
         return json_response(version.to_json(), 201)
 
@@ -169,12 +217,21 @@ class Version(View):
     @blp.returns(200, PromptVersionSchema)
     @blp.errors(404, 409, 413, 415)
     def patch(self, body: dict[str, Any], name: str, versionId: str) -> Response:
-        """Edit a draft's content
+        """Edit a draft's content or contract
 
-        Only a draft can be edited (else 409); its variables are re-extracted.
+        Only a draft can be edited (else 409); its variables are re-extracted. What the
+        body leaves out stays (content, variables_schema, examples; null clears the
+        last two), and must still fit: a kept variables_schema whose keys are not the
+        new content's variables is 400.
         """
         version = actions.edit_version(
-            storage(), current_principal(), name, versionId, body["content"]
+            storage(),
+            current_principal(),
+            name,
+            versionId,
+            body.get("content"),
+            variables_schema=body.get("variables_schema", actions.KEEP),
+            examples=body.get("examples", actions.KEEP),
         )
         return json_response(version.to_json())
 
@@ -195,6 +252,9 @@ class Promote(View):
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(PromoteSchema, required=False)
     @blp.returns(200, PromotionResultSchema)
+    @blp.alt_response(
+        201, schema=RolloutSchema, description="With rollout_percent: the rollout started"
+    )
     @blp.errors(404, 409, 413, 415)
     def post(self, body: dict[str, Any], name: str, versionId: str) -> Response:
         """Promote a version to production or another environment
@@ -211,7 +271,36 @@ class Promote(View):
         409 with current_version. A protected environment (required_approvals >= 1)
         answers 409 review_required and changes nothing: request a review instead.
         404 for an unknown environment.
+
+        The same step runs the promotion check against the version the environment
+        holds (variables newly required, types changed, enums narrowed, its examples
+        failing with the candidate): a breaking promotion answers 409 breaking_change
+        with changes and changes nothing, unless allow_breaking is true (with notes:
+        else 400); the history record says breaking.
+
+        With rollout_percent (1-99) it starts a gradual rollout instead (201 Rollout):
+        the environment keeps its version (the baseline), which it must hold (else 409),
+        and the version (which must be one it could take directly, and pass the
+        promotion check against the baseline) is served to that percent of the callers
+        that read with a rollout_key; nothing else changes until the rollout is
+        completed (POST .../rollouts/{environment}/complete). 409 when a rollout runs
+        there already, or for any promotion into an environment with a rollout
+        (complete or abort it first; the body then has rollout_id).
+        archive_previous_production is not used by a start: completion takes its own.
         """
+        if body["rollout_percent"] is not None:
+            rollout = actions.start_rollout(
+                storage(),
+                current_principal(),
+                name,
+                versionId,
+                body["rollout_percent"],
+                expected_production=expected(body),
+                environment=body["environment"],
+                allow_breaking=body["allow_breaking"],
+                notes=body["notes"],
+            )
+            return json_response(rollout.to_json(), 201)
         promotion = actions.promote(
             storage(),
             current_principal(),
@@ -221,6 +310,7 @@ class Promote(View):
             archive_previous=body["archive_previous_production"],
             expected_production=expected(body),
             environment=body["environment"],
+            allow_breaking=body["allow_breaking"],
         )
         return json_response(promotion.to_json())
 

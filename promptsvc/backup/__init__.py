@@ -10,9 +10,12 @@ serve --restore`` read::
       "promptsvc_version": "0.1.0",
       "orgs": {
         "<slug>": {
-          "prompts": [{<prompt>, "next_version": 7, "versions": [...], "history": [...]}],
+          "prompts": [{<prompt>, "next_version": 7, "versions": [...], "history": [...],
+                       "placements": {"staging": 4}}],
           "api_keys": [{<key>, "secret_hash": "..."}],
-          "users": [{<user>, "password_hash": "..."}]
+          "users": [{<user>, "password_hash": "..."}],
+          "environments": [{<environment>}],
+          "reviews": [{<review>, "version_author": "..."}]
         }
       },
       "signing_keys": [{"kid", "created_at", "private_pem"}]
@@ -22,10 +25,20 @@ Each record is its ``to_json()`` (the API's spelling, times by ``storage.times.r
 plus what only storage keeps (a version's ``created_by``, a key's ``secret_hash``, a
 user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
 document already says (a version's prompt, a prompt's latest and production numbers).
+A version's ``variables_schema`` is the one declared (null when none was: the implied
+one is not written, so it stays implied), checked again when read; a backup written
+before variable contracts reads as versions without one, and history without breaking
+promotions. A history record keeps its ``rollout_id`` (null when absent); rollouts that
+are running are not in a backup (docs/api.md section 18).
 ``next_version`` is the last version number the prompt handed out, so numbers stay
-unused after a restore even when the newest versions were deleted. Versions ascend by
-number, history is in promotion order, keys, users and signing keys oldest first (the
-last signing key signs). Login flow state (codes, sessions, refresh tokens) is left
+unused after a restore even when the newest versions were deleted. ``placements`` names
+the version each environment other than production holds (production's is the
+published one). Versions ascend by number, history is in promotion order, keys, users
+and signing keys oldest first (the last signing key signs), environments as listed
+(production first), reviews in request order, oldest first (with the version's author,
+whom the two-person rule keeps from approving). Backups written before environments
+and reviews lack ``placements``, ``environments`` and ``reviews``: they read as none
+(production as every org has it). Login flow state (codes, sessions, refresh tokens) is left
 out: it lives minutes to days, and people sign in again.
 
 A newer record kind gets a new ``version``; reading checks the format, the version and

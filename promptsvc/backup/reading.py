@@ -19,16 +19,25 @@ from promptsvc.inputs import NAME_PATTERN
 from storage import (
     PRODUCTION,
     PROMPT_TYPES,
+    REVIEW_STATUSES,
     STATUSES,
     ApiKey,
+    Approval,
+    BreakingChange,
+    ContractInvalid,
+    Environment,
     OrgSnapshot,
     PromotionRecord,
     Prompt,
     PromptSnapshot,
     PromptVersion,
+    Review,
     SigningKey,
     User,
+    contracts,
 )
+from storage.lifecycle import ENVIRONMENT_NAME, environment_name_problem
+from storage.records import BREAKING_KINDS
 
 # How many problems a refused file's message lists.
 _SHOWN_PROBLEMS = 5
@@ -73,6 +82,9 @@ class _VersionSchema(Schema):
     promoted_at = _nullable(fields.AwareDateTime)
     promoted_by = _nullable(fields.String)
     created_by = _string()
+    # Absent from backups written before variable contracts: none declared, no examples.
+    variables_schema = fields.Dict(keys=fields.String(), load_default=None, allow_none=True)
+    examples = fields.List(fields.Dict(), load_default=list)
 
 
 class _HistorySchema(Schema):
@@ -86,6 +98,81 @@ class _HistorySchema(Schema):
     environment = fields.String(load_default=PRODUCTION)
     review_id = fields.String(load_default=None, allow_none=True)
     approved_by = fields.List(fields.String(), load_default=list)
+    breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
+    # Absent from backups written before rollouts: not a rollout's completion.
+    rollout_id = fields.String(load_default=None, allow_none=True)
+
+
+class _ApprovalSchema(Schema):
+    user_id = _string()
+    username = _string()
+    at = _time()
+    comment = _nullable(fields.String)
+
+    @post_load
+    def _record(self, data: dict[str, Any], **_: Any) -> Approval:
+        return Approval(**data)
+
+
+class _BreakingSchema(Schema):
+    variable = _string()
+    change = _string(validate=validate.OneOf(BREAKING_KINDS))
+    detail = _string()
+
+    @post_load
+    def _record(self, data: dict[str, Any], **_: Any) -> BreakingChange:
+        return BreakingChange(**data)
+
+
+class _ReviewSchema(Schema):
+    review_id = _string(validate=_full(r"rv_[A-Za-z0-9]+", "review id"))
+    prompt_id = _string(validate=_full(r"pmt_[A-Za-z0-9]+", "prompt id"))
+    prompt_name = _string(validate=_full(NAME_PATTERN, "prompt name"))
+    version = _number()
+    version_id = _string(validate=_full(r"v_[A-Za-z0-9]+", "version id"))
+    environment = _string(validate=_full(ENVIRONMENT_NAME, "environment name"))
+    status = _string(validate=validate.OneOf(REVIEW_STATUSES))
+    requested_by = _string()
+    requested_at = _time()
+    notes = _nullable(fields.String)
+    expected_version = _nullable(fields.Integer, strict=True, validate=validate.Range(min=1))
+    required_approvals = fields.Integer(
+        required=True, strict=True, validate=validate.Range(min=1, max=3)
+    )
+    approvals = fields.List(fields.Nested(_ApprovalSchema), required=True)
+    rejected_by = _nullable(fields.String)
+    rejection_comment = fields.String(load_default=None, allow_none=True)
+    decided_at = _nullable(fields.AwareDateTime)
+    rollout_percent = _nullable(fields.Integer, strict=True, validate=validate.Range(1, 99))
+    version_author = _string()
+    # Absent from backups written before variable contracts: nothing acknowledged.
+    allow_breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
+    breaking = fields.List(fields.Nested(_BreakingSchema), load_default=list)
+
+    @post_load
+    def _record(self, data: dict[str, Any], **_: Any) -> Review:
+        return Review(
+            **{**data, "approvals": tuple(data["approvals"]), "breaking": tuple(data["breaking"])}
+        )
+
+
+def _environment_name(name: str) -> None:
+    problem = None if name == PRODUCTION else environment_name_problem(name)
+    if problem is not None:
+        raise ValidationError(f"not a valid environment name: {problem}")
+
+
+class _EnvironmentSchema(Schema):
+    name = _string(validate=_environment_name)
+    required_approvals = fields.Integer(
+        required=True, strict=True, validate=validate.Range(min=0, max=3)
+    )
+    description = _nullable(fields.String)
+    created_at = _nullable(fields.AwareDateTime)
+
+    @post_load
+    def _record(self, data: dict[str, Any], **_: Any) -> Environment:
+        return Environment(**data)
 
 
 class _PromptSchema(Schema):
@@ -98,15 +185,37 @@ class _PromptSchema(Schema):
     next_version = fields.Integer(required=True, strict=True, validate=validate.Range(min=0))
     versions = fields.List(fields.Nested(_VersionSchema), required=True)
     history = fields.List(fields.Nested(_HistorySchema), required=True)
+    # Absent from backups written before environments: nothing placed.
+    placements = fields.Dict(
+        keys=fields.String(validate=_full(ENVIRONMENT_NAME, "environment name")),
+        values=fields.Integer(strict=True, validate=validate.Range(min=1)),
+        load_default=dict,
+    )
 
     @post_load
     def _snapshot(self, data: dict[str, Any], **_: Any) -> PromptSnapshot:
+        placed: dict[int, list[str]] = {}
+        for environment, number in sorted(data["placements"].items()):
+            placed.setdefault(number, []).append(environment)
+        numbers = {v["version"] for v in data["versions"]}
+        missing = {env: n for env, n in data["placements"].items() if n not in numbers}
+        if missing:
+            raise ValidationError(
+                [f"{env}: version {n} is not in the backup" for env, n in missing.items()],
+                field_name="placements",
+            )
         versions = tuple(
             PromptVersion(
                 prompt_id=data["prompt_id"],
                 name=data["name"],
                 prompt_type=data["prompt_type"],
-                **{**v, "variables": tuple(v["variables"]), "tags": tuple(v["tags"])},
+                placements=tuple(placed.get(v["version"], ())),
+                **{
+                    **v,
+                    "variables": tuple(v["variables"]),
+                    "tags": tuple(v["tags"]),
+                    "examples": tuple(v["examples"]),
+                },
             )
             for v in data["versions"]
         )
@@ -154,6 +263,9 @@ class _OrgSchema(Schema):
     prompts = fields.List(fields.Nested(_PromptSchema), required=True)
     api_keys = fields.List(fields.Nested(_ApiKeySchema), required=True)
     users = fields.List(fields.Nested(_UserSchema), required=True)
+    # Absent from backups written before environments and reviews.
+    environments = fields.List(fields.Nested(_EnvironmentSchema), load_default=list)
+    reviews = fields.List(fields.Nested(_ReviewSchema), load_default=list)
 
 
 class _SigningKeySchema(Schema):
@@ -242,6 +354,8 @@ def parse(text: str, source: str = "the backup") -> Backup:
             tuple(loaded["prompts"]),
             tuple(ApiKey(org=slug, **key) for key in loaded["api_keys"]),
             tuple(User(org=slug, **user) for user in loaded["users"]),
+            tuple(loaded["environments"]),
+            tuple(loaded["reviews"]),
         )
         problems += _inconsistencies(snapshot)
         orgs[slug] = snapshot
@@ -286,6 +400,9 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
     found += _repeats(f"{at}.api_keys", "client_id", (k.client_id for k in snapshot.api_keys))
     found += _repeats(f"{at}.users", "username", (u.username for u in snapshot.users))
     found += _repeats(f"{at}.users", "user_id", (u.user_id for u in snapshot.users))
+    names = [e.name for e in snapshot.environments]
+    found += _repeats(f"{at}.environments", "name", names)
+    environments = {PRODUCTION, *names}
     for index, item in enumerate(snapshot.prompts):
         here = f"{at}.prompts[{index}]"
         if item.prompt.name.startswith("pmt_"):
@@ -314,4 +431,55 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
             if record.version_number > item.next_version
         ]
         found += _repeats(f"{here}.history", "history_id", (r.history_id for r in item.history))
+        for position, v in enumerate(item.versions):
+            try:
+                contracts.validated(
+                    v.variables,
+                    v.variables_schema,
+                    None if not v.examples else list(v.examples),
+                )
+            except ContractInvalid as exc:
+                found += [
+                    f"{here}.versions[{position}].{where}: {' '.join(problems)}"
+                    for where, problems in exc.problems.items()
+                ]
+        found += _misplaced(here, item, environments)
+    return found + _review_problems(snapshot, environments)
+
+
+def _misplaced(here: str, item: PromptSnapshot, environments: set[str]) -> list[str]:
+    """Placements the storage rules forbid: in production (its version is the published
+    one), in an environment the org lacks, of an archived version."""
+    found = []
+    for version in item.versions:
+        for environment in version.placements:
+            where = f"{here}.placements.{environment}"
+            if environment == PRODUCTION:
+                found.append(f"{where}: production holds the published version, not a placement")
+            elif environment not in environments:
+                found.append(f"{where}: no such environment in the org's environments")
+            if version.status == "archived":
+                found.append(f"{where}: version {version.version} is archived")
+    return found
+
+
+def _review_problems(snapshot: OrgSnapshot, environments: set[str]) -> list[str]:
+    """Reviews of prompts the backup lacks, repeated ids, and open reviews the storage
+    could not hold: two of one version and environment, or one of a missing environment."""
+    at = f"orgs.{snapshot.org}.reviews"
+    found = _repeats(at, "review_id", (r.review_id for r in snapshot.reviews))
+    prompt_ids = {item.prompt.prompt_id for item in snapshot.prompts}
+    open_ones: set[tuple[str, str, int]] = set()
+    for index, review in enumerate(snapshot.reviews):
+        here = f"{at}[{index}]"
+        if review.prompt_id not in prompt_ids:
+            found.append(f"{here}.prompt_id: no prompt {review.prompt_id!r} in the backup")
+        if review.status != "open":
+            continue
+        key = (review.prompt_id, review.environment, review.version)
+        if key in open_ones:
+            found.append(f"{here}: a second open review of this version and environment")
+        open_ones.add(key)
+        if review.environment not in environments:
+            found.append(f"{here}.environment: open, but the org has no {review.environment!r}")
     return found

@@ -37,6 +37,8 @@ def summary(orgs: Iterable[OrgSnapshot]) -> dict[str, dict[str, int]]:
             "promotions": sum(len(p.history) for p in s.prompts),
             "api_keys": len(s.api_keys),
             "users": len(s.users),
+            "environments": len(s.environments),
+            "reviews": len(s.reviews),
         }
         for s in orgs
     }

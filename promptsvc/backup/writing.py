@@ -23,15 +23,18 @@ def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
         "next_version": item.next_version,
         "versions": [
             {
-                # Placements are not backed up (docs/storage.md): nor their mirror.
+                # Where each version is: the prompt's "placements" and the status say it.
                 **_without(
                     v.to_json(), "prompt_id", "name", "prompt_type", "is_production", "environments"
                 ),
                 "created_by": v.created_by,
+                # As declared: null keeps an implied contract implied.
+                "variables_schema": v.variables_schema,
             }
             for v in item.versions
         ],
         "history": [_without(r.to_json(), "prompt_id") for r in item.history],
+        "placements": {env: v.version for v in item.versions for env in v.placements},
     }
 
 
@@ -40,6 +43,8 @@ def _org_json(snapshot: OrgSnapshot) -> dict[str, Any]:
         "prompts": [_prompt_json(item) for item in snapshot.prompts],
         "api_keys": [{**k.to_json(), "secret_hash": k.secret_hash} for k in snapshot.api_keys],
         "users": [{**u.to_json(), "password_hash": u.password_hash} for u in snapshot.users],
+        "environments": [e.to_json() for e in snapshot.environments],
+        "reviews": [{**r.to_json(), "version_author": r.version_author} for r in snapshot.reviews],
     }
 
 

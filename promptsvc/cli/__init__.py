@@ -8,7 +8,8 @@ storage), :mod:`promptsvc.cli.backup` (``backup`` and ``restore``, operators' co
 storage; both open it by :mod:`promptsvc.cli.storage_access`), :mod:`promptsvc.cli.db`
 (``db upgrade|current``, the schema of SQL storage),
 :mod:`promptsvc.cli.login` (``login``, ``logout``, ``whoami``),
-:mod:`promptsvc.cli.prompts` (``prompts ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
+:mod:`promptsvc.cli.prompts` (``prompts ...``), :mod:`promptsvc.cli.reviews` (``reviews
+...``), :mod:`promptsvc.cli.rollouts` (``rollout ...``) and :mod:`promptsvc.cli.ascode` (``pull``,
 ``plan``, ``apply``), which talk to a running service over HTTP only, and
 :mod:`promptsvc.cli.mcp_server` (``mcp``, the MCP server, on the ``mcp`` extra).
 
@@ -38,6 +39,7 @@ from promptsvc.cli import (
     operators,
     prompts,
     reviews,
+    rollouts,
     serve,
     worker,
 )
@@ -67,6 +69,7 @@ examples:
   promptsvc login --url https://prompts.example.com --org acme
   promptsvc prompts list
   promptsvc prompts diff greeting production latest
+  promptsvc rollout start greeting latest --percent 5   # then set --percent 25, complete
   promptsvc pull prompts/ && promptsvc plan prompts/ && promptsvc apply prompts/ --promote
   promptsvc mcp                              # the org's prompts in MCP clients (stdio)
 """
@@ -86,6 +89,7 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
     (login, False),
     (prompts, False),
     (reviews, False),
+    (rollouts, False),
     (ascode, False),
     (mcp_server, False),
 )

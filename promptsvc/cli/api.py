@@ -65,8 +65,21 @@ class ReviewOpen(PromptServiceError):
         self.review_id = review_id
 
 
+class BreakingPromotion(PromptServiceError):
+    """409 ``breaking_change`` from a promotion or a review request: the version would
+    break callers of the one the environment holds (``changes``: ``[{variable, change,
+    detail}]``); nothing was changed."""
+
+    def __init__(self, error: PromptServiceError, changes: list[dict[str, Any]]) -> None:
+        super().__init__(
+            error.message, status=error.status, code=error.code, request_id=error.request_id
+        )
+        self.changes = changes
+
+
 # The code of a 409 that says "this environment is protected: open a review".
 REVIEW_REQUIRED = "review_required"
+BREAKING_CHANGE = "breaking_change"
 
 
 def _segment(value: str | int) -> str:
@@ -97,6 +110,8 @@ class ServiceClient(PromptClient):
             error = error_for_response(response)
             answer = json_or_none(response)
             if response.status_code == 409 and isinstance(answer, dict):
+                if error.code == BREAKING_CHANGE and isinstance(answer.get("changes"), list):
+                    raise BreakingPromotion(error, answer["changes"])
                 if "current_version" in answer and "review_id" not in answer:
                     raise ProductionMoved(error, answer["current_version"])
                 if "current_production_version" in answer:
@@ -169,13 +184,21 @@ class ServiceClient(PromptClient):
         return result
 
     def create_version(
-        self, name: str, content: str, metadata: dict[str, Any], tags: list[str]
+        self,
+        name: str,
+        content: str,
+        metadata: dict[str, Any],
+        tags: list[str],
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = self.call(
-            "POST",
-            f"{self.prompt_path(name)}/versions",
-            body={"content": content, "metadata": metadata, "tags": tags},
-        )
+        """A new draft; ``variables_schema`` and ``examples`` are sent when given."""
+        body: dict[str, Any] = {"content": content, "metadata": metadata, "tags": tags}
+        if variables_schema is not None:
+            body["variables_schema"] = variables_schema
+        if examples:
+            body["examples"] = examples
+        result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/versions", body=body)
         return result
 
     def promote(
@@ -185,12 +208,16 @@ class ServiceClient(PromptClient):
         notes: str | None,
         expect: int | object | None,
         environment: str = "production",
+        allow_breaking: bool = False,
     ) -> dict[str, Any]:
         """Promote into ``environment``; ``expect`` is the version the caller saw there
-        (None: none), or :data:`UNGUARDED`."""
+        (None: none), or :data:`UNGUARDED`; ``allow_breaking`` acknowledges breaking
+        changes (the service wants ``notes`` with it)."""
         body: dict[str, Any] = {"environment": environment}
         if notes is not None:
             body["notes"] = notes
+        if allow_breaking:
+            body["allow_breaking"] = True
         if expect is not UNGUARDED:
             body["expected_version"] = expect
         result: dict[str, Any] = self.call(
@@ -232,11 +259,24 @@ class ServiceClient(PromptClient):
         return result
 
     def request_review(
-        self, name: str, version: str | int, environment: str, notes: str | None
+        self,
+        name: str,
+        version: str | int,
+        environment: str,
+        notes: str | None,
+        *,
+        rollout_percent: int | None = None,
+        allow_breaking: bool = False,
     ) -> dict[str, Any]:
+        """Open a review; with ``rollout_percent`` its approval starts a rollout;
+        ``allow_breaking`` acknowledges breaking changes (with ``notes``)."""
         body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:
             body["notes"] = notes
+        if rollout_percent is not None:
+            body["rollout_percent"] = rollout_percent
+        if allow_breaking:
+            body["allow_breaking"] = True
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/reviews", body=body)
         return result
 
@@ -256,6 +296,63 @@ class ServiceClient(PromptClient):
         body = {} if comment is None else {"comment": comment}
         path = f"/api/v1/reviews/{_segment(review_id)}/{action}"
         result: dict[str, Any] = self.call("POST", path, body=body)
+        return result
+
+    def start_rollout(
+        self,
+        name: str,
+        ref: str | int,
+        environment: str,
+        percent: int,
+        notes: str | None,
+        expect: int | object | None = UNGUARDED,
+        allow_breaking: bool = False,
+    ) -> dict[str, Any]:
+        """A promotion with ``rollout_percent``: the Rollout it started. The candidate is
+        checked against the environment's version as in a promotion (``allow_breaking``
+        with ``notes`` acknowledges breaking changes)."""
+        body: dict[str, Any] = {"environment": environment, "rollout_percent": percent}
+        if notes is not None:
+            body["notes"] = notes
+        if allow_breaking:
+            body["allow_breaking"] = True
+        if expect is not UNGUARDED:
+            body["expected_version"] = expect
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.action_path(name, ref)}/promote", body=body
+        )
+        return result
+
+    def rollout_path(self, name: str, environment: str) -> str:
+        return f"{self.prompt_path(name)}/rollouts/{_segment(environment)}"
+
+    def get_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.call("GET", self.rollout_path(name, environment))
+        return result
+
+    def set_rollout(self, name: str, environment: str, percent: int) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "PATCH", self.rollout_path(name, environment), body={"percent": percent}
+        )
+        return result
+
+    def complete_rollout(
+        self, name: str, environment: str, notes: str | None, allow_breaking: bool = False
+    ) -> dict[str, Any]:
+        """The candidate becomes the environment's version: ``{version, promotion}``."""
+        body: dict[str, Any] = {} if notes is None else {"notes": notes}
+        if allow_breaking:
+            body["allow_breaking"] = True
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/complete", body=body
+        )
+        return result
+
+    def abort_rollout(self, name: str, environment: str) -> dict[str, Any]:
+        """The rollout ends, the baseline stays: the Rollout as it ended."""
+        result: dict[str, Any] = self.call(
+            "POST", f"{self.rollout_path(name, environment)}/abort", body={}
+        )
         return result
 
     def set_status(self, name: str, ref: str | int, action: str) -> dict[str, Any]:

@@ -2,8 +2,12 @@
 
 A directory holds one ``.prompt`` file per prompt (:mod:`promptsvc.cli.promptfile`).
 ``plan`` compares each file with its prompt's latest version; ``apply`` creates a
-version where content, metadata or tags differ, and with ``--promote`` makes the files'
-versions production, each promotion guarded by the production version the plan saw.
+version where content, metadata, tags or contract differ, and with ``--promote`` makes
+the files' versions production, each promotion guarded by the production version the
+plan saw. A promotion that would break callers of the version its environment holds
+stops the whole run before anything is sent, unless ``--allow-breaking`` (with
+``--notes``) acknowledges it; the service checks again and refuses (409
+``breaking_change``, exit status 3 likewise) what changed since the plan.
 
 Two ``apply`` runs at once on the same directory create each version once. Just before
 creating, a run reads the latest version again and creates nothing if it already
@@ -28,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptsvc.breaking import contract_of, plain_words
 from promptsvc.cli.api import ProductionMoved, ReviewOpen, ServiceClient
-from promptsvc.cli.commands import CommandError, add_command
+from promptsvc.cli.commands import BreakingRefused, CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
-from promptsvc.cli.planning import Change, make_plan, same_state
+from promptsvc.cli.planning import Change, file_contract, make_plan, same_state
 from promptsvc.cli.promptfile import PromptFile, dumps, file_name, prompt_from_version
 from promptsvc.cli.prompts import describe_changes
 from promptsvc.client import PromptServiceError
@@ -59,8 +64,12 @@ def register(subparsers: Any) -> None:
         plan_command,
         summary="show what apply would change (exit 2 when something would)",
         description="Compare every .prompt file in DIR with its prompt's latest version "
-        "and show what `apply` would do. Nothing is changed. Exit status: 0 nothing to "
-        "do, 2 changes pending, 1 error (a malformed file names its file and line).",
+        "and show what `apply` would do. Nothing is changed. With --promote, each "
+        "promotion lists what it would break for callers of the version the environment "
+        "holds (a newly required variable, a changed type, a narrowed enum, an example "
+        "of that version that no longer renders): `apply --promote` refuses those "
+        "unless --allow-breaking. Exit status: 0 nothing to do, 2 changes pending, 1 "
+        "error (a malformed file names its file and line).",
         examples="  promptsvc plan prompts/ --promote\n",
     )
     plan.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
@@ -83,15 +92,24 @@ def register(subparsers: Any) -> None:
         "plan saw there: if someone else promoted meanwhile, that prompt fails and "
         "nothing of it is overridden. A protected environment (one with required "
         "approvals) gets a review opened instead, whose id is printed. Prompts without "
-        "a file are left alone. Exit status: 0 done (reviews opened included), 1 error.",
+        "a file are left alone. When a promotion would break callers of the version the "
+        "environment holds (what `plan --promote` lists), nothing at all is done and the "
+        "exit status is 3, unless --allow-breaking with --notes acknowledges it. Exit "
+        "status: 0 done (reviews opened included), 1 error, 3 breaking changes refused.",
         examples='  promptsvc apply prompts/ --promote --notes "$(git log -1 --format=%h)"\n'
-        "  promptsvc apply prompts/ --promote --env staging\n",
+        "  promptsvc apply prompts/ --promote --env staging\n"
+        "  promptsvc apply prompts/ --promote --allow-breaking --notes 'app 2.3 sends tone'\n",
     )
     apply.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
     apply.add_argument(
         "--promote", action="store_true", help="make each file's version production (or --env's)"
     )
     apply.add_argument("--notes", help="promotion notes kept in the history (with --promote)")
+    apply.add_argument(
+        "--allow-breaking",
+        action="store_true",
+        help="with --promote and --notes: promote even what breaks the variable contract",
+    )
     _env_option(apply)
 
 
@@ -152,14 +170,33 @@ def _print_plan(changes: list[Change]) -> None:
                     "cyan",
                 )
             )
+            for line in _breaking_lines(change):
+                print(paint(f"    ! breaking: {line}", "red"))
     if not any(counts.values()):
         print("No changes: the service matches the files.")
         return
     reviews = f", {counts['reviews']} review(s) to open" if counts["reviews"] else ""
+    breaking = sum(1 for c in changes if c.pending and c.promote and c.breaking)
     print(
         f"Plan: {counts['prompts']} prompt(s) to create, {counts['versions']} version(s) "
         f"to create, {counts['promotions']} promotion(s){reviews}."
     )
+    if breaking:
+        print(
+            paint(
+                f"{breaking} promotion(s) would break callers: `apply --promote` refuses "
+                "them unless --allow-breaking --notes '...' says why.",
+                "red",
+            )
+        )
+
+
+def _breaking_lines(change: Change) -> list[str]:
+    """Each breaking change of a planned promotion, in plain words."""
+    if change.held is None:
+        return []
+    old, new = contract_of(change.held), file_contract(change.prompt)
+    return [plain_words(c, old, new) for c in change.breaking]
 
 
 @dataclass
@@ -175,13 +212,32 @@ class Applied:
 def apply_command(client: ServiceClient, args: argparse.Namespace) -> int:
     if args.notes is not None and not args.promote:
         raise CommandError("--notes is for promotions: use it with --promote")
+    if args.allow_breaking and not (args.promote and args.notes):
+        raise CommandError(
+            "--allow-breaking acknowledges breaking promotions: use it with --promote and "
+            "--notes saying why the break is acceptable"
+        )
     changes = make_plan(client, args.directory, args.promote, args.environment)
+    breaking = [c for c in changes if c.pending and c.promote and c.breaking]
+    if breaking and not args.allow_breaking:
+        lines = [
+            f"{c.prompt.name} into {c.environment}: {line}"
+            for c in breaking
+            for line in _breaking_lines(c)
+        ]
+        if args.json:
+            print_json({"actions": [], "breaking": [_breaking_json(c) for c in breaking]})
+        raise BreakingRefused(
+            f"{len(breaking)} promotion(s) would break callers of the version their "
+            "environment holds; nothing was changed",
+            lines,
+        )
     applied = Applied()
     show = not args.json
     try:
         for change in changes:
             if change.pending:
-                _apply_one(client, change, args.notes, applied, show)
+                _apply_one(client, change, args.notes, applied, show, args.allow_breaking)
     except (PromptServiceError, CommandError) as exc:
         if args.json:
             print_json({"actions": applied.actions, "error": _error_json(exc)})
@@ -202,6 +258,14 @@ def apply_command(client: ServiceClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def _breaking_json(change: Change) -> dict[str, Any]:
+    return {
+        "name": change.prompt.name,
+        "environment": change.environment,
+        "changes": change.breaking,
+    }
+
+
 def _error_json(exc: PromptServiceError | CommandError) -> dict[str, Any]:
     if isinstance(exc, CommandError):
         return {"message": str(exc)}
@@ -219,6 +283,7 @@ def _apply_one(
     notes: str | None,
     applied: Applied,
     show: bool,
+    allow_breaking: bool = False,
 ) -> None:
     prompt = change.prompt
     name = prompt.name
@@ -260,11 +325,13 @@ def _apply_one(
             if exc.status != 409:
                 raise
     if change.review:
-        _open_review(client, name, target, env, notes, applied, say)
+        _open_review(client, name, target, env, notes, applied, say, allow_breaking)
         return
     expected = change.production_version
     try:
-        result = client.promote(name, target["version_id"], notes, expected, env)
+        result = client.promote(
+            name, target["version_id"], notes, expected, env, allow_breaking=allow_breaking
+        )
     except ProductionMoved as moved:
         if moved.current_production_version == target["version"]:
             where = "production" if env == "production" else f"in {env}"
@@ -293,11 +360,14 @@ def _open_review(
     notes: str | None,
     applied: Applied,
     say: Any,
+    allow_breaking: bool = False,
 ) -> None:
     """A protected environment: a review of the version instead of a promotion (an open
     one of the same version and environment counts as opened)."""
     try:
-        review = client.request_review(name, target["version_id"], env, notes)
+        review = client.request_review(
+            name, target["version_id"], env, notes, allow_breaking=allow_breaking
+        )
         state = "opened"
     except ReviewOpen as exc:
         review, state = client.get_review(exc.review_id), "already open"
@@ -333,7 +403,14 @@ def _create_version(
         say(f"= {name}: v{latest['version']} already holds the file (made meanwhile)")
         return latest
     base = latest["version"] if latest is not None else 0
-    created = client.create_version(name, prompt.content, prompt.metadata, prompt.tags)
+    created = client.create_version(
+        name,
+        prompt.content,
+        prompt.metadata,
+        prompt.tags,
+        prompt.variables_schema,
+        prompt.examples,
+    )
     winner = created
     for version in client.list_versions(name):
         if version["version"] <= base:

@@ -28,8 +28,9 @@ from promptsvc.cli.storage_access import (
 _BACKUP_HELP = """\
 Write everything a Redis or Redis Cluster storage keeps to FILE (JSON): every org, or
 the one --org names, with their prompts, versions (numbers, statuses, times, and the
-next number to hand out), promotion history, API keys and users, and the token
-signing keys. Login state (sessions, refresh tokens) is left out: people sign in again.
+next number to hand out), promotion history, environments (and what each holds),
+reviews, API keys and users, and the token signing keys. Login state (sessions,
+refresh tokens) is left out: people sign in again.
 
 The file holds the signing keys' PRIVATE keys, the API keys' secret hashes and the
 users' password hashes: it is written readable by its owner only (mode 0600); keep it

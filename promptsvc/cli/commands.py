@@ -3,20 +3,29 @@
 A command's function gets a connected :class:`~promptsvc.cli.api.ServiceClient` and
 its parsed arguments and returns the exit status; :func:`add_command` wires it into
 argparse with its help, an example and ``--json``, and :func:`run` turns every failure
-into one line on stderr and status 1.
+into one line on stderr and status 1, or, for a promotion refused because it would
+break callers (BreakingRefused, the service's 409 ``breaking_change``), one line per
+breaking change and status 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from promptsvc.cli.api import Credential, CredentialsError, ServiceClient, connect
+from promptsvc.cli.api import (
+    BreakingPromotion,
+    Credential,
+    CredentialsError,
+    ServiceClient,
+    connect,
+)
 from promptsvc.cli.credentials import LoginRequired
-from promptsvc.cli.output import fail, service_failure
+from promptsvc.cli.output import EXIT_BREAKING, fail, service_failure
 from promptsvc.cli.promptfile import PromptFileError
 from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptServiceError
 
@@ -34,6 +43,26 @@ class CommandError(Exception):
     """A command cannot go on; the message says why (status 1)."""
 
 
+ACKNOWLEDGE = "to promote anyway, say why: --allow-breaking --notes '...'"
+
+
+class BreakingRefused(CommandError):
+    """Promotions that would break callers, refused before anything was sent (status 3);
+    ``lines`` say each breaking change."""
+
+    def __init__(self, message: str, lines: list[str]) -> None:
+        super().__init__(message)
+        self.lines = lines
+
+
+def _breaking(message: str, lines: list[str]) -> int:
+    fail(message)
+    for line in lines:
+        print(f"  - {line}", file=sys.stderr)
+    print(f"  {ACKNOWLEDGE}", file=sys.stderr)
+    return EXIT_BREAKING
+
+
 def run(action: Action, args: argparse.Namespace) -> int:
     """Connect, run ``action``, and report any failure on stderr; a refused credential
     is named, with what fixes it."""
@@ -41,6 +70,9 @@ def run(action: Action, args: argparse.Namespace) -> int:
     try:
         with connect() as client:
             return action(client, args)
+    except BreakingPromotion as exc:
+        lines = [f"`{c.get('variable')}`: {c.get('detail')}" for c in exc.changes]
+        return _breaking(f"{exc.message} (request id {exc.request_id})", lines)
     except PromptServiceError as exc:
         return refusal(exc, client.credential if client is not None else None)
     except LoginRequired as exc:  # the saved login's refresh was refused
@@ -48,6 +80,8 @@ def run(action: Action, args: argparse.Namespace) -> int:
         if client is not None and client.credential.unused:
             fail(client.credential.unused)
         return status
+    except BreakingRefused as exc:
+        return _breaking(str(exc), exc.lines)
     except (CredentialsError, CommandError, PromptFileError) as exc:
         return fail(str(exc))
     except httpx.InvalidURL as exc:

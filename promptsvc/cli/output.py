@@ -19,6 +19,9 @@ from promptsvc.client import PromptServiceError
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # `plan`: changes pending (argparse also exits 2 on a usage error)
+# A promotion refused because it breaks the variable contract of the version the
+# environment holds, not acknowledged with --allow-breaking: nothing was changed.
+EXIT_BREAKING = 3
 
 _STYLES = {
     "bold": "1",

@@ -1,8 +1,11 @@
 """What ``plan`` finds: each file of a directory compared with its prompt on the service.
 
-A file asks for a version when its content (for chat, the messages), metadata (as JSON)
-or tags differ from the prompt's latest version, and with ``--promote`` for a promotion
-when production does not hold them. Every file is read and checked before any request.
+A file asks for a version when its content (for chat, the messages), metadata (as JSON),
+tags or variable contract (``variables_schema`` and ``examples``) differ from the
+prompt's latest version, and with ``--promote`` for a promotion when the environment
+does not hold them; such a promotion lists what it would break for callers of the
+version the environment holds (promptsvc/breaking.py). Every file is read and checked
+before any request.
 """
 
 from __future__ import annotations
@@ -13,16 +16,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptsvc.breaking import breaking_changes, contract_of, normal_examples, schema_changes
 from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
-from promptsvc.cli.promptfile import PromptFile, file_name, read_directory
+from promptsvc.cli.promptfile import (
+    PromptFile,
+    declared_schema,
+    file_name,
+    read_directory,
+)
 from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
-from promptsvc.templates import extract_variables
+from promptsvc.templates import extract_variables, implied_schema
+
+
+def file_contract(prompt: PromptFile) -> dict[str, Any]:
+    """The contract the file's version will have: the declared one, else the implied."""
+    if prompt.variables_schema is not None:
+        return prompt.variables_schema
+    return implied_schema(extract_variables(prompt.content, prompt.prompt_type))
 
 
 def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
-    """Whether a version (API JSON) has the file's content, metadata and tags."""
+    """Whether a version (API JSON) has the file's content, metadata, tags and contract
+    (a declared schema that says no more than the implied one is the implied one)."""
     if prompt.messages is not None:
         try:
             messages = json.loads(version["content"])
@@ -32,9 +49,17 @@ def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
             return False
     elif version["content"] != prompt.text:
         return False
-    return _as_json(version["metadata"]) == _as_json(prompt.metadata) and list(
-        version["tags"]
-    ) == list(prompt.tags)
+    return (
+        _as_json(version["metadata"]) == _as_json(prompt.metadata)
+        and list(version["tags"]) == list(prompt.tags)
+        and _as_json(declared_schema(version)) == _as_json(declared_schema(_declared(prompt)))
+        and _as_json(normal_examples(version.get("examples")))
+        == _as_json(normal_examples(prompt.examples))
+    )
+
+
+def _declared(prompt: PromptFile) -> dict[str, Any]:
+    return {"variables_schema": prompt.variables_schema}
 
 
 def _as_json(value: Any) -> str:
@@ -56,6 +81,10 @@ class Change:
     notes: list[str] = field(default_factory=list)
     environment: str = "production"  # where --promote puts the file's version
     review: bool = False  # the environment is protected: apply opens a review instead
+    # With --promote: what it would break for callers of the version the environment
+    # holds ([{variable, change, detail}], promptsvc/breaking.py), and that version.
+    breaking: list[dict[str, str]] = field(default_factory=list)
+    held: dict[str, Any] | None = None
 
     @property
     def pending(self) -> bool:
@@ -77,6 +106,7 @@ class Change:
                 str(self.path),
             ),
             "variables": list_changes(old["variables"], new_variables),
+            "variables_schema": schema_changes(contract_of(old), file_contract(prompt)),
             "metadata": metadata_changes(old["metadata"], prompt.metadata),
             "tags": list_changes(old["tags"], prompt.tags),
         }
@@ -93,6 +123,7 @@ class Change:
             "production_version": self.production_version,
             "environment": self.environment,
             "review": self.review,
+            "breaking": self.breaking,
             "diff": self.diff(),
             "notes": self.notes,
         }
@@ -162,6 +193,12 @@ def make_plan(
             environment=environment,
             review=review,
         )
+        if change.promote and held is not None:
+            number = latest["version"] if latest and not change.new_version else None
+            if number is None:
+                number = (latest["version"] if latest else 0) + 1
+            change.held = held
+            change.breaking = breaking_changes(held, file_contract(prompt), number)
         if (found["description"] or None) != (prompt.description or None):
             change.notes.append(
                 "the description differs from the service's; the API cannot change a "

@@ -10,6 +10,11 @@
       "model": "gpt-4o"
     }
     tags: ["support"]
+    variables_schema: {
+      "product": {"type": "string"},
+      "question": {"type": "string", "description": "the customer's words"}
+    }
+    examples: [{"name": "reset", "variables": {"product": "promptsvc", "question": "How?"}}]
     ---
     === system ===
     You help customers of {{ product }}.
@@ -17,7 +22,9 @@
     {{ question }}
 
 The file's name is the prompt's name plus ``.prompt``. A header of ``key: JSON value``
-lines (the keys always written in the order above) sits between two ``---`` lines.
+lines (the keys always written in the order above) sits between two ``---`` lines;
+``variables_schema`` (the version's variable contract) and ``examples`` are optional
+and written only when the version declares them.
 What follows is the content: for a text prompt, verbatim; for a chat prompt, one block
 per message, each opened by a ``=== role ===`` line. The body ends with one newline
 that is not part of the content (so an editor's final newline changes nothing); a
@@ -37,9 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptsvc.breaking import normal_examples
+from promptsvc.templates import is_implied
+
 SUFFIX = ".prompt"
 FENCE = "---"
-KEYS = ("type", "description", "metadata", "tags")
+KEYS = ("type", "description", "metadata", "tags", "variables_schema", "examples")
 PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MARKER = re.compile(r"=== (.*) ===")
 ESCAPED_MARKER = re.compile(r"\\+=== .* ===")
@@ -75,6 +85,10 @@ class PromptFile:
     tags: list[str]
     messages: list[dict[str, str]] | None = field(default=None)
     text: str | None = field(default=None)
+    # The declared contract (None: the implied one) and its examples; the service checks
+    # them against the content's variables.
+    variables_schema: dict[str, Any] | None = field(default=None)
+    examples: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def content(self) -> str:
@@ -97,8 +111,13 @@ def dumps(prompt: PromptFile) -> str:
         f"description: {json.dumps(prompt.description, ensure_ascii=False)}",
         f"metadata: {metadata}",
         f"tags: {json.dumps(prompt.tags, ensure_ascii=False)}",
-        FENCE,
     ]
+    if prompt.variables_schema is not None:
+        schema = json.dumps(prompt.variables_schema, ensure_ascii=False, indent=2)
+        header.append(f"variables_schema: {schema}")
+    if prompt.examples:
+        header.append(f"examples: {json.dumps(prompt.examples, ensure_ascii=False, indent=2)}")
+    header.append(FENCE)
     if prompt.messages is not None:
         body = "".join(_message_block(m) for m in prompt.messages)
     else:
@@ -122,11 +141,22 @@ def _role_text(role: str) -> str:
     return json.dumps(role, ensure_ascii=False)
 
 
+def declared_schema(version: dict[str, Any]) -> dict[str, Any] | None:
+    """The contract a version declares, None when it says no more than the implied one
+    (the API sends that for a version without one; a file leaves it out)."""
+    schema = version.get("variables_schema")
+    return None if schema is None or is_implied(schema) else dict(schema)
+
+
 def prompt_from_version(
     name: str, prompt_type: str, description: str | None, version: dict[str, Any]
 ) -> PromptFile:
     """The file contents for a version as the API returns it (PromptVersion JSON)."""
     content: str = version["content"]
+    contract: dict[str, Any] = {
+        "variables_schema": declared_schema(version),
+        "examples": normal_examples(version.get("examples")),
+    }
     if prompt_type == "chat":
         messages = [{"role": m["role"], "content": m["content"]} for m in json.loads(content)]
         return PromptFile(
@@ -136,6 +166,7 @@ def prompt_from_version(
             dict(version["metadata"]),
             list(version["tags"]),
             messages=messages,
+            **contract,
         )
     return PromptFile(
         name,
@@ -144,6 +175,7 @@ def prompt_from_version(
         dict(version["metadata"]),
         list(version["tags"]),
         text=content,
+        **contract,
     )
 
 
@@ -176,13 +208,31 @@ def loads(text: str, path: Path) -> PromptFile:
     tags = header.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise PromptFileError(path, parser.key_lines["tags"], "tags must be a list of strings")
+    schema = header.get("variables_schema")
+    if schema is not None and not (
+        isinstance(schema, dict) and all(isinstance(e, dict) for e in schema.values())
+    ):
+        raise PromptFileError(
+            path,
+            parser.key_lines["variables_schema"],
+            "variables_schema must be an object of {variable: {type, required?, "
+            "description?, default?, enum?}}",
+        )
+    examples = header.get("examples", [])
+    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+        raise PromptFileError(
+            path, parser.key_lines["examples"], "examples must be a list of {name?, variables}"
+        )
+    contract: dict[str, Any] = {"variables_schema": schema, "examples": examples}
     body = parser.body()
     if prompt_type == "chat":
         messages = parser.messages(body)
-        return PromptFile(name, prompt_type, description, metadata, tags, messages=messages)
+        return PromptFile(
+            name, prompt_type, description, metadata, tags, messages=messages, **contract
+        )
     if not body:
         raise PromptFileError(path, parser.body_line, "the content is empty")
-    return PromptFile(name, prompt_type, description, metadata, tags, text=body)
+    return PromptFile(name, prompt_type, description, metadata, tags, text=body, **contract)
 
 
 def read(path: Path) -> PromptFile:

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from promptsvc.breaking import plain_words
 from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import (
@@ -23,6 +24,7 @@ from promptsvc.cli.output import (
 from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_lines
 
+IMPLIED_ENTRY = {"type": "string", "required": True}
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
 
 GROUP_HELP = """\
@@ -84,7 +86,8 @@ def register(subparsers: Any) -> None:
         diff_command,
         summary="compare two versions",
         description="What changed from one version to another: a unified diff of the "
-        "content (chat prompts message by message), variables, metadata and tags.",
+        "content (chat prompts message by message), variables, metadata, tags and the "
+        "variable contract, and what promoting TO in place of FROM would break, in words.",
         examples="  promptsvc prompts diff greeting production latest\n"
         "  promptsvc prompts diff greeting 1 3\n",
     )
@@ -103,13 +106,24 @@ def register(subparsers: Any) -> None:
         "environment still holds version N (or none, with --expect none) at that "
         "moment; otherwise nothing changes and the command fails, saying what it holds "
         "now. A protected environment (one with required approvals) opens a review "
-        "instead and prints its id (exit status 0); `promptsvc reviews` decides it.",
+        "instead and prints its id (exit status 0); `promptsvc reviews` decides it. "
+        "A version that would break callers of the one the environment holds (a newly "
+        "required variable, a changed type, a narrowed enum, an example that no longer "
+        "renders) is refused, each change listed, exit status 3, unless "
+        "--allow-breaking with --notes says why.",
         examples="  promptsvc prompts promote greeting 4 --notes 'friendlier' --expect 3\n"
-        "  promptsvc prompts promote greeting latest --env staging\n",
+        "  promptsvc prompts promote greeting latest --env staging\n"
+        "  promptsvc prompts promote greeting 5 --allow-breaking --notes 'tone is required "
+        "now; app 2.3 sends it'\n",
     )
     promote.add_argument("name", metavar="NAME", help="prompt name or pmt_ id")
     promote.add_argument("ref", metavar="REF", help=REF_HELP)
     _release_options(promote)
+    promote.add_argument(
+        "--allow-breaking",
+        action="store_true",
+        help="promote even if it breaks the variable contract (needs --notes)",
+    )
 
     rollback = add_command(
         commands,
@@ -337,7 +351,34 @@ def describe_changes(changes: dict[str, Any], paint: Painter) -> list[str]:
         lines.append(
             paint(f"metadata ~{key}: {_json(change['from'])} -> {_json(change['to'])}", "yellow")
         )
+    schema = changes.get("variables_schema") or {"added": {}, "removed": {}, "changed": {}}
+    # An implied entry (a required string) says no more than the variables line above.
+    for key, entry in schema["added"].items():
+        if entry != IMPLIED_ENTRY:
+            lines.append(paint(f"variables_schema +{key}: {_json(entry)}", "green"))
+    for key, entry in schema["removed"].items():
+        if entry != IMPLIED_ENTRY:
+            lines.append(paint(f"variables_schema -{key}: {_json(entry)}", "red"))
+    for key, change in schema["changed"].items():
+        lines.append(
+            paint(
+                f"variables_schema ~{key}: {_json(change['from'])} -> {_json(change['to'])}",
+                "yellow",
+            )
+        )
+    old, new = contracts_of_diff(schema)
+    for change in changes.get("breaking") or []:
+        lines.append(paint(f"breaking: {plain_words(change, old, new)}", "red"))
     return lines
+
+
+def contracts_of_diff(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The entries of the two versions that a ``variables_schema`` diff shows (enough to
+    say each breaking change in plain words: every one is about such an entry)."""
+    changed = schema["changed"]
+    old = {**schema["removed"], **{name: c["from"] for name, c in changed.items()}}
+    new = {**schema["added"], **{name: c["to"] for name, c in changed.items()}}
+    return old, new
 
 
 def _json(value: Any) -> str:
@@ -345,8 +386,17 @@ def _json(value: Any) -> str:
 
 
 def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
+    if args.allow_breaking and not args.notes:
+        raise CommandError("--allow-breaking needs --notes saying why the break is acceptable")
     try:
-        result = client.promote(args.name, args.ref, args.notes, args.expect, args.environment)
+        result = client.promote(
+            args.name,
+            args.ref,
+            args.notes,
+            args.expect,
+            args.environment,
+            allow_breaking=args.allow_breaking,
+        )
     except PromptServiceError as exc:
         if exc.code != REVIEW_REQUIRED:
             raise
@@ -359,7 +409,11 @@ def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
     version = client.get_version(args.name, args.ref)
     try:
         review = client.request_review(
-            args.name, version["version_id"], args.environment, args.notes
+            args.name,
+            version["version_id"],
+            args.environment,
+            args.notes,
+            allow_breaking=args.allow_breaking,
         )
         opened = True
     except ReviewOpen as exc:

@@ -28,9 +28,9 @@ from promptsvc.client.errors import (
     ServerError,
     TransportError,
 )
-from promptsvc.client.models import PromptVersion
+from promptsvc.client.models import PromptVersion, Rollout
 from promptsvc.client.sync import PromptClient
-from promptsvc.templates import MissingVariableError
+from promptsvc.templates import MissingVariableError, TemplateError, TemplateProblem
 
 __all__ = [
     "AsyncPromptClient",
@@ -45,8 +45,11 @@ __all__ = [
     "PromptServiceError",
     "PromptVersion",
     "RefreshTokenProvider",
+    "Rollout",
     "SdkTokenProvider",
     "ServerError",
+    "TemplateError",
+    "TemplateProblem",
     "TokenProvider",
     "TransportError",
 ]

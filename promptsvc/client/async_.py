@@ -53,24 +53,36 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         label: str | None = None,
         version: str | int | None = None,
         *,
+        rollout_key: str | None = None,
         fallback: Fallback | None = None,
     ) -> PromptVersion:
         """As ``PromptClient.get_prompt_version``; a cache hit does not suspend."""
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
-            return cached
+            if not rollout_key or (rollout := cached.rollout) is None:
+                return cached
+            # Inline, as the hit itself: a key seen before costs one dict lookup more.
+            try:
+                return rollout.picks[rollout_key]
+            except KeyError:
+                return rollout.pick(cached, rollout_key)
+        if rollout_key is not None and not isinstance(rollout_key, str):
+            raise ValueError("rollout_key must be a string (a user or tenant id) or None")
         spare = None if fallback is None else PromptVersion.fallback(name, fallback)
         if self._watcher is not None:
             self._watcher.start()
         try:
-            return await self._flights.do(
+            found = await self._flights.do(
                 key, lambda: self._drive(self._miss_flow(name, label, version, key))
             )
         except (TransportError, ServerError) as exc:
             if spare is None:
                 raise
             return self._serve_fallback(key, spare, exc)
+        if not rollout_key or found.rollout is None:
+            return found
+        return found.rollout.pick(found, rollout_key)
 
     async def aclose(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from promptsvc.templates import extract_variables, render
+from promptsvc.client.rollout import bucket
+from promptsvc.templates import VARIABLE_TYPES, extract_variables, implied_schema, render
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
@@ -40,8 +41,100 @@ def _time(body: Mapping[str, Any], name: str) -> datetime:
         raise ModelError(f"field {name!r} is not an ISO 8601 time") from exc
 
 
+def _frozen(value: Any) -> Any:
+    """A read-only copy: mappings become MappingProxyType, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _schema(body: Mapping[str, Any], variables: tuple[str, ...]) -> Mapping[str, Any]:
+    value = body.get("variables_schema")
+    if value is None:  # a server before contracts: the implied schema
+        return _frozen(implied_schema(variables))
+    if not isinstance(value, dict):
+        raise ModelError("field 'variables_schema' must be an object")
+    for name, spec in value.items():
+        if not isinstance(spec, dict) or spec.get("type") not in VARIABLE_TYPES:
+            raise ModelError(
+                f"variables_schema entry {name!r} needs a type of string, integer, number "
+                "or boolean"
+            )
+        if "enum" in spec and not isinstance(spec["enum"], list):
+            raise ModelError(f"variables_schema entry {name!r}: enum must be a list")
+    return _frozen(value)
+
+
+def _examples(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    value = body.get("examples")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("variables"), dict) for e in value
+    ):
+        raise ModelError("field 'examples' must be a list of {name?, variables}")
+    return _frozen(value)
+
+
+def _no_schema() -> Mapping[str, Mapping[str, Any]]:
+    return MappingProxyType({})
+
+
 def _optional_time(body: Mapping[str, Any], name: str) -> datetime | None:
     return None if body.get(name) is None else _time(body, name)
+
+
+# Keys whose side of a rollout is remembered before the memo starts over: a key seen
+# before is then a dict lookup, not a sha256.
+PICKS_KEPT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A rollout under way on the environment read: ``percent`` of the callers that
+    give a rollout key get ``candidate`` instead of the baseline (docs/rollout.md).
+
+    The baseline and ``candidate`` both carry this same object as ``rollout``, so
+    whichever of the two a caller got says which rollout it came from.
+    """
+
+    rollout_id: str
+    percent: float
+    # Not compared: the candidate points back at this rollout.
+    candidate: PromptVersion = field(repr=False, compare=False)
+    # rollout key -> the version it gets; shared by every reader of the cache entry.
+    picks: dict[str, PromptVersion] = field(default_factory=dict, repr=False, compare=False)
+
+    def pick(self, baseline: PromptVersion, key: str) -> PromptVersion:
+        """The version ``key`` gets: the candidate when its bucket is below
+        ``percent * 100`` (promptsvc.client.rollout), else ``baseline``."""
+        if not isinstance(key, str):
+            raise ValueError("rollout_key must be a string (a user or tenant id)")
+        chosen = self.candidate if bucket(self.rollout_id, key) < self.percent * 100 else baseline
+        if len(self.picks) >= PICKS_KEPT:
+            self.picks.clear()
+        self.picks[key] = chosen
+        return chosen
+
+
+def _rollout(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``rollout`` field, checked: ``{rollout_id, percent, candidate}`` or None."""
+    raw = body.get("rollout")
+    if raw is None:
+        return None
+    percent = raw.get("percent") if isinstance(raw, dict) else None
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("rollout_id"), str)
+        or not isinstance(percent, int | float)
+        or isinstance(percent, bool)
+        or not 0 <= percent <= 100
+        or not isinstance(raw.get("candidate"), dict)
+    ):
+        raise ModelError("field 'rollout' must be {rollout_id, percent (0-100), candidate}")
+    return dict(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +142,9 @@ class PromptVersion:
     """One prompt version as the service returned it.
 
     Instances are shared by everyone reading the same cache entry, so they are frozen;
-    ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping.
+    ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping, as are
+    ``variables_schema`` (the declared contract, or the implied one: every variable a
+    required string) and each of ``examples`` (``{name?, variables}``).
     ``is_fallback`` is True only for the stand-in built from ``fallback=``.
     """
 
@@ -70,11 +165,34 @@ class PromptVersion:
     promoted_by: str | None
     # The environments holding this version (production first while published).
     environments: tuple[str, ...] = ()
+    variables_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=_no_schema)
+    examples: tuple[Mapping[str, Any], ...] = ()
+    # The rollout under way on the environment read (environment reads only), else None.
+    rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
-        """Build from a decoded response body; raises ModelError naming a bad field."""
+        """Build from a decoded response body; raises ModelError naming a bad field.
+
+        A ``rollout`` field becomes :class:`Rollout`, whose ``candidate`` is a
+        PromptVersion carrying the same ``rollout``.
+        """
+        if not isinstance(body, dict):
+            raise ModelError("body is not a JSON object")
+        raw = _rollout(body)
+        if raw is None:
+            return cls._from_json(body, None)
+        try:
+            candidate = cls._from_json(raw["candidate"], None)
+        except ModelError as exc:
+            raise ModelError(f"rollout candidate: {exc}") from None
+        rollout = Rollout(raw["rollout_id"], raw["percent"], candidate)
+        object.__setattr__(candidate, "rollout", rollout)  # the two point at each other
+        return cls._from_json(body, rollout)
+
+    @classmethod
+    def _from_json(cls, body: Mapping[str, Any], rollout: Rollout | None) -> PromptVersion:
         if not isinstance(body, dict):
             raise ModelError("body is not a JSON object")
         promoted_by = body.get("promoted_by")
@@ -98,6 +216,10 @@ class PromptVersion:
             promoted_by=promoted_by,
             # Absent from servers before environments: none known.
             environments=_strings(body, "environments") if "environments" in body else (),
+            # After the fields above, so a bad body names its first bad field.
+            variables_schema=_schema(body, _strings(body, "variables")),
+            examples=_examples(body),
+            rollout=rollout,
         )
 
     @classmethod
@@ -136,6 +258,7 @@ class PromptVersion:
             updated_at=now,
             promoted_at=None,
             promoted_by=None,
+            variables_schema=_frozen(implied_schema(variables)),
             is_fallback=True,
         )
 
@@ -147,13 +270,18 @@ class PromptVersion:
         strict: bool = True,
         **variables: object,
     ) -> str | list[dict[str, str]]:
-        """Fill the ``{{variable}}`` placeholders.
+        """Fill the ``{{variable}}`` placeholders under the version's contract.
 
         Text prompts give a ``str``, chat prompts a list of ``{"role", "content"}``
         messages. Values come from ``values`` (useful for a variable named ``strict``)
-        and keyword arguments, the latter winning. Extra values are ignored. A missing
-        one raises ``promptsvc.client.MissingVariableError`` (a ``KeyError``) when
-        ``strict``, else its placeholder is left as it was.
+        and keyword arguments, the latter winning. Extra values are ignored. Defaults
+        fill absent variables; an optional one without a default renders as ``""``.
+        Declared types and enums are checked strictly (promptsvc/templates.py).
+
+        Every problem raises together in one ``promptsvc.client.TemplateError`` whose
+        ``problems`` name each variable; when all are missing required variables it is
+        a ``MissingVariableError`` (also a ``KeyError``). With ``strict`` False a missing
+        required variable's placeholder is left as it was.
         """
         merged = {**values, **variables} if values else variables
-        return render(self.content, self.prompt_type, merged, strict)
+        return render(self.content, self.prompt_type, merged, strict, self.variables_schema)

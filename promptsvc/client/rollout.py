@@ -21,3 +21,12 @@ def bucket(rollout_id: str, key: str) -> int:
 def assign(rollout_id: str, key: str, percent: float) -> bool:
     """Whether ``key`` gets the candidate of rollout ``rollout_id`` at ``percent`` (0-100)."""
     return bucket(rollout_id, key) < percent * 100
+
+
+# The console's and the command line's suggested ladder; 100 means "complete it".
+STEPS = (5, 25, 50, 100)
+
+
+def next_step(percent: float) -> int:
+    """The first step of :data:`STEPS` above ``percent`` (100: time to complete)."""
+    return next(step for step in STEPS if step > percent) if percent < 100 else 100

@@ -47,8 +47,9 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       an expired cache entry (logging a warning) instead of raising.
     * ``watch`` (False): follow the org's change events in a background thread (one
       stream, reconnecting with backoff and ``Last-Event-ID``), dropping a prompt's
-      cached entries as soon as an event says it changed; ``watching`` tells whether
-      the stream is open now. Cache hits cost the same. The key needs Service Read.
+      cached entries as soon as an event says it changed (a rollout's start, step,
+      completion or abort too); ``watching`` tells whether the stream is open now.
+      Cache hits cost the same. The key needs Service Read.
     * ``on_change`` (None): with ``watch``, a function called in the watcher's thread
       after each change event reached the cache, with the event's body (a dict, as
       ``GET /api/v1/events`` sends it), or with None when the whole cache was cleared
@@ -84,6 +85,7 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         label: str | None = None,
         version: str | int | None = None,
         *,
+        rollout_key: str | None = None,
         fallback: Fallback | None = None,
     ) -> PromptVersion:
         """The version of prompt ``name`` (docs/api.md section 13).
@@ -99,20 +101,40 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         TransportError or ServerError) and there is no cached entry to serve instead;
         every other error still raises. A bad fallback raises ValueError on every call
         that misses the cache, so the first call finds it.
+
+        ``rollout_key``: a stable id of the caller (a user or tenant id, never a random
+        value). While a rollout is under way in the environment read, its cached entry
+        holds the baseline and the candidate, and the key's bucket picks one here
+        (docs/rollout.md), with no request per key; the returned version's ``version``
+        says which one the caller got, and both carry the ``rollout``. None or an
+        empty key is a caller without one (the baseline), as for the service's
+        ``?rollout_key=``. Without a rollout under way (and on ``latest`` and version
+        reads) the key changes nothing. A key that is not a string raises ValueError.
         """
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
-            return cached
+            if not rollout_key or (rollout := cached.rollout) is None:
+                return cached
+            # Inline, as the hit itself: a key seen before costs one dict lookup more.
+            try:
+                return rollout.picks[rollout_key]
+            except KeyError:
+                return rollout.pick(cached, rollout_key)
+        if rollout_key is not None and not isinstance(rollout_key, str):
+            raise ValueError("rollout_key must be a string (a user or tenant id) or None")
         spare = None if fallback is None else PromptVersion.fallback(name, fallback)
         try:
-            return self._flights.do(
+            found = self._flights.do(
                 key, lambda: self._drive(self._miss_flow(name, label, version, key))
             )
         except (TransportError, ServerError) as exc:
             if spare is None:
                 raise
             return self._serve_fallback(key, spare, exc)
+        if not rollout_key or found.rollout is None:
+            return found
+        return found.rollout.pick(found, rollout_key)
 
     def close(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""

@@ -5,9 +5,11 @@ Server-rendered pages (Flask blueprints and Jinja templates), one blueprint per 
 :mod:`~promptsvc.console.prompts` (the list, a prompt's page, creating and deleting),
 :mod:`~promptsvc.console.versions` (a version's page, new versions, edits, archive,
 unarchive, delete), :mod:`~promptsvc.console.releases` (compare, promote into an
-environment or request its review, roll back), :mod:`~promptsvc.console.reviews` (the
-inbox of reviews, approve, reject, cancel), :mod:`~promptsvc.console.environments`
-(the org's environments) and :mod:`~promptsvc.console.admin` (API keys and users).
+environment or request its review, start a rollout, roll back),
+:mod:`~promptsvc.console.rollouts` (a rollout's steps, completion and abort),
+:mod:`~promptsvc.console.reviews` (the inbox of reviews, approve, reject, cancel),
+:mod:`~promptsvc.console.environments` (the org's environments) and
+:mod:`~promptsvc.console.admin` (API keys and users).
 Every change goes through :mod:`promptsvc.actions`, the functions the API's views call.
 
 Every core flow works without JavaScript; ``console.js`` only adds copy buttons. Pages
@@ -40,7 +42,16 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from wtforms import ValidationError as CsrfInvalid
 
 from promptsvc import actions
-from promptsvc.console import admin, environments, prompts, releases, reviews, signin, versions
+from promptsvc.console import (
+    admin,
+    environments,
+    prompts,
+    releases,
+    reviews,
+    rollouts,
+    signin,
+    versions,
+)
 from promptsvc.console.common import CSRF_FIELD, PRINCIPAL, needs_role, required_role
 from promptsvc.console.errors import register_error_handlers
 from promptsvc.console.present import highlight, timestamp, when
@@ -179,6 +190,7 @@ def init_app(app: Flask, *, issuer_url: str, secret_key: str | None) -> None:
         versions.bp,
         releases.bp,
         reviews.bp,
+        rollouts.bp,
         environments.bp,
         admin.bp,
     ):

@@ -108,6 +108,18 @@ def optional_int(value: str | None, *, field: str) -> int | None:
     return int(value)
 
 
+def form_number(name: str) -> int | str | None:
+    """A number field for a schema with strict integers: the whole number it holds,
+    None when empty, else the text as typed (which the schema then refuses, saying why)."""
+    text = request.form.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return int(text) if text.lstrip("-").isascii() else text
+    except ValueError:
+        return text
+
+
 def names() -> Names:
     """Display names for the user ids of the signed-in person's org."""
     return Names(identity(), principal().org)

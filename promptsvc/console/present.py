@@ -14,6 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from promptsvc.breaking import is_required, plain_words
 from promptsvc.diffs import CONTEXT_LINES, NO_NEWLINE, content_lines
 from promptsvc.templates import PLACEHOLDER
 
@@ -39,13 +40,30 @@ def sdk_snippet(name: str, version: Any) -> str:
         read = f"client.get_prompt_version({quoted})  # production"
     else:
         read = f"client.get_prompt_version({quoted}, version={json.dumps(version.version_id)})"
-    values = ", ".join(f'{json.dumps(variable)}: "..."' for variable in version.variables)
+    contract = version.to_json()["variables_schema"]
+    values = ", ".join(
+        f"{json.dumps(variable)}: {_sample(contract.get(variable, {}))}"
+        for variable in version.variables
+    )
     return (
         "from promptsvc.client import PromptClient\n\n"
         "client = PromptClient.from_env()  # PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, ...\n"
         f"prompt = {read}\n"
         f"print(prompt.render({{{values}}}))"
     )
+
+
+# A value of each declared type, as Python source, that render() accepts.
+_SAMPLES = {"string": '"..."', "integer": "1", "number": "1.5", "boolean": "True"}
+
+
+def _sample(entry: Mapping[str, Any]) -> str:
+    """Python source for a value ``entry`` (a contract entry) accepts: its default or
+    first allowed value, else one of its type."""
+    for known in (entry.get("default"), *(entry.get("enum") or [])[:1]):
+        if known is not None:
+            return repr(known) if not isinstance(known, str) else json.dumps(known)
+    return _SAMPLES.get(str(entry.get("type")), '"..."')
 
 
 # --------------------------------------------------------------------------- times
@@ -215,3 +233,72 @@ def metadata_rows(changes: Mapping[str, Any]) -> list[tuple[str, str, str, str]]
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+# ----------------------------------------------------------------- variable contracts
+
+
+@dataclass(frozen=True)
+class ContractRow:
+    """One variable of a version's contract, as the version page's table shows it."""
+
+    variable: str
+    type: str
+    required: bool
+    default: str  # JSON, "" when none
+    enum: str  # the allowed values as JSON, comma-separated; "" when any
+    description: str
+
+
+def contract_rows(contract: Mapping[str, Mapping[str, Any]]) -> list[ContractRow]:
+    """The rows of a contract (``variables_schema`` as the API gives it), in its order."""
+    return [
+        ContractRow(
+            variable=name,
+            type=str(entry.get("type", "string")),
+            required=is_required(entry),
+            default=json.dumps(entry["default"], ensure_ascii=False) if "default" in entry else "",
+            enum=", ".join(json.dumps(v, ensure_ascii=False) for v in entry.get("enum") or []),
+            description=str(entry.get("description") or ""),
+        )
+        for name, entry in contract.items()
+    ]
+
+
+def describe_entry(entry: Mapping[str, Any] | None) -> str:
+    """A contract entry in a few words: ``integer, optional, default 3, one of 1, 2``."""
+    if entry is None:
+        return "absent"
+    row = contract_rows({"": entry})[0]
+    words = [row.type, "required" if row.required else "optional"]
+    if row.default:
+        words.append(f"default {row.default}")
+    if row.enum:
+        words.append(f"one of {row.enum}")
+    return ", ".join(words)
+
+
+def schema_rows(changes: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``(kind, variable, before, after)`` for a diff's ``variables_schema`` changes,
+    each entry in words."""
+    rows: list[tuple[str, str, str, str]] = []
+    for name, entry in changes.get("added", {}).items():
+        rows.append(("added", name, "", describe_entry(entry)))
+    for name, entry in changes.get("removed", {}).items():
+        rows.append(("removed", name, describe_entry(entry), ""))
+    for name, change in changes.get("changed", {}).items():
+        rows.append(("changed", name, describe_entry(change["from"]), describe_entry(change["to"])))
+    return rows
+
+
+def breaking_sentences(
+    breaking: Sequence[Mapping[str, Any]],
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+) -> list[Markup]:
+    """Each breaking change in plain words, variable names as code (escaped here)."""
+    sentences = []
+    for change in breaking:
+        text = str(escape(plain_words(change, old, new)))
+        sentences.append(Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text)))
+    return sentences

@@ -1,5 +1,5 @@
 """Prompts: the list (with search by name), creating one, a prompt's page (its versions,
-what each environment holds, open reviews, history), deleting one."""
+what each environment holds, open reviews, rollouts under way, history), deleting one."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from promptsvc.console.releases import holding
+from promptsvc.console.rollouts import panels
 from promptsvc.inputs import PromptCreateSchema
-from storage import Page, Prompt, PromptExists, decode_cursor, encode_cursor
+from storage import PRODUCTION, Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
 bp = Blueprint("prompts", __name__)
 
@@ -120,6 +121,10 @@ def show(name: str) -> str:
     reviews = backend.list_reviews(
         org, prompt_ref=prompt.prompt_id, status="open", limit=OPEN_REVIEWS_SHOWN
     )
+    environments = [
+        (environment, holding(prompt, environment.name))
+        for environment in backend.list_environments(org)
+    ]
     return render_template(
         "console/prompt.html",
         prompt=prompt,
@@ -131,11 +136,18 @@ def show(name: str) -> str:
         # What a rollback would make production: storage's rule, as the rollback applies it.
         rollback_target=backend.previous_production(org, prompt.prompt_id),
         who=names(),
-        environments=[
-            (environment, holding(prompt, environment.name))
-            for environment in backend.list_environments(org)
-        ],
+        environments=environments,
+        # What a rollback would put back in each other environment that holds a version
+        # (production's is the page's own button).
+        environment_rollbacks={
+            environment.name: backend.previous_production(
+                org, prompt.prompt_id, environment=environment.name
+            )
+            for environment, held in environments
+            if held is not None and environment.name != PRODUCTION
+        },
         open_reviews=reviews.items,
+        rollouts=panels(prompt),
     )
 
 

@@ -1,12 +1,16 @@
-"""Compare two versions side by side; promote (into production or another environment)
-and roll back, each after a confirmation page that shows what the environment will
-change from and to.
+"""Compare two versions side by side; promote (into production or another environment),
+start a gradual rollout (the promote page with a percent) and roll back, each after a
+confirmation page that shows what the environment will change from and to.
 
 The confirmation page carries the version it showed in the environment
 (``expected_production_version``): when someone else changes the environment in
 between, the change is refused (storage's ProductionChanged) and the page comes back
 with the new difference and a message saying so, nothing changed. For a protected
 environment the same page opens a review instead (promptsvc.console.reviews shows it).
+
+A version that breaks callers of the one the environment holds (storage/contracts.py)
+is listed in plain words on the diff and promote pages; the promote page then needs
+its acknowledgement box ticked and notes saying why, and sends ``allow_breaking``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,27 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.console.common import FormInvalid, load, optional_int, principal, storage
-from promptsvc.console.present import metadata_rows, side_by_side
+from promptsvc.breaking import contract_of, schema_changes
+from promptsvc.console.common import (
+    FormInvalid,
+    form_number,
+    load,
+    optional_int,
+    principal,
+    require,
+    storage,
+)
+from promptsvc.console.present import (
+    breaking_sentences,
+    metadata_rows,
+    schema_rows,
+    side_by_side,
+)
 from promptsvc.diffs import version_diff
 from promptsvc.inputs import PromoteSchema, ReviewCreateSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
 from storage import (
+    BreakingPromotion,
     Environment,
     NoProductionVersion,
     NotFound,
@@ -31,23 +50,36 @@ from storage import (
     PromptVersion,
     ReviewExists,
     ReviewRequired,
+    Rollout,
+    RolloutInProgress,
+    RolloutNotFound,
     VersionNotFound,
+    contracts,
 )
 
 bp = Blueprint("releases", __name__)
 
 
 def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) -> dict[str, Any]:
-    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's) and the rows of
-    the side-by-side view. ``old`` None (no production yet) compares with nothing."""
+    """What a diff shows: promptsvc.diffs' answer (the diff endpoint's), the rows of
+    the side-by-side view, and what ``new`` would break for callers of ``old``, in
+    plain words. ``old`` None (no production yet) compares with nothing."""
     base = old.to_json() if old is not None else _empty(new)
-    changes = version_diff(base, new.to_json())
+    target = new.to_json()
+    changes = version_diff(base, target)
+    old_contract, new_contract = contract_of(base), contract_of(target)
+    # The promotion check itself, on the records: what storage would refuse.
+    breaking = [change.to_json() for change in contracts.breaking_changes(old, new)]
+    schema = changes.get("variables_schema") or schema_changes(old_contract, new_contract)
     return {
         "old": old,
         "new": new,
         "changes": changes,
         "rows": side_by_side(base["content"], new.content, prompt.prompt_type),
         "metadata_rows": metadata_rows(changes["metadata"]),
+        "schema_rows": schema_rows(schema) if old is not None else [],
+        "breaking": breaking,
+        "breaking_words": breaking_sentences(breaking, old_contract, new_contract),
     }
 
 
@@ -136,8 +168,35 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     if request.method == "GET":
         return _promote_page(prompt, version, environment)
     notes = request.form.get("notes", "").strip() or None
+    allow_breaking = request.form.get("allow_breaking") == "on"
+    percent_text = request.form.get("rollout_percent", "").strip()
+    # The role first: a person who may not promote learns that, not what would break.
     if environment.protected:
-        return _request_review(prompt, version, environment, notes)
+        require(actions.request_review)
+    else:
+        require(actions.start_rollout if percent_text else actions.promote)
+    if request.form.get("mode") == "rollout" and not percent_text:
+        errors = {"rollout_percent": ["Give the percent of callers the rollout starts at."]}
+        return _promote_page(
+            prompt, version, environment, notes=notes, errors=errors, allow_breaking=allow_breaking
+        )
+    refused = _unacknowledged(prompt, version, environment, notes, allow_breaking)
+    if refused is not None:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=refused,
+            allow_breaking=allow_breaking,
+            rollout_percent=percent_text,
+        )
+    if environment.protected:
+        return _request_review(
+            prompt, version, environment, notes, allow_breaking, percent_text or None
+        )
+    if percent_text:
+        return _start_rollout(prompt, version, environment, notes, percent_text, allow_breaking)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -160,9 +219,20 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             archive_previous=body["archive_previous_production"],
             expected_production=expected,
             environment=environment.name,
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
         return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
+        )
     except ReviewRequired:
         environment = backend.get_environment(org, environment.name)
         return _promote_page(
@@ -182,6 +252,8 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             notes=notes,
             conflict=_moved(expected, changed.current, environment.name),
         )
+    except RolloutInProgress:
+        return _promote_page(prompt, version, environment, notes=notes, status=409)
     if environment.name == PRODUCTION:
         flash(f"Version {number} is now production.", "success")
     else:
@@ -189,14 +261,52 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
+def _unacknowledged(
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    allow_breaking: bool,
+) -> dict[str, list[str]] | None:
+    """The form's errors when the version breaks callers of what the environment holds
+    and the form does not acknowledge it with notes; None when it may go on (storage
+    checks again in the promotion itself)."""
+    current = holding(prompt, environment.name)
+    if current is None or not comparison(prompt, current, version)["breaking"]:
+        return None
+    if not allow_breaking:
+        return {
+            "allow_breaking": [
+                f"v{version.version} breaks callers of v{current.version} (listed below): "
+                "tick this box to "
+                + ("request the review" if environment.protected else "promote it")
+                + " anyway"
+            ]
+        }
+    if not notes:
+        return {"notes": ["say why the breaking changes are acceptable (kept in the history)"]}
+    return None
+
+
 def _request_review(
-    prompt: Prompt, version: PromptVersion, environment: Environment, notes: str | None
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    allow_breaking: bool = False,
+    percent_text: str | None = None,
 ) -> Any:
-    """The promote page's form on a protected environment: open a review."""
+    """The promote page's form on a protected environment: open a review (whose
+    approval starts a rollout when the form gave a percent)."""
     try:
         body = load(
             ReviewCreateSchema(),
-            {"version": version.version, "environment": environment.name, "notes": notes},
+            {
+                "version": version.version,
+                "environment": environment.name,
+                "notes": notes,
+                "rollout_percent": form_number("rollout_percent"),
+            },
         )
         review = actions.request_review(
             storage(),
@@ -205,20 +315,113 @@ def _request_review(
             version.version_id,
             environment.name,
             notes=body["notes"],
+            rollout_percent=body["rollout_percent"],
+            allow_breaking=allow_breaking,
         )
     except FormInvalid as invalid:
-        return _promote_page(prompt, version, environment, notes=notes, errors=invalid.errors)
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=invalid.errors,
+            rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
+        )
     except ReviewExists as exists:
         return _promote_page(
             prompt, version, environment, notes=notes, open_review=exists.review_id
         )
     needed = review.required_approvals
+    people = "person approves" if needed == 1 else "people approve"
+    if review.rollout_percent is None:
+        flash(
+            f"Review opened: v{version.version} enters {environment.name} once {needed} "
+            f"{people} it.",
+            "success",
+        )
+    else:
+        flash(
+            f"Review opened: once {needed} {people} it, v{version.version} goes to "
+            f"{review.rollout_percent}% of {environment.name}'s callers.",
+            "success",
+        )
+    return redirect(url_for("console.reviews.show", review_id=review.review_id))
+
+
+def _start_rollout(
+    prompt: Prompt,
+    version: PromptVersion,
+    environment: Environment,
+    notes: str | None,
+    percent_text: str,
+    allow_breaking: bool,
+) -> Any:
+    """The promote page's form with a percent: start a rollout of the version (checked
+    against the environment's version as a promotion is)."""
+    backend, org = storage(), principal().org
+    expected = optional_int(
+        request.form.get("expected_production_version"), field="expected_production_version"
+    )
+    try:
+        body = load(
+            PromoteSchema(),
+            {
+                "notes": notes,
+                "expected_production_version": expected,
+                "rollout_percent": form_number("rollout_percent"),
+            },
+        )
+        rollout = actions.start_rollout(
+            backend,
+            principal(),
+            prompt.prompt_id,
+            version.version_id,
+            body["rollout_percent"],
+            expected_production=expected,
+            environment=environment.name,
+            allow_breaking=allow_breaking,
+            notes=body["notes"],
+        )
+    except FormInvalid as invalid:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            errors=invalid.errors,
+            rollout_percent=percent_text,
+            allow_breaking=allow_breaking,
+        )
+    except BreakingPromotion:
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            rollout_percent=percent_text,
+            conflict=f"{environment.name.capitalize()} changed while you were reviewing, and "
+            f"v{version.version} breaks callers of what it holds now. Nothing was changed. "
+            "Review the breaking changes below and confirm again.",
+        )
+    except ProductionChanged as changed:
+        prompt = backend.get_prompt(org, prompt.prompt_id)
+        return _promote_page(
+            prompt,
+            version,
+            environment,
+            notes=notes,
+            rollout_percent=percent_text,
+            conflict=_moved(expected, changed.current, environment.name),
+        )
+    except RolloutInProgress:
+        return _promote_page(prompt, version, environment, notes=notes, status=409)
     flash(
-        f"Review opened: v{version.version} enters {environment.name} once {needed} "
-        f"{'person approves' if needed == 1 else 'people approve'} it.",
+        f"Rollout started: v{rollout.candidate_version} goes to {rollout.percent}% of "
+        f"{environment.name}'s callers, the others keep v{rollout.baseline_version}.",
         "success",
     )
-    return redirect(url_for("console.reviews.show", review_id=review.review_id))
+    return redirect(url_for("console.prompts.show", name=prompt.name, _anchor="rollouts"))
 
 
 def _moved(expected: int | None, current: int | None, environment: str = PRODUCTION) -> str:
@@ -239,6 +442,9 @@ def _promote_page(
     errors: dict[str, list[str]] | None = None,
     conflict: str | None = None,
     open_review: str | None = None,
+    allow_breaking: bool = False,
+    rollout_percent: str | None = None,
+    status: int | None = None,
 ) -> Any:
     current = holding(prompt, environment.name)
     html = render_template(
@@ -253,19 +459,33 @@ def _promote_page(
         errors=errors or {},
         conflict=conflict,
         open_review=open_review,
+        allow_breaking=allow_breaking,
+        rollout_percent=rollout_percent,
+        rollout_here=_rollout_in(prompt, environment.name),
     )
-    status = 409 if conflict or open_review else 400 if errors else 200
+    if status is None:
+        status = 409 if conflict or open_review else 400 if errors else 200
     return Response(html, status=status, mimetype="text/html")
+
+
+def _rollout_in(prompt: Prompt, environment: str) -> Rollout | None:
+    try:
+        return storage().get_rollout(principal().org, prompt.prompt_id, environment)
+    except RolloutNotFound:
+        return None
 
 
 @bp.route("/prompts/<name>/rollback", methods=["GET", "POST"])
 def rollback(name: str) -> str | WerkzeugResponse:
+    """Put back the version an environment (production unless ``environment`` says
+    otherwise) held before, after a confirmation page; no review, even when protected."""
     backend, org = storage(), principal().org
     prompt = backend.get_prompt(org, name)
     source = request.form if request.method == "POST" else request.args
+    environment = backend.get_environment(org, source.get("environment") or PRODUCTION)
     target_number = optional_int(source.get("to"), field="to")
     if request.method == "GET":
-        return _rollback_page(prompt, target_number)
+        return _rollback_page(prompt, environment, target_number)
     notes = request.form.get("notes", "").strip() or None
     expected = optional_int(
         request.form.get("expected_production_version"), field="expected_production_version"
@@ -282,20 +502,32 @@ def rollback(name: str) -> str | WerkzeugResponse:
             notes=body["notes"],
             to_version=body["to_version"],
             expected_production=expected,
+            environment=environment.name,
         )
     except FormInvalid as invalid:
-        return _rollback_page(prompt, target_number, notes=notes, errors=invalid.errors)
+        return _rollback_page(
+            prompt, environment, target_number, notes=notes, errors=invalid.errors
+        )
     except ProductionChanged as changed:
         prompt = backend.get_prompt(org, prompt.prompt_id)
         return _rollback_page(
-            prompt, target_number, notes=notes, conflict=_moved(expected, changed.current)
+            prompt,
+            environment,
+            target_number,
+            notes=notes,
+            conflict=_moved(expected, changed.current, environment.name),
         )
-    flash(f"Rolled back: version {promotion.version.version} is production again.", "success")
+    number = promotion.version.version
+    if environment.name == PRODUCTION:
+        flash(f"Rolled back: version {number} is production again.", "success")
+    else:
+        flash(f"Rolled back: version {number} is in {environment.name} again.", "success")
     return redirect(url_for("console.prompts.show", name=prompt.name))
 
 
 def _rollback_page(
     prompt: Prompt,
+    environment: Environment,
     target_number: int | None,
     *,
     notes: str | None = None,
@@ -303,9 +535,11 @@ def _rollback_page(
     conflict: str | None = None,
 ) -> Any:
     backend, org = storage(), principal().org
-    production = _production(prompt)
+    current = holding(prompt, environment.name)
     if target_number is None:
-        target_number = backend.previous_production(org, prompt.prompt_id)
+        target_number = backend.previous_production(
+            org, prompt.prompt_id, environment=environment.name
+        )
     target = None
     if target_number is not None:
         try:
@@ -315,10 +549,11 @@ def _rollback_page(
     html = render_template(
         "console/rollback.html",
         prompt=prompt,
-        production=production,
+        environment=environment,
+        production=current,
         target=target,
         target_number=target_number,
-        compared=comparison(prompt, production, target) if target and production else None,
+        compared=comparison(prompt, current, target) if target and current else None,
         notes=notes or "",
         errors=errors or {},
         conflict=conflict,

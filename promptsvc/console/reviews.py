@@ -38,6 +38,7 @@ from storage import (
     Review,
     ReviewForbidden,
     ReviewStale,
+    Rollout,
     StorageError,
     decode_number_cursor,
     lifecycle,
@@ -200,7 +201,7 @@ def approve(review_id: str) -> WerkzeugResponse:
     comment = request.form.get("comment", "").strip()
     try:
         body = load(DecisionSchema(), {"comment": comment or None})
-        decided, promotion = actions.approve_review(
+        decided, applied = actions.approve_review(
             backend, principal(), review_id, comment=body["comment"]
         )
     except FormInvalid as invalid:
@@ -216,7 +217,13 @@ def approve(review_id: str) -> WerkzeugResponse:
         return _review_page(
             backend.get_review(principal().org, review_id), conflict=message, status=409
         )
-    if promotion is not None:
+    if isinstance(applied, Rollout):
+        flash(
+            f"Approved: {decided.prompt_name} v{decided.version} is rolling out to "
+            f"{applied.percent}% of {decided.environment}.",
+            "success",
+        )
+    elif applied is not None:
         flash(
             f"Approved: {decided.prompt_name} v{decided.version} is now in {decided.environment}.",
             "success",

@@ -16,6 +16,7 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
+from promptsvc.breaking import contract_of, normal_examples
 from promptsvc.console.common import (
     FormInvalid,
     form_text,
@@ -25,11 +26,12 @@ from promptsvc.console.common import (
     require,
     storage,
 )
-from promptsvc.console.present import pretty_json, sdk_snippet
+from promptsvc.console.present import contract_rows, pretty_json, sdk_snippet
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from promptsvc.refs import PRODUCTION
-from storage import NoProductionVersion, Prompt, PromptVersion
+from promptsvc.templates import is_implied
+from storage import ContractInvalid, NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
 
@@ -40,12 +42,15 @@ MAX_MESSAGES = 200
 @dataclass
 class Draft:
     """What a version form shows: the content (text, or chat messages), metadata as
-    JSON text, tags as a comma-separated line."""
+    JSON text, tags as a comma-separated line, and the variable contract: the declared
+    ``variables_schema`` and the ``examples`` as JSON text (empty: none)."""
 
     text: str = ""
     messages: list[dict[str, str]] = field(default_factory=list)
     metadata: str = ""
     tags: str = ""
+    schema: str = ""
+    examples: str = ""
 
     @classmethod
     def of(cls, prompt: Prompt, version: PromptVersion | None) -> Draft:
@@ -53,20 +58,31 @@ class Draft:
             blank = [{"role": "system", "content": ""}, {"role": "user", "content": ""}]
             return cls(messages=blank if prompt.prompt_type == "chat" else [])
         messages = chat_messages(version.content) if prompt.prompt_type == "chat" else None
+        answer = version.to_json()
+        schema = answer.get("variables_schema")
         return cls(
             text=version.content if messages is None else "",
             messages=messages or [],
             metadata=pretty_json(version.metadata) if version.metadata else "",
             tags=", ".join(version.tags),
+            schema=pretty_json(schema) if schema and not is_implied(schema) else "",
+            examples=pretty_json(normal_examples(answer["examples"]))
+            if answer.get("examples")
+            else "",
         )
 
     @classmethod
     def posted(cls, prompt: Prompt) -> Draft:
+        contract: dict[str, Any] = {
+            "schema": form_text("variables_schema"),
+            "examples": form_text("examples"),
+        }
         if prompt.prompt_type != "chat" or "message_count" not in request.form:
             return cls(
                 text=form_text("content"),
                 metadata=form_text("metadata"),
                 tags=request.form.get("tags", ""),
+                **contract,
             )
         count = min(_int(request.form.get("message_count")), MAX_MESSAGES)
         messages = [
@@ -77,7 +93,10 @@ class Draft:
             for i in range(count)
         ]
         return cls(
-            messages=messages, metadata=form_text("metadata"), tags=request.form.get("tags", "")
+            messages=messages,
+            metadata=form_text("metadata"),
+            tags=request.form.get("tags", ""),
+            **contract,
         )
 
     def content(self, prompt: Prompt) -> str:
@@ -100,7 +119,43 @@ class Draft:
                 raise FormInvalid({"metadata": [f"is not valid JSON: {exc}"]}) from None
             if not isinstance(body["metadata"], dict):
                 raise FormInvalid({"metadata": ['must be a JSON object, like {"model": "x"}']})
-        return body
+        return {**body, **self.contract()}
+
+    def contract(self) -> dict[str, Any]:
+        """``variables_schema`` and ``examples`` as the API takes them (left out when the
+        field is empty); FormInvalid naming the field when its JSON is not that."""
+        contract: dict[str, Any] = {}
+        errors: dict[str, list[str]] = {}
+        for name, text, kind, like in (
+            ("variables_schema", self.schema, dict, '{"tone": {"type": "string"}}'),
+            ("examples", self.examples, list, '[{"name": "short", "variables": {"tone": "kind"}}]'),
+        ):
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                errors[name] = [f"is not valid JSON: {exc}"]
+                continue
+            if not isinstance(value, kind):
+                what = "object" if kind is dict else "list"
+                errors[name] = [f"must be a JSON {what}, like {like}"]
+                continue
+            contract[name] = value
+        if errors:
+            raise FormInvalid(errors)
+        return contract
+
+
+def contract_errors(invalid: ContractInvalid) -> dict[str, list[str]]:
+    """Storage's problems (by ``variables_schema.<variable>``, ``examples[<i>]``) as the
+    form's errors, under the field they belong to, each saying where."""
+    errors: dict[str, list[str]] = {}
+    for where, problems in invalid.problems.items():
+        name = "examples" if where.startswith("examples") else "variables_schema"
+        place = "" if where == name else f"{where.removeprefix('variables_schema.')}: "
+        errors.setdefault(name, []).extend(f"{place}{problem}" for problem in problems)
+    return errors
 
 
 def _int(value: str | None) -> int:
@@ -120,6 +175,8 @@ def _page(name: str, number: int) -> str:
 @bp.get("/prompts/<name>/versions/<int:number>")
 def show(name: str, number: int) -> str:
     prompt, version = _version(name, number)
+    answer = version.to_json()
+    contract = contract_of(answer)
     return render_template(
         "console/version.html",
         prompt=prompt,
@@ -127,6 +184,9 @@ def show(name: str, number: int) -> str:
         messages=chat_messages(version.content) if prompt.prompt_type == "chat" else None,
         who=names(),
         snippet=sdk_snippet(prompt.name, version),
+        contract=contract_rows(contract),
+        declared=not is_implied(contract),
+        examples=answer.get("examples") or [],
         production_reviewed=storage().get_environment(principal().org, PRODUCTION).protected,
     )
 
@@ -153,7 +213,12 @@ def new(name: str) -> str | WerkzeugResponse:
             body["content"],
             metadata=body["metadata"],
             tags=body["tags"],
+            variables_schema=body.get("variables_schema"),
+            examples=body.get("examples"),
         )
+    except ContractInvalid as invalid:
+        errors = contract_errors(invalid)
+        return _form(prompt, draft, errors=errors, source_number=source_number)
     except FormInvalid as invalid:
         return _form(prompt, draft, errors=invalid.errors, source_number=source_number)
     flash(f"Version {version.version} saved as a draft.", "success")
@@ -210,8 +275,18 @@ def edit(name: str, number: int) -> str | WerkzeugResponse:
         draft.messages.append({"role": "user", "content": ""})
         return _form(prompt, draft, editing=version)
     try:
-        body = load(VersionEditSchema(), {"content": draft.content(prompt)})
-        actions.edit_version(storage(), principal(), prompt.prompt_id, str(number), body["content"])
+        body = load(VersionEditSchema(), {"content": draft.content(prompt), **draft.contract()})
+        actions.edit_version(
+            storage(),
+            principal(),
+            prompt.prompt_id,
+            str(number),
+            body["content"],
+            variables_schema=body.get("variables_schema"),
+            examples=body.get("examples"),
+        )
+    except ContractInvalid as invalid:
+        return _form(prompt, draft, errors=contract_errors(invalid), editing=version)
     except FormInvalid as invalid:
         return _form(prompt, draft, errors=invalid.errors, editing=version)
     flash(f"Version {number} updated.", "success")

@@ -6,6 +6,7 @@
 * :class:`EventStore` (events.py): the change event log;
 * :class:`WebhookStore` (webhooks.py): webhooks and their delivery queue;
 * :class:`ReleaseStore` (releases.py): environments and reviews;
+* :class:`RolloutStore` (rollouts.py): gradual rollouts and the environment read;
 * :class:`OrgArchive` (archive.py): an org's data read and written whole.
 
 A backend implements them all: a package with one module per concern (storage/memory,
@@ -20,6 +21,7 @@ from storage.interface.events import EventStore
 from storage.interface.identity import IdentityStore
 from storage.interface.prompts import PromptStore
 from storage.interface.releases import ReleaseStore
+from storage.interface.rollouts import RolloutStore
 from storage.interface.webhooks import (
     DELIVERY_HISTORY_SIZE,
     MAX_WEBHOOKS,
@@ -36,6 +38,7 @@ __all__ = [
     "OrgArchive",
     "PromptStore",
     "ReleaseStore",
+    "RolloutStore",
     "Storage",
     "StorageCore",
     "WebhookStore",
@@ -43,5 +46,7 @@ __all__ = [
 ]
 
 
-class Storage(PromptStore, ReleaseStore, IdentityStore, EventStore, WebhookStore, OrgArchive):
+class Storage(
+    PromptStore, ReleaseStore, RolloutStore, IdentityStore, EventStore, WebhookStore, OrgArchive
+):
     """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster."""

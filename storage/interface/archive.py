@@ -5,7 +5,17 @@ from __future__ import annotations
 import abc
 
 from storage.interface.core import StorageCore
-from storage.records import OrgSnapshot
+from storage.records import Environment, OrgSnapshot
+
+
+def environments_of_export(
+    before: list[Environment], after: list[Environment]
+) -> tuple[Environment, ...]:
+    """The environments of an export that read them before and after its prompts: those
+    listed after, then those deleted meanwhile, so every placement and open review read
+    with a prompt names an environment of the snapshot."""
+    kept = {environment.name for environment in after}
+    return (*after, *(environment for environment in before if environment.name not in kept))
 
 
 class OrgArchive(StorageCore):
@@ -19,13 +29,17 @@ class OrgArchive(StorageCore):
     def export_org(self, org: str) -> OrgSnapshot:
         """Everything ``org`` keeps, exactly as stored (ids, numbers and the version
         counters, statuses, times, secret and password hashes). Each prompt is read in
-        one atomic step, so it is consistent in itself; a prompt created or deleted
-        meanwhile is in the snapshot or not. An org without data gives an empty
-        snapshot."""
+        one atomic step with its versions' placements and its reviews, so it is
+        consistent in itself; a prompt created or deleted meanwhile is in the snapshot or
+        not. An environment deleted meanwhile is in the snapshot if a prompt read before
+        the deletion was placed in it (environments_of_export). An org without data gives
+        an empty snapshot (with production, as every org has it)."""
 
     @abc.abstractmethod
     def import_org(self, snapshot: OrgSnapshot) -> None:
         """Write ``snapshot`` exactly as given, with every index and counter the other
-        operations use, in one atomic step. Only into an org without prompts, API keys
-        or users: otherwise OrgNotEmpty, and nothing is written. The caller checked that
-        the snapshot is consistent (promptsvc.backup does)."""
+        operations use (reviews keep their request order, open ones their place in the
+        open index), in one atomic step. Only into an org without prompts, API keys or
+        users: otherwise OrgNotEmpty, and nothing is written. The snapshot's environments
+        replace any the org kept (production as every org has it is not stored). The
+        caller checked that the snapshot is consistent (promptsvc.backup does)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from typing import Any
 
 from storage import lifecycle
 from storage.interface.core import StorageCore
@@ -74,13 +75,17 @@ class PromptStore(StorageCore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         """New draft with the next number (atomic, never reused).
 
         ``variables`` are the content's placeholders as the layer above extracted them
         (promptsvc.templates, which also checks chat content); storage keeps them as
-        given.
+        given. ``variables_schema`` (None: the implied one) and ``examples`` (None: none)
+        are the version's contract, checked against ``variables`` by
+        storage.contracts.validated: ContractInvalid names every problem.
         """
 
     @abc.abstractmethod
@@ -116,10 +121,13 @@ class PromptStore(StorageCore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        """Replace a draft's content and its ``variables`` (given, as for
+        """Replace a draft's content, its ``variables`` and its contract
+        (``variables_schema``, ``examples``: given whole, checked as for
         :meth:`create_version`). Non-draft: LifecycleError."""
 
     @abc.abstractmethod
@@ -135,6 +143,7 @@ class PromptStore(StorageCore):
         *,
         request_id: str | None = None,
         environment: str = PRODUCTION,
+        allow_breaking: bool = False,
     ) -> Promotion:
         """Atomically: the draft becomes published (promoted_at/by set), the previously
         published version becomes archived (or draft when ``archive_previous`` is
@@ -150,6 +159,12 @@ class PromptStore(StorageCore):
         environment held and ``expected_production`` guards that. Either way:
         EnvironmentNotFound, and ReviewRequired (nothing changed) when the
         environment is protected.
+
+        The same step runs the promotion check (storage.contracts.breaking_changes)
+        against the version the environment holds: when it finds breaking changes,
+        nothing changes and BreakingPromotion carries them, unless ``allow_breaking``
+        (which needs ``notes``, else InvalidInput); the record's ``breaking`` says
+        whether it found any.
         """
 
     @abc.abstractmethod
@@ -184,18 +199,24 @@ class PromptStore(StorageCore):
         With another ``environment`` the same rule reads that environment's records;
         the target is placed there (not when archived), nothing is archived. A
         protected environment needs no review for a rollback.
+
+        A rollback is exempt from the promotion check (callers used its target
+        before), but its record's ``breaking`` says whether the check finds changes.
         """
 
-    def previous_production(self, org: str, prompt_ref: str) -> int | None:
-        """The version a rollback without ``to_version`` would make production now, by
-        the rule of storage/lifecycle.py (None: there is none before production): what
-        a page offers to roll back to. Raises PromptNotFound."""
+    def previous_production(
+        self, org: str, prompt_ref: str, *, environment: str = PRODUCTION
+    ) -> int | None:
+        """The version a rollback without ``to_version`` would make production (or put
+        back in ``environment``) now, by the rule of storage/lifecycle.py (None: there
+        is none before the current one): what a page offers to roll back to. Raises
+        PromptNotFound."""
         records: list[PromotionRecord] = []
         cursor = None
         while True:
             page = self.list_history(org, prompt_ref, HISTORY_PAGE, cursor)
-            # Placements in other environments are not on production's line.
-            records.extend(r for r in page.items if r.environment == PRODUCTION)
+            # Each environment has a line of its own records.
+            records.extend(r for r in page.items if r.environment == environment)
             cursor = page.next_cursor
             if cursor is None:
                 break

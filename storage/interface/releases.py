@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 
 from storage.interface.core import StorageCore
-from storage.records import Environment, Page, Promotion, PromptVersion, Review
+from storage.records import Environment, Page, Promotion, PromptVersion, Review, Rollout
 
 
 class ReleaseStore(StorageCore):
@@ -50,9 +50,19 @@ class ReleaseStore(StorageCore):
         EnvironmentNotFound."""
 
     @abc.abstractmethod
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
         """The environment and every prompt's placement in it (its history records
-        stay). Production: LifecycleError. Raises EnvironmentNotFound."""
+        stay), in one atomic step that also cancels its open reviews, writing a
+        ``review.cancelled`` event for each (in request order), and aborts its rollouts,
+        writing ``rollout.aborted`` for each (``actor`` and ``request_id`` as given).
+        Production: LifecycleError. Raises EnvironmentNotFound."""
 
     @abc.abstractmethod
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
@@ -73,13 +83,20 @@ class ReleaseStore(StorageCore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         """Open a review of placing the version in ``environment``, expecting what the
         environment holds now, needing the environment's ``required_approvals`` (at
         least 1). Raises PromptNotFound, VersionNotFound, EnvironmentNotFound,
         ReviewExists (an open review of the same version and environment), and the
-        version's own refusal to enter the environment (LifecycleError). Writes
-        ``review.requested``."""
+        version's own refusal to enter the environment (LifecycleError; with
+        ``rollout_percent``, 1-99, the refusal to start a rollout there). Writes
+        ``review.requested``.
+
+        The review keeps the promotion check against what the environment holds now
+        (``breaking``); a breaking one is refused (BreakingPromotion) unless
+        ``allow_breaking``, which needs ``notes`` (InvalidInput) and lets the review
+        apply whatever the check finds when it is applied."""
 
     @abc.abstractmethod
     def get_review(self, org: str, review_id: str) -> Review:
@@ -109,7 +126,7 @@ class ReleaseStore(StorageCore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         """Add a person's approval (storage.lifecycle.check_approver: ReviewClosed,
         ReviewForbidden, AlreadyApproved). When it is the last one needed, the same
         atomic step applies the review: the promotion (as :meth:`PromptStore.promote`
@@ -117,8 +134,13 @@ class ReleaseStore(StorageCore):
         carrying ``review_id`` and ``approved_by``) and the review ``applied``; if the
         environment moved since the request, the approval and the status ``stale`` are
         recorded, nothing is promoted, and ReviewStale is raised. A version that cannot
-        enter the environment any more: its LifecycleError, nothing recorded. Writes
-        ``review.approved`` (then ``version.promoted`` and ``review.applied``)."""
+        enter the environment any more: its LifecycleError, nothing recorded; so is a
+        rollout running there (RolloutInProgress). The promotion check runs again in
+        the same step; a breaking promotion of a review without ``allow_breaking``
+        raises BreakingPromotion, nothing recorded. Writes ``review.approved`` (then
+        ``version.promoted`` and ``review.applied``). A review with ``rollout_percent``
+        starts a rollout instead of the promotion (storage/interface/rollouts.py:
+        ``rollout.started`` instead of ``version.promoted``), returned in its place."""
 
     @abc.abstractmethod
     def reject_review(

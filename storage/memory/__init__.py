@@ -16,6 +16,7 @@ from storage.memory.identity import MemoryIdentity
 from storage.memory.login import MemoryLogin
 from storage.memory.prompts import MemoryPrompts
 from storage.memory.releases import MemoryReleases
+from storage.memory.rollouts import MemoryRollouts
 from storage.memory.webhooks import MemoryWebhooks
 
 __all__ = ["MemoryStorage"]
@@ -24,6 +25,7 @@ __all__ = ["MemoryStorage"]
 class MemoryStorage(
     MemoryPrompts,
     MemoryReleases,
+    MemoryRollouts,
     MemoryEvents,
     MemoryWebhooks,
     MemoryIdentity,

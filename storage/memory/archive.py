@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from storage import lifecycle
 from storage.errors import OrgNotEmpty
 from storage.interface import OrgArchive
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import OrgSnapshot, PromptSnapshot
+from storage.records import PRODUCTION, Environment, OrgSnapshot, PromptSnapshot
+
+
+def _environments(org_state: OrgState) -> tuple[Environment, ...]:
+    """As list_environments gives them: production (stored once changed) first."""
+    stored = dict(org_state.environments)
+    production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
+    return (production, *stored.values())
 
 
 class MemoryArchive(MemoryCore, OrgArchive):
@@ -22,9 +30,7 @@ class MemoryArchive(MemoryCore, OrgArchive):
 
     def export_org(self, org: str) -> OrgSnapshot:
         with self._lock:
-            org_state = self._orgs.get(org)
-            if org_state is None:
-                return OrgSnapshot(org, (), (), ())
+            org_state = self._orgs.get(org) or OrgState()
             prompts = tuple(
                 PromptSnapshot(
                     prompt=self._prompt(state),
@@ -35,7 +41,14 @@ class MemoryArchive(MemoryCore, OrgArchive):
                 for _, state in sorted(org_state.by_name.items())
             )
             keys = tuple(org_state.keys.values())
-            return OrgSnapshot(org, prompts, keys, tuple(org_state.users.values()))
+            return OrgSnapshot(
+                org,
+                prompts,
+                keys,
+                tuple(org_state.users.values()),
+                _environments(org_state),
+                tuple(org_state.reviews.values()),
+            )
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         by_name: dict[str, PromptState] = {}
@@ -49,6 +62,7 @@ class MemoryArchive(MemoryCore, OrgArchive):
                 numbers={v.version_id: v.version for v in versions},
                 production=published[0] if published else None,
                 history=list(item.history),
+                placements={env: v.version for v in versions for env in v.placements},
             )
             by_name[item.prompt.name] = state
         with self._lock:
@@ -61,3 +75,16 @@ class MemoryArchive(MemoryCore, OrgArchive):
             org_state.keys = {key.client_id: key for key in snapshot.api_keys}
             org_state.users = {user.username: user for user in snapshot.users}
             org_state.user_ids = {user.user_id: user.username for user in snapshot.users}
+            org_state.environments = {
+                e.name: e for e in snapshot.environments if e != lifecycle.default_production()
+            }
+            org_state.reviews = {review.review_id: review for review in snapshot.reviews}
+            org_state.review_seq = {
+                review.review_id: seq for seq, review in enumerate(snapshot.reviews, start=1)
+            }
+            org_state.review_counter = len(snapshot.reviews)
+            org_state.open_reviews = {
+                (r.prompt_id, r.environment, r.version): r.review_id
+                for r in snapshot.reviews
+                if r.status == "open"
+            }

@@ -77,6 +77,8 @@ class MemoryCore(StorageCore):
         environment: str | None = None,
         review_id: str | None = None,
         status: str | None = None,
+        rollout_id: str | None = None,
+        percent: int | None = None,
     ) -> None:
         """Append the event of a change made under the lock, and wake the waiters.
         ``status``: the event's own (a review's), instead of the version's."""
@@ -103,6 +105,8 @@ class MemoryCore(StorageCore):
                 request_id=request_id,
                 environment=environment,
                 review_id=review_id,
+                rollout_id=rollout_id,
+                percent=percent,
             )
         )
         while len(org_state.events) > self.event_log_size:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
@@ -84,9 +85,12 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        schema, kept_examples = contracts.validated(variables, variables_schema, examples)
         # A private copy: the caller keeps no handle on a stored (immutable) record.
         meta = json.loads(json.dumps(metadata or {}))
         with self._lock:
@@ -109,6 +113,8 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                 promoted_at=None,
                 promoted_by=None,
                 created_by=created_by,
+                variables_schema=schema,
+                examples=kept_examples,
             )
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
@@ -170,16 +176,27 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        schema, kept_examples = contracts.validated(variables, variables_schema, examples)
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
             current = state.versions[number]
             lifecycle.check_editable(current)
-            version = replace(current, content=content, variables=tuple(variables), updated_at=now)
+            lifecycle.check_not_candidate(number, list(state.rollouts.values()))
+            version = replace(
+                current,
+                content=content,
+                variables=tuple(variables),
+                variables_schema=schema,
+                examples=kept_examples,
+                updated_at=now,
+            )
             state.versions[number] = version
             self._record(
                 self._orgs[org], "version.updated", state.prompt, version, actor, request_id, now
@@ -198,15 +215,21 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         *,
         request_id: str | None = None,
         environment: str = PRODUCTION,
+        allow_breaking: bool = False,
     ) -> Promotion:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
             lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "promote")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
-            lifecycle.check_enterable(environment, state.versions[number], current)
+            candidate = state.versions[number]
+            lifecycle.check_enterable(environment, candidate, current)
+            changes = contracts.breaking_changes(self._held(state, environment), candidate)
+            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             return self._enter(
                 org,
                 state,
@@ -217,6 +240,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                 now,
                 request_id,
                 archive_previous=archive_previous,
+                breaking=breaking,
             )
 
     def rollback(
@@ -235,13 +259,28 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         with self._lock:
             state = self._state(org, prompt_ref)
             self._environment(self._orgs[org], environment)
+            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "rollback")
             current = self._current(state, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             target = lifecycle.rollback_target(
                 prompt_ref, current, state.history, to_version, state.versions.get, environment
             )
             notes = lifecycle.rollback_notes(target) if notes is None else notes
-            return self._enter(org, state, target, environment, promoted_by, notes, now, request_id)
+            # Exempt from the check, but the record says whether it breaks.
+            changes = contracts.breaking_changes(
+                self._held(state, environment), state.versions[target]
+            )
+            return self._enter(
+                org,
+                state,
+                target,
+                environment,
+                promoted_by,
+                notes,
+                now,
+                request_id,
+                breaking=bool(changes),
+            )
 
     def archive_version(
         self,
@@ -262,6 +301,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             self._record(
                 self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
             )
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             return version
 
     def unarchive_version(
@@ -299,6 +339,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             number = self._number(state, prompt_ref, version_ref)
             version = state.versions[number]
             lifecycle.check_deletable(version)
+            self._abort_rollouts_of(org, state, number, actor, request_id, now)
             self._unplace(state, number)
             del state.versions[number]
             del state.numbers[version.version_id]

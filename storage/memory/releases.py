@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     EnvironmentExists,
@@ -29,6 +29,7 @@ from storage.records import (
     Promotion,
     PromptVersion,
     Review,
+    Rollout,
 )
 
 
@@ -77,7 +78,14 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             org_state.environments[name] = environment
             return environment
 
-    def delete_environment(self, org: str, name: str) -> None:
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
         now = self.clock()
         with self._lock:
             org_state = self._orgs.get(org)
@@ -87,15 +95,23 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             assert org_state is not None
             del org_state.environments[name]
             for state in org_state.by_name.values():
+                rollout = state.rollouts.get(name)
+                if rollout is not None:
+                    self._end_rollout(
+                        org, state, rollout, "rollout.aborted", actor, request_id, now
+                    )
                 number = state.placements.pop(name, None)
                 if number is not None:
                     kept = set(state.versions[number].placements) - {name}
                     self._set_placements(state, number, kept)
+            # open_reviews keeps request order: the events follow it.
             for key, review_id in list(org_state.open_reviews.items()):
                 if key[1] == name:
-                    del org_state.open_reviews[key]
-                    review = org_state.reviews[review_id]
-                    org_state.reviews[review_id] = lifecycle.closed(review, "cancelled", now)
+                    review = lifecycle.closed(org_state.reviews[review_id], "cancelled", now)
+                    self._save_review(org_state, review)
+                    self._review_event(
+                        org_state, "review.cancelled", review, actor, request_id, now
+                    )
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         with self._lock:
@@ -121,8 +137,10 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
@@ -133,7 +151,13 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             if key in org_state.open_reviews:
                 raise ReviewExists(org_state.open_reviews[key])
             current = self._current(state, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
+            changes = contracts.breaking_changes(self._held(state, environment), version)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=state.prompt.prompt_id,
@@ -152,6 +176,8 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 decided_at=None,
                 rollout_percent=rollout_percent,
                 version_author=version.created_by,
+                allow_breaking=allow_breaking,
+                breaking=tuple(changes),
             )
             org_state.review_counter += 1
             org_state.reviews[review.review_id] = review
@@ -211,7 +237,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         with self._lock:
             org_state = self._orgs.get(org)
@@ -239,11 +265,38 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 )
             if review.version not in state.versions:
                 raise VersionNotFound(review.prompt_name, str(review.version))
-            lifecycle.check_enterable(review.environment, state.versions[review.version], current)
+            candidate = state.versions[review.version]
+            if review.rollout_percent is None:
+                lifecycle.check_enterable(review.environment, candidate, current)
+            else:
+                lifecycle.check_rollout_start(
+                    review.prompt_name, review.environment, candidate, current
+                )
+            lifecycle.check_no_rollout(
+                review.prompt_name, state.rollouts.get(review.environment), "review"
+            )
+            changes = contracts.breaking_changes(self._held(state, review.environment), candidate)
+            breaking = lifecycle.check_breaking(
+                review.prompt_name, review.environment, changes, review.allow_breaking
+            )
             review = lifecycle.closed(review, "applied", now)
             self._save_review(org_state, review)
             self._review_event(org_state, "review.approved", review, user_id, request_id, now)
-            promotion = self._enter(
+            applied: Promotion | Rollout
+            if review.rollout_percent is not None:
+                applied = self._begin_rollout(
+                    org,
+                    state,
+                    review.version,
+                    review.environment,
+                    review.rollout_percent,
+                    user_id,
+                    now,
+                    request_id,
+                )
+                self._review_event(org_state, "review.applied", review, user_id, request_id, now)
+                return review, applied
+            applied = self._enter(
                 org,
                 state,
                 review.version,
@@ -253,9 +306,10 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 now,
                 request_id,
                 review=review,
+                breaking=breaking,
             )
             self._review_event(org_state, "review.applied", review, user_id, request_id, now)
-            return review, promotion
+            return review, applied
 
     def reject_review(
         self,
@@ -321,7 +375,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         org_state: OrgState,
         kind: str,
         review: Review,
-        actor: str,
+        actor: str | None,
         request_id: str | None,
         now: datetime,
     ) -> None:

@@ -19,6 +19,7 @@ from storage.records import (
     Prompt,
     PromptVersion,
     Review,
+    Rollout,
     User,
     Webhook,
 )
@@ -33,6 +34,7 @@ class PromptState:
     production: int | None = None
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
     placements: dict[str, int] = field(default_factory=dict)  # environment -> number
+    rollouts: dict[str, Rollout] = field(default_factory=dict)  # environment -> its rollout
 
 
 @dataclass(slots=True)

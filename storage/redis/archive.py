@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from storage.errors import OrgNotEmpty
-from storage.interface import IdentityStore, OrgArchive
-from storage.records import OrgSnapshot
+from storage.interface import IdentityStore, OrgArchive, ReleaseStore
+from storage.interface.archive import environments_of_export
+from storage.records import OrgSnapshot, Review
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
 from storage.redis.snapshot import guards, prompt_snapshot, writes
 
 
-class RedisArchive(RedisCore[ClientT], IdentityStore, OrgArchive):
-    """Exports read the org's keys and users through :class:`IdentityStore`."""
+class RedisArchive(RedisCore[ClientT], ReleaseStore, IdentityStore, OrgArchive):
+    """Exports read the org's keys and users through :class:`IdentityStore`, its
+    environments through :class:`ReleaseStore`."""
 
     # -- backup and restore
     def list_orgs(self) -> list[str]:
@@ -40,15 +42,24 @@ class RedisArchive(RedisCore[ClientT], IdentityStore, OrgArchive):
             )
 
     def export_org(self, org: str) -> OrgSnapshot:
+        environments = self.list_environments(org)
         with guard():
             names: dict[str, str] = self.client.hgetall(keys.names(org))  # type: ignore[assignment]
         prompts = []
+        reviews: list[tuple[int, Review]] = []
         for name in sorted(names):
             reply = self._prompt_script("export_prompt", org, [names[name]])
             if reply[0] == "ok":  # else deleted since the names were read
-                prompts.append(prompt_snapshot(reply))
+                prompt, its_reviews = prompt_snapshot(reply)
+                prompts.append(prompt)
+                reviews += its_reviews
         return OrgSnapshot(
-            org, tuple(prompts), tuple(self.list_api_keys(org)), tuple(self.list_users(org))
+            org,
+            tuple(prompts),
+            tuple(self.list_api_keys(org)),
+            tuple(self.list_users(org)),
+            environments_of_export(environments, self.list_environments(org)),
+            tuple(review for _, review in sorted(reviews, key=lambda found: found[0])),
         )
 
     def import_org(self, snapshot: OrgSnapshot) -> None:

@@ -3,8 +3,8 @@
 :class:`BaseRedisStorage` holds every operation, shared by both Redis backends:
 :class:`~storage.redis.server.RedisStorage` (one server) and
 :class:`~storage.redis.cluster.ClusterStorage`. It is one mixin per concern
-(storage/redis/prompts.py, releases.py, events.py, webhooks.py, identity.py, login.py, archive.py)
-over the plumbing of storage/redis/core.py.
+(storage/redis/prompts.py, releases.py, rollouts.py, events.py, webhooks.py,
+identity.py, login.py, archive.py) over the plumbing of storage/redis/core.py.
 
 Key layout: storage/redis/keys.py. Scripts: storage/redis/lua/*.lua, one per atomic
 operation, KEYS/ARGV in each header, registered once per client by
@@ -26,12 +26,12 @@ from storage.redis.core import ClientT
 from storage.redis.events import RedisEvents
 from storage.redis.identity import RedisIdentity
 from storage.redis.login import RedisLogin
-from storage.redis.releases import RedisReleases
+from storage.redis.rollouts import RedisRollouts
 from storage.redis.webhooks import RedisWebhooks
 
 
 class BaseRedisStorage(
-    RedisReleases[ClientT],
+    RedisRollouts[ClientT],
     RedisEvents[ClientT],
     RedisWebhooks[ClientT],
     RedisIdentity[ClientT],

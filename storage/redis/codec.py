@@ -17,6 +17,7 @@ from storage.records import (
     PRODUCTION,
     ApiKey,
     Approval,
+    BreakingChange,
     Delivery,
     DeliveryTask,
     Environment,
@@ -25,6 +26,7 @@ from storage.records import (
     Prompt,
     PromptVersion,
     Review,
+    Rollout,
     SigningKey,
     User,
     Webhook,
@@ -102,6 +104,8 @@ VERSION_FIELDS = (
     "promoted_by",
     "created_by",
     "placements",
+    "variables_schema",
+    "examples",
 )
 
 
@@ -135,12 +139,14 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         promoted_by=v.get("promoted_by"),
         created_by=v["created_by"],
         placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
+        variables_schema=json.loads(v["variables_schema"]) if "variables_schema" in v else None,
+        examples=tuple(json.loads(v["examples"])) if "examples" in v else (),
     )
 
 
 def version_fields(v: PromptVersion) -> list[str]:
-    """A version's hash as create_version.lua and the status changes leave it (without
-    placements: a backup does not carry environments)."""
+    """A version's hash as create_version.lua, the status changes and the placements
+    (storage/redis/lua/_common.lua's set_placements, whose JSON this spells) leave it."""
     return pairs(
         {
             "version_id": v.version_id,
@@ -155,8 +161,23 @@ def version_fields(v: PromptVersion) -> list[str]:
             "updated_at": rfc3339(v.updated_at),
             "promoted_at": None if v.promoted_at is None else rfc3339(v.promoted_at),
             "promoted_by": v.promoted_by,
+            "placements": (
+                json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
+            ),
+            **contract_fields(v.variables_schema, v.examples),
         }
     )
+
+
+def contract_fields(
+    schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]
+) -> dict[str, str | None]:
+    """A version's contract as its hash keeps it: absent for the implied schema and for
+    no examples."""
+    return {
+        "variables_schema": None if schema is None else json.dumps(schema),
+        "examples": json.dumps(list(examples)) if examples else None,
+    }
 
 
 def record_fields(r: PromotionRecord) -> list[str]:
@@ -172,7 +193,12 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "notes": r.notes,
             "environment": r.environment,
             "review_id": r.review_id,
-            "approved_by": json.dumps(list(r.approved_by)) if r.review_id else None,
+            # Compact, as approve_review.lua's cjson writes it.
+            "approved_by": (
+                json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
+            ),
+            "rollout_id": r.rollout_id,
+            "breaking": "1" if r.breaking else None,
         }
     )
 
@@ -190,6 +216,8 @@ def record(h: Fields) -> PromotionRecord:
         environment=h.get("environment", PRODUCTION),
         review_id=h.get("review_id"),
         approved_by=tuple(json.loads(h["approved_by"])) if "approved_by" in h else (),
+        rollout_id=h.get("rollout_id"),
+        breaking=h.get("breaking") == "1",
     )
 
 
@@ -200,7 +228,7 @@ def events(entries: Sequence[Any]) -> list[Event]:
 
 def event(event_id: str, e: Fields) -> Event:
     """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
-    version, previous = e.get("version"), e.get("previous_version")
+    version, previous, percent = e.get("version"), e.get("previous_version"), e.get("percent")
     return Event(
         id=event_id,
         type=e["type"],
@@ -215,6 +243,25 @@ def event(event_id: str, e: Fields) -> Event:
         request_id=e.get("request_id"),
         environment=e.get("environment"),
         review_id=e.get("review_id"),
+        rollout_id=e.get("rollout_id"),
+        percent=int(percent) if percent else None,
+    )
+
+
+def rollout(text: str) -> Rollout:
+    """From a rollout's JSON (storage/redis/lua/_rollout.lua writes it)."""
+    r = json.loads(text)
+    return Rollout(
+        rollout_id=r["rollout_id"],
+        prompt_id=r["prompt_id"],
+        environment=r["environment"],
+        baseline_version=int(r["baseline_version"]),
+        candidate_version=int(r["candidate_version"]),
+        candidate_id=r["candidate_id"],
+        percent=int(r["percent"]),
+        started_by=r["started_by"],
+        started_at=_time(r["started_at"]),
+        updated_at=_time(r["updated_at"]),
     )
 
 
@@ -399,6 +446,9 @@ def review(text: str) -> Review:
         rollout_percent=_optional_int(r.get("rollout_percent")),
         version_author=r["version_author"],
         rejection_comment=r.get("rejection_comment"),
+        allow_breaking=bool(r.get("allow_breaking")),
+        # cjson writes an empty list as {}.
+        breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
     )
 
 
@@ -412,10 +462,14 @@ def review_request(
     requested_at: datetime,
     notes: str | None,
     rollout_percent: int | None,
+    allow_breaking: bool = False,
+    breaking: Sequence[BreakingChange] = (),
 ) -> str:
     """What the caller knows of a new review, as request_review.lua takes it."""
     return json.dumps(
         {
+            "allow_breaking": allow_breaking,
+            "breaking": [change.to_json() for change in breaking],
             "review_id": review_id,
             "requested_by": requested_by,
             "requested_at": rfc3339(requested_at),
@@ -426,3 +480,8 @@ def review_request(
             "rollout_percent": rollout_percent,
         }
     )
+
+
+def review_json(r: Review) -> str:
+    """A review's JSON as the review scripts keep it (``version_author`` included)."""
+    return json.dumps({**r.to_json(), "version_author": r.version_author})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Generic, Self, TypeVar
@@ -15,9 +15,10 @@ from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.errors import (
     AlreadyApproved,
+    Conflict,
     EnvironmentNotFound,
     NoProductionVersion,
     NothingInEnvironment,
@@ -33,7 +34,7 @@ from storage.errors import (
 from storage.interface import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.memo import Memo
-from storage.records import PRODUCTION, Promotion, PromptVersion
+from storage.records import PRODUCTION, BreakingChange, Promotion, PromptVersion
 from storage.redis import codec, keys, scripts
 from storage.times import Clock, rfc3339, utcnow
 
@@ -126,11 +127,24 @@ def check(
         raise lifecycle.review_refusal(reply[1], review_id, reply[2])
     if marker == "already_approved":
         raise AlreadyApproved(review_id)
+    if marker == "rollout_busy":
+        raise lifecycle.rollout_busy(prompt_ref, reply[2], reply[1], reply[3])
+    if marker == "candidate":
+        raise lifecycle.candidate_refusal(reply[1], reply[2])
+    if marker == "no_baseline":
+        raise lifecycle.no_baseline(prompt_ref, reply[2], reply[1])
     raise RuntimeError(f"unexpected script reply {marker!r}")
 
 
 def _number(text: str) -> int | None:
     return int(text) if text != "" else None
+
+
+# Passes of a script around the promotion check before giving up. Each further pass
+# means that another change moved the environment or edited one of the two versions
+# between two passes (_common.lua's contract_check): progress for someone, so only a
+# storm of concurrent promotions of one prompt gets near this.
+CHECK_PASSES = 50
 
 
 def version_reply(reply: Sequence[Any]) -> PromptVersion:
@@ -234,6 +248,37 @@ class RedisCore(StorageCore, Generic[ClientT]):
     ) -> Any:
         prompt_keys = [keys.names(org), keys.prompt_prefix(org), *extra]
         return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
+
+    def _checked_change(
+        self,
+        script: str,
+        org: str,
+        prompt_ref: str,
+        args: Callable[[list[BreakingChange]], list[Any]],
+        decide: Callable[[list[BreakingChange], Sequence[Any]], bool],
+        actor: str | None,
+        request_id: str | None,
+        now: str,
+    ) -> Any:
+        """A script that moves a version into an environment, run in passes around the
+        promotion check (storage/contracts.py), which runs here, between them: ``args``
+        gives the script's ARGV (before the check's fingerprint and outcome) from the
+        changes the last check found; ``decide`` turns a check's changes (and the
+        script's "check" reply) into its outcome, or raises the refusal. Returns the
+        reply of the pass that did not ask for a check."""
+        changes: list[BreakingChange] = []
+        fingerprint, outcome = "", "0"
+        for _ in range(CHECK_PASSES):
+            argv = [*args(changes), fingerprint, outcome]
+            reply = self._prompt_change(script, org, argv, actor, request_id, now)
+            if reply[0] != "check":
+                return reply
+            fingerprint = reply[1]
+            candidate = codec.version_of(reply[2], reply[3])
+            current = codec.version_of(reply[2], reply[4])
+            changes = contracts.breaking_changes(current, candidate)
+            outcome = "1" if decide(changes, reply) else "0"
+        raise Conflict(lifecycle.CHECK_RACE.format(prompt=prompt_ref))
 
     def _now(self) -> str:
         return rfc3339(self.clock())

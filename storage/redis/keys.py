@@ -21,6 +21,7 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
                                           than production; mirrored on each version as
                                           its ``placements`` field)
     P:reviews                     zset    the prompt's review ids by request sequence
+    P:rollouts                    hash    environment -> its rollout's JSON (lua/_rollout.lua)
     ps:{<org>}:envs               hash    environment name -> its JSON (production only
                                           once changed)
     ps:{<org>}:env-order          list    environment names, oldest first
@@ -253,3 +254,23 @@ def review(org: str, review_id: str) -> str:
 
 def placements(org: str, prompt_id: str) -> str:
     return prompt(org, prompt_id) + ":env"
+
+
+def rollouts(org: str, prompt_id: str) -> str:
+    return prompt(org, prompt_id) + ":rollouts"
+
+
+def reviews(org: str) -> str:
+    return org_prefix(org) + "reviews"
+
+
+def prompt_reviews(org: str, prompt_id: str) -> str:
+    return prompt(org, prompt_id) + ":reviews"
+
+
+def open_reviews(org: str) -> str:
+    return org_prefix(org) + "open-reviews"
+
+
+def review_sequence(org: str) -> str:
+    return org_prefix(org) + "review-seq"

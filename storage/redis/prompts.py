@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from storage import contracts, lifecycle
 from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists
 from storage.ids import new_id
@@ -93,14 +94,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         at = rfc3339(now)
+        schema, kept = contracts.validated(variables, variables_schema, examples)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [json.dumps(list(variables)), at]
+        args += [json.dumps(list(variables)), at, *_contract_args(schema, kept)]
         reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
         check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
@@ -121,6 +125,8 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             promoted_at=None,
             promoted_by=None,
             created_by=created_by,
+            variables_schema=schema,
+            examples=kept,
         )
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
@@ -132,11 +138,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
                 [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
             )
         check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
-        key = (*reply[1], *reply[2])
+        return self._memoized(reply[1], reply[2])
+
+    def _memoized(
+        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
+    ) -> PromptVersion:
+        """The version read_version.lua answered as these values, decoded once."""
+        key = (*prompt_values, *version_values)
         version = self._versions.get(key)
         if version is None:
             size = sum(len(value) for value in key if value is not None)
-            version = self._versions.put(key, version_reply(reply), size)
+            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
         return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
@@ -190,11 +202,14 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self._now()
-        args = [content, json.dumps(list(variables)), now]
+        schema, kept = contracts.validated(variables, variables_schema, examples)
+        args = [content, json.dumps(list(variables)), now, *_contract_args(schema, kept)]
         reply = self._change(
             "edit_version", "edit", org, prompt_ref, version_ref, args, actor, request_id, now
         )
@@ -212,7 +227,9 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         *,
         request_id: str | None = None,
         environment: str = PRODUCTION,
+        allow_breaking: bool = False,
     ) -> Promotion:
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self._now()
         args = [
             prompt_ref,
@@ -226,7 +243,18 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             scripts.expected(expected_production),
             environment,
         ]
-        reply = self._prompt_change("promote", org, args, promoted_by, request_id, now)
+        reply = self._checked_change(
+            "promote",
+            org,
+            prompt_ref,
+            lambda _: args,
+            lambda changes, _: lifecycle.check_breaking(
+                prompt_ref, environment, changes, allow_breaking
+            ),
+            promoted_by,
+            request_id,
+            now,
+        )
         return promotion_reply(
             check(reply, prompt_ref, version_ref, "promote", expected_production, environment)
         )
@@ -255,7 +283,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             new_id("h_"),
             environment,
         ]
-        reply = self._prompt_change("rollback", org, args, promoted_by, request_id, now)
+        # Exempt from the check: its outcome only goes into the record.
+        reply = self._checked_change(
+            "rollback",
+            org,
+            prompt_ref,
+            lambda _: args,
+            lambda changes, _: bool(changes),
+            promoted_by,
+            request_id,
+            now,
+        )
         return promotion_reply(
             check(reply, prompt_ref, expected=expected_production, environment=environment)
         )
@@ -328,3 +366,9 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         page = found[:limit]
         items = [codec.record(codec.fields(flat)) for _, flat in page]
         return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+
+
+def _contract_args(schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]) -> list[str]:
+    """A checked contract as create_version.lua and edit_version.lua take it ("": none)."""
+    stored = codec.contract_fields(schema, examples)
+    return [stored["variables_schema"] or "", stored["examples"] or ""]

@@ -5,6 +5,7 @@ approve_review, decide_review), the reads plain commands or list_reviews.lua."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from storage import lifecycle
@@ -19,7 +20,16 @@ from storage.errors import (
 )
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import PRODUCTION, Environment, Page, Promotion, PromptVersion, Review
+from storage.records import (
+    PRODUCTION,
+    BreakingChange,
+    Environment,
+    Page,
+    Promotion,
+    PromptVersion,
+    Review,
+    Rollout,
+)
 from storage.redis import codec, keys, scripts
 from storage.redis.core import ClientT, check, guard, promotion_reply
 from storage.redis.prompts import RedisPrompts
@@ -90,8 +100,16 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         ]
         return self._set_environment(org, name, args)
 
-    def delete_environment(self, org: str, name: str) -> None:
-        reply = self._prompt_script("delete_environment", org, [name, self._now()])
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        now = self._now()
+        reply = self._prompt_change("delete_environment", org, [name, now], actor, request_id, now)
         if reply[0] == "production":
             raise LifecycleError("production cannot be deleted")
         check(reply, "", environment=name)
@@ -114,12 +132,32 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
+        if rollout_percent is not None:
+            lifecycle.check_percent(rollout_percent)
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self.clock()
-        known = codec.review_request(new_id("rv_"), requested_by, now, notes, rollout_percent)
-        args = [prompt_ref, *scripts.selector(version_ref), environment, known]
-        at = rfc3339(now)
-        reply = self._prompt_change("request_review", org, args, requested_by, request_id, at)
+        review_id = new_id("rv_")
+
+        def args(changes: list[BreakingChange]) -> list[Any]:
+            known = codec.review_request(
+                review_id, requested_by, now, notes, rollout_percent, allow_breaking, changes
+            )
+            return [prompt_ref, *scripts.selector(version_ref), environment, known]
+
+        reply = self._checked_change(
+            "request_review",
+            org,
+            prompt_ref,
+            args,
+            lambda changes, _: lifecycle.check_breaking(
+                prompt_ref, environment, changes, allow_breaking
+            ),
+            requested_by,
+            request_id,
+            rfc3339(now),
+        )
         check(reply, prompt_ref, version_ref, "promote", environment=environment)
         return codec.review(reply[1])
 
@@ -163,12 +201,22 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         if not _REVIEW_ID.fullmatch(review_id):
             raise ReviewNotFound(review_id)
         now = self._now()
         args = [review_id, user_id, username, comment or "", _flag(comment), now, new_id("h_")]
-        reply = self._prompt_change("approve_review", org, args, user_id, request_id, now)
+        args.append(new_id("ro_"))
+
+        def decide(changes: list[BreakingChange], reply: Sequence[Any]) -> bool:
+            review = codec.review(reply[5])
+            return lifecycle.check_breaking(
+                review.prompt_name, review.environment, changes, review.allow_breaking
+            )
+
+        reply = self._checked_change(
+            "approve_review", org, review_id, lambda _: args, decide, user_id, request_id, now
+        )
         if reply[0] == "stale":
             review = codec.review(reply[2])
             current = int(reply[1]) if reply[1] != "" else None
@@ -177,11 +225,15 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
             )
         if reply[0] == "no_version":
             raise VersionNotFound(reply[1], reply[2])
+        if reply[0] in ("rollout_busy", "no_baseline"):  # rare: worth a read for the name
+            check(reply, self.get_review(org, review_id).prompt_name)
         # The prompt's name is only known from the review: refusals name the review.
         check(reply, review_id, action="promote", review_id=review_id)
         review = codec.review(reply[1])
         if len(reply) == 2:
             return review, None
+        if reply[2] == "rollout":
+            return review, codec.rollout(reply[3])
         return review, promotion_reply(reply[1:])
 
     def reject_review(

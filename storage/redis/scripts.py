@@ -38,9 +38,31 @@ PROMPT_SCRIPTS = (
     "decide_review",
     "list_reviews",
     "delete_environment",
+    "start_rollout",
+    "set_rollout",
+    "complete_rollout",
+    "abort_rollout",
+    "list_rollouts",
 )
 # Scripts that put a version in an environment: _enter.lua after _common and _events.
-ENTER_SCRIPTS = frozenset({"promote", "rollback", "approve_review"})
+ENTER_SCRIPTS = frozenset({"promote", "rollback", "approve_review", "complete_rollout"})
+# Scripts that start, step or end a rollout, or that one blocks: _rollout.lua after those.
+ROLLOUT_SCRIPTS = frozenset(
+    {
+        "promote",
+        "rollback",
+        "approve_review",
+        "request_review",
+        "edit_version",
+        "archive_version",
+        "delete_version",
+        "delete_environment",
+        "start_rollout",
+        "set_rollout",
+        "complete_rollout",
+        "abort_rollout",
+    }
+)
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 
@@ -60,6 +82,11 @@ CHANGE_SCRIPTS = frozenset(
         "request_review",
         "approve_review",
         "decide_review",
+        "delete_environment",
+        "start_rollout",
+        "set_rollout",
+        "complete_rollout",
+        "abort_rollout",
     }
 )
 STANDALONE_SCRIPTS = (
@@ -101,11 +128,13 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
     (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
     a server answers NOSCRIPT; a subclass may reload it differently."""
-    events, enter = source("_events"), source("_enter")
+    events, enter, rollout = source("_events"), source("_enter"), source("_rollout")
 
     def text(name: str) -> str:
-        helpers = (events if name in CHANGE_SCRIPTS else "") + (
-            enter if name in ENTER_SCRIPTS else ""
+        helpers = (
+            (events if name in CHANGE_SCRIPTS else "")
+            + (enter if name in ENTER_SCRIPTS else "")
+            + (rollout if name in ROLLOUT_SCRIPTS else "")
         )
         return helpers + source(name)
 

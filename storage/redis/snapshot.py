@@ -4,8 +4,9 @@ writes restore_org.lua applies, both in the layout of storage/redis/keys.py.
 A restore writes every key the other operations read or change, exactly as they would
 have left it: the names hash and the name list, each prompt's hash with its counters
 (``next``, the last version number handed out, and ``hseq``, the last promotion
-sequence), the version and status indexes, the history index, the API keys and the
-users in their order, and the users by id.
+sequence), the version and status indexes, the history index, the placements (``P:env``
+and each version's ``placements``), the API keys and the users in their order, the users
+by id, the environments and the reviews with their indexes and request sequence.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from storage.records import OrgSnapshot, PromptSnapshot
+from storage import lifecycle
+from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, Review
 from storage.redis import codec, keys
 
 # Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua
@@ -21,19 +23,23 @@ from storage.redis import codec, keys
 _BATCH = 500
 
 
-def prompt_snapshot(reply: Sequence[Any]) -> PromptSnapshot:
-    """export_prompt.lua's ``{"ok", prompt hash, versions, history}`` as a snapshot."""
-    _, flat, version_hashes, history_hashes = reply
+def prompt_snapshot(reply: Sequence[Any]) -> tuple[PromptSnapshot, list[tuple[int, Review]]]:
+    """export_prompt.lua's ``{"ok", prompt hash, versions, history, reviews}`` as a
+    snapshot, and the prompt's reviews with their request sequence."""
+    _, flat, version_hashes, history_hashes, reviews = reply
     fields = codec.fields(flat)
     versions = tuple(codec.version(fields, codec.fields(v)) for v in version_hashes)
     production = next((v.version for v in versions if v.status == "published"), "")
     latest = versions[-1].version if versions else ""
-    return PromptSnapshot(
+    snapshot = PromptSnapshot(
         prompt=codec.prompt([flat, latest, production]),
         next_version=int(fields.get("next", 0)),
         versions=versions,
         history=tuple(codec.record(codec.fields(h)) for h in history_hashes),
     )
+    return snapshot, [
+        (int(seq), codec.review(json_)) for seq, json_ in zip(*[iter(reviews)] * 2, strict=False)
+    ]
 
 
 def guards(org: str) -> list[str]:
@@ -90,6 +96,10 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
             out.add("HSET", keys.history_record(org, pid, hid), codec.record_fields(record))
             sequence += [str(position), hid]
         out.batched("ZADD", keys.history(org, pid), sequence, 2)
+        placed = [
+            value for v in item.versions for env in v.placements for value in (env, v.version_id)
+        ]
+        out.batched("HSET", keys.placements(org, pid), placed, 2)
     out.batched("HSET", keys.names(org), names, 2)
     out.batched("ZADD", keys.prompt_list(org), listed, 2)
     for key in snapshot.api_keys:
@@ -100,4 +110,35 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
     by_id = [value for user in snapshot.users for value in (user.user_id, user.username)]
     out.batched("HSET", keys.user_ids(org), by_id, 2)
     out.batched("RPUSH", keys.users(org), [user.username for user in snapshot.users], 1)
+    _releases(snapshot, out)
     return out.args
+
+
+def _releases(snapshot: OrgSnapshot, out: Writes) -> None:
+    """The environments (replacing any the org kept) and the reviews with their indexes
+    and request sequence, as set_environment.lua and request_review.lua keep them."""
+    org = snapshot.org
+    out.add("DEL", keys.environments(org), [])
+    out.add("DEL", keys.environment_order(org), [])
+    stored = [e for e in snapshot.environments if e != lifecycle.default_production()]
+    envs = [value for e in stored for value in (e.name, codec.environment_json(e))]
+    out.batched("HSET", keys.environments(org), envs, 2)
+    created = [e.name for e in stored if e.name != PRODUCTION]
+    out.batched("RPUSH", keys.environment_order(org), created, 1)
+    by_seq: list[str] = []
+    by_prompt: dict[str, list[str]] = {}
+    open_reviews: list[str] = []
+    for seq, review in enumerate(snapshot.reviews, start=1):
+        rid = review.review_id
+        out.add("SET", keys.review(org, rid), [codec.review_json(review)])
+        by_seq += [str(seq), rid]
+        by_prompt.setdefault(review.prompt_id, []).extend([str(seq), rid])
+        if review.status == "open":
+            open_key = f"{review.prompt_id}:{review.environment}:{review.version}"
+            open_reviews += [open_key, rid]
+    out.batched("ZADD", keys.reviews(org), by_seq, 2)
+    for pid, members in by_prompt.items():
+        out.batched("ZADD", keys.prompt_reviews(org, pid), members, 2)
+    out.batched("HSET", keys.open_reviews(org), open_reviews, 2)
+    if snapshot.reviews:
+        out.add("SET", keys.review_sequence(org), [str(len(snapshot.reviews))])

@@ -13,17 +13,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, exists, insert, or_, select, union
+from sqlalchemy import Connection, Row, Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
+from storage import lifecycle
 from storage.errors import OrgNotEmpty
-from storage.interface import OrgArchive
-from storage.records import OrgSnapshot, PromptSnapshot, PromptVersion
+from storage.interface import OrgArchive, ReleaseStore
+from storage.interface.archive import environments_of_export
+from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, PromptVersion
 from storage.sql import dialect
 from storage.sql.core import SqlCore
 from storage.sql.identity import api_key_record, api_key_values, user_record, user_values
 from storage.sql.releases import _record
-from storage.sql.tables import api_keys, history, prompts, users, versions
+from storage.sql.reviews import _body, _review
+from storage.sql.tables import (
+    api_keys,
+    environments,
+    history,
+    placements,
+    prompts,
+    reviews,
+    users,
+    versions,
+)
 
 
 def _version_values(org: str, version: PromptVersion) -> dict[str, Any]:
@@ -42,6 +54,11 @@ def _version_values(org: str, version: PromptVersion) -> dict[str, Any]:
         "promoted_at": version.promoted_at,
         "promoted_by": version.promoted_by,
         "created_by": version.created_by,
+        "placements": json.dumps(sorted(version.placements)) if version.placements else None,
+        "variables_schema": None
+        if version.variables_schema is None
+        else json.dumps(version.variables_schema),
+        "examples": json.dumps(list(version.examples)) if version.examples else None,
     }
 
 
@@ -65,7 +82,50 @@ def _prompt_values(org: str, item: PromptSnapshot) -> dict[str, Any]:
     }
 
 
-class SqlArchive(SqlCore, OrgArchive):
+def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[str, Any]]]]:
+    """The rows of the org's environments (production only when changed, at ``seq`` 0 as
+    update_environment keeps it), placements and reviews (``seq`` in request order)."""
+    default = lifecycle.default_production()
+    environment_rows = [
+        {
+            "org": org,
+            "name": e.name,
+            "seq": 0 if e.name == PRODUCTION else position,
+            "required_approvals": e.required_approvals,
+            "description": e.description,
+            "created_at": e.created_at,
+        }
+        for position, e in enumerate(snapshot.environments, start=1)
+        if e != default
+    ]
+    placement_rows = [
+        {"org": org, "prompt_id": v.prompt_id, "environment": env, "version": v.version}
+        for item in snapshot.prompts
+        for v in item.versions
+        for env in v.placements
+    ]
+    review_rows = [
+        {
+            "org": org,
+            "review_id": r.review_id,
+            "seq": seq,
+            "prompt_id": r.prompt_id,
+            "environment": r.environment,
+            "version": r.version,
+            "status": r.status,
+            "decided_at": r.decided_at,
+            "body": _body(r),
+        }
+        for seq, r in enumerate(snapshot.reviews, start=1)
+    ]
+    return [
+        (environments, environment_rows),
+        (placements, placement_rows),
+        (reviews, review_rows),
+    ]
+
+
+class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
     def list_orgs(self) -> list[str]:
         every = union(select(prompts.c.org), select(api_keys.c.org), select(users.c.org))
         with self._read() as connection:
@@ -84,8 +144,11 @@ class SqlArchive(SqlCore, OrgArchive):
         ).scalar()
         return bool(found)
 
-    def _export_prompt(self, org: str, prompt_id: str) -> PromptSnapshot | None:
-        """One prompt with its versions and history; None when it was deleted since."""
+    def _export_prompt(
+        self, org: str, prompt_id: str
+    ) -> tuple[PromptSnapshot, list[Row[Any]]] | None:
+        """One prompt with its versions and history, and its reviews' rows; None when it
+        was deleted since."""
         with self._write() as connection:
             statement = select(prompts).where(
                 prompts.c.org == org, prompts.c.prompt_id == prompt_id
@@ -103,14 +166,19 @@ class SqlArchive(SqlCore, OrgArchive):
                 .where(history.c.org == org, history.c.prompt_id == prompt_id)
                 .order_by(history.c.position)
             ).all()
-        return PromptSnapshot(
+            review_rows = connection.execute(
+                select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == prompt_id)
+            ).all()
+        snapshot = PromptSnapshot(
             prompt=self._prompt(row),
             next_version=row.counter,
             versions=tuple(self._version(row.name, row.prompt_type, v) for v in version_rows),
             history=tuple(_record(h) for h in history_rows),
         )
+        return snapshot, list(review_rows)
 
     def export_org(self, org: str) -> OrgSnapshot:
+        environments = self.list_environments(org)
         with self._read() as connection:
             prompt_ids = (
                 connection.execute(
@@ -125,12 +193,19 @@ class SqlArchive(SqlCore, OrgArchive):
             user_rows = connection.execute(
                 select(users).where(users.c.org == org).order_by(users.c.seq)
             ).all()
-        exported = (self._export_prompt(org, prompt_id) for prompt_id in prompt_ids)
+        exported = [
+            found
+            for prompt_id in prompt_ids
+            if (found := self._export_prompt(org, prompt_id)) is not None
+        ]
+        review_rows = sorted((r for _, rows in exported for r in rows), key=lambda r: r.seq)
         return OrgSnapshot(
             org,
-            tuple(item for item in exported if item is not None),
+            tuple(item for item, _ in exported),
             tuple(api_key_record(row) for row in keys),
             tuple(user_record(row) for row in user_rows),
+            environments_of_export(environments, self.list_environments(org)),
+            tuple(_review(row) for row in review_rows),
         )
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
@@ -140,6 +215,8 @@ class SqlArchive(SqlCore, OrgArchive):
                 dialect.serialize(connection, f"import_org:{org}")
                 if self._has_data(connection, org):
                     raise OrgNotEmpty(org)
+                # The snapshot's environments replace any the org kept.
+                connection.execute(environments.delete().where(environments.c.org == org))
                 rows = [_prompt_values(org, item) for item in snapshot.prompts]
                 version_rows = [
                     _version_values(org, v) for item in snapshot.prompts for v in item.versions
@@ -155,6 +232,13 @@ class SqlArchive(SqlCore, OrgArchive):
                         "promoted_at": record.promoted_at,
                         "previous_version": record.previous_version,
                         "notes": record.notes,
+                        "environment": record.environment,
+                        "review_id": record.review_id,
+                        "approved_by": (
+                            json.dumps(list(record.approved_by)) if record.review_id else None
+                        ),
+                        "breaking": record.breaking or None,
+                        "rollout_id": record.rollout_id,
                     }
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)
@@ -165,6 +249,7 @@ class SqlArchive(SqlCore, OrgArchive):
                     (history, history_rows),
                     (api_keys, [api_key_values(key) for key in snapshot.api_keys]),
                     (users, [user_values(user) for user in snapshot.users]),
+                    *_releases(org, snapshot),
                 ):
                     if values:
                         connection.execute(insert(table), values)

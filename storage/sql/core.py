@@ -19,7 +19,7 @@ from storage.errors import StorageUnavailable
 from storage.interface import StorageCore
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
-from storage.sql import dialect
+from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
 from storage.sql.tables import event_logs, events, utc
@@ -131,18 +131,24 @@ class SqlCore(StorageCore):
             promoted_by=row.promoted_by,
             created_by=row.created_by,
             placements=tuple(json.loads(row.placements)) if row.placements else (),
+            variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
+            examples=tuple(json.loads(row.examples)) if row.examples else (),
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
+        size += len(row.variables_schema or "") + len(row.examples or "")
         return self._versions_memo.put(key, version, size)
 
     def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
-        """The version a read lane row holds (read_lane.COLUMNS), memoized by the row."""
+        """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
+        those columns."""
+        if len(row) > read_lane.VERSION_WIDTH:
+            row = row[: read_lane.VERSION_WIDTH]
         found = self._versions_memo.get(row)
         if found is not None:
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
         (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements = row[15]
+        placements, schema, examples = row[15:18]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -160,8 +166,11 @@ class SqlCore(StorageCore):
             promoted_by=promoted_by,
             created_by=created_by,
             placements=tuple(json.loads(placements)) if placements else (),
+            variables_schema=json.loads(schema) if schema else None,
+            examples=tuple(json.loads(examples)) if examples else (),
         )
-        return self._versions_memo.put(row, version, len(content) + len(metadata) + 512)
+        size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
+        return self._versions_memo.put(row, version, size)
 
     # -- the event log
 
@@ -180,6 +189,8 @@ class SqlCore(StorageCore):
         environment: str | None = None,
         review_id: str | None = None,
         status: str | None = None,
+        rollout_id: str | None = None,
+        percent: int | None = None,
     ) -> None:
         """Write the event of a change in the change's transaction (``status``: the
         event's own, a review's, instead of the version's).
@@ -216,6 +227,8 @@ class SqlCore(StorageCore):
                 request_id=request_id,
                 environment=environment,
                 review_id=review_id,
+                rollout_id=rollout_id,
+                percent=percent,
             )
         )
         kept, trimmed = log.kept + 1, log.trimmed
@@ -260,4 +273,6 @@ class SqlCore(StorageCore):
             request_id=row.request_id,
             environment=row.environment,
             review_id=row.review_id,
+            rollout_id=row.rollout_id,
+            percent=row.percent,
         )

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, insert, select, update
 
 from storage import lifecycle
-from storage.errors import EnvironmentExists, LifecycleError, NothingInEnvironment
+from storage.errors import EnvironmentExists, NothingInEnvironment
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.sql.releases import SqlReleases
-from storage.sql.tables import environments, placements, reviews, versions
+from storage.sql.tables import environments, placements, versions
 
 
 def _environment(row: Row[Any]) -> Environment:
@@ -99,47 +99,37 @@ class SqlEnvironments(SqlReleases):
                 )
         return changed
 
-    def delete_environment(self, org: str, name: str) -> None:
-        now = self.clock()
-        with self._write() as connection:
-            self._environment(connection, org, name)
-            if name == PRODUCTION:
-                raise LifecycleError("production cannot be deleted")
-            held = connection.execute(
-                select(placements).where(placements.c.org == org, placements.c.environment == name)
-            ).all()
-            for placement in held:
-                row = connection.execute(
-                    select(versions.c.placements).where(
-                        versions.c.org == org,
-                        versions.c.prompt_id == placement.prompt_id,
-                        versions.c.version == placement.version,
-                    )
-                ).scalar()
-                kept = set(json.loads(row) if row else []) - {name}
-                connection.execute(
-                    update(versions)
-                    .where(
-                        versions.c.org == org,
-                        versions.c.prompt_id == placement.prompt_id,
-                        versions.c.version == placement.version,
-                    )
-                    .values(placements=json.dumps(sorted(kept)) if kept else None)
+    @staticmethod
+    def _unplace_everywhere(connection: Connection, org: str, name: str) -> None:
+        """Take every prompt's version out of ``name``, and the environment's row (its
+        reviews: storage/sql/reviews.py's delete_environment)."""
+        held = connection.execute(
+            select(placements).where(placements.c.org == org, placements.c.environment == name)
+        ).all()
+        for placement in held:
+            row = connection.execute(
+                select(versions.c.placements).where(
+                    versions.c.org == org,
+                    versions.c.prompt_id == placement.prompt_id,
+                    versions.c.version == placement.version,
                 )
+            ).scalar()
+            kept = set(json.loads(row) if row else []) - {name}
             connection.execute(
-                placements.delete().where(placements.c.org == org, placements.c.environment == name)
-            )
-            # Its open reviews are closed as cancelled (status and time are columns).
-            connection.execute(
-                update(reviews)
+                update(versions)
                 .where(
-                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                    versions.c.org == org,
+                    versions.c.prompt_id == placement.prompt_id,
+                    versions.c.version == placement.version,
                 )
-                .values(status="cancelled", decided_at=now)
+                .values(placements=json.dumps(sorted(kept)) if kept else None)
             )
-            connection.execute(
-                environments.delete().where(environments.c.org == org, environments.c.name == name)
-            )
+        connection.execute(
+            placements.delete().where(placements.c.org == org, placements.c.environment == name)
+        )
+        connection.execute(
+            environments.delete().where(environments.c.org == org, environments.c.name == name)
+        )
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         if environment == PRODUCTION:

@@ -33,11 +33,23 @@ from storage.errors import StorageUnavailable
 COLUMNS = (
     "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
-    "v.promoted_by, v.created_by, v.placements"
+    "v.promoted_by, v.created_by, v.placements, v.variables_schema, v.examples"
+)
+VERSION_WIDTH = COLUMNS.count(",") + 1
+# An environment read adds the environment's rollout, if any (all null without one).
+ROLLOUT_COLUMNS = (
+    "r.rollout_id, r.baseline_version, r.candidate_version, r.percent, r.started_by, "
+    "r.started_at, r.updated_at"
 )
 _JOIN = (
     f"SELECT {COLUMNS} FROM prompts p "
     "JOIN versions v ON v.org = p.org AND v.prompt_id = p.prompt_id"
+)
+_ROLLOUT_JOIN = (
+    f"SELECT {COLUMNS}, {ROLLOUT_COLUMNS} FROM prompts p "
+    "JOIN versions v ON v.org = p.org AND v.prompt_id = p.prompt_id "
+    "LEFT JOIN rollouts r ON r.org = p.org AND r.prompt_id = p.prompt_id "
+    "AND r.environment = :environment"
 )
 # By prompt name, then (on a miss, for a pmt_ ref) by prompt id; the version is picked
 # by number, by id, or as the prompt's production or latest one.
@@ -56,6 +68,14 @@ READS = {
         ),
     )
 }
+# The same environment reads with the rollout's columns after the version's.
+READS.update(
+    {
+        (key, f"{pick}+rollout"): READS[key, pick].replace(_JOIN, _ROLLOUT_JOIN, 1)
+        for key in ("name", "id")
+        for pick in ("production", "environment")
+    }
+)
 
 
 def _for_driver(sql: str, dialect: str) -> str:

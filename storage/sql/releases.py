@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, select, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import EnvironmentNotFound
 from storage.ids import new_id
@@ -23,6 +23,7 @@ from storage.records import (
     PromotionRecord,
     PromptVersion,
     Review,
+    Rollout,
 )
 from storage.sql.tables import environments, history, placements, versions
 from storage.sql.versions import SqlVersions, of_prompt
@@ -40,6 +41,8 @@ def _record(row: Row[Any]) -> PromotionRecord:
         environment=row.environment or PRODUCTION,
         review_id=row.review_id,
         approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
+        rollout_id=row.rollout_id,
+        breaking=bool(row.breaking),
     )
 
 
@@ -82,6 +85,12 @@ class SqlReleases(SqlVersions, PromptStore):
         ).first()
         return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
 
+    def _held(
+        self, connection: Connection, prompt: Row[Any], number: int | None
+    ) -> PromptVersion | None:
+        """Version ``number`` (what an environment holds), or None for none."""
+        return None if number is None else self._find_number(connection, prompt, number)
+
     def _set_placements(
         self, connection: Connection, prompt: Row[Any], number: int, names: set[str]
     ) -> PromptVersion:
@@ -102,10 +111,13 @@ class SqlReleases(SqlVersions, PromptStore):
         *,
         archive_previous: bool = True,
         review: Review | None = None,
+        rollout: Rollout | None = None,
+        breaking: bool = False,
     ) -> Promotion:
         """Version ``number`` becomes ``environment``'s, replacing what it held (in
         production: published, the previous one archived or made a draft), with its
-        history record and event (the caller checked the rules)."""
+        history record and event (the caller checked the rules; ``rollout``: the
+        rollout this completes)."""
         previous = self._current(connection, prompt, environment)
         production = prompt.production_version
         if environment == PRODUCTION:
@@ -168,6 +180,8 @@ class SqlReleases(SqlVersions, PromptStore):
                 approved_by=None
                 if review is None
                 else json.dumps([a.user_id for a in review.approvals]),
+                rollout_id=None if rollout is None else rollout.rollout_id,
+                breaking=breaking,
             )
             .returning(*history.c)
         ).one()
@@ -186,6 +200,7 @@ class SqlReleases(SqlVersions, PromptStore):
             previous_version=previous,
             environment=environment,
             review_id=None if review is None else review.review_id,
+            rollout_id=None if rollout is None else rollout.rollout_id,
         )
         return Promotion(version, _record(row))
 
@@ -201,14 +216,21 @@ class SqlReleases(SqlVersions, PromptStore):
         *,
         request_id: str | None = None,
         environment: str = PRODUCTION,
+        allow_breaking: bool = False,
     ) -> Promotion:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_unprotected(self._environment(connection, org, environment))
+            lifecycle.check_no_rollout(
+                prompt_ref, self._rollout_in(connection, prompt, environment), "promote"
+            )
             current = self._current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             lifecycle.check_enterable(environment, version, current)
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             return self._enter(
                 connection,
                 org,
@@ -220,6 +242,7 @@ class SqlReleases(SqlVersions, PromptStore):
                 now,
                 request_id,
                 archive_previous=archive_previous,
+                breaking=breaking,
             )
 
     def rollback(
@@ -238,6 +261,9 @@ class SqlReleases(SqlVersions, PromptStore):
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
             self._environment(connection, org, environment)
+            lifecycle.check_no_rollout(
+                prompt_ref, self._rollout_in(connection, prompt, environment), "rollback"
+            )
             current = self._current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             # The rule walks the whole history (storage/lifecycle.py), oldest first.
@@ -256,8 +282,21 @@ class SqlReleases(SqlVersions, PromptStore):
                 environment,
             )
             notes = lifecycle.rollback_notes(target) if notes is None else notes
+            # Exempt from the check, but the record says whether it breaks.
+            restored = self._find_number(connection, prompt, target)
+            assert restored is not None  # rollback_target found it
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), restored)
             return self._enter(
-                connection, org, prompt, target, environment, promoted_by, notes, now, request_id
+                connection,
+                org,
+                prompt,
+                target,
+                environment,
+                promoted_by,
+                notes,
+                now,
+                request_id,
+                breaking=bool(changes),
             )
 
     def list_history(

@@ -9,16 +9,22 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, union, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
-from storage.errors import ReviewExists, ReviewNotFound, ReviewStale, VersionNotFound
+from storage.errors import (
+    LifecycleError,
+    ReviewExists,
+    ReviewNotFound,
+    ReviewStale,
+    VersionNotFound,
+)
 from storage.ids import new_id
 from storage.interface import ReleaseStore
-from storage.records import Approval, Page, Promotion, Review
+from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review, Rollout
 from storage.sql.environments import SqlEnvironments
-from storage.sql.tables import prompts, reviews
+from storage.sql.tables import placements, prompts, reviews, rollouts
 from storage.times import rfc3339
 
 
@@ -46,6 +52,8 @@ def _body(review: Review) -> str:
             "rejection_comment": review.rejection_comment,
             "rollout_percent": review.rollout_percent,
             "version_author": review.version_author,
+            "allow_breaking": review.allow_breaking,
+            "breaking": [change.to_json() for change in review.breaking],
         }
     )
 
@@ -74,6 +82,8 @@ def _review(row: Row[Any]) -> Review:
         rollout_percent=b["rollout_percent"],
         version_author=b["version_author"],
         rejection_comment=b["rejection_comment"],
+        allow_breaking=b.get("allow_breaking", False),
+        breaking=tuple(BreakingChange(**change) for change in b.get("breaking", ())),
     )
 
 
@@ -106,6 +116,61 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             .values(status=review.status, decided_at=review.decided_at, body=_body(review))
         )
 
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Here rather than beside the other environment changes: it cancels the
+        environment's open reviews, aborts its rollouts and writes their events."""
+        now = self.clock()
+        with self._write() as connection:
+            self._environment(connection, org, name)
+            if name == PRODUCTION:
+                raise LifecycleError("production cannot be deleted")
+            touched = union(
+                select(placements.c.prompt_id).where(
+                    placements.c.org == org, placements.c.environment == name
+                ),
+                select(reviews.c.prompt_id).where(
+                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                ),
+                select(rollouts.c.prompt_id).where(
+                    rollouts.c.org == org, rollouts.c.environment == name
+                ),
+            )
+            # Every change of a prompt locks its row first; in id order, so two deletions
+            # take them in the same order.
+            locked = {
+                prompt_id: self._find_prompt(connection, org, prompt_id)
+                for prompt_id in sorted(connection.execute(touched).scalars().all())
+            }
+            # Its rollouts end (aborted), in prompt id order.
+            for prompt in locked.values():
+                rollout = self._rollout_in(connection, prompt, name)
+                if rollout is not None:
+                    self._end_rollout(
+                        connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
+                    )
+            self._unplace_everywhere(connection, org, name)
+            open_rows = connection.execute(
+                select(reviews)
+                .where(
+                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                )
+                .order_by(reviews.c.seq)
+            ).all()
+            for row in open_rows:
+                review = lifecycle.closed(_review(row), "cancelled", now)
+                self._save(connection, org, review)
+                prompt = locked[review.prompt_id]
+                self._review_event(
+                    connection, org, prompt, "review.cancelled", review, actor, request_id, now
+                )
+
     def _review_event(
         self,
         connection: Connection,
@@ -113,7 +178,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         prompt: Row[Any],
         kind: str,
         review: Review,
-        actor: str,
+        actor: str | None,
         request_id: str | None,
         now: datetime,
     ) -> None:
@@ -143,8 +208,10 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         rollout_percent: int | None = None,
         *,
         request_id: str | None = None,
+        allow_breaking: bool = False,
     ) -> Review:
         now = self.clock()
+        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             env = self._environment(connection, org, environment)
@@ -160,7 +227,13 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             if open_id is not None:
                 raise ReviewExists(open_id)
             current = self._current(connection, prompt, environment)
-            lifecycle.check_enterable(environment, version, current)
+            if rollout_percent is None:
+                lifecycle.check_enterable(environment, version, current)
+            else:
+                lifecycle.check_percent(rollout_percent)
+                lifecycle.check_rollout_start(prompt_ref, environment, version, current)
+            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
                 review_id=new_id("rv_"),
                 prompt_id=prompt.prompt_id,
@@ -179,6 +252,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 decided_at=None,
                 rollout_percent=rollout_percent,
                 version_author=version.created_by,
+                allow_breaking=allow_breaking,
+                breaking=tuple(changes),
             )
             last = connection.execute(
                 select(func.max(reviews.c.seq)).where(reviews.c.org == org)
@@ -248,14 +323,14 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         comment: str | None = None,
         *,
         request_id: str | None = None,
-    ) -> tuple[Review, Promotion | None]:
+    ) -> tuple[Review, Promotion | Rollout | None]:
         now = self.clock()
         stale: ReviewStale | None = None
+        applied: Promotion | Rollout | None = None
         with self._write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_approver(review, user_id)
             review = lifecycle.with_approval(review, Approval(user_id, username, now, comment))
-            promotion = None
             if not lifecycle.complete(review):
                 self._save(connection, org, review)
                 self._review_event(
@@ -281,24 +356,57 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 version = self._find_number(connection, prompt, review.version)
                 if version is None:
                     raise VersionNotFound(review.prompt_name, str(review.version))
-                lifecycle.check_enterable(review.environment, version, current)
+                if review.rollout_percent is None:
+                    lifecycle.check_enterable(review.environment, version, current)
+                else:
+                    lifecycle.check_rollout_start(
+                        review.prompt_name, review.environment, version, current
+                    )
+                lifecycle.check_no_rollout(
+                    review.prompt_name,
+                    self._rollout_in(connection, prompt, review.environment),
+                    "review",
+                )
+                changes = contracts.breaking_changes(
+                    self._held(connection, prompt, current), version
+                )
+                breaking = lifecycle.check_breaking(
+                    review.prompt_name, review.environment, changes, review.allow_breaking
+                )
                 review = lifecycle.closed(review, "applied", now)
                 self._save(connection, org, review)
                 self._review_event(
                     connection, org, prompt, "review.approved", review, user_id, request_id, now
                 )
-                promotion = self._enter(
-                    connection,
-                    org,
-                    prompt,
-                    review.version,
-                    review.environment,
-                    user_id,
-                    review.notes,
-                    now,
-                    request_id,
-                    review=review,
-                )
+                if review.rollout_percent is not None:
+                    assert current is not None  # check_rollout_start
+                    applied = self._begin_rollout(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        version.version_id,
+                        review.environment,
+                        current,
+                        review.rollout_percent,
+                        user_id,
+                        now,
+                        request_id,
+                    )
+                else:
+                    applied = self._enter(
+                        connection,
+                        org,
+                        prompt,
+                        review.version,
+                        review.environment,
+                        user_id,
+                        review.notes,
+                        now,
+                        request_id,
+                        review=review,
+                        breaking=breaking,
+                    )
                 # The prompt row the event reads is the one _enter left.
                 moved = connection.execute(
                     select(prompts).where(
@@ -311,7 +419,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         # Raised after the commit: the stale status and the approval are kept.
         if stale is not None:
             raise stale
-        return review, promotion
+        return review, applied
 
     def reject_review(
         self,

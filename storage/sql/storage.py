@@ -12,6 +12,7 @@ from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
 from storage.sql.ratelimits import SqlRateLimits
 from storage.sql.reviews import SqlReviews
+from storage.sql.rollouts import SqlRollouts
 from storage.sql.sessions import SqlSessions
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
@@ -19,6 +20,7 @@ from storage.times import Clock, utcnow
 
 class SqlStorage(
     SqlReviews,
+    SqlRollouts,
     SqlEvents,
     SqlWebhooks,
     SqlIdentity,

@@ -15,12 +15,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
 
-from storage import lifecycle
+from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
-from storage.sql.prompts import SqlPrompts
+from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import placements, prompts, versions
 
 # Version numbers are 32-bit columns: a larger one names no version.
@@ -42,6 +42,20 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
+def contract_values(
+    variables: Sequence[str],
+    variables_schema: dict[str, Any] | None,
+    examples: list[dict[str, Any]] | None,
+) -> dict[str, str | None]:
+    """A version's contract, checked (storage.contracts.validated), as its columns:
+    null for the implied schema and for no examples."""
+    schema, kept = contracts.validated(variables, variables_schema, examples)
+    return {
+        "variables_schema": None if schema is None else json.dumps(schema),
+        "examples": json.dumps(list(kept)) if kept else None,
+    }
+
+
 def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
     """Version ``number`` leaves every environment but production (the caller clears
     the version's own ``placements`` mirror, or deletes it)."""
@@ -50,7 +64,7 @@ def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
     )
 
 
-class SqlVersions(SqlPrompts):
+class SqlVersions(SqlRolloutRows):
     # -- reads
 
     def _read_version(
@@ -162,9 +176,12 @@ class SqlVersions(SqlPrompts):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        contract = contract_values(variables, variables_schema, examples)
         metadata_json = json.dumps(metadata or {})
         with self._write() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
@@ -184,6 +201,7 @@ class SqlVersions(SqlPrompts):
                     created_at=now,
                     updated_at=now,
                     created_by=created_by,
+                    **contract,
                 )
                 .returning(*versions.c)
             ).one()
@@ -211,13 +229,17 @@ class SqlVersions(SqlPrompts):
         content: str,
         *,
         variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
+        contract = contract_values(variables, variables_schema, examples)
         with self._write() as connection:
             prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_editable(current)
+            lifecycle.check_not_candidate(current.version, self._rollouts_of(connection, prompt))
             version = self._set_status(
                 connection,
                 prompt,
@@ -225,6 +247,7 @@ class SqlVersions(SqlPrompts):
                 content=content,
                 variables=json.dumps(list(variables)),
                 updated_at=now,
+                **contract,
             )
             self._append_event(
                 connection,
@@ -270,6 +293,9 @@ class SqlVersions(SqlPrompts):
                 request_id,
                 now,
             )
+            self._abort_rollouts_of(
+                connection, org, prompt, current.version, actor, request_id, now
+            )
         return version
 
     def unarchive_version(
@@ -313,6 +339,9 @@ class SqlVersions(SqlPrompts):
         with self._write() as connection:
             prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_deletable(version)
+            self._abort_rollouts_of(
+                connection, org, prompt, version.version, actor, request_id, now
+            )
             _unplace(connection, prompt, version.version)
             connection.execute(
                 versions.delete().where(

@@ -73,6 +73,11 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("POST", "/api/v1/reviews/rv_world/approve", SERVICE_WRITE, None, 403),
     ("POST", "/api/v1/reviews/rv_world/reject", SERVICE_WRITE, None, 403),
     ("POST", "/api/v1/reviews/rv_world/cancel", SERVICE_WRITE, None, 200),
+    ("GET", "/api/v1/prompts/greeting/rollouts", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts/greeting/rollouts/staging", SERVICE_READ, None, 200),
+    ("PATCH", "/api/v1/prompts/greeting/rollouts/staging", SERVICE_WRITE, {"percent": 20}, 200),
+    ("POST", "/api/v1/prompts/greeting/rollouts/staging/complete", SERVICE_WRITE, None, 200),
+    ("POST", "/api/v1/prompts/greeting/rollouts/staging/abort", SERVICE_WRITE, None, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
@@ -97,6 +102,14 @@ def world(api: Any, app: Flask) -> None:
         role=SERVICE_WRITE,
     )
     api.review_id = opened.json["review_id"]
+    # A rollout of a version of its own (v5) in staging, over v1.
+    api.create_version()
+    api.promote("greeting", 1, json={"environment": "staging"})
+    started = api.post(
+        "/api/v1/prompts/greeting/versions/5/promote",
+        json={"environment": "staging", "rollout_percent": 10},
+    )
+    assert started.status_code == 201, started.json
 
 
 def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:
@@ -126,6 +139,7 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
             .replace("environments/staging", "environments/{environment}")
             .replace("environments/production", "environments/{environment}")
             .replace("reviews/rv_world", "reviews/{review_id}")
+            .replace("rollouts/staging", "rollouts/{environment}")
             .partition("?")[0],
         )
         for m, p, *_ in ENDPOINTS
@@ -378,7 +392,8 @@ def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
         assert r.status_code == expected, (method, path)
     # acme's data is untouched.
     assert api.get("/api/v1/prompts/greeting/production").json["version"] == 1
-    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 4
+    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 5
+    assert api.get("/api/v1/prompts/greeting/rollouts/staging").json["percent"] == 10
     assert api.get("/api/v1/prompts", org="globex").json["items"] == []
     assert api.get("/api/v1/users").json["items"][0]["disabled"] is False
     # The events path is not a prompt's: each org sees its own log.

@@ -138,7 +138,7 @@ def test_unhandled_exception_is_a_generic_500_logged_with_traceback(
     def explode(*_: Any, **__: Any) -> None:
         raise RuntimeError("password=hunter2 at redis://10.0.0.1")
 
-    monkeypatch.setattr(backend, "get_production", explode)
+    monkeypatch.setattr(backend, "read_environment", explode)
     r = api.get("/api/v1/prompts/greeting/production", headers={"X-Request-ID": "req-500"})
     assert_error(r, 500, "internal_server_error")
     assert r.json["message"] == "internal server error"
@@ -167,7 +167,7 @@ def storage_down(api: Any, app: Flask, backend: Storage, monkeypatch: pytest.Mon
     def unavailable(*_: Any, **__: Any) -> None:
         raise StorageUnavailable("memory backend switched off by the test")
 
-    for name in ("ping", "get_production", "list_prompts", "create_prompt", "promote"):
+    for name in ("ping", "read_environment", "list_prompts", "create_prompt", "promote"):
         monkeypatch.setattr(backend, name, unavailable)
 
 

@@ -395,6 +395,8 @@ def test_openapi_documents_both_answers(api: Api) -> None:
         "request_id",
         "environment",
         "review_id",
+        "rollout_id",
+        "percent",
     }
 
 

@@ -56,7 +56,7 @@ def test_openapi_errors_and_security(api: Any) -> None:
     error = spec["components"]["schemas"]["Error"]
     assert set(error["properties"]) == {
         "code", "message", "error", "errors", "current_production_version",
-        "current_version", "review_id",
+        "current_version", "review_id", "changes", "rollout_id",
     }  # fmt: skip
     responses = spec["components"]["responses"]
     for path, item in spec["paths"].items():
@@ -95,15 +95,21 @@ def test_openapi_read_endpoints(api: Any) -> None:
         assert set(get["responses"]) >= {"200", "304", "401", "403", "404", "500"}
         assert "400" not in get["responses"]
         ok = get["responses"]["200"]
-        assert ok["content"]["application/json"]["schema"] == {
-            "$ref": "#/components/schemas/PromptVersion"
-        }
+        documented = {"$ref": "#/components/schemas/PromptVersion"}
+        if path.endswith(("/production", "/{environment}")):
+            # An environment read during a rollout adds its `rollout` field.
+            documented = {
+                "oneOf": [documented, {"$ref": "#/components/schemas/PromptVersionInRollout"}]
+            }
+            names = [p.get("name") for p in get["parameters"]]
+            assert "rollout_key" in names
+        assert ok["content"]["application/json"]["schema"] == documented
         assert "ETag" in ok["headers"]
     version = spec["components"]["schemas"]["PromptVersion"]["properties"]
     assert set(version) == {
         "prompt_id", "version_id", "name", "version", "content", "variables", "status",
         "is_production", "prompt_type", "metadata", "tags", "created_at", "updated_at",
-        "promoted_at", "promoted_by", "environments",
+        "promoted_at", "promoted_by", "environments", "variables_schema", "examples",
     }  # fmt: skip
     assert version["version"]["type"] == "integer"
     assert version["is_production"]["type"] == "boolean"

@@ -28,6 +28,8 @@ FIELD_TYPES: dict[str, Any] = {
     "promoted_at": (str, type(None)),
     "promoted_by": (str, type(None)),
     "environments": list,
+    "variables_schema": dict,
+    "examples": list,
 }
 
 

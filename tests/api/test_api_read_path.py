@@ -41,10 +41,17 @@ def read_endpoints(app: Flask) -> reads.ReadEndpoints:
 
 @pytest.fixture
 def published(api: Any) -> dict[str, Any]:
-    """greeting: v1 published (metadata, tags, non-ASCII content), v2 draft."""
+    """greeting: v1 published (metadata, tags, non-ASCII content) and in staging, v2
+    draft."""
     api.create_prompt("greeting")
     v1 = api.create_version(content="Grüße {{name}}", body={"metadata": {"k": [1]}, "tags": ["t"]})
     api.promote("greeting", v1["version_id"])
+    assert api.post("/api/v1/environments", json={"name": "staging"}).status_code == 201
+    staged = api.post(
+        f"/api/v1/prompts/greeting/versions/{v1['version_id']}/promote",
+        json={"environment": "staging"},
+    )
+    assert staged.status_code == 200, staged.json
     api.create_version(content="draft {{x}}")
     return {"v1": v1}
 
@@ -78,7 +85,15 @@ def dispatched(app: Flask, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-READS = ["production", "latest", "versions/1", "versions/v_ID", "by-id", "environments/production"]
+READS = [
+    "production",
+    "latest",
+    "versions/1",
+    "versions/v_ID",
+    "by-id",
+    "environments/production",
+    "environments/staging",
+]
 
 
 def read_url(published: dict[str, Any], which: str) -> str:
@@ -193,7 +208,8 @@ def test_storage_failures_are_mapped_by_the_error_module(
         raise error
 
     api.tokens(SERVICE_READ)
-    monkeypatch.setattr(backend, "get_production", failing)
+    # The production read is the environment read (it carries a rollout when one runs).
+    monkeypatch.setattr(backend, "read_environment", failing)
     r = api.get("/api/v1/prompts/greeting/production", role=SERVICE_READ)
     assert r.status_code == status
     assert r.json["code"] == r.json["error"] == code

@@ -27,14 +27,17 @@ from promptsvc.config import Settings
 from storage import (
     ApiKey,
     Approval,
+    BreakingChange,
     Delivery,
     Environment,
     Event,
+    InRollout,
     Promotion,
     PromotionRecord,
     Prompt,
     PromptVersion,
     Review,
+    Rollout,
     SigningKey,
     User,
     Webhook,
@@ -64,7 +67,10 @@ VERSION = PromptVersion(
     promoted_at=LATER,
     promoted_by=USER,
     created_by=USER,
+    variables_schema={"name": {"type": "string", "enum": ["Ada", "Bob"], "default": "Ada"}},
+    examples=({"name": "ada", "variables": {"name": "Ada"}},),
 )
+CHANGE = BreakingChange("name", "enum_narrowed", "version 2 allows only ...")
 HISTORY = PromotionRecord(
     "h_1",
     "pmt_1",
@@ -76,7 +82,10 @@ HISTORY = PromotionRecord(
     environment="production",
     review_id="rv_1",
     approved_by=(USER,),
+    rollout_id="ro_1",
+    breaking=True,
 )
+ROLLOUT = Rollout("ro_1", "pmt_1", "production", 1, 2, "v_2", 25, USER, AT, LATER)
 APPROVAL = Approval(USER, "ada", LATER, "lgtm")
 REVIEW = Review(
     review_id="rv_1",
@@ -97,6 +106,8 @@ REVIEW = Review(
     rollout_percent=10,
     version_author=USER,
     rejection_comment="not yet",
+    allow_breaking=True,
+    breaking=(CHANGE,),
 )
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")
@@ -121,13 +132,20 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             tags=(),
             promoted_at=None,
             promoted_by=None,
+            variables_schema=None,
+            examples=(),
         ),
     ),
     PromotionRecord: (
         "PromotionRecord",
         HISTORY,
         dataclasses.replace(
-            HISTORY, previous_version=None, notes=None, review_id=None, approved_by=()
+            HISTORY,
+            previous_version=None,
+            notes=None,
+            review_id=None,
+            approved_by=(),
+            rollout_id=None,
         ),
     ),
     Environment: (
@@ -136,6 +154,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
         Environment("production", 0, None, None),
     ),
     Approval: ("Approval", APPROVAL, dataclasses.replace(APPROVAL, comment=None)),
+    # Every field of a breaking change is always there.
+    BreakingChange: ("BreakingChange", CHANGE, CHANGE),
     Review: (
         "Review",
         REVIEW,
@@ -149,6 +169,7 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             decided_at=None,
             rollout_percent=None,
             rejection_comment=None,
+            breaking=(),
         ),
     ),
     ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
@@ -170,6 +191,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             "req-1",
             "production",
             "rv_1",
+            "ro_1",
+            25,
         ),
         Event(
             "1767323045678-1",
@@ -196,6 +219,13 @@ RECORDS: dict[type, tuple[str, object, object]] = {
         Delivery("wh_1", "msg_ping_1", None, "ping", 1, None, None, AT),
     ),
 }
+# A rollout has no optional field: "minimal" is another environment and percent.
+RECORDS[Rollout] = ("Rollout", ROLLOUT, dataclasses.replace(ROLLOUT, environment="qa", percent=1))
+RECORDS[InRollout] = (
+    "PromptVersionInRollout",
+    InRollout(VERSION, ROLLOUT, VERSION),
+    InRollout(RECORDS[PromptVersion][2], ROLLOUT, RECORDS[PromptVersion][2]),  # type: ignore[arg-type]
+)
 RECORDS[Promotion] = (
     "PromotionResult",
     Promotion(VERSION, HISTORY),
@@ -231,8 +261,19 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def check(spec: Spec, schema: Spec, value: object, where: str) -> None:
-    """``value`` is exactly what the OpenAPI 3.0 ``schema`` describes."""
+    """``value`` is exactly what the OpenAPI 3.0 ``schema`` describes (for ``oneOf``:
+    one of its schemas)."""
     schema = resolve(spec, schema)
+    if "oneOf" in schema:
+        problems = []
+        for option in schema["oneOf"]:
+            try:
+                check(spec, option, value, where)
+            except AssertionError as problem:
+                problems.append(str(problem))
+            else:
+                return
+        raise AssertionError(f"{where} matches none of oneOf: {problems}")
     if value is None:
         assert schema.get("nullable") is True, f"{where} is null; its schema is not nullable"
         return
@@ -347,12 +388,20 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", prompts, 200, prompts)
     call("GET", prompts + "/{name}", 200, f"{prompts}/greeting")
     versions = f"{prompts}/greeting/versions"
-    body = {"content": "Hi {{name}}", "metadata": {"a": {"b": 1}}, "tags": ["x"]}
+    body = {
+        "content": "Hi {{name}}",
+        "metadata": {"a": {"b": 1}},
+        "tags": ["x"],
+        "variables_schema": {"name": {"type": "string", "enum": ["Ada"]}},
+        "examples": [{"name": "ada", "variables": {"name": "Ada"}}],
+    }
     call("POST", prompts + "/{name}/versions", 201, versions, json=body)
     call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Yo"})
     call("PATCH", version, 200, f"{versions}/2", json={"content": "Yo {{who}}"})
     call("POST", version + "/promote", 200, f"{versions}/1/promote", json={"notes": "n"})
-    call("POST", version + "/promote", 200, f"{versions}/2/promote")
+    # v2 needs who, which v1's example lacks: breaking, acknowledged.
+    acknowledged = {"notes": "who is new", "allow_breaking": True}
+    call("POST", version + "/promote", 200, f"{versions}/2/promote", json=acknowledged)
     call("POST", version + "/unarchive", 200, f"{versions}/1/unarchive")
     call("POST", version + "/archive", 200, f"{versions}/1/archive")
     call("GET", prompts + "/{name}/versions", 200, versions)
@@ -363,6 +412,7 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("POST", prompts + "/{name}/rollback", 200, f"{prompts}/greeting/rollback")
     diff = f"{prompts}/greeting/diff?from=2&to=production"
     call("GET", prompts + "/{name}/diff", 200, diff)
+    call("GET", prompts + "/{name}/diff", 200, f"{prompts}/greeting/diff?from=1&to=2")
     call("POST", "/api/v1/keys", 201, "/api/v1/keys", json={"role": "Service Read"})
     call("GET", "/api/v1/keys", 200, "/api/v1/keys")
     call(
@@ -395,6 +445,21 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     review = "/api/v1/reviews/{review_id}"
     call("GET", review, 200, f"/api/v1/reviews/{opened['review_id']}")
     call("POST", review + "/cancel", 200, f"/api/v1/reviews/{opened['review_id']}/cancel")
+    call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Hey"})
+    started = f"{versions}/3/promote"
+    call("POST", version + "/promote", 201, started, json={"rollout_percent": 10})
+    rollouts = prompts + "/{name}/rollouts"
+    rollout = rollouts + "/{environment}"
+    call("GET", rollouts, 200, f"{prompts}/greeting/rollouts")
+    call("GET", rollout, 200, f"{prompts}/greeting/rollouts/production")
+    call("PATCH", rollout, 200, f"{prompts}/greeting/rollouts/production", json={"percent": 50})
+    call("GET", prompts + "/{name}/production", 200, f"{prompts}/greeting/production")
+    keyed = f"{prompts}/greeting/environments/production?rollout_key=user-1"
+    call("GET", placed, 200, keyed)
+    call("POST", rollout + "/abort", 200, f"{prompts}/greeting/rollouts/production/abort")
+    call("POST", version + "/promote", 201, started, json={"rollout_percent": 10})
+    done = f"{prompts}/greeting/rollouts/production/complete"
+    call("POST", rollout + "/complete", 200, done, json={"notes": "all good"})
     call("GET", "/api/v1/events", 200, "/api/v1/events?after=0-0&limit=200")
 
     for method, path, url, status, json_body in answered:

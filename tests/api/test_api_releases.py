@@ -254,6 +254,19 @@ def test_diff_of_text_versions(api: Any) -> None:
             "changed": {"model": {"from": "a", "to": "b"}},
         },
         "tags": {"added": ["z"], "removed": ["x"]},
+        # Neither declares a contract: the implied ones are compared.
+        "variables_schema": {
+            "added": {"city": {"type": "string", "required": True}},
+            "removed": {"place": {"type": "string", "required": True}},
+            "changed": {},
+        },
+        "breaking": [
+            {
+                "variable": "city",
+                "change": "newly_required",
+                "detail": "required by version 2 but absent in version 1",
+            }
+        ],
     }
     # The other way round: everything mirrored.
     back = diff(api, "latest", "1").json
@@ -360,5 +373,6 @@ def test_openapi_documents_releases(api: Any) -> None:
     body = get["responses"]["200"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/Diff"}
     assert set(schemas["Diff"]["properties"]) == {
-        "from", "to", "content_diff", "variables", "metadata", "tags",
+        "from", "to", "content_diff", "variables", "metadata", "tags", "variables_schema",
+        "breaking",
     }  # fmt: skip

@@ -146,7 +146,9 @@ def test_bad_review_requests(prompt: Any, heads: dict[str, dict[str, str]]) -> N
     error(prompt.post("/api/v1/prompts/nope/reviews", json=body), 404, "not_found")
     for bad in [{"environment": "staging"}, {**body, "version": True}, {**body, "version": 0}]:
         error(prompt.post(REVIEWS, json=bad), 400, "bad_request")
-    error(prompt.post(REVIEWS, json={**body, "rollout_percent": 10}), 400, "bad_request")
+    for percent in (0, 100, "10", True):
+        bad_percent = {**body, "rollout_percent": percent}
+        error(prompt.post(REVIEWS, json=bad_percent), 400, "bad_request")
     error(prompt.post(REVIEWS, json=body, role=SERVICE_READ), 403, "forbidden")
     by_id = prompt.get("/api/v1/prompts/greeting/versions/1").json["version_id"]
     second = prompt.post(REVIEWS, json={"version": by_id, "environment": "staging"})
@@ -180,3 +182,34 @@ def test_webhooks_get_review_events(prompt: Any, app: Flask) -> None:
         ("review.cancelled", rid),
     ]
     assert tasks[0].payload["environment"] == "staging" and tasks[0].payload["status"] == "open"
+
+
+def test_deleting_an_environment_tells_webhooks_which_reviews_it_cancelled(
+    prompt: Any, app: Flask, heads: dict[str, dict[str, str]], people: Any
+) -> None:
+    made = prompt.post("/api/v1/webhooks", json={"url": PUBLIC, "events": ["review.cancelled"]})
+    assert made.status_code == 201, made.json
+    first = prompt.post(REVIEWS, json={"version": 1, "environment": "staging"}).json
+    second = prompt.post(REVIEWS, json={"version": 2, "environment": "staging"}).json
+    kept = prompt.post(REVIEWS, json={"version": 1, "environment": "production"}).json
+    deleted = as_(prompt, "DELETE", f"{ENVS}/staging", heads["boss"])
+    assert deleted.status_code == 204
+    storage = app.extensions["promptsvc.storage"]
+    tasks = storage.claim_deliveries("acme", "test", 10, 60.0)
+    assert [(t.event_type, t.payload["review_id"]) for t in tasks] == [
+        ("review.cancelled", first["review_id"]),
+        ("review.cancelled", second["review_id"]),
+    ]
+    for task in tasks:
+        payload = task.payload
+        assert (payload["environment"], payload["status"]) == ("staging", "cancelled")
+        assert payload["actor"] == people["boss"].user_id and payload["request_id"]
+    for review in (first, second):
+        found = prompt.get(f"/api/v1/reviews/{review['review_id']}").json
+        assert found["status"] == "cancelled" and found["decided_at"]
+    assert prompt.get(f"/api/v1/reviews/{kept['review_id']}").json["status"] == "open"
+    events = prompt.get("/api/v1/events?after=0-0&limit=100").json["items"]
+    assert [e["review_id"] for e in events if e["type"] == "review.cancelled"] == [
+        first["review_id"],
+        second["review_id"],
+    ]

@@ -478,7 +478,14 @@ def test_pull_edit_plan_apply_promote_then_the_sdk_reads_it(
     assert "~ greeting: new version (latest is v1)" in plan.stdout
     assert "~ support: new version (latest is v1)" in plan.stdout
 
-    applied = promptsvc("apply", directory, "--promote", "--notes", "from git")
+    # A new placeholder is a newly required variable: callers of v1 do not send it.
+    assert "! breaking: `code` is now required" in plan.stdout
+    refused = promptsvc("apply", directory, "--promote", "--notes", "from git")
+    assert refused.returncode == 3, refused.stderr
+    assert promptsvc("plan", directory, "--promote").returncode == 2  # nothing was changed
+    applied = promptsvc(
+        "apply", directory, "--promote", "--allow-breaking", "--notes", "app sends code now"
+    )
     assert applied.returncode == 0, applied.stderr
     assert promptsvc("plan", directory, "--promote").returncode == 0
 

@@ -14,6 +14,7 @@ from promptsvc.cli.promptfile import (
     PromptFileError,
     dumps,
     loads,
+    prompt_from_version,
     read,
     read_directory,
 )
@@ -171,6 +172,11 @@ MALFORMED = [
     ('---\ntype: "chat"\n---\n', 4, "at least one message"),
     ('---\ntype: "chat"\n---\n=== "" ===\nx\n', 4, "role is a non-empty word"),
     ('---\ntype: "chat"\n---\n=== user ===\nx\n=== "bad ===\ny\n', 6, "role is a non-empty"),
+    ('---\nvariables_schema: ["a"]\n---\nHi\n', 2, "variables_schema must be an object of"),
+    ('---\ntags: []\nvariables_schema: {"a": "string"}\n---\nHi\n', 3, "variables_schema must"),
+    ('---\nexamples: {"variables": {}}\n---\nHi\n', 2, "examples must be a list of"),
+    ("---\nexamples: [\n  1\n]\n---\nHi\n", 2, "examples must be a list of"),
+    ('---\nexamples: [\n  {"variables": }\n]\n---\nHi\n', 3, "examples: not a JSON value"),
 ]
 
 
@@ -213,3 +219,61 @@ def test_a_directory_is_read_whole_and_in_name_order(tmp_path: Path) -> None:
     (tmp_path / "b.prompt").write_text("broken")
     with pytest.raises(PromptFileError, match=r"b\.prompt:1:"):
         read_directory(tmp_path)
+
+
+SCHEMA = {
+    "question": {"type": "string", "description": "the customer's words"},
+    "tone": {"type": "string", "enum": ["kind", "terse"], "default": "kind"},
+    "limit": {"type": "integer", "required": False},
+}
+EXAMPLES = [
+    {"name": "reset", "variables": {"question": "How do I reset it?"}},
+    {"variables": {"question": "Why?", "tone": "terse", "limit": 20}},
+]
+
+
+def test_a_contract_round_trips_in_the_header_in_its_own_order() -> None:
+    prompt = PromptFile(
+        "support",
+        "chat",
+        None,
+        {},
+        [],
+        messages=[
+            {"role": "system", "content": "{{ tone }} {{ limit }}"},
+            {"role": "user", "content": "{{question}}"},
+        ],
+        variables_schema=SCHEMA,
+        examples=EXAMPLES,
+    )
+    text = dumps(prompt)
+    header = text.split("---\n")[1]
+    assert header.startswith('type: "chat"\ndescription: null\nmetadata: {}\ntags: []\n')
+    assert '\nvariables_schema: {\n  "question": {\n' in header  # variables keep their order
+    assert '\nexamples: [\n  {\n    "name": "reset",' in header
+    back = loads(text, Path("support.prompt"))
+    assert back == prompt
+    assert list(back.variables_schema or {}) == ["question", "tone", "limit"]
+    assert dumps(back) == text
+
+
+def test_without_a_contract_the_header_has_neither_key() -> None:
+    text = dumps(PromptFile("g", "text", None, {}, [], text="Hi {{ name }}"))
+    assert "variables_schema" not in text and "examples" not in text
+    back = loads(text, Path("g.prompt"))
+    assert (back.variables_schema, back.examples) == (None, [])
+
+
+def test_a_pulled_version_keeps_a_declared_contract_and_drops_the_implied_one() -> None:
+    version = {"content": "Hi {{ name }}", "metadata": {}, "tags": []}
+    implied = {"name": {"type": "string", "required": True}}
+    pulled = prompt_from_version("g", "text", None, {**version, "variables_schema": implied})
+    assert pulled.variables_schema is None and pulled.examples == []
+    declared = {"name": {"type": "string", "enum": ["Ada", "Bob"]}}
+    examples = [{"variables": {"name": "Ada"}}]
+    pulled = prompt_from_version(
+        "g", "text", None, {**version, "variables_schema": declared, "examples": examples}
+    )
+    assert (pulled.variables_schema, pulled.examples) == (declared, examples)
+    old_service = prompt_from_version("g", "text", None, version)  # no contract fields at all
+    assert (old_service.variables_schema, old_service.examples) == (None, [])

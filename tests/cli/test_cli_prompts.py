@@ -149,6 +149,7 @@ def test_diff(cli: Cli, seeded: CliService) -> None:
         "-Hello {{name}}\n"
         "+Hello {{name}}, welcome to {{place}}\n"
         "variables: +place\n"
+        "breaking: `place` is now required; callers that do not send it will fail\n"
     )
     body = _json(cli("prompts", "diff", "greeting", "production", "latest", "--json"))
     assert body["variables"] == {"added": ["place"], "removed": []}
@@ -164,11 +165,24 @@ def test_promote_and_its_guard(cli: Cli, seeded: CliService) -> None:
     assert "(409 conflict, request id " in refused.err
     assert seeded.storage.get_prompt(ORG, "greeting").production_version == 2
 
-    result = cli("prompts", "promote", "greeting", "latest", "--expect", "2", "--notes", "n3")
+    # v3 adds {{place}}: callers of v2 do not send it, so the promotion is refused.
+    breaking = cli("prompts", "promote", "greeting", "latest", "--expect", "2", "--notes", "n3")
+    assert breaking.status == 3 and breaking.out == "", breaking.err
+    assert "would break callers of prompt 'greeting'" in breaking.err
+    assert "  - `place`: required by version 3 but absent in version 2\n" in breaking.err
+    assert "--allow-breaking --notes" in breaking.err
+    assert seeded.storage.get_prompt(ORG, "greeting").production_version == 2
+    unexplained = cli("prompts", "promote", "greeting", "latest", "--allow-breaking")
+    assert unexplained.status == 1 and "--allow-breaking needs --notes" in unexplained.err
+
+    result = cli(
+        "prompts", "promote", "greeting", "latest", "--expect", "2", "--notes", "n3",
+        "--allow-breaking",
+    )  # fmt: skip
     assert result.status == 0, result.err
     assert result.out == "promoted greeting: v3 is production (was v2)\n"
     (record, *_) = seeded.storage.list_history(ORG, "greeting").items
-    assert (record.version_number, record.notes) == (3, "n3")
+    assert (record.version_number, record.notes, record.breaking) == (3, "n3", True)
 
 
 def test_promote_json_and_expect_none(cli: Cli, service: CliService) -> None:

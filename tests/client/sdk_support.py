@@ -48,8 +48,8 @@ class Controlled(Storage):
     """A backend whose prompt reads can fail (``down``) or wait at ``gate``, and whose
     event log reads can fail (``events_down``).
 
-    Only the three reads the SDK's endpoints use are affected by ``down``, so tokens
-    still work; ``events_down`` makes ``GET /api/v1/events`` answer 503.
+    Only the reads the SDK's endpoints use are affected by ``down``, so tokens still
+    work; ``events_down`` makes ``GET /api/v1/events`` answer 503.
     """
 
     down = False
@@ -77,6 +77,10 @@ class Controlled(Storage):
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> Any:
         self._before_read()
         return super().get_version(org, prompt_ref, version_ref)
+
+    def read_environment(self, org: str, prompt_ref: str, environment: str) -> Any:
+        self._before_read()
+        return super().read_environment(org, prompt_ref, environment)
 
     def events_after(self, org: str, after: str, limit: int) -> list[Event]:
         self._before_events()
@@ -132,8 +136,18 @@ def seed(storage: Storage) -> Versions:
         ORG, "greeting", "Hello {{ name }}!", AUTHOR, {"team": "a"}, ["t"], variables=["name"]
     )
     storage.promote(ORG, "greeting", v1.version_id, AUTHOR, notes="first")
+    # `place` is optional, so v2 breaks no caller of v1 and promotes without an
+    # acknowledgement (storage/contracts.py).
     v2 = storage.create_version(
-        ORG, "greeting", "Hi {{name}}, welcome to {{place}}", AUTHOR, variables=["name", "place"]
+        ORG,
+        "greeting",
+        "Hi {{name}}, welcome to {{place}}",
+        AUTHOR,
+        variables=["name", "place"],
+        variables_schema={
+            "name": {"type": "string"},
+            "place": {"type": "string", "required": False},
+        },
     )
     storage.create_prompt(ORG, "chatty", prompt_type="chat")
     chat = storage.create_version(

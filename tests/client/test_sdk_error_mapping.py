@@ -27,6 +27,24 @@ from promptsvc.client import (
 )
 
 TOKEN = {"access_token": "t", "expires_in": 300, "token_type": "Bearer"}
+# A well-formed read, for answers wrong in one field only.
+ANSWER = {
+    "prompt_id": "pmt_1",
+    "version_id": "v_1",
+    "name": "greeting",
+    "version": 1,
+    "content": "Hi",
+    "variables": [],
+    "status": "published",
+    "is_production": True,
+    "prompt_type": "text",
+    "metadata": {},
+    "tags": [],
+    "created_at": "2026-01-02T03:04:05Z",
+    "updated_at": "2026-01-02T03:04:05Z",
+    "promoted_at": None,
+    "promoted_by": None,
+}
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
@@ -120,6 +138,11 @@ def test_non_json_5xx_gets_a_code_from_the_status(kind: str) -> None:
         ({"text": "not json"}, "body is not a JSON object"),
         ({"json": {"name": "greeting"}}, "'prompt_id'"),
         ({"json": []}, "body is not a JSON object"),
+        ({"json": {**ANSWER, "rollout": {"rollout_id": "ro_1", "percent": 5}}}, "'rollout'"),
+        (
+            {"json": {**ANSWER, "rollout": {"rollout_id": "ro_1", "percent": 5, "candidate": {}}}},
+            "rollout candidate: field 'prompt_id'",
+        ),
     ],
 )
 def test_200_that_is_not_a_prompt_version(kind: str, kwargs: dict[str, Any], detail: str) -> None:

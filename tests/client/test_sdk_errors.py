@@ -92,13 +92,13 @@ def test_retry_succeeds_when_the_service_recovers(
 ) -> None:
     """The storage fails once, then answers: the retry returns the version."""
     failures = iter([True])
-    original = service.storage.get_production
+    original = service.storage.read_environment  # what GET .../production reads
 
-    def flaky(org: str, ref: str) -> object:
+    def flaky(org: str, ref: str, environment: str) -> object:
         service.storage.down = next(failures, False)
-        return original(org, ref)
+        return original(org, ref, environment)
 
-    monkeypatch.setattr(service.storage, "get_production", flaky)
+    monkeypatch.setattr(service.storage, "read_environment", flaky)
     v = make_client(max_retries=1).get_prompt_version("greeting")
 
     assert v.version == 1

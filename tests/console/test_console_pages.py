@@ -17,6 +17,11 @@ from tests.console.console_support import ORG, OTHER_ORG, csrf_token, post_form
 Console = Callable[..., FlaskClient]
 
 
+# v2's new variable has a default, so v2 breaks no caller of v1 (that journey is
+# test_console_contracts.py's).
+V2_CONTRACT = {"name": {"type": "string"}, "product": {"type": "string", "default": "promptsvc"}}
+
+
 def _seed(storage: Storage, org: str = ORG, name: str = "greeting") -> None:
     """A prompt with v1 production (promoted by nobody we know), v2 a draft."""
     storage.create_prompt(org, name, "text", "Welcome message")
@@ -25,8 +30,9 @@ def _seed(storage: Storage, org: str = ORG, name: str = "greeting") -> None:
     )
     storage.promote(org, name, first.version_id, "someone", notes="first release")
     storage.create_version(
-        org, name, "Hi {{name}}, welcome to {{product}}.", "someone", variables=["name", "product"]
-    )
+        org, name, "Hi {{name}}, welcome to {{product}}.", "someone",
+        variables=["name", "product"], variables_schema=V2_CONTRACT,
+    )  # fmt: skip
 
 
 def _user_id(app: Flask, username: str, org: str = ORG) -> str:

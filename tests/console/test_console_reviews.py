@@ -38,6 +38,11 @@ def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
     backend.close()
 
 
+# v2's new variable has a default, so v2 breaks no caller of v1 (that journey is
+# test_console_contracts.py's).
+V2_CONTRACT = {"name": {"type": "string"}, "product": {"type": "string", "default": "promptsvc"}}
+
+
 def _seed(storage: Storage) -> None:
     """greeting: v1 production, v2 a draft (both by nobody we know); staging takes
     promotions directly; production needs one approval."""
@@ -48,7 +53,7 @@ def _seed(storage: Storage) -> None:
     storage.promote(ORG, "greeting", first.version_id, "someone", notes="first release")
     storage.create_version(
         ORG, "greeting", "Hi {{name}}, welcome to {{product}}.", "someone",
-        variables=["name", "product"], tags=["friendly"],
+        variables=["name", "product"], tags=["friendly"], variables_schema=V2_CONTRACT,
     )  # fmt: skip
     storage.create_environment(ORG, "staging", 0, "pre-release")
     storage.update_environment(ORG, "production", required_approvals=1)
@@ -536,3 +541,112 @@ def test_new_pages_have_no_inline_script_or_style(storage: Storage, console: Con
         assert not re.search(r"<script(?![^>]*\ssrc=)", text), path
         assert not re.search(r"\sstyle=|<style", text), path
         assert not re.search(r"\son[a-z]+=", text), path
+
+
+def _staging_line(storage: Storage) -> None:
+    """:func:`_seed`, then staging held v1 and holds v2."""
+    _seed(storage)
+    storage.promote(ORG, "greeting", "1", "someone", environment="staging")
+    storage.promote(ORG, "greeting", "2", "someone", environment="staging")
+
+
+ROLLBACK = "/console/prompts/greeting/rollback"
+
+
+@pytest.mark.parametrize("required_approvals", [0, 2])
+def test_staging_rolls_back_after_confirmation(
+    app: Flask, storage: Storage, console: Console, required_approvals: int
+) -> None:
+    """Protected or not: a rollback needs no review, its target was there before."""
+    _staging_line(storage)
+    storage.update_environment(ORG, "staging", required_approvals=required_approvals)
+    client = console("writer")
+    page = client.get("/console/prompts/greeting").text
+    link = f'href="{ROLLBACK}?environment=staging"'
+    assert link in page and "Roll staging back to v1" in page
+    confirm = client.get(f"{ROLLBACK}?environment=staging")
+    assert confirm.status_code == 200
+    text = confirm.text
+    assert "Roll greeting in staging back to v1?" in text
+    assert "v1 is in staging again in place of v2" in text
+    assert ("no review is needed" in text) == (required_approvals > 0)
+    assert "What changes in staging: v2 → v1" in text
+    for field, value in (("environment", "staging"), ("to", "1")):
+        assert f'name="{field}" value="{value}"' in text
+    assert 'name="expected_production_version" value="2"' in text
+    answer = client.post(
+        ROLLBACK,
+        data={
+            "csrf_token": csrf_token(text),
+            "environment": "staging",
+            "to": "1",
+            "expected_production_version": "2",
+            "notes": "v2 misbehaves",
+        },
+    )
+    assert answer.status_code == 302 and answer.location.endswith("/console/prompts/greeting")
+    assert "Rolled back: version 1 is in staging again." in client.get(answer.location).text
+    assert storage.get_in_environment(ORG, "greeting", "staging").version == 1
+    record = storage.list_history(ORG, "greeting").items[0]
+    assert (record.environment, record.version_number, record.previous_version) == (
+        "staging",
+        1,
+        2,
+    )
+    assert (record.notes, record.review_id) == ("v2 misbehaves", None)
+    assert record.promoted_by == _user_id(app, "writer")
+    # Production and the versions' statuses are as they were.
+    assert storage.get_production(ORG, "greeting").version == 1
+    assert storage.get_version(ORG, "greeting", "2").status == "draft"
+    # v1 was the first in staging: nothing further back to offer.
+    assert link not in client.get("/console/prompts/greeting").text
+    again = client.get(f"{ROLLBACK}?environment=staging").text
+    assert "No version was in staging before v1." in again
+
+
+def test_a_staging_rollback_is_refused_when_staging_moved_meanwhile(
+    storage: Storage, console: Console
+) -> None:
+    _staging_line(storage)
+    storage.create_version(ORG, "greeting", "three", "someone")
+    client = console("writer")
+    confirm = client.get(f"{ROLLBACK}?environment=staging")
+    storage.promote(ORG, "greeting", "3", "someone else", environment="staging")
+    answer = client.post(
+        ROLLBACK,
+        data={
+            "csrf_token": csrf_token(confirm.text),
+            "environment": "staging",
+            "to": "1",
+            "expected_production_version": "2",
+        },
+    )
+    assert answer.status_code == 409
+    assert "Staging changed while you were reviewing: it was v2 and is now v3." in answer.text
+    assert storage.get_in_environment(ORG, "greeting", "staging").version == 3
+
+
+def test_only_writers_roll_staging_back_and_only_with_the_form_token(
+    storage: Storage, console: Console
+) -> None:
+    _staging_line(storage)
+    reader = console("reader")
+    assert f"{ROLLBACK}?environment=staging" not in reader.get("/console/prompts/greeting").text
+    page = reader.get(f"{ROLLBACK}?environment=staging").text
+    assert "Rolling greeting in staging back to v1" in page and 'name="to"' not in page
+    # A reader's own token (the page's sign-out form) passes CSRF; the role does not.
+    fields = {"environment": "staging", "to": "1", "expected_production_version": "2"}
+    refused = reader.post(ROLLBACK, data={"csrf_token": csrf_token(page), **fields})
+    assert refused.status_code == 403 and "Service Write" in refused.text
+    assert console("writer").post(ROLLBACK, data=fields).status_code == 400  # no CSRF token
+    assert storage.get_in_environment(ORG, "greeting", "staging").version == 2
+
+
+def test_a_rollback_of_an_unknown_or_empty_environment(storage: Storage, console: Console) -> None:
+    _seed(storage)
+    client = console("writer")
+    assert client.get(f"{ROLLBACK}?environment=nowhere").status_code == 404
+    assert client.get(f"{ROLLBACK}?environment=Bad%20Name").status_code == 404
+    empty = client.get(f"{ROLLBACK}?environment=staging")
+    assert empty.status_code == 200
+    assert "staging holds no version of greeting." in empty.text

@@ -172,3 +172,31 @@ def test_a_review_rejected_with_a_comment(page: Page) -> None:
     assert _held(page, "greeting")["production"] == "v2"
     page.open("/console/reviews?status=rejected")
     assert "v3" in page.find("table.reviews tbody tr").text
+
+
+def test_staging_rolled_back_from_the_prompt_page(page: Page) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    # The writer moves v3 to staging over v2, then puts v2 back from the environments card.
+    page.sign_in("wes")
+    page.open("/console/prompts/greeting")
+    page.fill("version", "3")
+    Select(page.find("select[name=environment]")).select_by_value("staging")
+    page.click("Continue…")
+    page.click("Promote v3 to staging")
+    assert "Version 3 is now in staging." in page.text()
+    assert _held(page, "greeting") == {"production": "v2", "staging": "v3"}
+    staging = page.driver.find_element(
+        page.by.XPATH, "//table[contains(@class, 'environments')]//tr[.//span[text()='staging']]"
+    )
+    staging.find_element(page.by.LINK_TEXT, "Roll back to v2").click()
+    assert "Roll greeting in staging back to v2?" in page.text()
+    assert "What changes in staging: v3 → v2" in page.text()
+    assert page.driver.find_elements(page.by.CSS_SELECTOR, "table.diff tr.changed")
+    page.fill("notes", "v3 reads too curt")
+    page.photo("20-rollback-staging")
+    page.click("Roll back to v2", kind="button")
+    assert "Rolled back: version 2 is in staging again." in page.text()
+    assert _held(page, "greeting") == {"production": "v2", "staging": "v2"}
+    history = page.find("#history-heading").find_element(page.by.XPATH, "../..").text
+    assert "v3 reads too curt" in history

@@ -58,11 +58,13 @@ def test_redis_backup_restores_into_a_cluster_exactly(
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["orgs"]["globex"] == {
-        "prompts": 3,
-        "versions": 7,
-        "promotions": 6,
+        "prompts": 4,
+        "versions": 9,
+        "promotions": 8,
         "api_keys": 3,
         "users": 2,
+        "environments": 1,
+        "reviews": 0,
     }
     assert report["signing_keys"] == 2 and "keep it safe" in err
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -80,7 +82,11 @@ def test_redis_backup_restores_into_a_cluster_exactly(
         assert copy.create_version("acme", "greeting", "after", AUTHOR).version == 7
         assert copy.promote("acme", "greeting", "7", AUTHOR).record.previous_version == 3
         copy.delete_prompt("globex", "greeting")
-        assert [p.name for p in copy.list_prompts("globex").items] == ["empty", "support-chat"]
+        assert [p.name for p in copy.list_prompts("globex").items] == [
+            "empty",
+            "support-chat",
+            "typed",
+        ]
 
         # A second restore finds the orgs taken and writes nothing.
         before = everything(copy)
@@ -134,7 +140,7 @@ def test_serve_restore_answers_the_api_with_the_restored_data(
     command = promptsvc_command("serve", "--port", str(port), "--restore", str(path))
     with Server(command, port) as server, httpx.Client(base_url=server.base_url) as http:
         assert f"restored from {path}:" in server.stdout
-        assert "acme: 3 prompts, 7 versions, 6 promotions, 3 api keys, 2 users" in server.stdout
+        assert "acme: 4 prompts, 9 versions, 8 promotions, 3 api keys, 2 users" in server.stdout
 
         def token(org: str, client_id: str, secret: str) -> httpx.Response:
             return http.post(

@@ -103,7 +103,8 @@ def test_render_uses_the_sdk_and_gives_one_user_message_for_text() -> None:
     assert len(result.messages) == 1 and result.messages[0].role == "user"
     text = result.messages[0].content
     assert isinstance(text, types.TextContent)
-    assert text.text == "core: 2 weeks, 1.5, final=True, upbeat"
+    # A declared boolean renders as JSON spells it, in both SDKs (docs/api.md section 13).
+    assert text.text == "core: 2 weeks, 1.5, final=true, upbeat"
 
 
 def texts(rendered: list[dict[str, str]]) -> list[tuple[str, str]]:

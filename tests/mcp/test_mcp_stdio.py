@@ -250,7 +250,8 @@ def test_writes_are_forbidden_to_service_read(service: Service) -> None:
 
 
 def test_service_write_creates_and_promotes_and_clients_are_told(service: Service) -> None:
-    service.prompt("greeting", "Hello {{name}}", production=1)
+    # v2 keeps v1's variables (in another order), so its promotion breaks no caller.
+    service.prompt("greeting", "Hello {{name}}, {{title}}", production=1)
 
     async def scenario() -> None:
         async with stdio(service.write_env) as client:
@@ -282,6 +283,16 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
                 "request_promotion", {"name": "greeting", "version": 2}
             )
             assert again.isError and text_of(again).startswith("conflict: ")
+
+            # A version that requires a new variable is refused: its callers lack it.
+            await client.session.call_tool(
+                "create_version", {"name": "greeting", "content": "{{title}} {{name}} {{x}}"}
+            )
+            breaking = await client.session.call_tool(
+                "request_promotion", {"name": "greeting", "version": "latest"}
+            )
+            assert breaking.isError and text_of(breaking).startswith("breaking_change: ")
+            assert "'x': required by version 3 but absent in version 2" in text_of(breaking)
 
     run(scenario)
 

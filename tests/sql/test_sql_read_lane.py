@@ -32,6 +32,38 @@ def test_a_read_sees_what_another_process_just_committed(empty_url: str) -> None
         writer.close()
 
 
+@pytest.mark.parametrize("environment", ["staging", "production"])
+def test_an_environment_read_is_one_statement_on_the_lane(
+    empty_url: str, monkeypatch: pytest.MonkeyPatch, environment: str
+) -> None:
+    """The same lane as a production read: one SELECT, no SQLAlchemy connection."""
+    store = SqlStorage.from_url(empty_url)
+    try:
+        store.create_prompt(ORG, "greeting")
+        store.create_version(ORG, "greeting", "hello", USER)
+        store.promote(ORG, "greeting", "1", USER)
+        store.create_environment(ORG, "staging")
+        store.promote(ORG, "greeting", "1", USER, environment="staging")
+        lane, reads = store._lane, []
+
+        def counting(key: tuple[str, str], params: dict[str, object]) -> object:
+            reads.append(key)
+            return lane(key, params)
+
+        def no_transaction() -> None:
+            raise AssertionError("a read outside the lane")
+
+        monkeypatch.setattr(store, "_lane", counting)
+        monkeypatch.setattr(store, "_read", no_transaction)
+        found = store.get_in_environment(ORG, "greeting", environment)
+        assert (found.version, found.environments) == (1, ["production", "staging"])
+        pick = "production" if environment == "production" else "environment"
+        assert reads == [("name", pick)]
+    finally:
+        monkeypatch.undo()
+        store.close()
+
+
 @pytest.mark.postgres
 def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresSchema) -> None:
     postgres_schema.empty()

@@ -158,6 +158,18 @@ def test_delete_prompt_leaves_no_prompt_keys(redis_storage: BaseRedisStorage[Any
     assert left == {*org_keys, *global_keys()}
 
 
+def test_rollouts_follow_the_layout_and_go_with_their_prompt(
+    redis_storage: BaseRedisStorage[Any],
+) -> None:
+    pid, _ = populate(redis_storage)
+    before = set(redis_storage.client.scan_iter())
+    redis_storage.start_rollout(ORG, "greeting", "3", "production", 10, USER)
+    assert set(redis_storage.client.scan_iter()) == {*before, keys.rollouts(ORG, pid)}
+    redis_storage.delete_prompt(ORG, "greeting")
+    org_keys = {keys.api_keys(ORG), keys.api_key(ORG, "admin"), keys.events(ORG)}
+    assert set(redis_storage.client.scan_iter()) == {*org_keys, *global_keys()}
+
+
 def global_keys() -> set[str]:
     return {keys.SIGNING_ORDER, keys.SIGNING_KEYS, keys.ORGS}
 
@@ -171,7 +183,7 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     for _ in range(1200):
         script(
             keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, *event_args],
+            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", *event_args],
         )
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
@@ -207,7 +219,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_rollout.lua", "_refresh.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
@@ -270,6 +282,22 @@ def test_a_read_is_one_round_trip(
     sent = count_round_trips(monkeypatch)
     read(redis_storage, pid, ids)
     assert sent == ["EVALSHA"]
+
+
+@pytest.mark.parametrize("environment", ["staging", "production"])
+def test_an_environment_read_is_one_round_trip(
+    redis_storage: BaseRedisStorage[Any], monkeypatch: pytest.MonkeyPatch, environment: str
+) -> None:
+    """The same lane and script as a production read: GET .../environments/{env} is as
+    cheap as GET .../production."""
+    populate(redis_storage)
+    redis_storage.create_environment(ORG, "staging")
+    redis_storage.promote(ORG, "greeting", "3", USER, environment="staging")
+    first = redis_storage.get_in_environment(ORG, "greeting", environment)
+    sent = count_round_trips(monkeypatch)
+    again = redis_storage.get_in_environment(ORG, "greeting", environment)
+    assert sent == ["EVALSHA"]
+    assert again is first  # decoded once: the API's body memo hits for it
 
 
 @pytest.mark.redis

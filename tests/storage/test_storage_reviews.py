@@ -63,6 +63,8 @@ def test_request_opens_a_review(prompt: Storage, clock: FakeClock) -> None:
         "rejection_comment": None,
         "decided_at": None,
         "rollout_percent": None,
+        "allow_breaking": False,
+        "breaking": [],
     }
     assert prompt.get_review(ORG, review.review_id) == review
     by_version_id = prompt.request_review(ORG, "greeting", version.version_id, "staging", REQUESTER)
@@ -248,6 +250,59 @@ def test_deleting_the_prompt_or_environment_closes_reviews(prompt: Storage) -> N
     with pytest.raises(ReviewNotFound):
         prompt.get_review(ORG, again.review_id)
     assert prompt.list_reviews(ORG).items == []
+
+
+def test_deleting_an_environment_writes_an_event_for_each_review_it_cancels(
+    prompt: Storage, clock: FakeClock
+) -> None:
+    prompt.create_prompt(ORG, "other")
+    prompt.create_version(ORG, "other", "x", AUTHOR)
+    first = prompt.request_review(ORG, "greeting", "1", "staging", REQUESTER)
+    decided = prompt.request_review(ORG, "greeting", "2", "staging", REQUESTER)
+    prompt.reject_review(ORG, decided.review_id, ALICE, "no")
+    elsewhere = prompt.request_review(ORG, "greeting", "1", "production", REQUESTER)
+    second = prompt.request_review(ORG, "other", "1", "staging", REQUESTER)
+    last = prompt.events_after(ORG, "0-0", 100)[-1].id
+    clock.advance(2)
+    prompt.delete_environment(ORG, "staging", actor=ALICE, request_id="req-9")
+    events = prompt.events_after(ORG, last, 100)
+    versions = {
+        r.review_id: prompt.get_version(ORG, r.prompt_name, str(r.version)) for r in (first, second)
+    }
+    # In request order, one per open review of the environment, in the same step.
+    assert [e.to_json() | {"id": None} for e in events] == [
+        {
+            "id": None,
+            "type": "review.cancelled",
+            "prompt_id": review.prompt_id,
+            "prompt_name": review.prompt_name,
+            "version": review.version,
+            "version_id": versions[review.review_id].version_id,
+            "status": "cancelled",
+            "previous_version": None,
+            "actor": ALICE,
+            "at": "2026-01-02T03:04:07.678901Z",
+            "request_id": "req-9",
+            "environment": "staging",
+            "review_id": review.review_id,
+            "rollout_id": None,
+            "percent": None,
+        }
+        for review in (first, second)
+    ]
+    for review in (first, second):
+        cancelled = prompt.get_review(ORG, review.review_id)
+        assert (cancelled.status, cancelled.decided_at) == ("cancelled", clock.utc())
+    assert prompt.get_review(ORG, decided.review_id).status == "rejected"
+    assert prompt.get_review(ORG, elsewhere.review_id).status == "open"
+    # A deletion without reviews to cancel writes no event; nor does a refused one.
+    prompt.create_environment(ORG, "empty")
+    prompt.delete_environment(ORG, "empty")
+    with pytest.raises(LifecycleError):
+        prompt.delete_environment(ORG, "production", actor=ALICE)
+    with pytest.raises(EnvironmentNotFound):
+        prompt.delete_environment(ORG, "staging", actor=ALICE)
+    assert prompt.events_after(ORG, events[-1].id, 100) == []
 
 
 def test_a_deleted_version_cannot_be_applied(prompt: Storage) -> None:

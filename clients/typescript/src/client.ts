@@ -209,7 +209,7 @@ export class PromptClient {
 
   #pick(version: PromptVersion, rolloutKey: string | undefined): PromptVersion | Promise<PromptVersion> {
     const rollout = version.rollout;
-    if (rollout === null || rolloutKey === undefined) return version;
+    if (rollout === null || rolloutKey === undefined || rolloutKey === "") return version;
     const id = `${rollout.rollout_id}:${rolloutKey}`;
     const known = this.#buckets.get(id);
     if (known !== undefined) return known < rollout.percent * 100 ? rollout.candidate : version;

@@ -13,7 +13,9 @@
 -- "state" (+ status, number: a lifecycle rule forbids the change),
 -- "production_changed" (+ the production number or "": a guard did not hold),
 -- "no_environment", "nothing_in_environment", "review_required" (+ approvals),
--- "place_here" (+ number: the environment holds that version already).
+-- "place_here" (+ number: the environment holds that version already),
+-- "check" (+ fingerprint, prompt values, candidate values, current values: run the
+-- promotion check on these and send the script again with the fingerprint).
 --
 -- Environments: the org's hash ps:{<org>}:envs (name -> JSON, production only once
 -- changed) and each prompt's placements P:env (environment -> version id), mirrored on
@@ -160,6 +162,7 @@ local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
 local VERSION_FIELDS = {
   "version_id", "version", "content", "variables", "status", "metadata", "tags",
   "created_at", "updated_at", "promoted_at", "promoted_by", "created_by", "placements",
+  "variables_schema", "examples",
 }
 
 local function prompt_values(pid)
@@ -264,4 +267,45 @@ local function newest_record(pid, env)
     end
   end
   return nil
+end
+
+
+-- ---------------------------------------------------------------- the promotion check
+
+-- The check (storage/contracts.py) cannot run in Lua: the Python side runs it between
+-- two passes of the script that moves a version. The first pass answers "check" with
+-- both versions and a fingerprint of what the check reads; the second carries that
+-- fingerprint and the check's outcome, and goes ahead only while the fingerprint still
+-- matches, so the check and the change are one atomic step. An environment that holds
+-- nothing needs no check.
+-- The fingerprint is what the check reads of both versions, verbatim (Lua has no hash
+-- function on every server this runs on; a contract is small).
+local CONTRACT_FIELDS = { "variables", "variables_schema", "examples" }
+
+local function contract_fingerprint(pid, vid, cur_vid)
+  local parts = {}
+  for _, id in ipairs({ vid, cur_vid }) do
+    parts[#parts + 1] = id
+    for _, value in ipairs(redis.call("HMGET", vkey(pid, id), unpack(CONTRACT_FIELDS))) do
+      parts[#parts + 1] = value or ""
+    end
+  end
+  return table.concat(parts, "\0")
+end
+
+-- vid enters an environment holding cur_vid (nil: nothing). given: the fingerprint the
+-- caller checked ("" on a first pass); breaking: the check's outcome ("1" or "0").
+-- Returns nil and whether the change is breaking, or the "check" reply.
+local function contract_check(pid, vid, cur_vid, given, breaking)
+  if not cur_vid then
+    return nil, false
+  end
+  local fingerprint = contract_fingerprint(pid, vid, cur_vid)
+  if given == fingerprint then
+    return nil, breaking == "1"
+  end
+  return {
+    "check", fingerprint, prompt_values(pid), version_values(pid, vid),
+    version_values(pid, cur_vid),
+  }
 end

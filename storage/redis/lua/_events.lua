@@ -14,7 +14,8 @@
 
 -- Append the change's event; nil arguments are left out of the entry (null fields).
 -- Returns the event's id.
-local function emit(kind, pid, name, number, vid, status, previous, environment, review_id)
+local function emit(kind, pid, name, number, vid, status, previous, environment, review_id,
+                    rollout_id, percent)
   local n = #ARGV
   local entry = { "type", kind, "prompt_id", pid, "prompt_name", name, "at", ARGV[n - 1] }
   local function add(field, value)
@@ -29,6 +30,8 @@ local function emit(kind, pid, name, number, vid, status, previous, environment,
   add("previous_version", previous)
   add("environment", environment)
   add("review_id", review_id)
+  add("rollout_id", rollout_id)
+  add("percent", percent)
   add("actor", ARGV[n - 3])
   add("request_id", ARGV[n - 2])
   -- "~": trimming drops whole stream nodes, so at least ARGV[n] entries always stay.

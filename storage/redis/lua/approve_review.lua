@@ -7,12 +7,19 @@
 -- ARGV[1]  review id      ARGV[2]  user id      ARGV[3]  username
 -- ARGV[4]  comment        ARGV[5]  "1" if there is a comment, else "0"
 -- ARGV[6]  now            ARGV[7]  new history id
+-- ARGV[8]  new rollout id (used when the review has a rollout_percent: it starts a
+--          rollout, _rollout.lua, instead of the promotion)
+-- ARGV[9]  the promotion check's fingerprint ("" on a first pass)   ARGV[10] its outcome,
+--          "1" breaking (the review allows it): see _common.lua, contract_check; the
+--          "check" reply adds the review's JSON, and records nothing
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", review JSON} (approved, still open), {"ok", review JSON, prompt values,
--- version values, history record fields} (applied), {"stale", current or "", review
--- JSON}, {"no_review"}, {"review_closed", status}, {"forbidden", reason, version},
--- {"already_approved"}, {"no_environment"}, {"no_version", prompt name, number} or the
--- version's refusal.
+-- Returns {"check", ..., review JSON}, {"ok", review JSON} (approved, still open),
+-- {"ok", review JSON, prompt values, version values, history record fields} (applied),
+-- {"ok", review JSON, "rollout", rollout JSON} (applied: a rollout started), {"stale",
+-- current or "", review JSON}, {"no_review"}, {"review_closed", status}, {"forbidden",
+-- reason, version}, {"already_approved"}, {"no_environment"}, {"no_version", prompt
+-- name, number}, the version's refusal, {"no_baseline", number, environment} or
+-- {"rollout_busy", ...}.
 local key = ORG .. "review:" .. ARGV[1]
 local raw = redis.call("GET", key)
 if not raw then
@@ -90,16 +97,36 @@ if not vid then
   return { "no_version", review.prompt_name, tostring(review.version) }
 end
 local status = redis.call("HGET", vkey(pid, vid), "status")
+local percent = review.rollout_percent
+if percent == cjson.null then
+  percent = nil
+end
 local refused = check_enterable(env_name, status, review.version, current)
+if not refused and percent and not cur_vid then
+  refused = { "no_baseline", tostring(review.version), env_name }
+end
+refused = refused or check_no_rollout(pid, env_name, "review")
 if refused then
   return refused
 end
+local check, breaking = contract_check(pid, vid, cur_vid, ARGV[9], ARGV[10])
+if check then
+  check[#check + 1] = raw
+  return check
+end
 local json = save("applied")
 review_event("review.approved")
+if percent then
+  local rollout = begin_rollout(
+    pid, ARGV[8], vid, review.version, env_name, current, percent, user, now
+  )
+  review_event("review.applied")
+  return { "ok", json, "rollout", rollout }
+end
 local record = enter(
   pid, vid, review.version, status, env_name, user, now, ARGV[7], cur_vid, current,
   review.notes ~= cjson.null and review.notes or nil, "archived", review.review_id,
-  cjson.encode(approved_by)
+  cjson.encode(approved_by), breaking
 )
 review_event("review.applied")
 return { "ok", json, prompt_values(pid), version_values(pid, vid), record }

@@ -15,4 +15,6 @@ end
 unplace(pid, vid)
 set_status(pid, vid, number, "draft", "archived", ARGV[4])
 emit("version.archived", pid, prompt_name(pid), number, vid, "archived")
+-- A rollout of it, or over it, ends (_rollout.lua).
+abort_rollouts_of(pid, number, ARGV[4])
 return { "ok", prompt_values(pid), version_values(pid, vid) }

@@ -6,6 +6,8 @@
 -- ARGV[4]  created_by          ARGV[5]  metadata (JSON)     ARGV[6]  tags (JSON)
 -- ARGV[7]  variables (JSON), as the caller extracted them
 -- ARGV[8]  now (ISO 8601)
+-- ARGV[9]  variables_schema (JSON, "" for the implied one)
+-- ARGV[10] examples (JSON, "" for none); both checked by the caller
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
@@ -20,6 +22,12 @@ redis.call(
   "status", "draft", "metadata", ARGV[5], "tags", ARGV[6], "created_by", ARGV[4],
   "created_at", now, "updated_at", now
 )
+if ARGV[9] ~= "" then
+  redis.call("HSET", vkey(pid, vid), "variables_schema", ARGV[9])
+end
+if ARGV[10] ~= "" then
+  redis.call("HSET", vkey(pid, vid), "examples", ARGV[10])
+end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
 redis.call("HSET", pkey(pid), "updated_at", now)

@@ -55,7 +55,8 @@ redis.call(
   pkey(pid, ":versions:archived"),
   pkey(pid, ":history"),
   pkey(pid, ":env"),
-  pkey(pid, ":reviews")
+  pkey(pid, ":reviews"),
+  pkey(pid, ":rollouts")
 )
 redis.call("HDEL", NAMES, name)
 redis.call("ZREM", KEYS[3], name)

@@ -12,6 +12,8 @@ end
 if status == "published" then
   return { "state", status, number }
 end
+-- A rollout of it, or over it, ends first, while its event can still name the version.
+abort_rollouts_of(pid, number, ARGV[4])
 unplace(pid, vid)
 redis.call("DEL", vkey(pid, vid))
 redis.call("ZREM", pkey(pid, ":versions"), vid)

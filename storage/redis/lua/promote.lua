@@ -13,8 +13,11 @@
 --          after the prompt, version and environment exist and the environment is not
 --          protected, so a failed guard changes nothing
 -- ARGV[11] environment
+-- ARGV[12] the promotion check's fingerprint ("" on a first pass)   ARGV[13] its outcome,
+--          "1" breaking (acknowledged by the caller): see _common.lua, contract_check
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", prompt values, version values, history record fields} or an error marker.
+-- Returns {"ok", prompt values, version values, history record fields}, {"check", ...}
+-- or an error marker (a rollout in the environment: "rollout_busy", _rollout.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -27,11 +30,19 @@ end
 if tonumber(env.required_approvals) >= 1 then
   return { "review_required", tostring(env.required_approvals) }
 end
+local busy = check_no_rollout(pid, env_name, "promote")
+if busy then
+  return busy
+end
 local cur_vid, cur_number = current_in(pid, env_name)
 local refused = check_expected(cur_number, ARGV[10])
                 or check_enterable(env_name, status, number, cur_number)
 if refused then
   return refused
+end
+local check, breaking = contract_check(pid, vid, cur_vid, ARGV[12], ARGV[13])
+if check then
+  return check
 end
 local notes = nil
 if ARGV[6] == "1" then
@@ -43,6 +54,6 @@ if ARGV[7] == "0" then
 end
 local record = enter(
   pid, vid, number, status, env_name, ARGV[4], ARGV[8], ARGV[9], cur_vid, cur_number, notes,
-  demote
+  demote, nil, nil, breaking
 )
 return { "ok", prompt_values(pid), version_values(pid, vid), record }

@@ -7,9 +7,13 @@
 -- ARGV[1]  prompt ref     ARGV[2]  version mode ("number", "id", "none")   ARGV[3]  value
 -- ARGV[4]  environment
 -- ARGV[5]  the review's JSON as the caller knows it (review_id, requested_by,
---          requested_at, notes, rollout_percent); this script adds the rest
+--          requested_at, notes, rollout_percent, allow_breaking, and breaking: the
+--          promotion check's changes); this script adds the rest
+-- ARGV[6]  the promotion check's fingerprint ("" on a first pass): see _common.lua,
+--          contract_check      ARGV[7]  unused (the check's outcome is in ARGV[5])
 -- + the org's event stream and the event context, as _events.lua says
--- Returns {"ok", review JSON}, {"review_exists", id} or an error marker (_common.lua).
+-- Returns {"ok", review JSON}, {"check", ...}, {"review_exists", id} or an error marker
+-- (_common.lua).
 local pid, vid, status, number = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid -- here: the error reply
@@ -24,12 +28,24 @@ local open = redis.call("HGET", ORG .. "open-reviews", open_key)
 if open then
   return { "review_exists", open }
 end
-local _, current = current_in(pid, env_name)
+local cur_vid, current = current_in(pid, env_name)
 local refused = check_enterable(env_name, status, number, current)
 if refused then
   return refused
 end
+local check = contract_check(pid, vid, cur_vid, ARGV[6], "0")
+if check then
+  return check
+end
 local review = cjson.decode(ARGV[5])
+-- A review that starts a rollout needs a baseline, as a start does (start_rollout.lua).
+if review.rollout_percent ~= cjson.null and review.rollout_percent ~= nil and not current then
+  return { "no_baseline", tostring(number), env_name }
+end
+if not cur_vid then
+  -- Nothing held, nothing breaks (whatever a first pass found when it held something).
+  review.breaking = {}
+end
 review.prompt_id = pid
 review.prompt_name = prompt_name(pid)
 review.version = number

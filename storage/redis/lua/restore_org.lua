@@ -4,12 +4,12 @@
 -- KEYS[1]  ps:{<org>}:   the org's prefix; every key named in ARGV must begin with it,
 --          so the script touches one slot and runs unchanged on Redis Cluster
 -- ARGV[1]  n, the number of keys that follow and must all be absent (the org's indexes)
--- ARGV[2..]  those n keys, then the writes, each a command ("HSET", "ZADD" or "RPUSH"),
---          a key, a count and that many arguments (field value ... / score member ... /
---          value ...)
+-- ARGV[2..]  those n keys, then the writes, each a command ("HSET", "ZADD", "RPUSH",
+--          "SET" or "DEL"), a key, a count and that many arguments (field value ... /
+--          score member ... / value ... / value / none)
 -- Returns {"ok"}, or {"not_empty", key} having written nothing.
 local prefix = KEYS[1]
-local allowed = { HSET = true, ZADD = true, RPUSH = true }
+local allowed = { HSET = true, ZADD = true, RPUSH = true, SET = true, DEL = true }
 
 local function own(key)
   if string.sub(key, 1, #prefix) ~= prefix then

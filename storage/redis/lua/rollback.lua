@@ -14,12 +14,17 @@
 -- ARGV[3]  promoted_by    ARGV[4]  notes    ARGV[5]  "1" if there are notes, else "0"
 -- ARGV[6]  expected number in the environment, "" for none, "*" for no guard; checked first
 -- ARGV[7]  now            ARGV[8]  new history id      ARGV[9]  environment
+-- ARGV[10] the promotion check's fingerprint ("" on a first pass)   ARGV[11] its outcome,
+--          "1" breaking: a rollback is exempt from the check, but its record says
+--          whether it is breaking (_common.lua, contract_check)
 -- + the org's event stream and the event context, as _events.lua says: a rollback is
 --   logged as a version.promoted event
--- Returns {"ok", prompt values, version values, history record fields}, {"no_prompt"},
+-- Returns {"ok", prompt values, version values, history record fields}, {"check", ...},
+-- {"no_prompt"},
 -- {"no_environment"}, {"production_changed", current or ""}, {"place", status, number}
 -- or {"no_target", reason, current, target} with reason "no_production", "first",
--- "deleted", "missing", "current" or "never".
+-- "deleted", "missing", "current" or "never"; {"rollout_busy", ...} while the environment
+-- has a rollout (_rollout.lua).
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
@@ -27,6 +32,10 @@ end
 local env = ARGV[9]
 if not environment(env) then
   return { "no_environment" }
+end
+local busy = check_no_rollout(pid, env, "rollback")
+if busy then
+  return busy
 end
 local current_vid, current = current_in(pid, env)
 local refused = check_expected(current, ARGV[6])
@@ -96,11 +105,16 @@ else
     return { "place", fields[1], number }
   end
 end
+local check, breaking = contract_check(pid, vid, current_vid, ARGV[10], ARGV[11])
+if check then
+  return check
+end
 local notes = "rollback to v" .. number
 if ARGV[5] == "1" then
   notes = ARGV[4]
 end
 local record = enter(
-  pid, vid, number, fields[1], env, ARGV[3], ARGV[7], ARGV[8], current_vid, current, notes
+  pid, vid, number, fields[1], env, ARGV[3], ARGV[7], ARGV[8], current_vid, current, notes,
+  nil, nil, nil, breaking
 )
 return { "ok", prompt_values(pid), version_values(pid, vid), record }

@@ -168,3 +168,35 @@ describe("shared render vectors", () => {
     });
   }
 });
+
+interface ContractCase {
+  name: string;
+  prompt_type: string;
+  content: string;
+  schema: VariablesSchema | null;
+  values: Record<string, unknown>;
+  expected?: unknown;
+  problems?: Array<[string, string]>;
+}
+
+// Read by the Python SDK's tests too (tests/client/test_sdk_contract_vectors.py).
+const CONTRACTS = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/contracts.json", import.meta.url), "utf-8")) as {
+  cases: ContractCase[];
+};
+
+describe("shared contract vectors", () => {
+  for (const c of CONTRACTS.cases) {
+    test(c.name, () => {
+      const body = versionBody({ content: c.content, prompt_type: c.prompt_type, variables: extractVariables(c.content, c.prompt_type) });
+      body["variables_schema"] = c.schema;
+      const v = PromptVersion.fromJson(body);
+      if (c.problems !== undefined) {
+        assert.deepEqual(problems(() => v.render(c.values)), c.problems);
+        const listed = c.problems.map(([name, problem]) => `'${name}': ${problem}`).join("; ");
+        assert.throws(() => v.render(c.values), { message: `cannot render: ${listed}` });
+      } else {
+        assert.deepEqual(v.render(c.values), c.expected);
+      }
+    });
+  }
+});

@@ -80,6 +80,8 @@ describe("getPromptVersion with rolloutKey", () => {
     assert.equal(v.rollout?.percent, 99);
     assert.equal(v.rollout?.candidate.version, 2);
     assert.equal(v.rollout?.candidate.rollout, v.rollout);
+    // An empty key is a caller without one, as the service's ?rollout_key= treats it.
+    assert.equal(await client.getPromptVersion("greeting", { rolloutKey: "" }), v);
   });
 
   test("a new percent, once fetched, moves keys only towards the candidate", async () => {

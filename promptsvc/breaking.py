@@ -1,0 +1,176 @@
+"""Breaking changes of a variable contract, in plain words, on plain data (versions as
+the HTTP API returns them).
+
+The service's promotion check (storage/contracts.py) decides whether a promotion breaks
+callers; this module describes its answer for people (the console, the command line)
+and previews it where the candidate does not exist yet: ``promptsvc plan`` compares a
+file with the version its environment holds before ``apply`` creates anything. The
+preview follows the same rules: tests/vectors/contracts.json (its ``breaking`` cases) is
+the contract between the two, and tests/test_contract_parity.py checks both against it.
+The service checks again when the promotion is made. Standard library only: the command line runs
+in the SDK-only install.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from promptsvc.templates import MISSING, TemplateError, implied_schema, resolve_values
+
+Contract = Mapping[str, Mapping[str, Any]]
+
+_ARTICLES = {"integer": "an integer"}
+
+
+def _a(kind: object) -> str:
+    return _ARTICLES.get(str(kind), f"a {kind}")
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _listed(values: Sequence[object]) -> str:
+    return ", ".join(_json(v) for v in values)
+
+
+def _same(a: object, b: object) -> bool:
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def is_required(entry: Mapping[str, Any]) -> bool:
+    """Required unless it says ``required: false`` or has a default."""
+    return entry.get("required", True) is not False and "default" not in entry
+
+
+def contract_of(version: Mapping[str, Any]) -> Contract:
+    """A version's contract as the API gives it (an older service's answer lacks it:
+    then the implied one)."""
+    schema = version.get("variables_schema")
+    return schema if schema is not None else implied_schema(version.get("variables", []))
+
+
+def normal_examples(examples: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Examples as people write them: ``name`` only when there is one (the API answers
+    ``name: null`` for an example without)."""
+    return [
+        {**({"name": e["name"]} if e.get("name") is not None else {}), "variables": e["variables"]}
+        for e in examples or []
+    ]
+
+
+def schema_changes(old: Contract, new: Contract) -> dict[str, Any]:
+    """``{added, removed, changed}``: the entries of two contracts that differ, shaped as
+    the diff endpoint's ``variables_schema``."""
+    return {
+        "added": {name: entry for name, entry in new.items() if name not in old},
+        "removed": {name: entry for name, entry in old.items() if name not in new},
+        "changed": {
+            name: {"from": old[name], "to": entry}
+            for name, entry in new.items()
+            if name in old
+            and json.dumps(old[name], sort_keys=True) != json.dumps(entry, sort_keys=True)
+        },
+    }
+
+
+def breaking_changes(
+    held: Mapping[str, Any] | None, schema: Contract, version: int | str = "new"
+) -> list[dict[str, str]]:
+    """``[{variable, change, detail}]``: what replacing ``held`` (a version's JSON, None
+    when the environment holds none) with a candidate under ``schema`` would break, by
+    the service's rules; ``version`` names the candidate in the details."""
+    if held is None:
+        return []
+    old = contract_of(held)
+    numbers = {"old": held.get("version"), "new": version}
+    changes: list[dict[str, str]] = []
+
+    def add(variable: str, change: str, detail: str) -> None:
+        changes.append({"variable": variable, "change": change, "detail": detail})
+
+    for name, entry in schema.items():
+        before = old.get(name)
+        if is_required(entry) and (before is None or not is_required(before)):
+            state = "absent" if before is None else "optional"
+            add(
+                name,
+                "newly_required",
+                "required by version {new} but {0} in version {old}".format(state, **numbers),
+            )
+        if before is None:
+            continue
+        old_type, new_type = before.get("type", "string"), entry.get("type", "string")
+        if old_type != new_type:
+            add(
+                name,
+                "type_changed",
+                f"type {old_type} in version {numbers['old']} becomes {new_type} in version "
+                f"{numbers['new']}",
+            )
+            continue
+        enum, was = entry.get("enum"), before.get("enum")
+        if isinstance(enum, list) and (
+            not isinstance(was, list) or any(not any(_same(v, a) for a in enum) for v in was)
+        ):
+            allowed_before = "any value" if not isinstance(was, list) else _listed(was)
+            add(
+                name,
+                "enum_narrowed",
+                f"version {numbers['new']} allows only {_listed(enum)}; version "
+                f"{numbers['old']} allowed {allowed_before}",
+            )
+    for index, example in enumerate(held.get("examples") or []):
+        label = (
+            f"#{index}" if example.get("name") is None else f"#{index} ({_json(example['name'])})"
+        )
+        try:
+            resolve_values(schema, schema, example.get("variables", {}))
+        except TemplateError as exc:
+            for problem in exc.problems:
+                add(
+                    problem.variable,
+                    "example_failed",
+                    f"example {label} of version {numbers['old']} fails with version "
+                    f"{numbers['new']}: '{problem.variable}': {problem.problem}",
+                )
+    return changes
+
+
+def plain_words(change: Mapping[str, Any], old: Contract, new: Contract) -> str:
+    """One breaking change (``{variable, change, detail}``, as the service or
+    :func:`breaking_changes` gives it) as a sentence saying what callers of the old
+    version will see; ``old`` and ``new`` are the two versions' contracts."""
+    name, kind = change["variable"], change["change"]
+    before, after = old.get(name, {}), new.get(name, {})
+    if kind == "newly_required":
+        return f"`{name}` is now required; callers that do not send it will fail"
+    if kind == "type_changed" and "type" in before and "type" in after:
+        was, now = before.get("type", "string"), after.get("type", "string")
+        return f"`{name}` is now {_a(now)}, not {_a(was)}; callers that send {_a(was)} will fail"
+    if kind == "enum_narrowed" and isinstance(after.get("enum"), list):
+        was, enum = before.get("enum"), after.get("enum") or []
+        if isinstance(was, list):
+            gone = [v for v in was if not any(_same(v, a) for a in enum)]
+            return (
+                f"`{name}` no longer accepts {_listed(gone)} (only {_listed(enum)}); "
+                "callers that send " + ("it" if len(gone) == 1 else "them") + " will fail"
+            )
+        return (
+            f"`{name}` now accepts only {_listed(enum)}; callers that send any other value "
+            "will fail"
+        )
+    if kind == "example_failed":
+        detail = str(change.get("detail", ""))
+        what = detail.split(": ", 1)[1] if ": " in detail else detail
+        example = detail.split(" of version", 1)[0].removeprefix("example ")
+        problem = what.removeprefix(f"'{name}': ")
+        if problem == MISSING:
+            problem = "it is required and the example does not send it"
+        return (
+            f"example {example} of the current version no longer renders (`{name}`: "
+            f"{problem}); callers that send the same values will fail"
+        )
+    return f"`{name}`: {change.get('detail', kind)}"

@@ -1,0 +1,129 @@
+"""Gradual rollouts (docs/api.md section 18), and the environment read that carries them.
+
+A rollout serves a candidate version to a share of an environment's callers while the
+environment keeps its version (the baseline). Which caller gets which is not stored:
+the API and the SDKs compute it from the rollout's id and percent. At most one rollout
+runs per prompt and environment. The rules and their messages are in
+storage/lifecycle.py; every backend checks them in the same atomic step as the change,
+its history record and its events:
+
+* start: ``rollout.started``; set percent: ``rollout.updated``; complete: the candidate
+  enters the environment as a promotion would (``version.promoted`` and a history
+  record both carrying ``rollout_id``), then ``rollout.completed``; abort:
+  ``rollout.aborted``. Every ``rollout.*`` event names the candidate as its version,
+  the baseline as ``previous_version``, and carries ``rollout_id`` and ``percent``.
+* while a rollout runs, a direct promotion, a rollback or an applied review into its
+  environment is refused (RolloutInProgress), and so is an edit of its candidate
+  (LifecycleError);
+* archiving or deleting its candidate or baseline, or deleting its environment, ends
+  it: ``rollout.aborted`` in the same step (deleting the prompt drops it silently, with
+  everything else of the prompt).
+"""
+
+from __future__ import annotations
+
+import abc
+
+from storage.interface.core import StorageCore
+from storage.lifecycle import UNGUARDED, Expected
+from storage.records import InRollout, Promotion, PromptVersion, Rollout
+
+
+class RolloutStore(StorageCore):
+    """Rollouts of one org's prompts, by prompt and environment."""
+
+    @abc.abstractmethod
+    def start_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        environment: str,
+        percent: int,
+        started_by: str,
+        expected: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
+    ) -> Rollout:
+        """Start serving the version to ``percent`` (1-99) of ``environment``'s keyed
+        callers. The checks of a promotion apply (PromptNotFound, VersionNotFound,
+        EnvironmentNotFound, ReviewRequired for a protected environment, the
+        ``expected`` guard: ProductionChanged, the version's own LifecycleError), then
+        LifecycleError when the environment holds nothing (no baseline),
+        RolloutInProgress when it has a rollout already, and the promotion check of
+        the candidate against the baseline (storage/contracts.py: BreakingPromotion
+        unless ``allow_breaking``, which needs ``notes``: InvalidInput; the notes are
+        not kept). Nothing changes but the rollout and its ``rollout.started`` event:
+        the candidate keeps its status."""
+
+    @abc.abstractmethod
+    def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
+        """Raises PromptNotFound, EnvironmentNotFound, RolloutNotFound."""
+
+    @abc.abstractmethod
+    def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
+        """The prompt's rollouts, by environment name. Raises PromptNotFound."""
+
+    @abc.abstractmethod
+    def set_rollout_percent(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        percent: int,
+        *,
+        rollout_id: str | None = None,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Rollout:
+        """A new percent (1-99; InvalidInput else) and ``updated_at``; writes
+        ``rollout.updated``. With ``rollout_id``, only when that is the environment's
+        rollout (else RolloutNotFound, as when there is none)."""
+
+    @abc.abstractmethod
+    def complete_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+        *,
+        rollout_id: str | None = None,
+        request_id: str | None = None,
+        allow_breaking: bool = False,
+    ) -> Promotion:
+        """In one atomic step: the candidate becomes the environment's version as
+        :meth:`PromptStore.promote` makes it (in production published, the baseline
+        archived or a draft), the history record carries ``rollout_id``, the rollout
+        ends; writes ``version.promoted`` then ``rollout.completed``. No review is
+        needed. The promotion check runs again, candidate against baseline:
+        BreakingPromotion (nothing changes, the rollout goes on) unless
+        ``allow_breaking`` with ``notes``, and the record says ``breaking``.
+        RolloutNotFound as for :meth:`set_rollout_percent`."""
+
+    @abc.abstractmethod
+    def abort_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        *,
+        rollout_id: str | None = None,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Rollout:
+        """End the rollout, the environment keeping its baseline; returns it as it was
+        when it ended (``updated_at`` the end). Writes ``rollout.aborted``.
+        RolloutNotFound as for :meth:`set_rollout_percent`."""
+
+    @abc.abstractmethod
+    def read_environment(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> PromptVersion | InRollout:
+        """The hot read of an environment: the version it holds, or, while a rollout
+        runs there, that version with the rollout and its candidate (one snapshot where
+        the backend can). Raises as :meth:`ReleaseStore.get_in_environment`."""
