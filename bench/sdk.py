@@ -10,6 +10,9 @@ Measures ``PromptClient.get_prompt_version`` (and the async twin where noted):
   way: a key seen before, in batch pairs with plain hits, the median of the pairs'
   ratios set against ``TARGET_ROLLOUT_RATIO``; a new key on every call (its sha256);
   and a key on a prompt without a rollout;
+* cache hit of a version that declares a ``variables_schema`` and examples, in the same
+  batch pairs with plain hits, set against ``TARGET_SCHEMA_RATIO``: a contract must not
+  cost a hit anything;
 * cold fetch: ``clear_cache()`` then a call, so each one is a full GET (token already
   held) against the real app (create_app with memory storage) served by werkzeug on
   127.0.0.1 in this process; a raw httpx GET with the same headers is the baseline.
@@ -61,7 +64,14 @@ VARIABLES = ["persona", "question", "language"]
 TARGET_HIT_US = 1.5
 TARGET_WATCH_RATIO = 1.05  # watch=True hit median / plain hit median
 TARGET_ROLLOUT_RATIO = 1.1  # rollout_key hit (a key seen before) median / plain hit median
+TARGET_SCHEMA_RATIO = 1.05  # hit of a version with a variables_schema / plain hit
 ROLLOUT_PERCENT = 40
+SCHEMA = {
+    "persona": {"type": "string", "description": "who answers"},
+    "question": {"type": "string"},
+    "language": {"type": "string", "enum": ["English", "French"], "default": "English"},
+}
+EXAMPLES = [{"name": "faq", "variables": {"persona": "a guide", "question": "why?"}}]
 
 
 @contextmanager
@@ -73,6 +83,19 @@ def local_server() -> Iterator[tuple[str, str, str]]:
         ORG, "greeting", CONTENT, USER, {"team": "bench"}, ["b"], variables=VARIABLES
     )
     storage.promote(ORG, "greeting", version.version_id, USER)
+    storage.create_prompt(ORG, "contract")
+    declared = storage.create_version(
+        ORG,
+        "contract",
+        CONTENT,
+        USER,
+        {"team": "bench"},
+        ["b"],
+        variables=VARIABLES,
+        variables_schema=SCHEMA,
+        examples=EXAMPLES,
+    )
+    storage.promote(ORG, "contract", declared.version_id, USER)
     storage.create_prompt(ORG, "banner")
     for text in ("Old {{ persona }}", "New {{ persona }}"):
         banner = storage.create_version(ORG, "banner", text, USER, variables=["persona"])
@@ -163,23 +186,27 @@ def async_hits_us(
         gc.enable()
 
 
-def rollout_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], float]:
-    """Rows of hits with ``rollout_key``: a key seen before (batches in pairs with plain
-    hits, each pair's order alternating), a new key each call, and a key on a prompt
-    without a rollout; and the median of the pairs' ratios (rollout_key / plain), which
-    load on the machine moves far less than it moves either median."""
+def paired_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], dict[str, float]]:
+    """Rows of hits with ``rollout_key``: a key seen before, and of a version with a
+    contract (each in batches paired with plain hits, each pair's order alternating), a
+    new key each call, and a key on a prompt without a rollout; and the median of the
+    pairs' ratios (to plain), which load on the machine moves far less than it moves
+    either median."""
     get = client.get_prompt_version
     assert get("banner").rollout is not None, "banner has no rollout under way"
+    assert "enum" in get("contract").variables_schema["language"], "contract has no schema"
     get("banner", rollout_key="user-7")
     plain: list[float] = []
     seen: list[float] = []
+    plain_too: list[float] = []
+    declared: list[float] = []
     for turn in range(repeat):
-        pair = [
-            (plain, 'get("greeting")'),
-            (seen, 'get("banner", rollout_key="user-7")'),
-        ]
-        for times, stmt in pair if turn % 2 == 0 else reversed(pair):
-            times += per_call_us(stmt, {"get": get}, 2_000, 1)
+        for pair in (
+            [(plain, 'get("greeting")'), (seen, 'get("banner", rollout_key="user-7")')],
+            [(plain_too, 'get("greeting")'), (declared, 'get("contract")')],
+        ):
+            for times, stmt in pair if turn % 2 == 0 else reversed(pair):
+                times += per_call_us(stmt, {"get": get}, 2_000, 1)
     keys = iter([f"user-{n}" for n in range(1_000 * 20)])
     fresh = per_call_us(
         'get("banner", rollout_key=next(keys))', {"get": get, "keys": keys}, 1_000, 20
@@ -194,8 +221,14 @@ def rollout_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]],
             "cache hit, rollout_key during a rollout, a new key each call (batches of 1,000)", fresh
         ),
         summary("cache hit, rollout_key, no rollout under way (batches of 2,000)", unrolled),
+        summary("cache hit, taking turns with the next row (batches of 2,000)", plain_too),
+        summary("cache hit, a version with a variables_schema (batches of 2,000)", declared),
     ]
-    return rows, statistics.median(r / p for r, p in zip(seen, plain, strict=True))
+    ratios = {
+        "rollout": statistics.median(r / p for r, p in zip(seen, plain, strict=True)),
+        "schema": statistics.median(d / p for d, p in zip(declared, plain_too, strict=True)),
+    }
+    return rows, ratios
 
 
 def wait_watching(client: PromptClient) -> None:
@@ -244,7 +277,7 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
             namespace: dict[str, object] = {"get": client.get_prompt_version}
             latest = per_call_us('get("greeting", label="latest")', namespace, 2_000, 50)
             rows.append(summary('cache hit, label="latest"', latest))
-            rollout_rows, rollout_ratio = rollout_hits(client, args.hit_repeat)
+            rollout_rows, paired_ratios = paired_hits(client, args.hit_repeat)
             rows += rollout_rows
 
         with (
@@ -299,7 +332,7 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
     ratios = {
         "sync": statistics.median(watched) / statistics.median(hits),
         "async": statistics.median(async_watched) / statistics.median(async_hits),
-        "rollout": rollout_ratio,
+        **paired_ratios,
     }
     return rows, statistics.median(hits), ratios
 
@@ -319,6 +352,7 @@ def main() -> None:
         "met" if max(ratios["sync"], ratios["async"]) <= TARGET_WATCH_RATIO else "NOT met"
     )
     rollout_verdict = "met" if ratios["rollout"] <= TARGET_ROLLOUT_RATIO else "NOT met"
+    schema_verdict = "met" if ratios["schema"] <= TARGET_SCHEMA_RATIO else "NOT met"
     body = "\n\n".join(
         [
             f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
@@ -330,7 +364,10 @@ def main() -> None:
             f"({ratios['sync']:.3f} sync, {ratios['async']:.3f} async). Target: a hit with "
             f"rollout_key during a rollout (a key seen before) costs at most "
             f"{TARGET_ROLLOUT_RATIO}x a plain hit (median of the ratios of batch pairs): "
-            f"**{rollout_verdict}** ({ratios['rollout']:.3f}).",
+            f"**{rollout_verdict}** ({ratios['rollout']:.3f}). Target: a hit of a version "
+            f"with a variables_schema costs at most {TARGET_SCHEMA_RATIO}x a plain hit "
+            f"(median of the ratios of batch pairs): **{schema_verdict}** "
+            f"({ratios['schema']:.3f}).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "watch=True adds nothing to it: the events stream is read by a thread (a task "
             "for the async client) that sleeps in a socket read between events, and an "
