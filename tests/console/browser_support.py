@@ -12,11 +12,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
 
 CHROMIUM = os.environ.get("PROMPTSVC_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("PROMPTSVC_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -33,6 +35,21 @@ FLAGS = (
 WIDTH, HEIGHT = 1280, 860
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "console"
+
+
+def console_server(
+    directory: Path,
+    users: Mapping[str, Mapping[str, tuple[str, str]]],
+    keys: Mapping[str, Mapping[str, tuple[str, str]]] | None = None,
+) -> Iterator[Server]:
+    """``promptsvc serve`` on memory storage with the given users and keys (a module
+    fixture's body: the browser tests of one file share a server)."""
+    bootstrap = bootstrap_file(directory, keys or {}, users)
+    port = free_port()
+    env = {"PROMPTSVC_STORAGE_URL": "memory://", "PROMPTSVC_ISSUER_URL": ""}
+    args = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
+    with Server(args, port, env) as running:
+        yield running
 
 
 def in_ci() -> bool:

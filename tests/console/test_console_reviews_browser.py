@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.console.browser_support import SCREENSHOTS, Page, chromium
-from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
+from tests.console.browser_support import SCREENSHOTS, Page, chromium, console_server
+from tests.servers import Server
 
 pytestmark = pytest.mark.slow
 
@@ -28,13 +28,7 @@ USERS = {"ada": (PASSWORD, "Service Admin"), "wes": (PASSWORD, "Service Write")}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    directory = tmp_path_factory.mktemp("console-reviews-server")
-    bootstrap = bootstrap_file(directory, {}, {ORG: USERS})
-    port = free_port()
-    env = {"PROMPTSVC_STORAGE_URL": "memory://", "PROMPTSVC_ISSUER_URL": ""}
-    args = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
-    with Server(args, port, env) as running:
-        yield running
+    yield from console_server(tmp_path_factory.mktemp("console-reviews-server"), {ORG: USERS})
 
 
 @pytest.fixture(scope="module")

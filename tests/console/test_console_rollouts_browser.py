@@ -19,8 +19,8 @@ import pytest
 
 from promptsvc.client import PromptClient
 from promptsvc.client.rollout import assign
-from tests.console.browser_support import SCREENSHOTS, Page, chromium
-from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
+from tests.console.browser_support import SCREENSHOTS, Page, chromium, console_server
+from tests.servers import Server
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +33,10 @@ KEYS = [f"user-{n}" for n in range(400)]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    directory = tmp_path_factory.mktemp("console-rollouts-server")
     keys = {ORG: {KEY_ID: (KEY_SECRET, "Service Read")}}
-    bootstrap = bootstrap_file(directory, keys, {ORG: USERS})
-    port = free_port()
-    env = {"PROMPTSVC_STORAGE_URL": "memory://", "PROMPTSVC_ISSUER_URL": ""}
-    args = promptsvc_command("serve", "--port", str(port), "--bootstrap", str(bootstrap))
-    with Server(args, port, env) as running:
-        yield running
+    yield from console_server(
+        tmp_path_factory.mktemp("console-rollouts-server"), {ORG: USERS}, keys
+    )
 
 
 @pytest.fixture(scope="module")
