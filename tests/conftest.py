@@ -22,7 +22,6 @@ from tests.clock import FakeClock
 from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
 
 
-
 def _db_of_this_worker(url: str) -> str:
     """Each pytest-xdist worker flushes a Redis db of its own: the given db for the
     first worker, the next ones (modulo 16) for the others."""

@@ -128,11 +128,11 @@ class RolloutReadSchema(Schema):
 
 
 class PromptVersionInRolloutSchema(PromptVersionSchema):
-    """An environment read while a rollout runs there: the version served (the
-    environment's own, or the candidate for a rollout_key assigned to it) and the
-    rollout."""
+    """An environment read: the version served (the environment's own, or the
+    candidate for a rollout_key assigned to it) and, only while a rollout runs there,
+    the rollout."""
 
-    rollout = fields.Nested(RolloutReadSchema)
+    rollout = fields.Nested(RolloutReadSchema, required=True)
 
 
 class PromptSchema(Schema):
