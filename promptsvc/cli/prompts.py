@@ -400,12 +400,15 @@ def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
     except PromptServiceError as exc:
         if exc.code != REVIEW_REQUIRED:
             raise
-        return _review_instead(client, args)
+        return review_instead(client, args)
     return _released(result, args, "promoted")
 
 
-def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
-    """A protected environment: open a review of the version (or find the open one)."""
+def review_instead(
+    client: ServiceClient, args: argparse.Namespace, rollout_percent: int | None = None
+) -> int:
+    """A protected environment: open a review of the version (or find the open one);
+    with ``rollout_percent`` its approval starts a rollout."""
     version = client.get_version(args.name, args.ref)
     try:
         review = client.request_review(
@@ -413,6 +416,7 @@ def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
             version["version_id"],
             args.environment,
             args.notes,
+            rollout_percent=rollout_percent,
             allow_breaking=args.allow_breaking,
         )
         opened = True
@@ -422,9 +426,10 @@ def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
         print_json({"review": review, "opened": opened})
         return 0
     state = "opened" if opened else "already open:"
+    at = "" if rollout_percent is None else f" at {review['rollout_percent']}%"
     print(
         f"{args.environment} needs {review['required_approvals']} approval(s): review "
-        f"{state} {review['review_id']} for {version['name']} v{version['version']}"
+        f"{state} {review['review_id']} for {version['name']} v{version['version']}{at}"
     )
     return 0
 

@@ -7,9 +7,10 @@ import argparse
 import sys
 from typing import Any
 
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
+from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
+from promptsvc.cli.prompts import review_instead
 from promptsvc.client import PromptServiceError
 from promptsvc.client.rollout import next_step
 
@@ -194,40 +195,13 @@ def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
     except PromptServiceError as exc:
         if exc.code != REVIEW_REQUIRED:
             raise
-        return _review_instead(client, args)
+        return review_instead(client, args, args.percent)
     if args.json:
         print_json(rollout)
         return 0
     print(
         f"rollout {rollout['rollout_id']} started: {args.name} in {args.environment}, "
         f"{_split(rollout)}"
-    )
-    return 0
-
-
-def _review_instead(client: ServiceClient, args: argparse.Namespace) -> int:
-    """A protected environment: a review whose approval starts the rollout."""
-    version = client.get_version(args.name, args.ref)
-    try:
-        review = client.request_review(
-            args.name,
-            version["version_id"],
-            args.environment,
-            args.notes,
-            rollout_percent=args.percent,
-            allow_breaking=args.allow_breaking,
-        )
-        opened = True
-    except ReviewOpen as exc:
-        review, opened = client.get_review(exc.review_id), False
-    if args.json:
-        print_json({"review": review, "opened": opened})
-        return 0
-    state = "opened" if opened else "already open:"
-    print(
-        f"{args.environment} needs {review['required_approvals']} approval(s): review "
-        f"{state} {review['review_id']} for {version['name']} v{version['version']} "
-        f"at {review['rollout_percent']}%"
     )
     return 0
 
