@@ -6,6 +6,7 @@ by headless Chromium, which also enforces the page's Content-Security-Policy."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 import subprocess
 import time
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -295,23 +297,30 @@ def test_browser_login_finishes_in_chromium(realm: Realm, chromium_browser: Any)
     """README's first command line, `promptsvc login`, with a real browser: the realm's
     page must let its form's answer redirect to the command's loopback port."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chromium_browser
     driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
     process = realm.start_login("--no-browser")
     try:
-        driver.get(printed_url(process))
+        authorize = printed_url(process)
+        # The realm is on 127.0.0.1 too: only the command's own port says the browser
+        # has left the realm's page.
+        loopback = parse_qs(urlsplit(authorize).query)["redirect_uri"][0]
+        assert urlsplit(loopback).port != realm.server.port
+        driver.get(authorize)
         driver.find_element(By.NAME, "username").send_keys("ada")
         driver.find_element(By.NAME, "password").send_keys(PASSWORD)
         driver.find_element(By.XPATH, "//button[normalize-space(.)='Sign in']").click()
-        WebDriverWait(driver, 15).until(
-            lambda d: (
-                d.current_url.startswith("http://127.0.0.1:")
-                and "You are signed in" in d.find_element(By.TAG_NAME, "body").text
-            ),
+        # No element of the realm's page is kept across the navigation: the URL first,
+        # then the loopback page's body, looked up afresh on every try.
+        wait = WebDriverWait(driver, 30)
+        wait.until(
+            ec.url_matches("^" + re.escape(loopback)),
             message="the browser never reached the command's loopback port",
         )
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "You are signed in"))
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:

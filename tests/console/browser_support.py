@@ -86,7 +86,10 @@ def chromium() -> Iterator[object]:
     options.add_argument(f"--window-size={WIDTH},{HEIGHT}")
     # Given both paths, Selenium never runs its driver manager (which would download).
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(5)
+    # No implicit wait: a lookup answers for the page as it is (a test asserting that
+    # something is absent must not wait for it), and what a test waits for, it names with
+    # an explicit wait (Page.click, Page.wait_for_text); Selenium advises against mixing
+    # the two.
     try:
         yield driver
     finally:
@@ -162,6 +165,16 @@ class Page:
             lambda driver: driver.execute_script(
                 "return !window.promptsvcOldPage && document.readyState === 'complete'"
             )
+        )
+
+    def wait_for_text(self, text: str) -> None:
+        """Wait until the page's body shows ``text`` (a script changed the page without
+        navigating); the body is looked up afresh on every try."""
+        from selenium.webdriver.support import expected_conditions as ec
+
+        self.wait.until(
+            ec.text_to_be_present_in_element((self.by.TAG_NAME, "body"), text),
+            message=f"the page never showed {text!r}",
         )
 
     def path(self) -> str:

@@ -295,7 +295,7 @@ def test_swagger_ui_runs_under_its_csp(page: Page) -> None:
     page.wait.until(lambda driver: driver.find_elements(page.by.CSS_SELECTOR, ".opblock"))
     assert "/api/v1/prompts" in page.text()
     page.find(".btn.authorize").click()  # the realm's sign-in offered by the spec
-    assert "realmLogin" in page.text()
+    page.wait_for_text("realmLogin")  # Swagger UI draws its dialog after the click
     logs = page.driver.get_log("browser")
     blocked = [e["message"] for e in logs if "Content Security Policy" in e["message"]]
     assert not blocked, blocked

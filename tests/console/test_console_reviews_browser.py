@@ -180,10 +180,8 @@ def test_staging_rolled_back_from_the_prompt_page(page: Page) -> None:
     page.click("Promote v3 to staging")
     assert "Version 3 is now in staging." in page.text()
     assert _held(page, "greeting") == {"production": "v2", "staging": "v3"}
-    staging = page.driver.find_element(
-        page.by.XPATH, "//table[contains(@class, 'environments')]//tr[.//span[text()='staging']]"
-    )
-    staging.find_element(page.by.LINK_TEXT, "Roll back to v2").click()
+    staging_row = "table[contains(@class, 'environments')]//tr[.//span[text()='staging']]"
+    page.click("Roll back to v2", kind=f"{staging_row}//a")
     assert "Roll greeting in staging back to v2?" in page.text()
     assert "What changes in staging: v3 → v2" in page.text()
     assert page.driver.find_elements(page.by.CSS_SELECTOR, "table.diff tr.changed")
