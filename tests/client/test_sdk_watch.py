@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from promptsvc.client import AsyncPromptClient
+from promptsvc.client.watch import READ_TIMEOUT
 from tests.client.sdk_support import (
     AUTHOR,
     ORG,
@@ -46,14 +47,21 @@ def service(start_service: ServiceFactory, backend: str, token_lifetime: int) ->
     return start_service(token_lifetime=token_lifetime, backend=backend)
 
 
-def eventually(check: Callable[[], bool], within: float) -> float:
-    """Seconds until ``check()`` held; fails the test when it does not within ``within``."""
+# How long a test waits for what it expects: generous on a loaded machine, and still
+# far short of what would make it true otherwise (the cache's TTL is 300 s on a clock
+# that does not move; a stream's read gives up after READ_TIMEOUT). How fast a change
+# arrives is measured in bench/, not asserted here.
+PATIENCE = 30.0
+assert PATIENCE < READ_TIMEOUT
+
+
+def eventually(check: Callable[[], bool], within: float = PATIENCE) -> None:
+    """Wait until ``check()`` holds; fails the test when it does not within ``within``."""
     start = time.monotonic()
     while not check():
         if time.monotonic() - start > within:
             raise AssertionError(f"not so within {within} s")
         time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def production(client: Any, ref: str = "greeting") -> int:
@@ -74,9 +82,11 @@ def calls_for(service: Service, name: str) -> int:
     return len([c for c in service.api_calls() if c.path.startswith(f"/api/v1/prompts/{name}/")])
 
 
-def test_a_promotion_is_served_within_a_second(make_client: MakeClient, service: Service) -> None:
+def test_a_promotion_is_served_once_its_event_arrives(
+    make_client: MakeClient, service: Service
+) -> None:
     client = make_client(watch=True)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     by_name = client.get_prompt_version("greeting")
     by_id = client.get_prompt_version(by_name.prompt_id)
     client.get_prompt_version("chatty")
@@ -84,11 +94,10 @@ def test_a_promotion_is_served_within_a_second(make_client: MakeClient, service:
 
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
 
-    took = eventually(lambda: production(client) == 2, within=1.0)
+    eventually(lambda: production(client) == 2)
     assert client.get_prompt_version(by_name.prompt_id).version == 2  # both forms dropped
     assert client.get_prompt_version("greeting").status == "published"
     assert calls_for(service, "chatty") == 1  # another prompt's entry was kept
-    assert took < 1.0
 
 
 def test_an_event_drops_its_prompt_only_not_others_sharing_a_prefix(
@@ -98,7 +107,7 @@ def test_an_event_drops_its_prompt_only_not_others_sharing_a_prefix(
     other = service.storage.create_version(ORG, "greeting2", "Yo", AUTHOR)
     service.storage.promote(ORG, "greeting2", other.version_id, AUTHOR)
     client = make_client(watch=True)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     client.get_prompt_version("greeting")
     assert client.get_prompt_version("greeting", label="latest").version == 2
     client.get_prompt_version("greeting2")
@@ -106,7 +115,7 @@ def test_an_event_drops_its_prompt_only_not_others_sharing_a_prefix(
 
     service.storage.create_version(ORG, "greeting", "v3", AUTHOR)  # version.created
 
-    eventually(lambda: client.get_prompt_version("greeting", label="latest").version == 3, 1.0)
+    eventually(lambda: client.get_prompt_version("greeting", label="latest").version == 3)
     assert calls_for(service, "greeting") == 3
     client.get_prompt_version("greeting")  # its production entry went with the event too
     assert calls_for(service, "greeting") == 4
@@ -122,7 +131,7 @@ def test_a_watch_that_starts_keeps_what_was_cached_before(
     client in an outage right after start-up serves it, as one without watch does."""
     client = make_client(watch=True)
     assert client.get_prompt_version("greeting").version == 1  # before the stream opened
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     asked = calls_for(service, "greeting")  # the fetch, and the watcher's check of it
     assert asked <= 2
     assert client.get_prompt_version("greeting").version == 1
@@ -136,15 +145,15 @@ def test_a_change_before_the_watch_knew_where_the_log_ended_is_not_missed(
     make_client: MakeClient, service: Service
 ) -> None:
     """An entry cached before the watcher found its starting point is checked once the
-    watcher has it: a promotion in between is served within a second too."""
+    watcher has it: a promotion in between is served too."""
     service.storage.events_down = True  # the watcher cannot find its starting point yet
     client = make_client(watch=True)
     assert production(client) == 1
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
     service.storage.events_down = False  # it starts after the promotion's event
 
-    eventually(lambda: client.watching, within=5)
-    eventually(lambda: production(client) == 2, within=1.0)
+    eventually(lambda: client.watching)
+    eventually(lambda: production(client) == 2)
 
 
 def test_an_answer_to_a_call_sent_before_the_watch_started_is_asked_for_again(
@@ -156,9 +165,9 @@ def test_an_answer_to_a_call_sent_before_the_watch_started_is_asked_for_again(
     answers: list[int] = []
     call = threading.Thread(target=lambda: answers.append(production(client)))
     call.start()
-    eventually(lambda: calls_for(service, "greeting") == 1, within=5)
+    eventually(lambda: calls_for(service, "greeting") == 1)
     service.storage.events_down = False
-    eventually(lambda: client.watching, within=5)  # its starting point is after the call
+    eventually(lambda: client.watching)  # its starting point is after the call
 
     service.storage.gate.set()
     call.join(10)
@@ -173,7 +182,7 @@ def test_reconnects_after_the_server_drops_the_stream_and_replays_what_it_missed
     make_client: MakeClient, service: Service
 ) -> None:
     client = make_client(watch=True)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     assert client.get_prompt_version("greeting").version == 1
     (first,) = service.stream_calls()
 
@@ -181,13 +190,13 @@ def test_reconnects_after_the_server_drops_the_stream_and_replays_what_it_missed
     # happens while the client has no stream.
     service.storage.events_down = True
     service.drop_streams()
-    eventually(lambda: not client.watching, within=2)
+    eventually(lambda: not client.watching)
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
-    eventually(lambda: len(answered_streams(service, 503)) >= 2, within=3)  # it kept trying
+    eventually(lambda: len(answered_streams(service, 503)) >= 2)  # it kept trying
     assert production(client) == 1  # nothing told the client yet
     service.storage.events_down = False
 
-    eventually(lambda: production(client) == 2, within=5)
+    eventually(lambda: production(client) == 2)
     assert client.watching
     resumed = service.stream_calls()[-1]
     assert resumed.status == 200
@@ -198,13 +207,13 @@ def test_reconnects_after_the_server_drops_the_stream_and_replays_what_it_missed
 def test_reset_clears_the_cache(make_client: MakeClient, service: Service) -> None:
     service.storage.event_log_size = 3
     client = make_client(watch=True)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     client.get_prompt_version("greeting")
     client.get_prompt_version("chatty")
 
     service.storage.events_down = True
     service.drop_streams()
-    eventually(lambda: not client.watching, within=2)
+    eventually(lambda: not client.watching)
     # More changes than the log keeps (Redis trims whole stream nodes of 100 entries):
     # the client's last id falls out of it, with the promotion.
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
@@ -212,7 +221,7 @@ def test_reset_clears_the_cache(make_client: MakeClient, service: Service) -> No
         service.storage.create_version(ORG, "unreleased", f"draft {n}", AUTHOR)
     service.storage.events_down = False
 
-    eventually(lambda: production(client) == 2, within=5)
+    eventually(lambda: production(client) == 2)
     client.get_prompt_version("chatty")
     assert calls_for(service, "chatty") == 2  # no event named it: the reset cleared it
 
@@ -223,10 +232,10 @@ def test_a_fresh_token_when_the_streams_token_expires(
 ) -> None:
     # The real clock: the SDK refreshes its token when its lifetime is over.
     client = make_client(watch=True, clock=time.monotonic)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     client.get_prompt_version("greeting")
 
-    eventually(lambda: len(answered_streams(service)) >= 3, within=8)  # two tokens ran out
+    eventually(lambda: len(answered_streams(service)) >= 3)  # two tokens ran out
     streams = answered_streams(service)
     assert [call.status for call in streams] == [200] * len(streams)
     tokens = [call.headers["Authorization"] for call in streams]
@@ -234,7 +243,7 @@ def test_a_fresh_token_when_the_streams_token_expires(
     assert all(call.headers["Last-Event-ID"] for call in streams)
 
     service.storage.promote(ORG, "greeting", service.versions.v2, AUTHOR)
-    eventually(lambda: production(client) == 2, within=3)
+    eventually(lambda: production(client) == 2)
 
 
 def watcher_threads() -> set[threading.Thread]:
@@ -248,9 +257,12 @@ async def watcher_tasks() -> list[asyncio.Task[object]]:
 def test_close_stops_the_watcher_promptly(
     make_client: MakeClient, service: Service, kind: str
 ) -> None:
+    # The stream stays silent (no keep-alive) for longer than the watcher's read waits:
+    # only close() interrupting it can end the watcher within PATIENCE.
+    service.app.config["EVENTS_HEARTBEAT"] = 10 * READ_TIMEOUT
     before = watcher_threads()
     client = make_client(watch=True)
-    eventually(lambda: client.watching, within=5)
+    eventually(lambda: client.watching)
     client.get_prompt_version("greeting")
     if kind == "sync":
         (thread,) = watcher_threads() - before
@@ -258,14 +270,12 @@ def test_close_stops_the_watcher_promptly(
         assert isinstance(client, AsyncAdapter)
         assert len(client.run(watcher_tasks())) == 1
 
-    start = time.monotonic()
     if kind == "sync":
         client.close()
-        assert not thread.is_alive()
+        eventually(lambda: not thread.is_alive())
     else:
-        client.run(client.client.aclose())
+        client.run(asyncio.wait_for(client.client.aclose(), PATIENCE))
         assert client.run(watcher_tasks()) == []
-    assert time.monotonic() - start < 1.0
     assert not client.watching
 
     opened = len(service.stream_calls())
@@ -301,7 +311,7 @@ def test_an_async_client_made_outside_a_loop_watches_from_its_first_call(
         assert adapter.run(watcher_tasks()) == []
         assert adapter.get_prompt_version("greeting").version == 1
         assert len(adapter.run(watcher_tasks())) == 1
-        eventually(lambda: adapter.watching, within=5)
+        eventually(lambda: adapter.watching)
     finally:
         adapter.close()
 
@@ -331,11 +341,11 @@ def test_a_server_at_its_limit_of_streams_is_asked_again_after_its_retry_after(
     service.app.extensions["promptsvc.events"].max_followers = 1
     first = make_client(watch=True)
     first.get_prompt_version("greeting")
-    eventually(lambda: first.watching, within=5)
+    eventually(lambda: first.watching)
 
     second = make_client(watch=True)
     second.get_prompt_version("greeting")
-    eventually(lambda: len(answered_streams(service, 503)) == 1, within=5)
+    eventually(lambda: len(answered_streams(service, 503)) == 1)
     refused = answered_streams(service, 503)[0]
     assert refused.headers["Authorization"] != first_stream_token(service)
     # Retry-After: 5. Backoff alone would have tried four more times in 1.5 s.

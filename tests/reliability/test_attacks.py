@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -92,7 +93,7 @@ def id_token(client: httpx.Client, username: str) -> str:
 
 
 def raw_stream(port: int, token: str) -> tuple[socket.socket, int]:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.sendall(
         f"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}"
         "\r\nAccept: text/event-stream\r\n\r\n".encode()
@@ -107,10 +108,13 @@ def raw_stream(port: int, token: str) -> tuple[socket.socket, int]:
 
 def test_one_read_key_cannot_take_every_event_stream(live: Live, report: Report) -> None:
     """One Service Read key opens streams until refused; another org still gets streams
-    and long polls, and the closed sockets' slots come back within 5 s."""
+    and long polls, and the closed sockets' slots come back before any comment line."""
     reader = token_for(live.app, new_key(live.app, ORG, SERVICE_READ))
     other = token_for(live.app, new_key(live.app, "other", SERVICE_READ))
     hub = live.app.extensions["promptsvc.events"]
+    # No comment line within the test's wait: only the stream's look at its quiet
+    # connection can find a closed socket out.
+    live.app.config["EVENTS_HEARTBEAT"] = 120.0
     opened: list[socket.socket] = []
     statuses: dict[int, int] = {}
     try:
@@ -134,10 +138,10 @@ def test_one_read_key_cannot_take_every_event_stream(live: Live, report: Report)
         for sock in opened:
             sock.close()
         closed_at = time.monotonic()
-        while hub._followers and time.monotonic() - closed_at < 10:
+        while hub._followers and time.monotonic() - closed_at < 60:
             time.sleep(0.05)
         freed = time.monotonic() - closed_at
-        assert hub._followers == 0 and freed < 5.0, f"{hub._followers} left after {freed:.1f} s"
+        assert hub._followers == 0, f"{hub._followers} left after {freed:.1f} s"
     finally:
         for sock in opened:
             sock.close()
@@ -231,11 +235,11 @@ def test_webhook_targets_in_ipv6_forms_of_private_addresses(live: Live, report: 
 
 
 def test_slow_receivers_of_one_org_and_another_orgs_delivery(report: Report) -> None:
-    """8 slow webhooks of one org (1.5 s each) and one event of another org."""
+    """8 webhooks of one org that do not answer and one event of another org."""
     storage = MemoryStorage()
     slow, fast = Receiver(), Receiver()
-    slow.delay = 1.5
-    worker = DeliveryWorker(storage, allow_private=True, timeout=5.0)
+    slow.hold = threading.Event()  # released once the other org's delivery is in
+    worker = DeliveryWorker(storage, allow_private=True, timeout=40.0)
     try:
         for _ in range(8):
             create_webhook(storage, ORG, slow.url, ["*"], None, allow_private=True)
@@ -243,21 +247,21 @@ def test_slow_receivers_of_one_org_and_another_orgs_delivery(report: Report) -> 
         for n in range(3):
             storage.create_prompt(ORG, f"busy-{n}", actor="attacker")
         worker.start()
-        assert slow.arrived.wait(5)
-        sent = time.monotonic()
+        assert slow.arrived.wait(30)
         storage.create_prompt("globex", "quick", actor="someone")
-        while not fast.requests and time.monotonic() - sent < 40:
-            time.sleep(0.01)
-        took = time.monotonic() - sent
-        assert fast.requests and took < 1.0, f"{took:.2f} s"
+        assert fast.answered(1, 30), "the other org's delivery waited behind the slow ones"
+        unanswered = slow.in_flight
+        assert slow.requests == []
     finally:
+        slow.hold.set()
         worker.stop()
         slow.close()
         fast.close()
     report(
-        input="8 webhooks of one org answering in 1.5 s, 24 deliveries queued; then one "
+        input="8 webhooks of one org that do not answer, 24 deliveries queued; then one "
         "event of another org (one worker, concurrency 8)",
-        result=f"the other org's delivery arrived {took:.2f} s after its event",
+        result=f"the other org's delivery arrived while {unanswered} of the slow org's "
+        "were still unanswered",
     )
 
 

@@ -299,19 +299,24 @@ def test_event_position_orders_ids_numerically() -> None:
         event_position(f"{2**64}-0")
 
 
+# A wait long enough that a test which sat it out is seen to have done so, however
+# loaded the machine: these tests say what ends a wait, not how fast (bench/ measures).
+LONG_WAIT = 60.0
+
+
 def test_wait_returns_at_once_when_events_are_there(storage: Storage) -> None:
     storage.create_prompt(ORG, "greeting")
     started = time.monotonic()
-    [event] = storage.wait_for_events(ORG, START, 10, 10)
+    [event] = storage.wait_for_events(ORG, START, LONG_WAIT, 10)
     assert event.type == "prompt.created"
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < LONG_WAIT  # it did not wait
 
 
 def test_wait_gives_nothing_when_nothing_comes(storage: Storage) -> None:
     storage.create_prompt(ORG, "greeting")
     started = time.monotonic()
     assert storage.wait_for_events(ORG, newest(storage), 0.3, 10) == []
-    assert 0.25 <= time.monotonic() - started < 5
+    assert 0.25 <= time.monotonic() - started < LONG_WAIT  # the wait asked for
 
 
 def test_wait_wakes_for_a_change_made_meanwhile(storage: Storage) -> None:
@@ -319,16 +324,16 @@ def test_wait_wakes_for_a_change_made_meanwhile(storage: Storage) -> None:
     after = newest(storage)
     got: list[Event] = []
     waiting = threading.Thread(
-        target=lambda: got.extend(storage.wait_for_events(ORG, after, 20, 10))
+        target=lambda: got.extend(storage.wait_for_events(ORG, after, LONG_WAIT, 10))
     )
+    started = time.monotonic()
     waiting.start()
     time.sleep(0.2)  # let the waiter block first: a real wait is the point here
-    started = time.monotonic()
     storage.create_prompt(ORG, "farewell")
-    waiting.join(20)
+    waiting.join(2 * LONG_WAIT)
     assert [e.prompt_name for e in got] == ["farewell"]
     # Woken by the change, not by the end of the wait.
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < LONG_WAIT
 
 
 def test_concurrent_changes_keep_the_log_in_their_order(storage: Storage) -> None:

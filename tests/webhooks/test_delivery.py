@@ -6,6 +6,7 @@ and the target checks made again at delivery time."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,11 +23,14 @@ from tests.webhooks.receiver import Receiver
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 SCHEDULE = (5.0, 60.0, 300.0)
+# How long a test waits for what it expects (a delivery, a place taken): generous on a
+# loaded machine; how fast it comes is bench/'s to measure.
+PATIENCE = 30.0
 
 
 @pytest.fixture
 def worker(storage: Storage) -> Iterator[DeliveryWorker]:
-    w = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, timeout=2.0)
+    w = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE)
     yield w
     w.stop()
 
@@ -157,12 +161,12 @@ def test_a_slow_receiver_times_out_and_is_retried(
     storage: Storage, receiver: Receiver, clock: FakeClock
 ) -> None:
     webhook = subscribe(storage, receiver.url, ["prompt.created"])
-    receiver.delay = 1.0
+    receiver.hold = threading.Event()  # no answer until the first attempt gave up
     storage.create_prompt(ORG, "a", actor=USER)
     worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, timeout=0.3)
     try:
         worker.run_once()
-        receiver.delay = 0
+        receiver.hold.set()
         clock.advance(SCHEDULE[0])
         worker.run_once()
     finally:
@@ -254,11 +258,12 @@ def test_only_the_start_of_a_large_answer_is_read(storage: Storage, worker: Deli
 
 
 def test_one_orgs_slow_receivers_do_not_delay_another_org(storage: Storage) -> None:
-    """8 slow receivers of one org (each answer takes 1.5 s) keep at most that org's
-    share of the worker busy: another org's event is delivered at once."""
+    """8 receivers of one org that do not answer (until the test lets them) keep at most
+    that org's share of the worker busy: another org's event is delivered meanwhile."""
     slow, fast = Receiver(), Receiver()
-    slow.delay = 1.5
-    worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, timeout=5.0)
+    slow.hold = threading.Event()
+    # The deliveries would end only when released: none times out while the test waits.
+    worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, timeout=PATIENCE + 10)
     try:
         for _ in range(8):
             subscribe(storage, slow.url, ["prompt.created"])
@@ -266,16 +271,15 @@ def test_one_orgs_slow_receivers_do_not_delay_another_org(storage: Storage) -> N
         for n in range(3):
             storage.create_prompt(ORG, f"busy-{n}", actor=USER)  # 24 slow deliveries
         worker.start()
-        assert slow.arrived.wait(5), "the slow org's deliveries did not start"
-        sent = time.monotonic()
+        assert slow.arrived.wait(PATIENCE), "the slow org's deliveries did not start"
         storage.create_prompt("globex", "quick", actor=USER)
-        while not fast.requests and time.monotonic() - sent < 10:
-            time.sleep(0.01)
-        took = time.monotonic() - sent
+        assert fast.answered(1, PATIENCE), "the other org's delivery waited"
         assert [r.json["prompt_name"] for r in fast.requests] == ["quick"]
-        assert took < 1.0, f"{took:.2f} s"
-        assert len(slow.requests) < 24  # the slow org was still being delivered to
+        assert slow.requests == []  # every slow delivery was still unanswered
+        assert slow.in_flight <= 6  # the org's share: 8 places less 2 kept for others
     finally:
+        if slow.hold is not None:
+            slow.hold.set()
         worker.stop()
         slow.close()
         fast.close()
@@ -283,19 +287,25 @@ def test_one_orgs_slow_receivers_do_not_delay_another_org(storage: Storage) -> N
 
 def test_an_org_alone_leaves_a_share_of_places_free(storage: Storage) -> None:
     slow = Receiver()
-    slow.delay = 0.5
+    slow.hold = threading.Event()
     worker = DeliveryWorker(storage, allow_private=True, schedule=SCHEDULE, concurrency=8)
     try:
         assert worker.per_org == 2
         subscribe(storage, slow.url, ["prompt.created"])
         for n in range(16):
             storage.create_prompt(ORG, f"p{n}", actor=USER)
-        started = time.monotonic()
-        assert worker.run_once() == 16
-        took = time.monotonic() - started
-        # 16 answers of 0.5 s, 6 at a time (8 places less a share of 2 kept free for
-        # other orgs): three rounds; all 8 at once would take two, its share alone eight.
-        assert 1.4 <= took < 3.4, f"{took:.2f} s"
+        delivered: list[int] = []
+        run = threading.Thread(target=lambda: delivered.append(worker.run_once()))
+        run.start()
+        # 8 places less a share of 2 kept free for other orgs: 6 at a time.
+        deadline = time.monotonic() + PATIENCE
+        while slow.in_flight < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert slow.in_flight == 6
+        slow.hold.set()
+        run.join(PATIENCE)
+        assert delivered == [16]
+        assert slow.peak == 6
         assert len(slow.requests) == 16
     finally:
         worker.stop()
