@@ -54,11 +54,11 @@ class SseReader:
         self._thread.start()
         return self
 
-    def wait_connected(self, connections: int = 1, timeout: float = 10.0) -> None:
+    def wait_connected(self, connections: int = 1, timeout: float = 30.0) -> None:
         """Until ``connections`` streams have been answered 200."""
         self._wait(lambda: self.statuses.count(200) >= connections, timeout, "connected")
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
         """Until ``count`` frames arrived; the frames."""
         self._wait(lambda: len(self.received) >= count, timeout, f"{count} frames")
         with self._lock:

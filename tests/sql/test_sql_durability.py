@@ -141,13 +141,19 @@ def proxied_postgres() -> Iterator[tuple[str, Proxy]]:
             proxy.stop()
 
 
+# A deadline, not a speed (bench/ measures that): a call that waited for a server that
+# is gone would wait far longer; one that gives up does so well within this, however
+# loaded the machine.
+NOT_HANGING = 30.0
+
+
 @pytest.mark.postgres
 def test_a_server_that_is_not_there_is_unavailable_fast() -> None:
     closed = Proxy(("127.0.0.1", 1))  # never started: nothing listens on its port
     started = time.monotonic()
     with pytest.raises(StorageUnavailable):
         SqlStorage.from_url(f"postgresql://postgres@127.0.0.1:{closed.port}/test")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < NOT_HANGING
 
 
 @pytest.mark.postgres
@@ -193,7 +199,7 @@ def test_postgres_going_away_under_load_is_unavailable_fast_then_recovers(
         assert len(acknowledged) >= during + 20, "the storage did not recover by itself"
         assert failures, "stopping the server made no call fail"
         assert {kind for kind, _ in failures} == {StorageUnavailable}
-        assert max(seconds for _, seconds in failures) < 5  # fast, not hanging
+        assert max(seconds for _, seconds in failures) < NOT_HANGING
         kept = {v.version for v in store.list_versions(ORG, "greeting", limit=1000).items}
         assert set(acknowledged) <= kept
     finally:

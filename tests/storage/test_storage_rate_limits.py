@@ -9,7 +9,7 @@ every worker and host on the same storage shares them.
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from storage.sql import ratelimits
 from storage.sql.ratelimits import SqlCounters
 from storage.sql.storage import SqlStorage
 from storage.sql.tables import rate_limit_counters, rate_limit_entries
+from tests.clock import FakeClock
 from tests.storage.test_storage_concurrency import all_at_once
 
 
@@ -101,14 +102,24 @@ def test_concurrent_hits_never_pass_the_limit(sql_storage: SqlStorage) -> None:
     assert len(granted) == 48 and granted.count(True) == 10
 
 
-def test_entries_leave_the_moving_window(sql_storage: SqlStorage) -> None:
+@pytest.fixture
+def counters_clock(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> FakeClock:
+    """The SQL counters' real clock replaced by the fake one: a window ends when the test
+    moves the clock, not when a loaded machine happens to take a second between hits."""
+    monkeypatch.setattr(ratelimits, "time", SimpleNamespace(time=clock))
+    return clock
+
+
+def test_entries_leave_the_moving_window(
+    sql_storage: SqlStorage, counters_clock: FakeClock
+) -> None:
     counters = counters_of(sql_storage)
     limiter = MovingWindowRateLimiter(counters)
     limit = parse("2/second")
     assert limiter.hit(limit, "k") and limiter.hit(limit, "k") and not limiter.hit(limit, "k")
     start, counted = counters.get_moving_window(limit.key_for("k"), 2, 1)
-    assert counted == 2 and time.time() - 1 <= start <= time.time()
-    time.sleep(1.05)
+    assert counted == 2 and start == counters_clock()
+    counters_clock.advance(1.05)
     assert counters.get_moving_window(limit.key_for("k"), 2, 1)[1] == 0
     assert limiter.hit(limit, "k")
     # The entries that left the window went when the key was hit again.
@@ -116,16 +127,16 @@ def test_entries_leave_the_moving_window(sql_storage: SqlStorage) -> None:
     assert not counters.acquire_entry("k2", 2, 60, amount=3)  # more than the limit at once
 
 
-def test_fixed_window_counters(sql_storage: SqlStorage) -> None:
+def test_fixed_window_counters(sql_storage: SqlStorage, counters_clock: FakeClock) -> None:
     counters = counters_of(sql_storage)
     assert counters.incr("k", 1) == 1 and counters.incr("k", 1, amount=2) == 3
     assert counters.get("k") == 3
-    assert time.time() < counters.get_expiry("k") <= time.time() + 1
+    assert counters.get_expiry("k") == counters_clock() + 1
     assert FixedWindowRateLimiter(counters).hit(parse("5/minute"), "other")
-    time.sleep(1.05)
+    counters_clock.advance(1.05)
     assert counters.get("k") == 0  # the window ended
     assert counters.incr("k", 60) == 1  # a new window, with its own expiry
-    assert counters.get_expiry("k") > time.time() + 50
+    assert counters.get_expiry("k") == counters_clock() + 60
 
 
 def test_clear_and_reset(sql_storage: SqlStorage) -> None:
