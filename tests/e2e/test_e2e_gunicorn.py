@@ -1,126 +1,88 @@
-"""gunicorn with the shipped gunicorn.conf.py: two workers sharing Redis; memory refused."""
+"""gunicorn with the shipped gunicorn.conf.py: two app processes sharing Redis; memory
+refused with two workers.
+
+The processes are two gunicorns on ports of their own, not two workers of one: nothing
+makes the kernel hand a new connection to one worker rather than the other, so a test
+that needs "the other worker" addresses it by its port, and the answer's X-Worker-Pid
+shows which process answered."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.servers import Server, bootstrap_file, free_port, gunicorn_command
+from tests.servers import Server, bootstrap_file, free_port, free_ports, gunicorn_command
 
 pytestmark = pytest.mark.slow
 
 SECRET = "gunicorn-admin-secret-0123456789"
-MAX_TRIES = 200  # connections until the kernel has handed one to the wanted worker
 
 
 @pytest.fixture
-def two_workers(redis_url: str, tmp_path: Path) -> Iterator[Server]:
+def two_processes(redis_url: str, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
     bootstrap = bootstrap_file(tmp_path, {"acme": {"admin": (SECRET, "Service Admin")}})
-    port = free_port()
+    ports = free_ports(2)
     env = {
-        "PROMPTSVC_BIND": f"127.0.0.1:{port}",
-        "PROMPTSVC_WORKERS": "2",
+        "PROMPTSVC_WORKERS": "1",
         "PROMPTSVC_STORAGE_URL": redis_url,
         "PROMPTSVC_BOOTSTRAP_FILE": str(bootstrap),
-        "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{port}",
+        "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{ports[0]}",
     }
-    with Server(gunicorn_command("tests.e2e.pid_app:app"), port, env) as server:
-        yield server
-
-
-def _fresh(method: str, url: str, **kwargs: Any) -> httpx.Response:
-    """One request on a new connection, so either worker may accept it."""
-    with httpx.Client(timeout=10) as client:
-        return client.request(
-            method, url, headers={**kwargs.pop("headers", {}), "Connection": "close"}, **kwargs
-        )
-
-
-def _client_on_worker(base: str, pid: str | None, exclude: str | None) -> httpx.Client:
-    """A client whose kept-alive connection is served by the wanted worker.
-
-    Each probe is a side-effect-free GET /healthz on a new connection; the kernel hands
-    that connection to either worker, and gunicorn's gthread worker keeps it, so later
-    requests on the returned client (promote included) reach the same worker exactly
-    once. Retrying the promote itself until the right worker took it would promote on
-    the wrong one first and then get 409.
-    """
-    for _ in range(MAX_TRIES):
-        client = httpx.Client(base_url=base, timeout=10)
-        answered = client.get("/healthz").headers["X-Worker-Pid"]
-        if (pid is None or answered == pid) and answered != exclude:
-            return client
-        client.close()
-    raise AssertionError(f"no answer from the wanted worker in {MAX_TRIES} connections")
-
-
-def _on(client: httpx.Client, pid: str, method: str, path: str, **kw: Any) -> httpx.Response:
-    r = client.request(method, path, **kw)
-    assert r.headers["X-Worker-Pid"] == pid, "the kept-alive connection changed worker"
-    return r
-
-
-def test_promote_in_one_worker_read_in_the_other(two_workers: Server) -> None:
-    base = two_workers.base_url
-    token = _fresh(
-        "POST",
-        f"{base}/v1/auth/sdk-token",
-        json={"account_id": "acme", "key_id": "admin", "key_secret": SECRET},
-    ).json()["access_token"]
-    auth = {"Authorization": f"Bearer {token}"}
-    assert (
-        _fresh(
-            "POST", f"{base}/api/v1/prompts", json={"name": "greeting"}, headers=auth
-        ).status_code
-        == 201
-    )
-    for content in ("v1 {{name}}", "v2 {{name}}"):
-        r = _fresh(
-            "POST",
-            f"{base}/api/v1/prompts/greeting/versions",
-            json={"content": content},
-            headers=auth,
-        )
-        assert r.status_code == 201
-
-    first = _fresh("POST", f"{base}/api/v1/prompts/greeting/versions/1/promote", headers=auth)
-    assert first.status_code == 200
-    worker_a = first.headers["X-Worker-Pid"]
+    command = gunicorn_command("tests.e2e.pid_app:app")
     with (
-        closing(_client_on_worker(base, None, worker_a)) as on_b,
-        closing(_client_on_worker(base, worker_a, None)) as on_a,
+        Server(command, ports[0], {**env, "PROMPTSVC_BIND": f"127.0.0.1:{ports[0]}"}) as a,
+        Server(command, ports[1], {**env, "PROMPTSVC_BIND": f"127.0.0.1:{ports[1]}"}) as b,
     ):
-        # Worker B reads v1 (and so has verified the token and looked at the prompt) ...
-        worker_b = on_b.get("/healthz").headers["X-Worker-Pid"]
-        before = _on(on_b, worker_b, "GET", "/api/v1/prompts/greeting/production", headers=auth)
-        assert before.json()["version"] == 1
-        # ... worker A promotes v2 ...
-        promoted = _on(
-            on_a, worker_a, "POST", "/api/v1/prompts/greeting/versions/2/promote", headers=auth
+        yield a, b
+
+
+def test_promote_in_one_worker_read_in_the_other(two_processes: tuple[Server, Server]) -> None:
+    a, b = two_processes
+    with (
+        httpx.Client(base_url=a.base_url, timeout=30) as on_a,
+        httpx.Client(base_url=b.base_url, timeout=30) as on_b,
+    ):
+        token = on_a.post(
+            "/v1/auth/sdk-token",
+            json={"account_id": "acme", "key_id": "admin", "key_secret": SECRET},
+        ).json()["access_token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        assert (
+            on_a.post("/api/v1/prompts", json={"name": "greeting"}, headers=auth).status_code == 201
         )
+        for content in ("v1 {{name}}", "v2 {{name}}"):
+            r = on_a.post(
+                "/api/v1/prompts/greeting/versions", json={"content": content}, headers=auth
+            )
+            assert r.status_code == 201
+        first = on_a.post("/api/v1/prompts/greeting/versions/1/promote", headers=auth)
+        assert first.status_code == 200
+
+        # B reads v1 (and so has verified the token and looked at the prompt) ...
+        before = on_b.get("/api/v1/prompts/greeting/production", headers=auth)
+        assert before.status_code == 200 and before.json()["version"] == 1
+        # ... A promotes v2 ...
+        promoted = on_a.post("/api/v1/prompts/greeting/versions/2/promote", headers=auth)
         assert promoted.status_code == 200
-        # ... and worker B sees it at once, with a new ETag.
-        after = _on(
-            on_b,
-            worker_b,
-            "GET",
+        # ... and B sees it at once, with a new ETag.
+        after = on_b.get(
             "/api/v1/prompts/greeting/production",
             headers={**auth, "If-None-Match": before.headers["ETag"]},
         )
         assert after.status_code == 200
         assert after.json()["version"] == 2
         assert after.json()["status"] == "published"
-        assert worker_a != worker_b
-        # A token minted by one worker verifies in the other: they share the signing key.
-        history = _on(on_b, worker_b, "GET", "/api/v1/prompts/greeting/history", headers=auth)
+        # A token minted by one process verifies in the other: they share the signing key.
+        history = on_b.get("/api/v1/prompts/greeting/history", headers=auth)
         assert [h["version_number"] for h in history.json()["items"]] == [2, 1]
+    assert {r.headers["X-Worker-Pid"] for r in (first, promoted)} == {first.headers["X-Worker-Pid"]}
+    assert after.headers["X-Worker-Pid"] == before.headers["X-Worker-Pid"]
+    assert after.headers["X-Worker-Pid"] != first.headers["X-Worker-Pid"]
 
 
 def test_memory_storage_with_two_workers_refuses_to_start() -> None:
