@@ -228,7 +228,7 @@ with PromptClient(
     url, account_id="acme", key_id="acme-read", key_secret=secret, watch=True
 ) as client:
     version = client.get_prompt_version("greeting")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not client.watching and time.monotonic() < deadline:
         time.sleep(0.01)
     watching = client.watching

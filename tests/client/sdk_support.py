@@ -60,7 +60,7 @@ class Controlled(Storage):
         if self.down:
             raise StorageUnavailable("storage switched off by the test")
         if self.gate is not None:
-            self.gate.wait(10)
+            self.gate.wait(60)  # the test opens it long before
 
     def _before_events(self) -> None:
         if self.events_down:

@@ -170,7 +170,7 @@ def test_an_answer_to_a_call_sent_before_the_watch_started_is_asked_for_again(
     eventually(lambda: client.watching)  # its starting point is after the call
 
     service.storage.gate.set()
-    call.join(10)
+    call.join(PATIENCE)
 
     assert answers == [1]
     assert calls_for(service, "greeting") == 2  # asked again, from after the starting point

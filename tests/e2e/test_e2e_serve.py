@@ -133,7 +133,7 @@ def test_demo_prints_a_key_and_a_user_per_role_and_the_docs(demo_server: Server)
     assert httpx.get(f"{demo_server.base_url}/docs").status_code == 200
     # Access lines carry the request id the client sent.
     httpx.get(f"{demo_server.base_url}/healthz", headers={"X-Request-ID": "e2e-rid-1"})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while "[e2e-rid-1]" not in demo_server.stderr and time.monotonic() < deadline:
         time.sleep(0.05)  # the server flushes its log line after answering
     assert "[e2e-rid-1] promptsvc.access: GET /healthz 200" in demo_server.stderr
