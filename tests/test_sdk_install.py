@@ -44,6 +44,12 @@ OWN_PACKAGES = {"promptsvc", "identity", "storage"}
 SDK_LIBRARIES = {"httpx_sse"}
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
+# A deadline for commands in the virtualenv, and a longer one for making it (a venv and a
+# pip install that may download): generous on a loaded machine, where an install of the
+# mcp extra took over 300 s. Only a hung command waits it out.
+COMMAND_SECONDS = 300
+INSTALL_SECONDS = 1800
+
 ADMIN_SECRET = "sdk-install-admin-0123456789"
 READ_SECRET = "sdk-install-read-0123456789"
 
@@ -55,7 +61,11 @@ class Venv:
         self.promptsvc = path / "bin" / "promptsvc"
 
     def run(
-        self, *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+        self,
+        *args: str | Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = COMMAND_SECONDS,
     ) -> subprocess.CompletedProcess[str]:
         """``args`` with this environment's variables (minus any Python path) plus ``env``,
         in ``cwd`` (default: the virtualenv)."""
@@ -67,7 +77,7 @@ class Venv:
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout,
             check=False,
         )
 
@@ -89,9 +99,13 @@ def sdk_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
             ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".venv"
         ),
     )
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=INSTALL_SECONDS
+    )
     venv = Venv(root / "venv")
-    install = venv.run(venv.python, "-m", "pip", "install", "--quiet", source)
+    install = venv.run(
+        venv.python, "-m", "pip", "install", "--quiet", source, timeout=INSTALL_SECONDS
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     return venv
 
@@ -407,9 +421,13 @@ def mcp_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
             ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".venv"
         ),
     )
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=INSTALL_SECONDS
+    )
     venv = Venv(root / "venv")
-    install = venv.run(venv.python, "-m", "pip", "install", "--quiet", f"{source}[mcp]")
+    install = venv.run(
+        venv.python, "-m", "pip", "install", "--quiet", f"{source}[mcp]", timeout=INSTALL_SECONDS
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     return venv
 
