@@ -8,13 +8,15 @@ tests/sql_support.py.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import pytest
 
 from tests import sql_support
@@ -135,3 +137,30 @@ def receiver() -> Iterator[Any]:
     from tests.webhooks.receiver import running
 
     yield from running()
+
+
+# httpx gives a request 5 s unless told otherwise; on a loaded machine a test's server
+# (an argon2 check, a gunicorn worker starting) can take longer to answer. In the tests,
+# a client or call that names no timeout gets this one: only a failing test waits it out.
+HTTP_TIMEOUT = 60.0
+_HTTPX_DEFAULT = httpx.Timeout(5.0)
+
+
+def _patient(init: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(init)
+    def patched(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("timeout", _HTTPX_DEFAULT) == _HTTPX_DEFAULT:
+            kwargs["timeout"] = HTTP_TIMEOUT
+        init(self, *args, **kwargs)
+
+    return patched
+
+
+@pytest.fixture(scope="session", autouse=True)
+def patient_http_clients() -> Iterator[None]:
+    """httpx clients made by the tests (``httpx.get`` makes one too) wait HTTP_TIMEOUT
+    for an answer, unless the test names a timeout."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpx.Client, "__init__", _patient(httpx.Client.__init__))
+        patch.setattr(httpx.AsyncClient, "__init__", _patient(httpx.AsyncClient.__init__))
+        yield
