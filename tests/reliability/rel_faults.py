@@ -33,7 +33,13 @@ from tests.servers import Gunicorn, LiveServer, bootstrap_file, free_port
 
 ORG = "faults"
 WRITER = ("fault-writer", "fault-writer-secret-0123456789")
-TIMEOUT = 5.0
+TIMEOUT = 30.0  # an answer, however loaded the machine (HANGING_MS judges it)
+
+
+# An answer during the outage slower than this counts as hanging: a deadline, not a
+# speed (the report gives the slowest answer; bench/ measures). Generous, since the
+# machine may be loaded by other work.
+HANGING_MS = 15_000
 
 
 @dataclass
@@ -269,8 +275,8 @@ def _probe(http: httpx.Client, probe: Probe, report: OutageReport) -> None:
         )
         if problems or response.json()["code"] != "service_unavailable":
             report.problems.append(f"{probe.name}: 503 body {response.text[:200]} {problems}")
-    if elapsed_ms >= 1000:
-        report.problems.append(f"{probe.name}: answered in {elapsed_ms:.0f} ms (limit 1000)")
+    if elapsed_ms >= HANGING_MS:
+        report.problems.append(f"{probe.name}: answered in {elapsed_ms:.0f} ms (hanging)")
 
 
 # --------------------------------------------------------------------- dropped connections
