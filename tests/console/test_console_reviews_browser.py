@@ -67,7 +67,7 @@ def _nav_reviews(page: Page) -> str:
     return str(page.find("nav.nav").find_element(page.by.PARTIAL_LINK_TEXT, "Reviews").text)
 
 
-def test_a_review_from_request_to_production(page: Page) -> None:
+def _a_review_from_request_to_production(page: Page) -> None:
     from selenium.webdriver.support.ui import Select
 
     # The admin: a prompt with v1 in production, a staging environment, and production
@@ -144,7 +144,7 @@ def test_a_review_from_request_to_production(page: Page) -> None:
     assert _nav_reviews(page) == "Reviews"
 
 
-def test_a_review_rejected_with_a_comment(page: Page) -> None:
+def _a_review_rejected_with_a_comment(page: Page) -> None:
     page.sign_in("wes")
     page.open("/console/prompts/greeting/versions/new")
     page.fill("content", "Yo {{name}}.")
@@ -168,7 +168,7 @@ def test_a_review_rejected_with_a_comment(page: Page) -> None:
     assert "v3" in page.find("table.reviews tbody tr").text
 
 
-def test_staging_rolled_back_from_the_prompt_page(page: Page) -> None:
+def _staging_rolled_back_from_the_prompt_page(page: Page) -> None:
     from selenium.webdriver.support.ui import Select
 
     # The writer moves v3 to staging over v2, then puts v2 back from the environments card.
@@ -192,3 +192,12 @@ def test_staging_rolled_back_from_the_prompt_page(page: Page) -> None:
     assert _held(page, "greeting") == {"production": "v2", "staging": "v2"}
     history = page.find("#history-heading").find_element(page.by.XPATH, "../..").text
     assert "v3 reads too curt" in history
+
+
+def test_a_review_applied_one_rejected_and_staging_rolled_back(page: Page) -> None:
+    """One test, not three: each step builds on what the one before left on the
+    module's server (v2 in staging, a protected production), and pytest-xdist may run
+    separate tests on separate workers, each with a server of its own."""
+    _a_review_from_request_to_production(page)
+    _a_review_rejected_with_a_comment(page)
+    _staging_rolled_back_from_the_prompt_page(page)
