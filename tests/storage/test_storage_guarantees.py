@@ -1,4 +1,4 @@
-"""What a reviewed release guarantees (CONTRACT section 30), on every backend: the
+"""What a reviewed release guarantees (docs/api.md sections 5 and 16), on every backend: the
 attacks of issue 29, each refused in storage whatever calls it.
 
 1. unarchive, edit, roll back: content nobody reviewed back in production;
@@ -90,9 +90,7 @@ def test_a_requested_draft_cannot_change_before_its_approval(prompt: Storage) ->
 
 def test_the_owner_of_a_key_cannot_approve_what_the_key_did(prompt: Storage) -> None:
     prompt.create_version(ORG, "greeting", "by key", KEY, person=OWNER.user_id)
-    requested = prompt.request_review(
-        ORG, "greeting", "3", "production", KEY, person=OWNER.user_id
-    )
+    requested = prompt.request_review(ORG, "greeting", "3", "production", KEY, person=OWNER.user_id)
     with pytest.raises(ReviewForbidden, match="requested with a key you own"):
         prompt.approve_review(ORG, requested.review_id, OWNER.user_id, "owner")
     # Requested by a person, written with the owner's key: the owner is its author.
