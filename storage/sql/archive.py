@@ -18,11 +18,11 @@ from sqlalchemy import exc as sa_exc
 
 from storage import lifecycle
 from storage.errors import OrgNotEmpty
-from storage.interface import OrgArchive, ReleaseStore
 from storage.interface.archive import environments_of_export
 from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, PromptVersion
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern, Database, prompt_record
+from storage.sql.environments import SqlEnvironments
 from storage.sql.identity import api_key_record, api_key_values, user_record, user_values
 from storage.sql.releases import _record
 from storage.sql.reviews import _body, _review
@@ -125,10 +125,14 @@ def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[st
     ]
 
 
-class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
+class SqlArchive(Concern):
+    def __init__(self, db: Database, environments: SqlEnvironments) -> None:
+        super().__init__(db)
+        self.environments = environments
+
     def list_orgs(self) -> list[str]:
         every = union(select(prompts.c.org), select(api_keys.c.org), select(users.c.org))
-        with self._read() as connection:
+        with self.db.read() as connection:
             return sorted(connection.execute(every).scalars().all())
 
     @staticmethod
@@ -149,7 +153,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
     ) -> tuple[PromptSnapshot, list[Row[Any]]] | None:
         """One prompt with its versions and history, and its reviews' rows; None when it
         was deleted since."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             statement = select(prompts).where(
                 prompts.c.org == org, prompts.c.prompt_id == prompt_id
             )
@@ -170,16 +174,16 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
                 select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == prompt_id)
             ).all()
         snapshot = PromptSnapshot(
-            prompt=self._prompt(row),
+            prompt=prompt_record(row),
             next_version=row.counter,
-            versions=tuple(self._version(row.name, row.prompt_type, v) for v in version_rows),
+            versions=tuple(self.db.version(row.name, row.prompt_type, v) for v in version_rows),
             history=tuple(_record(h) for h in history_rows),
         )
         return snapshot, list(review_rows)
 
     def export_org(self, org: str) -> OrgSnapshot:
-        environments = self.list_environments(org)
-        with self._read() as connection:
+        environments = self.environments.list_environments(org)
+        with self.db.read() as connection:
             prompt_ids = (
                 connection.execute(
                     select(prompts.c.prompt_id).where(prompts.c.org == org).order_by(prompts.c.name)
@@ -204,14 +208,14 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
             tuple(item for item, _ in exported),
             tuple(api_key_record(row) for row in keys),
             tuple(user_record(row) for row in user_rows),
-            environments_of_export(environments, self.list_environments(org)),
+            environments_of_export(environments, self.environments.list_environments(org)),
             tuple(_review(row) for row in review_rows),
         )
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         org = snapshot.org
         try:
-            with self._write() as connection:
+            with self.db.write() as connection:
                 dialect.serialize(connection, f"import_org:{org}")
                 if self._has_data(connection, org):
                     raise OrgNotEmpty(org)

@@ -1,6 +1,7 @@
-"""What every concern of the SQL backend shares: the engines, transactions whose
-driver errors become storage errors, and the event log's append (every change writes
-its event in its own transaction).
+"""What every concern of the SQL backend shares, one :class:`Database` object: the
+engines, transactions whose driver errors become storage errors, the clock, the
+records rows decode to, and the event log's append (every change writes its event in
+its own transaction).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Row, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from storage.errors import StorageUnavailable
-from storage.interface import StorageCore
+from storage.errors import PromptNotFound, StorageUnavailable
+from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
-from storage.sql.tables import event_logs, events, utc
+from storage.sql.tables import event_logs, events, prompts, utc
 from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
@@ -38,23 +39,59 @@ def event_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
 
 
-class SqlCore(StorageCore):
-    """The engines and the transaction helpers; each concern is a mixin on top of it."""
+def prompt_record(row: Row[Any]) -> Prompt:
+    return Prompt(
+        prompt_id=row.prompt_id,
+        name=row.name,
+        prompt_type=row.prompt_type,
+        description=row.description,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        latest_version=row.latest_version,
+        production_version=row.production_version,
+    )
+
+
+def event_record(row: Row[Any]) -> Event:
+    return Event(
+        id=event_id(row.ms, row.seq),
+        type=row.type,
+        prompt_id=row.prompt_id,
+        prompt_name=row.prompt_name,
+        version=row.version,
+        version_id=row.version_id,
+        status=row.status,
+        previous_version=row.previous_version,
+        actor=row.actor,
+        at=row.at,
+        request_id=row.request_id,
+        environment=row.environment,
+        review_id=row.review_id,
+        rollout_id=row.rollout_id,
+        percent=row.percent,
+    )
+
+
+class Database:
+    """The engines, the transaction helpers and the clock every concern object of the
+    backend shares (storage/sql/storage.py makes one and hands it to each)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        super().__init__(clock)
+        self.clock = clock
+        # The least number of events kept per org (storage/interface/core.py).
+        self.event_log_size = EVENT_LOG_SIZE
         self.engine = engine
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._lane = ReadLane(engine)
+        self.lane = ReadLane(engine)
         self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
         # Woken after every commit of an event in this process (storage/sql/events.py).
-        self._appended = threading.Condition()
+        self.appended = threading.Condition()
 
     # -- transactions
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[Connection]:
         """One atomic change: the write lock from the start, commit at the end."""
         try:
             with writing(self.engine) as connection:
@@ -63,11 +100,11 @@ class SqlCore(StorageCore):
         except UNAVAILABLE:
             raise StorageUnavailable("the database did not answer") from None
         if appended:
-            with self._appended:
-                self._appended.notify_all()
+            with self.appended:
+                self.appended.notify_all()
 
     @contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[Connection]:
         """Several reads that see one snapshot."""
         try:
             with reading(self.engine) as connection:
@@ -75,7 +112,7 @@ class SqlCore(StorageCore):
         except UNAVAILABLE:
             raise StorageUnavailable("the database did not answer") from None
 
-    def _read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
+    def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
         connection when a pooled one turns out closed (the server restarted)."""
         for attempt in (1, 2):
@@ -94,20 +131,21 @@ class SqlCore(StorageCore):
 
     # -- records
 
-    @staticmethod
-    def _prompt(row: Row[Any]) -> Prompt:
-        return Prompt(
-            prompt_id=row.prompt_id,
-            name=row.name,
-            prompt_type=row.prompt_type,
-            description=row.description,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            latest_version=row.latest_version,
-            production_version=row.production_version,
-        )
+    def find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
+        """The prompt's row, locked for the transaction when it writes (PostgreSQL):
+        every change of a prompt or its versions takes this lock first."""
+        statement = select(prompts).where(prompts.c.org == org, prompts.c.name == prompt_ref)
+        row = connection.execute(dialect.locked(connection, statement)).first()
+        if row is None and prompt_ref.startswith("pmt_"):
+            statement = select(prompts).where(
+                prompts.c.org == org, prompts.c.prompt_id == prompt_ref
+            )
+            row = connection.execute(dialect.locked(connection, statement)).first()
+        if row is None:
+            raise PromptNotFound(prompt_ref)
+        return row
 
-    def _version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
+    def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
         """The version a ``versions`` row holds; memoized by the whole row, so any
         change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
         key = (name, prompt_type, *row)
@@ -138,7 +176,7 @@ class SqlCore(StorageCore):
         size += len(row.variables_schema or "") + len(row.examples or "")
         return self._versions_memo.put(key, version, size)
 
-    def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
+    def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
         """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
         those columns."""
         if len(row) > read_lane.VERSION_WIDTH:
@@ -174,7 +212,7 @@ class SqlCore(StorageCore):
 
     # -- the event log
 
-    def _append_event(
+    def append_event(
         self,
         connection: Connection,
         org: str,
@@ -257,22 +295,10 @@ class SqlCore(StorageCore):
         dialect.notify_events(connection, org)
         connection.info[APPENDED] = True
 
-    @staticmethod
-    def _event(row: Row[Any]) -> Event:
-        return Event(
-            id=event_id(row.ms, row.seq),
-            type=row.type,
-            prompt_id=row.prompt_id,
-            prompt_name=row.prompt_name,
-            version=row.version,
-            version_id=row.version_id,
-            status=row.status,
-            previous_version=row.previous_version,
-            actor=row.actor,
-            at=row.at,
-            request_id=row.request_id,
-            environment=row.environment,
-            review_id=row.review_id,
-            rollout_id=row.rollout_id,
-            percent=row.percent,
-        )
+
+class Concern:
+    """One concern of the backend (prompts, identity, webhooks, ...) over the shared
+    :class:`Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db

@@ -11,19 +11,26 @@ from sqlalchemy import Connection, Row, func, insert, select, update
 from storage import lifecycle
 from storage.errors import EnvironmentExists, NothingInEnvironment
 from storage.records import PRODUCTION, Environment, PromptVersion
+from storage.sql.core import Concern, Database
 from storage.sql.releases import SqlReleases
 from storage.sql.tables import environments, placements, versions
+from storage.sql.versions import SqlVersions
 
 
 def _environment(row: Row[Any]) -> Environment:
     return Environment(row.name, row.required_approvals, row.description, row.created_at)
 
 
-class SqlEnvironments(SqlReleases):
+class SqlEnvironments(Concern):
     """Environments of an org, each change in one transaction."""
 
+    def __init__(self, db: Database, versions: SqlVersions, releases: SqlReleases) -> None:
+        super().__init__(db)
+        self.versions = versions
+        self.releases = releases
+
     def list_environments(self, org: str) -> list[Environment]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 select(environments).where(environments.c.org == org).order_by(environments.c.seq)
             ).all()
@@ -32,8 +39,8 @@ class SqlEnvironments(SqlReleases):
         return [production, *stored.values()]
 
     def get_environment(self, org: str, name: str) -> Environment:
-        with self._read() as connection:
-            return self._environment(connection, org, name)
+        with self.db.read() as connection:
+            return self.releases.environment(connection, org, name)
 
     @staticmethod
     def _next_seq(connection: Connection, org: str) -> int:
@@ -45,8 +52,8 @@ class SqlEnvironments(SqlReleases):
     def create_environment(
         self, org: str, name: str, required_approvals: int = 0, description: str | None = None
     ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.clock())
-        with self._write() as connection:
+        environment = Environment(name, required_approvals, description, self.db.clock())
+        with self.db.write() as connection:
             found = connection.execute(
                 select(environments.c.name).where(
                     environments.c.org == org, environments.c.name == name
@@ -74,8 +81,8 @@ class SqlEnvironments(SqlReleases):
         required_approvals: int | None = None,
         description: str | None = None,
     ) -> Environment:
-        with self._write() as connection:
-            current = self._environment(connection, org, name)
+        with self.db.write() as connection:
+            current = self.releases.environment(connection, org, name)
             changed = Environment(
                 name,
                 current.required_approvals if required_approvals is None else required_approvals,
@@ -100,7 +107,7 @@ class SqlEnvironments(SqlReleases):
         return changed
 
     @staticmethod
-    def _unplace_everywhere(connection: Connection, org: str, name: str) -> None:
+    def unplace_everywhere(connection: Connection, org: str, name: str) -> None:
         """Take every prompt's version out of ``name``, and the environment's row (its
         reviews: storage/sql/reviews.py's delete_environment)."""
         held = connection.execute(
@@ -133,11 +140,11 @@ class SqlEnvironments(SqlReleases):
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         if environment == PRODUCTION:
-            return self.get_production(org, prompt_ref)
-        found = self._read_version(org, prompt_ref, "environment", environment=environment)
+            return self.versions.get_production(org, prompt_ref)
+        found = self.versions.read_version(org, prompt_ref, "environment", environment=environment)
         if found is not None:
             return found
-        with self._read() as connection:
-            self._find_prompt(connection, org, prompt_ref)
-            self._environment(connection, org, environment)
+        with self.db.read() as connection:
+            self.db.find_prompt(connection, org, prompt_ref)
+            self.releases.environment(connection, org, environment)
         raise NothingInEnvironment(prompt_ref, environment)

@@ -13,7 +13,6 @@ from storage import contracts, lifecycle
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import EnvironmentNotFound
 from storage.ids import new_id
-from storage.interface import PromptStore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import (
     PRODUCTION,
@@ -25,6 +24,8 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.sql.core import Concern, Database, prompt_record
+from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import environments, history, placements, versions
 from storage.sql.versions import SqlVersions, of_prompt
 
@@ -46,15 +47,20 @@ def _record(row: Row[Any]) -> PromotionRecord:
     )
 
 
-class SqlReleases(SqlVersions, PromptStore):
+class SqlReleases(Concern):
     """Promotions and rollbacks into any environment, the rules by storage/lifecycle.py;
     with SqlVersions and SqlPrompts, the PromptStore. Environments other than production
     are rows of ``placements``, mirrored on each version's ``placements`` column."""
 
+    def __init__(self, db: Database, versions: SqlVersions, rows: SqlRolloutRows) -> None:
+        super().__init__(db)
+        self.versions = versions
+        self.rows = rows
+
     # -- environments as a promotion sees them (the transaction's connection)
 
     @staticmethod
-    def _environment(connection: Connection, org: str, name: str) -> Environment:
+    def environment(connection: Connection, org: str, name: str) -> Environment:
         row = connection.execute(
             select(environments).where(environments.c.org == org, environments.c.name == name)
         ).first()
@@ -65,7 +71,7 @@ class SqlReleases(SqlVersions, PromptStore):
         raise EnvironmentNotFound(name)
 
     @staticmethod
-    def _current(connection: Connection, prompt: Row[Any], environment: str) -> int | None:
+    def current(connection: Connection, prompt: Row[Any], environment: str) -> int | None:
         """The number of the version ``environment`` holds for ``prompt``, or None."""
         if environment == PRODUCTION:
             number: int | None = prompt.production_version
@@ -77,27 +83,27 @@ class SqlReleases(SqlVersions, PromptStore):
         ).scalar()
         return found
 
-    def _find_number(
+    def find_number(
         self, connection: Connection, prompt: Row[Any], number: int
     ) -> PromptVersion | None:
         row = connection.execute(
             select(versions).where(of_prompt(versions, prompt), versions.c.version == number)
         ).first()
-        return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
+        return None if row is None else self.db.version(prompt.name, prompt.prompt_type, row)
 
-    def _held(
+    def held(
         self, connection: Connection, prompt: Row[Any], number: int | None
     ) -> PromptVersion | None:
         """Version ``number`` (what an environment holds), or None for none."""
-        return None if number is None else self._find_number(connection, prompt, number)
+        return None if number is None else self.find_number(connection, prompt, number)
 
-    def _set_placements(
+    def set_placements(
         self, connection: Connection, prompt: Row[Any], number: int, names: set[str]
     ) -> PromptVersion:
         value = json.dumps(sorted(names)) if names else None
-        return self._set_status(connection, prompt, number, placements=value)
+        return self.versions.set_status(connection, prompt, number, placements=value)
 
-    def _enter(
+    def enter(
         self,
         connection: Connection,
         org: str,
@@ -118,18 +124,18 @@ class SqlReleases(SqlVersions, PromptStore):
         production: published, the previous one archived or made a draft), with its
         history record and event (the caller checked the rules; ``rollout``: the
         rollout this completes)."""
-        previous = self._current(connection, prompt, environment)
+        previous = self.current(connection, prompt, environment)
         production = prompt.production_version
         if environment == PRODUCTION:
             if previous is not None:
-                self._set_status(
+                self.versions.set_status(
                     connection,
                     prompt,
                     previous,
                     status="archived" if archive_previous else "draft",
                     updated_at=now,
                 )
-            version = self._set_status(
+            version = self.versions.set_status(
                 connection,
                 prompt,
                 number,
@@ -141,9 +147,9 @@ class SqlReleases(SqlVersions, PromptStore):
             production = number
         else:
             if previous is not None:
-                old = self._find_number(connection, prompt, previous)
+                old = self.find_number(connection, prompt, previous)
                 assert old is not None
-                self._set_placements(
+                self.set_placements(
                     connection, prompt, previous, set(old.placements) - {environment}
                 )
                 connection.execute(
@@ -157,9 +163,9 @@ class SqlReleases(SqlVersions, PromptStore):
                         org=org, prompt_id=prompt.prompt_id, environment=environment, version=number
                     )
                 )
-            new = self._find_number(connection, prompt, number)
+            new = self.find_number(connection, prompt, number)
             assert new is not None
-            version = self._set_placements(
+            version = self.set_placements(
                 connection, prompt, number, {*new.placements, environment}
             )
         position = prompt.promotions + 1
@@ -185,14 +191,14 @@ class SqlReleases(SqlVersions, PromptStore):
             )
             .returning(*history.c)
         ).one()
-        self._touch_prompt(
+        self.versions.touch_prompt(
             connection, prompt, production_version=production, promotions=position, updated_at=now
         )
-        self._append_event(
+        self.db.append_event(
             connection,
             org,
             "version.promoted",
-            self._prompt(prompt),
+            prompt_record(prompt),
             version,
             promoted_by,
             request_id,
@@ -218,20 +224,20 @@ class SqlReleases(SqlVersions, PromptStore):
         environment: str = PRODUCTION,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
+        now = self.db.clock()
         lifecycle.check_acknowledgement(allow_breaking, notes)
-        with self._write() as connection:
-            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_unprotected(self._environment(connection, org, environment))
+        with self.db.write() as connection:
+            prompt, version = self.versions.locked_version(connection, org, prompt_ref, version_ref)
+            lifecycle.check_unprotected(self.environment(connection, org, environment))
             lifecycle.check_no_rollout(
-                prompt_ref, self._rollout_in(connection, prompt, environment), "promote"
+                prompt_ref, self.rows.rollout_in(connection, prompt, environment), "promote"
             )
-            current = self._current(connection, prompt, environment)
+            current = self.current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             lifecycle.check_enterable(environment, version, current)
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            changes = contracts.breaking_changes(self.held(connection, prompt, current), version)
             breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            return self._enter(
+            return self.enter(
                 connection,
                 org,
                 prompt,
@@ -257,14 +263,14 @@ class SqlReleases(SqlVersions, PromptStore):
         request_id: str | None = None,
         environment: str = PRODUCTION,
     ) -> Promotion:
-        now = self.clock()
-        with self._write() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
-            self._environment(connection, org, environment)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
+            self.environment(connection, org, environment)
             lifecycle.check_no_rollout(
-                prompt_ref, self._rollout_in(connection, prompt, environment), "rollback"
+                prompt_ref, self.rows.rollout_in(connection, prompt, environment), "rollback"
             )
-            current = self._current(connection, prompt, environment)
+            current = self.current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected_production, current, environment)
             # The rule walks the whole history (storage/lifecycle.py), oldest first.
             records = [
@@ -278,15 +284,15 @@ class SqlReleases(SqlVersions, PromptStore):
                 current,
                 records,
                 to_version,
-                lambda number: self._find_number(connection, prompt, number),
+                lambda number: self.find_number(connection, prompt, number),
                 environment,
             )
             notes = lifecycle.rollback_notes(target) if notes is None else notes
             # Exempt from the check, but the record says whether it breaks.
-            restored = self._find_number(connection, prompt, target)
+            restored = self.find_number(connection, prompt, target)
             assert restored is not None  # rollback_target found it
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), restored)
-            return self._enter(
+            changes = contracts.breaking_changes(self.held(connection, prompt, current), restored)
+            return self.enter(
                 connection,
                 org,
                 prompt,
@@ -304,8 +310,8 @@ class SqlReleases(SqlVersions, PromptStore):
     ) -> Page[PromotionRecord]:
         # Positions are 1-based promotion sequence numbers; pages go newest first.
         before = decode_number_cursor(cursor)
-        with self._read() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
+        with self.db.read() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(history).where(of_prompt(history, prompt))
             if before is not None:
                 statement = statement.where(history.c.position < before)

@@ -21,10 +21,13 @@ from storage.errors import (
     VersionNotFound,
 )
 from storage.ids import new_id
-from storage.interface import ReleaseStore
 from storage.records import PRODUCTION, Approval, BreakingChange, Page, Promotion, Review, Rollout
+from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.environments import SqlEnvironments
+from storage.sql.releases import SqlReleases
+from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import placements, prompts, reviews, rollouts
+from storage.sql.versions import SqlVersions
 from storage.times import rfc3339
 
 
@@ -87,8 +90,22 @@ def _review(row: Row[Any]) -> Review:
     )
 
 
-class SqlReviews(SqlEnvironments, ReleaseStore):
-    """Reviews of an org; with SqlEnvironments, the ReleaseStore."""
+class SqlReviews(Concern):
+    """Reviews of an org, and the deletion of an environment (which cancels them)."""
+
+    def __init__(
+        self,
+        db: Database,
+        versions: SqlVersions,
+        releases: SqlReleases,
+        rows: SqlRolloutRows,
+        environments: SqlEnvironments,
+    ) -> None:
+        super().__init__(db)
+        self.versions = versions
+        self.releases = releases
+        self.rows = rows
+        self.environments = environments
 
     def _locked_review(
         self, connection: Connection, org: str, review_id: str
@@ -102,7 +119,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         ).scalar()
         if found is None:
             raise ReviewNotFound(review_id)
-        prompt = self._find_prompt(connection, org, found)
+        prompt = self.db.find_prompt(connection, org, found)
         row = connection.execute(
             select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
         ).one()
@@ -126,9 +143,9 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
     ) -> None:
         """Here rather than beside the other environment changes: it cancels the
         environment's open reviews, aborts its rollouts and writes their events."""
-        now = self.clock()
-        with self._write() as connection:
-            self._environment(connection, org, name)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            self.releases.environment(connection, org, name)
             if name == PRODUCTION:
                 raise LifecycleError("production cannot be deleted")
             touched = union(
@@ -145,17 +162,17 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             # Every change of a prompt locks its row first; in id order, so two deletions
             # take them in the same order.
             locked = {
-                prompt_id: self._find_prompt(connection, org, prompt_id)
+                prompt_id: self.db.find_prompt(connection, org, prompt_id)
                 for prompt_id in sorted(connection.execute(touched).scalars().all())
             }
             # Its rollouts end (aborted), in prompt id order.
             for prompt in locked.values():
-                rollout = self._rollout_in(connection, prompt, name)
+                rollout = self.rows.rollout_in(connection, prompt, name)
                 if rollout is not None:
-                    self._end_rollout(
+                    self.rows.end_rollout(
                         connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
                     )
-            self._unplace_everywhere(connection, org, name)
+            self.environments.unplace_everywhere(connection, org, name)
             open_rows = connection.execute(
                 select(reviews)
                 .where(
@@ -182,12 +199,12 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         request_id: str | None,
         now: datetime,
     ) -> None:
-        version = self._find_number(connection, prompt, review.version)
-        self._append_event(
+        version = self.releases.find_number(connection, prompt, review.version)
+        self.db.append_event(
             connection,
             org,
             kind,
-            self._prompt(prompt),
+            prompt_record(prompt),
             version,
             actor,
             request_id,
@@ -210,11 +227,11 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Review:
-        now = self.clock()
+        now = self.db.clock()
         lifecycle.check_acknowledgement(allow_breaking, notes)
-        with self._write() as connection:
-            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
-            env = self._environment(connection, org, environment)
+        with self.db.write() as connection:
+            prompt, version = self.versions.locked_version(connection, org, prompt_ref, version_ref)
+            env = self.releases.environment(connection, org, environment)
             open_id = connection.execute(
                 select(reviews.c.review_id).where(
                     reviews.c.org == org,
@@ -226,13 +243,15 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
             ).scalar()
             if open_id is not None:
                 raise ReviewExists(open_id)
-            current = self._current(connection, prompt, environment)
+            current = self.releases.current(connection, prompt, environment)
             if rollout_percent is None:
                 lifecycle.check_enterable(environment, version, current)
             else:
                 lifecycle.check_percent(rollout_percent)
                 lifecycle.check_rollout_start(prompt_ref, environment, version, current)
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            changes = contracts.breaking_changes(
+                self.releases.held(connection, prompt, current), version
+            )
             lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             review = Review(
                 review_id=new_id("rv_"),
@@ -277,7 +296,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         return review
 
     def get_review(self, org: str, review_id: str) -> Review:
-        with self._read() as connection:
+        with self.db.read() as connection:
             row = connection.execute(
                 select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
             ).first()
@@ -296,10 +315,10 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         cursor: str | None = None,
     ) -> Page[Review]:
         before = decode_number_cursor(cursor)
-        with self._read() as connection:
+        with self.db.read() as connection:
             statement = select(reviews).where(reviews.c.org == org)
             if prompt_ref is not None:
-                prompt = self._find_prompt(connection, org, prompt_ref)
+                prompt = self.db.find_prompt(connection, org, prompt_ref)
                 statement = statement.where(reviews.c.prompt_id == prompt.prompt_id)
             if status is not None:
                 statement = statement.where(reviews.c.status == status)
@@ -324,10 +343,10 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> tuple[Review, Promotion | Rollout | None]:
-        now = self.clock()
+        now = self.db.clock()
         stale: ReviewStale | None = None
         applied: Promotion | Rollout | None = None
-        with self._write() as connection:
+        with self.db.write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_approver(review, user_id)
             review = lifecycle.with_approval(review, Approval(user_id, username, now, comment))
@@ -337,8 +356,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                     connection, org, prompt, "review.approved", review, user_id, request_id, now
                 )
                 return review, None
-            self._environment(connection, org, review.environment)
-            current = self._current(connection, prompt, review.environment)
+            self.releases.environment(connection, org, review.environment)
+            current = self.releases.current(connection, prompt, review.environment)
             if current != review.expected_version:
                 review = lifecycle.closed(review, "stale", now)
                 self._save(connection, org, review)
@@ -353,7 +372,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                     review.environment,
                 )
             else:
-                version = self._find_number(connection, prompt, review.version)
+                version = self.releases.find_number(connection, prompt, review.version)
                 if version is None:
                     raise VersionNotFound(review.prompt_name, str(review.version))
                 if review.rollout_percent is None:
@@ -364,11 +383,11 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                     )
                 lifecycle.check_no_rollout(
                     review.prompt_name,
-                    self._rollout_in(connection, prompt, review.environment),
+                    self.rows.rollout_in(connection, prompt, review.environment),
                     "review",
                 )
                 changes = contracts.breaking_changes(
-                    self._held(connection, prompt, current), version
+                    self.releases.held(connection, prompt, current), version
                 )
                 breaking = lifecycle.check_breaking(
                     review.prompt_name, review.environment, changes, review.allow_breaking
@@ -380,7 +399,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                 )
                 if review.rollout_percent is not None:
                     assert current is not None  # check_rollout_start
-                    applied = self._begin_rollout(
+                    applied = self.rows.begin_rollout(
                         connection,
                         org,
                         prompt,
@@ -394,7 +413,7 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
                         request_id,
                     )
                 else:
-                    applied = self._enter(
+                    applied = self.releases.enter(
                         connection,
                         org,
                         prompt,
@@ -430,8 +449,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        now = self.clock()
-        with self._write() as connection:
+        now = self.db.clock()
+        with self.db.write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_rejecter(review, user_id)
             review = lifecycle.closed(
@@ -452,8 +471,8 @@ class SqlReviews(SqlEnvironments, ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        now = self.clock()
-        with self._write() as connection:
+        now = self.db.clock()
+        with self.db.write() as connection:
             prompt, review = self._locked_review(connection, org, review_id)
             lifecycle.check_canceller(review, user_id, admin)
             review = lifecycle.closed(review, "cancelled", now)

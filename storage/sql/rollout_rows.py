@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Row, and_, insert, select
 from storage import lifecycle
 from storage.ids import new_id
 from storage.records import Rollout
-from storage.sql.prompts import SqlPrompts
+from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import rollouts, versions
 
 
@@ -44,8 +44,10 @@ def _with_candidate_id() -> Any:
     )
 
 
-class SqlRolloutRows(SqlPrompts):
-    def _rollouts_of(self, connection: Connection, prompt: Row[Any]) -> list[Rollout]:
+class SqlRolloutRows(Concern):
+    """The ``rollouts`` rows as the other release concerns change them."""
+
+    def rollouts_of(self, connection: Connection, prompt: Row[Any]) -> list[Rollout]:
         """The prompt's rollouts, by environment name."""
         rows = connection.execute(
             _with_candidate_id()
@@ -54,7 +56,7 @@ class SqlRolloutRows(SqlPrompts):
         ).all()
         return [rollout_of(row) for row in rows]
 
-    def _rollout_in(
+    def rollout_in(
         self, connection: Connection, prompt: Row[Any], environment: str
     ) -> Rollout | None:
         row = connection.execute(
@@ -66,7 +68,7 @@ class SqlRolloutRows(SqlPrompts):
         ).first()
         return None if row is None else rollout_of(row)
 
-    def _begin_rollout(
+    def begin_rollout(
         self,
         connection: Connection,
         org: str,
@@ -108,12 +110,12 @@ class SqlRolloutRows(SqlPrompts):
                 updated_at=now,
             )
         )
-        self._rollout_event(
+        self.rollout_event(
             connection, org, prompt, "rollout.started", rollout, started_by, request_id, now
         )
         return rollout
 
-    def _end_rollout(
+    def end_rollout(
         self,
         connection: Connection,
         org: str,
@@ -134,10 +136,10 @@ class SqlRolloutRows(SqlPrompts):
             )
         )
         ended = replace(rollout, updated_at=now)
-        self._rollout_event(connection, org, prompt, kind, ended, actor, request_id, now)
+        self.rollout_event(connection, org, prompt, kind, ended, actor, request_id, now)
         return ended
 
-    def _abort_rollouts_of(
+    def abort_rollouts_of(
         self,
         connection: Connection,
         org: str,
@@ -149,13 +151,13 @@ class SqlRolloutRows(SqlPrompts):
     ) -> None:
         """End (aborted) the rollouts whose candidate or baseline version ``number`` is
         (it is being archived or deleted)."""
-        ended = lifecycle.rollouts_ended_by(number, self._rollouts_of(connection, prompt))
+        ended = lifecycle.rollouts_ended_by(number, self.rollouts_of(connection, prompt))
         for rollout in ended:
-            self._end_rollout(
+            self.end_rollout(
                 connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
             )
 
-    def _rollout_event(
+    def rollout_event(
         self,
         connection: Connection,
         org: str,
@@ -173,12 +175,12 @@ class SqlRolloutRows(SqlPrompts):
                 versions.c.version == rollout.candidate_version,
             )
         ).first()
-        candidate = None if row is None else self._version(prompt.name, prompt.prompt_type, row)
-        self._append_event(
+        candidate = None if row is None else self.db.version(prompt.name, prompt.prompt_type, row)
+        self.db.append_event(
             connection,
             org,
             kind,
-            self._prompt(prompt),
+            prompt_record(prompt),
             candidate,
             actor,
             request_id,

@@ -11,15 +11,25 @@ from sqlalchemy import Connection, Row, update
 
 from storage import contracts, lifecycle
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
-from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import PRODUCTION, InRollout, Promotion, PromptVersion, Rollout
+from storage.sql.core import Concern, Database
 from storage.sql.read_lane import VERSION_WIDTH
 from storage.sql.releases import SqlReleases
+from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import rollouts, utc
+from storage.sql.versions import SqlVersions
 
 
-class SqlRollouts(SqlReleases, RolloutStore):
+class SqlRollouts(Concern):
+    def __init__(
+        self, db: Database, versions: SqlVersions, releases: SqlReleases, rows: SqlRolloutRows
+    ) -> None:
+        super().__init__(db)
+        self.versions = versions
+        self.releases = releases
+        self.rows = rows
+
     def start_rollout(
         self,
         org: str,
@@ -36,20 +46,22 @@ class SqlRollouts(SqlReleases, RolloutStore):
     ) -> Rollout:
         lifecycle.check_percent(percent)
         lifecycle.check_acknowledgement(allow_breaking, notes)
-        now = self.clock()
-        with self._write() as connection:
-            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_unprotected(self._environment(connection, org, environment))
-            current = self._current(connection, prompt, environment)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt, version = self.versions.locked_version(connection, org, prompt_ref, version_ref)
+            lifecycle.check_unprotected(self.releases.environment(connection, org, environment))
+            current = self.releases.current(connection, prompt, environment)
             lifecycle.check_expected(prompt_ref, expected, current, environment)
             lifecycle.check_rollout_start(prompt_ref, environment, version, current)
             lifecycle.check_no_rollout(
-                prompt_ref, self._rollout_in(connection, prompt, environment), "start"
+                prompt_ref, self.rows.rollout_in(connection, prompt, environment), "start"
             )
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
+            changes = contracts.breaking_changes(
+                self.releases.held(connection, prompt, current), version
+            )
             lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
             assert current is not None  # check_rollout_start
-            return self._begin_rollout(
+            return self.rows.begin_rollout(
                 connection,
                 org,
                 prompt,
@@ -64,12 +76,14 @@ class SqlRollouts(SqlReleases, RolloutStore):
             )
 
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return self._rollout(connection, org, prompt_ref, environment, None)[1]
 
     def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
-        with self._read() as connection:
-            return self._rollouts_of(connection, self._find_prompt(connection, org, prompt_ref))
+        with self.db.read() as connection:
+            return self.rows.rollouts_of(
+                connection, self.db.find_prompt(connection, org, prompt_ref)
+            )
 
     def set_rollout_percent(
         self,
@@ -83,8 +97,8 @@ class SqlRollouts(SqlReleases, RolloutStore):
         request_id: str | None = None,
     ) -> Rollout:
         lifecycle.check_percent(percent)
-        now = self.clock()
-        with self._write() as connection:
+        now = self.db.clock()
+        with self.db.write() as connection:
             prompt, rollout = self._rollout(connection, org, prompt_ref, environment, rollout_id)
             connection.execute(
                 update(rollouts)
@@ -96,7 +110,7 @@ class SqlRollouts(SqlReleases, RolloutStore):
                 .values(percent=percent, updated_at=now)
             )
             stepped = replace(rollout, percent=percent, updated_at=now)
-            self._rollout_event(
+            self.rows.rollout_event(
                 connection, org, prompt, "rollout.updated", stepped, actor, request_id, now
             )
         return stepped
@@ -114,18 +128,20 @@ class SqlRollouts(SqlReleases, RolloutStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
+        now = self.db.clock()
         lifecycle.check_acknowledgement(allow_breaking, notes)
-        with self._write() as connection:
+        with self.db.write() as connection:
             prompt, rollout = self._rollout(connection, org, prompt_ref, environment, rollout_id)
-            candidate = self._find_number(connection, prompt, rollout.candidate_version)
+            candidate = self.releases.find_number(connection, prompt, rollout.candidate_version)
             assert candidate is not None  # deleting the candidate ends the rollout
-            current = self._current(connection, prompt, environment)
+            current = self.releases.current(connection, prompt, environment)
             # Unreachable through the rules, checked as for any promotion.
             lifecycle.check_enterable(environment, candidate, current)
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), candidate)
+            changes = contracts.breaking_changes(
+                self.releases.held(connection, prompt, current), candidate
+            )
             breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            promotion = self._enter(
+            promotion = self.releases.enter(
                 connection,
                 org,
                 prompt,
@@ -139,7 +155,7 @@ class SqlRollouts(SqlReleases, RolloutStore):
                 rollout=rollout,
                 breaking=breaking,
             )
-            self._end_rollout(
+            self.rows.end_rollout(
                 connection, org, prompt, rollout, "rollout.completed", promoted_by, request_id, now
             )
         return promotion
@@ -154,10 +170,10 @@ class SqlRollouts(SqlReleases, RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        now = self.clock()
-        with self._write() as connection:
+        now = self.db.clock()
+        with self.db.write() as connection:
             prompt, rollout = self._rollout(connection, org, prompt_ref, environment, rollout_id)
-            return self._end_rollout(
+            return self.rows.end_rollout(
                 connection, org, prompt, rollout, "rollout.aborted", actor, request_id, now
             )
 
@@ -166,28 +182,28 @@ class SqlRollouts(SqlReleases, RolloutStore):
     ) -> PromptVersion | InRollout:
         pick = "production+rollout" if environment == PRODUCTION else "environment+rollout"
         params = {"org": org, "ref": prompt_ref, "environment": environment}
-        row = self._lane(("name", pick), params)
+        row = self.db.lane(("name", pick), params)
         if row is None and prompt_ref.startswith("pmt_"):
-            row = self._lane(("id", pick), params)
+            row = self.db.lane(("id", pick), params)
         if row is None:
-            with self._read() as connection:
-                self._find_prompt(connection, org, prompt_ref)
-                self._environment(connection, org, environment)
+            with self.db.read() as connection:
+                self.db.find_prompt(connection, org, prompt_ref)
+                self.releases.environment(connection, org, environment)
             if environment == PRODUCTION:
                 raise NoProductionVersion(prompt_ref)
             raise NothingInEnvironment(prompt_ref, environment)
-        version = self._lane_version(row)
+        version = self.db.lane_version(row)
         rollout_id, baseline, number, percent, started_by, started_at, updated_at = row[
             VERSION_WIDTH:
         ]
         if rollout_id is None:
             return version
-        candidate_row = self._lane(
+        candidate_row = self.db.lane(
             ("id", "number"), {"org": org, "ref": version.prompt_id, "number": number}
         )
         if candidate_row is None:  # the candidate was deleted since: the rollout too
             return version
-        candidate = self._lane_version(candidate_row)
+        candidate = self.db.lane_version(candidate_row)
         rollout = Rollout(
             rollout_id=rollout_id,
             prompt_id=version.prompt_id,
@@ -214,9 +230,9 @@ class SqlRollouts(SqlReleases, RolloutStore):
     ) -> tuple[Row[Any], Rollout]:
         """The prompt's row (locked when writing) and its rollout in ``environment``
         (``rollout_id``: only that one)."""
-        prompt = self._find_prompt(connection, org, prompt_ref)
-        self._environment(connection, org, environment)
-        rollout = self._rollout_in(connection, prompt, environment)
+        prompt = self.db.find_prompt(connection, org, prompt_ref)
+        self.releases.environment(connection, org, environment)
+        rollout = self.rows.rollout_in(connection, prompt, environment)
         if rollout is None or rollout_id not in (None, rollout.rollout_id):
             raise RolloutNotFound(prompt_ref, environment, rollout_id)
         return prompt, rollout

@@ -20,6 +20,7 @@ from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
+from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import placements, prompts, versions
 
@@ -64,47 +65,51 @@ def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
     )
 
 
-class SqlVersions(SqlRolloutRows):
+class SqlVersions(Concern):
+    def __init__(self, db: Database, rows: SqlRolloutRows) -> None:
+        super().__init__(db)
+        self.rows = rows
+
     # -- reads
 
-    def _read_version(
+    def read_version(
         self, org: str, prompt_ref: str, pick: str, **params: Any
     ) -> PromptVersion | None:
         """The version ``pick`` names (storage/sql/read_lane.py), by prompt name or
         else id; None when there is none. One statement per try, on the read lane."""
-        row = self._lane(("name", pick), {"org": org, "ref": prompt_ref, **params})
+        row = self.db.lane(("name", pick), {"org": org, "ref": prompt_ref, **params})
         if row is None and prompt_ref.startswith("pmt_"):
-            row = self._lane(("id", pick), {"org": org, "ref": prompt_ref, **params})
-        return None if row is None else self._lane_version(row)
+            row = self.db.lane(("id", pick), {"org": org, "ref": prompt_ref, **params})
+        return None if row is None else self.db.lane_version(row)
 
-    def _prompt_exists(self, org: str, prompt_ref: str) -> None:
+    def prompt_exists(self, org: str, prompt_ref: str) -> None:
         """Raise PromptNotFound unless the prompt exists (after a version read missed)."""
-        with self._read() as connection:
-            self._find_prompt(connection, org, prompt_ref)
+        with self.db.read() as connection:
+            self.db.find_prompt(connection, org, prompt_ref)
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         number = version_number(version_ref)
         found = None
         if number is not None and number <= _MAX_NUMBER:
-            found = self._read_version(org, prompt_ref, "number", number=number)
+            found = self.read_version(org, prompt_ref, "number", number=number)
         elif number is None and version_ref.startswith("v_"):
-            found = self._read_version(org, prompt_ref, "version_id", version_id=version_ref)
+            found = self.read_version(org, prompt_ref, "version_id", version_id=version_ref)
         if found is None:
-            self._prompt_exists(org, prompt_ref)
+            self.prompt_exists(org, prompt_ref)
             raise VersionNotFound(prompt_ref, version_ref)
         return found
 
     def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
-        found = self._read_version(org, prompt_ref, "latest")
+        found = self.read_version(org, prompt_ref, "latest")
         if found is None:
-            self._prompt_exists(org, prompt_ref)
+            self.prompt_exists(org, prompt_ref)
             raise VersionNotFound(prompt_ref, "latest")
         return found
 
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
-        found = self._read_version(org, prompt_ref, "production")
+        found = self.read_version(org, prompt_ref, "production")
         if found is None:
-            self._prompt_exists(org, prompt_ref)
+            self.prompt_exists(org, prompt_ref)
             raise NoProductionVersion(prompt_ref)
         return found
 
@@ -117,8 +122,8 @@ class SqlVersions(SqlRolloutRows):
         cursor: str | None = None,
     ) -> Page[PromptVersion]:
         before = decode_number_cursor(cursor)
-        with self._read() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
+        with self.db.read() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(versions).where(of_prompt(versions, prompt))
             if before is not None:
                 statement = statement.where(versions.c.version < before)
@@ -127,17 +132,17 @@ class SqlVersions(SqlRolloutRows):
             rows = connection.execute(
                 statement.order_by(versions.c.version.desc()).limit(limit + 1)
             ).all()
-        found = [self._version(prompt.name, prompt.prompt_type, row) for row in rows[:limit]]
+        found = [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows[:limit]]
         more = len(rows) > limit
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
 
     # -- changes (each in one transaction, the prompt row locked first)
 
-    def _locked_version(
+    def locked_version(
         self, connection: Connection, org: str, prompt_ref: str, version_ref: str
     ) -> tuple[Row[Any], PromptVersion]:
         """The prompt's row (locked) and the version; raises the not-found errors."""
-        prompt = self._find_prompt(connection, org, prompt_ref)
+        prompt = self.db.find_prompt(connection, org, prompt_ref)
         condition = _version_condition(version_ref)
         row = None
         if condition is not None:
@@ -146,9 +151,9 @@ class SqlVersions(SqlRolloutRows):
             ).first()
         if row is None:
             raise VersionNotFound(prompt_ref, version_ref)
-        return prompt, self._version(prompt.name, prompt.prompt_type, row)
+        return prompt, self.db.version(prompt.name, prompt.prompt_type, row)
 
-    def _set_status(
+    def set_status(
         self, connection: Connection, prompt: Row[Any], number: int, **values: Any
     ) -> PromptVersion:
         row = connection.execute(
@@ -157,9 +162,9 @@ class SqlVersions(SqlRolloutRows):
             .values(**values)
             .returning(*versions.c)
         ).one()
-        return self._version(prompt.name, prompt.prompt_type, row)
+        return self.db.version(prompt.name, prompt.prompt_type, row)
 
-    def _touch_prompt(self, connection: Connection, prompt: Row[Any], **values: Any) -> None:
+    def touch_prompt(self, connection: Connection, prompt: Row[Any], **values: Any) -> None:
         connection.execute(
             update(prompts)
             .where(prompts.c.org == prompt.org, prompts.c.prompt_id == prompt.prompt_id)
@@ -180,11 +185,11 @@ class SqlVersions(SqlRolloutRows):
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
+        now = self.db.clock()
         contract = contract_values(variables, variables_schema, examples)
         metadata_json = json.dumps(metadata or {})
-        with self._write() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
+        with self.db.write() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
             row = connection.execute(
                 insert(versions)
@@ -205,15 +210,15 @@ class SqlVersions(SqlRolloutRows):
                 )
                 .returning(*versions.c)
             ).one()
-            self._touch_prompt(
+            self.touch_prompt(
                 connection, prompt, counter=number, latest_version=number, updated_at=now
             )
-            version = self._version(prompt.name, prompt.prompt_type, row)
-            self._append_event(
+            version = self.db.version(prompt.name, prompt.prompt_type, row)
+            self.db.append_event(
                 connection,
                 org,
                 "version.created",
-                self._prompt(prompt),
+                prompt_record(prompt),
                 version,
                 created_by,
                 request_id,
@@ -234,13 +239,15 @@ class SqlVersions(SqlRolloutRows):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
+        now = self.db.clock()
         contract = contract_values(variables, variables_schema, examples)
-        with self._write() as connection:
-            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+        with self.db.write() as connection:
+            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_editable(current)
-            lifecycle.check_not_candidate(current.version, self._rollouts_of(connection, prompt))
-            version = self._set_status(
+            lifecycle.check_not_candidate(
+                current.version, self.rows.rollouts_of(connection, prompt)
+            )
+            version = self.set_status(
                 connection,
                 prompt,
                 current.version,
@@ -249,11 +256,11 @@ class SqlVersions(SqlRolloutRows):
                 updated_at=now,
                 **contract,
             )
-            self._append_event(
+            self.db.append_event(
                 connection,
                 org,
                 "version.updated",
-                self._prompt(prompt),
+                prompt_record(prompt),
                 version,
                 actor,
                 request_id,
@@ -270,12 +277,12 @@ class SqlVersions(SqlRolloutRows):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
-        with self._write() as connection:
-            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_archivable(current)
             _unplace(connection, prompt, current.version)
-            version = self._set_status(
+            version = self.set_status(
                 connection,
                 prompt,
                 current.version,
@@ -283,17 +290,17 @@ class SqlVersions(SqlRolloutRows):
                 updated_at=now,
                 placements=None,
             )
-            self._append_event(
+            self.db.append_event(
                 connection,
                 org,
                 "version.archived",
-                self._prompt(prompt),
+                prompt_record(prompt),
                 version,
                 actor,
                 request_id,
                 now,
             )
-            self._abort_rollouts_of(
+            self.rows.abort_rollouts_of(
                 connection, org, prompt, current.version, actor, request_id, now
             )
         return version
@@ -307,18 +314,18 @@ class SqlVersions(SqlRolloutRows):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
-        with self._write() as connection:
-            prompt, current = self._locked_version(connection, org, prompt_ref, version_ref)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_unarchivable(current)
-            version = self._set_status(
+            version = self.set_status(
                 connection, prompt, current.version, status="draft", updated_at=now
             )
-            self._append_event(
+            self.db.append_event(
                 connection,
                 org,
                 "version.unarchived",
-                self._prompt(prompt),
+                prompt_record(prompt),
                 version,
                 actor,
                 request_id,
@@ -335,11 +342,11 @@ class SqlVersions(SqlRolloutRows):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        now = self.clock()
-        with self._write() as connection:
-            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt, version = self.locked_version(connection, org, prompt_ref, version_ref)
             lifecycle.check_deletable(version)
-            self._abort_rollouts_of(
+            self.rows.abort_rollouts_of(
                 connection, org, prompt, version.version, actor, request_id, now
             )
             _unplace(connection, prompt, version.version)
@@ -354,12 +361,12 @@ class SqlVersions(SqlRolloutRows):
                 .order_by(versions.c.version.desc())
                 .limit(1)
             ).scalar()
-            self._touch_prompt(connection, prompt, latest_version=latest, updated_at=now)
-            self._append_event(
+            self.touch_prompt(connection, prompt, latest_version=latest, updated_at=now)
+            self.db.append_event(
                 connection,
                 org,
                 "version.deleted",
-                self._prompt(prompt),
+                prompt_record(prompt),
                 version,
                 actor,
                 request_id,
