@@ -105,7 +105,26 @@ REVIEW_REFUSALS: Final = {
     "requester": "you requested review {review_id}: another person must approve it",
     "author": "you wrote version {version}: another person must approve review {review_id}",
     "cancel": "only the requester of review {review_id} or a Service Admin can cancel it",
+    # People, not identities: a key's owner counts as the one who used it.
+    "requester_key": "review {review_id} was requested with a key you own: another person "
+    "must approve it",
+    "author_key": "version {version} was written or edited by you or with a key you own: "
+    "another person must approve review {review_id}",
+    # The approver's current record, whatever the token still says.
+    "disabled": "your account is disabled: you cannot decide review {review_id}",
+    "role": "your role is {role} now: deciding review {review_id} needs Service Write",
 }
+# The roles that may decide a review (identity/roles.py spells them too).
+DECIDING_ROLES: Final = ("Service Write", "Service Admin")
+# Why an approval applies nothing although the environment did not move.
+DIGEST_CHANGED: Final = (
+    "review {review_id} is stale: version {version} is not the content that was reviewed "
+    "(content_digest {digest}); nothing was changed"
+)
+FROZEN: Final = (
+    "version {n} has been placed in an environment or reviewed: its content cannot change; "
+    "create a new version instead"
+)
 
 # What is wrong with a version's variable contract (storage/contracts.py checks it),
 # and how each problem reads.
@@ -190,7 +209,9 @@ ROLLOUT_BLOCKS: Final = {
 def refusal(action: str, number: int | str, status: str) -> LifecycleError:
     """The error refusing ``action`` on version ``number``, whose status is ``status``."""
     template = REFUSALS.get(f"{action}/{status}", REFUSALS[action])
-    return LifecycleError(template.format(n=number, status=status))
+    if action == "place/here":
+        return LifecycleError(template.format(n=number, status=status), "already_there")
+    return LifecycleError(template.format(n=number, status=status), "status", status)
 
 
 def no_rollback_target(
@@ -328,7 +349,8 @@ def check_no_rollout(prompt_ref: str, rollout: Rollout | None, action: str) -> N
 
 def no_baseline(prompt_ref: str, environment: str, number: int | str) -> LifecycleError:
     return LifecycleError(
-        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number)
+        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number),
+        "no_baseline",
     )
 
 
@@ -399,9 +421,12 @@ def _forbidden(reason: str, review: Review) -> ReviewForbidden:
     return review_refusal(reason, review.review_id, review.version)
 
 
-def review_refusal(reason: str, review_id: str, version: int | str) -> ReviewForbidden:
+def review_refusal(
+    reason: str, review_id: str, version: int | str, role: str | None = None
+) -> ReviewForbidden:
     """The error refusing a person's decision on a review, for ``reason`` (REVIEW_REFUSALS)."""
-    return ReviewForbidden(REVIEW_REFUSALS[reason].format(review_id=review_id, version=version))
+    message = REVIEW_REFUSALS[reason].format(review_id=review_id, version=version, role=role)
+    return ReviewForbidden(message)
 
 
 def with_approval(review: Review, approval: Approval) -> Review:

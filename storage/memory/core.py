@@ -82,15 +82,10 @@ class MemoryCore(StorageCore):
     ) -> None:
         """Append the event of a change made under the lock, and wake the waiters.
         ``status``: the event's own (a review's), instead of the version's."""
-        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
-        # never lower than the last one, whatever the clock does.
-        ms = int(now.timestamp() * 1000)
-        last_ms, last_seq = org_state.last_event
-        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
-        org_state.last_event = position
-        org_state.events.append(
+        self._append(
+            org_state,
             Event(
-                id=f"{position[0]}-{position[1]}",
+                id="",
                 type=kind,
                 prompt_id=prompt.prompt_id,
                 prompt_name=prompt.name,
@@ -107,8 +102,18 @@ class MemoryCore(StorageCore):
                 review_id=review_id,
                 rollout_id=rollout_id,
                 percent=percent,
-            )
+            ),
         )
+
+    def _append(self, org_state: OrgState, event: Event) -> None:
+        """Append ``event`` (its ``id`` given here) and wake the waiters."""
+        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
+        # never lower than the last one, whatever the clock does.
+        ms = int(event.at.timestamp() * 1000)
+        last_ms, last_seq = org_state.last_event
+        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
+        org_state.last_event = position
+        org_state.events.append(replace(event, id=f"{position[0]}-{position[1]}"))
         while len(org_state.events) > self.event_log_size:
             org_state.events.popleft()
             org_state.events_dropped = True
