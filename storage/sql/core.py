@@ -35,6 +35,14 @@ UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutErr
 APPENDED = "promptsvc_appended"
 
 
+# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq).
+_EVENT_FIELDS = (
+    "type", "prompt_id", "prompt_name", "version", "version_id", "status",
+    "previous_version", "actor", "at", "request_id", "environment", "review_id",
+    "rollout_id", "percent",
+)  # fmt: skip
+
+
 def event_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
 
@@ -171,6 +179,8 @@ class Database:
             placements=tuple(json.loads(row.placements)) if row.placements else (),
             variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
             examples=tuple(json.loads(row.examples)) if row.examples else (),
+            frozen=bool(row.frozen),
+            authors=tuple(json.loads(row.authors)) if row.authors else (row.created_by,),
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         size += len(row.variables_schema or "") + len(row.examples or "")
@@ -186,7 +196,7 @@ class Database:
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
         (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements, schema, examples = row[15:18]
+        placements, schema, examples, frozen, authors = row[15:20]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -206,6 +216,8 @@ class Database:
             placements=tuple(json.loads(placements)) if placements else (),
             variables_schema=json.loads(schema) if schema else None,
             examples=tuple(json.loads(examples)) if examples else (),
+            frozen=bool(frozen),
+            authors=tuple(json.loads(authors)) if authors else (created_by,),
         )
         size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
         return self._versions_memo.put(row, version, size)
@@ -222,54 +234,47 @@ class Database:
         actor: str | None,
         request_id: str | None,
         now: datetime,
-        previous_version: int | None = None,
-        *,
-        environment: str | None = None,
-        review_id: str | None = None,
-        status: str | None = None,
-        rollout_id: str | None = None,
-        percent: int | None = None,
     ) -> None:
-        """Write the event of a change in the change's transaction (``status``: the
-        event's own, a review's, instead of the version's).
+        """Write the event of a prompt's or a new version's change (release changes:
+        the events storage/release made, :meth:`append_events`)."""
+        event = Event(
+            id="",
+            type=kind,
+            prompt_id=prompt.prompt_id,
+            prompt_name=prompt.name,
+            version=None if version is None else version.version,
+            version_id=None if version is None else version.version_id,
+            status=None if version is None else version.status,
+            previous_version=None,
+            actor=actor,
+            at=now,
+            request_id=request_id,
+        )
+        self.append_events(connection, org, [event])
+
+    def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
+        """Write ``found`` (their ``id`` unset) in the change's transaction, in order.
 
         Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
         never lower than the last one whatever the clock does. The org's ``event_logs``
-        row is locked until commit, so ids are handed out in commit order and a reader
-        never sees a higher id before a lower one.
+        row is locked until commit (the upsert that reads it), so ids are handed out in
+        commit order and a reader never sees a higher id before a lower one.
         """
-        dialect.insert_ignoring_conflict(
-            connection, event_logs, org=org, last_ms=0, last_seq=0, kept=0, trimmed=False
-        )
+        first = {"org": org, "last_ms": 0, "last_seq": 0, "kept": 0, "trimmed": False}
         log = connection.execute(
-            dialect.locked(connection, select(event_logs).where(event_logs.c.org == org))
-        ).one()
-        ms = int(now.timestamp() * 1000)
-        position = (ms, 0) if ms > log.last_ms else (log.last_ms, log.last_seq + 1)
-        connection.execute(
-            insert(events).values(
-                org=org,
-                ms=position[0],
-                seq=position[1],
-                type=kind,
-                prompt_id=prompt.prompt_id,
-                prompt_name=prompt.name,
-                version=version.version if version else None,
-                version_id=version.version_id if version else None,
-                # A deleted version has no status any more.
-                status=status
-                or (version.status if version and kind != "version.deleted" else None),
-                previous_version=previous_version,
-                actor=actor,
-                at=now,
-                request_id=request_id,
-                environment=environment,
-                review_id=review_id,
-                rollout_id=rollout_id,
-                percent=percent,
+            dialect.upsert(connection, event_logs, first, org=event_logs.c.org).returning(
+                *event_logs.c
             )
-        )
-        kept, trimmed = log.kept + 1, log.trimmed
+        ).one()
+        ms, seq = log.last_ms, log.last_seq
+        rows = []
+        for event in found:
+            at = int(event.at.timestamp() * 1000)
+            ms, seq = (at, 0) if at > ms else (ms, seq + 1)
+            values = {name: getattr(event, name) for name in _EVENT_FIELDS}
+            rows.append({"org": org, "ms": ms, "seq": seq, **values})
+        connection.execute(insert(events), rows)
+        kept, trimmed = log.kept + len(rows), log.trimmed
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(
@@ -290,7 +295,7 @@ class Database:
         connection.execute(
             update(event_logs)
             .where(event_logs.c.org == org)
-            .values(last_ms=position[0], last_seq=position[1], kept=kept, trimmed=trimmed)
+            .values(last_ms=ms, last_seq=seq, kept=kept, trimmed=trimmed)
         )
         dialect.notify_events(connection, org)
         connection.info[APPENDED] = True

@@ -19,10 +19,8 @@ from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
 from storage.sql.login import SqlLogin
 from storage.sql.prompts import SqlPrompts
+from storage.sql.release_reads import SqlReleaseReads
 from storage.sql.releases import SqlReleases
-from storage.sql.reviews import SqlReviews
-from storage.sql.rollout_rows import SqlRolloutRows
-from storage.sql.rollouts import SqlRollouts
 from storage.sql.sessions import SqlSessions
 from storage.sql.versions import SqlVersions
 from storage.sql.webhooks import SqlWebhooks
@@ -60,14 +58,10 @@ class SqlStorage(Storage):
         self.db = Database(engine, clock)
         super().__init__(clock)
         self.prompts = SqlPrompts(self.db)
-        self.rollout_rows = SqlRolloutRows(self.db)
-        self.versions = SqlVersions(self.db, self.rollout_rows)
-        self.releases = SqlReleases(self.db, self.versions, self.rollout_rows)
-        self.environments = SqlEnvironments(self.db, self.versions, self.releases)
-        self.reviews = SqlReviews(
-            self.db, self.versions, self.releases, self.rollout_rows, self.environments
-        )
-        self.rollouts = SqlRollouts(self.db, self.versions, self.releases, self.rollout_rows)
+        self.versions = SqlVersions(self.db)
+        self.environments = SqlEnvironments(self.db, self.versions)
+        self.releases = SqlReleases(self.db)
+        self.release_reads = SqlReleaseReads(self.db)
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
@@ -130,13 +124,13 @@ class SqlStorage(Storage):
     get_latest = _To("versions", SqlVersions.get_latest)
     get_production = _To("versions", SqlVersions.get_production)
     list_versions = _To("versions", SqlVersions.list_versions)
-    edit_version = _To("versions", SqlVersions.edit_version)
-    archive_version = _To("versions", SqlVersions.archive_version)
-    unarchive_version = _To("versions", SqlVersions.unarchive_version)
-    delete_version = _To("versions", SqlVersions.delete_version)
+    edit_version = _To("releases", SqlReleases.edit_version)
+    archive_version = _To("releases", SqlReleases.archive_version)
+    unarchive_version = _To("releases", SqlReleases.unarchive_version)
+    delete_version = _To("releases", SqlReleases.delete_version)
     promote = _To("releases", SqlReleases.promote)
     rollback = _To("releases", SqlReleases.rollback)
-    list_history = _To("releases", SqlReleases.list_history)
+    list_history = _To("release_reads", SqlReleaseReads.list_history)
 
     # -- environments and reviews
     list_environments = _To("environments", SqlEnvironments.list_environments)
@@ -144,22 +138,22 @@ class SqlStorage(Storage):
     create_environment = _To("environments", SqlEnvironments.create_environment)
     update_environment = _To("environments", SqlEnvironments.update_environment)
     get_in_environment = _To("environments", SqlEnvironments.get_in_environment)
-    delete_environment = _To("reviews", SqlReviews.delete_environment)
-    request_review = _To("reviews", SqlReviews.request_review)
-    get_review = _To("reviews", SqlReviews.get_review)
-    list_reviews = _To("reviews", SqlReviews.list_reviews)
-    approve_review = _To("reviews", SqlReviews.approve_review)
-    reject_review = _To("reviews", SqlReviews.reject_review)
-    cancel_review = _To("reviews", SqlReviews.cancel_review)
+    delete_environment = _To("releases", SqlReleases.delete_environment)
+    request_review = _To("releases", SqlReleases.request_review)
+    get_review = _To("release_reads", SqlReleaseReads.get_review)
+    list_reviews = _To("release_reads", SqlReleaseReads.list_reviews)
+    approve_review = _To("releases", SqlReleases.approve_review)
+    reject_review = _To("releases", SqlReleases.reject_review)
+    cancel_review = _To("releases", SqlReleases.cancel_review)
 
     # -- rollouts
-    start_rollout = _To("rollouts", SqlRollouts.start_rollout)
-    get_rollout = _To("rollouts", SqlRollouts.get_rollout)
-    list_rollouts = _To("rollouts", SqlRollouts.list_rollouts)
-    set_rollout_percent = _To("rollouts", SqlRollouts.set_rollout_percent)
-    complete_rollout = _To("rollouts", SqlRollouts.complete_rollout)
-    abort_rollout = _To("rollouts", SqlRollouts.abort_rollout)
-    read_environment = _To("rollouts", SqlRollouts.read_environment)
+    start_rollout = _To("releases", SqlReleases.start_rollout)
+    get_rollout = _To("release_reads", SqlReleaseReads.get_rollout)
+    list_rollouts = _To("release_reads", SqlReleaseReads.list_rollouts)
+    set_rollout_percent = _To("releases", SqlReleases.set_rollout_percent)
+    complete_rollout = _To("releases", SqlReleases.complete_rollout)
+    abort_rollout = _To("releases", SqlReleases.abort_rollout)
+    read_environment = _To("release_reads", SqlReleaseReads.read_environment)
 
     # -- events and webhooks
     events_after = _To("events", SqlEvents.events_after)

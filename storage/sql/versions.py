@@ -1,5 +1,5 @@
-"""Versions: numbering, the reads (production, latest, by ref), edits and the status
-changes other than promotion (storage/sql/releases.py).
+"""Versions: numbering (a new draft) and the reads (production, latest, by ref, the
+list); every other change of a version is a release change (storage/sql/releases.py).
 
 The hot read (production, latest or one version of a prompt) is one indexed statement
 outside any transaction, on the read lane's own connections (storage/sql/read_lane.py):
@@ -9,67 +9,23 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
+from sqlalchemy import insert, select, update
 
-from storage import contracts, lifecycle
+from storage import contracts, release
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
-from storage.sql.core import Concern, Database, prompt_record
-from storage.sql.rollout_rows import SqlRolloutRows
-from storage.sql.tables import placements, prompts, versions
-
-# Version numbers are 32-bit columns: a larger one names no version.
-_MAX_NUMBER = 2**31 - 1
-
-
-def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
-    """Which version ``version_ref`` names; None when it can name none."""
-    number = version_number(version_ref)
-    if number is not None:
-        return versions.c.version == number if number <= _MAX_NUMBER else None
-    if version_ref.startswith("v_"):
-        return versions.c.version_id == version_ref
-    return None
-
-
-def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
-    """The rows of ``table`` (versions, history) that belong to the prompt ``prompt``."""
-    return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
-
-
-def contract_values(
-    variables: Sequence[str],
-    variables_schema: dict[str, Any] | None,
-    examples: list[dict[str, Any]] | None,
-) -> dict[str, str | None]:
-    """A version's contract, checked (storage.contracts.validated), as its columns:
-    null for the implied schema and for no examples."""
-    schema, kept = contracts.validated(variables, variables_schema, examples)
-    return {
-        "variables_schema": None if schema is None else json.dumps(schema),
-        "examples": json.dumps(list(kept)) if kept else None,
-    }
-
-
-def _unplace(connection: Connection, prompt: Row[Any], number: int) -> None:
-    """Version ``number`` leaves every environment but production (the caller clears
-    the version's own ``placements`` mirror, or deletes it)."""
-    connection.execute(
-        placements.delete().where(of_prompt(placements, prompt), placements.c.version == number)
-    )
+from storage.sql.core import Concern, prompt_record
+from storage.sql.rows import version_columns
+from storage.sql.state import MAX_NUMBER, of_prompt
+from storage.sql.tables import prompts, versions
 
 
 class SqlVersions(Concern):
-    def __init__(self, db: Database, rows: SqlRolloutRows) -> None:
-        super().__init__(db)
-        self.rows = rows
-
     # -- reads
 
     def read_version(
@@ -90,7 +46,7 @@ class SqlVersions(Concern):
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         number = version_number(version_ref)
         found = None
-        if number is not None and number <= _MAX_NUMBER:
+        if number is not None and number <= MAX_NUMBER:
             found = self.read_version(org, prompt_ref, "number", number=number)
         elif number is None and version_ref.startswith("v_"):
             found = self.read_version(org, prompt_ref, "version_id", version_id=version_ref)
@@ -136,41 +92,6 @@ class SqlVersions(Concern):
         more = len(rows) > limit
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
 
-    # -- changes (each in one transaction, the prompt row locked first)
-
-    def locked_version(
-        self, connection: Connection, org: str, prompt_ref: str, version_ref: str
-    ) -> tuple[Row[Any], PromptVersion]:
-        """The prompt's row (locked) and the version; raises the not-found errors."""
-        prompt = self.db.find_prompt(connection, org, prompt_ref)
-        condition = _version_condition(version_ref)
-        row = None
-        if condition is not None:
-            row = connection.execute(
-                select(versions).where(of_prompt(versions, prompt), condition)
-            ).first()
-        if row is None:
-            raise VersionNotFound(prompt_ref, version_ref)
-        return prompt, self.db.version(prompt.name, prompt.prompt_type, row)
-
-    def set_status(
-        self, connection: Connection, prompt: Row[Any], number: int, **values: Any
-    ) -> PromptVersion:
-        row = connection.execute(
-            update(versions)
-            .where(of_prompt(versions, prompt), versions.c.version == number)
-            .values(**values)
-            .returning(*versions.c)
-        ).one()
-        return self.db.version(prompt.name, prompt.prompt_type, row)
-
-    def touch_prompt(self, connection: Connection, prompt: Row[Any], **values: Any) -> None:
-        connection.execute(
-            update(prompts)
-            .where(prompts.c.org == prompt.org, prompts.c.prompt_id == prompt.prompt_id)
-            .values(**values)
-        )
-
     def create_version(
         self,
         org: str,
@@ -184,34 +105,36 @@ class SqlVersions(Concern):
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
         now = self.db.clock()
-        contract = contract_values(variables, variables_schema, examples)
-        metadata_json = json.dumps(metadata or {})
+        schema, kept = contracts.validated(variables, variables_schema, examples)
         with self.db.write() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
+            fields = {
+                "prompt_id": prompt.prompt_id,
+                "version": number,
+                "version_id": new_id("v_"),
+                "content": content,
+                "variables": tuple(variables),
+                "status": "draft",
+                "metadata": metadata or {},
+                "tags": tuple(tags or ()),
+                "created_at": now,
+                "updated_at": now,
+                "created_by": created_by,
+                "variables_schema": schema,
+                "examples": kept,
+                "authors": release.people(created_by, person),
+            }
             row = connection.execute(
-                insert(versions)
-                .values(
-                    org=org,
-                    prompt_id=prompt.prompt_id,
-                    version=number,
-                    version_id=new_id("v_"),
-                    content=content,
-                    variables=json.dumps(list(variables)),
-                    status="draft",
-                    metadata=metadata_json,
-                    tags=json.dumps(list(tags or ())),
-                    created_at=now,
-                    updated_at=now,
-                    created_by=created_by,
-                    **contract,
-                )
-                .returning(*versions.c)
+                insert(versions).values(org=org, **version_columns(fields)).returning(*versions.c)
             ).one()
-            self.touch_prompt(
-                connection, prompt, counter=number, latest_version=number, updated_at=now
+            connection.execute(
+                update(prompts)
+                .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
+                .values(counter=number, latest_version=number, updated_at=now)
             )
             version = self.db.version(prompt.name, prompt.prompt_type, row)
             self.db.append_event(
@@ -225,150 +148,3 @@ class SqlVersions(Concern):
                 now,
             )
         return version
-
-    def edit_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        content: str,
-        *,
-        variables: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        now = self.db.clock()
-        contract = contract_values(variables, variables_schema, examples)
-        with self.db.write() as connection:
-            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_editable(current)
-            lifecycle.check_not_candidate(
-                current.version, self.rows.rollouts_of(connection, prompt)
-            )
-            version = self.set_status(
-                connection,
-                prompt,
-                current.version,
-                content=content,
-                variables=json.dumps(list(variables)),
-                updated_at=now,
-                **contract,
-            )
-            self.db.append_event(
-                connection,
-                org,
-                "version.updated",
-                prompt_record(prompt),
-                version,
-                actor,
-                request_id,
-                now,
-            )
-        return version
-
-    def archive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        now = self.db.clock()
-        with self.db.write() as connection:
-            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_archivable(current)
-            _unplace(connection, prompt, current.version)
-            version = self.set_status(
-                connection,
-                prompt,
-                current.version,
-                status="archived",
-                updated_at=now,
-                placements=None,
-            )
-            self.db.append_event(
-                connection,
-                org,
-                "version.archived",
-                prompt_record(prompt),
-                version,
-                actor,
-                request_id,
-                now,
-            )
-            self.rows.abort_rollouts_of(
-                connection, org, prompt, current.version, actor, request_id, now
-            )
-        return version
-
-    def unarchive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        now = self.db.clock()
-        with self.db.write() as connection:
-            prompt, current = self.locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_unarchivable(current)
-            version = self.set_status(
-                connection, prompt, current.version, status="draft", updated_at=now
-            )
-            self.db.append_event(
-                connection,
-                org,
-                "version.unarchived",
-                prompt_record(prompt),
-                version,
-                actor,
-                request_id,
-                now,
-            )
-        return version
-
-    def delete_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        now = self.db.clock()
-        with self.db.write() as connection:
-            prompt, version = self.locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_deletable(version)
-            self.rows.abort_rollouts_of(
-                connection, org, prompt, version.version, actor, request_id, now
-            )
-            _unplace(connection, prompt, version.version)
-            connection.execute(
-                versions.delete().where(
-                    of_prompt(versions, prompt), versions.c.version == version.version
-                )
-            )
-            latest = connection.execute(
-                select(versions.c.version)
-                .where(of_prompt(versions, prompt))
-                .order_by(versions.c.version.desc())
-                .limit(1)
-            ).scalar()
-            self.touch_prompt(connection, prompt, latest_version=latest, updated_at=now)
-            self.db.append_event(
-                connection,
-                org,
-                "version.deleted",
-                prompt_record(prompt),
-                version,
-                actor,
-                request_id,
-                now,
-            )
