@@ -1,9 +1,12 @@
 """Promotion latency under concurrent writers: ``python -m bench.promotion
-[--seconds S] [--writers N] [--storages sqlite,redis] [--redis-url URL] [--quick]``.
+[--seconds S] [--writers N] [--storages sqlite,postgresql,redis] [--redis-url URL]
+[--postgres-url URL] [--quick]``.
 
 gunicorn (the shipped gunicorn.conf.py, 2 gthread workers x 4 threads) on a SQLite file
-(WAL, in a temporary directory), and, as the reference of the same run, on the Redis db
-at ``--redis-url`` (FLUSHed before and after: give it a db nobody else uses). N writer
+(WAL, in a temporary directory), on the PostgreSQL database at ``--postgres-url``
+(emptied before and after, bench/sqldb.py), and, as the reference of the same run, on
+the Redis db at ``--redis-url`` (FLUSHed before and after: give it a db nobody else
+uses). By default SQLite and Redis. N writer
 processes (8 by default), each with its own keep-alive HTTP connection, add a draft to
 one shared prompt and promote it, over and over, for S seconds: every promotion writes
 the version's status, the previous production's, a history record and an event in one
@@ -36,7 +39,8 @@ from bench.http import ADMIN_SECRET, gunicorn, write_bootstrap
 from bench.report import table, write_section
 from tests.servers import Server
 
-STORAGES = ("sqlite", "redis")
+STORAGES = ("sqlite", "postgresql", "redis")
+DEFAULT_STORAGES = ("sqlite", "redis")
 PROMPT = "/api/v1/prompts/contended"
 
 
@@ -160,7 +164,8 @@ def run_one(storage: str, url: str, args: argparse.Namespace, workdir: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/9")
-    parser.add_argument("--storages", default=",".join(STORAGES))
+    parser.add_argument("--postgres-url", default=sqldb.POSTGRES_URL)
+    parser.add_argument("--storages", default=",".join(DEFAULT_STORAGES))
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--quick", action="store_true", help="3 s, no docs update")
@@ -178,6 +183,9 @@ def main() -> None:
             if storage == "redis":
                 redis.Redis.from_url(args.redis_url).flushdb()
                 url = args.redis_url
+            elif storage == "postgresql":
+                sqldb.empty_postgres(args.postgres_url)
+                url = args.postgres_url
             else:
                 url = sqldb.sqlite_url(workdir)
             print(f"[promotion] {storage}: {args.writers} writers for {args.seconds:g} s")
@@ -185,6 +193,8 @@ def main() -> None:
         finally:
             if storage == "redis":
                 redis.Redis.from_url(args.redis_url).flushdb()
+            elif storage == "postgresql":
+                sqldb.empty_postgres(args.postgres_url)
             shutil.rmtree(workdir, ignore_errors=True)
     body = report(runs, args, load)
     print(body)

@@ -86,7 +86,7 @@ def sql_bulk_versions(store: SqlStorage, org: str, name: str, count: int) -> Non
     the prompt's counter), in one transaction of the storage's own, 10,000 rows per
     INSERT. No events: the event log is not what is measured."""
     now = store.clock()
-    with store._write() as connection:
+    with store.db.write() as connection:
         prompt = connection.execute(
             select(tables.prompts).where(tables.prompts.c.org == org, tables.prompts.c.name == name)
         ).one()
@@ -120,7 +120,7 @@ def sql_bulk_versions(store: SqlStorage, org: str, name: str, count: int) -> Non
 def sql_bulk_prompts(store: SqlStorage, org: str, count: int) -> None:
     """``count`` empty prompts as create_prompt writes them, in one transaction."""
     now = store.clock()
-    with store._write() as connection:
+    with store.db.write() as connection:
         for start in range(0, count, 10_000):
             rows = [
                 {

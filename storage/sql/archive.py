@@ -10,7 +10,6 @@ data.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import Connection, Row, Table, exists, insert, or_, select, union
@@ -18,14 +17,19 @@ from sqlalchemy import exc as sa_exc
 
 from storage import lifecycle
 from storage.errors import OrgNotEmpty
-from storage.interface import OrgArchive, ReleaseStore
 from storage.interface.archive import environments_of_export
-from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, PromptVersion
+from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern, Database, prompt_record
+from storage.sql.environments import SqlEnvironments
 from storage.sql.identity import api_key_record, api_key_values, user_record, user_values
-from storage.sql.releases import _record
-from storage.sql.reviews import _body, _review
+from storage.sql.rows import (
+    history_record,
+    history_values,
+    review_record,
+    review_values,
+    version_values,
+)
 from storage.sql.tables import (
     api_keys,
     environments,
@@ -36,30 +40,6 @@ from storage.sql.tables import (
     users,
     versions,
 )
-
-
-def _version_values(org: str, version: PromptVersion) -> dict[str, Any]:
-    return {
-        "org": org,
-        "prompt_id": version.prompt_id,
-        "version": version.version,
-        "version_id": version.version_id,
-        "content": version.content,
-        "variables": json.dumps(list(version.variables)),
-        "status": version.status,
-        "metadata": json.dumps(version.metadata),
-        "tags": json.dumps(list(version.tags)),
-        "created_at": version.created_at,
-        "updated_at": version.updated_at,
-        "promoted_at": version.promoted_at,
-        "promoted_by": version.promoted_by,
-        "created_by": version.created_by,
-        "placements": json.dumps(sorted(version.placements)) if version.placements else None,
-        "variables_schema": None
-        if version.variables_schema is None
-        else json.dumps(version.variables_schema),
-        "examples": json.dumps(list(version.examples)) if version.examples else None,
-    }
 
 
 def _prompt_values(org: str, item: PromptSnapshot) -> dict[str, Any]:
@@ -105,18 +85,8 @@ def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[st
         for env in v.placements
     ]
     review_rows = [
-        {
-            "org": org,
-            "review_id": r.review_id,
-            "seq": seq,
-            "prompt_id": r.prompt_id,
-            "environment": r.environment,
-            "version": r.version,
-            "status": r.status,
-            "decided_at": r.decided_at,
-            "body": _body(r),
-        }
-        for seq, r in enumerate(snapshot.reviews, start=1)
+        {**review_values(org, review), "seq": seq}
+        for seq, review in enumerate(snapshot.reviews, start=1)
     ]
     return [
         (environments, environment_rows),
@@ -125,10 +95,14 @@ def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[st
     ]
 
 
-class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
+class SqlArchive(Concern):
+    def __init__(self, db: Database, environments: SqlEnvironments) -> None:
+        super().__init__(db)
+        self.environments = environments
+
     def list_orgs(self) -> list[str]:
         every = union(select(prompts.c.org), select(api_keys.c.org), select(users.c.org))
-        with self._read() as connection:
+        with self.db.read() as connection:
             return sorted(connection.execute(every).scalars().all())
 
     @staticmethod
@@ -149,7 +123,7 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
     ) -> tuple[PromptSnapshot, list[Row[Any]]] | None:
         """One prompt with its versions and history, and its reviews' rows; None when it
         was deleted since."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             statement = select(prompts).where(
                 prompts.c.org == org, prompts.c.prompt_id == prompt_id
             )
@@ -170,16 +144,16 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
                 select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == prompt_id)
             ).all()
         snapshot = PromptSnapshot(
-            prompt=self._prompt(row),
+            prompt=prompt_record(row),
             next_version=row.counter,
-            versions=tuple(self._version(row.name, row.prompt_type, v) for v in version_rows),
-            history=tuple(_record(h) for h in history_rows),
+            versions=tuple(self.db.version(row.name, row.prompt_type, v) for v in version_rows),
+            history=tuple(history_record(h) for h in history_rows),
         )
         return snapshot, list(review_rows)
 
     def export_org(self, org: str) -> OrgSnapshot:
-        environments = self.list_environments(org)
-        with self._read() as connection:
+        environments = self.environments.list_environments(org)
+        with self.db.read() as connection:
             prompt_ids = (
                 connection.execute(
                     select(prompts.c.prompt_id).where(prompts.c.org == org).order_by(prompts.c.name)
@@ -204,14 +178,14 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
             tuple(item for item, _ in exported),
             tuple(api_key_record(row) for row in keys),
             tuple(user_record(row) for row in user_rows),
-            environments_of_export(environments, self.list_environments(org)),
-            tuple(_review(row) for row in review_rows),
+            environments_of_export(environments, self.environments.list_environments(org)),
+            tuple(review_record(row) for row in review_rows),
         )
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         org = snapshot.org
         try:
-            with self._write() as connection:
+            with self.db.write() as connection:
                 dialect.serialize(connection, f"import_org:{org}")
                 if self._has_data(connection, org):
                     raise OrgNotEmpty(org)
@@ -219,27 +193,10 @@ class SqlArchive(SqlCore, ReleaseStore, OrgArchive):
                 connection.execute(environments.delete().where(environments.c.org == org))
                 rows = [_prompt_values(org, item) for item in snapshot.prompts]
                 version_rows = [
-                    _version_values(org, v) for item in snapshot.prompts for v in item.versions
+                    version_values(org, v) for item in snapshot.prompts for v in item.versions
                 ]
                 history_rows = [
-                    {
-                        "org": org,
-                        "prompt_id": record.prompt_id,
-                        "position": position,
-                        "history_id": record.history_id,
-                        "version_number": record.version_number,
-                        "promoted_by": record.promoted_by,
-                        "promoted_at": record.promoted_at,
-                        "previous_version": record.previous_version,
-                        "notes": record.notes,
-                        "environment": record.environment,
-                        "review_id": record.review_id,
-                        "approved_by": (
-                            json.dumps(list(record.approved_by)) if record.review_id else None
-                        ),
-                        "breaking": record.breaking or None,
-                        "rollout_id": record.rollout_id,
-                    }
+                    history_values(org, record, position)
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)
                 ]

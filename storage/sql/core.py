@@ -1,6 +1,7 @@
-"""What every concern of the SQL backend shares: the engines, transactions whose
-driver errors become storage errors, and the event log's append (every change writes
-its event in its own transaction).
+"""What every concern of the SQL backend shares, one :class:`Database` object: the
+engines, transactions whose driver errors become storage errors, the clock, the
+records rows decode to, and the event log's append (every change writes its event in
+its own transaction).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Row, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from storage.errors import StorageUnavailable
-from storage.interface import StorageCore
+from storage.errors import PromptNotFound, StorageUnavailable
+from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
-from storage.sql.tables import event_logs, events, utc
+from storage.sql.tables import event_logs, events, prompts, utc
 from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
@@ -34,27 +35,71 @@ UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutErr
 APPENDED = "promptsvc_appended"
 
 
+# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq).
+_EVENT_FIELDS = (
+    "type", "prompt_id", "prompt_name", "version", "version_id", "status",
+    "previous_version", "actor", "at", "request_id", "environment", "review_id",
+    "rollout_id", "percent",
+)  # fmt: skip
+
+
 def event_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
 
 
-class SqlCore(StorageCore):
-    """The engines and the transaction helpers; each concern is a mixin on top of it."""
+def prompt_record(row: Row[Any]) -> Prompt:
+    return Prompt(
+        prompt_id=row.prompt_id,
+        name=row.name,
+        prompt_type=row.prompt_type,
+        description=row.description,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        latest_version=row.latest_version,
+        production_version=row.production_version,
+    )
+
+
+def event_record(row: Row[Any]) -> Event:
+    return Event(
+        id=event_id(row.ms, row.seq),
+        type=row.type,
+        prompt_id=row.prompt_id,
+        prompt_name=row.prompt_name,
+        version=row.version,
+        version_id=row.version_id,
+        status=row.status,
+        previous_version=row.previous_version,
+        actor=row.actor,
+        at=row.at,
+        request_id=row.request_id,
+        environment=row.environment,
+        review_id=row.review_id,
+        rollout_id=row.rollout_id,
+        percent=row.percent,
+    )
+
+
+class Database:
+    """The engines, the transaction helpers and the clock every concern object of the
+    backend shares (storage/sql/storage.py makes one and hands it to each)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        super().__init__(clock)
+        self.clock = clock
+        # The least number of events kept per org (storage/interface/core.py).
+        self.event_log_size = EVENT_LOG_SIZE
         self.engine = engine
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._lane = ReadLane(engine)
+        self.lane = ReadLane(engine)
         self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
         # Woken after every commit of an event in this process (storage/sql/events.py).
-        self._appended = threading.Condition()
+        self.appended = threading.Condition()
 
     # -- transactions
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[Connection]:
         """One atomic change: the write lock from the start, commit at the end."""
         try:
             with writing(self.engine) as connection:
@@ -63,11 +108,11 @@ class SqlCore(StorageCore):
         except UNAVAILABLE:
             raise StorageUnavailable("the database did not answer") from None
         if appended:
-            with self._appended:
-                self._appended.notify_all()
+            with self.appended:
+                self.appended.notify_all()
 
     @contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[Connection]:
         """Several reads that see one snapshot."""
         try:
             with reading(self.engine) as connection:
@@ -75,7 +120,7 @@ class SqlCore(StorageCore):
         except UNAVAILABLE:
             raise StorageUnavailable("the database did not answer") from None
 
-    def _read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
+    def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
         connection when a pooled one turns out closed (the server restarted)."""
         for attempt in (1, 2):
@@ -94,20 +139,21 @@ class SqlCore(StorageCore):
 
     # -- records
 
-    @staticmethod
-    def _prompt(row: Row[Any]) -> Prompt:
-        return Prompt(
-            prompt_id=row.prompt_id,
-            name=row.name,
-            prompt_type=row.prompt_type,
-            description=row.description,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            latest_version=row.latest_version,
-            production_version=row.production_version,
-        )
+    def find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
+        """The prompt's row, locked for the transaction when it writes (PostgreSQL):
+        every change of a prompt or its versions takes this lock first."""
+        statement = select(prompts).where(prompts.c.org == org, prompts.c.name == prompt_ref)
+        row = connection.execute(dialect.locked(connection, statement)).first()
+        if row is None and prompt_ref.startswith("pmt_"):
+            statement = select(prompts).where(
+                prompts.c.org == org, prompts.c.prompt_id == prompt_ref
+            )
+            row = connection.execute(dialect.locked(connection, statement)).first()
+        if row is None:
+            raise PromptNotFound(prompt_ref)
+        return row
 
-    def _version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
+    def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
         """The version a ``versions`` row holds; memoized by the whole row, so any
         change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
         key = (name, prompt_type, *row)
@@ -133,12 +179,14 @@ class SqlCore(StorageCore):
             placements=tuple(json.loads(row.placements)) if row.placements else (),
             variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
             examples=tuple(json.loads(row.examples)) if row.examples else (),
+            frozen=bool(row.frozen),
+            authors=tuple(json.loads(row.authors)) if row.authors else (row.created_by,),
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         size += len(row.variables_schema or "") + len(row.examples or "")
         return self._versions_memo.put(key, version, size)
 
-    def _lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
+    def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
         """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
         those columns."""
         if len(row) > read_lane.VERSION_WIDTH:
@@ -148,7 +196,7 @@ class SqlCore(StorageCore):
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
         (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements, schema, examples = row[15:18]
+        placements, schema, examples, frozen, authors = row[15:20]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -168,13 +216,15 @@ class SqlCore(StorageCore):
             placements=tuple(json.loads(placements)) if placements else (),
             variables_schema=json.loads(schema) if schema else None,
             examples=tuple(json.loads(examples)) if examples else (),
+            frozen=bool(frozen),
+            authors=tuple(json.loads(authors)) if authors else (created_by,),
         )
         size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
         return self._versions_memo.put(row, version, size)
 
     # -- the event log
 
-    def _append_event(
+    def append_event(
         self,
         connection: Connection,
         org: str,
@@ -184,54 +234,47 @@ class SqlCore(StorageCore):
         actor: str | None,
         request_id: str | None,
         now: datetime,
-        previous_version: int | None = None,
-        *,
-        environment: str | None = None,
-        review_id: str | None = None,
-        status: str | None = None,
-        rollout_id: str | None = None,
-        percent: int | None = None,
     ) -> None:
-        """Write the event of a change in the change's transaction (``status``: the
-        event's own, a review's, instead of the version's).
+        """Write the event of a prompt's or a new version's change (release changes:
+        the events storage/release made, :meth:`append_events`)."""
+        event = Event(
+            id="",
+            type=kind,
+            prompt_id=prompt.prompt_id,
+            prompt_name=prompt.name,
+            version=None if version is None else version.version,
+            version_id=None if version is None else version.version_id,
+            status=None if version is None else version.status,
+            previous_version=None,
+            actor=actor,
+            at=now,
+            request_id=request_id,
+        )
+        self.append_events(connection, org, [event])
+
+    def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
+        """Write ``found`` (their ``id`` unset) in the change's transaction, in order.
 
         Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
         never lower than the last one whatever the clock does. The org's ``event_logs``
-        row is locked until commit, so ids are handed out in commit order and a reader
-        never sees a higher id before a lower one.
+        row is locked until commit (the upsert that reads it), so ids are handed out in
+        commit order and a reader never sees a higher id before a lower one.
         """
-        dialect.insert_ignoring_conflict(
-            connection, event_logs, org=org, last_ms=0, last_seq=0, kept=0, trimmed=False
-        )
+        first = {"org": org, "last_ms": 0, "last_seq": 0, "kept": 0, "trimmed": False}
         log = connection.execute(
-            dialect.locked(connection, select(event_logs).where(event_logs.c.org == org))
-        ).one()
-        ms = int(now.timestamp() * 1000)
-        position = (ms, 0) if ms > log.last_ms else (log.last_ms, log.last_seq + 1)
-        connection.execute(
-            insert(events).values(
-                org=org,
-                ms=position[0],
-                seq=position[1],
-                type=kind,
-                prompt_id=prompt.prompt_id,
-                prompt_name=prompt.name,
-                version=version.version if version else None,
-                version_id=version.version_id if version else None,
-                # A deleted version has no status any more.
-                status=status
-                or (version.status if version and kind != "version.deleted" else None),
-                previous_version=previous_version,
-                actor=actor,
-                at=now,
-                request_id=request_id,
-                environment=environment,
-                review_id=review_id,
-                rollout_id=rollout_id,
-                percent=percent,
+            dialect.upsert(connection, event_logs, first, org=event_logs.c.org).returning(
+                *event_logs.c
             )
-        )
-        kept, trimmed = log.kept + 1, log.trimmed
+        ).one()
+        ms, seq = log.last_ms, log.last_seq
+        rows = []
+        for event in found:
+            at = int(event.at.timestamp() * 1000)
+            ms, seq = (at, 0) if at > ms else (ms, seq + 1)
+            values = {name: getattr(event, name) for name in _EVENT_FIELDS}
+            rows.append({"org": org, "ms": ms, "seq": seq, **values})
+        connection.execute(insert(events), rows)
+        kept, trimmed = log.kept + len(rows), log.trimmed
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(
@@ -252,27 +295,15 @@ class SqlCore(StorageCore):
         connection.execute(
             update(event_logs)
             .where(event_logs.c.org == org)
-            .values(last_ms=position[0], last_seq=position[1], kept=kept, trimmed=trimmed)
+            .values(last_ms=ms, last_seq=seq, kept=kept, trimmed=trimmed)
         )
         dialect.notify_events(connection, org)
         connection.info[APPENDED] = True
 
-    @staticmethod
-    def _event(row: Row[Any]) -> Event:
-        return Event(
-            id=event_id(row.ms, row.seq),
-            type=row.type,
-            prompt_id=row.prompt_id,
-            prompt_name=row.prompt_name,
-            version=row.version,
-            version_id=row.version_id,
-            status=row.status,
-            previous_version=row.previous_version,
-            actor=row.actor,
-            at=row.at,
-            request_id=row.request_id,
-            environment=row.environment,
-            review_id=row.review_id,
-            rollout_id=row.rollout_id,
-            percent=row.percent,
-        )
+
+class Concern:
+    """One concern of the backend (prompts, identity, webhooks, ...) over the shared
+    :class:`Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db

@@ -1,39 +1,32 @@
-"""Environments: the org's list and the version each holds for a prompt (placements are
-moved by promotions: storage/sql/releases.py)."""
+"""Environments: the org's list, their creation and change, and the version each holds
+for a prompt (moved by release changes, which delete them too: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from sqlalchemy import Connection, func, insert, select, update
 
-from sqlalchemy import Connection, Row, func, insert, select, update
-
-from storage import lifecycle
 from storage.errors import EnvironmentExists, NothingInEnvironment
 from storage.records import PRODUCTION, Environment, PromptVersion
-from storage.sql.releases import SqlReleases
-from storage.sql.tables import environments, placements, versions
+from storage.sql.core import Concern, Database
+from storage.sql.state import environment_named, org_environments
+from storage.sql.tables import environments
+from storage.sql.versions import SqlVersions
 
 
-def _environment(row: Row[Any]) -> Environment:
-    return Environment(row.name, row.required_approvals, row.description, row.created_at)
-
-
-class SqlEnvironments(SqlReleases):
+class SqlEnvironments(Concern):
     """Environments of an org, each change in one transaction."""
 
+    def __init__(self, db: Database, versions: SqlVersions) -> None:
+        super().__init__(db)
+        self.versions = versions
+
     def list_environments(self, org: str) -> list[Environment]:
-        with self._read() as connection:
-            rows = connection.execute(
-                select(environments).where(environments.c.org == org).order_by(environments.c.seq)
-            ).all()
-        stored = {row.name: _environment(row) for row in rows}
-        production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
-        return [production, *stored.values()]
+        with self.db.read() as connection:
+            return list(org_environments(connection, org).values())
 
     def get_environment(self, org: str, name: str) -> Environment:
-        with self._read() as connection:
-            return self._environment(connection, org, name)
+        with self.db.read() as connection:
+            return environment_named(connection, org, name)
 
     @staticmethod
     def _next_seq(connection: Connection, org: str) -> int:
@@ -45,8 +38,8 @@ class SqlEnvironments(SqlReleases):
     def create_environment(
         self, org: str, name: str, required_approvals: int = 0, description: str | None = None
     ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.clock())
-        with self._write() as connection:
+        environment = Environment(name, required_approvals, description, self.db.clock())
+        with self.db.write() as connection:
             found = connection.execute(
                 select(environments.c.name).where(
                     environments.c.org == org, environments.c.name == name
@@ -74,8 +67,8 @@ class SqlEnvironments(SqlReleases):
         required_approvals: int | None = None,
         description: str | None = None,
     ) -> Environment:
-        with self._write() as connection:
-            current = self._environment(connection, org, name)
+        with self.db.write() as connection:
+            current = environment_named(connection, org, name)
             changed = Environment(
                 name,
                 current.required_approvals if required_approvals is None else required_approvals,
@@ -99,45 +92,13 @@ class SqlEnvironments(SqlReleases):
                 )
         return changed
 
-    @staticmethod
-    def _unplace_everywhere(connection: Connection, org: str, name: str) -> None:
-        """Take every prompt's version out of ``name``, and the environment's row (its
-        reviews: storage/sql/reviews.py's delete_environment)."""
-        held = connection.execute(
-            select(placements).where(placements.c.org == org, placements.c.environment == name)
-        ).all()
-        for placement in held:
-            row = connection.execute(
-                select(versions.c.placements).where(
-                    versions.c.org == org,
-                    versions.c.prompt_id == placement.prompt_id,
-                    versions.c.version == placement.version,
-                )
-            ).scalar()
-            kept = set(json.loads(row) if row else []) - {name}
-            connection.execute(
-                update(versions)
-                .where(
-                    versions.c.org == org,
-                    versions.c.prompt_id == placement.prompt_id,
-                    versions.c.version == placement.version,
-                )
-                .values(placements=json.dumps(sorted(kept)) if kept else None)
-            )
-        connection.execute(
-            placements.delete().where(placements.c.org == org, placements.c.environment == name)
-        )
-        connection.execute(
-            environments.delete().where(environments.c.org == org, environments.c.name == name)
-        )
-
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         if environment == PRODUCTION:
-            return self.get_production(org, prompt_ref)
-        found = self._read_version(org, prompt_ref, "environment", environment=environment)
+            return self.versions.get_production(org, prompt_ref)
+        found = self.versions.read_version(org, prompt_ref, "environment", environment=environment)
         if found is not None:
             return found
-        with self._read() as connection:
-            self._find_prompt(connection, org, prompt_ref)
-            self._environment(connection, org, environment)
+        with self.db.read() as connection:
+            self.db.find_prompt(connection, org, prompt_ref)
+            environment_named(connection, org, environment)
         raise NothingInEnvironment(prompt_ref, environment)

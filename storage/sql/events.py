@@ -17,10 +17,9 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from storage.ids import event_position
-from storage.interface import EventStore
 from storage.records import Event, EventLogBounds
 from storage.sql import dialect
-from storage.sql.core import SqlCore, event_id
+from storage.sql.core import Concern, event_id, event_record
 from storage.sql.tables import event_logs, events
 
 log = logging.getLogger(__name__)
@@ -69,30 +68,30 @@ class _Listener:
         self._stopped.set()
 
 
-class SqlEvents(SqlCore, EventStore):
+class SqlEvents(Concern):
     _listener: _Listener | None = None
 
-    def _start_listener(self) -> None:
-        if self.engine.dialect.name == "postgresql":
-            self._listener = _Listener(self.engine, self._appended)
+    def start_listener(self) -> None:
+        if self.db.engine.dialect.name == "postgresql":
+            self._listener = _Listener(self.db.engine, self.db.appended)
 
-    def _stop_listener(self) -> None:
+    def stop_listener(self) -> None:
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
 
     def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 _after(org, after).order_by(events.c.ms, events.c.seq).limit(limit)
             ).all()
-        return [self._event(row) for row in rows]
+        return [event_record(row) for row in rows]
 
     def events_after(self, org: str, after: str, limit: int) -> list[Event]:
         return self._events_after(org, event_position(after), limit)
 
     def event_log_bounds(self, org: str) -> EventLogBounds:
-        with self._read() as connection:
+        with self.db.read() as connection:
             trimmed = connection.execute(
                 select(event_logs.c.trimmed).where(event_logs.c.org == org)
             ).scalar()
@@ -115,5 +114,5 @@ class SqlEvents(SqlCore, EventStore):
             remaining = deadline - time.monotonic()
             if found or remaining <= 0:
                 return found
-            with self._appended:
-                self._appended.wait(min(remaining, dialect.POLL_INTERVAL))
+            with self.db.appended:
+                self.db.appended.wait(min(remaining, dialect.POLL_INTERVAL))

@@ -16,10 +16,9 @@ from sqlalchemy import Row, exists, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
-from storage.interface import IdentityStore
 from storage.records import ApiKey, SigningKey, User
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern
 from storage.sql.tables import api_keys, instance_secrets, signing_keys, users
 
 # The row of ``instance_secrets`` that holds the console's session secret.
@@ -84,11 +83,11 @@ def user_values(user: User) -> dict[str, Any]:
     }
 
 
-class SqlIdentity(SqlCore, IdentityStore):
+class SqlIdentity(Concern):
     # -- orgs and API keys
 
     def org_exists(self, org: str) -> bool:
-        row = self._read_one(
+        row = self.db.read_one(
             select(
                 or_(
                     exists().where(api_keys.c.org == org),
@@ -100,26 +99,26 @@ class SqlIdentity(SqlCore, IdentityStore):
 
     def add_api_key(self, key: ApiKey) -> None:
         try:
-            with self._write() as connection:
+            with self.db.write() as connection:
                 connection.execute(insert(api_keys).values(**api_key_values(key)))
         except sa_exc.IntegrityError:
             raise ApiKeyExists(key.client_id) from None
 
     def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
-        row = self._read_one(
+        row = self.db.read_one(
             select(api_keys).where(api_keys.c.org == org, api_keys.c.client_id == client_id)
         )
         return None if row is None else api_key_record(row)
 
     def list_api_keys(self, org: str) -> list[ApiKey]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 select(api_keys).where(api_keys.c.org == org).order_by(api_keys.c.seq)
             ).all()
         return [api_key_record(row) for row in rows]
 
     def _change_api_key(self, org: str, client_id: str, **changes: Any) -> ApiKey:
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = connection.execute(
                 update(api_keys)
                 .where(api_keys.c.org == org, api_keys.c.client_id == client_id)
@@ -140,21 +139,23 @@ class SqlIdentity(SqlCore, IdentityStore):
 
     def add_user(self, user: User) -> None:
         try:
-            with self._write() as connection:
+            with self.db.write() as connection:
                 connection.execute(insert(users).values(**user_values(user)))
         except sa_exc.IntegrityError:
             raise UserExists(user.username) from None
 
     def get_user(self, org: str, username: str) -> User | None:
-        row = self._read_one(select(users).where(users.c.org == org, users.c.username == username))
+        row = self.db.read_one(
+            select(users).where(users.c.org == org, users.c.username == username)
+        )
         return None if row is None else user_record(row)
 
     def get_user_by_id(self, org: str, user_id: str) -> User | None:
-        row = self._read_one(select(users).where(users.c.org == org, users.c.user_id == user_id))
+        row = self.db.read_one(select(users).where(users.c.org == org, users.c.user_id == user_id))
         return None if row is None else user_record(row)
 
     def list_users(self, org: str) -> list[User]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 select(users).where(users.c.org == org).order_by(users.c.seq)
             ).all()
@@ -169,14 +170,14 @@ class SqlIdentity(SqlCore, IdentityStore):
         disabled: bool | None = None,
         password_hash: str | None = None,
     ) -> User:
-        changes: dict[str, Any] = {"updated_at": self.clock()}
+        changes: dict[str, Any] = {"updated_at": self.db.clock()}
         if role is not None:
             changes["role"] = role
         if disabled is not None:
             changes["disabled"] = disabled
         if password_hash is not None:
             changes["password_hash"] = password_hash
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = connection.execute(
                 update(users)
                 .where(users.c.org == org, users.c.username == username)
@@ -190,12 +191,12 @@ class SqlIdentity(SqlCore, IdentityStore):
     # -- signing keys
 
     def signing_keys(self) -> list[SigningKey]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(select(signing_keys).order_by(signing_keys.c.seq)).all()
         return [_signing_key(row) for row in rows]
 
     def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
-        with self._write() as connection:
+        with self.db.write() as connection:
             dialect.serialize(connection, "signing_keys")
             newest = select(signing_keys).order_by(signing_keys.c.seq.desc()).limit(1)
             row = connection.execute(newest).first()
@@ -211,7 +212,7 @@ class SqlIdentity(SqlCore, IdentityStore):
         return _signing_key(row)
 
     def add_signing_key(self, key: SigningKey) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             # Not beside a first key being chosen: then there would be two first keys.
             dialect.serialize(connection, "signing_keys")
             connection.execute(
@@ -221,13 +222,13 @@ class SqlIdentity(SqlCore, IdentityStore):
             )
 
     def remove_signing_key(self, kid: str) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(signing_keys.delete().where(signing_keys.c.kid == kid))
 
     # -- the console's session secret
 
     def ensure_session_secret(self, candidate: str) -> str:
-        with self._write() as connection:
+        with self.db.write() as connection:
             dialect.insert_ignoring_conflict(
                 connection, instance_secrets, name=SESSION_SECRET, value=candidate
             )

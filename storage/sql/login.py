@@ -22,10 +22,9 @@ from sqlalchemy import Connection, Row, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
-from storage.interface import IdentityStore
 from storage.login_records import AuthorizationCode, DeviceAuthorization
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern
 from storage.sql.tables import (
     authorization_codes,
     device_authorizations,
@@ -80,10 +79,10 @@ def _device(row: Row[Any]) -> DeviceAuthorization:
     )
 
 
-class SqlLogin(SqlCore, IdentityStore):
+class SqlLogin(Concern):
     _flow_writes = 0
 
-    def _added(self, connection: Connection, now: datetime) -> None:
+    def added(self, connection: Connection, now: datetime) -> None:
         """Count a flow write; every SWEEP_EVERY-th drops every expired flow row."""
         self._flow_writes += 1
         if self._flow_writes % SWEEP_EVERY == 0:
@@ -94,8 +93,8 @@ class SqlLogin(SqlCore, IdentityStore):
 
     def add_authorization_code(self, code: AuthorizationCode) -> None:
         codes = authorization_codes.c
-        with self._write() as connection:
-            self._added(connection, self.clock())
+        with self.db.write() as connection:
+            self.added(connection, self.db.clock())
             connection.execute(
                 authorization_codes.delete().where(
                     codes.org == code.org, codes.code_hash == code.code_hash
@@ -119,9 +118,9 @@ class SqlLogin(SqlCore, IdentityStore):
             )
 
     def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
-        now = self.clock()
+        now = self.db.clock()
         codes = authorization_codes.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = connection.execute(
                 authorization_codes.delete()
                 .where(codes.org == org, codes.code_hash == code_hash)
@@ -143,16 +142,16 @@ class SqlLogin(SqlCore, IdentityStore):
             else devices.device_code_hash == device_code_hash
         )
         statement = select(device_authorizations).where(
-            devices.org == org, key, devices.expires_at > self.clock()
+            devices.org == org, key, devices.expires_at > self.db.clock()
         )
         return connection.execute(dialect.locked(connection, statement)).first()
 
     def add_device_authorization(self, device: DeviceAuthorization) -> None:
-        now = self.clock()
+        now = self.db.clock()
         devices = device_authorizations.c
         try:
-            with self._write() as connection:
-                self._added(connection, now)
+            with self.db.write() as connection:
+                self.added(connection, now)
                 # An expired record frees its codes.
                 connection.execute(
                     device_authorizations.delete().where(
@@ -187,11 +186,11 @@ class SqlLogin(SqlCore, IdentityStore):
         self, org: str, device_code_hash: str
     ) -> DeviceAuthorization | None:
         devices = device_authorizations.c
-        row = self._read_one(
+        row = self.db.read_one(
             select(device_authorizations).where(
                 devices.org == org,
                 devices.device_code_hash == device_code_hash,
-                devices.expires_at > self.clock(),
+                devices.expires_at > self.db.clock(),
             )
         )
         return None if row is None else _device(row)
@@ -200,11 +199,11 @@ class SqlLogin(SqlCore, IdentityStore):
         self, org: str, user_code: str
     ) -> DeviceAuthorization | None:
         devices = device_authorizations.c
-        row = self._read_one(
+        row = self.db.read_one(
             select(device_authorizations).where(
                 devices.org == org,
                 devices.user_code == user_code,
-                devices.expires_at > self.clock(),
+                devices.expires_at > self.db.clock(),
             )
         )
         return None if row is None else _device(row)
@@ -219,7 +218,7 @@ class SqlLogin(SqlCore, IdentityStore):
         session_id: str | None = None,
     ) -> DeviceAuthorization | None:
         devices = device_authorizations.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = self._find_device(connection, org, user_code=user_code)
             if row is None:
                 return None
@@ -241,14 +240,14 @@ class SqlLogin(SqlCore, IdentityStore):
         self, org: str, device_code_hash: str
     ) -> DeviceAuthorization | None:
         devices = device_authorizations.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = self._find_device(connection, org, device_code_hash=device_code_hash)
             if row is None:
                 return None
             connection.execute(
                 update(device_authorizations)
                 .where(devices.org == org, devices.device_code_hash == device_code_hash)
-                .values(last_polled_at=self.clock())
+                .values(last_polled_at=self.db.clock())
             )
         return _device(row)
 
@@ -256,14 +255,14 @@ class SqlLogin(SqlCore, IdentityStore):
         self, org: str, device_code_hash: str
     ) -> DeviceAuthorization | None:
         devices = device_authorizations.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = connection.execute(
                 device_authorizations.delete()
                 .where(
                     devices.org == org,
                     devices.device_code_hash == device_code_hash,
                     devices.status == "approved",
-                    devices.expires_at > self.clock(),
+                    devices.expires_at > self.db.clock(),
                 )
                 .returning(*device_authorizations.c)
             ).first()

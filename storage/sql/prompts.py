@@ -12,11 +12,11 @@ from storage.errors import PromptExists, PromptNotFound
 from storage.ids import new_id
 from storage.records import Page, Prompt
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
 
 
-class SqlPrompts(SqlCore):
+class SqlPrompts(Concern):
     """Prompts (with storage/sql/versions.py and releases.py: the PromptStore)."""
 
     def _find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
@@ -43,10 +43,10 @@ class SqlPrompts(SqlCore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Prompt:
-        now = self.clock()
+        now = self.db.clock()
         prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
         try:
-            with self._write() as connection:
+            with self.db.write() as connection:
                 connection.execute(
                     insert(prompts).values(
                         prompt_id=prompt.prompt_id,
@@ -60,7 +60,7 @@ class SqlPrompts(SqlCore):
                         promotions=0,
                     )
                 )
-                self._append_event(
+                self.db.append_event(
                     connection, org, "prompt.created", prompt, None, actor, request_id, now
                 )
         except sa_exc.IntegrityError:
@@ -68,27 +68,27 @@ class SqlPrompts(SqlCore):
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
-        with self._read() as connection:
-            return self._prompt(self._find_prompt(connection, org, prompt_ref))
+        with self.db.read() as connection:
+            return prompt_record(self.db.find_prompt(connection, org, prompt_ref))
 
     def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
         statement = select(prompts).where(prompts.c.org == org)
         if cursor:
             statement = statement.where(prompts.c.name > decode_cursor(cursor))
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(statement.order_by(prompts.c.name).limit(limit + 1)).all()
-        items = [self._prompt(row) for row in rows[:limit]]
+        items = [prompt_record(row) for row in rows[:limit]]
         more = len(rows) > limit
         return Page(items, encode_cursor(items[-1].name) if more else None)
 
     def delete_prompt(
         self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
     ) -> None:
-        now = self.clock()
-        with self._write() as connection:
-            prompt = self._prompt(self._find_prompt(connection, org, prompt_ref))
+        now = self.db.clock()
+        with self.db.write() as connection:
+            prompt = prompt_record(self.db.find_prompt(connection, org, prompt_ref))
             # Versions and history go with it (ON DELETE CASCADE).
             connection.execute(prompts.delete().where(prompts.c.prompt_id == prompt.prompt_id))
-            self._append_event(
+            self.db.append_event(
                 connection, org, "prompt.deleted", prompt, None, actor, request_id, now
             )

@@ -32,7 +32,6 @@ from sqlalchemy import exc as sa_exc
 
 from storage.records import RateLimitSettings
 from storage.sql import dialect
-from storage.sql.core import SqlCore
 from storage.sql.engine import reading, writing
 from storage.sql.tables import rate_limit_counters, rate_limit_entries
 
@@ -176,7 +175,6 @@ class SqlCounters(LimitsStorage, MovingWindowSupport):
         return int(keys)
 
 
-class SqlRateLimits(SqlCore):
-    def rate_limit_settings(self) -> RateLimitSettings:
-        # The backend's own engine (and pool): the counters live in its database.
-        return RateLimitSettings(f"{SCHEME}://", {"engine": self.engine})
+def settings(engine: Engine) -> RateLimitSettings:
+    """Counters in the backend's own database, through its engine (and pool)."""
+    return RateLimitSettings(f"{SCHEME}://", {"engine": engine})

@@ -1,208 +1,100 @@
-"""Promotion and rollback into any environment, and the promotion history, each change
-in one transaction."""
+"""Every release change of the SQL backend: promotion and rollback, reviews, rollouts,
+the edit, archive, unarchive and deletion of a version, and the deletion of an
+environment. Each is one transaction that locks the prompt's row, loads its state
+(storage/sql/state.py), lets the release engine decide (storage/release: every rule
+is there) and applies the change (storage/sql/apply.py)."""
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, cast
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, func, select, union
 
-from storage import contracts, lifecycle
-from storage.cursors import decode_number_cursor, encode_cursor
-from storage.errors import EnvironmentNotFound
-from storage.ids import new_id
-from storage.interface import PromptStore
+from storage import contracts, release
+from storage.errors import PromptNotFound, ReviewNotFound, VersionNotFound
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import (
-    PRODUCTION,
-    Environment,
-    Page,
-    Promotion,
-    PromotionRecord,
-    PromptVersion,
-    Review,
-    Rollout,
-)
-from storage.sql.tables import environments, history, placements, versions
-from storage.sql.versions import SqlVersions, of_prompt
+from storage.records import PRODUCTION, Promotion, PromptVersion, Review, Rollout
+from storage.release import Actor, Request
+from storage.sql import dialect
+from storage.sql.apply import apply
+from storage.sql.core import Concern
+from storage.sql.identity import user_record
+from storage.sql.state import load, org_environments
+from storage.sql.tables import environments, placements, prompts, reviews, rollouts, users
 
 
-def _record(row: Row[Any]) -> PromotionRecord:
-    return PromotionRecord(
-        history_id=row.history_id,
-        prompt_id=row.prompt_id,
-        version_number=row.version_number,
-        promoted_by=row.promoted_by,
-        promoted_at=row.promoted_at,
-        previous_version=row.previous_version,
-        notes=row.notes,
-        environment=row.environment or PRODUCTION,
-        review_id=row.review_id,
-        approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
-        rollout_id=row.rollout_id,
-        breaking=bool(row.breaking),
-    )
-
-
-class SqlReleases(SqlVersions, PromptStore):
-    """Promotions and rollbacks into any environment, the rules by storage/lifecycle.py;
-    with SqlVersions and SqlPrompts, the PromptStore. Environments other than production
-    are rows of ``placements``, mirrored on each version's ``placements`` column."""
-
-    # -- environments as a promotion sees them (the transaction's connection)
+class SqlReleases(Concern):
+    """The release changes, each decided by storage/release and applied in one
+    transaction."""
 
     @staticmethod
-    def _environment(connection: Connection, org: str, name: str) -> Environment:
-        row = connection.execute(
-            select(environments).where(environments.c.org == org, environments.c.name == name)
-        ).first()
-        if row is not None:
-            return Environment(row.name, row.required_approvals, row.description, row.created_at)
-        if name == PRODUCTION:
-            return lifecycle.default_production()
-        raise EnvironmentNotFound(name)
+    def _locked_by_id(connection: Connection, org: str, prompt_id: str) -> Row[Any]:
+        statement = select(prompts).where(prompts.c.org == org, prompts.c.prompt_id == prompt_id)
+        row = connection.execute(dialect.locked(connection, statement)).first()
+        if row is None:
+            raise PromptNotFound(prompt_id)
+        return row
 
-    @staticmethod
-    def _current(connection: Connection, prompt: Row[Any], environment: str) -> int | None:
-        """The number of the version ``environment`` holds for ``prompt``, or None."""
-        if environment == PRODUCTION:
-            number: int | None = prompt.production_version
-            return number
-        found: int | None = connection.execute(
-            select(placements.c.version).where(
-                of_prompt(placements, prompt), placements.c.environment == environment
-            )
-        ).scalar()
-        return found
-
-    def _find_number(
-        self, connection: Connection, prompt: Row[Any], number: int
-    ) -> PromptVersion | None:
-        row = connection.execute(
-            select(versions).where(of_prompt(versions, prompt), versions.c.version == number)
-        ).first()
-        return None if row is None else self._version(prompt.name, prompt.prompt_type, row)
-
-    def _held(
-        self, connection: Connection, prompt: Row[Any], number: int | None
-    ) -> PromptVersion | None:
-        """Version ``number`` (what an environment holds), or None for none."""
-        return None if number is None else self._find_number(connection, prompt, number)
-
-    def _set_placements(
-        self, connection: Connection, prompt: Row[Any], number: int, names: set[str]
-    ) -> PromptVersion:
-        value = json.dumps(sorted(names)) if names else None
-        return self._set_status(connection, prompt, number, placements=value)
-
-    def _enter(
+    def _decide(
         self,
-        connection: Connection,
         org: str,
-        prompt: Row[Any],
-        number: int,
-        environment: str,
-        promoted_by: str,
-        notes: str | None,
-        now: datetime,
+        prompt_ref: str | None,
+        kind: type[Request],
+        actor: Actor,
         request_id: str | None,
         *,
-        archive_previous: bool = True,
-        review: Review | None = None,
-        rollout: Rollout | None = None,
-        breaking: bool = False,
-    ) -> Promotion:
-        """Version ``number`` becomes ``environment``'s, replacing what it held (in
-        production: published, the previous one archived or made a draft), with its
-        history record and event (the caller checked the rules; ``rollout``: the
-        rollout this completes)."""
-        previous = self._current(connection, prompt, environment)
-        production = prompt.production_version
-        if environment == PRODUCTION:
-            if previous is not None:
-                self._set_status(
-                    connection,
-                    prompt,
-                    previous,
-                    status="archived" if archive_previous else "draft",
-                    updated_at=now,
-                )
-            version = self._set_status(
+        version_ref: str | None = None,
+        review_id: str | None = None,
+        with_history: bool = False,
+        **fields: Any,
+    ) -> Any:
+        """Decide the request ``kind(**fields)`` and apply its change, in one
+        transaction; its answer (a refusal the change carries is raised after the
+        commit: a stale review keeps its status). ``version_ref``: the version the
+        request names (its ``version``); ``review_id``: the review it decides, whose
+        prompt it locks, its actor's stored user read in the same transaction."""
+        now = self.db.clock()
+        with self.db.write() as connection:
+            if review_id is not None:
+                prompt_id = connection.execute(
+                    select(reviews.c.prompt_id).where(
+                        reviews.c.org == org, reviews.c.review_id == review_id
+                    )
+                ).scalar()
+                if prompt_id is None:
+                    raise ReviewNotFound(review_id)
+                prompt = self._locked_by_id(connection, org, prompt_id)
+                if kind in (release.ApproveReview, release.RejectReview):
+                    row = connection.execute(
+                        select(users).where(users.c.org == org, users.c.user_id == actor.identity)
+                    ).first()
+                    actor = replace(actor, record=None if row is None else user_record(row))
+                fields["review_id"] = review_id
+            else:
+                assert prompt_ref is not None
+                prompt = self.db.find_prompt(connection, org, prompt_ref)
+            state, number = load(
+                self.db,
                 connection,
                 prompt,
-                number,
-                status="published",
-                updated_at=now,
-                promoted_at=now,
-                promoted_by=promoted_by,
+                version_ref=version_ref,
+                review_id=review_id,
+                with_history=with_history,
             )
-            production = number
-        else:
-            if previous is not None:
-                old = self._find_number(connection, prompt, previous)
-                assert old is not None
-                self._set_placements(
-                    connection, prompt, previous, set(old.placements) - {environment}
-                )
-                connection.execute(
-                    update(placements)
-                    .where(of_prompt(placements, prompt), placements.c.environment == environment)
-                    .values(version=number)
-                )
-            else:
-                connection.execute(
-                    insert(placements).values(
-                        org=org, prompt_id=prompt.prompt_id, environment=environment, version=number
-                    )
-                )
-            new = self._find_number(connection, prompt, number)
-            assert new is not None
-            version = self._set_placements(
-                connection, prompt, number, {*new.placements, environment}
-            )
-        position = prompt.promotions + 1
-        row = connection.execute(
-            insert(history)
-            .values(
-                org=org,
-                prompt_id=prompt.prompt_id,
-                position=position,
-                history_id=new_id("h_"),
-                version_number=number,
-                promoted_by=promoted_by,
-                promoted_at=now,
-                previous_version=previous,
-                notes=notes,
-                environment=environment,
-                review_id=None if review is None else review.review_id,
-                approved_by=None
-                if review is None
-                else json.dumps([a.user_id for a in review.approvals]),
-                rollout_id=None if rollout is None else rollout.rollout_id,
-                breaking=breaking,
-            )
-            .returning(*history.c)
-        ).one()
-        self._touch_prompt(
-            connection, prompt, production_version=production, promotions=position, updated_at=now
-        )
-        self._append_event(
-            connection,
-            org,
-            "version.promoted",
-            self._prompt(prompt),
-            version,
-            promoted_by,
-            request_id,
-            now,
-            previous_version=previous,
-            environment=environment,
-            review_id=None if review is None else review.review_id,
-            rollout_id=None if rollout is None else rollout.rollout_id,
-        )
-        return Promotion(version, _record(row))
+            if version_ref is not None:
+                if number is None:
+                    raise VersionNotFound(prompt_ref or prompt.name, version_ref)
+                fields["version"] = number
+            request = kind(now=now, actor=actor, request_id=request_id, **fields)
+            change = release.decide(state, request)
+            apply(self.db, connection, prompt, change, now)
+        if change.refusal is not None:
+            raise change.refusal
+        return change.answer
+
+    # -- promotion and rollback
 
     def promote(
         self,
@@ -218,32 +110,20 @@ class SqlReleases(SqlVersions, PromptStore):
         environment: str = PRODUCTION,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
-        lifecycle.check_acknowledgement(allow_breaking, notes)
-        with self._write() as connection:
-            prompt, version = self._locked_version(connection, org, prompt_ref, version_ref)
-            lifecycle.check_unprotected(self._environment(connection, org, environment))
-            lifecycle.check_no_rollout(
-                prompt_ref, self._rollout_in(connection, prompt, environment), "promote"
-            )
-            current = self._current(connection, prompt, environment)
-            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
-            lifecycle.check_enterable(environment, version, current)
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), version)
-            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            return self._enter(
-                connection,
-                org,
-                prompt,
-                version.version,
-                environment,
-                promoted_by,
-                notes,
-                now,
-                request_id,
-                archive_previous=archive_previous,
-                breaking=breaking,
-            )
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.Promote,
+            Actor(promoted_by),
+            request_id,
+            version_ref=version_ref,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            expected=expected_production,
+            allow_breaking=allow_breaking,
+        )
+        return cast(Promotion, found)
 
     def rollback(
         self,
@@ -257,61 +137,357 @@ class SqlReleases(SqlVersions, PromptStore):
         request_id: str | None = None,
         environment: str = PRODUCTION,
     ) -> Promotion:
-        now = self.clock()
-        with self._write() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
-            self._environment(connection, org, environment)
-            lifecycle.check_no_rollout(
-                prompt_ref, self._rollout_in(connection, prompt, environment), "rollback"
-            )
-            current = self._current(connection, prompt, environment)
-            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
-            # The rule walks the whole history (storage/lifecycle.py), oldest first.
-            records = [
-                _record(row)
-                for row in connection.execute(
-                    select(history).where(of_prompt(history, prompt)).order_by(history.c.position)
-                )
-            ]
-            target = lifecycle.rollback_target(
-                prompt_ref,
-                current,
-                records,
-                to_version,
-                lambda number: self._find_number(connection, prompt, number),
-                environment,
-            )
-            notes = lifecycle.rollback_notes(target) if notes is None else notes
-            # Exempt from the check, but the record says whether it breaks.
-            restored = self._find_number(connection, prompt, target)
-            assert restored is not None  # rollback_target found it
-            changes = contracts.breaking_changes(self._held(connection, prompt, current), restored)
-            return self._enter(
-                connection,
-                org,
-                prompt,
-                target,
-                environment,
-                promoted_by,
-                notes,
-                now,
-                request_id,
-                breaking=bool(changes),
-            )
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.Rollback,
+            Actor(promoted_by),
+            request_id,
+            with_history=True,
+            environment=environment,
+            notes=notes,
+            to_version=to_version,
+            expected=expected_production,
+        )
+        return cast(Promotion, found)
 
-    def list_history(
-        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
-    ) -> Page[PromotionRecord]:
-        # Positions are 1-based promotion sequence numbers; pages go newest first.
-        before = decode_number_cursor(cursor)
-        with self._read() as connection:
-            prompt = self._find_prompt(connection, org, prompt_ref)
-            statement = select(history).where(of_prompt(history, prompt))
-            if before is not None:
-                statement = statement.where(history.c.position < before)
-            rows = connection.execute(
-                statement.order_by(history.c.position.desc()).limit(limit)
+    # -- reviews
+
+    def request_review(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        environment: str,
+        requested_by: str,
+        notes: str | None = None,
+        rollout_percent: int | None = None,
+        *,
+        request_id: str | None = None,
+        allow_breaking: bool = False,
+        person: str | None = None,
+    ) -> Review:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.RequestReview,
+            Actor(requested_by, person),
+            request_id,
+            version_ref=version_ref,
+            environment=environment,
+            notes=notes,
+            rollout_percent=rollout_percent,
+            allow_breaking=allow_breaking,
+        )
+        return cast(Review, found)
+
+    def approve_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        username: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> tuple[Review, Promotion | Rollout | None]:
+        answer = self._decide(
+            org,
+            None,
+            release.ApproveReview,
+            Actor(user_id, user_id),
+            request_id,
+            review_id=review_id,
+            username=username,
+            comment=comment,
+        )
+        return cast(tuple[Review, Promotion | Rollout | None], answer)
+
+    def reject_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        comment: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        found = self._decide(
+            org,
+            None,
+            release.RejectReview,
+            Actor(user_id, user_id),
+            request_id,
+            review_id=review_id,
+            comment=comment,
+        )
+        return cast(Review, found)
+
+    def cancel_review(
+        self,
+        org: str,
+        review_id: str,
+        user_id: str,
+        admin: bool = False,
+        *,
+        request_id: str | None = None,
+    ) -> Review:
+        found = self._decide(
+            org,
+            None,
+            release.CancelReview,
+            Actor(user_id, user_id),
+            request_id,
+            review_id=review_id,
+            admin=admin,
+        )
+        return cast(Review, found)
+
+    # -- rollouts
+
+    def start_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        environment: str,
+        percent: int,
+        started_by: str,
+        expected: Expected = UNGUARDED,
+        *,
+        request_id: str | None = None,
+        allow_breaking: bool = False,
+        notes: str | None = None,
+    ) -> Rollout:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.StartRollout,
+            Actor(started_by),
+            request_id,
+            version_ref=version_ref,
+            environment=environment,
+            percent=percent,
+            expected=expected,
+            allow_breaking=allow_breaking,
+            notes=notes,
+        )
+        return cast(Rollout, found)
+
+    def set_rollout_percent(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        percent: int,
+        *,
+        rollout_id: str | None = None,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Rollout:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.SetPercent,
+            Actor(actor),
+            request_id,
+            environment=environment,
+            percent=percent,
+            rollout_id=rollout_id,
+        )
+        return cast(Rollout, found)
+
+    def complete_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        promoted_by: str,
+        notes: str | None = None,
+        archive_previous: bool = True,
+        *,
+        rollout_id: str | None = None,
+        request_id: str | None = None,
+        allow_breaking: bool = False,
+    ) -> Promotion:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.CompleteRollout,
+            Actor(promoted_by),
+            request_id,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            rollout_id=rollout_id,
+            allow_breaking=allow_breaking,
+        )
+        return cast(Promotion, found)
+
+    def abort_rollout(
+        self,
+        org: str,
+        prompt_ref: str,
+        environment: str,
+        *,
+        rollout_id: str | None = None,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> Rollout:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.AbortRollout,
+            Actor(actor),
+            request_id,
+            environment=environment,
+            rollout_id=rollout_id,
+        )
+        return cast(Rollout, found)
+
+    # -- versions
+
+    def edit_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        content: str,
+        *,
+        variables: Sequence[str] = (),
+        variables_schema: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
+        actor: str | None = None,
+        request_id: str | None = None,
+        person: str | None = None,
+    ) -> PromptVersion:
+        schema, kept = contracts.validated(variables, variables_schema, examples)
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.EditVersion,
+            Actor(actor, person),
+            request_id,
+            version_ref=version_ref,
+            content=content,
+            variables=tuple(variables),
+            variables_schema=schema,
+            examples=tuple(kept),
+        )
+        return cast(PromptVersion, found)
+
+    def archive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.ArchiveVersion,
+            Actor(actor),
+            request_id,
+            version_ref=version_ref,
+        )
+        return cast(PromptVersion, found)
+
+    def unarchive_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> PromptVersion:
+        found = self._decide(
+            org,
+            prompt_ref,
+            release.UnarchiveVersion,
+            Actor(actor),
+            request_id,
+            version_ref=version_ref,
+        )
+        return cast(PromptVersion, found)
+
+    def delete_version(
+        self,
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self._decide(
+            org,
+            prompt_ref,
+            release.DeleteVersion,
+            Actor(actor),
+            request_id,
+            version_ref=version_ref,
+        )
+
+    # -- environments
+
+    def delete_environment(
+        self,
+        org: str,
+        name: str,
+        *,
+        actor: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Each prompt the environment touches leaves it (its rollout aborted, its open
+        reviews cancelled, its placement gone: storage/release decides), the prompts
+        locked at once in id order, so two deletions take them in the same order; then
+        its row goes."""
+        now = self.db.clock()
+        with self.db.write() as connection:
+            release.check_delete_environment(org_environments(connection, org), name)
+            touched = union(
+                select(placements.c.prompt_id).where(
+                    placements.c.org == org, placements.c.environment == name
+                ),
+                select(reviews.c.prompt_id).where(
+                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
+                ),
+                select(rollouts.c.prompt_id).where(
+                    rollouts.c.org == org, rollouts.c.environment == name
+                ),
+            )
+            ids = sorted(connection.execute(touched).scalars().all())
+            locked = connection.execute(
+                dialect.locked(
+                    connection,
+                    select(prompts)
+                    .where(prompts.c.org == org, prompts.c.prompt_id.in_(ids))
+                    .order_by(prompts.c.prompt_id),
+                )
             ).all()
-        items = [_record(row) for row in rows]
-        more = bool(rows) and rows[-1].position > 1
-        return Page(items, encode_cursor(str(rows[-1].position)) if more else None)
+            # Prompts in the order of their first open review there, so the events of
+            # the cancellations follow the reviews' order.
+            first = dict(
+                connection.execute(
+                    select(reviews.c.prompt_id, func.min(reviews.c.seq))
+                    .where(
+                        reviews.c.org == org,
+                        reviews.c.environment == name,
+                        reviews.c.status == "open",
+                    )
+                    .group_by(reviews.c.prompt_id)
+                ).all()
+            )
+            request = release.LeaveEnvironment(
+                now=now, actor=Actor(actor), request_id=request_id, environment=name
+            )
+            for prompt in sorted(locked, key=lambda row: first.get(row.prompt_id, 2**62)):
+                state, _ = load(self.db, connection, prompt)
+                apply(self.db, connection, prompt, release.decide(state, request), now)
+            connection.execute(
+                environments.delete().where(environments.c.org == org, environments.c.name == name)
+            )

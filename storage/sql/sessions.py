@@ -18,6 +18,7 @@ from sqlalchemy import Exists, Row, Select, and_, exists, insert, or_, select, u
 from storage.errors import RefreshTokenReused, SessionNotFound
 from storage.login_records import RealmSession, RefreshToken
 from storage.sql import dialect
+from storage.sql.core import Concern, Database
 from storage.sql.login import SqlLogin
 from storage.sql.tables import realm_sessions, refresh_families, refresh_tokens
 
@@ -75,13 +76,17 @@ def _live_token(org: str, token_hash: str, now: datetime) -> Select[Any]:
     )
 
 
-class SqlSessions(SqlLogin):
+class SqlSessions(Concern):
+    def __init__(self, db: Database, login: SqlLogin) -> None:
+        super().__init__(db)
+        self.login = login  # a session write counts as a login flow write (the sweep)
+
     # -- realm sessions
 
     def add_session(self, session: RealmSession) -> None:
         sessions = realm_sessions.c
-        with self._write() as connection:
-            self._added(connection, self.clock())
+        with self.db.write() as connection:
+            self.login.added(connection, self.db.clock())
             connection.execute(
                 realm_sessions.delete().where(
                     sessions.org == session.org, sessions.session_id == session.session_id
@@ -99,19 +104,19 @@ class SqlSessions(SqlLogin):
 
     def get_session(self, org: str, session_id: str) -> RealmSession | None:
         sessions = realm_sessions.c
-        row = self._read_one(
+        row = self.db.read_one(
             select(realm_sessions).where(
                 sessions.org == org,
                 sessions.session_id == session_id,
-                sessions.expires_at > self.clock(),
+                sessions.expires_at > self.db.clock(),
             )
         )
         return None if row is None else _session(row)
 
     def end_session(self, org: str, session_id: str) -> RealmSession | None:
-        now = self.clock()
+        now = self.db.clock()
         sessions, families = realm_sessions.c, refresh_families.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             row = connection.execute(
                 realm_sessions.delete()
                 .where(sessions.org == org, sessions.session_id == session_id)
@@ -127,10 +132,10 @@ class SqlSessions(SqlLogin):
     # -- refresh token families
 
     def start_refresh_family(self, token: RefreshToken) -> None:
-        now = self.clock()
+        now = self.db.clock()
         sessions = realm_sessions.c
-        with self._write() as connection:
-            self._added(connection, now)
+        with self.db.write() as connection:
+            self.login.added(connection, now)
             if token.session_id is not None:
                 # Locked, so a logout of the session waits for the family to join it.
                 statement = select(sessions.session_id).where(
@@ -152,7 +157,7 @@ class SqlSessions(SqlLogin):
             connection.execute(insert(refresh_tokens).values(**_token_values(token)))
 
     def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
-        row = self._read_one(_live_token(org, token_hash, self.clock()))
+        row = self.db.read_one(_live_token(org, token_hash, self.db.clock()))
         return None if row is None else _token(row)
 
     def rotate_refresh_token(
@@ -163,10 +168,10 @@ class SqlSessions(SqlLogin):
         expires_at: datetime,
         scope: str | None = None,
     ) -> RefreshToken | None:
-        now = self.clock()
+        now = self.db.clock()
         tokens, families = refresh_tokens.c, refresh_families.c
-        with self._write() as connection:
-            self._added(connection, now)
+        with self.db.write() as connection:
+            self.login.added(connection, now)
             # The token row first, locked: a concurrent rotation of it waits here, and
             # then finds it used.
             found = select(refresh_tokens).where(
@@ -222,7 +227,7 @@ class SqlSessions(SqlLogin):
 
     def revoke_refresh_family(self, org: str, family_id: str) -> None:
         families = refresh_families.c
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(
                 update(refresh_families)
                 .where(families.org == org, families.family_id == family_id)

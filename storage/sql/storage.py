@@ -1,39 +1,74 @@
-"""``SqlStorage``: the SQL backend's concerns combined (SQLite and PostgreSQL)."""
+"""``SqlStorage``: the SQL backend (SQLite and PostgreSQL), one object per concern over
+one shared :class:`storage.sql.core.Database`, behind the ``Storage`` interface."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, text
 
 from storage.interface import Storage
-from storage.sql import schema
+from storage.records import RateLimitSettings
+from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
+from storage.sql.core import Database
 from storage.sql.engine import describe, make_engine
+from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
-from storage.sql.ratelimits import SqlRateLimits
-from storage.sql.reviews import SqlReviews
-from storage.sql.rollouts import SqlRollouts
+from storage.sql.login import SqlLogin
+from storage.sql.prompts import SqlPrompts
+from storage.sql.release_reads import SqlReleaseReads
+from storage.sql.releases import SqlReleases
 from storage.sql.sessions import SqlSessions
+from storage.sql.versions import SqlVersions
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class SqlStorage(
-    SqlReviews,
-    SqlRollouts,
-    SqlEvents,
-    SqlWebhooks,
-    SqlIdentity,
-    SqlSessions,
-    SqlArchive,
-    SqlRateLimits,
-    Storage,
-):
+
+class _To(Generic[P, R]):
+    """A method of ``Storage`` answered by the same-named method of one concern object
+    (the attribute ``part``); typed as that method, so mypy checks it against the
+    interface. The bound method is kept on the instance after the first call."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self.part = part
+        self.name = method.__name__
+
+    @overload
+    def __get__(self, store: None, owner: type) -> _To[P, R]: ...
+    @overload
+    def __get__(self, store: object, owner: type) -> Callable[P, R]: ...
+    def __get__(self, store: object | None, owner: type) -> Any:
+        if store is None:
+            return self
+        bound = getattr(getattr(store, self.part), self.name)
+        store.__dict__[self.name] = bound
+        return bound
+
+
+class SqlStorage(Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        super().__init__(engine, clock)
-        self._start_listener()
+        self.db = Database(engine, clock)
+        super().__init__(clock)
+        self.prompts = SqlPrompts(self.db)
+        self.versions = SqlVersions(self.db)
+        self.environments = SqlEnvironments(self.db, self.versions)
+        self.releases = SqlReleases(self.db)
+        self.release_reads = SqlReleaseReads(self.db)
+        self.events = SqlEvents(self.db)
+        self.webhooks = SqlWebhooks(self.db)
+        self.identity = SqlIdentity(self.db)
+        self.login = SqlLogin(self.db)
+        self.sessions = SqlSessions(self.db, self.login)
+        self.archive = SqlArchive(self.db, self.environments)
+        self.events.start_listener()
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> SqlStorage:
@@ -47,10 +82,129 @@ class SqlStorage(
             raise
         return cls(engine, clock=clock)
 
+    # The clock and the event log's size live in the shared Database (tests set them).
+    @property
+    def clock(self) -> Clock:
+        return self.db.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.db.clock = clock
+
+    @property
+    def event_log_size(self) -> int:
+        return self.db.event_log_size
+
+    @event_log_size.setter
+    def event_log_size(self, size: int) -> None:
+        self.db.event_log_size = size
+
+    @property
+    def engine(self) -> Engine:
+        return self.db.engine
+
     def ping(self) -> None:
-        self._read_one(text("SELECT 1"))
+        self.db.read_one(text("SELECT 1"))
 
     def close(self) -> None:
-        self._stop_listener()
-        self._lane.close()
-        self.engine.dispose()
+        self.events.stop_listener()
+        self.db.lane.close()
+        self.db.engine.dispose()
+
+    def rate_limit_settings(self) -> RateLimitSettings:
+        return ratelimits.settings(self.db.engine)
+
+    # -- prompts, versions, promotions
+    create_prompt = _To("prompts", SqlPrompts.create_prompt)
+    get_prompt = _To("prompts", SqlPrompts.get_prompt)
+    list_prompts = _To("prompts", SqlPrompts.list_prompts)
+    delete_prompt = _To("prompts", SqlPrompts.delete_prompt)
+    create_version = _To("versions", SqlVersions.create_version)
+    get_version = _To("versions", SqlVersions.get_version)
+    get_latest = _To("versions", SqlVersions.get_latest)
+    get_production = _To("versions", SqlVersions.get_production)
+    list_versions = _To("versions", SqlVersions.list_versions)
+    edit_version = _To("releases", SqlReleases.edit_version)
+    archive_version = _To("releases", SqlReleases.archive_version)
+    unarchive_version = _To("releases", SqlReleases.unarchive_version)
+    delete_version = _To("releases", SqlReleases.delete_version)
+    promote = _To("releases", SqlReleases.promote)
+    rollback = _To("releases", SqlReleases.rollback)
+    list_history = _To("release_reads", SqlReleaseReads.list_history)
+
+    # -- environments and reviews
+    list_environments = _To("environments", SqlEnvironments.list_environments)
+    get_environment = _To("environments", SqlEnvironments.get_environment)
+    create_environment = _To("environments", SqlEnvironments.create_environment)
+    update_environment = _To("environments", SqlEnvironments.update_environment)
+    get_in_environment = _To("environments", SqlEnvironments.get_in_environment)
+    delete_environment = _To("releases", SqlReleases.delete_environment)
+    request_review = _To("releases", SqlReleases.request_review)
+    get_review = _To("release_reads", SqlReleaseReads.get_review)
+    list_reviews = _To("release_reads", SqlReleaseReads.list_reviews)
+    approve_review = _To("releases", SqlReleases.approve_review)
+    reject_review = _To("releases", SqlReleases.reject_review)
+    cancel_review = _To("releases", SqlReleases.cancel_review)
+
+    # -- rollouts
+    start_rollout = _To("releases", SqlReleases.start_rollout)
+    get_rollout = _To("release_reads", SqlReleaseReads.get_rollout)
+    list_rollouts = _To("release_reads", SqlReleaseReads.list_rollouts)
+    set_rollout_percent = _To("releases", SqlReleases.set_rollout_percent)
+    complete_rollout = _To("releases", SqlReleases.complete_rollout)
+    abort_rollout = _To("releases", SqlReleases.abort_rollout)
+    read_environment = _To("release_reads", SqlReleaseReads.read_environment)
+
+    # -- events and webhooks
+    events_after = _To("events", SqlEvents.events_after)
+    event_log_bounds = _To("events", SqlEvents.event_log_bounds)
+    wait_for_events = _To("events", SqlEvents.wait_for_events)
+    add_webhook = _To("webhooks", SqlWebhooks.add_webhook)
+    list_webhooks = _To("webhooks", SqlWebhooks.list_webhooks)
+    get_webhook = _To("webhooks", SqlWebhooks.get_webhook)
+    delete_webhook = _To("webhooks", SqlWebhooks.delete_webhook)
+    webhook_orgs = _To("webhooks", SqlWebhooks.webhook_orgs)
+    enqueue_message = _To("webhooks", SqlWebhooks.enqueue_message)
+    claim_deliveries = _To("webhooks", SqlWebhooks.claim_deliveries)
+    finish_delivery = _To("webhooks", SqlWebhooks.finish_delivery)
+    list_deliveries = _To("webhooks", SqlWebhooks.list_deliveries)
+
+    # -- identity: keys, users, signing keys; login flows; realm sessions
+    org_exists = _To("identity", SqlIdentity.org_exists)
+    add_api_key = _To("identity", SqlIdentity.add_api_key)
+    get_api_key = _To("identity", SqlIdentity.get_api_key)
+    list_api_keys = _To("identity", SqlIdentity.list_api_keys)
+    revoke_api_key = _To("identity", SqlIdentity.revoke_api_key)
+    set_api_key_secret = _To("identity", SqlIdentity.set_api_key_secret)
+    add_user = _To("identity", SqlIdentity.add_user)
+    get_user = _To("identity", SqlIdentity.get_user)
+    get_user_by_id = _To("identity", SqlIdentity.get_user_by_id)
+    list_users = _To("identity", SqlIdentity.list_users)
+    update_user = _To("identity", SqlIdentity.update_user)
+    signing_keys = _To("identity", SqlIdentity.signing_keys)
+    ensure_signing_key = _To("identity", SqlIdentity.ensure_signing_key)
+    add_signing_key = _To("identity", SqlIdentity.add_signing_key)
+    remove_signing_key = _To("identity", SqlIdentity.remove_signing_key)
+    ensure_session_secret = _To("identity", SqlIdentity.ensure_session_secret)
+    add_authorization_code = _To("login", SqlLogin.add_authorization_code)
+    take_authorization_code = _To("login", SqlLogin.take_authorization_code)
+    add_device_authorization = _To("login", SqlLogin.add_device_authorization)
+    get_device_authorization = _To("login", SqlLogin.get_device_authorization)
+    get_device_authorization_by_user_code = _To(
+        "login", SqlLogin.get_device_authorization_by_user_code
+    )
+    decide_device_authorization = _To("login", SqlLogin.decide_device_authorization)
+    poll_device_authorization = _To("login", SqlLogin.poll_device_authorization)
+    consume_device_authorization = _To("login", SqlLogin.consume_device_authorization)
+    add_session = _To("sessions", SqlSessions.add_session)
+    get_session = _To("sessions", SqlSessions.get_session)
+    end_session = _To("sessions", SqlSessions.end_session)
+    start_refresh_family = _To("sessions", SqlSessions.start_refresh_family)
+    get_refresh_token = _To("sessions", SqlSessions.get_refresh_token)
+    rotate_refresh_token = _To("sessions", SqlSessions.rotate_refresh_token)
+    revoke_refresh_family = _To("sessions", SqlSessions.revoke_refresh_family)
+
+    # -- an org whole
+    list_orgs = _To("archive", SqlArchive.list_orgs)
+    export_org = _To("archive", SqlArchive.export_org)
+    import_org = _To("archive", SqlArchive.import_org)

@@ -36,6 +36,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -137,6 +138,9 @@ versions = Table(
     Column("placements", Text),
     Column("variables_schema", Text),  # JSON object as declared (null: implied)
     Column("examples", Text),  # JSON list (null: none)
+    # Placed once, or in a rollout or a review: its content never changes (section 30).
+    Column("frozen", Boolean, nullable=False, server_default=false()),
+    Column("authors", Text),  # JSON list of who wrote it (null: created_by alone)
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
@@ -194,7 +198,7 @@ placements = Table(
     ),
 )
 
-# Reviews: the columns filtered and changed in SQL, the rest as JSON (storage/sql/reviews.py).
+# Reviews: the columns filtered and changed in SQL, the rest as JSON (storage/sql/rows.py).
 reviews = Table(
     "reviews",
     metadata,

@@ -18,10 +18,10 @@ from sqlalchemy import Connection, Row, func, insert, or_, select, update
 
 from storage.errors import WebhookNotFound
 from storage.ids import event_position, message_id
-from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore, check_webhook_room
+from storage.interface import DELIVERY_HISTORY_SIZE, check_webhook_room
 from storage.records import Delivery, DeliveryTask, Webhook
 from storage.sql import dialect
-from storage.sql.core import SqlCore
+from storage.sql.core import Concern, event_record
 from storage.sql.events import _after
 from storage.sql.tables import (
     deliveries,
@@ -56,7 +56,7 @@ def _task(row: Row[Any]) -> DeliveryTask:
     )
 
 
-class SqlWebhooks(SqlCore, WebhookStore):
+class SqlWebhooks(Concern):
     def _webhook_row(self, connection: Connection, org: str, webhook_id: str) -> Row[Any]:
         row = connection.execute(
             select(webhooks).where(webhooks.c.org == org, webhooks.c.webhook_id == webhook_id)
@@ -66,7 +66,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
         return row
 
     def add_webhook(self, org: str, webhook: Webhook) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             last = connection.execute(
                 select(event_logs.c.last_ms, event_logs.c.last_seq).where(event_logs.c.org == org)
             ).first()
@@ -101,18 +101,18 @@ class SqlWebhooks(SqlCore, WebhookStore):
             )
 
     def list_webhooks(self, org: str) -> list[Webhook]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
             ).all()
         return [_webhook(row) for row in rows]
 
     def get_webhook(self, org: str, webhook_id: str) -> Webhook:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return _webhook(self._webhook_row(connection, org, webhook_id))
 
     def delete_webhook(self, org: str, webhook_id: str) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             self._webhook_row(connection, org, webhook_id)
             # Its queued messages and delivery history go with it (ON DELETE CASCADE).
             connection.execute(
@@ -120,7 +120,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
             )
 
     def webhook_orgs(self) -> list[str]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return list(
                 connection.execute(select(webhook_cursors.c.org).order_by(webhook_cursors.c.org))
                 .scalars()
@@ -130,7 +130,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
     def enqueue_message(
         self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
     ) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             self._webhook_row(connection, org, webhook_id)
             connection.execute(
                 insert(delivery_queue).values(
@@ -161,7 +161,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
         ).all()
         messages = []
         for row in rows:
-            event = self._event(row)
+            event = event_record(row)
             position = event_position(event.id)
             for hook in hooks:
                 webhook = _webhook(hook)
@@ -198,7 +198,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
     def _has_work(self, org: str, lease: float, now: datetime) -> bool:
         """Whether a claim would find anything: new events or claimable messages. Read
         first, without the write lock, since idle workers ask several times a second."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             cursor = connection.execute(
                 select(webhook_cursors.c.ms, webhook_cursors.c.seq).where(
                     webhook_cursors.c.org == org
@@ -215,10 +215,10 @@ class SqlWebhooks(SqlCore, WebhookStore):
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
-        now = self.clock()
+        now = self.db.clock()
         if not self._has_work(org, lease, now):
             return []
-        with self._write() as connection:
+        with self.db.write() as connection:
             self._fan_out(connection, org, limit)
             # Read once the write lock is held: leases count from the claim itself.
             moment = time.time()
@@ -244,7 +244,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
     def finish_delivery(
         self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
     ) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(
                 delivery_queue.delete().where(
                     delivery_queue.c.org == org, delivery_queue.c.ticket == int(task.ticket)
@@ -304,7 +304,7 @@ class SqlWebhooks(SqlCore, WebhookStore):
             )
 
     def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             self._webhook_row(connection, org, webhook_id)
             rows = connection.execute(
                 select(deliveries)

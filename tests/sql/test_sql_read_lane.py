@@ -44,7 +44,7 @@ def test_an_environment_read_is_one_statement_on_the_lane(
         store.promote(ORG, "greeting", "1", USER)
         store.create_environment(ORG, "staging")
         store.promote(ORG, "greeting", "1", USER, environment="staging")
-        lane, reads = store._lane, []
+        lane, reads = store.db.lane, []
 
         def counting(key: tuple[str, str], params: dict[str, object]) -> object:
             reads.append(key)
@@ -53,8 +53,8 @@ def test_an_environment_read_is_one_statement_on_the_lane(
         def no_transaction() -> None:
             raise AssertionError("a read outside the lane")
 
-        monkeypatch.setattr(store, "_lane", counting)
-        monkeypatch.setattr(store, "_read", no_transaction)
+        monkeypatch.setattr(store.db, "lane", counting)
+        monkeypatch.setattr(store.db, "read", no_transaction)
         found = store.get_in_environment(ORG, "greeting", environment)
         assert (found.version, found.environments) == (1, ["production", "staging"])
         pick = "production" if environment == "production" else "environment"
@@ -72,7 +72,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
         store.create_prompt(ORG, "greeting")
         store.create_version(ORG, "greeting", "hello", USER)
         assert store.get_latest(ORG, "greeting").content == "hello"
-        pids = [connection.info.backend_pid for connection in store._lane._idle]
+        pids = [connection.info.backend_pid for connection in store.db.lane._idle]
         assert pids
         admin = make_engine(postgres_schema.url)
         with admin.begin() as connection:
@@ -80,6 +80,6 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
                 connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         admin.dispose()
         assert store.get_latest(ORG, "greeting").content == "hello"
-        assert [c.info.backend_pid for c in store._lane._idle] != pids
+        assert [c.info.backend_pid for c in store.db.lane._idle] != pids
     finally:
         store.close()

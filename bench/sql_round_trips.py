@@ -1,0 +1,101 @@
+"""Statements per release operation on the SQL backend: ``python -m bench.sql_round_trips
+[--postgres-url URL]``.
+
+Each operation runs once on a prompt with a published version, a staging environment
+that needs one approval, and some history, on a fresh SQLite file and on the emptied
+PostgreSQL database at ``--postgres-url`` (bench/sqldb.py). A SQLAlchemy
+``before_cursor_execute`` listener counts the statements sent (SQLite's ``BEGIN
+IMMEDIATE`` included, PostgreSQL's implicit ``BEGIN`` not) and a ``commit`` listener the
+commits: on PostgreSQL each is a round trip to the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+
+from bench import sqldb
+from bench.report import table
+from storage.sql.storage import SqlStorage
+
+ORG = "bench"
+USER = "u-author"
+APPROVER = "u-approver"
+
+
+def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, int]:
+    counts = {"statements": 0, "commits": 0}
+
+    def statement(*_: Any) -> None:
+        counts["statements"] += 1
+
+    def commit(*_: Any) -> None:
+        counts["commits"] += 1
+
+    event.listen(store.engine, "before_cursor_execute", statement)
+    event.listen(store.engine, "commit", commit)
+    try:
+        operation()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", statement)
+        event.remove(store.engine, "commit", commit)
+    return counts["statements"], counts["commits"]
+
+
+def measure(url: str) -> dict[str, tuple[int, int]]:
+    store = SqlStorage.from_url(url)
+    try:
+        store.create_prompt(ORG, "p")
+        for _ in range(3):
+            number = store.create_version(ORG, "p", "hello {{name}}", USER).version
+            store.promote(ORG, "p", str(number), USER)
+        store.create_environment(ORG, "staging", 1)
+        store.create_version(ORG, "p", "hello again {{name}}", USER)
+        found: dict[str, tuple[int, int]] = {}
+        found["create_version"] = _count(
+            store, lambda: store.create_version(ORG, "p", "hello {{name}}!", USER)
+        )
+        found["promote"] = _count(store, lambda: store.promote(ORG, "p", "5", USER))
+        found["rollback"] = _count(store, lambda: store.rollback(ORG, "p", USER))
+        review = store.request_review(ORG, "p", "4", "staging", USER)
+        found["approve (applies)"] = _count(
+            store, lambda: store.approve_review(ORG, review.review_id, APPROVER, "approver")
+        )
+        return found
+    finally:
+        store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres-url", default=sqldb.POSTGRES_URL)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        sqlite = measure(sqldb.sqlite_url(Path(directory)))
+    sqldb.empty_postgres(args.postgres_url)
+    try:
+        postgres = measure(args.postgres_url)
+    finally:
+        sqldb.empty_postgres(args.postgres_url)
+    rows = [[name, *sqlite[name], *postgres[name]] for name in sqlite]
+    print(
+        table(
+            [
+                "operation",
+                "SQLite statements",
+                "SQLite commits",
+                "PostgreSQL statements",
+                "PostgreSQL commits",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""A release decision's ``Change`` (storage/release) as statements, in the transaction
+that loaded the state (storage/sql/state.py): one UPDATE per version changed, the
+placements, rollouts, reviews and history rows, one UPDATE of the prompt's row, and
+the events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, update
+
+from storage.records import PRODUCTION
+from storage.release import Change
+from storage.sql import dialect
+from storage.sql.core import Database
+from storage.sql.rows import history_values, review_values, rollout_values, version_columns
+from storage.sql.state import of_prompt
+from storage.sql.tables import history, placements, prompts, reviews, rollouts, versions
+
+
+def apply(
+    db: Database, connection: Connection, prompt: Row[Any], change: Change, now: datetime
+) -> None:
+    """Make ``change`` to ``prompt`` (its row locked by this transaction)."""
+    org = prompt.org
+    for number, fields in change.versions.items():
+        connection.execute(
+            update(versions)
+            .where(of_prompt(versions, prompt), versions.c.version == number)
+            .values(**version_columns(fields))
+        )
+    moved: dict[str, Any] = {}
+    if change.deleted_version is not None:
+        connection.execute(
+            versions.delete().where(
+                of_prompt(versions, prompt), versions.c.version == change.deleted_version
+            )
+        )
+        if change.deleted_version == prompt.latest_version:
+            moved["latest_version"] = connection.execute(
+                select(func.max(versions.c.version)).where(of_prompt(versions, prompt))
+            ).scalar()
+    for environment, held in change.placements.items():
+        if environment == PRODUCTION:
+            moved["production_version"] = held
+            continue
+        here = of_prompt(placements, prompt) & (placements.c.environment == environment)
+        if held is None:
+            connection.execute(placements.delete().where(here))
+        else:
+            values = {"org": org, "prompt_id": prompt.prompt_id, "environment": environment}
+            connection.execute(
+                dialect.upsert(
+                    connection, placements, {**values, "version": number}, version=number
+                )
+            )
+    for environment, rollout in change.rollouts.items():
+        if rollout is None:
+            connection.execute(
+                rollouts.delete().where(
+                    of_prompt(rollouts, prompt), rollouts.c.environment == environment
+                )
+            )
+        else:
+            values = rollout_values(org, rollout)
+            changed = {"percent": rollout.percent, "updated_at": rollout.updated_at}
+            connection.execute(dialect.upsert(connection, rollouts, values, **changed))
+    if change.new_reviews:
+        last = connection.execute(
+            select(func.max(reviews.c.seq)).where(reviews.c.org == org)
+        ).scalar()
+        connection.execute(
+            insert(reviews),
+            [
+                {**review_values(org, review), "seq": int(last or 0) + position}
+                for position, review in enumerate(change.new_reviews, start=1)
+            ],
+        )
+    for review in change.reviews:
+        values = review_values(org, review)
+        connection.execute(
+            update(reviews)
+            .where(reviews.c.org == org, reviews.c.review_id == review.review_id)
+            .values(status=values["status"], decided_at=values["decided_at"], body=values["body"])
+        )
+    if change.history:
+        first = prompt.promotions + 1
+        connection.execute(
+            insert(history),
+            [
+                history_values(org, record, position)
+                for position, record in enumerate(change.history, start=first)
+            ],
+        )
+        moved["promotions"] = prompt.promotions + len(change.history)
+    if change.touched:
+        moved["updated_at"] = now
+    if moved:
+        connection.execute(
+            update(prompts)
+            .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
+            .values(**moved)
+        )
+    if change.events:
+        db.append_events(connection, org, change.events)

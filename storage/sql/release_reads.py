@@ -1,0 +1,149 @@
+"""The reads of releases: promotion history, reviews, rollouts, and what an environment
+serves (one statement on the read lane, storage/sql/read_lane.py). The changes are
+storage/sql/releases.py."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from storage.cursors import decode_number_cursor, encode_cursor
+from storage.errors import (
+    NoProductionVersion,
+    NothingInEnvironment,
+    ReviewNotFound,
+    RolloutNotFound,
+)
+from storage.records import (
+    PRODUCTION,
+    InRollout,
+    Page,
+    PromotionRecord,
+    PromptVersion,
+    Review,
+    Rollout,
+)
+from storage.sql.core import Concern
+from storage.sql.read_lane import VERSION_WIDTH
+from storage.sql.rows import history_record, review_record, rollout_record
+from storage.sql.state import environment_named, of_prompt, with_candidate_id
+from storage.sql.tables import history, reviews, rollouts, utc
+
+
+class SqlReleaseReads(Concern):
+    def list_history(
+        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[PromotionRecord]:
+        # Positions are 1-based promotion sequence numbers; pages go newest first.
+        before = decode_number_cursor(cursor)
+        with self.db.read() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
+            statement = select(history).where(of_prompt(history, prompt))
+            if before is not None:
+                statement = statement.where(history.c.position < before)
+            rows = connection.execute(
+                statement.order_by(history.c.position.desc()).limit(limit)
+            ).all()
+        items = [history_record(row) for row in rows]
+        more = bool(rows) and rows[-1].position > 1
+        return Page(items, encode_cursor(str(rows[-1].position)) if more else None)
+
+    def get_review(self, org: str, review_id: str) -> Review:
+        row = self.db.read_one(
+            select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
+        )
+        if row is None:
+            raise ReviewNotFound(review_id)
+        return review_record(row)
+
+    def list_reviews(
+        self,
+        org: str,
+        *,
+        prompt_ref: str | None = None,
+        status: str | None = None,
+        environment: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Review]:
+        before = decode_number_cursor(cursor)
+        with self.db.read() as connection:
+            statement = select(reviews).where(reviews.c.org == org)
+            if prompt_ref is not None:
+                prompt = self.db.find_prompt(connection, org, prompt_ref)
+                statement = statement.where(reviews.c.prompt_id == prompt.prompt_id)
+            if status is not None:
+                statement = statement.where(reviews.c.status == status)
+            if environment is not None:
+                statement = statement.where(reviews.c.environment == environment)
+            if before is not None:
+                statement = statement.where(reviews.c.seq < before)
+            rows = connection.execute(
+                statement.order_by(reviews.c.seq.desc()).limit(limit + 1)
+            ).all()
+        items = [review_record(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return Page(items, encode_cursor(str(rows[limit - 1].seq)) if more else None)
+
+    def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
+        with self.db.read() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
+            environment_named(connection, org, environment)
+            row = connection.execute(
+                with_candidate_id().where(
+                    of_prompt(rollouts, prompt), rollouts.c.environment == environment
+                )
+            ).first()
+        if row is None:
+            raise RolloutNotFound(prompt_ref, environment, None)
+        return rollout_record(row)
+
+    def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
+        with self.db.read() as connection:
+            prompt = self.db.find_prompt(connection, org, prompt_ref)
+            rows = connection.execute(
+                with_candidate_id()
+                .where(of_prompt(rollouts, prompt))
+                .order_by(rollouts.c.environment)
+            ).all()
+        return [rollout_record(row) for row in rows]
+
+    def read_environment(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> PromptVersion | InRollout:
+        pick = "production+rollout" if environment == PRODUCTION else "environment+rollout"
+        params = {"org": org, "ref": prompt_ref, "environment": environment}
+        row = self.db.lane(("name", pick), params)
+        if row is None and prompt_ref.startswith("pmt_"):
+            row = self.db.lane(("id", pick), params)
+        if row is None:
+            with self.db.read() as connection:
+                self.db.find_prompt(connection, org, prompt_ref)
+                environment_named(connection, org, environment)
+            if environment == PRODUCTION:
+                raise NoProductionVersion(prompt_ref)
+            raise NothingInEnvironment(prompt_ref, environment)
+        version = self.db.lane_version(row)
+        rollout_id, baseline, number, percent, started_by, started_at, updated_at = row[
+            VERSION_WIDTH:
+        ]
+        if rollout_id is None:
+            return version
+        candidate_row = self.db.lane(
+            ("id", "number"), {"org": org, "ref": version.prompt_id, "number": number}
+        )
+        if candidate_row is None:  # the candidate was deleted since: the rollout too
+            return version
+        candidate = self.db.lane_version(candidate_row)
+        rollout = Rollout(
+            rollout_id=rollout_id,
+            prompt_id=version.prompt_id,
+            environment=environment,
+            baseline_version=baseline,
+            candidate_version=number,
+            candidate_id=candidate.version_id,
+            percent=percent,
+            started_by=started_by,
+            started_at=utc(started_at),
+            updated_at=utc(updated_at),
+        )
+        return InRollout(version, rollout, candidate)

@@ -1,0 +1,205 @@
+"""The release tables' rows as the records of storage/records.py, both ways: versions,
+promotion history, reviews and rollouts (prompts and events: storage/sql/core.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row
+
+from storage.records import (
+    PRODUCTION,
+    Approval,
+    BreakingChange,
+    PromotionRecord,
+    PromptVersion,
+    Review,
+    Rollout,
+)
+from storage.times import rfc3339
+
+
+def _json_or_null(value: Any) -> str | None:
+    return json.dumps(list(value) if isinstance(value, tuple) else value) if value else None
+
+
+# How a PromptVersion field is stored in its ``versions`` column (the rest as they are).
+_VERSION_CODECS: dict[str, Any] = {
+    "variables": lambda value: json.dumps(list(value)),
+    "tags": lambda value: json.dumps(list(value)),
+    "metadata": json.dumps,
+    "placements": lambda value: json.dumps(sorted(value)) if value else None,
+    "variables_schema": lambda value: None if value is None else json.dumps(value),
+    "examples": _json_or_null,
+    "authors": _json_or_null,
+}
+
+
+def version_columns(fields: dict[str, Any]) -> dict[str, Any]:
+    """PromptVersion fields (as a change names them) as ``versions`` column values."""
+    return {
+        name: _VERSION_CODECS[name](value) if name in _VERSION_CODECS else value
+        for name, value in fields.items()
+    }
+
+
+def version_values(org: str, version: PromptVersion) -> dict[str, Any]:
+    """The whole ``versions`` row of ``version``."""
+    fields = {
+        name: getattr(version, name)
+        for name in (
+            "prompt_id", "version", "version_id", "content", "variables", "status",
+            "metadata", "tags", "created_at", "updated_at", "promoted_at", "promoted_by",
+            "created_by", "placements", "variables_schema", "examples", "frozen", "authors",
+        )
+    }  # fmt: skip
+    return {"org": org, **version_columns(fields)}
+
+
+def history_record(row: Row[Any]) -> PromotionRecord:
+    return PromotionRecord(
+        history_id=row.history_id,
+        prompt_id=row.prompt_id,
+        version_number=row.version_number,
+        promoted_by=row.promoted_by,
+        promoted_at=row.promoted_at,
+        previous_version=row.previous_version,
+        notes=row.notes,
+        environment=row.environment or PRODUCTION,
+        review_id=row.review_id,
+        approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
+        rollout_id=row.rollout_id,
+        breaking=bool(row.breaking),
+    )
+
+
+def history_values(org: str, record: PromotionRecord, position: int) -> dict[str, Any]:
+    """The ``history`` row of ``record``, the prompt's ``position``-th promotion."""
+    return {
+        "org": org,
+        "prompt_id": record.prompt_id,
+        "position": position,
+        "history_id": record.history_id,
+        "version_number": record.version_number,
+        "promoted_by": record.promoted_by,
+        "promoted_at": record.promoted_at,
+        "previous_version": record.previous_version,
+        "notes": record.notes,
+        "environment": record.environment,
+        "review_id": record.review_id,
+        "approved_by": json.dumps(list(record.approved_by)) if record.review_id else None,
+        "breaking": record.breaking,
+        "rollout_id": record.rollout_id,
+    }
+
+
+def _review_body(review: Review) -> str:
+    """What the ``reviews`` columns do not hold, as JSON."""
+    return json.dumps(
+        {
+            "prompt_name": review.prompt_name,
+            "version_id": review.version_id,
+            "requested_by": review.requested_by,
+            "requested_at": rfc3339(review.requested_at),
+            "notes": review.notes,
+            "expected_version": review.expected_version,
+            "required_approvals": review.required_approvals,
+            "approvals": [
+                {
+                    "user_id": a.user_id,
+                    "username": a.username,
+                    "at": rfc3339(a.at),
+                    "comment": a.comment,
+                }
+                for a in review.approvals
+            ],
+            "rejected_by": review.rejected_by,
+            "rejection_comment": review.rejection_comment,
+            "rollout_percent": review.rollout_percent,
+            "version_author": review.version_author,
+            "allow_breaking": review.allow_breaking,
+            "breaking": [change.to_json() for change in review.breaking],
+            "content_digest": review.content_digest,
+            "requested_by_person": review.requested_by_person,
+        }
+    )
+
+
+def review_values(org: str, review: Review) -> dict[str, Any]:
+    """The ``reviews`` row of ``review`` but its ``seq`` (its place in the org's order)."""
+    return {
+        "org": org,
+        "review_id": review.review_id,
+        "prompt_id": review.prompt_id,
+        "environment": review.environment,
+        "version": review.version,
+        "status": review.status,
+        "decided_at": review.decided_at,
+        "body": _review_body(review),
+    }
+
+
+def review_record(row: Row[Any]) -> Review:
+    b = json.loads(row.body)
+    return Review(
+        review_id=row.review_id,
+        prompt_id=row.prompt_id,
+        prompt_name=b["prompt_name"],
+        version=row.version,
+        version_id=b["version_id"],
+        environment=row.environment,
+        status=row.status,
+        requested_by=b["requested_by"],
+        requested_at=datetime.fromisoformat(b["requested_at"]),
+        notes=b["notes"],
+        expected_version=b["expected_version"],
+        required_approvals=b["required_approvals"],
+        approvals=tuple(
+            Approval(a["user_id"], a["username"], datetime.fromisoformat(a["at"]), a["comment"])
+            for a in b["approvals"]
+        ),
+        rejected_by=b["rejected_by"],
+        decided_at=row.decided_at,
+        rollout_percent=b["rollout_percent"],
+        version_author=b["version_author"],
+        rejection_comment=b["rejection_comment"],
+        allow_breaking=b.get("allow_breaking", False),
+        breaking=tuple(BreakingChange(**change) for change in b.get("breaking", ())),
+        # Reviews kept from before digests and people.
+        content_digest=b.get("content_digest", ""),
+        requested_by_person=b.get("requested_by_person"),
+    )
+
+
+def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
+    """The ``rollouts`` row of ``rollout`` (its candidate's id is the version's)."""
+    return {
+        "org": org,
+        "prompt_id": rollout.prompt_id,
+        "environment": rollout.environment,
+        "rollout_id": rollout.rollout_id,
+        "baseline_version": rollout.baseline_version,
+        "candidate_version": rollout.candidate_version,
+        "percent": rollout.percent,
+        "started_by": rollout.started_by,
+        "started_at": rollout.started_at,
+        "updated_at": rollout.updated_at,
+    }
+
+
+def rollout_record(row: Row[Any]) -> Rollout:
+    """A ``rollouts`` row joined to its candidate's ``version_id``."""
+    return Rollout(
+        rollout_id=row.rollout_id,
+        prompt_id=row.prompt_id,
+        environment=row.environment,
+        baseline_version=row.baseline_version,
+        candidate_version=row.candidate_version,
+        candidate_id=row.version_id,
+        percent=row.percent,
+        started_by=row.started_by,
+        started_at=row.started_at,
+        updated_at=row.updated_at,
+    )
