@@ -181,10 +181,9 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     now = rfc3339(redis_storage.clock())
     event_keys, event_args = scripts.event_context(ORG, USER, None, now, 10_000)
     for _ in range(1200):
-        script(
-            keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", *event_args],
-        )
+        args = ["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", "[]"]
+        prompt_keys = [keys.names(ORG), keys.prompt_prefix(ORG)]
+        script(keys=[*prompt_keys, *event_keys], args=[*args, *event_args])
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
     # The set of orgs keeps the org (a superset); list_orgs leaves it out. The event
@@ -219,7 +218,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_rollout.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua", "_refresh.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
