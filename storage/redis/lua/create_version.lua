@@ -33,7 +33,7 @@ end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
 redis.call("HSET", pkey(pid), "updated_at", now)
--- The prompt's release state moved (apply_change.lua checks this revision).
-redis.call("HINCRBY", pkey(pid), "rev", 1)
+-- The prompt's revision ("rev", apply_change.lua) stays: a new version changes nothing
+-- a decision about the others read, and a decision about it loads it after this.
 emit("version.created", pid, prompt_name(pid), number, vid, "draft")
 return { "ok", prompt_values(pid), number }
