@@ -1,4 +1,4 @@
-"""The release engine: every release rule, decided once (CONTRACT sections 24 and 30).
+"""The release engine: every release rule, decided once (docs/api.md sections 5, 9 and 16).
 
 A decision reads one prompt's :class:`State` and one request (promotion, rollback,
 review request and decisions, rollout start, change, completion and abort, archive,
