@@ -143,7 +143,8 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
         variables_schema=json.loads(v["variables_schema"]) if "variables_schema" in v else None,
         examples=tuple(json.loads(v["examples"])) if "examples" in v else (),
-        # Versions stored before the flag: frozen once they were placed anywhere.
+        # Versions stored before the flag get it from lua/load_state.lua at their
+        # prompt's first change; until then, those placed once are frozen all the same.
         frozen=v.get("frozen") == "1" or "promoted_at" in v or "placements" in v,
         authors=tuple(json.loads(v["authors"])) if "authors" in v else (v["created_by"],),
     )

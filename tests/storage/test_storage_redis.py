@@ -25,6 +25,7 @@ from storage import (
     SigningKey,
     StorageUnavailable,
     User,
+    VersionFrozen,
     rfc3339,
     storage_from_url,
 )
@@ -420,3 +421,27 @@ def test_storage_from_url_picks_redis() -> None:
 def test_client_must_decode_responses() -> None:
     with pytest.raises(ValueError, match="decode_responses"):
         RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer()))
+
+
+def test_versions_stored_before_the_frozen_flag_get_it_at_the_first_change(
+    redis_storage: BaseRedisStorage[Any],
+) -> None:
+    """CONTRACT section 30 for data written before the flag: a version a promotion record
+    names stays frozen although nothing else says it was ever placed."""
+    store = redis_storage
+    pid = store.create_prompt(ORG, "p").prompt_id
+    store.create_environment(ORG, "staging")
+    for content in ("a", "b", "c"):
+        store.create_version(ORG, "p", content, USER)
+    store.promote(ORG, "p", "2", USER, environment="staging")
+    store.promote(ORG, "p", "3", USER, environment="staging")
+    # As stored before: no flag on any version, no revision on the prompt.
+    for vid in store.client.zrange(keys.versions(ORG, pid), 0, -1):
+        store.client.hdel(keys.version(ORG, pid, vid), "frozen")
+    store.client.hdel(keys.prompt(ORG, pid), "rev")
+    assert not store.get_version(ORG, "p", "2").frozen  # placed once, only history says so
+    with pytest.raises(VersionFrozen):
+        store.edit_version(ORG, "p", "2", "changed")
+    assert store.get_version(ORG, "p", "2").frozen
+    assert not store.get_version(ORG, "p", "1").frozen
+    assert store.edit_version(ORG, "p", "1", "changed").content == "changed"

@@ -13,6 +13,11 @@
 -- (environment -> version id, production's not included), rollout JSON list, review JSON
 -- list (open ones, request order, then ARGV[4]'s), version HGETALL list, history
 -- HGETALL list, user HGETALL}, or {"no_prompt"}, {"no_version"}, {"no_review"}.
+-- A prompt without a revision yet (stored before revisions, or never changed since its
+-- creation) gets one, and its versions the frozen flag as CONTRACT section 30 has it
+-- for what was stored before the flag: every version a promotion record names, the
+-- published and placed ones, rollouts' candidates and baselines, and the versions of
+-- open and applied reviews.
 local review_raw = nil
 local ref = ARGV[1]
 if ARGV[4] ~= "" then
@@ -25,6 +30,36 @@ end
 local pid = resolve_prompt(ref)
 if not pid then
   return { "no_prompt" }
+end
+if not redis.call("HGET", pkey(pid), "rev") then
+  local function freeze(vid)
+    if vid and redis.call("EXISTS", vkey(pid, vid)) == 1 then
+      redis.call("HSET", vkey(pid, vid), "frozen", "1")
+    end
+  end
+  for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
+    local number = redis.call("HGET", pkey(pid, ":h:" .. hid), "version_number")
+    freeze(resolve_version(pid, "number", number))
+  end
+  freeze(production(pid))
+  for _, vid in ipairs(redis.call("HVALS", pkey(pid, ":env"))) do
+    freeze(vid)
+  end
+  for _, raw in ipairs(redis.call("HVALS", pkey(pid, ":rollouts"))) do
+    local rollout = cjson.decode(raw)
+    freeze(rollout.candidate_id)
+    freeze(resolve_version(pid, "number", tostring(rollout.baseline_version)))
+  end
+  for _, rid in ipairs(redis.call("ZRANGE", pkey(pid, ":reviews"), 0, -1)) do
+    local raw = redis.call("GET", ORG .. "review:" .. rid)
+    if raw then
+      local review = cjson.decode(raw)
+      if review.status == "open" or review.status == "applied" then
+        freeze(review.version_id)
+      end
+    end
+  end
+  redis.call("HSET", pkey(pid), "rev", "0")
 end
 local vids, seen = {}, {}
 local function want(vid)
