@@ -8,6 +8,7 @@ lists and dicts are JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -230,29 +231,11 @@ def record(h: Fields) -> PromotionRecord:
 
 
 def event_fields(e: Event) -> list[str]:
-    """An event as its stream entry (what :func:`event` reads); null fields left out."""
-
-    def text(value: int | str | None) -> str | None:
-        return None if value is None or value == "" else str(value)
-
-    return pairs(
-        {
-            "type": e.type,
-            "prompt_id": e.prompt_id,
-            "prompt_name": e.prompt_name,
-            "at": rfc3339(e.at),
-            "version": text(e.version),
-            "version_id": text(e.version_id),
-            "status": text(e.status),
-            "previous_version": text(e.previous_version),
-            "environment": text(e.environment),
-            "review_id": text(e.review_id),
-            "rollout_id": text(e.rollout_id),
-            "percent": text(e.percent),
-            "actor": text(e.actor),
-            "request_id": text(e.request_id),
-        }
-    )
+    """An event as its stream entry (what :func:`event` reads): every field but the id,
+    null ones left out."""
+    values = {f.name: getattr(e, f.name) for f in dataclasses.fields(e) if f.name != "id"}
+    values["at"] = rfc3339(e.at)
+    return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
 
 
 def events(entries: Sequence[Any]) -> list[Event]:

@@ -223,29 +223,39 @@ class RedisCore(StorageCore, Generic[ClientT]):
         self,
         org: str,
         load: Callable[[], Loaded],
-        request: Callable[[Loaded], release.Request],
+        kind: type[release.Request],
+        actor: str | None,
+        request_id: str | None,
+        *,
+        person: str | None = None,
+        approver: bool = False,
+        **fields: Any,
     ) -> Any:
-        """Decide a request with the release engine on the state ``load`` reads, and
-        apply the change while that state is unchanged (lua/apply_change.lua); when it
-        moved in between, load and decide again. Returns the change's answer, or raises
-        its refusal."""
+        """Decide a ``kind`` request (with ``fields``, and the version the load
+        resolved) with the release engine on the state ``load`` reads, and apply the
+        change while that state is unchanged (lua/apply_change.lua); when it moved in
+        between, load and decide again. ``approver``: the actor is a person whose
+        stored record the load read. Returns the change's answer, or raises its
+        refusal."""
+        now = self.clock()
         for _ in range(ATTEMPTS):
             loaded = load()
-            asked = request(loaded)
+            who = (
+                release.Actor(actor, actor, loaded.user)
+                if approver
+                else release.Actor(actor, person)
+            )
+            asked = {} if loaded.number is None else {"version": loaded.number}
+            request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
             try:
-                decided = release.decide(loaded.state, asked)
+                decided = release.decide(loaded.state, request)
             except StorageError:
                 # A version fetched after the load may be newer than the rest of it.
                 if loaded.versions.fetched and not self._apply(org, loaded.guards, [], []):
                     continue
                 raise
-            applied = self._apply(
-                org,
-                loaded.guards,
-                change.writes(loaded, decided, asked.now),
-                change.events(decided),
-            )
-            if applied:
+            writes = change.writes(loaded, decided, now)
+            if self._apply(org, loaded.guards, writes, change.events(decided)):
                 if decided.refusal is not None:
                     raise decided.refusal
                 return decided.answer

@@ -198,20 +198,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         person: str | None = None,
     ) -> PromptVersion:
         schema, kept = contracts.validated(variables, variables_schema, examples)
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),
-            lambda loaded: release.EditVersion(
-                now=now,
-                actor=release.Actor(actor, person),
-                request_id=request_id,
-                version=loaded.asked,
-                content=content,
-                variables=tuple(variables),
-                variables_schema=schema,
-                examples=tuple(kept),
-            ),
+            release.EditVersion,
+            actor,
+            request_id,
+            person=person,
+            content=content,
+            variables=tuple(variables),
+            variables_schema=schema,
+            examples=tuple(kept),
         )
 
     def promote(
@@ -228,21 +225,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         environment: str = PRODUCTION,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),
-            lambda loaded: release.Promote(
-                now=now,
-                actor=release.Actor(promoted_by),
-                request_id=request_id,
-                version=loaded.asked,
-                environment=environment,
-                notes=notes,
-                archive_previous=archive_previous,
-                expected=expected_production,
-                allow_breaking=allow_breaking,
-            ),
+            release.Promote,
+            promoted_by,
+            request_id,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            expected=expected_production,
+            allow_breaking=allow_breaking,
         )
 
     def rollback(
@@ -257,19 +250,16 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         request_id: str | None = None,
         environment: str = PRODUCTION,
     ) -> Promotion:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, history=True),
-            lambda _: release.Rollback(
-                now=now,
-                actor=release.Actor(promoted_by),
-                request_id=request_id,
-                environment=environment,
-                notes=notes,
-                to_version=to_version,
-                expected=expected_production,
-            ),
+            release.Rollback,
+            promoted_by,
+            request_id,
+            environment=environment,
+            notes=notes,
+            to_version=to_version,
+            expected=expected_production,
         )
 
     def archive_version(
@@ -281,8 +271,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        return self._version_change(
-            release.ArchiveVersion, org, prompt_ref, version_ref, actor, request_id
+        return self._release(
+            org,
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.ArchiveVersion,
+            actor,
+            request_id,
         )
 
     def unarchive_version(
@@ -294,8 +288,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        return self._version_change(
-            release.UnarchiveVersion, org, prompt_ref, version_ref, actor, request_id
+        return self._release(
+            org,
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.UnarchiveVersion,
+            actor,
+            request_id,
         )
 
     def delete_version(
@@ -307,27 +305,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        self._version_change(release.DeleteVersion, org, prompt_ref, version_ref, actor, request_id)
-
-    def _version_change(
-        self,
-        kind: type[release.ArchiveVersion | release.UnarchiveVersion | release.DeleteVersion],
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        actor: str | None,
-        request_id: str | None,
-    ) -> Any:
-        now = self.clock()
-        return self._release(
+        self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),
-            lambda loaded: kind(
-                now=now,
-                actor=release.Actor(actor),
-                request_id=request_id,
-                version=loaded.asked,
-            ),
+            release.DeleteVersion,
+            actor,
+            request_id,
         )
 
     def list_history(

@@ -158,20 +158,17 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         allow_breaking: bool = False,
         person: str | None = None,
     ) -> Review:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),
-            lambda loaded: release.RequestReview(
-                now=now,
-                actor=release.Actor(requested_by, person),
-                request_id=request_id,
-                version=loaded.asked,
-                environment=environment,
-                notes=notes,
-                rollout_percent=rollout_percent,
-                allow_breaking=allow_breaking,
-            ),
+            release.RequestReview,
+            requested_by,
+            request_id,
+            person=person,
+            environment=environment,
+            notes=notes,
+            rollout_percent=rollout_percent,
+            allow_breaking=allow_breaking,
         )
 
     def get_review(self, org: str, review_id: str) -> Review:
@@ -215,18 +212,16 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> tuple[Review, Promotion | Rollout | None]:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._review_state(org, review_id, user_id),
-            lambda loaded: release.ApproveReview(
-                now=now,
-                actor=release.Actor(user_id, user_id, loaded.user),
-                request_id=request_id,
-                review_id=review_id,
-                username=username,
-                comment=comment,
-            ),
+            release.ApproveReview,
+            user_id,
+            request_id,
+            approver=True,
+            review_id=review_id,
+            username=username,
+            comment=comment,
         )
 
     def reject_review(
@@ -238,17 +233,15 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._review_state(org, review_id, user_id),
-            lambda loaded: release.RejectReview(
-                now=now,
-                actor=release.Actor(user_id, user_id, loaded.user),
-                request_id=request_id,
-                review_id=review_id,
-                comment=comment,
-            ),
+            release.RejectReview,
+            user_id,
+            request_id,
+            approver=True,
+            review_id=review_id,
+            comment=comment,
         )
 
     def cancel_review(
@@ -260,17 +253,15 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._review_state(org, review_id),
-            lambda _: release.CancelReview(
-                now=now,
-                actor=release.Actor(user_id, user_id),
-                request_id=request_id,
-                review_id=review_id,
-                admin=admin,
-            ),
+            release.CancelReview,
+            user_id,
+            request_id,
+            person=user_id,
+            review_id=review_id,
+            admin=admin,
         )
 
     def _review_state(self, org: str, review_id: str, user_id: str | None = None) -> Loaded:

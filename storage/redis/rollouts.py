@@ -32,21 +32,17 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         allow_breaking: bool = False,
         notes: str | None = None,
     ) -> Rollout:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),
-            lambda loaded: release.StartRollout(
-                now=now,
-                actor=release.Actor(started_by),
-                request_id=request_id,
-                version=loaded.asked,
-                environment=environment,
-                percent=percent,
-                expected=expected,
-                allow_breaking=allow_breaking,
-                notes=notes,
-            ),
+            release.StartRollout,
+            started_by,
+            request_id,
+            environment=environment,
+            percent=percent,
+            expected=expected,
+            allow_breaking=allow_breaking,
+            notes=notes,
         )
 
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
@@ -68,18 +64,15 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref),
-            lambda _: release.SetPercent(
-                now=now,
-                actor=release.Actor(actor),
-                request_id=request_id,
-                environment=environment,
-                percent=percent,
-                rollout_id=rollout_id,
-            ),
+            release.SetPercent,
+            actor,
+            request_id,
+            environment=environment,
+            percent=percent,
+            rollout_id=rollout_id,
         )
 
     def complete_rollout(
@@ -95,20 +88,17 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref),
-            lambda _: release.CompleteRollout(
-                now=now,
-                actor=release.Actor(promoted_by),
-                request_id=request_id,
-                environment=environment,
-                notes=notes,
-                archive_previous=archive_previous,
-                rollout_id=rollout_id,
-                allow_breaking=allow_breaking,
-            ),
+            release.CompleteRollout,
+            promoted_by,
+            request_id,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            rollout_id=rollout_id,
+            allow_breaking=allow_breaking,
         )
 
     def abort_rollout(
@@ -121,17 +111,14 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        now = self.clock()
         return self._release(
             org,
             lambda: self._load(org, prompt_ref),
-            lambda _: release.AbortRollout(
-                now=now,
-                actor=release.Actor(actor),
-                request_id=request_id,
-                environment=environment,
-                rollout_id=rollout_id,
-            ),
+            release.AbortRollout,
+            actor,
+            request_id,
+            environment=environment,
+            rollout_id=rollout_id,
         )
 
     def read_environment(
