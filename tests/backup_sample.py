@@ -249,8 +249,11 @@ def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
         "list": lambda key: store.client.lrange(key, 0, -1),
         "string": store.client.get,
     }
-    # What a backup leaves out: the event log, and webhooks with their delivery state.
+    # What a backup leaves out: the event log, webhooks with their delivery state, and
+    # the revisions (counters of changes that guard a decision, not data: a prompt's
+    # "rev" field below).
     left_out = {
+        redis_keys.environment_revision(org),
         redis_keys.events(org),
         redis_keys.webhooks(org),
         redis_keys.webhook_ids(org),
@@ -266,5 +269,7 @@ def raw(store: BaseRedisStorage[Any], org: str) -> dict[str, object]:
             value = read[store.client.type(key)](key)
             if isinstance(value, dict) and value.get("org") == org:
                 value["org"] = "<org>"  # an API key names its org
+            if isinstance(value, dict) and key.count(":") == 3:  # ps:{org}:p:<prompt_id>
+                value.pop("rev", None)
             found[key.removeprefix(prefix)] = value
     return found

@@ -8,6 +8,7 @@ lists and dicts are JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -106,6 +107,8 @@ VERSION_FIELDS = (
     "placements",
     "variables_schema",
     "examples",
+    "frozen",
+    "authors",
 )
 
 
@@ -141,6 +144,10 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
         variables_schema=json.loads(v["variables_schema"]) if "variables_schema" in v else None,
         examples=tuple(json.loads(v["examples"])) if "examples" in v else (),
+        # Versions stored before the flag get it from lua/load_state.lua at their
+        # prompt's first change; until then, those placed once are frozen all the same.
+        frozen=v.get("frozen") == "1" or "promoted_at" in v or "placements" in v,
+        authors=tuple(json.loads(v["authors"])) if "authors" in v else (v["created_by"],),
     )
 
 
@@ -165,6 +172,8 @@ def version_fields(v: PromptVersion) -> list[str]:
                 json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
             ),
             **contract_fields(v.variables_schema, v.examples),
+            "frozen": "1" if v.frozen else None,
+            "authors": json.dumps(list(v.authors)),
         }
     )
 
@@ -181,7 +190,7 @@ def contract_fields(
 
 
 def record_fields(r: PromotionRecord) -> list[str]:
-    """A promotion record's hash as promote.lua writes it."""
+    """A promotion record's hash as apply_change.lua writes it."""
     return pairs(
         {
             "history_id": r.history_id,
@@ -193,7 +202,7 @@ def record_fields(r: PromotionRecord) -> list[str]:
             "notes": r.notes,
             "environment": r.environment,
             "review_id": r.review_id,
-            # Compact, as approve_review.lua's cjson writes it.
+            # Compact, as records written by earlier Lua scripts spell it.
             "approved_by": (
                 json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
             ),
@@ -219,6 +228,14 @@ def record(h: Fields) -> PromotionRecord:
         rollout_id=h.get("rollout_id"),
         breaking=h.get("breaking") == "1",
     )
+
+
+def event_fields(e: Event) -> list[str]:
+    """An event as its stream entry (what :func:`event` reads): every field but the id,
+    null ones left out."""
+    values = {f.name: getattr(e, f.name) for f in dataclasses.fields(e) if f.name != "id"}
+    values["at"] = rfc3339(e.at)
+    return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
 
 
 def events(entries: Sequence[Any]) -> list[Event]:
@@ -249,7 +266,7 @@ def event(event_id: str, e: Fields) -> Event:
 
 
 def rollout(text: str) -> Rollout:
-    """From a rollout's JSON (storage/redis/lua/_rollout.lua writes it)."""
+    """From a rollout's JSON (:func:`rollout_json` writes it)."""
     r = json.loads(text)
     return Rollout(
         rollout_id=r["rollout_id"],
@@ -420,8 +437,8 @@ def environment_json(e: Environment) -> str:
 
 
 def review(text: str) -> Review:
-    """From a review's JSON (storage/redis/lua/request_review.lua completes it). Lua's
-    cjson writes an empty list as ``{}``."""
+    """From a review's JSON (:func:`review_json`; reviews written by earlier Lua scripts
+    hold ``{}`` for an empty list, as Lua's cjson writes it)."""
     r = json.loads(text)
     decided = r.get("decided_at")
     return Review(
@@ -449,6 +466,8 @@ def review(text: str) -> Review:
         allow_breaking=bool(r.get("allow_breaking")),
         # cjson writes an empty list as {}.
         breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
+        content_digest=r.get("content_digest") or "",
+        requested_by_person=r.get("requested_by_person"),
     )
 
 
@@ -456,32 +475,12 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def review_request(
-    review_id: str,
-    requested_by: str,
-    requested_at: datetime,
-    notes: str | None,
-    rollout_percent: int | None,
-    allow_breaking: bool = False,
-    breaking: Sequence[BreakingChange] = (),
-) -> str:
-    """What the caller knows of a new review, as request_review.lua takes it."""
-    return json.dumps(
-        {
-            "allow_breaking": allow_breaking,
-            "breaking": [change.to_json() for change in breaking],
-            "review_id": review_id,
-            "requested_by": requested_by,
-            "requested_at": rfc3339(requested_at),
-            "notes": notes,
-            "approvals": [],
-            "rejected_by": None,
-            "decided_at": None,
-            "rollout_percent": rollout_percent,
-        }
-    )
-
-
 def review_json(r: Review) -> str:
     """A review's JSON as the review scripts keep it (``version_author`` included)."""
-    return json.dumps({**r.to_json(), "version_author": r.version_author})
+    kept = {"version_author": r.version_author, "requested_by_person": r.requested_by_person}
+    return json.dumps({**r.to_json(), **kept})
+
+
+def rollout_json(r: Rollout) -> str:
+    """A rollout's JSON as P:rollouts keeps it (``candidate_id`` included)."""
+    return json.dumps({**r.to_json(), "candidate_id": r.candidate_id})

@@ -4,8 +4,9 @@ script's reply or a connection failure becomes a typed error."""
 from __future__ import annotations
 
 import abc
+import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Generic, Self, TypeVar
@@ -15,27 +16,24 @@ from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 
-from storage import contracts, lifecycle
+from storage import release
 from storage.errors import (
-    AlreadyApproved,
     Conflict,
     EnvironmentNotFound,
     NoProductionVersion,
     NothingInEnvironment,
-    ProductionChanged,
     PromptNotFound,
-    ReviewClosed,
-    ReviewExists,
     ReviewNotFound,
-    ReviewRequired,
+    StorageError,
     StorageUnavailable,
     VersionNotFound,
 )
 from storage.interface import StorageCore
-from storage.lifecycle import UNGUARDED, Expected
 from storage.memo import Memo
-from storage.records import PRODUCTION, BreakingChange, Promotion, PromptVersion
-from storage.redis import codec, keys, scripts
+from storage.records import PRODUCTION, PromptVersion
+from storage.redis import change, codec, keys, scripts, state
+from storage.redis.change import Write
+from storage.redis.state import Guard, Loaded
 from storage.times import Clock, rfc3339, utcnow
 
 # redis-py resends a command whose reply was lost, and for a script that changes data
@@ -77,17 +75,8 @@ def guard() -> Iterator[None]:
         raise
 
 
-def check(
-    reply: Any,
-    prompt_ref: str,
-    version_ref: str = "",
-    action: str = "",
-    expected: Expected = UNGUARDED,
-    environment: str = PRODUCTION,
-    review_id: str = "",
-) -> Any:
-    """Raise the typed error for a script's error marker, else return the reply (the
-    lifecycle refusals as storage/lifecycle.py words them)."""
+def check(reply: Any, prompt_ref: str, version_ref: str = "", environment: str = PRODUCTION) -> Any:
+    """Raise the typed error for a script's error marker, else return the reply."""
     marker = reply[0]
     if marker == "ok":
         return reply
@@ -101,58 +90,14 @@ def check(
         raise EnvironmentNotFound(environment)
     if marker == "nothing_in_environment":
         raise NothingInEnvironment(prompt_ref, environment)
-    if marker == "production_changed":
-        assert expected is not UNGUARDED  # the scripts only check a guard that was given
-        raise ProductionChanged(prompt_ref, expected, _number(reply[1]), environment)
-    if marker == "review_required":
-        raise ReviewRequired(environment, int(reply[1]))
-    if marker == "no_target":
-        reason, current, target = reply[1:4]
-        raise lifecycle.no_rollback_target(
-            reason, prompt_ref, _number(current), _number(target), environment
-        )
-    if marker == "state":
-        raise lifecycle.refusal(action, reply[2], reply[1])
-    if marker == "place":
-        raise lifecycle.refusal("place", reply[2], reply[1])
-    if marker == "place_here":
-        raise lifecycle.refusal("place/here", reply[2], reply[1])
-    if marker == "no_review":
-        raise ReviewNotFound(review_id)
-    if marker == "review_exists":
-        raise ReviewExists(reply[1])
-    if marker == "review_closed":
-        raise ReviewClosed(review_id, reply[1])
-    if marker == "forbidden":
-        raise lifecycle.review_refusal(reply[1], review_id, reply[2])
-    if marker == "already_approved":
-        raise AlreadyApproved(review_id)
-    if marker == "rollout_busy":
-        raise lifecycle.rollout_busy(prompt_ref, reply[2], reply[1], reply[3])
-    if marker == "candidate":
-        raise lifecycle.candidate_refusal(reply[1], reply[2])
-    if marker == "no_baseline":
-        raise lifecycle.no_baseline(prompt_ref, reply[2], reply[1])
     raise RuntimeError(f"unexpected script reply {marker!r}")
 
 
-def _number(text: str) -> int | None:
-    return int(text) if text != "" else None
-
-
-# Passes of a script around the promotion check before giving up. Each further pass
-# means that another change moved the environment or edited one of the two versions
-# between two passes (_common.lua's contract_check): progress for someone, so only a
-# storm of concurrent promotions of one prompt gets near this.
-CHECK_PASSES = 50
-
-
-def version_reply(reply: Sequence[Any]) -> PromptVersion:
-    return codec.version_of(reply[1], reply[2])
-
-
-def promotion_reply(reply: Sequence[Any]) -> Promotion:
-    return Promotion(version_reply(reply), codec.record(codec.fields(reply[3])))
+# Loads of a prompt's state before a change gives up. Each further load means that
+# another change of the prompt was applied since the last one: progress for someone, so
+# only a storm of concurrent changes of one prompt gets near this.
+ATTEMPTS = 50
+RACE = "the prompt kept changing while this change was decided: try again"
 
 
 class RedisCore(StorageCore, Generic[ClientT]):
@@ -249,36 +194,84 @@ class RedisCore(StorageCore, Generic[ClientT]):
         prompt_keys = [keys.names(org), keys.prompt_prefix(org), *extra]
         return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
 
-    def _checked_change(
+    def _load(
         self,
-        script: str,
         org: str,
         prompt_ref: str,
-        args: Callable[[list[BreakingChange]], list[Any]],
-        decide: Callable[[list[BreakingChange], Sequence[Any]], bool],
+        version_ref: str | None = None,
+        *,
+        review_id: str = "",
+        history: bool = False,
+        user_id: str | None = None,
+    ) -> Loaded:
+        """One prompt's release state (lua/load_state.lua): the prompt ``prompt_ref``,
+        or the one of review ``review_id``; raises PromptNotFound, VersionNotFound,
+        ReviewNotFound."""
+        mode, value = ("", "") if version_ref is None else scripts.selector(version_ref)
+        args = [prompt_ref, mode, value, review_id, "1" if history else "0", user_id or ""]
+        reply = self._prompt_script("load_state", org, args)
+        if reply[0] == "no_review":
+            raise ReviewNotFound(review_id)
+        check(reply, prompt_ref, version_ref or "")
+        return state.loaded(reply, lambda pid, number: self._version_numbered(org, pid, number))
+
+    def _version_numbered(self, org: str, prompt_id: str, number: int) -> PromptVersion | None:
+        reply = self._prompt_script("read_version", org, [prompt_id, "number", str(number)])
+        return None if reply[0] != "ok" else codec.version_of(reply[1], reply[2])
+
+    def _release(
+        self,
+        org: str,
+        load: Callable[[], Loaded],
+        kind: type[release.Request],
         actor: str | None,
         request_id: str | None,
-        now: str,
+        *,
+        person: str | None = None,
+        approver: bool = False,
+        **fields: Any,
     ) -> Any:
-        """A script that moves a version into an environment, run in passes around the
-        promotion check (storage/contracts.py), which runs here, between them: ``args``
-        gives the script's ARGV (before the check's fingerprint and outcome) from the
-        changes the last check found; ``decide`` turns a check's changes (and the
-        script's "check" reply) into its outcome, or raises the refusal. Returns the
-        reply of the pass that did not ask for a check."""
-        changes: list[BreakingChange] = []
-        fingerprint, outcome = "", "0"
-        for _ in range(CHECK_PASSES):
-            argv = [*args(changes), fingerprint, outcome]
-            reply = self._prompt_change(script, org, argv, actor, request_id, now)
-            if reply[0] != "check":
-                return reply
-            fingerprint = reply[1]
-            candidate = codec.version_of(reply[2], reply[3])
-            current = codec.version_of(reply[2], reply[4])
-            changes = contracts.breaking_changes(current, candidate)
-            outcome = "1" if decide(changes, reply) else "0"
-        raise Conflict(lifecycle.CHECK_RACE.format(prompt=prompt_ref))
+        """Decide a ``kind`` request (with ``fields``, and the version the load
+        resolved) with the release engine on the state ``load`` reads, and apply the
+        change while that state is unchanged (lua/apply_change.lua); when it moved in
+        between, load and decide again. ``approver``: the actor is a person whose
+        stored record the load read. Returns the change's answer, or raises its
+        refusal."""
+        now = self.clock()
+        for _ in range(ATTEMPTS):
+            loaded = load()
+            who = (
+                release.Actor(actor, actor, loaded.user)
+                if approver
+                else release.Actor(actor, person)
+            )
+            asked = {} if loaded.number is None else {"version": loaded.number}
+            request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
+            try:
+                decided = release.decide(loaded.state, request)
+            except StorageError:
+                # A version fetched after the load may be newer than the rest of it.
+                if loaded.versions.fetched and not self._apply(org, loaded.guards, [], []):
+                    continue
+                raise
+            writes = change.writes(loaded, decided, now)
+            if self._apply(org, loaded.guards, writes, change.events(decided)):
+                if decided.refusal is not None:
+                    raise decided.refusal
+                return decided.answer
+        raise Conflict(RACE)
+
+    def _apply(
+        self, org: str, guards: list[Guard], writes: list[Write], events: list[list[str]]
+    ) -> bool:
+        """lua/apply_change.lua: True when the guards held and the writes were made."""
+        args = [json.dumps(guards), json.dumps(writes), json.dumps(events)]
+        reply = self._run(
+            "apply_change",
+            [keys.org_prefix(org), keys.events(org)],
+            [*args, str(self.event_log_size)],
+        )
+        return bool(reply[0] == "ok")
 
     def _now(self) -> str:
         return rfc3339(self.clock())

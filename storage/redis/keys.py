@@ -10,8 +10,10 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     ps:{<org>}:names              hash    prompt name -> prompt_id
     ps:{<org>}:prompts            zset    prompt names, score 0 (listed in name order)
     P                             hash    the prompt's fields, plus ``next`` (last version
-                                          number handed out) and ``hseq`` (last promotion
-                                          sequence); both go when the prompt is deleted
+                                          number handed out), ``hseq`` (last promotion
+                                          sequence) and ``rev`` (its revision: bumped by
+                                          every change of its release state); they go
+                                          when the prompt is deleted
     P:versions                    zset    version_id by number (every version)
     P:versions:<status>           zset    version_id by number, one per status
     P:v:<version_id>              hash    one version's fields
@@ -21,10 +23,12 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
                                           than production; mirrored on each version as
                                           its ``placements`` field)
     P:reviews                     zset    the prompt's review ids by request sequence
-    P:rollouts                    hash    environment -> its rollout's JSON (lua/_rollout.lua)
+    P:rollouts                    hash    environment -> its rollout's JSON (codec.py)
     ps:{<org>}:envs               hash    environment name -> its JSON (production only
                                           once changed)
     ps:{<org>}:env-order          list    environment names, oldest first
+    ps:{<org>}:env-rev            string  the environments' revision: bumped by every
+                                          change of them
     ps:{<org>}:review:<review_id> string  one review's JSON
     ps:{<org>}:reviews            zset    review ids by request sequence
     ps:{<org>}:review-seq         string  the last request sequence handed out
@@ -246,6 +250,10 @@ def environments(org: str) -> str:
 
 def environment_order(org: str) -> str:
     return org_prefix(org) + "env-order"
+
+
+def environment_revision(org: str) -> str:
+    return org_prefix(org) + "env-rev"
 
 
 def review(org: str, review_id: str) -> str:

@@ -1,4 +1,7 @@
-"""Prompts, versions and promotions on Redis: one Lua script per change."""
+"""Prompts, versions and promotions on Redis: creating a prompt or a version and
+deleting a prompt are Lua scripts of their own; the release changes (promotion,
+rollback, edit, archive, unarchive, delete of a version) are decided by the release
+engine (storage/release) and applied by apply_change.lua (RedisCore._release)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from storage import contracts, lifecycle
+from storage import contracts, release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists
 from storage.ids import new_id
@@ -22,12 +25,12 @@ from storage.records import (
     PromptVersion,
 )
 from storage.redis import codec, keys, scripts
-from storage.redis.core import ClientT, RedisCore, check, guard, promotion_reply, version_reply
+from storage.redis.core import ClientT, RedisCore, check, guard
 from storage.times import rfc3339
 
 
 class RedisPrompts(RedisCore[ClientT], PromptStore):
-    """Prompts, versions and promotions; the lifecycle rules inside the scripts."""
+    """Prompts, versions and promotions."""
 
     # -- prompts
 
@@ -97,14 +100,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         at = rfc3339(now)
+        authors = release.people(created_by, person)
         schema, kept = contracts.validated(variables, variables_schema, examples)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
         args += [json.dumps(list(variables)), at, *_contract_args(schema, kept)]
+        args.append(json.dumps(list(authors)))
         reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
         check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
@@ -127,6 +133,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             created_by=created_by,
             variables_schema=schema,
             examples=kept,
+            authors=authors,
         )
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
@@ -176,24 +183,6 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         more = len(reply[2]) > limit
         return Page(items, encode_cursor(str(items[-1].version)) if more else None)
 
-    def _change(
-        self,
-        script: str,
-        action: str,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        args: list[Any],
-        actor: str | None,
-        request_id: str | None,
-        now: str,
-    ) -> Any:
-        """A change script of one version: ARGV starts with the prompt and version refs,
-        ``now`` is the script's own time argument and its event's."""
-        argv = [prompt_ref, *scripts.selector(version_ref), *args]
-        reply = self._prompt_change(script, org, argv, actor, request_id, now)
-        return check(reply, prompt_ref, version_ref, action)
-
     def edit_version(
         self,
         org: str,
@@ -206,14 +195,21 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
-        now = self._now()
         schema, kept = contracts.validated(variables, variables_schema, examples)
-        args = [content, json.dumps(list(variables)), now, *_contract_args(schema, kept)]
-        reply = self._change(
-            "edit_version", "edit", org, prompt_ref, version_ref, args, actor, request_id, now
+        return self._release(
+            org,
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.EditVersion,
+            actor,
+            request_id,
+            person=person,
+            content=content,
+            variables=tuple(variables),
+            variables_schema=schema,
+            examples=tuple(kept),
         )
-        return version_reply(reply)
 
     def promote(
         self,
@@ -229,34 +225,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         environment: str = PRODUCTION,
         allow_breaking: bool = False,
     ) -> Promotion:
-        lifecycle.check_acknowledgement(allow_breaking, notes)
-        now = self._now()
-        args = [
-            prompt_ref,
-            *scripts.selector(version_ref),
-            promoted_by,
-            notes or "",
-            "0" if notes is None else "1",
-            "1" if archive_previous else "0",
-            now,
-            new_id("h_"),
-            scripts.expected(expected_production),
-            environment,
-        ]
-        reply = self._checked_change(
-            "promote",
+        return self._release(
             org,
-            prompt_ref,
-            lambda _: args,
-            lambda changes, _: lifecycle.check_breaking(
-                prompt_ref, environment, changes, allow_breaking
-            ),
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.Promote,
             promoted_by,
             request_id,
-            now,
-        )
-        return promotion_reply(
-            check(reply, prompt_ref, version_ref, "promote", expected_production, environment)
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            expected=expected_production,
+            allow_breaking=allow_breaking,
         )
 
     def rollback(
@@ -271,31 +250,16 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         request_id: str | None = None,
         environment: str = PRODUCTION,
     ) -> Promotion:
-        now = self._now()
-        args = [
-            prompt_ref,
-            "" if to_version is None else str(to_version),
-            promoted_by,
-            notes or "",
-            "0" if notes is None else "1",
-            scripts.expected(expected_production),
-            now,
-            new_id("h_"),
-            environment,
-        ]
-        # Exempt from the check: its outcome only goes into the record.
-        reply = self._checked_change(
-            "rollback",
+        return self._release(
             org,
-            prompt_ref,
-            lambda _: args,
-            lambda changes, _: bool(changes),
+            lambda: self._load(org, prompt_ref, history=True),
+            release.Rollback,
             promoted_by,
             request_id,
-            now,
-        )
-        return promotion_reply(
-            check(reply, prompt_ref, expected=expected_production, environment=environment)
+            environment=environment,
+            notes=notes,
+            to_version=to_version,
+            expected=expected_production,
         )
 
     def archive_version(
@@ -307,19 +271,13 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self._now()
-        reply = self._change(
-            "archive_version",
-            "archive",
+        return self._release(
             org,
-            prompt_ref,
-            version_ref,
-            [now],
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.ArchiveVersion,
             actor,
             request_id,
-            now,
         )
-        return version_reply(reply)
 
     def unarchive_version(
         self,
@@ -330,19 +288,13 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self._now()
-        reply = self._change(
-            "unarchive_version",
-            "unarchive",
+        return self._release(
             org,
-            prompt_ref,
-            version_ref,
-            [now],
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.UnarchiveVersion,
             actor,
             request_id,
-            now,
         )
-        return version_reply(reply)
 
     def delete_version(
         self,
@@ -353,9 +305,12 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        now = self._now()
-        self._change(
-            "delete_version", "delete", org, prompt_ref, version_ref, [now], actor, request_id, now
+        self._release(
+            org,
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.DeleteVersion,
+            actor,
+            request_id,
         )
 
     def list_history(
@@ -369,6 +324,6 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
 
 
 def _contract_args(schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]) -> list[str]:
-    """A checked contract as create_version.lua and edit_version.lua take it ("": none)."""
+    """A checked contract as create_version.lua takes it ("": none)."""
     stored = codec.contract_fields(schema, examples)
     return [stored["variables_schema"] or "", stored["examples"] or ""]

@@ -1,28 +1,25 @@
-"""Environments and reviews on Redis: the changes are Lua scripts (set_environment,
-delete_environment, promote and rollback with an environment, request_review,
-approve_review, decide_review), the reads plain commands or list_reviews.lua."""
+"""Environments and reviews on Redis: creating and changing an environment is
+set_environment.lua; deleting one, requesting a review and deciding one are decided by
+the release engine (storage/release) and applied by apply_change.lua; the reads are
+plain commands or list_reviews.lua."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
-from storage import lifecycle
+from storage import lifecycle, release
 from storage.cursors import encode_cursor
 from storage.errors import (
+    Conflict,
     EnvironmentExists,
     EnvironmentNotFound,
-    LifecycleError,
+    PromptNotFound,
     ReviewNotFound,
-    ReviewStale,
-    VersionNotFound,
 )
-from storage.ids import new_id
 from storage.interface import ReleaseStore
 from storage.records import (
     PRODUCTION,
-    BreakingChange,
     Environment,
     Page,
     Promotion,
@@ -30,19 +27,19 @@ from storage.records import (
     Review,
     Rollout,
 )
-from storage.redis import codec, keys, scripts
-from storage.redis.core import ClientT, check, guard, promotion_reply
+from storage.redis import change, codec, keys, scripts
+from storage.redis.change import Write
+from storage.redis.core import ATTEMPTS, RACE, ClientT, check, guard
 from storage.redis.prompts import RedisPrompts
-from storage.times import rfc3339
+from storage.redis.state import Guard, Loaded
 
 # Review ids as new_id makes them: anything else names no review (and no other key).
 _REVIEW_ID = re.compile(r"rv_[0-9a-f]{32}")
 
 
 class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
-    """Environments, placements and reviews; the rules inside the scripts. Over
-    RedisPrompts for its version read (an environment's version is read like
-    production's)."""
+    """Environments, placements and reviews. Over RedisPrompts for its version read (an
+    environment's version is read like production's)."""
 
     # -- environments
 
@@ -67,7 +64,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         self._index_org(org)
         reply = self._run(
             "set_environment",
-            [keys.environments(org), keys.environment_order(org)],
+            [keys.environments(org), keys.environment_order(org), keys.environment_revision(org)],
             [name, *args],
         )
         if reply[0] == "exists":
@@ -108,11 +105,37 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        now = self._now()
-        reply = self._prompt_change("delete_environment", org, [name, now], actor, request_id, now)
-        if reply[0] == "production":
-            raise LifecycleError("production cannot be deleted")
-        check(reply, "", environment=name)
+        """Every prompt leaves the environment as the release engine decides, and the
+        environment goes, in one apply_change.lua guarded by every prompt's revision."""
+        now = self.clock()
+        for _ in range(ATTEMPTS):
+            with guard():
+                prompt_ids: Any = self.client.hvals(keys.names(org))
+                revision: Any = self.client.get(keys.environment_revision(org))
+            release.check_delete_environment({e.name: e for e in self.list_environments(org)}, name)
+            guards: list[Guard] = [["env-rev", None, revision]]
+            writes: list[Write] = []
+            events: list[list[str]] = []
+            for prompt_id in prompt_ids:
+                try:
+                    loaded = self._load(org, prompt_id)
+                except PromptNotFound:
+                    continue  # deleted since: nothing of it to leave
+                leave = release.LeaveEnvironment(
+                    now=now, actor=release.Actor(actor), request_id=request_id, environment=name
+                )
+                decided = release.decide(loaded.state, leave)
+                guards += loaded.guards
+                writes += change.writes(loaded, decided, now)
+                events += change.events(decided)
+            writes += [
+                ["HDEL", "envs", name],
+                ["LREM", "env-order", "0", name],
+                ["INCR", "env-rev"],
+            ]
+            if self._apply(org, guards, writes, events):
+                return
+        raise Conflict(RACE)
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         if environment == PRODUCTION:
@@ -133,33 +156,20 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
         allow_breaking: bool = False,
+        person: str | None = None,
     ) -> Review:
-        if rollout_percent is not None:
-            lifecycle.check_percent(rollout_percent)
-        lifecycle.check_acknowledgement(allow_breaking, notes)
-        now = self.clock()
-        review_id = new_id("rv_")
-
-        def args(changes: list[BreakingChange]) -> list[Any]:
-            known = codec.review_request(
-                review_id, requested_by, now, notes, rollout_percent, allow_breaking, changes
-            )
-            return [prompt_ref, *scripts.selector(version_ref), environment, known]
-
-        reply = self._checked_change(
-            "request_review",
+        return self._release(
             org,
-            prompt_ref,
-            args,
-            lambda changes, _: lifecycle.check_breaking(
-                prompt_ref, environment, changes, allow_breaking
-            ),
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.RequestReview,
             requested_by,
             request_id,
-            rfc3339(now),
+            person=person,
+            environment=environment,
+            notes=notes,
+            rollout_percent=rollout_percent,
+            allow_breaking=allow_breaking,
         )
-        check(reply, prompt_ref, version_ref, "promote", environment=environment)
-        return codec.review(reply[1])
 
     def get_review(self, org: str, review_id: str) -> Review:
         if not _REVIEW_ID.fullmatch(review_id):
@@ -202,39 +212,17 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> tuple[Review, Promotion | Rollout | None]:
-        if not _REVIEW_ID.fullmatch(review_id):
-            raise ReviewNotFound(review_id)
-        now = self._now()
-        args = [review_id, user_id, username, comment or "", _flag(comment), now, new_id("h_")]
-        args.append(new_id("ro_"))
-
-        def decide(changes: list[BreakingChange], reply: Sequence[Any]) -> bool:
-            review = codec.review(reply[5])
-            return lifecycle.check_breaking(
-                review.prompt_name, review.environment, changes, review.allow_breaking
-            )
-
-        reply = self._checked_change(
-            "approve_review", org, review_id, lambda _: args, decide, user_id, request_id, now
+        return self._release(
+            org,
+            lambda: self._review_state(org, review_id, user_id),
+            release.ApproveReview,
+            user_id,
+            request_id,
+            approver=True,
+            review_id=review_id,
+            username=username,
+            comment=comment,
         )
-        if reply[0] == "stale":
-            review = codec.review(reply[2])
-            current = int(reply[1]) if reply[1] != "" else None
-            raise ReviewStale(
-                review_id, review.prompt_name, review.expected_version, current, review.environment
-            )
-        if reply[0] == "no_version":
-            raise VersionNotFound(reply[1], reply[2])
-        if reply[0] in ("rollout_busy", "no_baseline"):  # rare: worth a read for the name
-            check(reply, self.get_review(org, review_id).prompt_name)
-        # The prompt's name is only known from the review: refusals name the review.
-        check(reply, review_id, action="promote", review_id=review_id)
-        review = codec.review(reply[1])
-        if len(reply) == 2:
-            return review, None
-        if reply[2] == "rollout":
-            return review, codec.rollout(reply[3])
-        return review, promotion_reply(reply[1:])
 
     def reject_review(
         self,
@@ -245,7 +233,16 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        return self._decide(org, review_id, "reject", user_id, comment, False, request_id)
+        return self._release(
+            org,
+            lambda: self._review_state(org, review_id, user_id),
+            release.RejectReview,
+            user_id,
+            request_id,
+            approver=True,
+            review_id=review_id,
+            comment=comment,
+        )
 
     def cancel_review(
         self,
@@ -256,25 +253,19 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         *,
         request_id: str | None = None,
     ) -> Review:
-        return self._decide(org, review_id, "cancel", user_id, None, admin, request_id)
+        return self._release(
+            org,
+            lambda: self._review_state(org, review_id),
+            release.CancelReview,
+            user_id,
+            request_id,
+            person=user_id,
+            review_id=review_id,
+            admin=admin,
+        )
 
-    def _decide(
-        self,
-        org: str,
-        review_id: str,
-        action: str,
-        user_id: str,
-        comment: str | None,
-        admin: bool,
-        request_id: str | None,
-    ) -> Review:
+    def _review_state(self, org: str, review_id: str, user_id: str | None = None) -> Loaded:
+        """The state of the review's prompt, the review included, and the user's record."""
         if not _REVIEW_ID.fullmatch(review_id):
             raise ReviewNotFound(review_id)
-        now = self._now()
-        args = [review_id, action, user_id, comment or "", _flag(comment), _flag(admin), now]
-        reply = self._prompt_change("decide_review", org, args, user_id, request_id, now)
-        return codec.review(check(reply, review_id, review_id=review_id)[1])
-
-
-def _flag(value: object) -> str:
-    return "0" if value is None or value is False else "1"
+        return self._load(org, "", review_id=review_id, user_id=user_id)

@@ -1,19 +1,19 @@
-"""Rollouts on Redis: start_rollout, set_rollout, complete_rollout and abort_rollout
-(with lua/_rollout.lua), list_rollouts.lua for the reads; the environment read is
-read_version.lua, which adds the rollout and its candidate while one runs."""
+"""Rollouts on Redis: their start, change, completion and abort are decided by the
+release engine (storage/release) and applied by apply_change.lua; list_rollouts.lua
+serves the reads, and the environment read is read_version.lua, which adds the rollout
+and its candidate while one runs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from storage import lifecycle
+from storage import release
 from storage.errors import RolloutNotFound
-from storage.ids import new_id
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import PRODUCTION, InRollout, Promotion, PromptVersion, Rollout
-from storage.redis import codec, keys, scripts
-from storage.redis.core import ClientT, check, guard, promotion_reply
+from storage.redis import codec, keys
+from storage.redis.core import ClientT, check, guard
 from storage.redis.releases import RedisReleases
 
 
@@ -32,33 +32,18 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         allow_breaking: bool = False,
         notes: str | None = None,
     ) -> Rollout:
-        lifecycle.check_percent(percent)
-        lifecycle.check_acknowledgement(allow_breaking, notes)
-        now = self._now()
-        args = [
-            prompt_ref,
-            *scripts.selector(version_ref),
-            environment,
-            str(percent),
-            started_by,
-            now,
-            new_id("ro_"),
-            scripts.expected(expected),
-        ]
-        reply = self._checked_change(
-            "start_rollout",
+        return self._release(
             org,
-            prompt_ref,
-            lambda _: args,
-            lambda changes, _: lifecycle.check_breaking(
-                prompt_ref, environment, changes, allow_breaking
-            ),
+            lambda: self._load(org, prompt_ref, version_ref),
+            release.StartRollout,
             started_by,
             request_id,
-            now,
+            environment=environment,
+            percent=percent,
+            expected=expected,
+            allow_breaking=allow_breaking,
+            notes=notes,
         )
-        check(reply, prompt_ref, version_ref, "promote", expected, environment)
-        return codec.rollout(reply[1])
 
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
         reply = self._listed(org, prompt_ref, environment)
@@ -79,11 +64,16 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        lifecycle.check_percent(percent)
-        now = self._now()
-        args = [prompt_ref, environment, rollout_id or "", str(percent), now]
-        reply = self._prompt_change("set_rollout", org, args, actor, request_id, now)
-        return codec.rollout(self._checked(reply, prompt_ref, environment, rollout_id)[1])
+        return self._release(
+            org,
+            lambda: self._load(org, prompt_ref),
+            release.SetPercent,
+            actor,
+            request_id,
+            environment=environment,
+            percent=percent,
+            rollout_id=rollout_id,
+        )
 
     def complete_rollout(
         self,
@@ -98,32 +88,18 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Promotion:
-        lifecycle.check_acknowledgement(allow_breaking, notes)
-        now = self._now()
-        args = [
-            prompt_ref,
-            environment,
-            rollout_id or "",
-            promoted_by,
-            notes or "",
-            "0" if notes is None else "1",
-            "1" if archive_previous else "0",
-            now,
-            new_id("h_"),
-        ]
-        reply = self._checked_change(
-            "complete_rollout",
+        return self._release(
             org,
-            prompt_ref,
-            lambda _: args,
-            lambda changes, _: lifecycle.check_breaking(
-                prompt_ref, environment, changes, allow_breaking
-            ),
+            lambda: self._load(org, prompt_ref),
+            release.CompleteRollout,
             promoted_by,
             request_id,
-            now,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            rollout_id=rollout_id,
+            allow_breaking=allow_breaking,
         )
-        return promotion_reply(self._checked(reply, prompt_ref, environment, rollout_id))
 
     def abort_rollout(
         self,
@@ -135,10 +111,15 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        now = self._now()
-        args = [prompt_ref, environment, rollout_id or "", now]
-        reply = self._prompt_change("abort_rollout", org, args, actor, request_id, now)
-        return codec.rollout(self._checked(reply, prompt_ref, environment, rollout_id)[1])
+        return self._release(
+            org,
+            lambda: self._load(org, prompt_ref),
+            release.AbortRollout,
+            actor,
+            request_id,
+            environment=environment,
+            rollout_id=rollout_id,
+        )
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str
@@ -168,4 +149,4 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
     def _checked(reply: Any, prompt_ref: str, environment: str, rollout_id: str | None) -> Any:
         if reply[0] == "no_rollout":
             raise RolloutNotFound(prompt_ref, environment, rollout_id)
-        return check(reply, prompt_ref, action="promote", environment=environment)
+        return check(reply, prompt_ref, environment=environment)

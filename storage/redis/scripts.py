@@ -13,7 +13,6 @@ from redis.commands.core import Script
 
 from storage.cursors import decode_number_cursor
 from storage.ids import version_number
-from storage.lifecycle import UNGUARDED, Expected
 from storage.redis import keys
 
 # Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
@@ -25,70 +24,19 @@ PROMPT_SCRIPTS = (
     "create_version",
     "read_version",
     "list_versions",
-    "edit_version",
-    "promote",
-    "rollback",
-    "archive_version",
-    "unarchive_version",
-    "delete_version",
     "list_history",
     "export_prompt",
-    "request_review",
-    "approve_review",
-    "decide_review",
     "list_reviews",
-    "delete_environment",
-    "start_rollout",
-    "set_rollout",
-    "complete_rollout",
-    "abort_rollout",
     "list_rollouts",
-)
-# Scripts that put a version in an environment: _enter.lua after _common and _events.
-ENTER_SCRIPTS = frozenset({"promote", "rollback", "approve_review", "complete_rollout"})
-# Scripts that start, step or end a rollout, or that one blocks: _rollout.lua after those.
-ROLLOUT_SCRIPTS = frozenset(
-    {
-        "promote",
-        "rollback",
-        "approve_review",
-        "request_review",
-        "edit_version",
-        "archive_version",
-        "delete_version",
-        "delete_environment",
-        "start_rollout",
-        "set_rollout",
-        "complete_rollout",
-        "abort_rollout",
-    }
+    "load_state",
 )
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 
-# The scripts that change a prompt or a version: each also writes the change's event,
-# with the helper of _events.lua in front of it and the arguments of event_context().
-CHANGE_SCRIPTS = frozenset(
-    {
-        "create_prompt",
-        "delete_prompt",
-        "create_version",
-        "edit_version",
-        "promote",
-        "rollback",
-        "archive_version",
-        "unarchive_version",
-        "delete_version",
-        "request_review",
-        "approve_review",
-        "decide_review",
-        "delete_environment",
-        "start_rollout",
-        "set_rollout",
-        "complete_rollout",
-        "abort_rollout",
-    }
-)
+# The scripts that create a prompt or a version or delete a prompt: each also writes the
+# change's event, with the helper of _events.lua in front of it and the arguments of
+# event_context(). The release changes are apply_change.lua's, events included.
+CHANGE_SCRIPTS = frozenset({"create_prompt", "delete_prompt", "create_version"})
 STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",
@@ -116,6 +64,7 @@ STANDALONE_SCRIPTS = (
     "claim_deliveries",
     "finish_delivery",
     "set_environment",
+    "apply_change",
 )
 
 
@@ -128,15 +77,10 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
     (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
     a server answers NOSCRIPT; a subclass may reload it differently."""
-    events, enter, rollout = source("_events"), source("_enter"), source("_rollout")
+    events = source("_events")
 
     def text(name: str) -> str:
-        helpers = (
-            (events if name in CHANGE_SCRIPTS else "")
-            + (enter if name in ENTER_SCRIPTS else "")
-            + (rollout if name in ROLLOUT_SCRIPTS else "")
-        )
-        return helpers + source(name)
+        return (events if name in CHANGE_SCRIPTS else "") + source(name)
 
     registered = {}
     for helpers, names in (("_common", PROMPT_SCRIPTS), ("_refresh", REFRESH_SCRIPTS)):
@@ -167,10 +111,3 @@ def position(cursor: str | None) -> str:
     """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
     number = decode_number_cursor(cursor)
     return "" if number is None else str(number)
-
-
-def expected(value: Expected) -> str:
-    """A guard as the scripts take it: "*" for none, "" for "no production", or the number."""
-    if value is UNGUARDED:
-        return "*"
-    return "" if value is None else str(value)

@@ -116,7 +116,7 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
 
 def _releases(snapshot: OrgSnapshot, out: Writes) -> None:
     """The environments (replacing any the org kept) and the reviews with their indexes
-    and request sequence, as set_environment.lua and request_review.lua keep them."""
+    and request sequence, as set_environment.lua and apply_change.lua keep them."""
     org = snapshot.org
     out.add("DEL", keys.environments(org), [])
     out.add("DEL", keys.environment_order(org), [])

@@ -49,14 +49,14 @@ def test_scripts_run_again_after_a_primary_restart(
     victim_port, org = next(iter(org_on_each_primary(local_cluster).items()))
     victim = next(n for n in local_cluster.nodes if n.port == victim_port)
     seed(cluster_storage, [org])
-    promote_sha = cluster_storage._scripts["promote"].sha
+    apply_sha = cluster_storage._scripts["apply_change"].sha
     with victim.client() as c:
-        assert c.script_exists(promote_sha) == [True]
+        assert c.script_exists(apply_sha) == [True]
 
     local_cluster.stop_node(victim, save=True)  # keeps its data, loses its script cache
     local_cluster.restart_node(victim)
     with victim.client() as c:
-        assert c.script_exists(promote_sha) == [False]
+        assert c.script_exists(apply_sha) == [False]
 
     # The same storage object: its pooled connection to the old process is dead and the
     # new process answers NOSCRIPT; redis-py reconnects and loads the script again.
@@ -65,7 +65,7 @@ def test_scripts_run_again_after_a_primary_restart(
     assert cluster_storage.get_production(org, "greeting").version == 2
     assert cluster_storage.get_version(org, "greeting", "1").status == "archived"
     with victim.client() as c:
-        assert c.script_exists(promote_sha) == [True]
+        assert c.script_exists(apply_sha) == [True]
 
 
 @pytest.mark.parametrize("outage", ["stopped", "frozen"])

@@ -2,9 +2,10 @@
 promotion are one step, so a promotion's ``breaking`` (or its refusal) always describes
 the version it actually replaced, as that version and the candidate were at that step.
 
-Threads released together; on Redis the check runs in Python between two passes of the
-promotion script, which must then notice a version edited or an environment moved in
-between (storage/redis/lua/_common.lua, contract_check).
+Threads released together; on Redis the release engine decides in Python on a state
+loaded before, and the change is applied only while the prompt's revision is what was
+loaded, so a version edited or an environment moved in between makes it load and
+decide again (storage/redis/lua/apply_change.lua).
 """
 
 from __future__ import annotations
@@ -108,67 +109,65 @@ def test_promotions_racing_check_against_what_they_replace(storage: Storage) -> 
         two_promotions(storage, f"p{round_}")
 
 
-def test_redis_second_pass_notices_an_edit_between_passes(
+def test_redis_apply_notices_an_edit_after_the_load(
     redis_storage: BaseRedisStorage[Any],
 ) -> None:
-    """Deterministically: the candidate is edited to break callers after the first pass
-    found it compatible; the second pass must not promote on that stale check."""
+    """Deterministically: the candidate is edited to break callers after the state the
+    first decision read was loaded; that decision must not be applied."""
     store = redis_storage
     store.create_prompt(ORG, "p")
     new(store, "p", BASE)
     store.promote(ORG, "p", "1", USER)
     candidate = new(store, "p", BASE)
-    passes: list[str] = []
-    original = store._prompt_change
+    revisions: list[int] = []
+    original = store._load
 
-    def edit_after_first_check(script: str, *args: Any, **kwargs: Any) -> Any:
-        reply = original(script, *args, **kwargs)
-        if script == "promote":
-            passes.append(reply[0])
-            if len(passes) == 1:
-                store.edit_version(
-                    ORG, "p", candidate, "{{x}}", variables=["x"], variables_schema=BREAKING
-                )
-        return reply
+    def edit_after_first_load(*args: Any, **kwargs: Any) -> Any:
+        loaded = original(*args, **kwargs)
+        revisions.append(loaded.state.revision)
+        if len(revisions) == 1:
+            store.edit_version(
+                ORG, "p", candidate, "{{x}}", variables=["x"], variables_schema=BREAKING
+            )
+        return loaded
 
-    store._prompt_change = edit_after_first_check  # type: ignore[method-assign]
+    store._load = edit_after_first_load  # type: ignore[method-assign]
     try:
         with pytest.raises(BreakingPromotion):
             store.promote(ORG, "p", candidate, USER)
     finally:
-        del store._prompt_change
-    assert passes == ["check", "check"]
+        del store._load
+    # The promotion's load, the edit's, the promotion's again: each after a change.
+    assert len(revisions) == 3 and revisions[0] < revisions[2]
     assert store.get_production(ORG, "p").version == 1
     assert len(store.list_history(ORG, "p").items) == 1
 
 
-def test_redis_second_pass_notices_the_environment_moved(
+def test_redis_apply_notices_the_environment_moved(
     redis_storage: BaseRedisStorage[Any],
 ) -> None:
-    """Production moves between the passes: the check runs again against the new one."""
+    """Production moves after the load: the decision is made again on the new state."""
     store = redis_storage
     store.create_prompt(ORG, "p")
     new(store, "p", BASE)
     store.promote(ORG, "p", "1", USER)
     candidate = new(store, "p", WITH_Y, "{{x}}{{y}}")
     other = new(store, "p", WITH_Y, "{{x}}{{y}}")
-    passes: list[str] = []
-    original = store._prompt_change
+    loads: list[int | None] = []
+    original = store._load
 
-    def promote_other_after_first_check(script: str, *args: Any, **kwargs: Any) -> Any:
-        reply = original(script, *args, **kwargs)
-        if script == "promote" and not passes:
-            passes.append(reply[0])
+    def promote_other_after_first_load(*args: Any, **kwargs: Any) -> Any:
+        loaded = original(*args, **kwargs)
+        loads.append(loaded.state.placements.get("production"))
+        if len(loads) == 1:
             store.promote(ORG, "p", other, USER, notes="y", allow_breaking=True)
-        elif script == "promote":
-            passes.append(reply[0])
-        return reply
+        return loaded
 
-    store._prompt_change = promote_other_after_first_check  # type: ignore[method-assign]
+    store._load = promote_other_after_first_load  # type: ignore[method-assign]
     try:
         # Breaking against v1 (acknowledged), not against v3, which it replaces.
         done = store.promote(ORG, "p", candidate, USER, notes="y", allow_breaking=True)
     finally:
-        del store._prompt_change
-    assert passes[0] == "check" and passes[-1] == "ok"
+        del store._load
+    assert loads == [1, 1, 3]  # the first load, the other promotion's, the second
     assert (done.record.previous_version, done.record.breaking) == (3, False)

@@ -24,6 +24,7 @@ from storage import (
     SigningKey,
     StorageUnavailable,
     User,
+    VersionFrozen,
     rfc3339,
     storage_from_url,
 )
@@ -181,10 +182,9 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     now = rfc3339(redis_storage.clock())
     event_keys, event_args = scripts.event_context(ORG, USER, None, now, 10_000)
     for _ in range(1200):
-        script(
-            keys=[keys.names(ORG), keys.prompt_prefix(ORG), *event_keys],
-            args=["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", *event_args],
-        )
+        args = ["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", "[]"]
+        prompt_keys = [keys.names(ORG), keys.prompt_prefix(ORG)]
+        script(keys=[*prompt_keys, *event_keys], args=[*args, *event_args])
     assert redis_storage.get_latest(ORG, "big").version == 1200
     redis_storage.delete_prompt(ORG, "big")
     # The set of orgs keeps the org (a superset); list_orgs leaves it out. The event
@@ -219,7 +219,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua", "_enter.lua", "_rollout.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua", "_refresh.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
@@ -425,3 +425,27 @@ def test_storage_from_url_picks_redis() -> None:
 def test_client_must_decode_responses() -> None:
     with pytest.raises(ValueError, match="decode_responses"):
         RedisStorage(fakeredis.FakeRedis(server=fakeredis.FakeServer()))
+
+
+def test_versions_stored_before_the_frozen_flag_get_it_at_the_first_change(
+    redis_storage: BaseRedisStorage[Any],
+) -> None:
+    """CONTRACT section 30 for data written before the flag: a version a promotion record
+    names stays frozen although nothing else says it was ever placed."""
+    store = redis_storage
+    pid = store.create_prompt(ORG, "p").prompt_id
+    store.create_environment(ORG, "staging")
+    for content in ("a", "b", "c"):
+        store.create_version(ORG, "p", content, USER)
+    store.promote(ORG, "p", "2", USER, environment="staging")
+    store.promote(ORG, "p", "3", USER, environment="staging")
+    # As stored before: no flag on any version, no revision on the prompt.
+    for vid in store.client.zrange(keys.versions(ORG, pid), 0, -1):
+        store.client.hdel(keys.version(ORG, pid, vid), "frozen")
+    store.client.hdel(keys.prompt(ORG, pid), "rev")
+    assert not store.get_version(ORG, "p", "2").frozen  # placed once, only history says so
+    with pytest.raises(VersionFrozen):
+        store.edit_version(ORG, "p", "2", "changed")
+    assert store.get_version(ORG, "p", "2").frozen
+    assert not store.get_version(ORG, "p", "1").frozen
+    assert store.edit_version(ORG, "p", "1", "changed").content == "changed"

@@ -1,4 +1,5 @@
--- create_version: a new draft with the next number. The number comes from the prompt's
+-- create_version: a new draft with the next number, kept atomic here: the release
+-- engine decides changes of versions that exist. The number comes from the prompt's
 -- own counter (field "next" of its hash), which only ever goes up: deleting or archiving
 -- a version never gives its number back.
 -- KEYS[1], KEYS[2]  see _common.lua
@@ -8,6 +9,7 @@
 -- ARGV[8]  now (ISO 8601)
 -- ARGV[9]  variables_schema (JSON, "" for the implied one)
 -- ARGV[10] examples (JSON, "" for none); both checked by the caller
+-- ARGV[11] authors (JSON list: created_by and the person it counts as)
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
@@ -20,7 +22,7 @@ redis.call(
   "HSET", vkey(pid, vid),
   "version_id", vid, "version", number, "content", ARGV[3], "variables", variables,
   "status", "draft", "metadata", ARGV[5], "tags", ARGV[6], "created_by", ARGV[4],
-  "created_at", now, "updated_at", now
+  "created_at", now, "updated_at", now, "authors", ARGV[11]
 )
 if ARGV[9] ~= "" then
   redis.call("HSET", vkey(pid, vid), "variables_schema", ARGV[9])
@@ -31,5 +33,7 @@ end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
 redis.call("HSET", pkey(pid), "updated_at", now)
+-- The prompt's revision ("rev", apply_change.lua) stays: a new version changes nothing
+-- a decision about the others read, and a decision about it loads it after this.
 emit("version.created", pid, prompt_name(pid), number, vid, "draft")
 return { "ok", prompt_values(pid), number }

@@ -1,5 +1,5 @@
 -- list_reviews: a page of reviews, newest request first, of the org or of one prompt,
--- optionally of one status and environment. Keys: see request_review.lua.
+-- optionally of one status and environment. Keys: storage/redis/keys.py.
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref ("" = every prompt)
 -- ARGV[2]  status ("" = any)        ARGV[3]  environment ("" = any)

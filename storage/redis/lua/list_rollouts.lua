@@ -9,7 +9,7 @@ end
 if ARGV[2] == "" then
   return { "ok", unpack(redis.call("HVALS", pkey(pid, ":rollouts"))) }
 end
-if not environment(ARGV[2]) then
+if not has_environment(ARGV[2]) then
   return { "no_environment" }
 end
 local raw = redis.call("HGET", pkey(pid, ":rollouts"), ARGV[2])

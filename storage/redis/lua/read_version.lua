@@ -7,8 +7,8 @@
 -- Returns {"ok", prompt values, version values}, {"no_prompt"}, {"no_version"},
 -- {"no_production"}, {"no_environment"} or {"nothing_in_environment"}. A production or
 -- environment read while a rollout runs there adds the rollout's JSON and its
--- candidate's version values (_rollout.lua's P:rollouts).
-local pid, vid_or_err = resolve(ARGV[1], ARGV[2], ARGV[3], true)
+-- candidate's version values (P:rollouts, storage/redis/keys.py).
+local pid, vid_or_err = resolve(ARGV[1], ARGV[2], ARGV[3])
 if not pid then
   return vid_or_err
 end

@@ -1,6 +1,8 @@
 -- set_environment: create an environment, or change one (production included).
 -- KEYS[1]  ps:{<org>}:envs       hash: name -> the environment's JSON
 -- KEYS[2]  ps:{<org>}:env-order  list: names of the environments created, oldest first
+-- KEYS[3]  ps:{<org>}:env-rev    string: the environments' revision, which every change
+--                                of them bumps (apply_change.lua checks it)
 -- ARGV[1]  name
 -- ARGV[2]  "create": ARGV[3] is the new environment's JSON
 --          "update": ARGV[3] is required_approvals ("" = keep), ARGV[4] "keep", "set"
@@ -15,6 +17,7 @@ if ARGV[2] == "create" then
   end
   redis.call("HSET", KEYS[1], name, ARGV[3])
   redis.call("RPUSH", KEYS[2], name)
+  redis.call("INCR", KEYS[3])
   return { "ok", ARGV[3] }
 end
 if not raw then
@@ -34,4 +37,5 @@ elseif ARGV[4] == "clear" then
 end
 local json = cjson.encode(env)
 redis.call("HSET", KEYS[1], name, json)
+redis.call("INCR", KEYS[3])
 return { "ok", json }

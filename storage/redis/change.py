@@ -1,0 +1,118 @@
+"""A change the release engine decided (storage/release ``Change``) as the writes
+lua/apply_change.lua makes: nothing is decided here, the change is only spelled in the
+key layout of storage/redis/keys.py (keys after the org prefix ``ps:{<org>}:``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from storage.records import PRODUCTION, Review
+from storage.redis import codec
+from storage.redis.state import Loaded
+from storage.release import Change
+from storage.times import rfc3339
+
+Write = list[str]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(list(value))
+
+
+def _time(value: datetime) -> str:
+    return rfc3339(value)
+
+
+def _placements(value: tuple[str, ...]) -> str | None:
+    # Compact, as the reads and storage/redis/codec.py's version_fields spell it.
+    return json.dumps(sorted(value), separators=(",", ":")) if value else None
+
+
+# PromptVersion fields a change sets, as the version's hash keeps them (None: absent).
+_VERSION_FIELDS: dict[str, Callable[[Any], str | None]] = {
+    "status": str,
+    "updated_at": _time,
+    "promoted_at": _time,
+    "promoted_by": str,
+    "placements": _placements,
+    "frozen": lambda frozen: "1" if frozen else None,
+    "authors": _json,
+    "content": str,
+    "variables": _json,
+    "variables_schema": json.dumps,
+    "examples": lambda examples: _json(examples) if examples else None,
+}
+
+
+def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
+    """The writes of ``change``, decided on ``loaded``, in the order the engine gives."""
+    pid = loaded.prompt_id
+    prompt = f"p:{pid}"
+    out: list[Write] = [["HINCRBY", prompt, "rev", "1"]]
+    for number, changed in change.versions.items():
+        vid = loaded.version_id(number)
+        key = f"{prompt}:v:{vid}"
+        if "status" in changed:
+            old = loaded.versions[number].status
+            out.append(["ZREM", f"{prompt}:versions:{old}", vid])
+            out.append(["ZADD", f"{prompt}:versions:{changed['status']}", str(number), vid])
+        stored = {
+            name: None if v is None else _VERSION_FIELDS[name](v) for name, v in changed.items()
+        }
+        kept = codec.pairs(stored)
+        if kept:
+            out.append(["HSET", key, *kept])
+        gone = [name for name, value in stored.items() if value is None]
+        if gone:
+            out.append(["HDEL", key, *gone])
+    if change.deleted_version is not None:
+        vid = loaded.version_id(change.deleted_version)
+        out.append(["DEL", f"{prompt}:v:{vid}"])
+        out.append(["ZREM", f"{prompt}:versions", vid])
+        for status in ("draft", "published", "archived"):
+            out.append(["ZREM", f"{prompt}:versions:{status}", vid])
+    for environment, held in change.placements.items():
+        if environment == PRODUCTION:
+            continue  # production is the published version: its status says it
+        if held is None:
+            out.append(["HDEL", f"{prompt}:env", environment])
+        else:
+            out.append(["HSET", f"{prompt}:env", environment, loaded.version_id(held)])
+    for environment, rollout in change.rollouts.items():
+        if rollout is None:
+            out.append(["HDEL", f"{prompt}:rollouts", environment])
+        else:
+            out.append(["HSET", f"{prompt}:rollouts", environment, codec.rollout_json(rollout)])
+    for review in change.new_reviews:
+        rid = review.review_id
+        out.append(["INCR", "review-seq"])
+        out.append(["SET", f"review:{rid}", codec.review_json(review)])
+        out.append(["ZADD", "reviews", "$seq", rid])
+        out.append(["ZADD", f"{prompt}:reviews", "$seq", rid])
+        if review.status == "open":
+            out.append(["HSET", "open-reviews", _open_key(review), rid])
+    for review in change.reviews:
+        out.append(["SET", f"review:{review.review_id}", codec.review_json(review)])
+        before = loaded.state.reviews.get(review.review_id)
+        if review.status != "open" and before is not None and before.status == "open":
+            out.append(["HDEL", "open-reviews", _open_key(review)])
+    for record in change.history:
+        hid = record.history_id
+        out.append(["HINCRBY", prompt, "hseq", "1"])
+        out.append(["HSET", f"{prompt}:h:{hid}", *codec.record_fields(record)])
+        out.append(["ZADD", f"{prompt}:history", "$seq", hid])
+    if change.touched:
+        out.append(["HSET", prompt, "updated_at", rfc3339(now)])
+    return out
+
+
+def _open_key(review: Review) -> str:
+    return f"{review.prompt_id}:{review.environment}:{review.version}"
+
+
+def events(change: Change) -> list[list[str]]:
+    """The change's events as stream entries, in order."""
+    return [codec.event_fields(event) for event in change.events]

@@ -1,0 +1,66 @@
+-- apply_change: a change the release engine decided (storage/release), as the writes
+-- storage/redis/change.py spells it, applied only while everything the decision read is
+-- as it was read; no rule lives here. The guards name what was read: the prompt's
+-- revision (field "rev" of its hash, which every write of its release state bumps) and
+-- whatever else the decision depended on (an environment's JSON, ...).
+-- KEYS[1]  ps:{<org>}:         the org's prefix: every key below is named after it, so
+--                              the script touches one slot (Redis Cluster)
+-- KEYS[2]  ps:{<org>}:events   the org's event stream
+-- ARGV[1]  guards: JSON list of [key, field, value] (key after the prefix): HGET key
+--          field (GET key when field is null) must answer value (null: nothing), else
+--          nothing is written
+-- ARGV[2]  writes: JSON list of [command, key, argument...] (key after the prefix), run
+--          in order; an argument "$seq" stands for the reply of the last INCR/HINCRBY
+-- ARGV[3]  events: JSON list of field lists, appended to the stream in order
+-- ARGV[4]  the least number of events to keep
+-- Returns {"ok", event id...} or {"changed"} (a guard did not hold: read again, decide
+-- again).
+local ORG = KEYS[1]
+for _, guard in ipairs(cjson.decode(ARGV[1])) do
+  local value
+  if guard[2] == cjson.null then
+    value = redis.call("GET", ORG .. guard[1])
+  else
+    value = redis.call("HGET", ORG .. guard[1], guard[2])
+  end
+  local wanted = guard[3]
+  if wanted == cjson.null then
+    wanted = false
+  end
+  if value ~= wanted then
+    return { "changed" }
+  end
+end
+local WRITES = {
+  HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true,
+  DEL = true, INCR = true, LREM = true,
+}
+local seq = nil
+for _, write in ipairs(cjson.decode(ARGV[2])) do
+  local command = write[1]
+  if not WRITES[command] then
+    return redis.error_reply("apply_change: no write " .. tostring(command))
+  end
+  local args = { ORG .. write[2] }
+  for i = 3, #write do
+    local arg = write[i]
+    if arg == "$seq" then
+      arg = seq
+    end
+    -- DEL takes more keys, each after the prefix.
+    if command == "DEL" then
+      arg = ORG .. arg
+    end
+    args[#args + 1] = arg
+  end
+  local reply = redis.call(command, unpack(args))
+  if command == "INCR" or command == "HINCRBY" then
+    seq = reply
+  end
+end
+local ids = { "ok" }
+for _, entry in ipairs(cjson.decode(ARGV[3])) do
+  -- "~": trimming drops whole stream nodes, so at least ARGV[4] entries always stay.
+  ids[#ids + 1] = redis.call("XADD", KEYS[2], "MAXLEN", "~", ARGV[4], "*", unpack(entry))
+end
+return ids

@@ -1,0 +1,139 @@
+-- load_state: one prompt's release state as the release engine reads it
+-- (storage/redis/state.py builds the State), in one step, with the revisions that
+-- apply_change.lua checks before it writes what was decided on it.
+-- KEYS[1], KEYS[2]  see _common.lua
+-- ARGV[1]  prompt ref, or "" when ARGV[4] names a review (its prompt is loaded)
+-- ARGV[2]  the request's version: mode ("number", "id", "none"; "" for none asked)
+-- ARGV[3]  its value
+-- ARGV[4]  review id ("" for none): added to the reviews whatever its status
+-- ARGV[5]  "1" to add the prompt's promotion records (a rollback reads them)
+-- ARGV[6]  user id whose stored record to add ("" for none)
+-- Returns {"ok", prompt summary (_common.lua's prompt_summary), number asked or "",
+-- environments (HGETALL), the environments' revision or false, placements
+-- (environment -> version id, production's not included), rollout JSON list, review JSON
+-- list (open ones, request order, then ARGV[4]'s), version HGETALL list, history
+-- HGETALL list, user HGETALL}, or {"no_prompt"}, {"no_version"}, {"no_review"}.
+-- A prompt without a revision yet (stored before revisions, or never changed since its
+-- creation) gets one, and its versions the frozen flag as CONTRACT section 30 has it
+-- for what was stored before the flag: every version a promotion record names, the
+-- published and placed ones, rollouts' candidates and baselines, and the versions of
+-- open and applied reviews.
+local review_raw = nil
+local ref = ARGV[1]
+if ARGV[4] ~= "" then
+  review_raw = redis.call("GET", ORG .. "review:" .. ARGV[4])
+  if not review_raw then
+    return { "no_review" }
+  end
+  ref = cjson.decode(review_raw).prompt_id
+end
+local pid = resolve_prompt(ref)
+if not pid then
+  return { "no_prompt" }
+end
+if not redis.call("HGET", pkey(pid), "rev") then
+  local function freeze(vid)
+    if vid and redis.call("EXISTS", vkey(pid, vid)) == 1 then
+      redis.call("HSET", vkey(pid, vid), "frozen", "1")
+    end
+  end
+  for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
+    local number = redis.call("HGET", pkey(pid, ":h:" .. hid), "version_number")
+    freeze(resolve_version(pid, "number", number))
+  end
+  freeze(production(pid))
+  for _, vid in ipairs(redis.call("HVALS", pkey(pid, ":env"))) do
+    freeze(vid)
+  end
+  for _, raw in ipairs(redis.call("HVALS", pkey(pid, ":rollouts"))) do
+    local rollout = cjson.decode(raw)
+    freeze(rollout.candidate_id)
+    freeze(resolve_version(pid, "number", tostring(rollout.baseline_version)))
+  end
+  for _, rid in ipairs(redis.call("ZRANGE", pkey(pid, ":reviews"), 0, -1)) do
+    local raw = redis.call("GET", ORG .. "review:" .. rid)
+    if raw then
+      local review = cjson.decode(raw)
+      if review.status == "open" or review.status == "applied" then
+        freeze(review.version_id)
+      end
+    end
+  end
+  redis.call("HSET", pkey(pid), "rev", "0")
+end
+local vids, seen = {}, {}
+local function want(vid)
+  if vid and not seen[vid] then
+    seen[vid] = true
+    vids[#vids + 1] = vid
+  end
+end
+local asked = ""
+if ARGV[2] ~= "" then
+  local vid = resolve_version(pid, ARGV[2], ARGV[3])
+  if not vid then
+    return { "no_version" }
+  end
+  want(vid)
+  asked = redis.call("HGET", vkey(pid, vid), "version")
+end
+want(production(pid))
+local placed = redis.call("HGETALL", pkey(pid, ":env"))
+for i = 2, #placed, 2 do
+  want(placed[i])
+end
+local rollouts = redis.call("HVALS", pkey(pid, ":rollouts"))
+for _, raw in ipairs(rollouts) do
+  local rollout = cjson.decode(raw)
+  want(rollout.candidate_id)
+  want(resolve_version(pid, "number", tostring(rollout.baseline_version)))
+end
+-- The prompt's open reviews, in request order (the org's open index, filtered).
+local open = redis.call("HGETALL", ORG .. "open-reviews")
+local mine = {}
+for i = 1, #open, 2 do
+  if string.sub(open[i], 1, #pid + 1) == pid .. ":" and open[i + 1] ~= ARGV[4] then
+    mine[#mine + 1] = open[i + 1]
+  end
+end
+local reviews = {}
+if #mine > 0 then
+  local ordered = {}
+  for _, rid in ipairs(mine) do
+    ordered[#ordered + 1] = { tonumber(redis.call("ZSCORE", ORG .. "reviews", rid)) or 0, rid }
+  end
+  table.sort(ordered, function(a, b)
+    return a[1] < b[1]
+  end)
+  for _, found in ipairs(ordered) do
+    reviews[#reviews + 1] = redis.call("GET", ORG .. "review:" .. found[2])
+  end
+end
+if review_raw then
+  reviews[#reviews + 1] = review_raw
+  want(cjson.decode(review_raw).version_id)
+end
+local versions = {}
+for _, vid in ipairs(vids) do
+  local flat = redis.call("HGETALL", vkey(pid, vid))
+  if #flat > 0 then
+    versions[#versions + 1] = flat
+  end
+end
+local history = {}
+if ARGV[5] == "1" then
+  for _, hid in ipairs(redis.call("ZRANGE", pkey(pid, ":history"), 0, -1)) do
+    history[#history + 1] = redis.call("HGETALL", pkey(pid, ":h:" .. hid))
+  end
+end
+local user = {}
+if ARGV[6] ~= "" then
+  local username = redis.call("HGET", ORG .. "user-ids", ARGV[6])
+  if username then
+    user = redis.call("HGETALL", ORG .. "user:" .. username)
+  end
+end
+return {
+  "ok", prompt_summary(pid), asked or "", redis.call("HGETALL", ORG .. "envs"),
+  redis.call("GET", ORG .. "env-rev"), placed, rollouts, reviews, versions, history, user,
+}

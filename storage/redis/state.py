@@ -1,0 +1,129 @@
+"""One prompt's release state as the release engine (storage/release) reads it, loaded
+from Redis by lua/load_state.lua in one step, with the guards under which a change
+decided on it is applied (lua/apply_change.lua, storage/redis/change.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage import lifecycle
+from storage.records import PRODUCTION, PromptVersion, User
+from storage.redis import codec
+from storage.release import State
+
+# A guard as apply_change.lua takes it: [key after the org prefix, hash field or None
+# (a string key), the value it must still have or None (absent)].
+Guard = list[str | None]
+
+
+class Versions(Mapping[int, PromptVersion]):
+    """A prompt's versions by number: those the load brought, and any other one fetched
+    when the engine asks for it (a rollback's line). ``fetched`` says whether any was:
+    such a read came after the load, so a refusal decided on it is checked against the
+    revision before it is believed."""
+
+    def __init__(
+        self, loaded: dict[int, PromptVersion], fetch: Callable[[int], PromptVersion | None]
+    ) -> None:
+        self._known: dict[int, PromptVersion | None] = dict(loaded)
+        self._fetch = fetch
+        self.fetched = False
+
+    def __getitem__(self, number: int) -> PromptVersion:
+        if number not in self._known:
+            self._known[number] = self._fetch(number)
+            self.fetched = True
+        version = self._known[number]
+        if version is None:
+            raise KeyError(number)
+        return version
+
+    def __iter__(self) -> Iterator[int]:
+        # Only what was read: the engine looks versions up by number, never lists them.
+        return iter(sorted(n for n, v in self._known.items() if v is not None))
+
+    def __len__(self) -> int:
+        return sum(1 for v in self._known.values() if v is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A load: the State, the number the request named (None: none), the stored user
+    asked for (None: none, or no such user), and the guards."""
+
+    state: State
+    versions: Versions
+    number: int | None
+    user: User | None
+    guards: list[Guard]
+
+    @property
+    def asked(self) -> int:
+        """The number of the version the request named (loaded with a version ref)."""
+        assert self.number is not None
+        return self.number
+
+    @property
+    def prompt_id(self) -> str:
+        return self.state.prompt.prompt_id
+
+    def version_id(self, number: int) -> str:
+        return self.versions[number].version_id
+
+
+def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | None]) -> Loaded:
+    """load_state.lua's "ok" reply as a Loaded; ``fetch(prompt_id, number)`` reads a
+    version the load did not bring."""
+    (
+        _,
+        summary,
+        asked,
+        envs_flat,
+        env_revision,
+        placed_flat,
+        rollouts_raw,
+        reviews_raw,
+        versions_flat,
+        history_flat,
+        user_flat,
+    ) = reply
+    prompt_fields = codec.fields(summary[0])
+    prompt = codec.prompt(summary)
+    pid = prompt.prompt_id
+    by_id = {}
+    for flat in versions_flat:
+        version = codec.version(prompt_fields, codec.fields(flat))
+        by_id[version.version_id] = version
+    versions = Versions({v.version: v for v in by_id.values()}, lambda number: fetch(pid, number))
+    placements = {env: by_id[vid].version for env, vid in codec.fields(placed_flat).items()}
+    if prompt.production_version is not None:
+        placements[PRODUCTION] = prompt.production_version
+    stored = codec.fields(envs_flat)
+    environments = {PRODUCTION: lifecycle.default_production()}
+    environments.update({name: codec.environment(raw) for name, raw in stored.items()})
+    rollouts = [codec.rollout(raw) for raw in rollouts_raw]
+    reviews = [codec.review(raw) for raw in reviews_raw]
+    user_fields = codec.fields(user_flat)
+    record: User | None = codec.user(user_fields) if user_fields else None
+    key = f"p:{pid}"
+    guards: list[Guard] = [
+        [key, "name", prompt.name],
+        [key, "rev", prompt_fields.get("rev")],
+        ["env-rev", None, env_revision],
+    ]
+    if record is not None:
+        user_key = f"user:{record.username}"
+        guards += [[user_key, "role", record.role], [user_key, "disabled", user_fields["disabled"]]]
+    state = State(
+        prompt=prompt,
+        versions=versions,
+        placements=placements,
+        environments=environments,
+        rollouts={r.environment: r for r in rollouts},
+        reviews={r.review_id: r for r in reviews},
+        history=tuple(codec.record(codec.fields(flat)) for flat in history_flat),
+        revision=int(prompt_fields.get("rev", "0")),
+    )
+    return Loaded(state, versions, int(asked) if asked != "" else None, record, guards)
