@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from storage import VersionFrozen
 from tests.cli.conftest import ORG, Cli, CliService
 from tests.cli.test_cli_ascode import api_writes, write
 
@@ -121,27 +122,31 @@ def test_plan_shows_what_a_promotion_breaks_and_apply_refuses_it(
     assert cli("plan", tmp_path, "--promote").status == 0
 
 
-def test_a_break_that_appears_after_the_plan_is_refused_by_the_service(
+def test_what_the_environment_holds_cannot_change_after_the_plan(
     cli: Cli, service: CliService, tmp_path: Path
 ) -> None:
-    """Between the plan and the promotion, the environment's version (a draft in
-    staging) gets a stricter contract: the service refuses, and apply exits 3 with the
-    service's list."""
+    """Between the plan and the promotion, nobody can give the environment's version (a
+    draft in staging) a stricter contract: it is frozen, so what the plan checked is
+    what the promotion replaces."""
     service.storage.create_environment(ORG, "staging")
     (held,) = service.text_prompt("order", "{{item}}")
     service.storage.promote(ORG, "order", held.version_id, "x", environment="staging")
     write(tmp_path, "order", contract_file("{{item}}!", None))
+    refused: list[str] = []
 
-    def the_held_draft_changes(name: str) -> None:
+    def the_held_draft_would_change(name: str) -> None:
         service.hooks.before = None
-        service.storage.edit_version(
-            ORG, "order", held.version_id, "{{item}}",
-            variables=["item"], variables_schema={"item": {"type": "string", "required": False}},
-        )  # fmt: skip
+        try:
+            service.storage.edit_version(
+                ORG, "order", held.version_id, "{{item}}",
+                variables=["item"],
+                variables_schema={"item": {"type": "string", "required": False}},
+            )  # fmt: skip
+        except VersionFrozen as exc:
+            refused.append(exc.reason)
 
-    service.hooks.before = the_held_draft_changes  # after apply's plan, before creating
+    service.hooks.before = the_held_draft_would_change  # after apply's plan, before creating
     result = cli("apply", tmp_path, "--promote", "--env", "staging", "--notes", "n")
-    assert result.status == 3, result.err
-    assert "would break callers of prompt 'order'" in result.err
-    assert "  - `item`: required by version 2 but optional in version 1\n" in result.err
-    assert service.storage.get_in_environment(ORG, "order", "staging").version == 1
+    assert result.status == 0, result.err
+    assert refused == ["frozen"]
+    assert service.storage.get_in_environment(ORG, "order", "staging").version == 2
