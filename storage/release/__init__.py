@@ -1,4 +1,4 @@
-"""The release engine: every release rule, decided once (CONTRACT sections 24 and 30).
+"""The release engine: every release rule, decided once (docs/api.md sections 5, 9 and 16).
 
 A decision reads one prompt's :class:`State` and one request (promotion, rollback,
 review request and decisions, rollout start, change, completion and abort, archive,
@@ -37,7 +37,15 @@ from storage.release.records import (
     State,
     UnarchiveVersion,
 )
-from storage.release.reviews import approve_review, cancel_review, reject_review, request_review
+from storage.release.reviews import (
+    approve_review,
+    cancel_review,
+    check_approver,
+    check_canceller,
+    check_decider,
+    reject_review,
+    request_review,
+)
 from storage.release.rollouts import abort_rollout, complete_rollout, set_percent, start_rollout
 from storage.release.versions import (
     archive_version,
@@ -93,6 +101,9 @@ __all__ = [
     "StartRollout",
     "State",
     "UnarchiveVersion",
+    "check_approver",
+    "check_canceller",
+    "check_decider",
     "check_delete_environment",
     "content_digest",
     "decide",

@@ -1,5 +1,5 @@
 """How a version enters an environment: the checks every way in shares (in the order of
-CONTRACT section 24), and the writes of a promotion and of a rollout's start and end."""
+docs/api.md section 9), and the writes of a promotion and of a rollout's start and end."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def test_guard_that_fails_changes_nothing(
 
 
 def test_the_version_status_is_checked_before_the_guard(storage: Storage, ids: list[str]) -> None:
-    # CONTRACT section 24: the version itself answers first, then the guard.
+    # docs/api.md section 9: the version itself answers first, then the guard.
     storage.promote(ORG, "greeting", "2", PROMOTER, expected_production=None)
     with pytest.raises(LifecycleError, match="only a draft") as caught:
         storage.promote(ORG, "greeting", "2", PROMOTER, expected_production=None)
