@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Row, bindparam, func, insert, select, update
 
 from storage.records import PRODUCTION
 from storage.release import Change
@@ -19,17 +19,27 @@ from storage.sql.state import of_prompt
 from storage.sql.tables import history, placements, prompts, reviews, rollouts, versions
 
 
+# Built once; the row is named by w_org, w_prompt_id (and w_number), the values set are
+# the other parameters (names that are columns are reserved for the SET clause).
+def _the_prompts(table: Any) -> ColumnElement[bool]:
+    return (table.c.org == bindparam("w_org")) & (table.c.prompt_id == bindparam("w_prompt_id"))
+
+
+_UPDATE_VERSION = update(versions).where(
+    _the_prompts(versions), versions.c.version == bindparam("w_number")
+)
+_UPDATE_PROMPT = update(prompts).where(_the_prompts(prompts))
+_INSERT_HISTORY = insert(history)
+
+
 def apply(
     db: Database, connection: Connection, prompt: Row[Any], change: Change, now: datetime
 ) -> None:
     """Make ``change`` to ``prompt`` (its row locked by this transaction)."""
     org = prompt.org
+    row = {"w_org": org, "w_prompt_id": prompt.prompt_id}
     for number, fields in change.versions.items():
-        connection.execute(
-            update(versions)
-            .where(of_prompt(versions, prompt), versions.c.version == number)
-            .values(**version_columns(fields))
-        )
+        connection.execute(_UPDATE_VERSION, {**row, "w_number": number, **version_columns(fields)})
     moved: dict[str, Any] = {}
     if change.deleted_version is not None:
         connection.execute(
@@ -87,7 +97,7 @@ def apply(
     if change.history:
         first = prompt.promotions + 1
         connection.execute(
-            insert(history),
+            _INSERT_HISTORY,
             [
                 history_values(org, record, position)
                 for position, record in enumerate(change.history, start=first)
@@ -97,10 +107,6 @@ def apply(
     if change.touched:
         moved["updated_at"] = now
     if moved:
-        connection.execute(
-            update(prompts)
-            .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
-            .values(**moved)
-        )
+        connection.execute(_UPDATE_PROMPT, {**row, **moved})
     if change.events:
         db.append_events(connection, org, change.events)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, insert, select, update
+from sqlalchemy import Connection, Engine, Row, bindparam, insert, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
@@ -41,6 +41,19 @@ _EVENT_FIELDS = (
     "previous_version", "actor", "at", "request_id", "environment", "review_id",
     "rollout_id", "percent",
 )  # fmt: skip
+
+
+_INSERT_EVENTS = insert(events)
+_UPDATE_LOG = update(event_logs).where(event_logs.c.org == bindparam("w_org"))
+# A prompt's row by name, or by id, locked when the statement runs in a writing
+# transaction on PostgreSQL (the lock every change of a prompt takes first).
+_PROMPT_BY = {
+    column: select(prompts).where(prompts.c.org == bindparam("org"), column == bindparam("ref"))
+    for column in (prompts.c.name, prompts.c.prompt_id)
+}
+_LOCKED_PROMPT_BY = {
+    column: statement.with_for_update() for column, statement in _PROMPT_BY.items()
+}
 
 
 def event_id(ms: int, seq: int) -> str:
@@ -89,6 +102,11 @@ class Database:
         # The least number of events kept per org (storage/interface/core.py).
         self.event_log_size = EVENT_LOG_SIZE
         self.engine = engine
+        # The org's event log row, made if missing and locked (PostgreSQL) as it is read.
+        first = {"org": bindparam("org"), "last_ms": 0, "last_seq": 0, "kept": 0, "trimmed": False}
+        self._log_upsert = dialect.upsert(
+            engine.dialect.name, event_logs, first, org=event_logs.c.org
+        ).returning(*event_logs.c)
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.lane = ReadLane(engine)
@@ -142,13 +160,11 @@ class Database:
     def find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""
-        statement = select(prompts).where(prompts.c.org == org, prompts.c.name == prompt_ref)
-        row = connection.execute(dialect.locked(connection, statement)).first()
+        by = _LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY
+        params = {"org": org, "ref": prompt_ref}
+        row = connection.execute(by[prompts.c.name], params).first()
         if row is None and prompt_ref.startswith("pmt_"):
-            statement = select(prompts).where(
-                prompts.c.org == org, prompts.c.prompt_id == prompt_ref
-            )
-            row = connection.execute(dialect.locked(connection, statement)).first()
+            row = connection.execute(by[prompts.c.prompt_id], params).first()
         if row is None:
             raise PromptNotFound(prompt_ref)
         return row
@@ -260,12 +276,7 @@ class Database:
         row is locked until commit (the upsert that reads it), so ids are handed out in
         commit order and a reader never sees a higher id before a lower one.
         """
-        first = {"org": org, "last_ms": 0, "last_seq": 0, "kept": 0, "trimmed": False}
-        log = connection.execute(
-            dialect.upsert(connection, event_logs, first, org=event_logs.c.org).returning(
-                *event_logs.c
-            )
-        ).one()
+        log = connection.execute(self._log_upsert, {"org": org}).one()
         ms, seq = log.last_ms, log.last_seq
         rows = []
         for event in found:
@@ -273,7 +284,7 @@ class Database:
             ms, seq = (at, 0) if at > ms else (ms, seq + 1)
             values = {name: getattr(event, name) for name in _EVENT_FIELDS}
             rows.append({"org": org, "ms": ms, "seq": seq, **values})
-        connection.execute(insert(events), rows)
+        connection.execute(_INSERT_EVENTS, rows)
         kept, trimmed = log.kept + len(rows), log.trimmed
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if kept > self.event_log_size + max(self.event_log_size // 10, 1):
@@ -293,9 +304,8 @@ class Database:
             ).rowcount
             kept, trimmed = kept - dropped, True
         connection.execute(
-            update(event_logs)
-            .where(event_logs.c.org == org)
-            .values(last_ms=ms, last_seq=seq, kept=kept, trimmed=trimmed)
+            _UPDATE_LOG,
+            {"w_org": org, "last_ms": ms, "last_seq": seq, "kept": kept, "trimmed": trimmed},
         )
         dialect.notify_events(connection, org)
         connection.info[APPENDED] = True

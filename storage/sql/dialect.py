@@ -53,10 +53,14 @@ def insert_ignoring_conflict(connection: Connection, table: Table, **values: Any
     connection.execute(insert(table).values(**values).on_conflict_do_nothing())
 
 
-def upsert(connection: Connection, table: Table, values: dict[str, Any], **changes: Any) -> Insert:
+def upsert(
+    connection: Connection | str, table: Table, values: dict[str, Any], **changes: Any
+) -> Insert:
     """Insert ``values``, or, when a row with the same primary key exists, set
-    ``changes`` on it (``table.c`` there is the existing row); one statement."""
-    insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+    ``changes`` on it (``table.c`` there is the existing row); one statement, for the
+    dialect of ``connection`` (or the one named)."""
+    name = connection if isinstance(connection, str) else connection.dialect.name
+    insert = postgresql.insert if name == "postgresql" else sqlite.insert
     key = [column.name for column in table.primary_key.columns]
     return insert(table).values(**values).on_conflict_do_update(index_elements=key, set_=changes)
 

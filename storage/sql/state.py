@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, Row, and_, literal, or_, select, union
+from sqlalchemy import ColumnElement, Connection, Integer, Row, and_, bindparam, or_, select, union
 
 from storage import lifecycle
 from storage.errors import EnvironmentNotFound
@@ -35,16 +35,6 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
-def named_version(version_ref: str) -> ColumnElement[bool] | None:
-    """Which version ``version_ref`` names (a number or a ``v_`` id); None: none."""
-    number = version_number(version_ref)
-    if number is not None:
-        return versions.c.version == number if number <= MAX_NUMBER else None
-    if version_ref.startswith("v_"):
-        return versions.c.version_id == version_ref
-    return None
-
-
 def with_candidate_id() -> Any:
     """``rollouts`` rows joined to their candidate's ``version_id``."""
     return select(rollouts, versions.c.version_id).join(
@@ -57,14 +47,16 @@ def with_candidate_id() -> Any:
     )
 
 
+_ENVIRONMENTS = (
+    select(environments).where(environments.c.org == bindparam("org")).order_by(environments.c.seq)
+)
+
+
 def org_environments(connection: Connection, org: str) -> dict[str, Environment]:
     """The org's environments by name, production first, then in creation order."""
-    rows = connection.execute(
-        select(environments).where(environments.c.org == org).order_by(environments.c.seq)
-    ).all()
     stored = {
         row.name: Environment(row.name, row.required_approvals, row.description, row.created_at)
-        for row in rows
+        for row in connection.execute(_ENVIRONMENTS, {"org": org})
     }
     production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
     return {PRODUCTION: production, **stored}
@@ -76,6 +68,16 @@ def environment_named(connection: Connection, org: str, name: str) -> Environmen
     if found is None:
         raise EnvironmentNotFound(name)
     return found
+
+
+def _of_the_prompt(table: Any) -> ColumnElement[bool]:
+    """The rows of ``table`` of the prompt the parameters ``org`` and ``prompt_id`` name."""
+    return (table.c.org == bindparam("org")) & (table.c.prompt_id == bindparam("prompt_id"))
+
+
+_VERSION = select(versions).where(
+    _of_the_prompt(versions), versions.c.version == bindparam("number")
+)
 
 
 class _Versions(Mapping[int, PromptVersion]):
@@ -93,11 +95,8 @@ class _Versions(Mapping[int, PromptVersion]):
 
     def __getitem__(self, number: int) -> PromptVersion:
         if number not in self.loaded:
-            row = self._connection.execute(
-                select(versions).where(
-                    of_prompt(versions, self._prompt), versions.c.version == number
-                )
-            ).first()
+            key = {"org": self._prompt.org, "prompt_id": self._prompt.prompt_id, "number": number}
+            row = self._connection.execute(_VERSION, key).first()
             self.loaded[number] = None if row is None else self.add(row)
         found = self.loaded[number]
         if found is None:
@@ -111,6 +110,31 @@ class _Versions(Mapping[int, PromptVersion]):
         return sum(1 for found in self.loaded.values() if found is not None)
 
 
+# The statements of a load, built once; parameters: org, prompt_id, review_id (the
+# review a decision names, or null), number and version_id (the version a request
+# names, or null) and production (the published number, or null).
+_REVIEWED = or_(reviews.c.status == "open", reviews.c.review_id == bindparam("review_id"))
+# One set of numbers, each then found by the primary key (no scan of the versions).
+_IN_USE = union(
+    select(placements.c.version).where(_of_the_prompt(placements)),
+    select(rollouts.c.candidate_version).where(_of_the_prompt(rollouts)),
+    select(rollouts.c.baseline_version).where(_of_the_prompt(rollouts)),
+    select(reviews.c.version).where(_of_the_prompt(reviews), _REVIEWED),
+    select(versions.c.version).where(
+        _of_the_prompt(versions),
+        or_(
+            versions.c.version == bindparam("number"),
+            versions.c.version_id == bindparam("version_id"),
+        ),
+    ),
+    select(bindparam("production", type_=Integer)),
+)
+_VERSIONS = select(versions).where(_of_the_prompt(versions), versions.c.version.in_(_IN_USE))
+_ROLLOUTS = with_candidate_id().where(_of_the_prompt(rollouts)).order_by(rollouts.c.environment)
+_REVIEWS = select(reviews).where(_of_the_prompt(reviews), _REVIEWED).order_by(reviews.c.seq)
+_HISTORY = select(history).where(_of_the_prompt(history)).order_by(history.c.position)
+
+
 def load(
     db: Database,
     connection: Connection,
@@ -122,53 +146,31 @@ def load(
 ) -> tuple[State, int | None]:
     """The state of ``prompt`` (its row locked), and the number of the version
     ``version_ref`` names (None: no such version)."""
-    named = None if version_ref is None else named_version(version_ref)
-    wanted = None if version_ref is None else version_number(version_ref)
-    review_matches = reviews.c.status == "open"
-    if review_id is not None:
-        review_matches = or_(review_matches, reviews.c.review_id == review_id)
-    # One set of numbers, each then found by the primary key (no scan of the versions).
-    numbers = union(
-        select(placements.c.version).where(of_prompt(placements, prompt)),
-        select(rollouts.c.candidate_version).where(of_prompt(rollouts, prompt)),
-        select(rollouts.c.baseline_version).where(of_prompt(rollouts, prompt)),
-        select(reviews.c.version).where(of_prompt(reviews, prompt), review_matches),
-        *(
-            ()
-            if named is None
-            else (select(versions.c.version).where(of_prompt(versions, prompt), named),)
-        ),
-        *(
-            ()
-            if prompt.production_version is None
-            else (select(literal(prompt.production_version, Integer)),)
-        ),
-    )
-    in_use = versions.c.version.in_(numbers)
+    number = None if version_ref is None else version_number(version_ref)
+    version_id = version_ref if version_ref and version_ref.startswith("v_") else None
+    params = {
+        "org": prompt.org,
+        "prompt_id": prompt.prompt_id,
+        "review_id": review_id,
+        "number": None if number is None or number > MAX_NUMBER else number,
+        "version_id": version_id,
+        "production": prompt.production_version,
+    }
     loaded = _Versions(db, connection, prompt)
-    number = None
+    named = None
     placed: dict[str, int] = {}
     if prompt.production_version is not None:
         placed[PRODUCTION] = prompt.production_version
-    for row in connection.execute(select(versions).where(of_prompt(versions, prompt), in_use)):
+    for row in connection.execute(_VERSIONS, params):
         version = loaded.add(row)
         placed.update((environment, version.version) for environment in version.placements)
-        if named is not None and (version.version == wanted or version.version_id == version_ref):
-            number = version.version
-    found_rollouts = connection.execute(
-        with_candidate_id().where(of_prompt(rollouts, prompt)).order_by(rollouts.c.environment)
-    ).all()
-    found_reviews = connection.execute(
-        select(reviews).where(of_prompt(reviews, prompt), review_matches).order_by(reviews.c.seq)
-    ).all()
+        if version.version == params["number"] or version.version_id == version_id:
+            named = version.version
+    found_rollouts = connection.execute(_ROLLOUTS, params).all()
+    found_reviews = connection.execute(_REVIEWS, params).all()
     records: tuple[PromotionRecord, ...] = ()
     if with_history:
-        records = tuple(
-            history_record(row)
-            for row in connection.execute(
-                select(history).where(of_prompt(history, prompt)).order_by(history.c.position)
-            )
-        )
+        records = tuple(history_record(row) for row in connection.execute(_HISTORY, params))
     state = State(
         prompt=prompt_record(prompt),
         versions=loaded,
@@ -178,4 +180,4 @@ def load(
         reviews={row.review_id: review_record(row) for row in found_reviews},
         history=records,
     )
-    return state, number
+    return state, named

@@ -1,4 +1,4 @@
-"""What a reviewed release guarantees (CONTRACT section 30): a version is frozen once
+"""What a reviewed release guarantees (storage/release decides it): a version is frozen once
 placed, a rollout's candidate or baseline, or named by an open or applied review, and
 records who wrote it (``authors``, JSON; null: its ``created_by`` alone). Reviews keep
 their content digest and the requester's person in their JSON body: no column.
