@@ -1,4 +1,4 @@
-"""Redis storage: every change is one Lua script, every read one round trip.
+"""Redis storage: every change is applied by one Lua script, every read one round trip.
 
 :class:`BaseRedisStorage` holds every operation, shared by both Redis backends:
 :class:`~storage.redis.server.RedisStorage` (one server) and
@@ -12,10 +12,13 @@ storage/redis/scripts.py and run with EVALSHA (loaded again when a server answer
 NOSCRIPT). Each script touches only keys of one org, all under the org's ``{<org>}``
 hash tag, so the same scripts run on Redis Cluster.
 
-Lifecycle rules (storage/lifecycle.py) are checked inside the scripts, where no other
-client can interleave; a script answers an error marker and
-:func:`storage.redis.core.check` raises the typed error. Any connection-level failure
-becomes :class:`~storage.errors.StorageUnavailable` without host details.
+The release rules are the release engine's (storage/release): a release change loads
+one prompt's state (load_state.lua), the engine decides, and apply_change.lua writes
+the change only while that state is unchanged, else the backend loads and decides
+again (:meth:`storage.redis.core.RedisCore._release`). Other scripts answer an error
+marker that :func:`storage.redis.core.check` raises as the typed error. Any
+connection-level failure becomes :class:`~storage.errors.StorageUnavailable` without
+host details.
 """
 
 from __future__ import annotations

@@ -430,7 +430,7 @@ def test_client_must_decode_responses() -> None:
 def test_versions_stored_before_the_frozen_flag_get_it_at_the_first_change(
     redis_storage: BaseRedisStorage[Any],
 ) -> None:
-    """CONTRACT section 30 for data written before the flag: a version a promotion record
+    """docs/api.md section 5, rule 2a, for data written before the flag: a version a record
     names stays frozen although nothing else says it was ever placed."""
     store = redis_storage
     pid = store.create_prompt(ORG, "p").prompt_id

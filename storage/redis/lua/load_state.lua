@@ -14,10 +14,10 @@
 -- list (open ones, request order, then ARGV[4]'s), version HGETALL list, history
 -- HGETALL list, user HGETALL}, or {"no_prompt"}, {"no_version"}, {"no_review"}.
 -- A prompt without a revision yet (stored before revisions, or never changed since its
--- creation) gets one, and its versions the frozen flag as CONTRACT section 30 has it
--- for what was stored before the flag: every version a promotion record names, the
--- published and placed ones, rollouts' candidates and baselines, and the versions of
--- open and applied reviews.
+-- creation) gets one, and its versions the frozen flag (docs/api.md section 5, rule
+-- 2a) as data stored before the flag shows it: every version a promotion record names,
+-- the published and placed ones, rollouts' candidates and baselines, and the versions
+-- of open and applied reviews.
 local review_raw = nil
 local ref = ARGV[1]
 if ARGV[4] ~= "" then
