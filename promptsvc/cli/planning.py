@@ -27,7 +27,8 @@ from promptsvc.cli.promptfile import (
 )
 from promptsvc.client import PromptServiceError
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
-from promptsvc.templates import extract_variables, implied_schema
+from promptsvc.templating.contract import implied_schema
+from promptsvc.templating.template import extract_variables
 
 
 def file_contract(prompt: PromptFile) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from types import MappingProxyType
 from typing import Any
 
 from promptsvc.client.rollout import bucket
-from promptsvc.templates import VARIABLE_TYPES, extract_variables, implied_schema, render
+from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
+from promptsvc.templating.template import extract_variables, render
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
@@ -276,7 +277,7 @@ class PromptVersion:
         messages. Values come from ``values`` (useful for a variable named ``strict``)
         and keyword arguments, the latter winning. Extra values are ignored. Defaults
         fill absent variables; an optional one without a default renders as ``""``.
-        Declared types and enums are checked strictly (promptsvc/templates.py).
+        Declared types and enums are checked strictly (promptsvc/templating/contract.py).
 
         Every problem raises together in one ``promptsvc.client.TemplateError`` whose
         ``problems`` name each variable; when all are missing required variables it is

@@ -82,7 +82,7 @@ class PromptStore(StorageCore):
         """New draft with the next number (atomic, never reused).
 
         ``variables`` are the content's placeholders as the layer above extracted them
-        (promptsvc.templates, which also checks chat content); storage keeps them as
+        (promptsvc.templating.template, which also checks chat content); storage keeps them as
         given. ``variables_schema`` (None: the implied one) and ``examples`` (None: none)
         are the version's contract, checked against ``variables`` by
         storage.contracts.validated: ContractInvalid names every problem.
