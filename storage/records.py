@@ -208,7 +208,7 @@ class Rollout:
     that give a rollout key, while ``environment`` keeps ``baseline_version``.
 
     At most one per prompt and environment. Which key gets the candidate is the sticky
-    hash of docs/api.md section 18 (promptsvc/client/rollout.py), computed by the API and
+    hash of docs/api.md section 18 (promptsvc/rollout.py), computed by the API and
     the SDKs, never stored. ``candidate_id`` is the candidate's ``v_`` id, kept for the
     read that serves it.
     """

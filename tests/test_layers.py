@@ -284,6 +284,22 @@ def test_promptsvc_keeps_its_inner_layers() -> None:
     assert inner_problems(graph) == []
 
 
+def test_the_service_does_not_import_the_sdk() -> None:
+    """What both use (the rollout hash, the template rules) lives outside the SDK; only
+    the clients of the service (the command line, the MCP server) import it."""
+    clients = ("promptsvc.client", "promptsvc.cli", "promptsvc.mcp")
+    graph = project_graph()
+    found = [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        if not any(_within(module, name) for name in clients)
+        for target in sorted(targets)
+        if _within(target, "promptsvc.client")
+    ]
+    assert "promptsvc.rollout" in graph["promptsvc.api.reads"]  # what it uses instead
+    assert found == []
+
+
 def test_no_modules_import_each_other() -> None:
     """Not directly, and not in a loop through others, whatever the layers allow."""
     assert import_loops(project_graph()) == []

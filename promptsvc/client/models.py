@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from promptsvc.client.rollout import bucket
+from promptsvc.rollout import bucket
 from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
 from promptsvc.templating.template import extract_variables, render
 
@@ -110,7 +110,7 @@ class Rollout:
 
     def pick(self, baseline: PromptVersion, key: str) -> PromptVersion:
         """The version ``key`` gets: the candidate when its bucket is below
-        ``percent * 100`` (promptsvc.client.rollout), else ``baseline``."""
+        ``percent * 100`` (promptsvc.rollout), else ``baseline``."""
         if not isinstance(key, str):
             raise ValueError("rollout_key must be a string (a user or tenant id)")
         chosen = self.candidate if bucket(self.rollout_id, key) < self.percent * 100 else baseline

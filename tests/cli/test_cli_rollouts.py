@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from promptsvc.client import PromptClient
-from promptsvc.client.rollout import assign
+from promptsvc.rollout import assign
 from storage import RolloutNotFound, Storage
 from storage.memory import MemoryStorage
 from tests.cli.conftest import ORG, Cli, CliService
