@@ -7,11 +7,11 @@ import argparse
 import sys
 from typing import Any
 
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
 from promptsvc.cli.prompts import review_instead
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ServiceClient
 from promptsvc.rollout import next_step
 
 REF_HELP = "the candidate: a version number, a v_ id or 'latest'"
