@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
         "holds (a newly required variable, a changed type, a narrowed enum, an example "
         "of that version that no longer renders): `apply --promote` refuses those "
         "unless --allow-breaking. Exit status: 0 nothing to do, 2 changes pending, 1 "
-        "error (a malformed file names its file and line).",
+        "error (a malformed file names its file and line), 64 wrong usage.",
         examples="  promptsvc plan prompts/ --promote\n",
     )
     plan.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
