@@ -25,7 +25,7 @@ from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
 from promptsvc.errors import Forbidden
 from promptsvc.http import request_id
-from promptsvc.templates import TemplateError, extract_variables
+from promptsvc.templating.template import TemplateError, extract_variables
 from storage import (
     PRODUCTION,
     UNGUARDED,

@@ -1,14 +1,13 @@
 """Breaking changes of a variable contract, in plain words, on plain data (versions as
 the HTTP API returns them).
 
-The service's promotion check (storage/contracts.py) decides whether a promotion breaks
-callers; this module describes its answer for people (the console, the command line)
-and previews it where the candidate does not exist yet: ``promptsvc plan`` compares a
-file with the version its environment holds before ``apply`` creates anything. The
-preview follows the same rules: tests/vectors/contracts.json (its ``breaking`` cases) is
-the contract between the two, and tests/test_contract_parity.py checks both against it.
-The service checks again when the promotion is made. Standard library only: the command line runs
-in the SDK-only install.
+The service's promotion check decides whether a promotion breaks callers; this module
+describes its answer for people (the console, the command line) and previews it where
+the candidate does not exist yet: ``promptsvc plan`` compares a file with the version
+its environment holds before ``apply`` creates anything, by the same rules
+(promptsvc/templating/contract.py). The service checks again when the promotion is
+made. It imports nothing outside promptsvc: the command line runs in the SDK-only
+install.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promptsvc.templates import MISSING, TemplateError, implied_schema, resolve_values
-
-Contract = Mapping[str, Mapping[str, Any]]
+from promptsvc.templating import contract
+from promptsvc.templating.contract import MISSING, Contract, implied_schema, same_value, shown
 
 _ARTICLES = {"integer": "an integer"}
 
@@ -28,21 +26,8 @@ def _a(kind: object) -> str:
     return _ARTICLES.get(str(kind), f"a {kind}")
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _listed(values: Sequence[object]) -> str:
-    return ", ".join(_json(v) for v in values)
-
-
-def _same(a: object, b: object) -> bool:
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
-def is_required(entry: Mapping[str, Any]) -> bool:
-    """Required unless it says ``required: false`` or has a default."""
-    return entry.get("required", True) is not False and "default" not in entry
+    return ", ".join(shown(v) for v in values)
 
 
 def contract_of(version: Mapping[str, Any]) -> Contract:
@@ -84,59 +69,14 @@ def breaking_changes(
     the service's rules; ``version`` names the candidate in the details."""
     if held is None:
         return []
-    old = contract_of(held)
-    numbers = {"old": held.get("version"), "new": version}
-    changes: list[dict[str, str]] = []
-
-    def add(variable: str, change: str, detail: str) -> None:
-        changes.append({"variable": variable, "change": change, "detail": detail})
-
-    for name, entry in schema.items():
-        before = old.get(name)
-        if is_required(entry) and (before is None or not is_required(before)):
-            state = "absent" if before is None else "optional"
-            add(
-                name,
-                "newly_required",
-                "required by version {new} but {0} in version {old}".format(state, **numbers),
-            )
-        if before is None:
-            continue
-        old_type, new_type = before.get("type", "string"), entry.get("type", "string")
-        if old_type != new_type:
-            add(
-                name,
-                "type_changed",
-                f"type {old_type} in version {numbers['old']} becomes {new_type} in version "
-                f"{numbers['new']}",
-            )
-            continue
-        enum, was = entry.get("enum"), before.get("enum")
-        if isinstance(enum, list) and (
-            not isinstance(was, list) or any(not any(_same(v, a) for a in enum) for v in was)
-        ):
-            allowed_before = "any value" if not isinstance(was, list) else _listed(was)
-            add(
-                name,
-                "enum_narrowed",
-                f"version {numbers['new']} allows only {_listed(enum)}; version "
-                f"{numbers['old']} allowed {allowed_before}",
-            )
-    for index, example in enumerate(held.get("examples") or []):
-        label = (
-            f"#{index}" if example.get("name") is None else f"#{index} ({_json(example['name'])})"
-        )
-        try:
-            resolve_values(schema, schema, example.get("variables", {}))
-        except TemplateError as exc:
-            for problem in exc.problems:
-                add(
-                    problem.variable,
-                    "example_failed",
-                    f"example {label} of version {numbers['old']} fails with version "
-                    f"{numbers['new']}: '{problem.variable}': {problem.problem}",
-                )
-    return changes
+    changes = contract.breaking_changes(
+        contract_of(held),
+        schema,
+        held.get("examples") or [],
+        old_version=held.get("version"),
+        new_version=version,
+    )
+    return [change.to_json() for change in changes]
 
 
 def plain_words(change: Mapping[str, Any], old: Contract, new: Contract) -> str:
@@ -153,7 +93,7 @@ def plain_words(change: Mapping[str, Any], old: Contract, new: Contract) -> str:
     if kind == "enum_narrowed" and isinstance(after.get("enum"), list):
         was, enum = before.get("enum"), after.get("enum") or []
         if isinstance(was, list):
-            gone = [v for v in was if not any(_same(v, a) for a in enum)]
+            gone = [v for v in was if not any(same_value(v, a) for a in enum)]
             return (
                 f"`{name}` no longer accepts {_listed(gone)} (only {_listed(enum)}); "
                 "callers that send " + ("it" if len(gone) == 1 else "them") + " will fail"

@@ -18,7 +18,7 @@ from flask import Flask
 
 from identity.passwords import generate_password
 from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
-from promptsvc.templates import extract_variables
+from promptsvc.templating.template import extract_variables
 from storage import EnvironmentExists, PromptExists, Storage, UserExists
 
 ORG = "demo"

@@ -378,7 +378,7 @@ class StorageUnavailable(StorageError):
 
 class ContractInvalid(InvalidInput):
     """A version's ``variables_schema`` or ``examples`` that break the rules of variable
-    contracts (storage/contracts.py); ``problems`` name each one by where it is
+    contracts (promptsvc/templating/contract.py); ``problems`` name each one by where it is
     (``variables_schema.<variable>``, ``examples[<i>]``)."""
 
     def __init__(self, problems: dict[str, list[str]]) -> None:
@@ -390,7 +390,7 @@ class ContractInvalid(InvalidInput):
 class BreakingPromotion(Conflict):
     """A promotion whose candidate would break callers of the version the environment
     holds, not acknowledged with ``allow_breaking``; nothing was changed. ``changes``
-    are storage.contracts.BreakingChange records."""
+    are BreakingChange records."""
 
     def __init__(
         self, prompt_ref: str, environment: str, changes: Sequence[BreakingChange]

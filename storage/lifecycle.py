@@ -125,46 +125,6 @@ FROZEN: Final = (
     "create a new version instead"
 )
 
-# What is wrong with a version's variable contract (storage/contracts.py checks it),
-# and how each problem reads.
-CONTRACT_PROBLEMS: Final = {
-    "schema_type": "must be an object of {{variable: {{type, required?, description?, "
-    "default?, enum?}}}} or null",
-    "undeclared": "the content's variable(s) {names} have no entry: the keys must be "
-    "exactly the version's variables",
-    "unknown": "'{name}' is not a variable of the content: the keys must be exactly the "
-    "version's variables",
-    "entry": "must be an object with a type",
-    "entry_key": "unknown key(s) {keys}: an entry has type, required, description, default, enum",
-    "type": "type must be one of string, integer, number, boolean",
-    "required": "required must be true or false",
-    "required_default": "a default makes the variable optional: required cannot be true",
-    "description": "description must be a string of at most {max} characters",
-    "default": "default {value} is not {a_type}",
-    "default_enum": "default {value} is not one of the enum",
-    "enum": "enum must be a non-empty list of at most {max} values",
-    "enum_value": "enum value {value} is not {a_type}",
-    "enum_repeat": "enum lists {value} twice",
-    "examples_type": "must be a list of {{name?, variables}} objects",
-    "examples_many": "at most {max} examples, got {count}",
-    "example": "must be an object {{name?, variables}}",
-    "example_key": "unknown key(s) {keys}: an example has name and variables",
-    "example_name": "name must be a string of 1-{max} characters",
-    "example_variables": "variables must be an object",
-    "example_unknown": "'{name}' is not a variable of the version",
-    # How one value fails a contract: by an example, or when rendering.
-    "missing": "'{name}': missing required variable",  # as render() says it
-    "wrong_type": "'{name}': expected {type}, got {value}",
-    "not_in_enum": "'{name}': {value} is not one of {allowed}",
-}
-
-# How each kind of breaking change reads (records.BREAKING_KINDS).
-BREAKING_DETAILS: Final = {
-    "newly_required": "required by version {new} but {before} in version {old}",
-    "type_changed": "type {old_type} in version {old} becomes {new_type} in version {new}",
-    "enum_narrowed": "version {new} allows only {allowed}; version {old} allowed {before}",
-    "example_failed": "example {example} of version {old} fails with version {new}: {problem}",
-}
 ALLOW_BREAKING_NOTES: Final = "allow_breaking needs notes saying why the break is acceptable"
 CHECK_RACE: Final = (
     "prompt '{prompt}': its versions kept changing during the promotion check; "

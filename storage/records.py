@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
+from promptsvc.templating.contract import BreakingChange, implied_schema
 from storage.times import rfc3339
 
 PromptType = Literal["text", "chat"]
@@ -46,16 +47,6 @@ PRODUCTION = "production"
 REVIEW_STATUSES: tuple[str, ...] = ("open", "applied", "rejected", "cancelled", "stale")
 # A webhook subscribed to this gets every event type.
 ALL_EVENTS = "*"
-# The types a variable of a version's contract may have (storage/contracts.py).
-VARIABLE_TYPES: tuple[str, ...] = ("string", "integer", "number", "boolean")
-# What a breaking change of a promotion is (storage/contracts.py says when each is).
-BREAKING_KINDS: tuple[str, ...] = (
-    "newly_required",
-    "type_changed",
-    "enum_narrowed",
-    "example_failed",
-)
-
 T = TypeVar("T")
 
 
@@ -156,25 +147,6 @@ class PromptVersion:
         }
 
 
-def implied_schema(variables: tuple[str, ...] | list[str]) -> dict[str, dict[str, Any]]:
-    """The contract of a version that declares none: every variable a required string."""
-    return {name: {"type": "string", "required": True} for name in variables}
-
-
-@dataclass(frozen=True, slots=True)
-class BreakingChange:
-    """One way a promotion's candidate would break callers of the version it replaces
-    (storage/contracts.py finds them). ``change`` is one of BREAKING_KINDS; ``detail``
-    says it in words."""
-
-    variable: str
-    change: str
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"variable": self.variable, "change": self.change, "detail": self.detail}
-
-
 @dataclass(frozen=True, slots=True)
 class PromotionRecord:
     history_id: str  # "h_..."
@@ -242,7 +214,7 @@ class Rollout:
     that give a rollout key, while ``environment`` keeps ``baseline_version``.
 
     At most one per prompt and environment. Which key gets the candidate is the sticky
-    hash of docs/api.md section 18 (promptsvc/client/rollout.py), computed by the API and
+    hash of docs/api.md section 18 (promptsvc/rollout.py), computed by the API and
     the SDKs, never stored. ``candidate_id`` is the candidate's ``v_`` id, kept for the
     read that serves it.
     """

@@ -18,6 +18,8 @@ import pytest
 from identity import keys, users
 from identity.signing import new_signing_key
 from promptsvc import backup, cli
+from promptsvc.cli.output import EXIT_USAGE
+from promptsvc.cli.storage_access import EXIT_MEMORY
 from storage import SigningKey, Storage, rfc3339
 from storage.lifecycle import default_production
 from storage.memory import MemoryStorage
@@ -485,7 +487,7 @@ def test_commands_refuse_memory_storage_saying_what_to_use(
 ) -> None:
     argv = ["--out", str(backup_file)] if command == "backup" else [str(backup_file)]
     status, out, err = run(command, "--storage", "memory://", *argv)
-    assert status == 2 and out == ""
+    assert status == EXIT_MEMORY == EXIT_USAGE and out == ""
     assert "memory://" in err and "promptsvc serve --restore FILE" in err
 
 
@@ -542,7 +544,7 @@ def test_help_says_what_the_file_holds_and_the_exit_statuses(
             cli.main([command, "--help"])
         texts[command] = capsys.readouterr().out
         assert "exit status: 0" in texts[command]
-        assert "2 memory:// storage" in texts[command]
+        assert f"{EXIT_MEMORY} memory:// storage" in texts[command]
     assert "PRIVATE keys" in texts["backup"] and "mode 0600" in texts["backup"]
     assert "nothing at all is written" in texts["restore"]
 

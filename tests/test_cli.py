@@ -17,6 +17,7 @@ from identity.roles import ROLES, SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc import cli, demo
 from promptsvc.app import create_app
 from promptsvc.cli import serve
+from promptsvc.cli.output import EXIT_USAGE
 from promptsvc.config import Settings
 from storage.memory import MemoryStorage
 
@@ -60,7 +61,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main([])
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == EXIT_USAGE
     assert "COMMAND" in capsys.readouterr().err
 
 

@@ -139,7 +139,7 @@ def test_a_relative_sqlite_file_is_shown_from_the_working_directory(
 PROMPTSVC_NAMERS = {
     "promptsvc/config.py",
     "promptsvc/client/base.py",
-    "promptsvc/cli/api.py",
+    "promptsvc/cli/connection.py",
     "promptsvc/cli/credentials.py",
 }
 ENVIRONMENT_READERS = PROMPTSVC_NAMERS | {"promptsvc/cli/output.py"}

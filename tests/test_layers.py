@@ -1,7 +1,10 @@
-"""Layers point down only: storage <- identity <- promptsvc, and inside promptsvc too.
+"""Layers point down only: the template rules <- storage <- identity <- promptsvc, and
+inside promptsvc too.
 
-``storage`` imports nothing from ``identity`` or ``promptsvc``, and ``identity`` nothing
-from ``promptsvc``. Inside promptsvc (:data:`INNER_LAYERS`): the rules and services
+The template and contract rules (``promptsvc.templating``) import nothing but the
+standard library, so that storage, the SDK and everything else can use them: ``storage``
+imports nothing from ``identity`` or ``promptsvc`` but them, and ``identity`` nothing
+from ``promptsvc`` but them. Inside promptsvc (:data:`INNER_LAYERS`): the rules and services
 (actions, auth, inputs, events, webhooks, backup, ...) import nothing from the HTTP API
 (``api/``) or the web console (``console/``), which import nothing from each other;
 those two import nothing from the app that serves them, nor it from the command line
@@ -32,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lower number = lower layer; a module may import its own layer or lower ones only.
 LAYERS = {"storage": 0, "identity": 1, "promptsvc": 2}
+# The standard-library-only leaf below them all.
+LEAF = "promptsvc.templating"
 
 
 def imported_names(source: str, module: str) -> Iterator[tuple[int, str]]:
@@ -71,7 +76,7 @@ def upward_imports(source: str, module: str) -> list[str]:
     return [
         f"{module}:{line} imports {name}"
         for line, name in imported_names(source, module)
-        if LAYERS.get(name.split(".")[0], -1) > own
+        if not _within(name, LEAF) and LAYERS.get(name.split(".")[0], -1) > own
     ]
 
 
@@ -108,6 +113,10 @@ def test_storage_and_identity_import_nothing_from_a_higher_layer() -> None:
         ("identity.ratelimit", "class A:\n    from promptsvc.api import errors", ["promptsvc.api"]),
         ("identity.realm", "from storage.redis import RedisStorage\nfrom . import keys", []),
         ("storage.redis.base", "from .core import RedisCore\nimport redis", []),
+        ("storage.contracts", "from promptsvc.templating import contract", []),
+        ("storage.records", "from promptsvc.templating.contract import X", []),
+        ("storage.records", "from promptsvc.templatingx import X", ["promptsvc.templatingx"]),
+        ("storage.records", "from promptsvc import templating", ["promptsvc"]),
     ],
 )
 def test_an_upward_import_is_found_wherever_it_is(
@@ -115,6 +124,35 @@ def test_an_upward_import_is_found_wherever_it_is(
 ) -> None:
     found = [problem.rsplit(" imports ", 1)[1] for problem in upward_imports(source, module)]
     assert found == expected
+
+
+def test_the_template_rules_import_only_the_standard_library() -> None:
+    """Nothing of the project but themselves and the ``promptsvc`` package (which loads
+    its app lazily), checked by importing them in a fresh interpreter."""
+    leaf = sorted((ROOT / "promptsvc" / "templating").glob("*.py"))
+    assert len(leaf) >= 3
+    allowed = set(sys.stdlib_module_names) | {"__future__"}
+    for path in leaf:
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for _, name in imported_names(path.read_text(), module):
+            assert _within(name, LEAF) or name.split(".")[0] in allowed, (module, name)
+    code = (
+        "import sys\n"
+        "import promptsvc.templating.contract, promptsvc.templating.template\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{(*LAYERS, 'flask', 'redis', 'sqlalchemy', 'httpx')!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "promptsvc",
+        "promptsvc.templating",
+        "promptsvc.templating.contract",
+        "promptsvc.templating.template",
+        "promptsvc.version",
+    ]
 
 
 # Layers inside promptsvc, lower number = lower layer: a module is in the layer of the
@@ -244,6 +282,22 @@ def test_promptsvc_keeps_its_inner_layers() -> None:
     assert {"promptsvc.actions", "promptsvc.api.versions", "promptsvc.cli.serve"} <= set(graph)
     assert "promptsvc.api.common" in graph["promptsvc.api.versions"]  # the graph is real
     assert inner_problems(graph) == []
+
+
+def test_the_service_does_not_import_the_sdk() -> None:
+    """What both use (the rollout hash, the template rules) lives outside the SDK; only
+    the clients of the service (the command line, the MCP server) import it."""
+    clients = ("promptsvc.client", "promptsvc.cli", "promptsvc.mcp")
+    graph = project_graph()
+    found = [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        if not any(_within(module, name) for name in clients)
+        for target in sorted(targets)
+        if _within(target, "promptsvc.client")
+    ]
+    assert "promptsvc.rollout" in graph["promptsvc.api.reads"]  # what it uses instead
+    assert found == []
 
 
 def test_no_modules_import_each_other() -> None:
@@ -385,7 +439,7 @@ def sdk_dependencies() -> set[str]:
 def test_the_sdk_imports_nothing_outside_promptsvc() -> None:
     loaded, outside = sdk_imports()
     # The walk follows the SDK into the promptsvc modules it uses.
-    assert {"promptsvc.client.sync", "promptsvc.templates"} <= loaded
+    assert {"promptsvc.client.sync", "promptsvc.templating.template"} <= loaded
     allowed = set(sys.stdlib_module_names) | sdk_dependencies() | {"__future__"}
     assert sdk_dependencies() == {"httpx", "httpx_sse"}
     assert outside - allowed == set()
@@ -399,7 +453,7 @@ def test_templates_and_the_sdk_import_without_the_servers_packages() -> None:
         "import sys\n"
         f"for name in {blocked!r}:\n"
         "    sys.modules[name] = None\n"
-        "from promptsvc.templates import MissingVariableError, TemplateError, render\n"
+        "from promptsvc.templating.template import MissingVariableError, TemplateError, render\n"
         "from promptsvc.client import PromptClient\n"
         "print(render('Hi {{ name }}', 'text', {'name': 'Ada'}))\n"
     )

@@ -1,4 +1,4 @@
-"""promptsvc.templates: the ``{{variable}}`` grammar the SDK owns and the server's actions
+"""promptsvc.templating.template: the ``{{variable}}`` grammar the SDK owns and the server's actions
 use to check a version's content and extract its variables."""
 
 from __future__ import annotations
@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from promptsvc.templates import MissingVariableError, TemplateError, extract_variables, render
+from promptsvc.templating.template import (
+    MissingVariableError,
+    TemplateError,
+    extract_variables,
+    render,
+)
 
 
 def test_variables_grammar() -> None:

@@ -13,7 +13,7 @@ error. Each part is the one the rest of the API uses:
 * the token: :func:`promptsvc.auth.authorize`;
 * the body and its strong ETag: :func:`version_body` (during a rollout:
   :func:`rollout_body`, the version ``rollout_key`` is assigned to by
-  promptsvc.client.rollout, the one implementation of the sticky hash); 200 or 304:
+  promptsvc.rollout, the one implementation of the sticky hash); 200 or 304:
   :func:`promptsvc.http.etag_answer`;
 * errors: :func:`promptsvc.api.errors.error_response_for`;
 * X-Request-ID and the access log: promptsvc.http's middleware, around this one.
@@ -38,8 +38,8 @@ from werkzeug.exceptions import HTTPException
 from identity.roles import SERVICE_READ
 from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
-from promptsvc.client.rollout import assign
 from promptsvc.http import etag_answer, etag_of, json_body
+from promptsvc.rollout import assign
 from storage import InRollout, PromptVersion
 from storage.memo import Memo
 

@@ -11,8 +11,8 @@ from marshmallow import Schema, fields, validate
 
 from identity.roles import ROLES
 from promptsvc.inputs import EVENT_ID_EXAMPLE
+from promptsvc.templating.contract import BREAKING_KINDS, VARIABLE_TYPES
 from storage import EVENT_TYPES, PROMPT_TYPES, REVIEW_STATUSES, STATUSES
-from storage.records import BREAKING_KINDS, VARIABLE_TYPES
 
 
 def _timestamp(description: str, *, nullable: bool = False) -> fields.DateTime:

@@ -16,6 +16,7 @@ from identity.roles import ROLES
 from identity.users import USERNAME
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from promptsvc.inputs import NAME_PATTERN
+from promptsvc.templating.contract import BREAKING_KINDS
 from storage import (
     PRODUCTION,
     PROMPT_TYPES,
@@ -37,7 +38,6 @@ from storage import (
     contracts,
 )
 from storage.lifecycle import ENVIRONMENT_NAME, environment_name_problem
-from storage.records import BREAKING_KINDS
 
 # How many problems a refused file's message lists.
 _SHOWN_PROBLEMS = 5

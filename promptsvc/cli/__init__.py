@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from promptsvc.cli import (
     ascode,
@@ -43,7 +43,7 @@ from promptsvc.cli import (
     serve,
     worker,
 )
-from promptsvc.cli.output import fail
+from promptsvc.cli.output import EXIT_USAGE, fail
 from promptsvc.version import VERSION
 
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
@@ -57,7 +57,9 @@ logout and whoami need only `pip install promptsvc`.
 exit status:
   0  success; for `plan`, nothing to change
   1  error: the reason (and the service's request id) is printed on stderr
-  2  `plan`: changes are pending; any command: wrong usage
+  2  `plan`: changes are pending
+  3  a promotion would break callers and --allow-breaking was not given
+  64  wrong usage: an unknown option, a missing or malformed argument
   141  the output was closed early (`| head`): stopped quietly, as SIGPIPE ends a process
 
 examples:
@@ -95,8 +97,17 @@ COMMANDS: tuple[tuple[CommandModule, bool], ...] = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), exiting :data:`EXIT_USAGE` on wrong
+    usage instead of argparse's 2, which `plan` answers when changes are pending."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="promptsvc",
         description="Self-hosted prompt versioning service with a bundled OIDC issuer.",
         epilog=EPILOG,

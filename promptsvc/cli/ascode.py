@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import contract_of, plain_words
-from promptsvc.cli.api import ProductionMoved, ReviewOpen, ServiceClient
 from promptsvc.cli.commands import BreakingRefused, CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
 from promptsvc.cli.planning import Change, file_contract, make_plan, same_state
 from promptsvc.cli.promptfile import PromptFile, dumps, file_name, prompt_from_version
 from promptsvc.cli.prompts import describe_changes
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import ProductionMoved, ReviewOpen, ServiceClient
 
 DIR_HELP = "directory of .prompt files, one per prompt (docs/prompts-as-code.md)"
 
@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
         "holds (a newly required variable, a changed type, a narrowed enum, an example "
         "of that version that no longer renders): `apply --promote` refuses those "
         "unless --allow-breaking. Exit status: 0 nothing to do, 2 changes pending, 1 "
-        "error (a malformed file names its file and line).",
+        "error (a malformed file names its file and line), 64 wrong usage.",
         examples="  promptsvc plan prompts/ --promote\n",
     )
     plan.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)

@@ -38,7 +38,7 @@ as safe as Redis itself.
 Each prompt is read in one atomic step; for one point in time across prompts, stop
 writes while it runs.
 
-exit status: 0 written, 1 failed, 2 memory:// storage.
+exit status: 0 written, 1 failed, 64 memory:// storage.
 """
 
 _RESTORE_HELP = """\
@@ -52,7 +52,7 @@ keys already there keep verifying). With --org they are not: they belong to the 
 deployment the backup came from.
 
 exit status: 0 restored, 1 refused or failed (nothing written unless the message says
-so), 2 memory:// storage.
+so), 64 memory:// storage.
 """
 
 _MEMORY = (

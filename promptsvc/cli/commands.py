@@ -1,6 +1,6 @@
 """What the HTTP commands share: how a command is declared and run.
 
-A command's function gets a connected :class:`~promptsvc.cli.api.ServiceClient` and
+A command's function gets a connected :class:`~promptsvc.client.management.ServiceClient` and
 its parsed arguments and returns the exit status; :func:`add_command` wires it into
 argparse with its help, an example and ``--json``, and :func:`run` turns every failure
 into one line on stderr and status 1, or, for a promotion refused because it would
@@ -17,17 +17,12 @@ from typing import Any
 
 import httpx
 
-from promptsvc.cli.api import (
-    BreakingPromotion,
-    Credential,
-    CredentialsError,
-    ServiceClient,
-    connect,
-)
+from promptsvc.cli.connection import CredentialsError, connect
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.cli.output import EXIT_BREAKING, fail, service_failure
 from promptsvc.cli.promptfile import PromptFileError
 from promptsvc.client import AuthenticationError, PermissionDeniedError, PromptServiceError
+from promptsvc.client.management import BreakingPromotion, Credential, ServiceClient
 
 Action = Callable[[ServiceClient, argparse.Namespace], int]
 

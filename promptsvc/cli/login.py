@@ -1,7 +1,7 @@
 """``promptsvc login``, ``logout`` and ``whoami``: a person's saved login.
 
 Sign-in itself is in :mod:`promptsvc.cli.signin`, the saved file in
-:mod:`promptsvc.cli.credentials`; :func:`promptsvc.cli.api.connect` uses the login.
+:mod:`promptsvc.cli.credentials`; :func:`promptsvc.cli.connection.connect` uses the login.
 """
 
 from __future__ import annotations

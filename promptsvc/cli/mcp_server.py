@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from promptsvc.cli.api import CredentialsError
 from promptsvc.cli.commands import refusal
+from promptsvc.cli.connection import CredentialsError
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.cli.output import fail
 from promptsvc.client import PromptServiceError

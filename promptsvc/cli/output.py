@@ -18,10 +18,13 @@ from promptsvc.client import PromptServiceError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_CHANGES = 2  # `plan`: changes pending (argparse also exits 2 on a usage error)
+EXIT_CHANGES = 2  # `plan`: changes pending
 # A promotion refused because it breaks the variable contract of the version the
 # environment holds, not acknowledged with --allow-breaking: nothing was changed.
 EXIT_BREAKING = 3
+# Wrong usage (an unknown option, a missing or malformed argument, storage the command
+# cannot reach): sysexits.h's EX_USAGE, not argparse's 2, which `plan` gives changes.
+EXIT_USAGE = 64
 
 _STYLES = {
     "bold": "1",

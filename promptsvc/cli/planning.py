@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import breaking_changes, contract_of, normal_examples, schema_changes
-from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.commands import CommandError
 from promptsvc.cli.promptfile import (
     PromptFile,
@@ -26,8 +25,10 @@ from promptsvc.cli.promptfile import (
     read_directory,
 )
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import ServiceClient
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
-from promptsvc.templates import extract_variables, implied_schema
+from promptsvc.templating.contract import implied_schema
+from promptsvc.templating.template import extract_variables
 
 
 def file_contract(prompt: PromptFile) -> dict[str, Any]:

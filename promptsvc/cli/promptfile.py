@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import normal_examples
-from promptsvc.templates import is_implied
+from promptsvc.templating.contract import is_implied
 
 SUFFIX = ".prompt"
 FENCE = "---"

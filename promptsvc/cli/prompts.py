@@ -11,7 +11,6 @@ import sys
 from typing import Any
 
 from promptsvc.breaking import plain_words
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import (
     Painter,
@@ -22,6 +21,7 @@ from promptsvc.cli.output import (
     time_cell,
 )
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
 from promptsvc.diffs import content_lines
 
 IMPLIED_ENTRY = {"type": "string", "required": True}

@@ -7,12 +7,12 @@ import argparse
 import sys
 from typing import Any
 
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ServiceClient
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
 from promptsvc.cli.prompts import review_instead
 from promptsvc.client import PromptServiceError
-from promptsvc.client.rollout import next_step
+from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ServiceClient
+from promptsvc.rollout import next_step
 
 REF_HELP = "the candidate: a version number, a v_ id or 'latest'"
 ALLOW_BREAKING = "go on even if the candidate breaks the variable contract (needs --notes)"

@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from promptsvc.cli.output import EXIT_USAGE
+
 if TYPE_CHECKING:
     from storage import Storage
 
-EXIT_MEMORY = 2  # the exit status of a command refused memory:// storage
+EXIT_MEMORY = EXIT_USAGE  # the exit status of a command refused memory:// storage
 
 
 class InMemory(Exception):

@@ -30,7 +30,7 @@ from promptsvc.client.errors import (
 )
 from promptsvc.client.models import PromptVersion, Rollout
 from promptsvc.client.sync import PromptClient
-from promptsvc.templates import MissingVariableError, TemplateError, TemplateProblem
+from promptsvc.templating.template import MissingVariableError, TemplateError, TemplateProblem
 
 __all__ = [
     "AsyncPromptClient",

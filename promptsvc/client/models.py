@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from promptsvc.client.rollout import bucket
-from promptsvc.templates import VARIABLE_TYPES, extract_variables, implied_schema, render
+from promptsvc.rollout import bucket
+from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
+from promptsvc.templating.template import extract_variables, render
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
@@ -109,7 +110,7 @@ class Rollout:
 
     def pick(self, baseline: PromptVersion, key: str) -> PromptVersion:
         """The version ``key`` gets: the candidate when its bucket is below
-        ``percent * 100`` (promptsvc.client.rollout), else ``baseline``."""
+        ``percent * 100`` (promptsvc.rollout), else ``baseline``."""
         if not isinstance(key, str):
             raise ValueError("rollout_key must be a string (a user or tenant id)")
         chosen = self.candidate if bucket(self.rollout_id, key) < self.percent * 100 else baseline
@@ -276,7 +277,7 @@ class PromptVersion:
         messages. Values come from ``values`` (useful for a variable named ``strict``)
         and keyword arguments, the latter winning. Extra values are ignored. Defaults
         fill absent variables; an optional one without a default renders as ``""``.
-        Declared types and enums are checked strictly (promptsvc/templates.py).
+        Declared types and enums are checked strictly (promptsvc/templating/contract.py).
 
         Every problem raises together in one ``promptsvc.client.TemplateError`` whose
         ``problems`` name each variable; when all are missing required variables it is

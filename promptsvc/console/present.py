@@ -14,9 +14,10 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from promptsvc.breaking import is_required, plain_words
+from promptsvc.breaking import plain_words
 from promptsvc.diffs import CONTEXT_LINES, NO_NEWLINE, content_lines
-from promptsvc.templates import PLACEHOLDER
+from promptsvc.templating.contract import is_required
+from promptsvc.templating.template import PLACEHOLDER
 
 
 def highlight(text: str) -> Markup:

@@ -8,7 +8,7 @@ between, the change is refused (storage's ProductionChanged) and the page comes 
 with the new difference and a message saying so, nothing changed. For a protected
 environment the same page opens a review instead (promptsvc.console.reviews shows it).
 
-A version that breaks callers of the one the environment holds (storage/contracts.py)
+A version that breaks callers of the one the environment holds (promptsvc/templating/contract.py)
 is listed in plain words on the diff and promote pages; the promote page then needs
 its acknowledgement box ticked and notes saying why, and sends ``allow_breaking``.
 """

@@ -18,7 +18,6 @@ from werkzeug.exceptions import BadRequest
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
-from promptsvc.client.rollout import STEPS
 from promptsvc.console.common import (
     FormInvalid,
     form_number,
@@ -29,6 +28,7 @@ from promptsvc.console.common import (
 )
 from promptsvc.console.releases import _unacknowledged, comparison
 from promptsvc.inputs import RolloutCompleteSchema, RolloutUpdateSchema
+from promptsvc.rollout import STEPS
 from storage import Prompt, Rollout, RolloutNotFound
 
 bp = Blueprint("rollouts", __name__)

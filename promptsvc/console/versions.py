@@ -30,7 +30,7 @@ from promptsvc.console.present import contract_rows, pretty_json, sdk_snippet
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from promptsvc.refs import PRODUCTION
-from promptsvc.templates import is_implied
+from promptsvc.templating.contract import is_implied
 from storage import ContractInvalid, NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)

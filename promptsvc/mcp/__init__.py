@@ -5,8 +5,9 @@ Modules: :mod:`~promptsvc.mcp.service` (the calls made on the service),
 :mod:`~promptsvc.mcp.catalog` (what is served, kept while the event stream is open),
 :mod:`~promptsvc.mcp.prompts` (MCP prompts and their render), :mod:`~promptsvc.mcp.tools`
 (the tools) and :mod:`~promptsvc.mcp.server` (the SDK's server, notifications,
-transports). It talks to the service only through the SDK and the command line's
-management client, so it runs in an install without the server's dependencies.
+transports). It talks to the service only through the SDK and its management client
+(promptsvc.client.management, the command line's too), so it runs in an install
+without the server's dependencies.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from promptsvc.cli.api import ServiceClient, connect
+from promptsvc.cli.connection import connect
+from promptsvc.client.management import ServiceClient
 from promptsvc.mcp.catalog import Catalog
 from promptsvc.mcp.server import Changes, build_server, serve_http, serve_stdio
 from promptsvc.mcp.service import check_environment

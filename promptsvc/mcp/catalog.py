@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from promptsvc.cli.api import ServiceClient
 from promptsvc.client import NotFoundError
+from promptsvc.client.management import ServiceClient
 from promptsvc.mcp.service import served_version
 
 

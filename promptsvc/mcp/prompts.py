@@ -21,6 +21,7 @@ from typing import Any
 from mcp import types
 
 from promptsvc.client import PromptVersion
+from promptsvc.templating.contract import is_required
 
 MCP_ROLES = ("user", "assistant")
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
@@ -36,10 +37,6 @@ def schema(version: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     if isinstance(declared, dict) and declared:
         return {name: dict(entry) for name, entry in declared.items() if isinstance(entry, dict)}
     return {name: {"type": "string"} for name in version.get("variables", [])}
-
-
-def is_required(entry: Mapping[str, Any]) -> bool:
-    return bool(entry.get("required", True)) and "default" not in entry
 
 
 def describe(entry: Mapping[str, Any]) -> str | None:

@@ -23,9 +23,9 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 
-from promptsvc.cli.api import ServiceClient
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import ServiceClient
 from promptsvc.mcp import tools
 from promptsvc.mcp.catalog import Catalog
 from promptsvc.mcp.prompts import ArgumentsError, mcp_prompt, render

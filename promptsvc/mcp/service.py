@@ -1,6 +1,6 @@
-"""The service calls the MCP server makes, on the command line's management client.
+"""The service calls the MCP server makes, on the management client.
 
-Everything goes through :class:`~promptsvc.cli.api.ServiceClient` (the SDK's tokens,
+Everything goes through :class:`~promptsvc.client.management.ServiceClient` (the SDK's tokens,
 retries and errors) and answers the API's JSON. Environments other than production and
 reviews are the service's (docs/api.md): these functions send what the contract
 describes and let the service's answer decide, so a service without them refuses
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from promptsvc.cli.api import ServiceClient
 from promptsvc.client import NotFoundError, PromptServiceError
+from promptsvc.client.management import ServiceClient
 
 PRODUCTION = "production"
 LABELS = ("production", "latest")

@@ -15,8 +15,8 @@ from typing import Any
 
 from mcp import types
 
-from promptsvc.cli.api import ServiceClient
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import ServiceClient
 from promptsvc.mcp import service
 
 NAME = {"type": "string", "description": "the prompt's name (or its pmt_ id)"}

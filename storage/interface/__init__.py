@@ -9,8 +9,10 @@
 * :class:`RolloutStore` (rollouts.py): gradual rollouts and the environment read;
 * :class:`OrgArchive` (archive.py): an org's data read and written whole.
 
-A backend implements them all: a package with one module per concern (storage/memory,
-storage/redis), each a mixin of one capability, combined into its ``Storage`` class.
+A backend implements them all, a package with one module per concern: storage/memory
+(dicts under one lock), storage/sql (SQLite and PostgreSQL, one transaction per change)
+and storage/redis (Redis and Redis Cluster, Lua scripts). The storage suite
+(tests/storage) runs every case on each.
 """
 
 from __future__ import annotations
@@ -49,4 +51,5 @@ __all__ = [
 class Storage(
     PromptStore, ReleaseStore, RolloutStore, IdentityStore, EventStore, WebhookStore, OrgArchive
 ):
-    """Everything promptsvc keeps. Backends: memory (lock), Redis (Lua), Redis Cluster."""
+    """Everything promptsvc keeps. Backends: memory, SQLite, PostgreSQL, Redis, Redis
+    Cluster (storage_from_url picks one by its URL)."""

@@ -85,7 +85,7 @@ class PromptStore(StorageCore):
         are the version's ``authors``, who may not approve a review of it.
 
         ``variables`` are the content's placeholders as the layer above extracted them
-        (promptsvc.templates, which also checks chat content); storage keeps them as
+        (promptsvc.templating.template, which also checks chat content); storage keeps them as
         given. ``variables_schema`` (None: the implied one) and ``examples`` (None: none)
         are the version's contract, checked against ``variables`` by
         storage.contracts.validated: ContractInvalid names every problem.

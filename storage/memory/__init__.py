@@ -1,8 +1,9 @@
 """In-process storage: dicts under one lock, for ``promptsvc serve`` and tests.
 
-It gives the same guarantees as the SQL and Redis backends (the shared conformance
-suite proves it), but lives inside one process: gunicorn with several workers must use
-SQLite, PostgreSQL or Redis.
+It gives the same guarantees as the durable backends (storage/sql, storage/redis: the
+storage suite runs every case on each), but lives inside one process and keeps nothing
+when it exits: gunicorn with several workers needs SQLite (one host), PostgreSQL or
+Redis.
 
 One module per concern, each a mixin of one capability of storage/interface over the
 state of storage/memory/state.py, all under the one lock of storage/memory/core.py; the

@@ -26,7 +26,7 @@ from promptsvc import cli as promptsvc_cli
 from promptsvc.app import create_app
 from promptsvc.client.base import ENV_VARS
 from promptsvc.config import Settings
-from promptsvc.templates import extract_variables
+from promptsvc.templating.template import extract_variables
 from storage import PromptVersion, Storage
 from storage.memory import MemoryStorage
 from storage.sql.storage import SqlStorage

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from promptsvc import cli as promptsvc_cli
+from promptsvc.cli.output import EXIT_BREAKING, EXIT_CHANGES, EXIT_USAGE
 from tests.cli.conftest import ORG, Cli, CliService
 
 CHAT = json.dumps(
@@ -281,11 +282,15 @@ def test_no_answer_is_an_error_with_the_request_id(cli: Cli, service: CliService
         ["prompts", "promote", "greeting", "2", "--expect", "two"],
         ["prompts", "rollback", "greeting", "--to", "x"],
         ["prompts", "list", "--bogus"],
+        ["plan"],
+        ["plan", ".", "--bogus"],
     ],
 )
-def test_usage_errors_exit_2(cli: Cli, seeded: CliService, argv: list[str]) -> None:
+def test_usage_errors_have_a_status_of_their_own(
+    cli: Cli, seeded: CliService, argv: list[str]
+) -> None:
     result = cli(*argv)
-    assert result.status == 2
+    assert result.status == EXIT_USAGE != EXIT_CHANGES
     assert "usage: promptsvc" in result.err
     assert not [s for s in seeded.seen if s.path.startswith("/api/")]
 
@@ -329,7 +334,9 @@ def test_top_level_help_documents_exit_codes_and_credentials(
     exit_status = out.split("exit status:\n", 1)[1]
     assert "0  success; for `plan`, nothing to change" in exit_status
     assert "1  error" in exit_status
-    assert "2  `plan`: changes are pending; any command: wrong usage" in exit_status
+    assert f"{EXIT_CHANGES}  `plan`: changes are pending\n" in exit_status
+    assert f"{EXIT_BREAKING}  a promotion would break callers" in exit_status
+    assert f"{EXIT_USAGE}  wrong usage" in exit_status
     for var in (
         "PROMPTSVC_URL",
         "PROMPTSVC_ACCOUNT_ID",

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from promptsvc.cli.output import EXIT_USAGE
 from promptsvc.client import PromptClient
-from promptsvc.client.rollout import assign
+from promptsvc.rollout import assign
 from storage import RolloutNotFound, Storage
 from storage.memory import MemoryStorage
 from tests.cli.conftest import ORG, Cli, CliService
@@ -146,7 +147,7 @@ def test_refusals_say_what_to_do(cli: Cli, service: CliService) -> None:
     usages = {"0": "from 1 to 99", "100": "promptsvc rollout complete", "x": "not a whole number"}
     for bad, says in usages.items():
         usage = cli("rollout", "set", "greeting", "--percent", bad)
-        assert usage.status == 2 and says in usage.err
+        assert usage.status == EXIT_USAGE and says in usage.err
 
     reader = cli("rollout", "set", "greeting", "--percent", "20", env=service.read_env)
     assert reader.status == 1 and "403" in reader.err and "Service Write" in reader.err

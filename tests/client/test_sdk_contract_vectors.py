@@ -13,7 +13,8 @@ import pytest
 
 from promptsvc.client import MissingVariableError, PromptVersion, TemplateError
 from promptsvc.client.models import ModelError
-from promptsvc.templates import js_number, render
+from promptsvc.templating.contract import js_number
+from promptsvc.templating.template import render
 from tests.client.sdk_support import AUTHOR, ORG, Service
 
 CASES: list[dict[str, Any]] = json.loads(
@@ -23,7 +24,7 @@ CASES: list[dict[str, Any]] = json.loads(
 
 def body(content: str, prompt_type: str = "text", **fields: Any) -> dict[str, Any]:
     """A version's JSON as the service answers it; ``fields`` add or replace fields."""
-    from promptsvc.templates import extract_variables
+    from promptsvc.templating.template import extract_variables
 
     return {
         "prompt_id": "pmt_1",

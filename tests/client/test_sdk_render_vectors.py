@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promptsvc.templates import MissingVariableError, extract_variables, render
+from promptsvc.templating.template import MissingVariableError, extract_variables, render
 
 CASES = json.loads(
     (Path(__file__).resolve().parent.parent / "vectors" / "render.json").read_text("utf-8")

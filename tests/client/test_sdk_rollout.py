@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promptsvc.client.models import PICKS_KEPT, ModelError, PromptVersion, Rollout
-from promptsvc.client.rollout import assign, bucket
+from promptsvc.rollout import assign, bucket
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parent.parent / "vectors" / "rollout.json").read_text("utf-8")

@@ -3,7 +3,7 @@ started, stepped, completed and aborted through the API, on memory and on the re
 Redis, for both clients.
 
 The SDK's pick is checked three ways for thousands of keys: against the formula
-(``promptsvc.client.rollout.assign``), against the server's own ``?rollout_key=``
+(``promptsvc.rollout.assign``), against the server's own ``?rollout_key=``
 answer, and across steps (raising the percent only moves keys to the candidate). The
 cache runs on the fake clock, so a refetch is caused by an event or by the test moving
 the clock, never by a TTL running out on its own.
@@ -17,7 +17,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from promptsvc.client import PromptClient
-from promptsvc.client.rollout import assign
+from promptsvc.rollout import assign
 from tests.client.sdk_support import AUTHOR, ORG, MakeClient, Service, ServiceFactory
 from tests.client.test_sdk_watch import eventually
 from tests.clock import FakeClock

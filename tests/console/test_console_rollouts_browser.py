@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from promptsvc.client import PromptClient
-from promptsvc.client.rollout import assign
+from promptsvc.rollout import assign
 from tests.console.browser_support import SCREENSHOTS, Page, chromium, console_server
 from tests.servers import Server
 

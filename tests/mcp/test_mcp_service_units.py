@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from promptsvc.cli.api import ServiceClient
 from promptsvc.client import PromptServiceError
+from promptsvc.client.management import ServiceClient
 from promptsvc.mcp import service
 
 URL = "http://svc"

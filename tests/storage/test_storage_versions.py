@@ -106,7 +106,7 @@ def test_numbers_never_reused_after_delete_or_archive(storage: Storage, prompt: 
 
 
 def test_variables_are_kept_as_given(storage: Storage, prompt: str) -> None:
-    """Storage keeps the variables the layer above extracted (promptsvc.templates)."""
+    """Storage keeps the variables the layer above extracted (promptsvc.templating.template)."""
     version = storage.create_version(ORG, prompt, "{{a}} {{ b.c }}", USER, variables=["a", "b.c"])
     assert version.variables == ("a", "b.c")
     assert storage.get_latest(ORG, prompt).variables == ("a", "b.c")

@@ -1,4 +1,6 @@
-"""Sticky rollout assignment, the same in the service and every SDK.
+"""Sticky rollout assignment, the same in the service and every SDK: the API answers
+``?rollout_key=`` reads with it and the Python SDK picks a side with it (standard
+library only, so the SDK-only install has it).
 
 A caller with key K gets the candidate of rollout R at percent P when the first 8 bytes
 of sha256(f"{R}:{K}"), read big-endian, modulo 10,000, are below P * 100: a key keeps

@@ -1,6 +1,8 @@
-"""The variable contract's rules hold alike wherever they run: the SDK's render()
-(promptsvc/templates.py), the service's checks (storage/contracts.py) and the preview
-``promptsvc plan`` and the console show (promptsvc/breaking.py)."""
+"""The variable contract's rules (promptsvc/templating/contract.py) against the vectors
+the TypeScript SDK reads too (tests/vectors/contracts.json): the problems the service
+finds in values (an example's) are those render() names, and the promotion check finds
+the listed breaking changes, on storage's records and on the versions' JSON (the preview
+``promptsvc plan`` and the console show)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from typing import Any
 import pytest
 
 from promptsvc import breaking
-from promptsvc.templates import TemplateError, extract_variables, resolve_values
+from promptsvc.templating.contract import implied_schema, is_implied, render_problems
+from promptsvc.templating.template import TemplateError, extract_variables, resolve_values
 from storage import contracts
 from storage.memory import MemoryStorage
-from storage.records import implied_schema
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).resolve().parent / "vectors" / "contracts.json").read_text("utf-8")
@@ -26,17 +28,15 @@ def test_the_service_finds_the_problems_render_finds(case: dict[str, Any]) -> No
     variables = extract_variables(case["content"], case["prompt_type"])
     schema = case["schema"]
     contract = schema if schema is not None else implied_schema(variables)
-    found = contracts.render_problems(
-        contract, case["values"], lenient=contracts.is_implied(contract)
-    )
-    expected = [(name, f"'{name}': {problem}") for name, problem in case.get("problems", [])]
+    found = render_problems(contract, case["values"], lenient=is_implied(contract))
+    expected = [tuple(problem) for problem in case.get("problems", [])]
     assert found == expected
     try:
         resolve_values(variables, schema, case["values"])
         sdk: list[tuple[str, str]] = []
     except TemplateError as exc:
-        sdk = [(p.variable, f"'{p.variable}': {p.problem}") for p in exc.problems]
-    assert sdk == found
+        sdk = [(p.variable, p.problem) for p in exc.problems]
+    assert sdk == expected
 
 
 BREAKING: list[dict[str, Any]] = json.loads(

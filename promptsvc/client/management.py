@@ -1,25 +1,27 @@
-"""The management API as the command line uses it: a thin client over the SDK's HTTP
-layer, and where its credentials come from.
+"""The management API's client, shared by the command line and the MCP server.
 
 :class:`ServiceClient` is a ``PromptClient`` (its token providers, request headers,
 retry policy and error classes) with one method per management call, answering the
-API's JSON as plain dicts. It stays in the command line: applications read prompts
-with the SDK's public surface, and the command line's needs (every endpoint, raw JSON
-for ``--json``) are not that surface.
+API's JSON as plain dicts. It is not part of the SDK's public surface
+(``promptsvc.client``'s exports): applications read prompts with that, and the
+management tools' needs (every endpoint, raw JSON for ``--json``) are not it.
+promptsvc.cli.connection signs one in with the command line's saved login or API key.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from promptsvc.cli import credentials
-from promptsvc.client import PromptClient, PromptServiceError
-from promptsvc.client.base import ENV_VARS
-from promptsvc.client.errors import error_for_response, invalid_response, json_or_none
+from promptsvc.client.errors import (
+    PromptServiceError,
+    error_for_response,
+    invalid_response,
+    json_or_none,
+)
+from promptsvc.client.sync import PromptClient
 
 PAGE_SIZE = 200
 LABELS = ("production", "latest")
@@ -27,10 +29,6 @@ LABELS = ("production", "latest")
 
 # No expectation: a promotion or rollback that is not guarded.
 UNGUARDED: object = object()
-
-
-class CredentialsError(Exception):
-    """No way to reach the service: the message says what to set."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ class ServiceClient(PromptClient):
 
     Errors are the SDK's (``PromptServiceError`` and its subclasses), plus
     :class:`ProductionMoved` when a guard did not hold. ``credential`` says what it
-    signs in with (set by :func:`connect`).
+    signs in with (set by promptsvc.cli.connection.connect).
     """
 
     credential = Credential("the credentials", "check them")
@@ -365,42 +363,3 @@ class ServiceClient(PromptClient):
 
     def delete_version(self, name: str, ref: str | int) -> None:
         self.call("DELETE", self.action_path(name, ref))
-
-
-def connect(environ: Mapping[str, str] | None = None, **options: Any) -> ServiceClient:
-    """A client signed in with the saved login (``promptsvc login``) when there is one,
-    else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
-    PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
-    service as it is now. ``options`` are PromptClient's other keywords (``watch``)."""
-    env = os.environ if environ is None else environ
-    path = credentials.credentials_path(env)
-    login = credentials.load(path)
-    missing = [var for var in ENV_VARS if not env.get(var)]
-    client: ServiceClient
-    if login is not None:
-        provider = credentials.SavedLoginProvider(path, login)
-        client = ServiceClient(login.url, auth=provider, cache_ttl=0, **options)
-        client.credential = Credential(
-            credentials.describe(path, login),
-            f"sign in again with `promptsvc login --url {login.url} --org {login.org}`",
-            None
-            if missing
-            else f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) is not used "
-            "while a login is saved: run `promptsvc logout` to use it instead",
-        )
-        return client
-    if missing:
-        raise CredentialsError(
-            "not signed in: run `promptsvc login --url URL --org SLUG`, or set "
-            + ", ".join(ENV_VARS)
-            + f" (not set: {', '.join(missing)})"
-        )
-    client = ServiceClient.from_env(env, cache_ttl=0, **options)
-    client.credential = Credential(
-        f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) of org "
-        f"PROMPTSVC_ACCOUNT_ID ({env['PROMPTSVC_ACCOUNT_ID']}) at PROMPTSVC_URL "
-        f"({env['PROMPTSVC_URL']})",
-        "check PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and "
-        "PROMPTSVC_KEY_SECRET",
-    )
-    return client
