@@ -74,9 +74,9 @@ def realm_blueprint(server: RealmServer, *, account_url: str) -> Blueprint:
 
     @bp.post(REALM + discovery.REGISTRATION_PATH)
     def register_client(org: str) -> Response:
-        if request.mimetype != "application/json":
+        if not isinstance(request.get_json(silent=True), dict):
             return oauth_error_response(
-                InvalidRequest.error, "The registration request must be JSON", 400
+                InvalidRequest.error, "The registration request must be a JSON object", 400
             )
         response: Response = server.create_endpoint_response("client_registration")
         return response

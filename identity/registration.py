@@ -40,6 +40,8 @@ MAX_CLIENT_ID = 200
 _SEPARATOR = "~"
 _MAC_BYTES = 16
 _LABEL = b"promptsvc client registration\n"
+# Registration fields answered back as they were sent, besides redirect_uris.
+ECHOED = ("client_name", "scope")
 
 
 def _b64(data: bytes) -> str:
@@ -139,21 +141,29 @@ class Registration(ClientRegistrationEndpoint):
             raise InvalidClientMetadataError("unknown realm")
         # The realm substitutes what a public client is (RFC 7591 3.2.1 allows it), so a
         # host that asked for a secret gets a client without one rather than a refusal.
-        data = request.payload.data
+        data = request.payload.data  # a JSON object: the view checked
         data.pop("token_endpoint_auth_method", None)
         data.pop("grant_types", None)
-        metadata: dict[str, Any] = super().extract_client_metadata(request)
-        uris = metadata.get("redirect_uris")
-        if not isinstance(uris, list) or not uris:
-            raise InvalidRedirectURIError("redirect_uris is required")
+        uris = data.get("redirect_uris")
+        if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+            raise InvalidRedirectURIError("redirect_uris must be a list of URIs")
+        try:
+            metadata: dict[str, Any] = super().extract_client_metadata(request)
+        except (TypeError, AttributeError, ValueError):  # Authlib's claims meeting wrong types
+            raise InvalidClientMetadataError("a field has the wrong type") from None
         for uri in uris:
-            if not isinstance(uri, str) or not (is_loopback_uri(uri) or is_https_uri(uri)):
+            if not (is_loopback_uri(uri) or is_https_uri(uri)):
                 raise InvalidRedirectURIError(
                     "redirect URIs must be loopback (http://127.0.0.1:PORT/...) or https"
                 )
         request.https_uris = [uri for uri in uris if not is_loopback_uri(uri)]
+        # Only what the realm keeps to is echoed (nothing else is kept: RFC 7591 3.2.1).
+        kept = {name: metadata[name] for name in ECHOED if isinstance(metadata.get(name), str)}
+        if any("\x00" in text for text in (*uris, *kept.values())):
+            raise InvalidClientMetadataError("NUL is not allowed")
         return {
-            **metadata,
+            "redirect_uris": uris,
+            **kept,
             "token_endpoint_auth_method": "none",
             "grant_types": [discovery.AUTHORIZATION_CODE, discovery.REFRESH_TOKEN],
             "response_types": ["code"],

@@ -131,3 +131,33 @@ def test_a_forged_client_id_is_unknown(people: People) -> None:
         refused = people.client.get(AUTH, query_string=auth_params(Pkce.new(), client_id=client))
         assert refused.status_code == 400, client
         assert "Location" not in refused.headers
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [1, 2],
+        "a string",
+        {},
+        {"redirect_uris": LOOPBACK},
+        {"redirect_uris": [1]},
+        {"redirect_uris": [LOOPBACK], "scope": 1},
+        {"redirect_uris": [LOOPBACK], "response_types": [1]},
+        {"redirect_uris": [LOOPBACK], "logo_uri": 3},
+        {"redirect_uris": [LOOPBACK], "client_name": "a\x00b"},
+        {"redirect_uris": [LOOPBACK + "\x00"]},
+    ],
+)
+def test_malformed_registrations_are_400(people: People, body: object) -> None:
+    answer = people.client.post(REGISTER, json=body)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert answer.json["error"] in (
+        "invalid_request",
+        "invalid_redirect_uri",
+        "invalid_client_metadata",
+    )
+
+
+def test_only_what_is_kept_to_is_echoed(people: People) -> None:
+    client = registered(people, client_name=["not", "text"], client_uri="https://a.example")
+    assert "client_name" not in client and "client_uri" not in client
