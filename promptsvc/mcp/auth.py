@@ -21,7 +21,7 @@ import jwt
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from promptsvc.cli.api import ServiceClient
+from promptsvc.cli.api import CredentialsError, ServiceClient
 from promptsvc.client import AuthenticationError
 from promptsvc.client.auth import TokenProvider
 from promptsvc.client.flow import Flow, RetryPolicy
@@ -46,12 +46,17 @@ class Realm:
 
 
 def discover(client: ServiceClient, org: str) -> Realm:
-    """The realm of ``org`` at the service ``client`` talks to."""
+    """The realm of ``org`` at the service ``client`` talks to; CredentialsError when its
+    discovery document cannot be read."""
     base = f"{client.base_url}/realms/{quote(org, safe='')}"
-    answer = httpx.get(f"{base}/.well-known/openid-configuration", timeout=10.0)
-    answer.raise_for_status()
-    issuer = answer.json()["issuer"]
-    return Realm(issuer=issuer, jwks_url=f"{base}/protocol/openid-connect/certs")
+    url = f"{base}/.well-known/openid-configuration"
+    try:
+        answer = httpx.get(url, timeout=10.0)
+        answer.raise_for_status()
+        issuer = answer.json()["issuer"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise CredentialsError(f"the realm's discovery document {url} is unusable: {exc}") from None
+    return Realm(issuer=str(issuer), jwks_url=f"{base}/protocol/openid-connect/certs")
 
 
 class RealmTokens:

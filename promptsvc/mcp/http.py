@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -110,5 +109,4 @@ def serve_http(
         file=sys.stderr,
         flush=True,
     )
-    logging.getLogger("mcp").setLevel(logging.WARNING)
     uvicorn.run(app, host=host, port=port, log_level="warning")
