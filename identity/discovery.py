@@ -24,6 +24,8 @@ REVOKE_PATH = f"{PROTOCOL}/revoke"
 LOGOUT_PATH = f"{PROTOCOL}/logout"
 DEVICE_AUTH_PATH = f"{PROTOCOL}/auth/device"
 DEVICE_PAGE_PATH = "/device"
+# Keycloak's path of OpenID Connect dynamic client registration (RFC 7591).
+REGISTRATION_PATH = "/clients-registrations/openid-connect"
 
 CLIENT_CREDENTIALS = "client_credentials"
 AUTHORIZATION_CODE = "authorization_code"
@@ -51,6 +53,7 @@ def openid_configuration(issuer: str) -> dict[str, Any]:
         "jwks_uri": issuer + CERTS_PATH,
         "revocation_endpoint": issuer + REVOKE_PATH,
         "device_authorization_endpoint": issuer + DEVICE_AUTH_PATH,
+        "registration_endpoint": issuer + REGISTRATION_PATH,
         "grant_types_supported": list(GRANT_TYPES),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],

@@ -25,6 +25,8 @@ CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 CONSOLE_CLIENT_ID = "promptsvc-console"
 CLI_CLIENT_ID = "promptsvc-cli"
 RESERVED_CLIENT_IDS = (CONSOLE_CLIENT_ID, CLI_CLIENT_ID)
+# Clients registered through RFC 7591 (identity.registration): '~' is in no key's id.
+REGISTERED_PREFIX = "mcp~"
 MIN_SECRET_LENGTH = 16
 MAX_SECRET_LENGTH = 512
 MAX_DESCRIPTION_LENGTH = 500

@@ -33,7 +33,7 @@ from flask import Blueprint, Response, g, redirect, render_template, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from identity import discovery, people, scopes, users
-from identity.clients import CLI_CLIENT_ID, PUBLIC_CLIENT_IDS, is_loopback_uri
+from identity.clients import CONSOLE_CLIENT_ID, PUBLIC_CLIENT_IDS, is_loopback_uri
 from identity.endpoints import ALL_AUTH_METHODS, normalize_user_code
 from identity.errors import InvalidScope
 from identity.oauth import RealmRequest, RealmServer
@@ -90,7 +90,11 @@ def login_blueprint(server: RealmServer) -> Blueprint:
         except OAuth2Error as error:
             return _authorization_error(server, org, error)
         if request.method == "GET":
-            if person is not None and grant.prompt != "login":
+            # A registered client is anyone's: the person signs in to it each time,
+            # which is their consent, rather than being passed through on a session.
+            client_id = request.args.get("client_id")
+            registered = people.is_person_client(client_id) and client_id not in PUBLIC_CLIENT_IDS
+            if person is not None and grant.prompt != "login" and not registered:
                 return _authorize(server, grant, person)
             return _login_page(org, purpose=_purpose(request.args.get("client_id")))
         if not _csrf_ok():
@@ -279,6 +283,8 @@ def _check_credentials(storage: Storage, org: str, purpose: str | None = None) -
 def _purpose(client_id: str | None) -> str | None:
     if client_id in PUBLIC_CLIENT_IDS:
         return f"to continue to {client_id}"
+    if people.is_person_client(client_id):
+        return "to let an application you use (an MCP client) act as you"
     return None
 
 
@@ -292,7 +298,7 @@ def _login_page(
     return _page(
         "realm/login.html",
         status,
-        form_targets=_loopback_origin(),
+        form_targets=_redirect_origin(),
         org=org,
         error=error,
         username=username[:64],
@@ -300,15 +306,20 @@ def _login_page(
     )
 
 
-def _loopback_origin() -> tuple[str, ...]:
-    """The origin of the command line's loopback redirect URI (RFC 8252) when this page
-    signs in for it: the form's answer redirects there, and a browser applies the
-    page's ``form-action`` to that redirect too."""
+def _redirect_origin() -> tuple[str, ...]:
+    """The origin of the redirect URI when this page signs in for the command line or a
+    registered client (checked by then): the form's answer redirects there, and a
+    browser applies the page's ``form-action`` to that redirect too."""
     uri = request.args.get("redirect_uri", "")
-    if request.args.get("client_id") != CLI_CLIENT_ID or not is_loopback_uri(uri):
+    client_id = request.args.get("client_id")
+    if client_id == CONSOLE_CLIENT_ID or not people.is_person_client(client_id):
         return ()
-    netloc = urlsplit(uri).netloc
-    return () if netloc.startswith("[") else (f"http://{netloc}",)  # CSP has no IPv6 hosts
+    parts = urlsplit(uri)
+    registered = client_id not in PUBLIC_CLIENT_IDS
+    if not (is_loopback_uri(uri) or (registered and parts.scheme == "https")):
+        return ()
+    netloc = parts.netloc
+    return () if netloc.startswith("[") else (f"{parts.scheme}://{netloc}",)  # CSP: no IPv6
 
 
 def _device_page(

@@ -4,7 +4,8 @@ Authlib runs the protocol (:mod:`identity.grants`, :mod:`identity.endpoints`); t
 module supplies what its server asks of an application:
 
 * ``query_client``: a client of the realm named in the URL (:mod:`identity.clients`):
-  an API key, or one of the two built-in public clients once the realm exists;
+  an API key, one of the two built-in public clients once the realm exists, or a
+  public client registered through RFC 7591 (:mod:`identity.registration`);
 * a token generator: RS256 JWTs from :mod:`identity.tokens` with our lifetime (not
   Authlib's 10-day default) and the scope :mod:`identity.scopes` grants, plus a
   refresh token for people;
@@ -33,7 +34,7 @@ from authlib.oauth2.rfc6749.errors import InvalidGrantError, InvalidScopeError
 from flask import Request, Response, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 
-from identity import endpoints, grants, keys, people, scopes
+from identity import endpoints, grants, keys, people, registration, scopes
 from identity.clients import PUBLIC_CLIENT_IDS, ConsoleUris, KeyClient, PublicClient
 from identity.core import Identity
 from identity.errors import InvalidClient, InvalidScope
@@ -155,6 +156,7 @@ class RealmServer(AuthorizationServer):
             endpoints.DeviceStart(self),
             endpoints.EndSession(self),
             endpoints.UserInfoAnswer(self),
+            registration.Registration(self),
         ):
             self.register_endpoint(endpoint)
 
@@ -184,10 +186,12 @@ class RealmServer(AuthorizationServer):
 
     def query_client(self, client_id: str) -> KeyClient | PublicClient | None:
         org = self.current_org()
-        if client_id in PUBLIC_CLIENT_IDS:
+        if client_id in PUBLIC_CLIENT_IDS or client_id.startswith(keys.REGISTERED_PREFIX):
             if not self.identity.org_exists(org):
                 return None
-            return PublicClient(org, client_id, self.console)
+            if client_id in PUBLIC_CLIENT_IDS:
+                return PublicClient(org, client_id, self.console)
+            return registration.registered_client(self.identity.storage, org, client_id)
         key = keys.active_key(self.identity.storage, org, client_id)
         return KeyClient(key) if key is not None else None
 

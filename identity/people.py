@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from identity.clients import PUBLIC_CLIENT_IDS
+from identity.keys import REGISTERED_PREFIX
 from identity.principal import Principal
 from identity.roles import ROLES, role_includes
 from identity.secrets import generate_secret, lookup_digest
@@ -65,7 +66,10 @@ class IssuedRefresh:
 
 
 def is_person_client(client_id: object) -> bool:
-    return client_id in PUBLIC_CLIENT_IDS
+    """A client people sign in with: built in, or registered (identity.registration)."""
+    return client_id in PUBLIC_CLIENT_IDS or (
+        isinstance(client_id, str) and client_id.startswith(REGISTERED_PREFIX)
+    )
 
 
 def can_sign_in(user: User | None) -> bool:

@@ -9,6 +9,8 @@ Under ``/realms/<org>/protocol/openid-connect/``:
 * ``POST token/introspect`` (RFC 7662, the caller authenticated as a key);
 * ``POST revoke`` (RFC 7009), ``GET|POST userinfo``, ``POST auth/device`` (RFC 8628);
 * ``GET certs`` (the JWKS);
+* ``POST /realms/<org>/clients-registrations/openid-connect`` (RFC 7591 registration of
+  public clients, :mod:`identity.registration`);
 
 and ``GET /realms/<org>/.well-known/openid-configuration`` (discovery) and
 ``GET /realms/<org>`` (Keycloak's realm document). The pages people see (sign-in,
@@ -69,6 +71,15 @@ def realm_blueprint(server: RealmServer, *, account_url: str) -> Blueprint:
     @bp.post(REALM + discovery.DEVICE_AUTH_PATH)
     def device_authorization(org: str) -> Response:
         return form_endpoint("device_authorization")
+
+    @bp.post(REALM + discovery.REGISTRATION_PATH)
+    def register_client(org: str) -> Response:
+        if not isinstance(request.get_json(silent=True), dict):
+            return oauth_error_response(
+                InvalidRequest.error, "The registration request must be a JSON object", 400
+            )
+        response: Response = server.create_endpoint_response("client_registration")
+        return response
 
     @bp.route(REALM + discovery.USERINFO_PATH, methods=["GET", "POST"])
     def userinfo(org: str) -> Response:

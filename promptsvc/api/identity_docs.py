@@ -13,6 +13,8 @@ from flask import Flask
 
 from identity.keys import ORG_SLUG
 from promptsvc.api.identity_schemas import (
+    ClientRegistrationRequestSchema,
+    ClientRegistrationSchema,
     DeviceAuthorizationFormSchema,
     DeviceAuthorizationSchema,
     DeviceFormSchema,
@@ -232,6 +234,33 @@ def _document_people(spec: APISpec, rules: dict[str, Any]) -> None:
                 "responses": {
                     "200": {"description": "Revoked, or nothing to revoke"},
                     **form_errors,
+                },
+            }
+        },
+    )
+    spec.path(
+        rule=rules["/realms/<org>/clients-registrations/openid-connect"],
+        parameters=[ORG_PARAM],
+        operations={
+            "post": {
+                "tags": [TAG],
+                "summary": "Register a public client (RFC 7591), as MCP hosts do",
+                "description": "Open registration of public clients: token_endpoint_auth_method "
+                "none, authorization code with PKCE and refresh tokens, whatever was asked. "
+                "Nothing is stored. See docs/identity.md.",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": ClientRegistrationRequestSchema}},
+                },
+                "responses": {
+                    "201": _json(ClientRegistrationSchema, "The registered client"),
+                    "400": _json(
+                        OAuthErrorSchema,
+                        "invalid_request, invalid_redirect_uri, invalid_client_metadata",
+                    ),
+                    "429": _rate_limited(OAuthErrorSchema),
+                    "500": _error("INTERNAL_SERVER_ERROR"),
+                    "503": _error("SERVICE_UNAVAILABLE"),
                 },
             }
         },

@@ -83,6 +83,7 @@ class OpenIdConfigurationSchema(Schema):
     jwks_uri = fields.String()
     revocation_endpoint = fields.String()
     device_authorization_endpoint = fields.String()
+    registration_endpoint = fields.String()
     grant_types_supported = fields.List(fields.String())
     response_types_supported = fields.List(fields.String())
     response_modes_supported = fields.List(fields.String())
@@ -132,6 +133,28 @@ class RevocationFormSchema(Schema):
     token_type_hint = fields.String(validate=validate.OneOf(["access_token", "refresh_token"]))
     client_id = fields.String(metadata={"description": "The client the token was issued to"})
     client_secret = fields.String(metadata={"description": "Keys only; public clients send none"})
+
+
+class ClientRegistrationRequestSchema(Schema):
+    redirect_uris = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "Loopback (http://127.0.0.1:PORT/...) or https URIs"},
+    )
+    client_name = fields.String()
+    scope = fields.String()
+    token_endpoint_auth_method = fields.String(
+        metadata={"description": "Ignored: a registered client is public (none)"}
+    )
+    grant_types = fields.List(
+        fields.String(), metadata={"description": "Ignored: authorization_code, refresh_token"}
+    )
+    response_types = fields.List(fields.String())
+
+
+class ClientRegistrationSchema(ClientRegistrationRequestSchema):
+    client_id = fields.String(metadata={"description": "mcp~...: signed, carries https URIs"})
+    client_id_issued_at = fields.Integer()
 
 
 class UserInfoSchema(Schema):

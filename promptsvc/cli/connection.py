@@ -29,6 +29,7 @@ def connect(environ: Mapping[str, str] | None = None, **options: Any) -> Service
     if login is not None:
         provider = credentials.SavedLoginProvider(path, login)
         client = ServiceClient(login.url, auth=provider, cache_ttl=0, **options)
+        client.org = login.org
         client.credential = Credential(
             credentials.describe(path, login),
             f"sign in again with `promptsvc login --url {login.url} --org {login.org}`",
@@ -45,6 +46,7 @@ def connect(environ: Mapping[str, str] | None = None, **options: Any) -> Service
             + f" (not set: {', '.join(missing)})"
         )
     client = ServiceClient.from_env(env, cache_ttl=0, **options)
+    client.org = env["PROMPTSVC_ACCOUNT_ID"]
     client.credential = Credential(
         f"the API key in PROMPTSVC_KEY_ID ({env['PROMPTSVC_KEY_ID']}) of org "
         f"PROMPTSVC_ACCOUNT_ID ({env['PROMPTSVC_ACCOUNT_ID']}) at PROMPTSVC_URL "

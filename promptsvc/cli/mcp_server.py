@@ -17,7 +17,19 @@ from promptsvc.client import PromptServiceError
 
 MCP_INSTALL = "pip install 'promptsvc[mcp]'"
 # What the mcp extra brings; a missing one of these means the extra is not installed.
-MCP_PACKAGES = frozenset({"mcp", "anyio", "starlette", "uvicorn", "pydantic", "sse_starlette"})
+MCP_PACKAGES = frozenset(
+    {
+        "mcp",
+        "mcp_types",
+        "anyio",
+        "starlette",
+        "uvicorn",
+        "pydantic",
+        "sse_starlette",
+        "jwt",
+        "jsonschema",
+    }
+)
 
 DESCRIPTION = """\
 Serve the org's prompts, as released to one environment, to MCP clients (editors and
@@ -26,8 +38,10 @@ promote versions. It acts as the signed-in person (`promptsvc login`) or as the 
 in PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID, PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET: what
 that role may do, MCP clients may do. Clients are told when a prompt changes.
 Over stdio by default (the host starts the command); --http serves Streamable HTTP at
-http://HOST:PORT/mcp with no authentication of its own: anyone who reaches the port
-acts with these credentials, so keep it on loopback."""
+http://HOST:PORT/mcp, where every request needs a bearer token of the org's realm and
+acts as that token's person or key (MCP hosts sign a person in through the realm, as
+the MCP authorization specification says); the credentials above then only watch for
+changes."""
 
 EXAMPLES = """\
 examples:

@@ -89,10 +89,12 @@ class ServiceClient(PromptClient):
 
     Errors are the SDK's (``PromptServiceError`` and its subclasses), plus
     :class:`ProductionMoved` when a guard did not hold. ``credential`` says what it
-    signs in with (set by promptsvc.cli.connection.connect).
+    signs in with and ``org`` the org it acts in (both set by
+    promptsvc.cli.connection.connect).
     """
 
     credential = Credential("the credentials", "check them")
+    org = ""
 
     def call(
         self,

@@ -4,10 +4,10 @@
 Modules: :mod:`~promptsvc.mcp.service` (the calls made on the service),
 :mod:`~promptsvc.mcp.catalog` (what is served, kept while the event stream is open),
 :mod:`~promptsvc.mcp.prompts` (MCP prompts and their render), :mod:`~promptsvc.mcp.tools`
-(the tools) and :mod:`~promptsvc.mcp.server` (the SDK's server, notifications,
-transports). It talks to the service only through the SDK and its management client
-(promptsvc.client.management, the command line's too), so it runs in an install
-without the server's dependencies.
+(the tools), :mod:`~promptsvc.mcp.server` (the SDK's server, notifications, stdio),
+:mod:`~promptsvc.mcp.http` (Streamable HTTP) and :mod:`~promptsvc.mcp.auth` (its
+callers' tokens). It talks to the service only through the SDK and its management
+client (promptsvc.client.management, the command line's too), so it runs in an install without the server's dependencies.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from promptsvc.cli.connection import connect
 from promptsvc.client.management import ServiceClient
 from promptsvc.mcp.catalog import Catalog
-from promptsvc.mcp.server import Changes, build_server, serve_http, serve_stdio
+from promptsvc.mcp.server import Changes, build_server, serve_stdio
 from promptsvc.mcp.service import check_environment
 
 logger = logging.getLogger("promptsvc.mcp")
@@ -40,18 +40,29 @@ class Options:
 
 def run(options: Options) -> None:
     """Connect with the saved login or ``PROMPTSVC_*``, check the environment, serve
-    until the client goes (stdio) or the process is interrupted (HTTP)."""
+    until the client goes (stdio) or the process is interrupted (HTTP).
+
+    Over stdio every call is made with those credentials. Over HTTP they only open the
+    event stream and check the start; each MCP request acts as its caller's token."""
     changes = Changes()
     with connect(watch=True, on_change=changes) as client:
         check_environment(client, options.environment)
         _wait_for_events(client)
-        catalog = Catalog(client, options.environment)
-        changes.catalog = catalog
-        server = build_server(client, catalog, changes.notifier)
-        if options.http:
-            serve_http(server, changes.notifier, options.host, options.port)
-        else:
+        if not options.http:
+            changes.catalog = Catalog(client, options.environment)
+            server = build_server(client, changes.catalog, changes.notifier)
             asyncio.run(serve_stdio(server, changes.notifier))
+            return
+        from promptsvc.mcp.auth import CallerToken, discover
+        from promptsvc.mcp.http import serve_http
+
+        realm = discover(client, client.org)
+        with ServiceClient(client.base_url, auth=CallerToken(), cache_ttl=0) as callers:
+            changes.catalog = Catalog(callers, options.environment, watcher=client)
+            server = build_server(callers, changes.catalog, changes.notifier)
+            serve_http(
+                server, changes.notifier, realm, options.host, options.port, options.environment
+            )
 
 
 def _wait_for_events(client: ServiceClient) -> None:

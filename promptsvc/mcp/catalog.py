@@ -26,10 +26,15 @@ class Served:
 
 
 class Catalog:
-    """The served prompts of ``environment``; thread-safe."""
+    """The served prompts of ``environment``, read with ``client``; thread-safe.
+    ``watcher`` is the client whose event stream tells of changes (``client`` itself
+    unless the reads are made as each caller)."""
 
-    def __init__(self, client: ServiceClient, environment: str) -> None:
+    def __init__(
+        self, client: ServiceClient, environment: str, watcher: ServiceClient | None = None
+    ) -> None:
         self.client = client
+        self.watcher = watcher or client
         self.environment = environment
         self._lock = threading.Lock()
         self._listing: dict[str, Served] | None = None
@@ -68,7 +73,7 @@ class Catalog:
             if served is not None:
                 listing[prompt["name"]] = served
         with self._lock:
-            if self._generation == generation and self.client.watching:
+            if self._generation == generation and self.watcher.watching:
                 self._listing = listing
         return listing
 

@@ -1,27 +1,30 @@
 """The MCP server: the official SDK's low-level ``Server`` with our handlers, the
-change notifications, and the two transports (stdio, Streamable HTTP).
+change notifications, and the stdio transport (Streamable HTTP is
+:mod:`promptsvc.mcp.http`).
 
-One management client (the SDK, ``watch=True``) serves every MCP session. Its
-``on_change`` hears each change event in the watcher's thread; the catalog forgets
-what it listed and every session that has asked this server for anything gets
-``notifications/prompts/list_changed`` (events that arrive together are told once).
+One management client (the SDK, ``watch=True``) hears the service's change events.
+Its ``on_change`` runs in the watcher's thread; the catalog forgets what it listed
+and every connection that has asked this server for anything gets
+``notifications/prompts/list_changed`` (events that arrive together are told once):
+handshake-era connections on their session, 2026-era ones on their
+``subscriptions/listen`` stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import weakref
-from collections.abc import AsyncIterator, Callable
+from collections import OrderedDict
+from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 from mcp import types
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.shared.exceptions import McpError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged
+from mcp.shared.exceptions import MCPError
 
 from promptsvc.cli.credentials import LoginRequired
 from promptsvc.client import PromptServiceError
@@ -48,6 +51,10 @@ QUIET_EVENTS = frozenset(
 )
 # How long a notification waits for more events to tell with it, in seconds.
 COALESCE = 0.05
+# Connections remembered for notifications; the oldest is forgotten past this (a
+# Streamable HTTP session that ended says nothing, so the list must not grow forever).
+MAX_CONNECTIONS = 1000
+STDIO = "stdio"
 
 INSTRUCTIONS = (
     "The prompts of a promptsvc organisation, as released to one environment, and tools "
@@ -56,11 +63,14 @@ INSTRUCTIONS = (
 
 
 class Notifier:
-    """Tells the sessions that asked this server for anything that the prompt list
+    """Tells the connections that asked this server for anything that the prompt list
     changed. ``changed`` may be called from any thread."""
 
     def __init__(self) -> None:
-        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        # The SDK builds a session object per request: the latest one of each
+        # connection (its Streamable HTTP session id, or the one stdio connection).
+        self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        self.bus = InMemorySubscriptionBus()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -68,8 +78,16 @@ class Notifier:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def track(self, session: ServerSession) -> None:
-        self._sessions.add(session)
+    def track(self, ctx: ServerRequestContext[Any]) -> None:
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        key = headers.get("mcp-session-id") if headers is not None else STDIO
+        if key is None:  # a 2026-era HTTP request: its listen stream is told instead
+            return
+        self._sessions[key] = ctx.session
+        self._sessions.move_to_end(key)
+        while len(self._sessions) > MAX_CONNECTIONS:
+            self._sessions.popitem(last=False)
 
     def changed(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -86,15 +104,14 @@ class Notifier:
     async def _send(self) -> None:
         await asyncio.sleep(COALESCE)
         self._pending = False
-        for session in list(self._sessions):
-            try:
-                await session.send_prompt_list_changed()
-            except Exception:  # a session that ended: nobody left to tell
-                self._sessions.discard(session)
+        await self.bus.publish(PromptsListChanged())
+        for session in list(self._sessions.values()):
+            # The SDK drops a notification for a connection that has closed.
+            await session.send_prompt_list_changed()
 
 
 class Changes:
-    """The SDK's ``on_change``: forget the listing, notify the sessions."""
+    """The SDK's ``on_change``: forget the listing, notify the connections."""
 
     def __init__(self) -> None:
         self.catalog: Catalog | None = None
@@ -108,12 +125,12 @@ class Changes:
         self.notifier.changed()
 
 
-def _service_error(exc: PromptServiceError | LoginRequired) -> McpError:
+def _service_error(exc: PromptServiceError | LoginRequired) -> MCPError:
     if isinstance(exc, LoginRequired):
         message = f"unauthorized: {exc}"
     else:
         message = f"{exc.code}: {exc.message} (request id {exc.request_id})"
-    return McpError(types.ErrorData(code=types.INTERNAL_ERROR, message=message))
+    return MCPError(types.INTERNAL_ERROR, message)
 
 
 async def _blocking(function: Callable[[], T]) -> T:
@@ -124,106 +141,70 @@ async def _blocking(function: Callable[[], T]) -> T:
         raise _service_error(exc) from None
 
 
-def build_server(client: ServiceClient, catalog: Catalog, notifier: Notifier) -> Server[Any, Any]:
+def build_server(client: ServiceClient, catalog: Catalog, notifier: Notifier) -> Server[Any]:
     """The MCP server of ``catalog``'s environment, acting with ``client``."""
-    server: Server[Any, Any] = Server("promptsvc", version=VERSION, instructions=INSTRUCTIONS)
     environment = catalog.environment
 
-    def track() -> None:
-        notifier.track(server.request_context.session)
-
-    @server.list_prompts()
-    async def list_prompts() -> list[types.Prompt]:
-        track()
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        notifier.track(ctx)
         served = await _blocking(catalog.prompts)
-        return [mcp_prompt(s.prompt, s.version) for s in served]
+        return types.ListPromptsResult(prompts=[mcp_prompt(s.prompt, s.version) for s in served])
 
-    @server.get_prompt()
-    async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        track()
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        notifier.track(ctx)
+        name = params.name
         served = await _blocking(partial(catalog.get, name))
         if served is None:
-            raise McpError(
-                types.ErrorData(
-                    code=types.INVALID_PARAMS,
-                    message=f"no prompt {name!r} has a version in {environment}",
-                )
+            raise MCPError(
+                types.INVALID_PARAMS, f"no prompt {name!r} has a version in {environment}"
             )
         try:
-            return render(served.prompt, served.version, arguments)
+            return render(served.prompt, served.version, params.arguments)
         except ArgumentsError as exc:
-            raise McpError(
-                types.ErrorData(code=types.INVALID_PARAMS, message=f"prompt {name!r}: {exc}")
-            ) from None
+            raise MCPError(types.INVALID_PARAMS, f"prompt {name!r}: {exc}") from None
 
-    @server.list_tools()
-    async def list_tools() -> list[types.Tool]:
-        track()
-        return tools.TOOLS
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        notifier.track(ctx)
+        return types.ListToolsResult(tools=tools.TOOLS)
 
-    @server.call_tool()
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        track()
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        notifier.track(ctx)
+        call = partial(tools.call, client, environment, params.name, params.arguments or {})
         try:
-            return await anyio.to_thread.run_sync(
-                partial(tools.call, client, environment, name, arguments)
-            )
+            return await anyio.to_thread.run_sync(call)
         except LoginRequired as exc:
             return tools.failure(
                 f"unauthorized: {exc}", {"code": "unauthorized", "message": str(exc)}
             )
 
-    return server
+    return Server(
+        "promptsvc",
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(notifier.bus),
+    )
 
 
-def _options(server: Server[Any, Any]) -> Any:
+def options(server: Server[Any]) -> Any:
     return server.create_initialization_options(NotificationOptions(prompts_changed=True))
 
 
-async def serve_stdio(server: Server[Any, Any], notifier: Notifier) -> None:
+async def serve_stdio(server: Server[Any], notifier: Notifier) -> None:
     """Serve one client on stdin/stdout until it closes them."""
     from mcp.server.stdio import stdio_server
 
     notifier.bind(asyncio.get_running_loop())
     async with stdio_server() as (read, write):
-        await server.run(read, write, _options(server))
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def http_app(server: Server[Any, Any], notifier: Notifier, host: str) -> Any:
-    """A Starlette app serving Streamable HTTP at ``/mcp``. Bound to a loopback address,
-    it refuses other Host and Origin headers (DNS rebinding)."""
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.applications import Starlette
-    from starlette.routing import Route
-
-    security = None
-    if host in LOOPBACK:
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-
-    class Endpoint:
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            await manager.handle_request(scope, receive, send)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        notifier.bind(asyncio.get_running_loop())
-        async with manager.run():
-            yield
-
-    return Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lifespan)
-
-
-def serve_http(server: Server[Any, Any], notifier: Notifier, host: str, port: int) -> None:
-    """Serve Streamable HTTP clients at ``http://HOST:PORT/mcp`` until interrupted."""
-    import uvicorn
-
-    uvicorn.run(http_app(server, notifier, host), host=host, port=port, log_level="warning")
+        await server.run(read, write, options(server))

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import jsonschema
 from mcp import types
 
 from promptsvc.client import PromptServiceError
@@ -40,36 +41,36 @@ TOOLS = [
         name="list_prompts",
         description="Every prompt of the org: name, type, description, latest and "
         "production version numbers.",
-        inputSchema=_schema([]),
-        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+        input_schema=_schema([]),
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
     ),
     types.Tool(
         name="get_prompt",
         description="One version of a prompt, with its content and variables: production "
         "by default, or by label (production, latest, an environment) or version.",
-        inputSchema=_schema(
+        input_schema=_schema(
             ["name"],
             name=NAME,
             label={"type": "string", "description": "production, latest, or an environment"},
             version={"type": ["string", "integer"], "description": "a version number or v_ id"},
         ),
-        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
     ),
     types.Tool(
         name="diff_versions",
         description="What changed between two versions of a prompt: a unified diff of the "
         "content and the variables, metadata and tags added or removed.",
-        inputSchema=_schema(
+        input_schema=_schema(
             ["name", "from", "to"], name=NAME, to=VERSION_REF, **{"from": VERSION_REF}
         ),
-        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
     ),
     types.Tool(
         name="create_version",
         description="A new draft version of an existing prompt (needs Service Write). "
         "Chat prompts take their messages as a JSON list of {role, content}. Nothing is "
         "served until the version is promoted.",
-        inputSchema=_schema(
+        input_schema=_schema(
             ["name", "content"],
             name=NAME,
             content={"type": "string", "description": "the template, {{variable}} placeholders"},
@@ -81,14 +82,17 @@ TOOLS = [
             notes={"type": "string", "description": "why; kept in the version's metadata"},
         ),
         annotations=types.ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     ),
     types.Tool(
         name="request_promotion",
         description="Make a version the one an environment serves (needs Service Write). "
         "On a protected environment this opens a review for people to approve instead.",
-        inputSchema=_schema(
+        input_schema=_schema(
             ["name", "version"],
             name=NAME,
             version=VERSION_REF,
@@ -99,10 +103,15 @@ TOOLS = [
             notes={"type": "string", "description": "why; kept in the promotion's history"},
         ),
         annotations=types.ToolAnnotations(
-            readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     ),
 ]
+
+VALIDATORS = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOLS}
 
 Call = Callable[[ServiceClient, str, dict[str, Any]], dict[str, Any]]
 
@@ -126,8 +135,8 @@ CALLS: dict[str, Call] = {
 def failure(text: str, error: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        structuredContent={"error": error},
-        isError=True,
+        structured_content={"error": error},
+        is_error=True,
     )
 
 
@@ -138,6 +147,12 @@ def call(
     run = CALLS.get(name)
     if run is None:
         return failure(f"unknown tool {name!r}", {"code": "unknown_tool", "message": name})
+    # The SDK's low-level server advertises a tool's schema but does not apply it.
+    problem = jsonschema.exceptions.best_match(VALIDATORS[name].iter_errors(arguments))
+    if problem is not None:
+        where = ".".join(map(str, problem.absolute_path)) or "arguments"
+        message = f"{where}: {problem.message}"
+        return failure(f"bad_request: {message}", {"code": "bad_request", "message": message})
     try:
         result = run(client, environment, arguments)
     except PromptServiceError as exc:
@@ -153,6 +168,6 @@ def call(
         return failure(f"bad_request: {exc}", {"code": "bad_request", "message": str(exc)})
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, indent=2))],
-        structuredContent=result,
-        isError=False,
+        structured_content=result,
+        is_error=False,
     )

@@ -76,9 +76,10 @@ def test_openapi_errors_and_security(api: Any) -> None:
                         assert path.startswith("/realms/"), (path, code)
                         continue
                     schema = target["content"]["application/json"]["schema"]
-                    # The realm's OAuth endpoints answer RFC 6749 error bodies.
+                    # The realm's OAuth endpoints answer RFC 6749 (and 7591) error bodies.
                     oauth_codes = ("400", "401", "403", "429")
-                    oauth = "/protocol/openid-connect/" in path and code in oauth_codes
+                    oauth_path = ("/protocol/openid-connect/", "/clients-registrations/")
+                    oauth = any(part in path for part in oauth_path) and code in oauth_codes
                     expected = "OAuthError" if oauth else "Error"
                     assert schema == {"$ref": f"#/components/schemas/{expected}"}, (path, code)
 

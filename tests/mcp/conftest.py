@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
@@ -45,17 +46,24 @@ class Service:
     def url(self) -> str:
         return self.server.base_url
 
-    def api(self) -> httpx.Client:
-        """An HTTP client of the management API with the Write key's token."""
-        token = httpx.post(
+    def token(self, env: dict[str, str] | None = None) -> str:
+        """An access token of the key of ``env`` (the Write key by default)."""
+        env = env or self.write_env
+        answer = httpx.post(
             self.url + "/v1/auth/sdk-token",
             json={
                 "account_id": ORG,
-                "key_id": self.write_env["PROMPTSVC_KEY_ID"],
-                "key_secret": self.write_env["PROMPTSVC_KEY_SECRET"],
+                "key_id": env["PROMPTSVC_KEY_ID"],
+                "key_secret": env["PROMPTSVC_KEY_SECRET"],
             },
-        ).json()["access_token"]
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"})
+        )
+        assert answer.status_code == 200, answer.text
+        token: str = answer.json()["access_token"]
+        return token
+
+    def api(self) -> httpx.Client:
+        """An HTTP client of the management API with the Write key's token."""
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token()}"})
 
     def prompt(
         self,
@@ -134,20 +142,21 @@ class Client:
     """An MCP session and what the server sent on its own (notifications)."""
 
     session: ClientSession
-    notifications: list[tuple[float, types.ServerNotification]] = field(default_factory=list)
+    notifications: list[tuple[float, Any]] = field(default_factory=list)
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     async def handle(self, message: Any) -> None:
-        if isinstance(message, types.ServerNotification):
-            self.notifications.append((time.monotonic(), message))
-            if isinstance(message.root, types.PromptListChangedNotification):
-                self.changed.set()
+        if isinstance(message, Exception):
+            return
+        self.notifications.append((time.monotonic(), message))
+        if isinstance(message, types.PromptListChangedNotification):
+            self.changed.set()
 
     def list_changed_at(self) -> list[float]:
         return [
             at
             for at, note in self.notifications
-            if isinstance(note.root, types.PromptListChangedNotification)
+            if isinstance(note, types.PromptListChangedNotification)
         ]
 
 
@@ -229,7 +238,12 @@ def http_server(credentials: dict[str, str], *args: str) -> Iterator[HttpServer]
 
 
 @contextlib.asynccontextmanager
-async def http(url: str) -> AsyncIterator[Client]:
-    """An MCP session over Streamable HTTP."""
-    async with streamable_http_client(url) as (read, write, _), _session(read, write) as client:
+async def http(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    """An MCP session over Streamable HTTP, with ``token`` as its bearer token."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as transport,
+        streamable_http_client(url, http_client=transport) as (read, write),
+        _session(read, write) as client,
+    ):
         yield client

@@ -34,15 +34,15 @@ def test_the_server_acts_as_the_signed_in_person(realm: Realm) -> None:
             created = await client.session.call_tool(
                 "create_version", {"name": "greeting", "content": "Hello {{name}}"}
             )
-            assert not created.isError, text_of(created)
-            assert created.structuredContent is not None
-            assert created.structuredContent["version"] == 1
+            assert not created.is_error, text_of(created)
+            assert created.structured_content is not None
+            assert created.structured_content["version"] == 1
             promoted = await client.session.call_tool(
                 "request_promotion", {"name": "greeting", "version": 1}
             )
-            assert not promoted.isError, text_of(promoted)
-            assert promoted.structuredContent is not None
-            assert promoted.structuredContent["promotion"]["promoted_by"] == ada
+            assert not promoted.is_error, text_of(promoted)
+            assert promoted.structured_content is not None
+            assert promoted.structured_content["promotion"]["promoted_by"] == ada
             listed = await client.session.list_prompts()
             assert [p.name for p in listed.prompts] == ["greeting"]
 
@@ -55,10 +55,10 @@ def test_a_person_with_service_read_cannot_write(realm: Realm) -> None:
     async def scenario() -> None:
         async with stdio(realm.env) as client:
             listed = await client.session.call_tool("list_prompts", {})
-            assert not listed.isError and listed.structuredContent == {"prompts": []}
+            assert not listed.is_error and listed.structured_content == {"prompts": []}
             refused = await client.session.call_tool(
                 "create_version", {"name": "greeting", "content": "Hi"}
             )
-            assert refused.isError and text_of(refused).startswith("forbidden: ")
+            assert refused.is_error and text_of(refused).startswith("forbidden: ")
 
     run(scenario)

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import types
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from storage import Storage
 from tests.mcp.conftest import ORG, Client, Service, stdio
@@ -43,9 +43,9 @@ def test_released_prompts_are_listed_with_their_arguments(service: Service) -> N
 
     async def scenario() -> None:
         async with stdio(service.read_env) as client:
-            capabilities = client.session.get_server_capabilities()
+            capabilities = client.session.server_capabilities
             assert capabilities is not None and capabilities.prompts is not None
-            assert capabilities.prompts.listChanged is True
+            assert capabilities.prompts.list_changed is True
             listed = await client.session.list_prompts()
             prompts = {p.name: p for p in listed.prompts}
             assert sorted(prompts) == ["greeting", "summary"]
@@ -92,20 +92,20 @@ def test_missing_unknown_arguments_and_unknown_prompts_are_mcp_errors(service: S
 
     async def scenario() -> None:
         async with stdio(service.read_env) as client:
-            with pytest.raises(McpError) as missing:
+            with pytest.raises(MCPError) as missing:
                 await client.session.get_prompt("summary", {"topic": "MCP"})
             assert missing.value.error.code == types.INVALID_PARAMS
             assert "missing arguments: tone" in missing.value.error.message
-            with pytest.raises(McpError) as none_given:
+            with pytest.raises(MCPError) as none_given:
                 await client.session.get_prompt("summary")
             assert "missing arguments: tone, topic" in none_given.value.error.message
-            with pytest.raises(McpError) as unknown:
+            with pytest.raises(MCPError) as unknown:
                 await client.session.get_prompt(
                     "summary", {"tone": "a", "topic": "b", "colour": "c"}
                 )
             assert "unknown arguments: colour" in unknown.value.error.message
             for name in ("nope", "unreleased"):
-                with pytest.raises(McpError) as absent:
+                with pytest.raises(MCPError) as absent:
                     await client.session.get_prompt(name, {"x": "1"})
                 assert absent.value.error.code == types.INVALID_PARAMS
                 assert f"no prompt '{name}' has a version in production" in (
@@ -166,34 +166,34 @@ def test_every_tool_is_listed_and_reads_work_with_service_read(service: Service)
                 "request_promotion",
             ]
             prompts = await client.session.call_tool("list_prompts", {})
-            assert not prompts.isError
-            assert prompts.structuredContent is not None
-            assert [p["name"] for p in prompts.structuredContent["prompts"]] == ["greeting"]
-            assert json.loads(text_of(prompts)) == prompts.structuredContent
+            assert not prompts.is_error
+            assert prompts.structured_content is not None
+            assert [p["name"] for p in prompts.structured_content["prompts"]] == ["greeting"]
+            assert json.loads(text_of(prompts)) == prompts.structured_content
 
             production = await client.session.call_tool("get_prompt", {"name": "greeting"})
-            assert production.structuredContent is not None
-            assert production.structuredContent["version"] == 1
+            assert production.structured_content is not None
+            assert production.structured_content["version"] == 1
             latest = await client.session.call_tool(
                 "get_prompt", {"name": "greeting", "label": "latest"}
             )
-            assert latest.structuredContent is not None
-            assert latest.structuredContent["content"] == "Hi {{name}}, {{day}}"
+            assert latest.structured_content is not None
+            assert latest.structured_content["content"] == "Hi {{name}}, {{day}}"
             by_id = await client.session.call_tool(
                 "get_prompt", {"name": "greeting", "version": versions[1]["version_id"]}
             )
-            assert by_id.structuredContent == latest.structuredContent
+            assert by_id.structured_content == latest.structured_content
             by_number = await client.session.call_tool(
                 "get_prompt", {"name": "greeting", "version": 1}
             )
-            assert by_number.structuredContent == production.structuredContent
+            assert by_number.structured_content == production.structured_content
 
             diff = await client.session.call_tool(
                 "diff_versions", {"name": "greeting", "from": "production", "to": "latest"}
             )
-            assert diff.structuredContent is not None
-            assert diff.structuredContent["variables"] == {"added": ["day"], "removed": []}
-            assert "+Hi {{name}}, {{day}}" in diff.structuredContent["content_diff"]
+            assert diff.structured_content is not None
+            assert diff.structured_content["variables"] == {"added": ["day"], "removed": []}
+            assert "+Hi {{name}}, {{day}}" in diff.structured_content["content_diff"]
 
     run(scenario)
 
@@ -204,25 +204,25 @@ def test_tool_errors_carry_the_services_code_and_message(service: Service) -> No
     async def scenario() -> None:
         async with stdio(service.read_env) as client:
             missing = await client.session.call_tool("get_prompt", {"name": "nope"})
-            assert missing.isError
+            assert missing.is_error
             assert text_of(missing).startswith("not_found: ")
             assert "nope" in text_of(missing)
-            assert missing.structuredContent is not None
-            assert missing.structuredContent["error"]["code"] == "not_found"
-            assert missing.structuredContent["error"]["status"] == 404
+            assert missing.structured_content is not None
+            assert missing.structured_content["error"]["code"] == "not_found"
+            assert missing.structured_content["error"]["status"] == 404
 
             both = await client.session.call_tool(
                 "get_prompt", {"name": "greeting", "label": "latest", "version": 1}
             )
-            assert both.isError and text_of(both).startswith("bad_request: ")
+            assert both.is_error and text_of(both).startswith("bad_request: ")
 
             bad_ref = await client.session.call_tool(
                 "diff_versions", {"name": "greeting", "from": "production", "to": "v_nothing"}
             )
-            assert bad_ref.isError and text_of(bad_ref).startswith("not_found: ")
+            assert bad_ref.is_error and text_of(bad_ref).startswith("not_found: ")
 
             no_name = await client.session.call_tool("get_prompt", {})
-            assert no_name.isError and "name" in text_of(no_name)
+            assert no_name.is_error and "name" in text_of(no_name)
 
     run(scenario)
 
@@ -235,12 +235,12 @@ def test_writes_are_forbidden_to_service_read(service: Service) -> None:
             created = await client.session.call_tool(
                 "create_version", {"name": "greeting", "content": "Yo {{name}}"}
             )
-            assert created.isError
+            assert created.is_error
             assert text_of(created).startswith("forbidden: forbidden (HTTP 403")
             promoted = await client.session.call_tool(
                 "request_promotion", {"name": "greeting", "version": 2}
             )
-            assert promoted.isError and "forbidden" in text_of(promoted)
+            assert promoted.is_error and "forbidden" in text_of(promoted)
 
     run(scenario)
     with service.api() as api:
@@ -260,8 +260,8 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
                 "create_version",
                 {"name": "greeting", "content": "Good day, {{title}} {{name}}", "notes": "formal"},
             )
-            assert not created.isError, text_of(created)
-            version = created.structuredContent
+            assert not created.is_error, text_of(created)
+            version = created.structured_content
             assert version is not None
             assert (version["version"], version["status"]) == (2, "draft")
             assert version["metadata"] == {"notes": "formal"}
@@ -269,8 +269,8 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
             promoted = await client.session.call_tool(
                 "request_promotion", {"name": "greeting", "version": "latest", "notes": "ship it"}
             )
-            assert not promoted.isError, text_of(promoted)
-            answer = promoted.structuredContent
+            assert not promoted.is_error, text_of(promoted)
+            answer = promoted.structured_content
             assert answer is not None and answer["outcome"] == "promoted"
             assert answer["promotion"]["notes"] == "ship it"
             assert answer["promotion"]["previous_version"] == 1
@@ -282,7 +282,7 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
             again = await client.session.call_tool(
                 "request_promotion", {"name": "greeting", "version": 2}
             )
-            assert again.isError and text_of(again).startswith("conflict: ")
+            assert again.is_error and text_of(again).startswith("conflict: ")
 
             # A version that requires a new variable is refused: its callers lack it.
             await client.session.call_tool(
@@ -291,7 +291,7 @@ def test_service_write_creates_and_promotes_and_clients_are_told(service: Servic
             breaking = await client.session.call_tool(
                 "request_promotion", {"name": "greeting", "version": "latest"}
             )
-            assert breaking.isError and text_of(breaking).startswith("breaking_change: ")
+            assert breaking.is_error and text_of(breaking).startswith("breaking_change: ")
             assert "'x': required by version 3 but absent in version 2" in text_of(breaking)
 
     run(scenario)
@@ -310,8 +310,8 @@ def test_request_promotion_into_a_protected_environment_opens_a_review(
                 "request_promotion",
                 {"name": "greeting", "version": 2, "environment": "staging", "notes": "try it"},
             )
-            assert not asked.isError, text_of(asked)
-            answer = asked.structuredContent
+            assert not asked.is_error, text_of(asked)
+            answer = asked.structured_content
             assert answer is not None and answer["outcome"] == "review_requested"
             opened.append(answer["review"])
 

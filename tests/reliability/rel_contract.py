@@ -34,14 +34,16 @@ OAUTH_CODES = {
         *("invalid_request", "unsupported_grant_type", "invalid_scope", "invalid_grant"),
         *("unauthorized_client", "unsupported_token_type"),
         *("authorization_pending", "slow_down", "access_denied", "expired_token"),
+        *("invalid_redirect_uri", "invalid_client_metadata"),  # RFC 7591 registration
     },
     401: {"invalid_client", "invalid_token"},
     403: {"insufficient_scope"},
     429: {"too_many_requests"},
 }
 REALM_OAUTH_PATH = re.compile(
-    r"^/realms/[^/]+/protocol/openid-connect/"
-    r"(token|token/introspect|revoke|userinfo|auth/device|logout)$"
+    r"^/realms/[^/]+/(protocol/openid-connect/"
+    r"(token|token/introspect|revoke|userinfo|auth/device|logout)"
+    r"|clients-registrations/openid-connect)$"
 )
 # The realm's pages for people answer their own errors as HTML pages (section 3.7).
 # A refusal under the two-person rule is 403 `forbidden` whose message says why (a key
