@@ -21,7 +21,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
   subject or org holds as many as it may);
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   and InvalidUserRequest 400;
-* werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
+* werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors,
+  promptsvc.request_guard.NulCharacter 400 saying where, ...);
 * anything else: 500 with a generic message, the traceback only in the log.
 
 Exception tree::
@@ -45,6 +46,7 @@ from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, Inva
 from promptsvc.errors import Forbidden
 from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
+from promptsvc.request_guard import NulCharacter
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
     PRODUCTION,
@@ -257,7 +259,8 @@ def _handle_http_exception(exc: HTTPException) -> Response:
         # webargs' 422 is our 400 (docs/api.md section 9 has no 422).
         return error_response(400, message, errors=errors, headers=headers)
     if status == 400:
-        message = "the request is invalid"
+        said = exc.description if isinstance(exc, NulCharacter) else None
+        message = said or "the request is invalid"
     else:
         message = _HTTP_MESSAGES.get(status) or (exc.description or exc.name)
     return error_response(status, message, headers=headers)

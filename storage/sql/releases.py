@@ -26,7 +26,7 @@ from storage.records import (
     Rollout,
 )
 from storage.sql.tables import environments, history, placements, versions
-from storage.sql.versions import SqlVersions, of_prompt
+from storage.sql.versions import MAX_COLUMN_NUMBER, SqlVersions, of_prompt
 
 
 def _record(row: Row[Any]) -> PromotionRecord:
@@ -307,7 +307,7 @@ class SqlReleases(SqlVersions, PromptStore):
         with self._read() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
             statement = select(history).where(of_prompt(history, prompt))
-            if before is not None:
+            if before is not None and before <= MAX_COLUMN_NUMBER:
                 statement = statement.where(history.c.position < before)
             rows = connection.execute(
                 statement.order_by(history.c.position.desc()).limit(limit)

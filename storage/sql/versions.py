@@ -23,15 +23,16 @@ from storage.records import Page, PromptVersion
 from storage.sql.rollout_rows import SqlRolloutRows
 from storage.sql.tables import placements, prompts, versions
 
-# Version numbers are 32-bit columns: a larger one names no version.
-_MAX_NUMBER = 2**31 - 1
+# Version numbers and promotion positions are 32-bit columns: a larger one names no
+# row, and every row is below it.
+MAX_COLUMN_NUMBER = 2**31 - 1
 
 
 def _version_condition(version_ref: str) -> ColumnElement[bool] | None:
     """Which version ``version_ref`` names; None when it can name none."""
     number = version_number(version_ref)
     if number is not None:
-        return versions.c.version == number if number <= _MAX_NUMBER else None
+        return versions.c.version == number if number <= MAX_COLUMN_NUMBER else None
     if version_ref.startswith("v_"):
         return versions.c.version_id == version_ref
     return None
@@ -85,7 +86,7 @@ class SqlVersions(SqlRolloutRows):
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         number = version_number(version_ref)
         found = None
-        if number is not None and number <= _MAX_NUMBER:
+        if number is not None and number <= MAX_COLUMN_NUMBER:
             found = self._read_version(org, prompt_ref, "number", number=number)
         elif number is None and version_ref.startswith("v_"):
             found = self._read_version(org, prompt_ref, "version_id", version_id=version_ref)
@@ -120,7 +121,7 @@ class SqlVersions(SqlRolloutRows):
         with self._read() as connection:
             prompt = self._find_prompt(connection, org, prompt_ref)
             statement = select(versions).where(of_prompt(versions, prompt))
-            if before is not None:
+            if before is not None and before <= MAX_COLUMN_NUMBER:
                 statement = statement.where(versions.c.version < before)
             if status is not None:
                 statement = statement.where(versions.c.status == status)
