@@ -64,6 +64,8 @@ def test_promote_into_a_protected_environment_opens_a_review(
     # A key cannot approve; a signed-in person who did not write it can.
     refused = cli("reviews", "approve", review.review_id, env=key)
     assert refused.status == 1 and "only a person can approve" in refused.err
+    # The refusal says why in one line: no hint about roles, which are not the reason.
+    assert len(refused.err.splitlines()) == 1, refused.err
     ada = signed_in(service, tmp_path, "ada")
     approved = cli("reviews", "approve", review.review_id, "--comment", "ok", env=ada)
     assert approved.status == 0, approved.err
