@@ -22,7 +22,8 @@ The check (:func:`breaking_changes`) compares the candidate with the version it 
 replace, variable by variable, as both show their contract:
 
 * ``newly_required``: required by the candidate, absent or optional before;
-* ``type_changed``: the type differs (whatever the two types are);
+* ``type_changed``: the type differs, unless an ``integer`` becomes a ``number`` (every
+  integer is a number: no caller breaks);
 * ``enum_narrowed``: the candidate has an enum that lacks a value allowed before, or
   has one where there was none (not reported for a variable whose type changed);
 * ``example_failed``: an example of the replaced version cannot be rendered with the
@@ -75,6 +76,10 @@ def _shown(value: object) -> str:
 
 def _a_type(kind: str) -> str:
     return _ARTICLES.get(kind, f"a {kind}")
+
+
+# Type changes that every old value passes (has_type): not breaking.
+WIDENINGS = frozenset({("integer", "number")})
 
 
 def has_type(kind: str, value: object) -> bool:
@@ -335,7 +340,7 @@ def breaking_changes(
         if before is None:
             continue
         old_type, new_type = before.get("type", "string"), entry.get("type", "string")
-        if old_type != new_type:
+        if old_type != new_type and (old_type, new_type) not in WIDENINGS:
             detail = _detail("type_changed", old_type=old_type, new_type=new_type, **numbers)
             changes.append(BreakingChange(name, "type_changed", detail))
             continue
