@@ -35,6 +35,28 @@ def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -
     assert "promptsvc serve --demo" in out  # examples
 
 
+def test_top_level_help_names_every_http_command(capsys: pytest.CaptureFixture[str]) -> None:
+    out = " ".join(_help(capsys).split())
+    http = out.split("commands that talk to a running service over HTTP (")[1].split(")")[0]
+    assert http.split(", ") == ["prompts", "reviews", "rollout", "pull", "plan", "apply", "mcp"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["keys"], ["users"], ["signing-keys"], ["backup"], ["restore"], ["--help"]],
+)
+def test_storage_commands_do_not_say_they_need_redis(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """They work on every storage: SQLite (the default), PostgreSQL, Redis."""
+    text = _help(capsys, *command) if command != ["--help"] else _help(capsys)
+    for line in text.splitlines():
+        assert "on Redis" not in line and "a Redis storage" not in line, line
+        assert "Redis or Redis Cluster storage" not in line, line
+    if command != ["--help"]:
+        assert "SQLite" in text, command
+
+
 def test_serve_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
     out = _help(capsys, "serve")
     for flag in ("--host", "--port", "--storage", "--bootstrap", "--demo"):
