@@ -9,7 +9,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * promptsvc.errors.Forbidden: 403 (a valid token whose role is too low), the role
   needed in ``WWW-Authenticate``;
-* ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
+* ``storage`` errors: NotFound 404 (NoProductionVersion with ``reason``
+  ``no_production_version``), Conflict 409 (ProductionChanged and ReviewStale
   with the environment's current version, ReviewExists with the open review's id,
   ReviewRequired with the code ``review_required``, BreakingPromotion with the code
   ``breaking_change`` and its ``changes``, RolloutInProgress with the rollout's id),
@@ -54,6 +55,7 @@ from storage import (
     Conflict,
     ContractInvalid,
     InvalidInput,
+    NoProductionVersion,
     NotFound,
     ProductionChanged,
     ReviewExists,
@@ -87,6 +89,9 @@ REVIEW_REQUIRED = "review_required"
 # A promotion the promotion check refuses: 409 with the changes, so a client can show
 # them and ask for allow_breaking.
 BREAKING_CHANGE = "breaking_change"
+# A production read of a prompt that exists but has no production version: a 404 with
+# this reason (any other 404 has none), so a client can tell it from a missing prompt.
+NO_PRODUCTION_VERSION = "no_production_version"
 
 
 class ApiError(Exception):
@@ -158,6 +163,8 @@ def _handle_forbidden(exc: Forbidden) -> Response:
 
 
 def _handle_storage_error(exc: StorageError) -> Response:
+    if isinstance(exc, NoProductionVersion):  # the SDKs' NoProductionVersionError
+        return error_response(404, str(exc), extra={"reason": NO_PRODUCTION_VERSION})
     if isinstance(exc, NotFound):
         return error_response(404, str(exc))
     if isinstance(exc, ProductionChanged):
