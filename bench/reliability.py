@@ -376,8 +376,7 @@ Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its 
 
 Written with the code, not by a run: each names the tests that replay it.
 
-Issue 29 (release rules; CONTRACT sections 24 and 30; tests/storage, tests/api,
-tests/console):
+Issue 29 (release rules; tests/storage, tests/api, tests/console):
 
 1. Unarchive a version that was once in production, edit it, roll back to it: the
    version is frozen once it has been placed; unarchiving makes it a draft that is
@@ -396,7 +395,7 @@ tests/console):
 5. Approve with the still-valid token of a user since disabled or demoted below Service
    Write: the approval checks the approver's current record in storage, 403 at once.
 
-Issue 30 (bad input and headers, MCP; CONTRACT section 30):
+Issue 30 (bad input and headers, MCP):
 
 1. NUL bytes in bodies, paths, queries, forms, the realm's authorize `state`/`nonce`
    and console paths (PostgreSQL answered 500 or 503): refused before storage on every

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REQUEST_ID_HEADER = "X-Request-ID"
-# Every answer's, unless it set its own value (CONTRACT section 30).
+# Every answer's, unless it set its own value (docs/api.md section 10).
 DEFAULT_HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),

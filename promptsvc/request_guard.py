@@ -1,5 +1,5 @@
-"""What no request brings in, whatever the backend (CONTRACT section 30): NUL bytes
-anywhere, and numbers in a path that no 64-bit column holds.
+"""What no request brings in, whatever the backend: NUL bytes anywhere, and numbers in
+a path that no 64-bit column holds (docs/api.md section 9).
 
 PostgreSQL cannot store a NUL in text at all and the other backends would store it
 where no name or id may hold one, so none reaches storage:

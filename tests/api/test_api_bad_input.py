@@ -1,4 +1,4 @@
-"""Bad input never reaches storage (CONTRACT section 30), on every backend, PostgreSQL
+"""Bad input never reaches storage (docs/api.md section 9), on every backend, PostgreSQL
 included: a NUL byte in a path is a 404, in a query, a JSON body or a form a 400; a
 forged page cursor is a 400 and a version number outside the 64-bit range a 404."""
 
