@@ -6,6 +6,7 @@ import argparse
 import importlib
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -276,3 +277,23 @@ def test_demo_again_gives_the_users_new_passwords() -> None:
 )
 def test_printed_storage_urls_hide_passwords(url: str, shown: str) -> None:
     assert serve.redact(url) == shown
+
+
+def test_db_current_leaves_a_missing_sqlite_file_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "promptsvc.db"
+    assert cli.main(["db", "current", "--storage", f"sqlite:///{database}"]) == 0
+    assert capsys.readouterr().out.startswith("(none): ")
+    assert not database.exists()
+
+
+def test_a_refused_restore_leaves_no_new_sqlite_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncated = tmp_path / "backup.json"
+    truncated.write_text('{"format": "promptsvc-backup", "orgs": {')
+    database = tmp_path / "new.db"
+    assert cli.main(["restore", "--storage", f"sqlite:///{database}", str(truncated)]) == 1
+    assert "backup.json" in capsys.readouterr().err
+    assert not database.exists()

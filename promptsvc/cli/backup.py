@@ -135,6 +135,14 @@ def restore_command(args: argparse.Namespace) -> int:
     from promptsvc import backup
     from storage import StorageError
 
+    # The file and the org first: a refusal opens no storage (opening a new SQLite file
+    # would leave it behind).
+    if args.org is not None and not valid_org(args.org):
+        return fail(f"invalid org slug {args.org!r}")
+    try:
+        found = backup.read(args.file)
+    except backup.BackupError as exc:
+        return fail(str(exc))
     try:
         store = open_storage(args.storage)
     except InMemory:
@@ -142,9 +150,6 @@ def restore_command(args: argparse.Namespace) -> int:
     except (ValueError, StorageError) as exc:
         return fail(str(exc))
     try:
-        if args.org is not None and not valid_org(args.org):
-            return fail(f"invalid org slug {args.org!r}")
-        found = backup.read(args.file)
         restored = backup.restore(store, found, org=args.org, source=args.file)
     except backup.BackupError as exc:
         return fail(str(exc))
