@@ -123,6 +123,16 @@ def test_apply_against_a_protected_environment_opens_reviews(
     assert (review.version, review.environment) == (3, "staging")
     assert f"? greeting: review {review.review_id} opened for v3 in staging" in applied.out
     assert "1 review(s) awaiting approval" in applied.out
+    # The plan now says the review is open, rather than proposing to open one.
+    replan = cli("plan", folder, "--promote", "--env", "staging", env=key)
+    assert (
+        f"= greeting: review {review.review_id} already open for v3 in staging "
+        "(staging is none)" in replan.out
+    ), replan.out
+    assert "open a review" not in replan.out and "review(s) to open" not in replan.out
+    assert "Nothing to apply: 1 review(s) already open, awaiting approval." in replan.out
+    planned = cli("plan", folder, "--promote", "--env", "staging", "--json", env=key)
+    assert json.loads(planned.out)["changes"][0]["open_review"] == review.review_id
     again = _json(cli("apply", folder, "--promote", "--env", "staging", "--json", env=key))
     assert again["actions"] == [
         {
