@@ -90,6 +90,29 @@ def test_promote_into_a_protected_environment_opens_a_review(
     assert cancelled.status == 0 and "now cancelled" in cancelled.out
 
 
+def test_a_review_of_a_rollout_shows_its_percent(
+    cli: Cli, service: CliService, staged: dict[str, Any], tmp_path: Path
+) -> None:
+    key = staged["key"]
+    service.storage.update_environment(ORG, "staging", required_approvals=0)
+    service.storage.promote(ORG, "greeting", "1", "x", environment="staging")
+    service.storage.update_environment(ORG, "staging", required_approvals=1)
+    opened = cli(
+        "rollout", "start", "greeting", "2", "--env", "staging", "--percent", "10", env=key
+    )
+    assert opened.status == 0, opened.err
+    review = service.storage.list_reviews(ORG).items[0]
+    assert review.rollout_percent == 10
+    listed = cli("reviews", "list", env=key)
+    assert [line.split("\t")[-1] for line in listed.out.splitlines()] == ["10%"]
+    shown = cli("reviews", "show", review.review_id, env=key)
+    assert "once approved: a rollout of v2 to 10% of callers, not a promotion" in shown.out
+    ada = signed_in(service, tmp_path, "ada")
+    approved = cli("reviews", "approve", review.review_id, env=ada)
+    assert approved.status == 0, approved.err
+    assert "now rolling out to 10% of callers" in approved.out, approved.out
+
+
 def test_promote_and_rollback_in_an_open_environment(
     cli: Cli, service: CliService, staged: dict[str, Any]
 ) -> None:
