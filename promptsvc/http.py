@@ -38,7 +38,8 @@ from werkzeug.http import parse_etags
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream, get_path_info
 
-from promptsvc.request_guard import NulCharacter, nul_fields, nul_message
+from identity.responses import NulCharacter
+from promptsvc.request_guard import nul_fields, nul_message
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

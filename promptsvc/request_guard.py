@@ -9,8 +9,9 @@ where no name or id may hold one, so none reaches storage:
   :data:`storage.ids.MAX_NUMBER`, so such a path routes nowhere: 404 from whichever part
   owns the prefix, in its shape (the read endpoints route with the same map);
 * a query or a form: promptsvc.http.ApiRequest, the request of every Flask view (the
-  API, the realms, the console), answers 400 when it parses one holding a NUL; the read
-  endpoints, answered in front of Flask, call :func:`check_query` themselves;
+  API, the realms, the console), raises identity.responses.NulCharacter (400, answered
+  in each part's shape) when it parses one holding a NUL; the read endpoints, answered
+  in front of Flask, call :func:`check_query` themselves;
 * a JSON body: the API's parser (promptsvc.api.common) answers 400 naming the fields,
   and so does the sdk-token endpoint (identity.sdk_token) for its three.
 """
@@ -22,9 +23,9 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from flask import Flask
-from werkzeug.exceptions import BadRequest
 from werkzeug.routing import IntegerConverter, Map, PathConverter, UnicodeConverter, ValidationError
 
+from identity.responses import NulCharacter
 from storage.ids import MAX_NUMBER
 
 NUL = "\x00"
@@ -54,10 +55,6 @@ class Int64Converter(IntegerConverter):
         if number > MAX_NUMBER:
             raise ValidationError()
         return number
-
-
-class NulCharacter(BadRequest):
-    """400: a query or a form holds a NUL; the description says where."""
 
 
 def has_nul(value: Any) -> bool:

@@ -23,7 +23,7 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   and InvalidUserRequest 400;
 * werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors,
-  promptsvc.request_guard.NulCharacter 400 saying where, ...);
+  identity.responses.NulCharacter 400 saying where, ...);
 * anything else: 500 with a generic message, the traceback only in the log.
 
 Exception tree::
@@ -44,10 +44,10 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
+from identity.responses import NulCharacter
 from promptsvc.errors import Forbidden
 from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
-from promptsvc.request_guard import NulCharacter
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
     PRODUCTION,
