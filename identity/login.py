@@ -38,6 +38,7 @@ from identity.endpoints import ALL_AUTH_METHODS, normalize_user_code
 from identity.errors import InvalidScope
 from identity.oauth import RealmRequest, RealmServer
 from identity.people import Person
+from identity.responses import NulCharacter
 from identity.secrets import lookup_digest
 from storage import DeviceAlreadyDecided, Storage, User
 
@@ -74,6 +75,15 @@ def login_blueprint(server: RealmServer) -> Blueprint:
         template_folder="templates",
         static_folder="static",
         static_url_path="/realm-assets",
+    )
+    bp.register_error_handler(
+        NulCharacter,
+        lambda exc: _message(
+            str((request.view_args or {}).get("org", "")),
+            "Invalid request",
+            str(exc.description),
+            400,
+        ),
     )
 
     @bp.route(REALM + discovery.AUTH_PATH, methods=["GET", "POST"])
@@ -254,6 +264,11 @@ def _person(session: Any, user: User) -> Person:
 def _authorize(server: RealmServer, grant: Any, person: Person) -> Response:
     response: Response = server.create_authorization_response(grant_user=person, grant=grant)
     return response
+
+
+def _refused_input(exc: NulCharacter) -> Response:
+    org = str((request.view_args or {}).get("org", ""))
+    return _message(org, "Invalid request", str(exc.description), 400)
 
 
 def _authorization_error(server: RealmServer, org: str, error: OAuth2Error) -> Response:

@@ -28,7 +28,7 @@ from flask import Blueprint, Response, jsonify, request
 from identity import discovery, keys
 from identity.errors import InvalidRequest, OAuthError, UnsupportedGrantType
 from identity.oauth import RealmServer, oauth_error_response
-from identity.responses import api_error
+from identity.responses import NulCharacter, api_error
 
 FORM_MIMETYPE = "application/x-www-form-urlencoded"
 # Clients re-fetch the JWKS when a token names a kid they do not know, so a short
@@ -42,6 +42,10 @@ def realm_blueprint(server: RealmServer, *, account_url: str) -> Blueprint:
     realm document sends people to manage their account."""
     identity = server.identity
     bp = Blueprint("identity_realm", __name__)
+    bp.register_error_handler(
+        NulCharacter,
+        lambda exc: oauth_error_response(InvalidRequest.error, str(exc.description), 400),
+    )
 
     @bp.post(REALM + discovery.TOKEN_PATH)
     def token(org: str) -> Response:

@@ -5,6 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from flask import Response, jsonify
+from werkzeug.exceptions import BadRequest
+
+
+class NulCharacter(BadRequest):
+    """400: a query or a form holds a NUL (promptsvc.request_guard raises it where the
+    request is read); the description says where. Each part answers it in its shape:
+    the realm's endpoints as an RFC 6749 error, its pages as a page, the API as the
+    API's error."""
 
 
 def no_store(response: Response) -> Response:

@@ -31,13 +31,7 @@ def sdk_token_blueprint(identity: Identity) -> Blueprint:
             return _bad_request(
                 "the body must be a JSON object with account_id, key_id and key_secret", {}
             )
-        problems = {
-            name: ["Missing data for required field."]
-            if data.get(name) is None
-            else ["Not a valid string."]
-            for name in FIELDS
-            if not isinstance(data.get(name), str)
-        }
+        problems = {name: [problem] for name in FIELDS if (problem := _field_problem(data, name))}
         if problems:
             return _bad_request(f"invalid fields: {', '.join(problems)}", problems)
         try:
@@ -67,6 +61,17 @@ def json_body() -> dict[str, Any] | None:
     except RecursionError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def _field_problem(data: dict[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return "Missing data for required field."
+    if not isinstance(value, str):
+        return "Not a valid string."
+    if "\x00" in value:  # no org, key or secret holds one (nor can PostgreSQL store it)
+        return "must not contain a NUL character (\\u0000)"
+    return None
 
 
 def too_many_requests(retry_after: int) -> Response:

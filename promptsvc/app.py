@@ -6,7 +6,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import identity
-from promptsvc import console, http
+from promptsvc import console, http, request_guard
 from promptsvc.api import reads
 from promptsvc.api.realm_docs import SWAGGER_REDIRECT_PATH
 from promptsvc.api.registry import init_api
@@ -29,6 +29,7 @@ def create_app(settings: Settings | None = None, *, storage: Storage | None = No
     backend = storage if storage is not None else storage_from_url(settings.storage_url)
 
     app = Flask(__name__)
+    request_guard.init_app(app)  # first: its converters must be in place before any route
     app.request_class = http.ApiRequest
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documented field order

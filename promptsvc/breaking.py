@@ -89,7 +89,9 @@ def plain_words(change: Mapping[str, Any], old: Contract, new: Contract) -> str:
         return f"`{name}` is now required; callers that do not send it will fail"
     if kind == "type_changed" and "type" in before and "type" in after:
         was, now = before.get("type", "string"), after.get("type", "string")
-        return f"`{name}` is now {_a(now)}, not {_a(was)}; callers that send {_a(was)} will fail"
+        # Only values the new type refuses fail: of a number, those that are not whole.
+        sent = "a number that is not whole (such as 1.5)" if now == "integer" else _a(was)
+        return f"`{name}` is now {_a(now)}, not {_a(was)}; callers that send {sent} will fail"
     if kind == "enum_narrowed" and isinstance(after.get("enum"), list):
         was, enum = before.get("enum"), after.get("enum") or []
         if isinstance(was, list):

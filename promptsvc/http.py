@@ -5,9 +5,11 @@
   ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach logs or headers as
   they came. Every response carries it, whichever part of the app answered, and so does
   the access log line (logger ``promptsvc.access``, on in ``promptsvc serve``).
-* :class:`SecurityHeaders`, inside it, adds ``X-Content-Type-Options: nosniff`` to every
-  response and ``Strict-Transport-Security`` to every response of a request that came
-  over https (``wsgi.url_scheme``, which ProxyFix sets from a trusted proxy's
+* :class:`SecurityHeaders`, inside it, adds ``X-Content-Type-Options: nosniff``,
+  ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer`` to every response that
+  has not set its own (the console's pages send ``same-origin``), and
+  ``Strict-Transport-Security`` to every response of a request that came over https
+  (``wsgi.url_scheme``, which ProxyFix sets from a trusted proxy's
   ``X-Forwarded-Proto``). Pages set their own Content-Security-Policy.
 * Every log record gets a ``request_id`` attribute (``-`` outside a request), and
   :func:`configure_logging` prints it on each line.
@@ -30,16 +32,25 @@ from contextvars import ContextVar
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from flask import Flask, Request, Response
+from werkzeug.datastructures import ImmutableMultiDict, MultiDict
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_etags
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream, get_path_info
 
+from identity.responses import NulCharacter
+from promptsvc.request_guard import nul_fields, nul_message
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REQUEST_ID_HEADER = "X-Request-ID"
-NOSNIFF = ("X-Content-Type-Options", "nosniff")
+# Every answer's, unless it set its own value (docs/api.md section 10).
+DEFAULT_HEADERS = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
 # A year, the usual value; no includeSubDomains: other hosts of the domain are not ours.
 HSTS = ("Strict-Transport-Security", "max-age=31536000")
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -101,8 +112,8 @@ class SecurityHeaders:
         https = environ.get("wsgi.url_scheme") == "https"
 
         def start(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            if not any(name.lower() == "x-content-type-options" for name, _ in headers):
-                headers.append(NOSNIFF)
+            present = {name.lower() for name, _ in headers}
+            headers.extend(pair for pair in DEFAULT_HEADERS if pair[0].lower() not in present)
             if https:
                 headers.append(HSTS)
             return start_response(line, headers, exc_info)
@@ -139,7 +150,33 @@ class _MaxStream(LimitedStream):
 
 
 class ApiRequest(Request):
-    """Flask's request, except that a chunked body over the size limit is a 413."""
+    """Flask's request, except that a chunked body over the size limit is a 413 and a
+    query or a form holding a NUL a 400 (promptsvc.request_guard), raised where it is
+    first read, so that authentication still comes first."""
+
+    @cached_property
+    def args(self) -> MultiDict[str, str]:
+        args = super().args
+        names = nul_fields(args.items(multi=True))
+        if names:
+            self.__dict__.pop("args", None)  # every later read parses and raises again
+            raise NulCharacter(nul_message("the query string", names))
+        return args
+
+    _refused_form: str | None = None
+
+    @cached_property
+    def form(self) -> ImmutableMultiDict[str, str]:
+        # Every read raises, also after a reader that shrugged the first one off.
+        if self._refused_form is not None:
+            raise NulCharacter(self._refused_form)
+        form = super().form
+        names = nul_fields(form.items(multi=True))
+        if names:
+            self._refused_form = nul_message("the form", names)
+            self.__dict__.pop("form", None)
+            raise NulCharacter(self._refused_form)
+        return form
 
     @cached_property
     def stream(self) -> IO[bytes]:

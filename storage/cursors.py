@@ -17,17 +17,24 @@ def encode_cursor(position: str) -> str:
 def decode_cursor(cursor: str) -> str:
     """Inverse of encode_cursor; InvalidInput for text that is not such a cursor.
 
-    Backends still check that the decoded position has the form they expect.
+    A NUL is in no position the service hands out (nor could PostgreSQL compare with
+    it). Backends still check that the decoded position has the form they expect.
     """
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
-        return raw.decode()
+        position = raw.decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidInput("invalid cursor") from None
+    if "\x00" in position:
+        raise InvalidInput("invalid cursor")
+    return position
 
 
 def decode_number_cursor(cursor: str | None) -> int | None:
-    """A cursor holding a version number or promotion sequence; None for no cursor."""
+    """A cursor holding a version number or promotion sequence; None for no cursor.
+
+    A number outside the 64-bit range was never handed out: InvalidInput.
+    """
     if not cursor:
         return None
     number = version_number(decode_cursor(cursor))

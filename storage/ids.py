@@ -13,14 +13,21 @@ def new_id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex
 
 
+# Numbers (versions, promotion sequences) are 64-bit signed integers on every backend.
+MAX_NUMBER = 2**63 - 1
+_MAX_DIGITS = len(str(MAX_NUMBER))
+
+
 def version_number(version_ref: str) -> int | None:
     """The number a version ref names, or None when it is not one.
 
     Only ASCII digits count: ``str.isdigit`` alone also accepts superscripts and the
-    digits of other scripts.
+    digits of other scripts. A number above :data:`MAX_NUMBER` names nothing stored
+    (and more than 4,300 digits are more than ``int()`` converts).
     """
-    if version_ref.isascii() and version_ref.isdigit():
-        return int(version_ref)
+    if version_ref.isascii() and version_ref.isdigit() and len(version_ref) <= _MAX_DIGITS:
+        number = int(version_ref)
+        return number if number <= MAX_NUMBER else None
     return None
 
 

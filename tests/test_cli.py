@@ -6,6 +6,7 @@ import argparse
 import importlib
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +35,28 @@ def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -
     for command in ("serve", "keys", "signing-keys", "backup", "restore"):
         assert command in out
     assert "promptsvc serve --demo" in out  # examples
+
+
+def test_top_level_help_names_every_http_command(capsys: pytest.CaptureFixture[str]) -> None:
+    out = " ".join(_help(capsys).split())
+    http = out.split("commands that talk to a running service over HTTP (")[1].split(")")[0]
+    assert http.split(", ") == ["prompts", "reviews", "rollout", "pull", "plan", "apply", "mcp"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["keys"], ["users"], ["signing-keys"], ["backup"], ["restore"], ["--help"]],
+)
+def test_storage_commands_do_not_say_they_need_redis(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """They work on every storage: SQLite (the default), PostgreSQL, Redis."""
+    text = _help(capsys, *command) if command != ["--help"] else _help(capsys)
+    for line in text.splitlines():
+        assert "on Redis" not in line and "a Redis storage" not in line, line
+        assert "Redis or Redis Cluster storage" not in line, line
+    if command != ["--help"]:
+        assert "SQLite" in text, command
 
 
 def test_serve_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,3 +278,23 @@ def test_demo_again_gives_the_users_new_passwords() -> None:
 )
 def test_printed_storage_urls_hide_passwords(url: str, shown: str) -> None:
     assert serve.redact(url) == shown
+
+
+def test_db_current_leaves_a_missing_sqlite_file_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "promptsvc.db"
+    assert cli.main(["db", "current", "--storage", f"sqlite:///{database}"]) == 0
+    assert capsys.readouterr().out.startswith("(none): ")
+    assert not database.exists()
+
+
+def test_a_refused_restore_leaves_no_new_sqlite_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncated = tmp_path / "backup.json"
+    truncated.write_text('{"format": "promptsvc-backup", "orgs": {')
+    database = tmp_path / "new.db"
+    assert cli.main(["restore", "--storage", f"sqlite:///{database}", str(truncated)]) == 1
+    assert "backup.json" in capsys.readouterr().err
+    assert not database.exists()

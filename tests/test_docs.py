@@ -47,3 +47,37 @@ def test_code_cites_only_documents_in_the_repository() -> None:
         for match in CITATION.finditer(path.read_text())
     ]
     assert cited == []
+
+
+def test_api_md_numbers_each_section_once() -> None:
+    numbers = HEADING.findall(API.read_text())
+    assert sorted({n for n in numbers if numbers.count(n) > 1}) == []
+
+
+def test_console_screenshots_are_numbered_once() -> None:
+    """docs/console.md shows them in order: no two pictures share a number."""
+    pictures = [path.name for path in _files("docs/console", "*.png")]
+    numbers = [name.split("-", 1)[0] for name in pictures]
+    assert [name for name in pictures if numbers.count(name.split("-", 1)[0]) > 1] == []
+    shown = re.findall(r"\(console/([^)]+\.png)\)", (ROOT / "docs" / "console.md").read_text())
+    assert sorted(shown) == pictures
+
+
+def test_deployment_md_points_at_its_own_sections() -> None:
+    """ "section N" in docs/deployment.md names a section about what the sentence says."""
+    text = (ROOT / "docs" / "deployment.md").read_text()
+    titles = dict(re.findall(r"^## (\d+)\. (.+)$", text, re.MULTILINE))
+    for sentence in re.findall(r"[^.]*Redis persistence[^.]*|[^.]*persistence as in[^.]*", text):
+        for number in re.findall(r"section (\d+)", sentence):
+            assert "Redis" in titles[number], (sentence, titles[number])
+        assert "as in 2" not in sentence, sentence
+    # The SDK install's dependencies, as pyproject.toml lists them.
+    assert "httpx its one" not in " ".join(text.split())
+
+
+def test_typescript_docs_say_how_to_install_the_package_and_that_assign_is_async() -> None:
+    for path in (ROOT / "README.md", ROOT / "docs" / "typescript.md"):
+        text = " ".join(path.read_text().split())
+        assert "npm pack" in text and "npm install" in text, path
+    reference = " ".join((ROOT / "docs" / "typescript.md").read_text().split())
+    assert "await assign(" in reference and "Promise<boolean>" in reference

@@ -28,12 +28,14 @@ import flask
 from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import ValidationError
 from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from promptsvc import auth
 from promptsvc.api import realm_docs
 from promptsvc.api.errors import BadRequest, UnsupportedMediaType
+from promptsvc.request_guard import nul_fields
 from storage import Storage
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,7 +56,18 @@ class JsonBodyParser(FlaskParser):
                 "the request body must be JSON, sent with Content-Type: application/json"
             )
         # A UnicodeDecodeError or JSONDecodeError is webargs' 400 "not valid JSON".
-        return parse_strict_json(body.decode("utf-8"))
+        data = parse_strict_json(body.decode("utf-8"))
+        if _JSON_NUL in body and isinstance(data, dict):
+            names = nul_fields(data.items())
+            if names:  # a 400 naming each field (promptsvc.request_guard)
+                raise ValidationError({name: [NUL_FIELD] for name in names})
+        return data
+
+
+# JSON spells a NUL in a string only so (a raw one is invalid JSON); "\\u0000", an
+# escaped backslash, passes the test and then the full check.
+_JSON_NUL = b"\\u0000"
+NUL_FIELD = "must not contain a NUL character (\\u0000)"
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

@@ -9,7 +9,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * promptsvc.errors.Forbidden: 403 (a valid token whose role is too low), the role
   needed in ``WWW-Authenticate``;
-* ``storage`` errors: NotFound 404, Conflict 409 with its ``reason`` and the fields
+* ``storage`` errors: NotFound 404 (NoProductionVersion with ``reason``
+  ``no_production_version``), Conflict 409 with its ``reason`` and the fields
   it adds (storage/errors.py ``extras``; ReviewRequired and BreakingPromotion with
   their reason as the code too), ReviewForbidden 403 (the message says why),
   InvalidInput 400 (ContractInvalid with ``errors`` by variable or example),
@@ -20,7 +21,8 @@ promptsvc.api.reads for the read endpoints. Sources mapped here:
   subject or org holds as many as it may);
 * ``identity`` errors: InvalidToken 401 (reason in ``WWW-Authenticate``), InvalidKeyRequest
   and InvalidUserRequest 400;
-* werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors, ...);
+* werkzeug HTTP exceptions (routing 404/405, 413, webargs' validation errors,
+  identity.responses.NulCharacter 400 saying where, ...);
 * anything else: 500 with a generic message, the traceback only in the log.
 
 Exception tree::
@@ -41,6 +43,7 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from identity.errors import IdentityError, InvalidKeyRequest, InvalidToken, InvalidUserRequest
+from identity.responses import NulCharacter
 from promptsvc.errors import Forbidden
 from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
@@ -49,6 +52,7 @@ from storage import (
     Conflict,
     ContractInvalid,
     InvalidInput,
+    NoProductionVersion,
     NotFound,
     ReviewForbidden,
     StorageError,
@@ -74,6 +78,9 @@ CODES: dict[int, str] = {
 # Conflicts whose reason is their code too (sections 18 and 19): a direct promotion
 # into a protected environment, and a promotion the promotion check refuses.
 OWN_CODES: tuple[str, ...] = ("review_required", "breaking_change")
+# A production read of a prompt that exists but has no production version: a 404 with
+# this reason (any other 404 has none), so a client can tell it from a missing prompt.
+NO_PRODUCTION_VERSION = "no_production_version"
 
 
 class ApiError(Exception):
@@ -145,6 +152,8 @@ def _handle_forbidden(exc: Forbidden) -> Response:
 
 
 def _handle_storage_error(exc: StorageError) -> Response:
+    if isinstance(exc, NoProductionVersion):  # the SDKs' NoProductionVersionError
+        return error_response(404, str(exc), extra={"reason": NO_PRODUCTION_VERSION})
     if isinstance(exc, NotFound):
         return error_response(404, str(exc))
     if isinstance(exc, ReviewForbidden):
@@ -233,7 +242,8 @@ def _handle_http_exception(exc: HTTPException) -> Response:
         # webargs' 422 is our 400 (docs/api.md section 9 has no 422).
         return error_response(400, message, errors=errors, headers=headers)
     if status == 400:
-        message = "the request is invalid"
+        said = exc.description if isinstance(exc, NulCharacter) else None
+        message = said or "the request is invalid"
     else:
         message = _HTTP_MESSAGES.get(status) or (exc.description or exc.name)
     return error_response(status, message, headers=headers)

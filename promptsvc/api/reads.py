@@ -10,6 +10,7 @@ error. Each part is the one the rest of the API uses:
 * routing: the app's URL map (its answer remembered per method, host and path), where
   promptsvc.api.versions registers and documents the endpoints as :class:`ReadView`\\ s;
   whatever else the map matches, or fails to match, goes on to Flask;
+* the query: :func:`promptsvc.request_guard.check_query` (Flask's hooks do not run here);
 * the token: :func:`promptsvc.auth.authorize`;
 * the body and its strong ETag: :func:`version_body` (during a rollout:
   :func:`rollout_body`, the version ``rollout_key`` is assigned to by
@@ -40,6 +41,7 @@ from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
 from promptsvc.rollout import assign
+from promptsvc.request_guard import check_query
 from storage import InRollout, PromptVersion
 from storage.memo import Memo
 
@@ -121,11 +123,14 @@ def answer(
     app: Flask, environ: WSGIEnvironment, read: ReadFunction, path: Mapping[str, Any]
 ) -> Answer:
     """A read endpoint's 200 or 304; raises what the token check or storage raised."""
+    query = environ.get("QUERY_STRING", "")
+    if query:
+        check_query(query)
     identity, storage = app.extensions["identity"], app.extensions["promptsvc.storage"]
     principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
     found = read(storage, principal.org, **path)
     if isinstance(found, InRollout):
-        body, etag = rollout_body(found, rollout_key(environ.get("QUERY_STRING", "")))
+        body, etag = rollout_body(found, rollout_key(query))
     else:
         body, etag = version_body(found)
     return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)

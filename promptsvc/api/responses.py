@@ -544,6 +544,12 @@ class ErrorSchema(Schema):
             "rollback or review into its environment): that rollout"
         }
     )
+    reason = fields.String(
+        metadata={
+            "description": "404 of a production read whose prompt exists but has no "
+            "production version: no_production_version"
+        }
+    )
 
 
 class StatusSchema(Schema):

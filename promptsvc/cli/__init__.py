@@ -49,10 +49,15 @@ from promptsvc.version import VERSION
 SERVER_INSTALL = "pip install 'promptsvc[server]'"
 
 EPILOG = """\
-commands that talk to a running service over HTTP (prompts, pull, plan, apply) use the
-login saved by `promptsvc login` (a person), else PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID
-(the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET (an API key, for CI); they, login,
-logout and whoami need only `pip install promptsvc`.
+commands that talk to a running service over HTTP (prompts, reviews, rollout, pull, plan,
+apply, mcp) use the login saved by `promptsvc login` (a person), else PROMPTSVC_URL,
+PROMPTSVC_ACCOUNT_ID (the org), PROMPTSVC_KEY_ID and PROMPTSVC_KEY_SECRET (an API key,
+for CI); they, login, logout and whoami need only `pip install promptsvc` (mcp: its
+`mcp` extra).
+
+commands that work directly on storage (keys, users, signing-keys, backup, restore, db)
+take --storage, else PROMPTSVC_STORAGE_URL: a SQLite file (the default), PostgreSQL,
+Redis or Redis Cluster.
 
 exit status:
   0  success; for `plan`, nothing to change
@@ -65,8 +70,8 @@ exit status:
 examples:
   promptsvc serve --demo                     # try it: demo org, keys, users and prompts
   promptsvc serve --storage redis://localhost:6379/0 --bootstrap orgs.toml
-  promptsvc keys create --org acme --role "Service Admin" --storage redis://localhost:6379/0
-  promptsvc backup --storage redis://localhost:6379/0 --out promptsvc-backup.json
+  promptsvc keys create --org acme --role "Service Admin"   # on the default SQLite file
+  promptsvc backup --storage postgresql://db.example.com/promptsvc --out promptsvc-backup.json
   promptsvc serve --restore promptsvc-backup.json   # a local copy to try things on
   promptsvc login --url https://prompts.example.com --org acme
   promptsvc prompts list

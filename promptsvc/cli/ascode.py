@@ -153,7 +153,17 @@ def _print_plan(changes: list[Change]) -> None:
             assert diff is not None
             for line in describe_changes(diff, paint):
                 print("    " + line.replace("\n", "\n    "))
-        if change.promote:
+        if change.promote and change.open_review:
+            now, env = change.production_version, change.environment
+            target = change.latest["version"] if change.latest else "?"
+            print(
+                paint(
+                    f"= {name}: review {change.open_review} already open for v{target} in "
+                    f"{env} ({env} is {'none' if now is None else f'v{now}'})",
+                    "cyan",
+                )
+            )
+        elif change.promote:
             counts["reviews" if change.review else "promotions"] += 1
             now, env = change.production_version, change.environment
             archived = (
@@ -172,10 +182,16 @@ def _print_plan(changes: list[Change]) -> None:
             )
             for line in _breaking_lines(change):
                 print(paint(f"    ! breaking: {line}", "red"))
+    waiting = sum(1 for c in changes if c.pending and c.promote and c.open_review)
     if not any(counts.values()):
-        print("No changes: the service matches the files.")
+        print(
+            f"Nothing to apply: {waiting} review(s) already open, awaiting approval."
+            if waiting
+            else "No changes: the service matches the files."
+        )
         return
     reviews = f", {counts['reviews']} review(s) to open" if counts["reviews"] else ""
+    reviews += f", {waiting} review(s) already open" if waiting else ""
     breaking = sum(1 for c in changes if c.pending and c.promote and c.breaking)
     print(
         f"Plan: {counts['prompts']} prompt(s) to create, {counts['versions']} version(s) "

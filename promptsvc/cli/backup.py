@@ -1,10 +1,11 @@
-"""``promptsvc backup`` and ``promptsvc restore``: operators' copies of a Redis storage.
+"""``promptsvc backup`` and ``promptsvc restore``: operators' copies of a storage.
 
 They work directly on storage (:mod:`promptsvc.cli.storage_access`: ``--storage``, else
-``PROMPTSVC_STORAGE_URL``; Redis or Redis Cluster), with no server involved. The file format is
-:mod:`promptsvc.backup`'s; on success each prints, as JSON on stdout, how many records of
-each kind it wrote per org. ``memory://`` storage lives inside a server process, so
-these refuse it; ``promptsvc serve --restore FILE`` starts such a server from a backup.
+``PROMPTSVC_STORAGE_URL``; SQLite, PostgreSQL, Redis or Redis Cluster), with no server
+involved. The file format is :mod:`promptsvc.backup`'s; on success each prints, as JSON
+on stdout, how many records of each kind it wrote per org. ``memory://`` storage lives
+inside a server process, so these refuse it; ``promptsvc serve --restore FILE`` starts
+such a server from a backup.
 
 The storage and the format modules are imported when a command runs, so the parser
 loads without the server's dependencies (see :mod:`promptsvc.cli`).
@@ -26,15 +27,15 @@ from promptsvc.cli.storage_access import (
 )
 
 _BACKUP_HELP = """\
-Write everything a Redis or Redis Cluster storage keeps to FILE (JSON): every org, or
-the one --org names, with their prompts, versions (numbers, statuses, times, and the
-next number to hand out), promotion history, environments (and what each holds),
-reviews, API keys and users, and the token signing keys. Login state (sessions,
-refresh tokens) is left out: people sign in again.
+Write everything a storage keeps (SQLite, PostgreSQL, Redis or Redis Cluster) to FILE
+(JSON): every org, or the one --org names, with their prompts, versions (numbers,
+statuses, times, and the next number to hand out), promotion history, environments
+(and what each holds), reviews, API keys and users, and the token signing keys. Login
+state (sessions, refresh tokens) is left out: people sign in again.
 
 The file holds the signing keys' PRIVATE keys, the API keys' secret hashes and the
 users' password hashes: it is written readable by its owner only (mode 0600); keep it
-as safe as Redis itself.
+as safe as the storage itself.
 Each prompt is read in one atomic step; for one point in time across prompts, stop
 writes while it runs.
 
@@ -42,8 +43,9 @@ exit status: 0 written, 1 failed, 64 memory:// storage.
 """
 
 _RESTORE_HELP = """\
-Write a backup (from `promptsvc backup`) into a Redis or Redis Cluster storage: every
-org in it, or the one --org names, each exactly as it was and in one atomic step.
+Write a backup (from `promptsvc backup`) into a storage (SQLite, PostgreSQL, Redis or
+Redis Cluster): every org in it, or the one --org names, each exactly as it was and in
+one atomic step.
 Every org restored must be empty there (no prompts, API keys or users); when one is
 not, nothing at all is written.
 
@@ -58,7 +60,7 @@ so), 64 memory:// storage.
 _MEMORY = (
     "memory:// storage lives inside the server process, so this command cannot reach "
     "it. Start a memory:// server from a backup with `promptsvc serve --restore FILE`, "
-    "or point --storage / PROMPTSVC_STORAGE_URL at Redis."
+    "or point --storage / PROMPTSVC_STORAGE_URL at a SQLite file, PostgreSQL or Redis."
 )
 
 
@@ -66,7 +68,7 @@ def register(subparsers: Any) -> None:
     """Add ``backup`` and ``restore``."""
     backup = subparsers.add_parser(
         "backup",
-        help="write a Redis storage's orgs, prompts, keys and signing keys to a file",
+        help="write a storage's orgs, prompts, keys and signing keys to a file",
         description=_BACKUP_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -77,7 +79,7 @@ def register(subparsers: Any) -> None:
 
     restore = subparsers.add_parser(
         "restore",
-        help="write a backup into empty orgs of a Redis storage",
+        help="write a backup into empty orgs of a storage",
         description=_RESTORE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -88,7 +90,7 @@ def register(subparsers: Any) -> None:
 
 
 def _storage(parser: argparse.ArgumentParser) -> None:
-    add_storage_option(parser, "redis://, rediss:// or redis+cluster:// URL")
+    add_storage_option(parser, "storage URL (sqlite:///, postgresql://, redis://, ...)")
 
 
 def backup_command(args: argparse.Namespace) -> int:
@@ -133,6 +135,14 @@ def restore_command(args: argparse.Namespace) -> int:
     from promptsvc import backup
     from storage import StorageError
 
+    # The file and the org first: a refusal opens no storage (opening a new SQLite file
+    # would leave it behind).
+    if args.org is not None and not valid_org(args.org):
+        return fail(f"invalid org slug {args.org!r}")
+    try:
+        found = backup.read(args.file)
+    except backup.BackupError as exc:
+        return fail(str(exc))
     try:
         store = open_storage(args.storage)
     except InMemory:
@@ -140,9 +150,6 @@ def restore_command(args: argparse.Namespace) -> int:
     except (ValueError, StorageError) as exc:
         return fail(str(exc))
     try:
-        if args.org is not None and not valid_org(args.org):
-            return fail(f"invalid org slug {args.org!r}")
-        found = backup.read(args.file)
         restored = backup.restore(store, found, org=args.org, source=args.file)
     except backup.BackupError as exc:
         return fail(str(exc))

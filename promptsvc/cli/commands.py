@@ -27,6 +27,9 @@ from promptsvc.client.management import BreakingPromotion, Credential, ServiceCl
 Action = Callable[[ServiceClient, argparse.Namespace], int]
 
 ROLE_HINT = "your role does not allow this: changes need Service Write"
+# What the service says when the role alone refuses (its other 403s, the review rules
+# for one, say why themselves).
+ROLE_REFUSAL = "forbidden"
 # For a refusal whose credential is not known here.
 CREDENTIALS_HINT = (
     "the service refused the credentials: sign in again with `promptsvc login`, or check "
@@ -94,7 +97,7 @@ def refusal(exc: PromptServiceError, credential: Credential | None) -> int:
             fail(f"{credential.what} was refused: {credential.fix}")
             if credential.unused:
                 fail(credential.unused)
-    elif isinstance(exc, PermissionDeniedError):
+    elif isinstance(exc, PermissionDeniedError) and exc.message == ROLE_REFUSAL:
         fail(ROLE_HINT)
     return status
 

@@ -8,6 +8,7 @@ starts).
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from promptsvc.cli.output import fail
@@ -48,7 +49,7 @@ def db_command(args: argparse.Namespace) -> int:
     from storage import describe_url
     from storage.errors import StorageError
     from storage.sql import schema
-    from storage.sql.engine import UnsupportedUrl, is_sql_url, make_engine
+    from storage.sql.engine import UnsupportedUrl, is_sql_url, make_engine, sqlite_file
 
     try:
         url = storage_url(args.storage)
@@ -59,6 +60,11 @@ def db_command(args: argparse.Namespace) -> int:
         print(f"{where} has no schema to migrate: nothing to do")
         return 0
     try:
+        path = sqlite_file(url)
+        if args.db_command == "current" and path is not None and not os.path.exists(path):
+            # Looking must not make the file (SQLite creates it on connecting).
+            print(f"(none): {where} does not exist yet (newest: {schema.head()})")
+            return 0
         engine = make_engine(url)
     except UnsupportedUrl as exc:
         return fail(str(exc))

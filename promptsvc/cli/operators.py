@@ -32,17 +32,20 @@ from promptsvc.cli.storage_access import (
 from storage import Conflict, NotFound, Storage, StorageError
 
 _KEYS_HELP = (
-    "Manage an org's API keys directly on Redis storage, with no server involved. "
+    "Manage an org's API keys directly on storage (SQLite, PostgreSQL or Redis), with no "
+    "server involved. "
     "Output is JSON; a new key's secret is printed once and cannot be read again. "
     "The storage comes from --storage or PROMPTSVC_STORAGE_URL."
 )
 _USERS_HELP = (
-    "Manage an org's users (people) directly on Redis storage, with no server involved. "
+    "Manage an org's users (people) directly on storage (SQLite, PostgreSQL or Redis), "
+    "with no server involved. "
     "Output is JSON. A password is read from stdin with --password-stdin, or generated "
     "and printed once. The storage comes from --storage or PROMPTSVC_STORAGE_URL."
 )
 _SIGNING_HELP = (
-    "Manage the token signing keys on Redis storage. `rotate` adds a key that signs "
+    "Manage the token signing keys on storage (SQLite, PostgreSQL or Redis). `rotate` adds "
+    "a key that signs "
     "from now on while older keys keep verifying; once the old tokens have expired "
     "(PROMPTSVC_TOKEN_LIFETIME), `retire KID` drops the old key."
 )
@@ -52,27 +55,27 @@ _MEMORY_KEYS = (
     "its keys. Use the running server instead: POST /api/v1/keys with a Service Admin "
     "token, or list the key in a bootstrap file (PROMPTSVC_BOOTSTRAP_FILE or "
     "`promptsvc serve --bootstrap FILE`). Or point --storage / PROMPTSVC_STORAGE_URL "
-    "at Redis."
+    "at the server's SQLite file, PostgreSQL or Redis."
 )
 _MEMORY_USERS = (
     "memory:// storage lives inside the server process, so this command cannot reach "
     "its users. Use the running server instead: POST /api/v1/users with a Service Admin "
     "token, or list the user in a bootstrap file ([[org.user]] in PROMPTSVC_BOOTSTRAP_FILE "
     "or `promptsvc serve --bootstrap FILE`). Or point --storage / PROMPTSVC_STORAGE_URL "
-    "at Redis."
+    "at the server's SQLite file, PostgreSQL or Redis."
 )
 _MEMORY_SIGNING = (
     "memory:// storage lives inside the server process, so this command cannot reach "
     "its signing keys. A memory:// server makes a new signing key each time it starts; "
-    "rotating keys while tokens stay valid needs Redis storage (--storage or "
-    "PROMPTSVC_STORAGE_URL)."
+    "rotating keys while tokens stay valid needs storage of its own: a SQLite file, "
+    "PostgreSQL or Redis (--storage or PROMPTSVC_STORAGE_URL)."
 )
 
 
 def register(subparsers: Any) -> None:
     """Add ``keys create|list|revoke`` and ``signing-keys rotate|list|retire``."""
     keys_parser = subparsers.add_parser(
-        "keys", help="manage API keys directly on Redis storage", description=_KEYS_HELP
+        "keys", help="manage API keys directly on storage", description=_KEYS_HELP
     )
     keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True)
 
@@ -96,7 +99,7 @@ def register(subparsers: Any) -> None:
     revoke.set_defaults(func=_command(_keys_revoke, _MEMORY_KEYS))
 
     users_parser = subparsers.add_parser(
-        "users", help="manage users (people) directly on Redis storage", description=_USERS_HELP
+        "users", help="manage users (people) directly on storage", description=_USERS_HELP
     )
     users_sub = users_parser.add_subparsers(dest="users_command", required=True)
 
@@ -146,7 +149,7 @@ def register(subparsers: Any) -> None:
     user_update.set_defaults(func=_command(_users_update, _MEMORY_USERS))
 
     signing = subparsers.add_parser(
-        "signing-keys", help="manage token signing keys on Redis", description=_SIGNING_HELP
+        "signing-keys", help="manage token signing keys on storage", description=_SIGNING_HELP
     )
     signing_sub = signing.add_subparsers(dest="signing_command", required=True)
 

@@ -82,6 +82,7 @@ class Change:
     notes: list[str] = field(default_factory=list)
     environment: str = "production"  # where --promote puts the file's version
     review: bool = False  # the environment is protected: apply opens a review instead
+    open_review: str | None = None  # such a review of this version is open already
     # With --promote: what it would break for callers of the version the environment
     # holds ([{variable, change, detail}], promptsvc/breaking.py), and that version.
     breaking: list[dict[str, str]] = field(default_factory=list)
@@ -124,6 +125,7 @@ class Change:
             "production_version": self.production_version,
             "environment": self.environment,
             "review": self.review,
+            "open_review": self.open_review,
             "breaking": self.breaking,
             "diff": self.diff(),
             "notes": self.notes,
@@ -194,6 +196,8 @@ def make_plan(
             environment=environment,
             review=review,
         )
+        if change.promote and review and latest is not None and not change.new_version:
+            change.open_review = _open_review_of(client, prompt.name, environment, latest)
         if change.promote and held is not None:
             number = latest["version"] if latest and not change.new_version else None
             if number is None:
@@ -207,6 +211,16 @@ def make_plan(
             )
         changes.append(change)
     return changes
+
+
+def _open_review_of(
+    client: ServiceClient, name: str, environment: str, version: dict[str, Any]
+) -> str | None:
+    """The id of the open review that would place ``version`` in ``environment``."""
+    for review in client.list_reviews(name, "open", environment):
+        if review["version"] == version["version"]:
+            return str(review["review_id"])
+    return None
 
 
 def _read(directory: Path) -> list[PromptFile]:

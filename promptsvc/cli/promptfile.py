@@ -46,6 +46,7 @@ from typing import Any
 
 from promptsvc.breaking import normal_examples
 from promptsvc.templating.contract import is_implied
+from promptsvc.templating.template import TemplateError, extract_variables, resolve_values
 
 SUFFIX = ".prompt"
 FENCE = "---"
@@ -227,12 +228,69 @@ def loads(text: str, path: Path) -> PromptFile:
     body = parser.body()
     if prompt_type == "chat":
         messages = parser.messages(body)
-        return PromptFile(
+        made = PromptFile(
             name, prompt_type, description, metadata, tags, messages=messages, **contract
         )
-    if not body:
-        raise PromptFileError(path, parser.body_line, "the content is empty")
-    return PromptFile(name, prompt_type, description, metadata, tags, text=body, **contract)
+    else:
+        if not body:
+            raise PromptFileError(path, parser.body_line, "the content is empty")
+        made = PromptFile(name, prompt_type, description, metadata, tags, text=body, **contract)
+    _check_contract(made, path, parser.key_lines)
+    return made
+
+
+_TYPES = ("string", "integer", "number", "boolean")
+
+
+def _check_contract(prompt: PromptFile, path: Path, lines: dict[str, int]) -> None:
+    """The contract and examples as the service checks them on creation, so that `plan`
+    names the file rather than `apply` meeting a 400 (the service checks again)."""
+    variables = extract_variables(prompt.content, prompt.prompt_type)
+    schema = prompt.variables_schema
+    if schema is not None:
+        line = lines.get("variables_schema", 1)
+        missing = [v for v in variables if v not in schema]
+        extra = [v for v in schema if v not in variables]
+        if missing or extra:
+            parts = [f"missing {', '.join(missing)}"] if missing else []
+            parts += [f"not in the content: {', '.join(extra)}"] if extra else []
+            raise PromptFileError(
+                path,
+                line,
+                f"variables_schema declares exactly the content's variables: {'; '.join(parts)}",
+            )
+        for variable, entry in schema.items():
+            if entry.get("type", "string") not in _TYPES:
+                raise PromptFileError(
+                    path,
+                    line,
+                    f"variables_schema.{variable}: type must be {', '.join(_TYPES[:-1])} or "
+                    f"{_TYPES[-1]}",
+                )
+    line = lines.get("examples", 1)
+    for index, example in enumerate(prompt.examples):
+        label = (
+            f"#{index}" if example.get("name") is None else f"#{index} ({_dump(example['name'])})"
+        )
+        values = example.get("variables")
+        if not isinstance(values, dict):
+            raise PromptFileError(path, line, f"example {label}: variables must be an object")
+        unknown = [key for key in values if key not in variables]
+        if unknown:
+            raise PromptFileError(
+                path, line, f"example {label}: '{unknown[0]}' is not a variable of the content"
+            )
+        try:
+            resolve_values(variables, schema, values)
+        except TemplateError as exc:
+            problem = exc.problems[0]
+            raise PromptFileError(
+                path, line, f"example {label}: '{problem.variable}': {problem.problem}"
+            ) from None
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def read(path: Path) -> PromptFile:

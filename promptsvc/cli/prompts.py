@@ -12,6 +12,7 @@ from typing import Any
 
 from promptsvc.breaking import plain_words
 from promptsvc.cli.commands import CommandError, add_command, expectation
+from promptsvc.cli.contract_lines import contract_lines
 from promptsvc.cli.output import (
     Painter,
     is_terminal,
@@ -274,7 +275,8 @@ def _print_version(version: dict[str, Any]) -> None:
     )
     if version["promoted_at"]:
         print(f"promoted: {time_cell(version['promoted_at'])} by {version['promoted_by']}")
-    print(f"variables: {', '.join(version['variables']) or '-'}")
+    for line in contract_lines(version):
+        print(line)
     print(f"tags: {', '.join(version['tags']) or '-'}")
     print(f"metadata: {json.dumps(version['metadata'], ensure_ascii=False, sort_keys=True)}")
     print()

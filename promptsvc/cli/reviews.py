@@ -98,13 +98,28 @@ def _approvals(review: dict[str, Any]) -> str:
     return f"{len(review['approvals'])}/{review['required_approvals']}"
 
 
+def _rollout(review: dict[str, Any]) -> str:
+    """The share of callers the approved version starts with; "-": all of them."""
+    percent = review.get("rollout_percent")
+    return "-" if percent is None else f"{percent}%"
+
+
 def list_command(client: ServiceClient, args: argparse.Namespace) -> int:
     reviews = client.list_reviews(args.prompt, args.status, args.environment)
     if args.json:
         print_json(reviews)
         return 0
     print_table(
-        ("review", "prompt", "version", "environment", "status", "approvals", "requested"),
+        (
+            "review",
+            "prompt",
+            "version",
+            "environment",
+            "status",
+            "approvals",
+            "requested",
+            "rollout",
+        ),
         [
             (
                 r["review_id"],
@@ -114,6 +129,7 @@ def list_command(client: ServiceClient, args: argparse.Namespace) -> int:
                 r["status"],
                 _approvals(r),
                 time_cell(r["requested_at"]),
+                _rollout(r),
             )
             for r in reviews
         ],
@@ -136,6 +152,11 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
     print(f"requested: {time_cell(review['requested_at'])} by {review['requested_by']}")
     if review["notes"]:
         print(f"notes: {review['notes']}")
+    if review.get("rollout_percent") is not None:
+        print(
+            f"once approved: a rollout of v{review['version']} to "
+            f"{review['rollout_percent']}% of callers, not a promotion"
+        )
     expected = review["expected_version"]
     print(
         f"expects {review['environment']} at {'none' if expected is None else f'v{expected}'};"
@@ -165,8 +186,8 @@ def decide_command(client: ServiceClient, args: argparse.Namespace) -> int:
         return 0
     verb = {"approve": "approved", "reject": "rejected", "cancel": "cancelled"}[args.decision]
     where = f"{review['prompt_name']} v{review['version']} -> {review['environment']}"
-    print(
-        f"{verb} {review['review_id']} ({where}): now {review['status']}, "
-        f"approvals {_approvals(review)}"
-    )
+    state = review["status"]
+    if state == "applied" and review.get("rollout_percent") is not None:
+        state = f"rolling out to {review['rollout_percent']}% of callers"
+    print(f"{verb} {review['review_id']} ({where}): now {state}, approvals {_approvals(review)}")
     return 0

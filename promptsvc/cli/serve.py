@@ -90,6 +90,23 @@ def redact(url: str) -> str:
     return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
+def first_step(storage_shown: str) -> str:
+    """What to do on storage without any org: make the first admin (or start so)."""
+    if storage_shown.lower().startswith("memory://"):
+        return (
+            "the storage is empty, and memory:// keeps nothing outside this process: "
+            "restart with --bootstrap FILE (an org, its keys and users; docs/deployment.md) "
+            "or --demo (sample data) to sign in"
+        )
+    return (
+        "the storage is empty: make the first org and its admin (the password is printed "
+        "once), then sign in to the console:\n"
+        f"  promptsvc users create --storage {storage_shown} --org ORG --username NAME "
+        '--role "Service Admin"\n'
+        "or restart with --demo (sample data) or --bootstrap FILE"
+    )
+
+
 def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -153,6 +170,8 @@ def serve_command(args: argparse.Namespace) -> int:
         print(demo.instructions(base_url, made, storage_shown))
     if restored is not None:
         print(f"restored from {args.restore}:\n{backup.describe(restored)}")
+    elif made is None and not storage.list_orgs():
+        print(first_step(storage_shown))
     print("Press Ctrl+C to stop.", flush=True)
     signal.signal(signal.SIGTERM, _stop)
     # Webhooks are delivered here, in a thread of this process (docs/deployment.md).

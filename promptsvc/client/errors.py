@@ -6,7 +6,7 @@ Exception tree::
     ├── AuthenticationError         401: bad credentials, or a token the API refused twice
     ├── PermissionDeniedError       403: the key's role does not allow the call
     ├── NotFoundError               404: no such prompt or version
-    │   └── NoProductionVersionError  404 on a production lookup
+    │   └── NoProductionVersionError  404: the prompt has no production version
     ├── ServerError                 5xx (after retries)
     ├── TransportError              no answer: refused, reset, timed out, time budget spent
     └── InvalidResponseError        an answer that is not what the API promises
@@ -57,7 +57,12 @@ class NotFoundError(PromptServiceError):
 
 
 class NoProductionVersionError(NotFoundError):
-    """404 on a production lookup: the prompt is missing or has no published version."""
+    """404 on a production lookup of a prompt that has no production version (a prompt
+    that does not exist is a plain NotFoundError)."""
+
+
+# The 404's ``reason`` that says so (docs/api.md section 9).
+NO_PRODUCTION_VERSION = "no_production_version"
 
 
 class ServerError(PromptServiceError):
@@ -104,7 +109,9 @@ def error_for_response(response: httpx.Response, *, production: bool = False) ->
             code = body["error"]
         if isinstance(body.get("message"), str):
             message = body["message"]
-    if status == 404 and production:
+    # Only a prompt that exists without a production version; a missing one is NotFound.
+    said = body.get("reason") if isinstance(body, dict) else None
+    if status == 404 and production and said == NO_PRODUCTION_VERSION:
         cls: type[PromptServiceError] = NoProductionVersionError
     elif status >= 500:
         cls = ServerError

@@ -21,7 +21,8 @@ import jwt
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from promptsvc.cli.api import CredentialsError, ServiceClient
+from promptsvc.cli.connection import CredentialsError
+from promptsvc.client.management import ServiceClient
 from promptsvc.client import AuthenticationError
 from promptsvc.client.auth import TokenProvider
 from promptsvc.client.flow import Flow, RetryPolicy

@@ -16,7 +16,8 @@ The check (:func:`breaking_changes`) compares a candidate with the version it wo
 replace, variable by variable:
 
 * ``newly_required``: required by the candidate, absent or optional before;
-* ``type_changed``: the type differs (whatever the two types are);
+* ``type_changed``: the type differs, unless an ``integer`` becomes a ``number`` (every
+  integer is a number: no caller breaks);
 * ``enum_narrowed``: the candidate has an enum that lacks a value allowed before, or
   has one where there was none (not reported for a variable whose type changed);
 * ``example_failed``: an example of the replaced version cannot be rendered with the
@@ -382,6 +383,10 @@ def _detail(kind: str, **values: object) -> str:
     return BREAKING_DETAILS[kind].format(**values)
 
 
+# Type changes that every old value passes (has_type): not breaking.
+WIDENINGS = frozenset({("integer", "number")})
+
+
 def breaking_changes(
     old: Contract,
     new: Contract,
@@ -405,8 +410,7 @@ def breaking_changes(
         if before is None:
             continue
         old_type, new_type = before.get("type", "string"), entry.get("type", "string")
-        if old_type != new_type:
-            detail = _detail("type_changed", old_type=old_type, new_type=new_type, **numbers)
+XX, old_type=old_type, new_type=new_type, **numbers)
             changes.append(BreakingChange(name, "type_changed", detail))
             continue
         enum, was = entry.get("enum"), before.get("enum")

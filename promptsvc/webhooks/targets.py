@@ -7,10 +7,10 @@ elsewhere between the check and the connection (DNS rebinding) gains nothing. Wi
 addresses are accepted, for tests and private networks.
 
 IPv6 addresses that carry an IPv4 address (IPv4-mapped ``::ffff:0:0/96``,
-IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo
-``2001::/32``) reach that IPv4 address through a translator or tunnel, so the IPv4
-address must be public too. The local-use NAT64 prefix ``64:ff9b:1::/48`` (RFC 8215)
-is never public, whatever it embeds.
+IPv4-translated ``::ffff:0:0:0/96`` (SIIT, RFC 2765), IPv4-compatible ``::/96``, NAT64
+``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo ``2001::/32``) reach that IPv4 address
+through a translator or tunnel, so the IPv4 address must be public too. The local-use
+NAT64 prefix ``64:ff9b:1::/48`` (RFC 8215) is never public, whatever it embeds.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
 IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+# The prefixes whose last 32 bits are the IPv4 address (the mapped one: ipv4_mapped).
+LOW32_PREFIXES = (NAT64, IPV4_COMPATIBLE, IPV4_TRANSLATED)
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
@@ -50,7 +53,7 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address
     found: list[ipaddress.IPv4Address] = []
     if address.ipv4_mapped is not None:
         found.append(address.ipv4_mapped)
-    if address in NAT64 or address in IPV4_COMPATIBLE:
+    if any(address in prefix for prefix in LOW32_PREFIXES):
         found.append(low32)
     if address.sixtofour is not None:
         found.append(address.sixtofour)

@@ -60,10 +60,20 @@ def is_sql_url(url: str) -> bool:
 def describe(url: str) -> str:
     """Where the data lives, for people: the file's absolute path, or the server and
     database (never the password)."""
+    path = sqlite_file(url)
+    if path is not None:
+        return f"SQLite file {path}"
     parsed = make_url(_normalize(url))
-    if parsed.get_backend_name() == "sqlite":
-        return f"SQLite file {os.path.abspath(parsed.database or '')}"
     return f"PostgreSQL database {parsed.database!r} on {parsed.host}:{parsed.port or 5432}"
+
+
+def sqlite_file(url: str) -> str | None:
+    """The absolute path of a SQLite URL's file (which may not exist yet); None for
+    PostgreSQL."""
+    parsed = make_url(_normalize(url))
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    return os.path.abspath(parsed.database or "")
 
 
 def _normalize(url: str) -> str:

@@ -25,7 +25,7 @@ from storage.records import (
 from storage.sql.core import Concern
 from storage.sql.read_lane import VERSION_WIDTH
 from storage.sql.rows import history_record, review_record, rollout_record
-from storage.sql.state import environment_named, of_prompt, with_candidate_id
+from storage.sql.state import MAX_NUMBER, environment_named, of_prompt, with_candidate_id
 from storage.sql.tables import history, reviews, rollouts, utc
 
 
@@ -38,7 +38,7 @@ class SqlReleaseReads(Concern):
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(history).where(of_prompt(history, prompt))
-            if before is not None:
+            if before is not None and before <= MAX_NUMBER:  # every row is below a larger one
                 statement = statement.where(history.c.position < before)
             rows = connection.execute(
                 statement.order_by(history.c.position.desc()).limit(limit)

@@ -81,7 +81,7 @@ class SqlVersions(Concern):
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(versions).where(of_prompt(versions, prompt))
-            if before is not None:
+            if before is not None and before <= MAX_NUMBER:  # every row is below a larger one
                 statement = statement.where(versions.c.version < before)
             if status is not None:
                 statement = statement.where(versions.c.status == status)

@@ -93,3 +93,57 @@ def test_docs_page_has_a_csp_without_inline_scripts_and_cannot_be_framed(api: An
         assert inline == [f' nonce="{nonces[0][7:-1]}"'], inline
     again = api.get("/docs", role=None).headers["Content-Security-Policy"]
     assert again != csp, "a fresh nonce for each page"
+
+
+def json_answers(api: Any, app: Flask) -> dict[str, Any]:
+    """One JSON answer of each part: the API (fast reads too), /v1, the realm's
+    endpoints, the documents and the operations endpoints, successes and errors."""
+    identity = app.extensions["identity"]
+    key, secret = identity.create_key("acme", SERVICE_READ)
+    realm = "/realms/acme/protocol/openid-connect"
+    credentials = {"account_id": "acme", "key_id": key.client_id, "key_secret": secret}
+    client_credentials = {
+        "grant_type": "client_credentials",
+        "client_id": key.client_id,
+        "client_secret": secret,
+    }
+    token = identity.issue_token("acme", key.client_id, secret)["access_token"]
+    made = {
+        name: response
+        for name, response in answers(api).items()
+        if response.mimetype == "application/json"
+    }
+    post = api.client.post
+    return made | {
+        "sdk token": post("/v1/auth/sdk-token", json=credentials),
+        "sdk token 401": post("/v1/auth/sdk-token", json={**credentials, "key_secret": "x"}),
+        "sdk token 400": post("/v1/auth/sdk-token", json={}),
+        "realm token": post(f"{realm}/token", data=client_credentials),
+        "realm token 401": post(
+            f"{realm}/token", data={**client_credentials, "client_secret": "x"}
+        ),
+        "realm token 400": post(f"{realm}/token", data={"grant_type": "nope"}),
+        "device code": post(f"{realm}/auth/device", data={"client_id": "promptsvc-cli"}),
+        "introspect": post(
+            f"{realm}/token/introspect", data={"token": token, **client_credentials}
+        ),
+        "certs": api.get(f"{realm}/certs", role=None),
+        "userinfo 401": api.get(f"{realm}/userinfo", role=None),
+        "readyz": api.get("/readyz", role=None),
+    }
+
+
+TOKEN_ANSWERS = ("sdk token", "realm token", "device code", "introspect")
+
+
+def test_every_json_answer_cannot_be_framed_or_leak_its_url(api: Any, app: Flask) -> None:
+    for name, response in json_answers(api, app).items():
+        assert response.mimetype == "application/json", (name, response.mimetype)
+        headers = response.headers
+        assert headers.getlist("X-Content-Type-Options") == ["nosniff"], name
+        assert headers.getlist("X-Frame-Options") == ["DENY"], name
+        assert headers.getlist("Referrer-Policy") == ["no-referrer"], name
+        if name in TOKEN_ANSWERS:
+            assert response.status_code == 200, (name, response.text[:300])
+        if name.split(" 4")[0] in TOKEN_ANSWERS:
+            assert headers["Cache-Control"] == "no-store", (name, response.status_code)

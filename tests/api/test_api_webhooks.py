@@ -80,6 +80,8 @@ def test_bad_bodies_are_400(api: Api, body: dict[str, object]) -> None:
         "https://169.254.169.254/latest/meta-data",  # link-local (cloud metadata)
         "https://[::1]/",
         "https://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
+        "https://[::ffff:0:7f00:1]/",  # IPv4-translated (SIIT) 127.0.0.1
+        "https://[::ffff:0:a9fe:a9fe]/",  # IPv4-translated 169.254.169.254
         # IPv6 forms that embed a non-public IPv4 address
         "https://[64:ff9b::a9fe:a9fe]/latest/meta-data",  # NAT64 of 169.254.169.254
         "https://[64:ff9b::7f00:1]/",  # NAT64 of 127.0.0.1
@@ -107,6 +109,7 @@ def test_unsafe_targets_are_refused_at_creation(api: Api, url: str) -> None:
     "url",
     [
         "https://[64:ff9b::5db8:d70e]/hooks",  # NAT64 of 93.184.215.14
+        "https://[::ffff:0:5db8:d70e]/",  # IPv4-translated 93.184.215.14
         "https://[2606:4700::6810:84e5]/",  # a public IPv6 address
     ],
 )

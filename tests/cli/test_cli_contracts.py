@@ -41,6 +41,15 @@ def test_a_contract_goes_from_file_to_service_and_back(
     assert version.variables_schema == SCHEMA
     assert [dict(e) for e in version.examples] == EXAMPLES
     assert cli("plan", tmp_path, "--promote").status == 0  # the service matches the file
+    shown = cli("prompts", "show", "order", "1")
+    assert shown.status == 0, shown.err
+    assert (
+        "variables:\n"
+        "  item: string, required: what was ordered\n"
+        '  tone: string, optional, one of "kind", "terse"\n'
+        "examples:\n"
+        '  #0 ("tea"): {"item": "tea", "tone": "terse"}\n'
+    ) in shown.out, shown.out
     pulled = tmp_path / "pulled"
     assert cli("pull", pulled).status == 0
     assert (pulled / "order.prompt").read_bytes() == (tmp_path / "order.prompt").read_bytes()

@@ -177,6 +177,35 @@ MALFORMED = [
     ('---\nexamples: {"variables": {}}\n---\nHi\n', 2, "examples must be a list of"),
     ("---\nexamples: [\n  1\n]\n---\nHi\n", 2, "examples must be a list of"),
     ('---\nexamples: [\n  {"variables": }\n]\n---\nHi\n', 3, "examples: not a JSON value"),
+    # The contract and the examples as the service will check them (before apply sends).
+    (
+        '---\nvariables_schema: {"nam": {"type": "string"}}\n---\nHi {{name}}\n',
+        2,
+        "variables_schema declares exactly the content's variables: missing name; not in the "
+        "content: nam",
+    ),
+    (
+        '---\nvariables_schema: {"name": {"type": "text"}}\n---\nHi {{name}}\n',
+        2,
+        "variables_schema.name: type must be string, integer, number or boolean",
+    ),
+    (
+        '---\nvariables_schema: {"name": {"type": "string"}}\nexamples: [\n  {"variables": {}}\n]'
+        "\n---\nHi {{name}}\n",
+        3,
+        "example #0: 'name': missing required variable",
+    ),
+    (
+        '---\nexamples: [\n  {"name": "x", "variables": {"who": "Ada"}}\n]\n---\nHi {{name}}\n',
+        2,
+        "example #0 (\"x\"): 'who' is not a variable of the content",
+    ),
+    (
+        '---\nvariables_schema: {"n": {"type": "integer"}}\nexamples: [{"variables": {"n": "3"}}]'
+        "\n---\nx{{n}}\n",
+        3,
+        "example #0: 'n': expected integer, got string",
+    ),
 ]
 
 

@@ -64,6 +64,8 @@ def test_promote_into_a_protected_environment_opens_a_review(
     # A key cannot approve; a signed-in person who did not write it can.
     refused = cli("reviews", "approve", review.review_id, env=key)
     assert refused.status == 1 and "only a person can approve" in refused.err
+    # The refusal says why in one line: no hint about roles, which are not the reason.
+    assert len(refused.err.splitlines()) == 1, refused.err
     ada = signed_in(service, tmp_path, "ada")
     approved = cli("reviews", "approve", review.review_id, "--comment", "ok", env=ada)
     assert approved.status == 0, approved.err
@@ -86,6 +88,29 @@ def test_promote_into_a_protected_environment_opens_a_review(
     body = _json(cli("prompts", "promote", "greeting", "3", "--env", "staging", "--json", env=key))
     cancelled = cli("reviews", "cancel", body["review"]["review_id"], env=key)
     assert cancelled.status == 0 and "now cancelled" in cancelled.out
+
+
+def test_a_review_of_a_rollout_shows_its_percent(
+    cli: Cli, service: CliService, staged: dict[str, Any], tmp_path: Path
+) -> None:
+    key = staged["key"]
+    service.storage.update_environment(ORG, "staging", required_approvals=0)
+    service.storage.promote(ORG, "greeting", "1", "x", environment="staging")
+    service.storage.update_environment(ORG, "staging", required_approvals=1)
+    opened = cli(
+        "rollout", "start", "greeting", "2", "--env", "staging", "--percent", "10", env=key
+    )
+    assert opened.status == 0, opened.err
+    review = service.storage.list_reviews(ORG).items[0]
+    assert review.rollout_percent == 10
+    listed = cli("reviews", "list", env=key)
+    assert [line.split("\t")[-1] for line in listed.out.splitlines()] == ["10%"]
+    shown = cli("reviews", "show", review.review_id, env=key)
+    assert "once approved: a rollout of v2 to 10% of callers, not a promotion" in shown.out
+    ada = signed_in(service, tmp_path, "ada")
+    approved = cli("reviews", "approve", review.review_id, env=ada)
+    assert approved.status == 0, approved.err
+    assert "now rolling out to 10% of callers" in approved.out, approved.out
 
 
 def test_promote_and_rollback_in_an_open_environment(
@@ -121,6 +146,16 @@ def test_apply_against_a_protected_environment_opens_reviews(
     assert (review.version, review.environment) == (3, "staging")
     assert f"? greeting: review {review.review_id} opened for v3 in staging" in applied.out
     assert "1 review(s) awaiting approval" in applied.out
+    # The plan now says the review is open, rather than proposing to open one.
+    replan = cli("plan", folder, "--promote", "--env", "staging", env=key)
+    assert (
+        f"= greeting: review {review.review_id} already open for v3 in staging "
+        "(staging is none)" in replan.out
+    ), replan.out
+    assert "open a review" not in replan.out and "review(s) to open" not in replan.out
+    assert "Nothing to apply: 1 review(s) already open, awaiting approval." in replan.out
+    planned = cli("plan", folder, "--promote", "--env", "staging", "--json", env=key)
+    assert json.loads(planned.out)["changes"][0]["open_review"] == review.review_id
     again = _json(cli("apply", folder, "--promote", "--env", "staging", "--json", env=key))
     assert again["actions"] == [
         {

@@ -54,17 +54,26 @@ def test_unknown_prompt_latest_is_not_found(make_client: MakeClient, service: Se
     assert "nope" in caught.value.message
 
 
-@pytest.mark.parametrize("name", ["unreleased", "nope"])
-def test_production_404_is_no_production_version(
-    make_client: MakeClient, service: Service, name: str
-) -> None:
+def test_production_404_is_no_production_version(make_client: MakeClient, service: Service) -> None:
     with pytest.raises(NoProductionVersionError) as caught:
-        make_client().get_prompt_version(name)
+        make_client().get_prompt_version("unreleased")
 
     assert isinstance(caught.value, NotFoundError)
     assert (caught.value.status, caught.value.code) == (404, "not_found")
-    assert name in caught.value.message
+    assert "unreleased" in caught.value.message
     assert len(service.api_calls()) == 1
+
+
+def test_production_404_of_a_missing_prompt_is_not_found(
+    make_client: MakeClient, service: Service
+) -> None:
+    """Not NoProductionVersionError: there is no prompt to have a production version."""
+    with pytest.raises(NotFoundError) as caught:
+        make_client().get_prompt_version("nope")
+
+    assert not isinstance(caught.value, NoProductionVersionError)
+    assert (caught.value.status, caught.value.code) == (404, "not_found")
+    assert "nope" in caught.value.message
 
 
 def test_5xx_is_retried_then_server_error(make_client: MakeClient, service: Service) -> None:

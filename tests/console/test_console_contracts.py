@@ -30,7 +30,7 @@ CONTENT = "Hi {{name}} ({{tone}}) x{{count}}"
 
 def _released(storage: Storage) -> None:
     """greeting: v1 in production with a declared contract and an example; v2, a draft
-    that makes ``tone`` required and narrows it, and makes ``count`` a number."""
+    that makes ``tone`` required and narrows it, and widens ``count`` to a number."""
     storage.create_prompt(ORG, "greeting")
     first = storage.create_version(
         ORG, "greeting", CONTENT, "someone",
@@ -178,19 +178,19 @@ def test_the_diff_says_what_breaks_in_plain_words(storage: Storage, console: Con
         "<code>tone</code> is now required; callers that do not send it will fail",
         "<code>tone</code> no longer accepts &#34;terse&#34; (only &#34;kind&#34;); callers "
         "that send it will fail",
-        "<code>count</code> is now a number, not an integer; callers that send an integer "
-        "will fail",
         "example #0 (&#34;rude&#34;) of the current version no longer renders "
         "(<code>tone</code>: &#34;terse&#34; is not one of &#34;kind&#34;); callers that send "
         "the same values will fail",
     ]
     # The contract's changes, entry by entry, in words.
     assert "string, optional, one of &#34;kind&#34;, &#34;terse&#34;</span> → " in page
-    # The other way round only the type change breaks (a number is not an integer).
+    # An integer widened to a number breaks nothing (every integer is a number); the
+    # other way round only numbers that are not whole fail.
     back = console("reader").get("/console/prompts/greeting/diff?from=2&to=1").text
     box = back.split('id="breaking"')[1].split("</section>")[0]
     assert [item.split("</li>")[0] for item in box.split("<li>")[1:]] == [
-        "<code>count</code> is now an integer, not a number; callers that send a number will fail"
+        "<code>count</code> is now an integer, not a number; callers that send a number that "
+        "is not whole (such as 1.5) will fail"
     ]
     same = console("reader").get("/console/prompts/greeting/diff?from=1&to=1").text
     assert 'id="breaking"' not in same

@@ -70,7 +70,7 @@ def test_a_rollout_from_five_percent_to_everyone(page: Page, server: Server) -> 
     # The promote page with a percent starts a rollout instead of a promotion.
     page.open("/console/prompts/greeting/versions/2/promote")
     page.fill("rollout_percent", "5")
-    page.photo("20-start-rollout")
+    page.photo("22-start-rollout")
     page.click("Start rollout")
     assert "Rollout started: v2 goes to 5% of production's callers" in page.text()
     panel = page.find("#rollouts")
@@ -94,12 +94,12 @@ def test_a_rollout_from_five_percent_to_everyone(page: Page, server: Server) -> 
             page.click(f"{step}%", kind="button")
             assert f"v2 now reaches {step}% of production's callers" in page.text()
             page.wait.until(lambda _, step=step: served(int(step)))  # within the wait's 10 s
-        page.photo("21-rollout-panel")
+        page.photo("23-rollout-panel")
 
         page.click("Complete: v2 for everyone…")
         assert "Complete the rollout: v2 for every caller of production?" in page.text()
         page.fill("notes", "Good numbers at 50%")
-        page.photo("22-complete-rollout")
+        page.photo("24-complete-rollout")
         page.click("Complete: v2 for everyone", kind="button")
         assert "Rollout completed: v2 is production's version for every caller." in page.text()
         assert not page.driver.find_elements(page.by.CSS_SELECTOR, "#rollouts")

@@ -276,3 +276,27 @@ def test_readme_command_lines_work_right_after_the_printed_steps(demo_server: Se
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
+
+
+def test_serve_on_empty_storage_says_how_to_make_the_first_admin(tmp_path: Path) -> None:
+    """A newcomer's first `promptsvc serve` (no --demo) on a new SQLite file: the next
+    step is printed, and it works."""
+    port, database = free_port(), tmp_path / "fresh.db"
+    storage = f"sqlite:///{database}"
+    command = promptsvc_command("serve", "--port", str(port), "--storage", storage)
+    with Server(command, port) as server:
+        out = server.stdout
+        step = (
+            f"promptsvc users create --storage {storage} --org ORG --username NAME "
+            '--role "Service Admin"'
+        )
+        assert "the storage is empty" in out and step in out, out
+        made = subprocess.run(
+            promptsvc_command(*shlex.split(step.replace("ORG", "acme").replace("NAME", "ada"))[1:]),
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        assert json.loads(made.stdout)["username"] == "ada"
+    # With an org in it, the step is no longer printed.
+    with Server(command, port) as server:
+        assert "the storage is empty" not in server.stdout

@@ -6,7 +6,7 @@
  * ├── AuthenticationError         401: bad credentials, or a token the API refused twice
  * ├── PermissionDeniedError       403: the key's role does not allow the call
  * ├── NotFoundError               404: no such prompt, version or environment
- * │   └── NoProductionVersionError  404 on a production read
+ * │   └── NoProductionVersionError  404: the prompt has no production version
  * ├── ServerError                 5xx (after retries)
  * ├── TransportError              no answer: refused, reset, timed out, time budget spent
  * └── InvalidResponseError        an answer that is not what the API promises
@@ -59,7 +59,10 @@ export class NotFoundError extends PromptServiceError {
   override name = "NotFoundError";
 }
 
-/** 404 on a production read: the prompt is missing or has no published version. */
+/**
+ * 404 on a production read of a prompt that has no production version (a prompt that
+ * does not exist is a plain NotFoundError).
+ */
 export class NoProductionVersionError extends NotFoundError {
   override name = "NoProductionVersionError";
 }
@@ -130,6 +133,9 @@ export function jsonOf(answer: Answer): unknown {
   }
 }
 
+/** The 404's `reason` for a prompt without a production version (docs/api.md section 9). */
+export const NO_PRODUCTION_VERSION = "no_production_version";
+
 /** The error for a non-success answer; `production` marks a production read. */
 export function errorForAnswer(answer: Answer, production = false): PromptServiceError {
   const { status } = answer;
@@ -142,7 +148,9 @@ export function errorForAnswer(answer: Answer, production = false): PromptServic
     if (typeof body["message"] === "string") message = body["message"];
   }
   let cls: typeof PromptServiceError;
-  if (status === 404 && production) cls = NoProductionVersionError;
+  // Only a prompt that exists without a production version; a missing one is NotFound.
+  const reason = isRecord(body) ? body["reason"] : undefined;
+  if (status === 404 && production && reason === NO_PRODUCTION_VERSION) cls = NoProductionVersionError;
   else if (status >= 500) cls = ServerError;
   else cls = BY_STATUS[status] ?? PromptServiceError;
   return new cls(message, { status, code, requestId: requestIdOf(answer) });

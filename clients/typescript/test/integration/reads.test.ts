@@ -196,6 +196,9 @@ describe("errors", () => {
     assert.equal(missing.code, "not_found");
     assert.match(missing.message, /nope/);
     assert.match(missing.requestId ?? "", UUID);
+    // Production of a prompt that does not exist: not found, not "no production version".
+    const gone = await c.getPromptVersion("nope").catch((e: unknown) => e);
+    assert.ok(gone instanceof NotFoundError && !(gone instanceof NoProductionVersionError));
     const unreleased = await c.getPromptVersion("unreleased").catch((e: unknown) => e);
     assert.ok(unreleased instanceof NoProductionVersionError);
     assert.match(unreleased.message, /unreleased/);

@@ -278,7 +278,14 @@ describe("failures", () => {
     const { service, client } = setup({ maxRetries: 0 });
     const cases: Array<[Response, new (...a: never[]) => PromptServiceError]> = [
       [error(403, "forbidden", "forbidden"), PermissionDeniedError],
-      [error(404, "not_found", "prompt 'greeting' not found"), NoProductionVersionError],
+      [error(404, "not_found", "prompt 'greeting' not found"), NotFoundError],
+      [
+        Response.json(
+          { code: "not_found", message: "prompt 'greeting' has no production version", error: "not_found", reason: "no_production_version" },
+          { status: 404 },
+        ),
+        NoProductionVersionError,
+      ],
       [error(500, "internal_server_error", "boom"), ServerError],
       [error(429, "too_many_requests", "slow down"), PromptServiceError],
       [new Response("<html>", { status: 502, statusText: "Bad Gateway" }), ServerError],
@@ -362,7 +369,7 @@ describe("stale-if-error and fallback", () => {
     await other.client.getPromptVersion("greeting");
     other.clock.advance(11);
     other.service.bodies.delete("greeting/production");
-    await assert.rejects(other.client.getPromptVersion("greeting"), NoProductionVersionError);
+    await assert.rejects(other.client.getPromptVersion("greeting"), NotFoundError);
   });
 
   test("fallback is served when nothing is cached and the service cannot answer; never cached", async () => {
