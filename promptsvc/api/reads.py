@@ -40,8 +40,8 @@ from identity.roles import SERVICE_READ
 from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
-from promptsvc.rollout import assign
 from promptsvc.request_guard import check_query
+from promptsvc.rollout import assign
 from storage import InRollout, PromptVersion
 from storage.memo import Memo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from promptsvc.templates import is_implied
+from promptsvc.templating.contract import is_implied
 
 
 def contract_lines(version: dict[str, Any]) -> list[str]:

@@ -7,7 +7,8 @@ Modules: :mod:`~promptsvc.mcp.service` (the calls made on the service),
 (the tools), :mod:`~promptsvc.mcp.server` (the SDK's server, notifications, stdio),
 :mod:`~promptsvc.mcp.http` (Streamable HTTP) and :mod:`~promptsvc.mcp.auth` (its
 callers' tokens). It talks to the service only through the SDK and its management
-client (promptsvc.client.management, the command line's too), so it runs in an install without the server's dependencies.
+client (promptsvc.client.management, the command line's too), so it runs in an install
+without the server's dependencies.
 """
 
 from __future__ import annotations

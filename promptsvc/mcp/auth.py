@@ -22,10 +22,10 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
 from promptsvc.cli.connection import CredentialsError
-from promptsvc.client.management import ServiceClient
 from promptsvc.client import AuthenticationError
 from promptsvc.client.auth import TokenProvider
 from promptsvc.client.flow import Flow, RetryPolicy
+from promptsvc.client.management import ServiceClient
 
 AUDIENCE = "promptsvc"
 ALGORITHMS = ["RS256"]

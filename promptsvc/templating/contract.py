@@ -410,7 +410,8 @@ def breaking_changes(
         if before is None:
             continue
         old_type, new_type = before.get("type", "string"), entry.get("type", "string")
-XX, old_type=old_type, new_type=new_type, **numbers)
+        if old_type != new_type and (old_type, new_type) not in WIDENINGS:
+            detail = _detail("type_changed", old_type=old_type, new_type=new_type, **numbers)
             changes.append(BreakingChange(name, "type_changed", detail))
             continue
         enum, was = entry.get("enum"), before.get("enum")
