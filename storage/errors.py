@@ -14,7 +14,7 @@
     │   ├── NothingInEnvironment  (a prompt without a version in an environment)
     │   ├── ReviewNotFound
     │   └── RolloutNotFound
-    ├── Conflict                  -> 409
+    ├── Conflict                  -> 409, with ``reason`` (CONTRACT section 24) and extras()
     │   ├── PromptExists
     │   ├── ApiKeyExists
     │   ├── UserExists
@@ -23,7 +23,8 @@
     │   ├── RefreshTokenReused    (a used refresh token again: its family is revoked)
     │   ├── OrgNotEmpty           (a restore into an org that has data)
     │   ├── LifecycleError        (a transition the rules forbid)
-    │   │   └── NoRollbackTarget
+    │   │   ├── NoRollbackTarget
+    │   │   └── VersionFrozen     (changing a version that was placed or reviewed)
     │   ├── ProductionChanged     (a guarded promotion or rollback whose expected
     │   │                          version is not the environment's current one)
     │   │   └── ReviewStale       (the last approval found the environment moved)
@@ -35,7 +36,8 @@
     │   ├── RolloutInProgress     (a second rollout, or a change a rollout blocks)
     │   └── BreakingPromotion     (a promotion that breaks the variable contract,
     │                              not acknowledged with allow_breaking)
-    ├── ReviewForbidden           -> 403 (the requester or the author approving)
+    ├── ReviewForbidden           -> 403 (the requester, an author or their key's owner,
+    │                              or a disabled or demoted user, deciding)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     │   └── ContractInvalid       (a variables_schema or examples against the rules)
     └── StorageUnavailable        -> 503 (the backend does not answer)
@@ -44,7 +46,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from storage.records import BreakingChange
@@ -90,11 +92,20 @@ class WebhookNotFound(NotFound):
 
 
 class Conflict(StorageError):
-    pass
+    """A change refused because of what is stored. ``reason`` is one word a client
+    branches on (the table of CONTRACT section 24); :meth:`extras` the fields the
+    answer adds for it."""
+
+    reason: str = "conflict"
+
+    def extras(self) -> dict[str, Any]:
+        return {}
 
 
 class TooManyWebhooks(Conflict):
     """The org has as many webhooks as it may (storage.interface.MAX_WEBHOOKS)."""
+
+    reason = "limit"
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"an org has at most {limit} webhooks; delete one before adding another")
@@ -102,12 +113,16 @@ class TooManyWebhooks(Conflict):
 
 
 class PromptExists(Conflict):
+    reason = "exists"
+
     def __init__(self, name: str) -> None:
         super().__init__(f"prompt '{name}' already exists")
         self.name = name
 
 
 class ApiKeyExists(Conflict):
+    reason = "exists"
+
     def __init__(self, client_id: str) -> None:
         super().__init__(f"API key '{client_id}' already exists")
         self.client_id = client_id
@@ -120,6 +135,8 @@ class UserNotFound(NotFound):
 
 
 class UserExists(Conflict):
+    reason = "exists"
+
     def __init__(self, username: str) -> None:
         super().__init__(f"user '{username}' already exists")
         self.username = username
@@ -131,6 +148,8 @@ class SessionNotFound(NotFound):
 
 class DeviceCodeExists(Conflict):
     """The device code or the user code is in use already: make new ones."""
+
+    reason = "exists"
 
 
 class DeviceAlreadyDecided(Conflict):
@@ -147,6 +166,8 @@ class RefreshTokenReused(Conflict):
 
 
 class OrgNotEmpty(Conflict):
+    reason = "exists"
+
     def __init__(self, org: str) -> None:
         super().__init__(
             f"org '{org}' is not empty (it has prompts, API keys or users): "
@@ -156,7 +177,25 @@ class OrgNotEmpty(Conflict):
 
 
 class LifecycleError(Conflict):
-    """A transition the lifecycle rules (storage/lifecycle.py) forbid; the message says which."""
+    """A transition the release rules (storage/release) forbid; the message says which.
+    ``reason`` (CONTRACT section 24): ``status`` (then ``status`` is the version's),
+    ``already_there``, ``no_baseline``, ``builtin``, or a subclass's own."""
+
+    def __init__(self, message: str, reason: str = "status", status: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status = status
+
+    def extras(self) -> dict[str, Any]:
+        return {"status": self.status} if self.reason == "status" else {}
+
+
+class VersionFrozen(LifecycleError):
+    """An edit of a version that has been placed, been a rollout's candidate or
+    baseline, or is named by an open review (CONTRACT section 30)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "frozen")
 
 
 class ProductionChanged(Conflict):
@@ -182,6 +221,14 @@ class ProductionChanged(Conflict):
         self.current = current
         self.environment = environment
 
+    reason: str = "version_changed"
+
+    def extras(self) -> dict[str, Any]:
+        extras: dict[str, Any] = {"current_version": self.current}
+        if self.environment == "production":
+            extras["current_production_version"] = self.current
+        return extras
+
 
 class ReviewStale(ProductionChanged):
     """The last approval of a review found its environment holding another version than
@@ -200,6 +247,11 @@ class ReviewStale(ProductionChanged):
         self.args = (f"review {review_id} is stale: {self.args[0]}",)
         self.review_id = review_id
 
+    reason = "review_stale"
+
+    def extras(self) -> dict[str, Any]:
+        return {**super().extras(), "review_id": self.review_id}
+
 
 class EnvironmentNotFound(NotFound):
     def __init__(self, name: str) -> None:
@@ -215,6 +267,8 @@ class NothingInEnvironment(NotFound):
 
 
 class EnvironmentExists(Conflict):
+    reason = "exists"
+
     def __init__(self, name: str) -> None:
         super().__init__(f"environment '{name}' already exists")
         self.name = name
@@ -222,6 +276,8 @@ class EnvironmentExists(Conflict):
 
 class ReviewRequired(Conflict):
     """A direct promotion into a protected environment: open a review instead."""
+
+    reason = "review_required"
 
     def __init__(self, environment: str, required_approvals: int) -> None:
         super().__init__(
@@ -244,6 +300,11 @@ class ReviewExists(Conflict):
         super().__init__(f"review {review_id} of this version and environment is open already")
         self.review_id = review_id
 
+    reason = "review_open"
+
+    def extras(self) -> dict[str, Any]:
+        return {"review_id": self.review_id}
+
 
 class ReviewClosed(Conflict):
     def __init__(self, review_id: str, status: str) -> None:
@@ -251,11 +312,21 @@ class ReviewClosed(Conflict):
         self.review_id = review_id
         self.status = status
 
+    reason = "review_decided"
+
+    def extras(self) -> dict[str, Any]:
+        return {"review_id": self.review_id}
+
 
 class AlreadyApproved(Conflict):
     def __init__(self, review_id: str) -> None:
         super().__init__(f"you have approved review {review_id} already")
         self.review_id = review_id
+
+    reason = "review_decided"
+
+    def extras(self) -> dict[str, Any]:
+        return {"review_id": self.review_id}
 
 
 class ReviewForbidden(StorageError):
@@ -263,12 +334,14 @@ class ReviewForbidden(StorageError):
 
 
 class NoRollbackTarget(LifecycleError):
-    """A rollback with nothing to roll back to; ``reason`` says why (the reasons and
-    their messages: storage/lifecycle.py)."""
+    """A rollback with nothing to roll back to; ``why`` says which case (the cases and
+    their messages: storage/lifecycle.py ROLLBACK_REFUSALS). Its ``reason``:
+    ``already_there`` when the target is what the environment holds, else
+    ``nothing_to_roll_back``."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+    def __init__(self, why: str, message: str) -> None:
+        super().__init__(message, "already_there" if why == "current" else "nothing_to_roll_back")
+        self.why = why
 
 
 class RolloutNotFound(NotFound):
@@ -288,6 +361,11 @@ class RolloutInProgress(Conflict):
     def __init__(self, message: str, rollout_id: str) -> None:
         super().__init__(message)
         self.rollout_id = rollout_id
+
+    reason = "rollout_running"
+
+    def extras(self) -> dict[str, Any]:
+        return {"rollout_id": self.rollout_id}
 
 
 class InvalidInput(StorageError):
@@ -326,3 +404,8 @@ class BreakingPromotion(Conflict):
         self.prompt_ref = prompt_ref
         self.environment = environment
         self.changes = tuple(changes)
+
+    reason = "breaking_change"
+
+    def extras(self) -> dict[str, Any]:
+        return {"changes": [change.to_json() for change in self.changes]}

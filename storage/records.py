@@ -106,6 +106,12 @@ class PromptVersion:
     # default?, enum?}}), None when none was: then every variable is a required string.
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
+    # Stored, never shown. Once placed in an environment, or a rollout's candidate or
+    # baseline, its content never changes again (storage/release, CONTRACT section 30).
+    frozen: bool = False
+    # Who wrote it: the identities that created or edited it and the people they count
+    # as (a key's owner); none of them may approve a review of it.
+    authors: tuple[str, ...] = ()
 
     @property
     def is_production(self) -> bool:
@@ -312,7 +318,8 @@ class Review:
 
     ``expected_version`` is what the environment held at the request: the promotion
     applies only while it still does. ``version_author`` (the version's ``created_by``)
-    may not approve; it is kept for that rule and never shown.
+    and ``requested_by_person`` may not approve; they are kept for that rule and never
+    shown.
     """
 
     review_id: str  # "rv_..."
@@ -338,6 +345,11 @@ class Review:
     allow_breaking: bool = False
     # The promotion check against what the environment held at the request.
     breaking: tuple[BreakingChange, ...] = ()
+    # storage.release.content_digest of the version at the request: what an approval
+    # applies ("" for a review kept from before digests).
+    content_digest: str = ""
+    # The person the requester counts as (a user's own id, a key's owner; None: none).
+    requested_by_person: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -360,6 +372,7 @@ class Review:
             "rollout_percent": self.rollout_percent,
             "allow_breaking": self.allow_breaking,
             "breaking": [change.to_json() for change in self.breaking],
+            "content_digest": self.content_digest,
         }
 
 

@@ -2,19 +2,18 @@
 
 Views and helpers raise; :func:`error_response_for` turns what they raise into
 ``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
-``errors``; a 409 of a guarded promotion or rollback adds ``current_production_version``).
+``errors``; a 409 adds ``reason`` and the fields of that reason, CONTRACT section 24).
 Flask calls it as the app's error handler (:func:`register_error_handlers`),
 promptsvc.api.reads for the read endpoints. Sources mapped here:
 
 * :class:`ApiError` and its subclasses (raised by the API itself);
 * promptsvc.errors.Forbidden: 403 (a valid token whose role is too low), the role
   needed in ``WWW-Authenticate``;
-* ``storage`` errors: NotFound 404, Conflict 409 (ProductionChanged and ReviewStale
-  with the environment's current version, ReviewExists with the open review's id,
-  ReviewRequired with the code ``review_required``, BreakingPromotion with the code
-  ``breaking_change`` and its ``changes``, RolloutInProgress with the rollout's id),
-  ReviewForbidden 403 (the message says why), InvalidInput 400 (ContractInvalid with
-  ``errors`` by variable or example), StorageUnavailable 503;
+* ``storage`` errors: NotFound 404, Conflict 409 with its ``reason`` and the fields
+  it adds (storage/errors.py ``extras``; ReviewRequired and BreakingPromotion with
+  their reason as the code too), ReviewForbidden 403 (the message says why),
+  InvalidInput 400 (ContractInvalid with ``errors`` by variable or example),
+  StorageUnavailable 503;
 * promptsvc.webhooks.targets.UnsafeTarget: 400 (a webhook URL that may not be a target);
 * promptsvc.events.Saturated: 503 with ``Retry-After`` (the process holds as many event
   streams as it may); promptsvc.events.OverCap: 429 with ``Retry-After`` (the token's
@@ -47,18 +46,11 @@ from promptsvc.events import OverCap, Saturated
 from promptsvc.http import json_response
 from promptsvc.webhooks.targets import UnsafeTarget
 from storage import (
-    PRODUCTION,
-    BreakingPromotion,
     Conflict,
     ContractInvalid,
     InvalidInput,
     NotFound,
-    ProductionChanged,
-    ReviewExists,
     ReviewForbidden,
-    ReviewRequired,
-    ReviewStale,
-    RolloutInProgress,
     StorageError,
     StorageUnavailable,
 )
@@ -79,12 +71,9 @@ CODES: dict[int, str] = {
     500: "internal_server_error",
     503: "service_unavailable",
 }
-# A direct promotion into a protected environment: 409 with a code of its own, so a
-# client (the CLI's apply) can open a review instead.
-REVIEW_REQUIRED = "review_required"
-# A promotion the promotion check refuses: 409 with the changes, so a client can show
-# them and ask for allow_breaking.
-BREAKING_CHANGE = "breaking_change"
+# Conflicts whose reason is their code too (sections 18 and 19): a direct promotion
+# into a protected environment, and a promotion the promotion check refuses.
+OWN_CODES: tuple[str, ...] = ("review_required", "breaking_change")
 
 
 class ApiError(Exception):
@@ -158,26 +147,13 @@ def _handle_forbidden(exc: Forbidden) -> Response:
 def _handle_storage_error(exc: StorageError) -> Response:
     if isinstance(exc, NotFound):
         return error_response(404, str(exc))
-    if isinstance(exc, ProductionChanged):
-        extra: dict[str, Any] = {"current_version": exc.current}
-        if exc.environment == PRODUCTION:
-            extra["current_production_version"] = exc.current
-        if isinstance(exc, ReviewStale):
-            extra["review_id"] = exc.review_id
-        return error_response(409, str(exc), extra=extra)
-    if isinstance(exc, ReviewExists):
-        return error_response(409, str(exc), extra={"review_id": exc.review_id})
-    if isinstance(exc, ReviewRequired):
-        return error_response(409, str(exc), code=REVIEW_REQUIRED)
-    if isinstance(exc, RolloutInProgress):
-        return error_response(409, str(exc), extra={"rollout_id": exc.rollout_id})
-    if isinstance(exc, BreakingPromotion):
-        changes = [change.to_json() for change in exc.changes]
-        return error_response(409, str(exc), code=BREAKING_CHANGE, extra={"changes": changes})
     if isinstance(exc, ReviewForbidden):
         return error_response(403, str(exc))
     if isinstance(exc, Conflict):
-        return error_response(409, str(exc))
+        # review_required and breaking_change are codes of their own too.
+        code = exc.reason if exc.reason in OWN_CODES else None
+        extra = {"reason": exc.reason, **exc.extras()}
+        return error_response(409, str(exc), code=code, extra=extra)
     if isinstance(exc, ContractInvalid):
         return error_response(400, str(exc), errors=exc.problems)
     if isinstance(exc, InvalidInput):

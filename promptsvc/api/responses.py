@@ -239,6 +239,9 @@ class ReviewSchema(Schema):
             "request; checked again when the review is applied"
         },
     )
+    content_digest = fields.String(
+        metadata={"description": "sha256 (hex) of the version's content as requested (api.md)"}
+    )
 
 
 class ReviewPageSchema(Schema):
@@ -517,6 +520,10 @@ class ErrorSchema(Schema):
         values=fields.List(fields.String()),
         metadata={"description": "400 only: messages per invalid field"},
     )
+    reason = fields.String(
+        metadata={"description": "409 only: why, one word (docs/api.md)", "example": "frozen"}
+    )
+    status = fields.String(metadata={"description": "409 reason status: the version's status"})
     current_production_version = fields.Integer(
         allow_none=True,
         metadata={

@@ -31,6 +31,7 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.release import content_digest
 
 
 class MemoryReleases(MemoryPromotion, ReleaseStore):
@@ -178,6 +179,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 version_author=version.created_by,
                 allow_breaking=allow_breaking,
                 breaking=tuple(changes),
+                content_digest=content_digest(version),
             )
             org_state.review_counter += 1
             org_state.reviews[review.review_id] = review

@@ -35,6 +35,7 @@ def assert_conflict(r: Any, current: int | None) -> None:
         "code": "conflict",
         "error": "conflict",
         "message": r.json["message"],
+        "reason": "version_changed",
         "current_production_version": current,
         "current_version": current,
     }

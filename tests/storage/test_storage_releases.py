@@ -173,7 +173,7 @@ def test_a_second_rollback_walks_further_back(storage: Storage, ids: list[str]) 
     before = unchanged(storage)
     with pytest.raises(NoRollbackTarget) as caught:
         storage.rollback(ORG, "greeting", USER)
-    assert caught.value.reason == "first" and unchanged(storage) == before
+    assert caught.value.why == "first" and unchanged(storage) == before
     # Named, a version rolled back from is production again; the walk goes on from it.
     assert storage.rollback(ORG, "greeting", USER, to_version=4).version.version == 4
     assert storage.previous_production(ORG, "greeting") == 1
@@ -274,7 +274,7 @@ def test_rollback_refusals_change_nothing(
     before = unchanged(storage)
     with pytest.raises(NoRollbackTarget, match=words) as caught:
         storage.rollback(ORG, "greeting", USER, **kwargs)
-    assert caught.value.reason == reason
+    assert caught.value.why == reason
     assert isinstance(caught.value, LifecycleError)  # a 409 like every lifecycle refusal
     assert unchanged(storage) == before
 
@@ -285,10 +285,10 @@ def test_rollback_to_a_deleted_version(storage: Storage, ids: list[str]) -> None
     before = unchanged(storage)
     with pytest.raises(NoRollbackTarget, match="version 2, production before version 3") as c:
         storage.rollback(ORG, "greeting", USER)
-    assert c.value.reason == "deleted"
+    assert c.value.why == "deleted"
     with pytest.raises(NoRollbackTarget, match="does not exist") as c:
         storage.rollback(ORG, "greeting", USER, to_version=2)
-    assert c.value.reason == "missing"
+    assert c.value.why == "missing"
     assert unchanged(storage) == before
     # Version 1, production earlier still, can be named.
     assert storage.rollback(ORG, "greeting", USER, to_version=1).record.previous_version == 3

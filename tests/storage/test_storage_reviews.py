@@ -3,6 +3,8 @@ last approval, guarded by what the environment held at the request."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from storage import (
@@ -65,6 +67,10 @@ def test_request_opens_a_review(prompt: Storage, clock: FakeClock) -> None:
         "rollout_percent": None,
         "allow_breaking": False,
         "breaking": [],
+        # docs/api.md's serialization of version 2 ("c1", nothing declared)
+        "content_digest": hashlib.sha256(
+            b'{"config":null,"content":"c1","examples":[],"variables_schema":null}'
+        ).hexdigest(),
     }
     assert prompt.get_review(ORG, review.review_id) == review
     by_version_id = prompt.request_review(ORG, "greeting", version.version_id, "staging", REQUESTER)
