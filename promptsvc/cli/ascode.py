@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import contract_of, plain_words
-from promptsvc.cli.api import ProductionMoved, ReviewOpen, ServiceClient
+from promptsvc.cli.api import EXISTS, STATUS, ProductionMoved, ReviewOpen, ServiceClient, refused
 from promptsvc.cli.commands import BreakingRefused, CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
 from promptsvc.cli.planning import Change, file_contract, make_plan, same_state
@@ -298,7 +298,7 @@ def _apply_one(
             applied.record(name, "create_prompt", prompt_type=prompt.prompt_type)
             say(f"+ {name}: created {prompt.prompt_type} prompt")
         except PromptServiceError as exc:
-            if exc.status != 409:
+            if not refused(exc, EXISTS):
                 raise
             # Created meanwhile (another run): go on with it if its type is the file's.
             found = client.get_prompt(name)
@@ -322,7 +322,7 @@ def _apply_one(
             applied.record(name, "unarchive", version=target["version"])
             say(f"~ {name}: unarchived v{target['version']} to promote it")
         except PromptServiceError as exc:
-            if exc.status != 409:
+            if not refused(exc, STATUS):  # unarchived (or promoted) meanwhile
                 raise
     if change.review:
         _open_review(client, name, target, env, notes, applied, say, allow_breaking)
@@ -424,7 +424,7 @@ def _create_version(
     try:
         client.delete_version(name, created["version_id"])
     except PromptServiceError as exc:
-        if exc.status == 409:  # promoted meanwhile by someone: it stays, and is the one
+        if refused(exc, STATUS):  # promoted meanwhile by someone: it stays, and is the one
             return client.get_version(name, created["version_id"])
         if exc.status != 404:
             raise

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from promptsvc.breaking import plain_words
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
+from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient, refused
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import (
     Painter,
@@ -398,7 +398,7 @@ def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
             allow_breaking=args.allow_breaking,
         )
     except PromptServiceError as exc:
-        if exc.code != REVIEW_REQUIRED:
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         return review_instead(client, args)
     return _released(result, args, "promoted")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ServiceClient
+from promptsvc.cli.api import REVIEW_REQUIRED, UNGUARDED, ServiceClient, refused
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
 from promptsvc.cli.prompts import review_instead
@@ -193,7 +193,7 @@ def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
             allow_breaking=args.allow_breaking,
         )
     except PromptServiceError as exc:
-        if exc.code != REVIEW_REQUIRED:
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         return review_instead(client, args, args.percent)
     if args.json:

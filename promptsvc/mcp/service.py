@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from promptsvc.cli.api import ServiceClient
+from promptsvc.cli.api import REVIEW_REQUIRED, ServiceClient, refused
 from promptsvc.client import NotFoundError, PromptServiceError
 
 PRODUCTION = "production"
@@ -121,7 +121,7 @@ def request_promotion(
     try:
         promoted: dict[str, Any] = client.call("POST", path, body=body)
     except PromptServiceError as exc:
-        if exc.code != "review_required":
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         review_body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp import types
 
-from promptsvc.cli.api import ServiceClient
+from promptsvc.cli.api import Refused, ServiceClient
 from promptsvc.client import PromptServiceError
 from promptsvc.mcp import service
 
@@ -143,6 +143,7 @@ def call(
     except PromptServiceError as exc:
         error = {
             "code": exc.code,
+            "reason": exc.reason if isinstance(exc, Refused) else None,
             "message": exc.message,
             "status": exc.status,
             "request_id": exc.request_id,
