@@ -43,6 +43,7 @@ from storage import (
     decode_number_cursor,
     lifecycle,
 )
+from storage.release.digest import content_digest
 
 bp = Blueprint("reviews", __name__)
 
@@ -158,7 +159,9 @@ def _compared(review: Review) -> dict[str, Any]:
         before = None
     else:
         before = backend.get_version(org, prompt.prompt_id, str(review.expected_version))
-    return comparison(prompt, before, version)
+    # What the page shows is the version as stored now: its digest is what a person
+    # who approves from the page saw.
+    return {**comparison(prompt, before, version), "digest": content_digest(version)}
 
 
 @bp.get("/reviews/<review_id>")
@@ -194,6 +197,24 @@ def _review_page(
     return Response(html, status=400 if errors else status, mimetype="text/html")
 
 
+def unseen_change(review: Review, version_id: str, digest: str) -> str | None:
+    """Why approving would apply something other than what the page showed (the
+    version and content digest the form posts), or None when it would not."""
+    backend = storage()
+    version = backend.get_version(principal().org, review.prompt_id, review.version_id)
+    now = content_digest(version)
+    # A review requested before reviews recorded digests pins nothing but the version.
+    requested = review.content_digest or now
+    if version_id == review.version_id and digest == now == requested:
+        return None
+    return (
+        f"v{review.version} of {review.prompt_name} is not what you read: the page you "
+        f"approved from showed content digest {digest[:12] or 'none'}, the version has "
+        f"{now[:12]} now and this review applies {requested[:12]}. Nothing was approved. "
+        "Read the change below again before deciding."
+    )
+
+
 @bp.post("/reviews/<review_id>/approve")
 def approve(review_id: str) -> WerkzeugResponse:
     backend = storage()
@@ -201,11 +222,19 @@ def approve(review_id: str) -> WerkzeugResponse:
     comment = request.form.get("comment", "").strip()
     try:
         body = load(DecisionSchema(), {"comment": comment or None})
+    except FormInvalid as invalid:
+        return _review_page(review, comment=comment, errors=invalid.errors)
+    # Who may not approve (or a review no longer open) hears why from the approval.
+    if review.status == "open" and decisions(review).approve is None:
+        unseen = unseen_change(
+            review, request.form.get("version_id", ""), request.form.get("content_digest", "")
+        )
+        if unseen is not None:
+            return _review_page(review, comment=comment, conflict=unseen, status=409)
+    try:
         decided, applied = actions.approve_review(
             backend, principal(), review_id, comment=body["comment"]
         )
-    except FormInvalid as invalid:
-        return _review_page(review, comment=comment, errors=invalid.errors)
     except ReviewStale as stale:
         now = f"v{stale.current}" if stale.current is not None else "nothing"
         was = f"v{review.expected_version}" if review.expected_version is not None else "nothing"
