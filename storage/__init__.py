@@ -43,6 +43,7 @@ from storage.errors import (
     TooManyWebhooks,
     UserExists,
     UserNotFound,
+    VersionFrozen,
     VersionNotFound,
     WebhookNotFound,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "User",
     "UserExists",
     "UserNotFound",
+    "VersionFrozen",
     "VersionNotFound",
     "Webhook",
     "WebhookNotFound",

@@ -14,7 +14,7 @@
     │   ├── NothingInEnvironment  (a prompt without a version in an environment)
     │   ├── ReviewNotFound
     │   └── RolloutNotFound
-    ├── Conflict                  -> 409, with ``reason`` (CONTRACT section 24) and extras()
+    ├── Conflict                  -> 409, with ``reason`` (docs/api.md section 9) and extras()
     │   ├── PromptExists
     │   ├── ApiKeyExists
     │   ├── UserExists
@@ -93,7 +93,7 @@ class WebhookNotFound(NotFound):
 
 class Conflict(StorageError):
     """A change refused because of what is stored. ``reason`` is one word a client
-    branches on (the table of CONTRACT section 24); :meth:`extras` the fields the
+    branches on (the table of docs/api.md section 9); :meth:`extras` the fields the
     answer adds for it."""
 
     reason: str = "conflict"
@@ -178,7 +178,7 @@ class OrgNotEmpty(Conflict):
 
 class LifecycleError(Conflict):
     """A transition the release rules (storage/release) forbid; the message says which.
-    ``reason`` (CONTRACT section 24): ``status`` (then ``status`` is the version's),
+    ``reason`` (docs/api.md section 9): ``status`` (then ``status`` is the version's),
     ``already_there``, ``no_baseline``, ``builtin``, or a subclass's own."""
 
     def __init__(self, message: str, reason: str = "status", status: str | None = None) -> None:
@@ -192,7 +192,7 @@ class LifecycleError(Conflict):
 
 class VersionFrozen(LifecycleError):
     """An edit of a version that has been placed, been a rollout's candidate or
-    baseline, or is named by an open review (CONTRACT section 30)."""
+    baseline, or is named by an open review (docs/api.md section 5)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "frozen")

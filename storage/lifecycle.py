@@ -1,12 +1,14 @@
-"""The lifecycle of a version: which transitions are allowed, and how each refusal reads.
+"""The lifecycle of a version: the rules of each transition, and how each refusal reads.
 
-These rules are part of the storage interface, and every backend enforces them itself,
-inside the atomic step of each operation (memory under its lock, Redis and Redis Cluster
-inside the Lua scripts of storage/redis/lua), so no caller (API, CLI, tests) can break
-them; the conformance suite in tests/storage checks them on every backend:
+The release engine (storage/release) decides every release operation with the checks
+here; backends apply what it decides, in one atomic step each, so
+no caller (API, CLI, tests) can break them; the conformance suite in tests/storage
+checks them on every backend:
 
 * at most one version per prompt is ``published``;
-* only ``draft`` content can be edited;
+* only ``draft`` content can be edited, and only while not frozen: once placed in any
+  environment, a rollout's candidate or baseline, or named by an open review, a
+  version's content never changes again (docs/api.md section 5);
 * only a draft can be promoted or archived, only an archived version unarchived;
 * a published version cannot be archived or deleted directly;
 * a rollback walks back through the versions that were production, never returning to
@@ -16,27 +18,24 @@ them; the conformance suite in tests/storage checks them on every backend:
 * an environment holds at most one version of a prompt; an archived version is in no
   environment, and cannot be placed in one;
 * a protected environment (``required_approvals`` >= 1) is entered through reviews
-  only (a rollback excepted), and a review is approved only by people who are neither
-  its requester nor the version's author, once each; the last approval applies it
-  while the environment still holds what it held at the request, else the review is
-  ``stale``;
+  only (a rollback excepted), and a review is decided only by current users with
+  Service Write who are neither its requester nor one of the version's authors (nor
+  the owner of a key that was), each approving once; the last approval applies it
+  while the environment still holds what it held at the request and the version has
+  the content that was reviewed, else the review is ``stale``;
 * a version enters an environment holding another only when the promotion check
   (storage/contracts.py, ``breaking_changes``) finds nothing it breaks, or the caller
-  acknowledged it (``allow_breaking``, with notes); the check runs in the same atomic
-  step against the version replaced, a rollback is exempt, and the history record says
-  whether it was breaking;
+  acknowledged it (``allow_breaking``, with notes); a rollback is exempt, and the
+  history record says whether it was breaking;
 * a rollout (at most one per prompt and environment) starts from a version the
   environment could take directly, over a baseline the environment holds, at 1-99%,
   checked as a promotion against that baseline; while it lasts nothing else enters that
-  environment (promotion, rollback, review), its candidate's content cannot change, and
-  archiving or deleting its candidate or baseline ends it (aborted); completing it
-  enters the candidate as a promotion would, checked again.
+  environment (promotion, rollback, review), and archiving or deleting its candidate or
+  baseline ends it (aborted); completing it enters the candidate as a promotion would,
+  checked again.
 
-The Python backends call the functions here, with the records they hold, inside their
-atomic step; each raises the refusal (LifecycleError and its kinds) or returns. The Lua
-scripts check the same rules and answer a marker that storage/redis turns into the
-error made here (:func:`refusal`, :func:`no_rollback_target`), so every message is
-written once.
+Each check raises the refusal (LifecycleError and its kinds, each with its ``reason``)
+or returns; every message is written here once.
 """
 
 from __future__ import annotations
@@ -105,7 +104,26 @@ REVIEW_REFUSALS: Final = {
     "requester": "you requested review {review_id}: another person must approve it",
     "author": "you wrote version {version}: another person must approve review {review_id}",
     "cancel": "only the requester of review {review_id} or a Service Admin can cancel it",
+    # People, not identities: a key's owner counts as the one who used it.
+    "requester_key": "review {review_id} was requested with a key you own: another person "
+    "must approve it",
+    "author_key": "version {version} was written or edited by you or with a key you own: "
+    "another person must approve review {review_id}",
+    # The approver's current record, whatever the token still says.
+    "disabled": "your account is disabled: you cannot decide review {review_id}",
+    "role": "your role is {role} now: deciding review {review_id} needs Service Write",
 }
+# The roles that may decide a review (identity/roles.py spells them too).
+DECIDING_ROLES: Final = ("Service Write", "Service Admin")
+# Why an approval applies nothing although the environment did not move.
+DIGEST_CHANGED: Final = (
+    "review {review_id} is stale: version {version} is not the content that was reviewed "
+    "(content_digest {digest}); nothing was changed"
+)
+FROZEN: Final = (
+    "version {n} has been placed in an environment or reviewed: its content cannot change; "
+    "create a new version instead"
+)
 
 # What is wrong with a version's variable contract (storage/contracts.py checks it),
 # and how each problem reads.
@@ -190,7 +208,9 @@ ROLLOUT_BLOCKS: Final = {
 def refusal(action: str, number: int | str, status: str) -> LifecycleError:
     """The error refusing ``action`` on version ``number``, whose status is ``status``."""
     template = REFUSALS.get(f"{action}/{status}", REFUSALS[action])
-    return LifecycleError(template.format(n=number, status=status))
+    if action == "place/here":
+        return LifecycleError(template.format(n=number, status=status), "already_there")
+    return LifecycleError(template.format(n=number, status=status), "status", status)
 
 
 def no_rollback_target(
@@ -329,7 +349,8 @@ def check_no_rollout(prompt_ref: str, rollout: Rollout | None, action: str) -> N
 
 def no_baseline(prompt_ref: str, environment: str, number: int | str) -> LifecycleError:
     return LifecycleError(
-        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number)
+        ROLLOUT_REFUSALS["no_baseline"].format(prompt=prompt_ref, env=environment, n=number),
+        "no_baseline",
     )
 
 
@@ -400,9 +421,12 @@ def _forbidden(reason: str, review: Review) -> ReviewForbidden:
     return review_refusal(reason, review.review_id, review.version)
 
 
-def review_refusal(reason: str, review_id: str, version: int | str) -> ReviewForbidden:
+def review_refusal(
+    reason: str, review_id: str, version: int | str, role: str | None = None
+) -> ReviewForbidden:
     """The error refusing a person's decision on a review, for ``reason`` (REVIEW_REFUSALS)."""
-    return ReviewForbidden(REVIEW_REFUSALS[reason].format(review_id=review_id, version=version))
+    message = REVIEW_REFUSALS[reason].format(review_id=review_id, version=version, role=role)
+    return ReviewForbidden(message)
 
 
 def with_approval(review: Review, approval: Approval) -> Review:

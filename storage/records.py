@@ -107,7 +107,7 @@ class PromptVersion:
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
     # Stored, never shown. Once placed in an environment, or a rollout's candidate or
-    # baseline, its content never changes again (storage/release, CONTRACT section 30).
+    # baseline, its content never changes again (storage/release; docs/api.md section 5).
     frozen: bool = False
     # Who wrote it: the identities that created or edited it and the people they count
     # as (a key's owner); none of them may approve a review of it.

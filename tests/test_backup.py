@@ -131,6 +131,8 @@ def test_the_document_spells_records_as_the_api_does(
     assert greeting["versions"][2] == {
         **expected,
         "created_by": version.created_by,
+        "frozen": version.frozen,
+        "authors": list(version.authors),
         "variables_schema": None,
     }
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
@@ -170,7 +172,14 @@ def test_environments_placements_and_reviews_are_in_the_document(
     ]
     assert "environments" not in org["prompts"][1]["versions"][3]
     reviews = source.list_reviews("acme").items[::-1]
-    assert org["reviews"] == [{**r.to_json(), "version_author": r.version_author} for r in reviews]
+    assert org["reviews"] == [
+        {
+            **r.to_json(),
+            "version_author": r.version_author,
+            "requested_by_person": r.requested_by_person,
+        }
+        for r in reviews
+    ]
     acknowledged = org["reviews"][-1]
     assert acknowledged["allow_breaking"] is True
     assert [c["change"] for c in acknowledged["breaking"]] == ["newly_required"]
@@ -210,6 +219,26 @@ def test_a_backup_written_before_key_owners_restores_them_ownerless(
     restored = target.get_api_key("acme", "ci")
     assert restored is not None and restored.owner is None
     assert restored.secret_hash == source.get_api_key("acme", "ci").secret_hash  # type: ignore[union-attr]
+
+
+def test_a_backup_written_before_frozen_versions_freezes_what_was_placed(
+    source: MemoryStorage,
+) -> None:
+    doc = valid_document(source)
+    for body in doc["orgs"].values():
+        for review in body["reviews"]:
+            del review["content_digest"], review["requested_by_person"]
+        for prompt in body["prompts"]:
+            for version in prompt["versions"]:
+                del version["frozen"], version["authors"]
+    target = MemoryStorage()
+    backup.restore(target, backup.parse(json.dumps(doc)))
+    placed = {r.version_number for r in source.list_history("acme", "greeting", limit=200).items}
+    placed |= {v.version for v in source.list_versions("acme", "greeting").items if v.placements}
+    for version in target.list_versions("acme", "greeting").items:
+        assert version.frozen == (version.version in placed)
+        assert version.authors == (version.created_by,)
+    assert {r.content_digest for r in target.list_reviews("acme").items} == {""}
 
 
 def test_a_restored_copy_hands_out_numbers_after_the_deleted_ones(

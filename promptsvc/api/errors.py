@@ -2,7 +2,7 @@
 
 Views and helpers raise; :func:`error_response_for` turns what they raise into
 ``{"code", "message", "error"}`` bodies (``error`` always equals ``code``; a 400 may add
-``errors``; a 409 adds ``reason`` and the fields of that reason, CONTRACT section 24).
+``errors``; a 409 adds ``reason`` and the fields of that reason, docs/api.md section 9).
 Flask calls it as the app's error handler (:func:`register_error_handlers`),
 promptsvc.api.reads for the read endpoints. Sources mapped here:
 

@@ -85,6 +85,10 @@ class _VersionSchema(Schema):
     # Absent from backups written before variable contracts: none declared, no examples.
     variables_schema = fields.Dict(keys=fields.String(), load_default=None, allow_none=True)
     examples = fields.List(fields.Dict(), load_default=list)
+    # Absent from backups written before section 30's freeze: frozen when it was ever
+    # placed (see _PromptSchema), written by its creator.
+    frozen = fields.Boolean(load_default=None, truthy={True}, falsy={False})
+    authors = fields.List(fields.String(), load_default=None)
 
 
 class _HistorySchema(Schema):
@@ -148,6 +152,9 @@ class _ReviewSchema(Schema):
     # Absent from backups written before variable contracts: nothing acknowledged.
     allow_breaking = fields.Boolean(load_default=False, truthy={True}, falsy={False})
     breaking = fields.List(fields.Nested(_BreakingSchema), load_default=list)
+    # Absent from backups written before digests and key owners.
+    content_digest = fields.String(load_default="")
+    requested_by_person = fields.String(load_default=None, allow_none=True)
 
     @post_load
     def _record(self, data: dict[str, Any], **_: Any) -> Review:
@@ -204,6 +211,7 @@ class _PromptSchema(Schema):
                 [f"{env}: version {n} is not in the backup" for env, n in missing.items()],
                 field_name="placements",
             )
+        ever_placed = {h["version_number"] for h in data["history"]} | set(placed)
         versions = tuple(
             PromptVersion(
                 prompt_id=data["prompt_id"],
@@ -215,6 +223,8 @@ class _PromptSchema(Schema):
                     "variables": tuple(v["variables"]),
                     "tags": tuple(v["tags"]),
                     "examples": tuple(v["examples"]),
+                    "frozen": v["version"] in ever_placed if v["frozen"] is None else v["frozen"],
+                    "authors": (v["created_by"],) if v["authors"] is None else tuple(v["authors"]),
                 },
             )
             for v in data["versions"]

@@ -28,6 +28,8 @@ def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
                     v.to_json(), "prompt_id", "name", "prompt_type", "is_production", "environments"
                 ),
                 "created_by": v.created_by,
+                "frozen": v.frozen,
+                "authors": list(v.authors),
                 # As declared: null keeps an implied contract implied.
                 "variables_schema": v.variables_schema,
             }
@@ -44,7 +46,14 @@ def _org_json(snapshot: OrgSnapshot) -> dict[str, Any]:
         "api_keys": [{**k.to_json(), "secret_hash": k.secret_hash} for k in snapshot.api_keys],
         "users": [{**u.to_json(), "password_hash": u.password_hash} for u in snapshot.users],
         "environments": [e.to_json() for e in snapshot.environments],
-        "reviews": [{**r.to_json(), "version_author": r.version_author} for r in snapshot.reviews],
+        "reviews": [
+            {
+                **r.to_json(),
+                "version_author": r.version_author,
+                "requested_by_person": r.requested_by_person,
+            }
+            for r in snapshot.reviews
+        ],
     }
 
 

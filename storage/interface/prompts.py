@@ -3,8 +3,8 @@
 Every prompt operation is scoped by ``org`` (the realm slug): no call can see or touch
 another org's data. A prompt is addressed by its name or its ``pmt_`` id
 (``prompt_ref``); a version by its ``v_`` id or its number as a decimal string
-(``version_ref``). The lifecycle rules every backend enforces are in
-storage/lifecycle.py.
+(``version_ref``). The release rules every backend applies are decided by
+storage/release.
 """
 
 from __future__ import annotations
@@ -78,8 +78,11 @@ class PromptStore(StorageCore):
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
-        """New draft with the next number (atomic, never reused).
+        """New draft with the next number (atomic, never reused). ``person``: who
+        ``created_by`` counts as (a user's own id, a key's owner, None: nobody); both
+        are the version's ``authors``, who may not approve a review of it.
 
         ``variables`` are the content's placeholders as the layer above extracted them
         (promptsvc.templates, which also checks chat content); storage keeps them as
@@ -125,10 +128,14 @@ class PromptStore(StorageCore):
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
         """Replace a draft's content, its ``variables`` and its contract
         (``variables_schema``, ``examples``: given whole, checked as for
-        :meth:`create_version`). Non-draft: LifecycleError."""
+        :meth:`create_version`); ``actor`` and ``person`` (as for create_version) join
+        its ``authors``. Non-draft: LifecycleError (reason ``status``); a frozen
+        version (placed anywhere once, a rollout's candidate or baseline once, or named
+        by an open review): VersionFrozen."""
 
     @abc.abstractmethod
     def promote(

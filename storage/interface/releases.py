@@ -4,9 +4,9 @@
 version there, moved by :meth:`PromptStore.promote` and :meth:`PromptStore.rollback`
 as before. Any other environment is a placement per prompt (at most one version each)
 moved by the same two methods with ``environment``; an environment with
-``required_approvals`` >= 1 is entered through reviews only. The rules are in
-storage/lifecycle.py; every backend checks them in the same atomic step as the change,
-its history record and its events.
+``required_approvals`` >= 1 is entered through reviews only. The rules are decided by
+storage/release; every backend applies the change, its history records and its events
+in one atomic step.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class ReleaseStore(StorageCore):
         *,
         request_id: str | None = None,
         allow_breaking: bool = False,
+        person: str | None = None,
     ) -> Review:
         """Open a review of placing the version in ``environment``, expecting what the
         environment holds now, needing the environment's ``required_approvals`` (at
@@ -91,7 +92,8 @@ class ReleaseStore(StorageCore):
         ReviewExists (an open review of the same version and environment), and the
         version's own refusal to enter the environment (LifecycleError; with
         ``rollout_percent``, 1-99, the refusal to start a rollout there). Writes
-        ``review.requested``.
+        ``review.requested``. The review records ``content_digest`` (storage.release)
+        and ``person`` (who ``requested_by`` counts as) as ``requested_by_person``.
 
         The review keeps the promotion check against what the environment holds now
         (``breaking``); a breaking one is refused (BreakingPromotion) unless
@@ -127,8 +129,10 @@ class ReleaseStore(StorageCore):
         *,
         request_id: str | None = None,
     ) -> tuple[Review, Promotion | Rollout | None]:
-        """Add a person's approval (storage.lifecycle.check_approver: ReviewClosed,
-        ReviewForbidden, AlreadyApproved). When it is the last one needed, the same
+        """Add a person's approval: refused (ReviewForbidden) when the stored user of
+        ``user_id``, read in the same step, is disabled or below Service Write, and to
+        the requester, the person a requesting key counts as, and the version's
+        ``authors``; ReviewClosed, AlreadyApproved. When it is the last one needed, the same
         atomic step applies the review: the promotion (as :meth:`PromptStore.promote`
         with the review's environment, guarded by its ``expected_version``, its record
         carrying ``review_id`` and ``approved_by``) and the review ``applied``; if the
@@ -153,7 +157,7 @@ class ReleaseStore(StorageCore):
         request_id: str | None = None,
     ) -> Review:
         """Close an open review as ``rejected`` by a person allowed to approve it
-        (storage.lifecycle.check_rejecter). Writes ``review.rejected``."""
+        (as :meth:`approve_review` says). Writes ``review.rejected``."""
 
     @abc.abstractmethod
     def cancel_review(

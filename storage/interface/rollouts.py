@@ -3,9 +3,9 @@
 A rollout serves a candidate version to a share of an environment's callers while the
 environment keeps its version (the baseline). Which caller gets which is not stored:
 the API and the SDKs compute it from the rollout's id and percent. At most one rollout
-runs per prompt and environment. The rules and their messages are in
-storage/lifecycle.py; every backend checks them in the same atomic step as the change,
-its history record and its events:
+runs per prompt and environment. The rules are decided by storage/release (their
+messages are in storage/lifecycle.py); every backend applies the change, its history
+record and its events in one atomic step:
 
 * start: ``rollout.started``; set percent: ``rollout.updated``; complete: the candidate
   enters the environment as a promotion would (``version.promoted`` and a history
@@ -13,8 +13,8 @@ its history record and its events:
   ``rollout.aborted``. Every ``rollout.*`` event names the candidate as its version,
   the baseline as ``previous_version``, and carries ``rollout_id`` and ``percent``.
 * while a rollout runs, a direct promotion, a rollback or an applied review into its
-  environment is refused (RolloutInProgress), and so is an edit of its candidate
-  (LifecycleError);
+  environment is refused (RolloutInProgress); its candidate and baseline are frozen
+  for good (an edit: VersionFrozen);
 * archiving or deleting its candidate or baseline, or deleting its environment, ends
   it: ``rollout.aborted`` in the same step (deleting the prompt drops it silently, with
   everything else of the prompt).

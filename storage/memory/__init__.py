@@ -1,10 +1,12 @@
 """In-process storage: dicts under one lock, for ``promptsvc serve`` and tests.
 
-It gives the same guarantees as the Redis backend (the shared conformance suite proves
-it), but lives inside one process: gunicorn with several workers must use Redis.
+It gives the same guarantees as the SQL and Redis backends (the shared conformance
+suite proves it), but lives inside one process: gunicorn with several workers must use
+SQLite, PostgreSQL or Redis.
 
 One module per concern, each a mixin of one capability of storage/interface over the
-state of storage/memory/state.py, all under the one lock of storage/memory/core.py.
+state of storage/memory/state.py, all under the one lock of storage/memory/core.py; the
+release rules are decided by storage/release and applied by storage/memory/promotion.py.
 """
 
 from __future__ import annotations

@@ -72,53 +72,39 @@ class MemoryCore(StorageCore):
         actor: str | None,
         request_id: str | None,
         now: datetime,
-        previous_version: int | None = None,
-        *,
-        environment: str | None = None,
-        review_id: str | None = None,
-        status: str | None = None,
-        rollout_id: str | None = None,
-        percent: int | None = None,
     ) -> None:
-        """Append the event of a change made under the lock, and wake the waiters.
-        ``status``: the event's own (a review's), instead of the version's."""
-        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
-        # never lower than the last one, whatever the clock does.
-        ms = int(now.timestamp() * 1000)
-        last_ms, last_seq = org_state.last_event
-        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
-        org_state.last_event = position
-        org_state.events.append(
+        """Append the event of a change to a prompt made under the lock (the release
+        engine's changes bring their events whole)."""
+        self._append(
+            org_state,
             Event(
-                id=f"{position[0]}-{position[1]}",
+                id="",
                 type=kind,
                 prompt_id=prompt.prompt_id,
                 prompt_name=prompt.name,
                 version=version.version if version else None,
                 version_id=version.version_id if version else None,
-                # A deleted version has no status any more.
-                status=status
-                or (version.status if version and kind != "version.deleted" else None),
-                previous_version=previous_version,
+                status=version.status if version else None,
+                previous_version=None,
                 actor=actor,
                 at=now,
                 request_id=request_id,
-                environment=environment,
-                review_id=review_id,
-                rollout_id=rollout_id,
-                percent=percent,
-            )
+            ),
         )
+
+    def _append(self, org_state: OrgState, event: Event) -> None:
+        """Append ``event`` (its ``id`` given here) and wake the waiters."""
+        # Ids as Redis makes them: milliseconds, and a sequence within one millisecond;
+        # never lower than the last one, whatever the clock does.
+        ms = int(event.at.timestamp() * 1000)
+        last_ms, last_seq = org_state.last_event
+        position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
+        org_state.last_event = position
+        org_state.events.append(replace(event, id=f"{position[0]}-{position[1]}"))
         while len(org_state.events) > self.event_log_size:
             org_state.events.popleft()
             org_state.events_dropped = True
         self._appended.notify_all()
-
-    @staticmethod
-    def _set_status(state: PromptState, number: int, status: str, now: datetime) -> PromptVersion:
-        version = replace(state.versions[number], status=status, updated_at=now)
-        state.versions[number] = version
-        return version
 
     def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
         org_state = self._orgs.get(org)

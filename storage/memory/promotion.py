@@ -1,25 +1,16 @@
-"""How a version enters an environment in memory: shared by promotions, rollbacks and
-applied reviews (the caller holds the lock and has checked the rules)."""
+"""The release engine in memory: a prompt's state as storage/release reads it, and the
+change it decides applied, both under the one lock."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from typing import Any
 
-from storage import lifecycle
+from storage import lifecycle, release
 from storage.errors import EnvironmentNotFound
-from storage.ids import new_id
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import (
-    PRODUCTION,
-    Environment,
-    Promotion,
-    PromotionRecord,
-    PromptVersion,
-    Review,
-    Rollout,
-)
+from storage.records import PRODUCTION, Environment, Review
 
 
 class MemoryPromotion(MemoryCore):
@@ -38,17 +29,6 @@ class MemoryPromotion(MemoryCore):
             return state.production
         return state.placements.get(environment)
 
-    def _held(self, state: PromptState, environment: str) -> PromptVersion | None:
-        """The version ``environment`` holds, or None."""
-        number = self._current(state, environment)
-        return None if number is None else state.versions[number]
-
-    @staticmethod
-    def _set_placements(state: PromptState, number: int, placements: set[str]) -> None:
-        state.versions[number] = replace(
-            state.versions[number], placements=tuple(sorted(placements))
-        )
-
     @staticmethod
     def _forget_reviews(org_state: OrgState, prompt_id: str) -> None:
         """A deleted prompt's reviews go with it."""
@@ -59,164 +39,86 @@ class MemoryPromotion(MemoryCore):
         for key in [key for key in org_state.open_reviews if key[0] == prompt_id]:
             del org_state.open_reviews[key]
 
-    def _unplace(self, state: PromptState, number: int) -> None:
-        """Take version ``number`` out of every environment but production."""
-        for environment in state.versions[number].placements:
-            del state.placements[environment]
-        self._set_placements(state, number, set())
-
-    def _enter(
+    def _decide(
         self,
         org: str,
         state: PromptState,
-        number: int,
-        environment: str,
-        promoted_by: str,
-        notes: str | None,
-        now: datetime,
-        request_id: str | None,
-        *,
-        archive_previous: bool = True,
+        request: release.Request,
         review: Review | None = None,
-        rollout: Rollout | None = None,
-        breaking: bool = False,
-    ) -> Promotion:
-        """Version ``number`` becomes ``environment``'s, replacing what it held (in
-        production: published, the previous one archived or made a draft), with its
-        history record and event (``rollout``: the rollout this completes)."""
-        previous = self._current(state, environment)
-        if environment == PRODUCTION:
-            if previous is not None:
-                self._set_status(state, previous, "archived" if archive_previous else "draft", now)
-            version = replace(
-                state.versions[number],
-                status="published",
-                updated_at=now,
-                promoted_at=now,
-                promoted_by=promoted_by,
+    ) -> Any:
+        """Decide ``request`` on ``state`` (``review``: the one it decides) and apply
+        the change; returns its answer (lock held)."""
+        org_state = self._orgs[org]
+        prompt_id = state.prompt.prompt_id
+        reviews = {
+            review_id: org_state.reviews[review_id]
+            for key, review_id in org_state.open_reviews.items()
+            if key[0] == prompt_id
+        }
+        if review is not None:
+            reviews[review.review_id] = review
+        placements = dict(state.placements)
+        if state.production is not None:
+            placements[PRODUCTION] = state.production
+        view = release.State(
+            prompt=state.prompt,
+            versions=state.versions,
+            placements=placements,
+            environments=org_state.environments,
+            rollouts=state.rollouts,
+            reviews=reviews,
+            history=state.history,
+        )
+        change = release.decide(view, request)
+        self._apply(org_state, state, change, request)
+        if change.refusal is not None:
+            raise change.refusal
+        return change.answer
+
+    def _apply(
+        self,
+        org_state: OrgState,
+        state: PromptState,
+        change: release.Change,
+        request: release.Request,
+    ) -> None:
+        for number, fields in change.versions.items():
+            state.versions[number] = replace(state.versions[number], **fields)
+        if change.deleted_version is not None:
+            deleted = state.versions.pop(change.deleted_version)
+            del state.numbers[deleted.version_id]
+        for environment, held in change.placements.items():
+            if environment == PRODUCTION:
+                state.production = held
+            elif held is None:
+                state.placements.pop(environment, None)
+            else:
+                state.placements[environment] = held
+        for environment, rollout in change.rollouts.items():
+            if rollout is None:
+                state.rollouts.pop(environment, None)
+            else:
+                state.rollouts[environment] = rollout
+        for review in change.new_reviews:
+            org_state.review_counter += 1
+            org_state.reviews[review.review_id] = review
+            org_state.review_seq[review.review_id] = org_state.review_counter
+            org_state.open_reviews[(review.prompt_id, review.environment, review.version)] = (
+                review.review_id
             )
-            state.versions[number] = version
-            state.production = number
-        else:
-            if previous is not None:
-                kept = set(state.versions[previous].placements) - {environment}
-                self._set_placements(state, previous, kept)
-            self._set_placements(state, number, {*state.versions[number].placements, environment})
-            state.placements[environment] = number
-            version = state.versions[number]
-        record = PromotionRecord(
-            history_id=new_id("h_"),
-            prompt_id=state.prompt.prompt_id,
-            version_number=number,
-            promoted_by=promoted_by,
-            promoted_at=now,
-            previous_version=previous,
-            notes=notes,
-            environment=environment,
-            review_id=None if review is None else review.review_id,
-            approved_by=() if review is None else tuple(a.user_id for a in review.approvals),
-            rollout_id=None if rollout is None else rollout.rollout_id,
-            breaking=breaking,
-        )
-        state.history.append(record)
-        state.prompt = replace(state.prompt, updated_at=now)
-        self._record(
-            self._orgs[org],
-            "version.promoted",
-            state.prompt,
-            version,
-            promoted_by,
-            request_id,
-            now,
-            previous_version=previous,
-            environment=environment,
-            review_id=record.review_id,
-            rollout_id=record.rollout_id,
-        )
-        return Promotion(version, record)
+        for review in change.reviews:
+            self._save_review(org_state, review)
+        state.history.extend(change.history)
+        if change.touched:
+            state.prompt = replace(state.prompt, updated_at=request.now)
+        for event in change.events:
+            self._append(org_state, event)
 
-    def _begin_rollout(
-        self,
-        org: str,
-        state: PromptState,
-        number: int,
-        environment: str,
-        percent: int,
-        started_by: str,
-        now: datetime,
-        request_id: str | None,
-    ) -> Rollout:
-        """Start a rollout of version ``number`` over what ``environment`` holds (the
-        caller checked the rules), with its event."""
-        baseline = self._current(state, environment)
-        assert baseline is not None
-        rollout = Rollout(
-            rollout_id=new_id("ro_"),
-            prompt_id=state.prompt.prompt_id,
-            environment=environment,
-            baseline_version=baseline,
-            candidate_version=number,
-            candidate_id=state.versions[number].version_id,
-            percent=percent,
-            started_by=started_by,
-            started_at=now,
-            updated_at=now,
-        )
-        state.rollouts[environment] = rollout
-        self._rollout_event(org, state, "rollout.started", rollout, started_by, request_id, now)
-        return rollout
-
-    def _end_rollout(
-        self,
-        org: str,
-        state: PromptState,
-        rollout: Rollout,
-        kind: str,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> Rollout:
-        """The rollout ends (``kind``: rollout.completed or rollout.aborted), with its
-        event; returns it as it was at the end."""
-        del state.rollouts[rollout.environment]
-        ended = replace(rollout, updated_at=now)
-        self._rollout_event(org, state, kind, ended, actor, request_id, now)
-        return ended
-
-    def _abort_rollouts_of(
-        self,
-        org: str,
-        state: PromptState,
-        number: int,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        """End (aborted) the rollouts whose candidate or baseline version ``number`` is
-        (it is being archived or deleted)."""
-        for rollout in lifecycle.rollouts_ended_by(number, list(state.rollouts.values())):
-            self._end_rollout(org, state, rollout, "rollout.aborted", actor, request_id, now)
-
-    def _rollout_event(
-        self,
-        org: str,
-        state: PromptState,
-        kind: str,
-        rollout: Rollout,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        self._record(
-            self._orgs[org],
-            kind,
-            state.prompt,
-            state.versions.get(rollout.candidate_version),
-            actor,
-            request_id,
-            now,
-            previous_version=rollout.baseline_version,
-            environment=rollout.environment,
-            rollout_id=rollout.rollout_id,
-            percent=rollout.percent,
-        )
+    @staticmethod
+    def _save_review(org_state: OrgState, review: Review) -> None:
+        """Keep ``review``; a closed one leaves the index of open reviews."""
+        org_state.reviews[review.review_id] = review
+        if review.status != "open":
+            key = (review.prompt_id, review.environment, review.version)
+            if org_state.open_reviews.get(key) == review.review_id:
+                del org_state.open_reviews[key]

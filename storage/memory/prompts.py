@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from storage import contracts, lifecycle
+from storage import contracts, release
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
@@ -19,7 +19,7 @@ from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt
 
 
 class MemoryPrompts(MemoryPromotion, PromptStore):
-    """Prompts, versions and promotions; the lifecycle rules by storage/lifecycle.py."""
+    """Prompts, versions and promotions; the release rules by storage/release."""
 
     # -- prompts
 
@@ -88,6 +88,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         schema, kept_examples = contracts.validated(variables, variables_schema, examples)
@@ -115,6 +116,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                 created_by=created_by,
                 variables_schema=schema,
                 examples=kept_examples,
+                authors=release.people(created_by, person),
             )
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
@@ -180,27 +182,23 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
+        person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         schema, kept_examples = contracts.validated(variables, variables_schema, examples)
         with self._lock:
             state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            current = state.versions[number]
-            lifecycle.check_editable(current)
-            lifecycle.check_not_candidate(number, list(state.rollouts.values()))
-            version = replace(
-                current,
+            request = release.EditVersion(
+                now=now,
+                actor=release.Actor(actor, person),
+                request_id=request_id,
+                version=self._number(state, prompt_ref, version_ref),
                 content=content,
                 variables=tuple(variables),
                 variables_schema=schema,
                 examples=kept_examples,
-                updated_at=now,
             )
-            state.versions[number] = version
-            self._record(
-                self._orgs[org], "version.updated", state.prompt, version, actor, request_id, now
-            )
+            version: PromptVersion = self._decide(org, state, request)
             return version
 
     def promote(
@@ -218,30 +216,21 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         allow_breaking: bool = False,
     ) -> Promotion:
         now = self.clock()
-        lifecycle.check_acknowledgement(allow_breaking, notes)
         with self._lock:
             state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
-            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "promote")
-            current = self._current(state, environment)
-            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
-            candidate = state.versions[number]
-            lifecycle.check_enterable(environment, candidate, current)
-            changes = contracts.breaking_changes(self._held(state, environment), candidate)
-            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            return self._enter(
-                org,
-                state,
-                number,
-                environment,
-                promoted_by,
-                notes,
-                now,
-                request_id,
+            request = release.Promote(
+                now=now,
+                actor=release.Actor(promoted_by),
+                request_id=request_id,
+                version=self._number(state, prompt_ref, version_ref),
+                environment=environment,
+                notes=notes,
                 archive_previous=archive_previous,
-                breaking=breaking,
+                expected=expected_production,
+                allow_breaking=allow_breaking,
             )
+            promotion: Promotion = self._decide(org, state, request)
+            return promotion
 
     def rollback(
         self,
@@ -257,30 +246,17 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
     ) -> Promotion:
         now = self.clock()
         with self._lock:
-            state = self._state(org, prompt_ref)
-            self._environment(self._orgs[org], environment)
-            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "rollback")
-            current = self._current(state, environment)
-            lifecycle.check_expected(prompt_ref, expected_production, current, environment)
-            target = lifecycle.rollback_target(
-                prompt_ref, current, state.history, to_version, state.versions.get, environment
+            request = release.Rollback(
+                now=now,
+                actor=release.Actor(promoted_by),
+                request_id=request_id,
+                environment=environment,
+                notes=notes,
+                to_version=to_version,
+                expected=expected_production,
             )
-            notes = lifecycle.rollback_notes(target) if notes is None else notes
-            # Exempt from the check, but the record says whether it breaks.
-            changes = contracts.breaking_changes(
-                self._held(state, environment), state.versions[target]
-            )
-            return self._enter(
-                org,
-                state,
-                target,
-                environment,
-                promoted_by,
-                notes,
-                now,
-                request_id,
-                breaking=bool(changes),
-            )
+            promotion: Promotion = self._decide(org, self._state(org, prompt_ref), request)
+            return promotion
 
     def archive_version(
         self,
@@ -291,18 +267,10 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            lifecycle.check_archivable(state.versions[number])
-            self._unplace(state, number)
-            version = self._set_status(state, number, "archived", now)
-            self._record(
-                self._orgs[org], "version.archived", state.prompt, version, actor, request_id, now
-            )
-            self._abort_rollouts_of(org, state, number, actor, request_id, now)
-            return version
+        version: PromptVersion = self._version_change(
+            release.ArchiveVersion, org, prompt_ref, version_ref, actor, request_id
+        )
+        return version
 
     def unarchive_version(
         self,
@@ -313,16 +281,10 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> PromptVersion:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            lifecycle.check_unarchivable(state.versions[number])
-            version = self._set_status(state, number, "draft", now)
-            self._record(
-                self._orgs[org], "version.unarchived", state.prompt, version, actor, request_id, now
-            )
-            return version
+        version: PromptVersion = self._version_change(
+            release.UnarchiveVersion, org, prompt_ref, version_ref, actor, request_id
+        )
+        return version
 
     def delete_version(
         self,
@@ -333,20 +295,25 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> None:
+        self._version_change(release.DeleteVersion, org, prompt_ref, version_ref, actor, request_id)
+
+    def _version_change(
+        self,
+        kind: type[release.ArchiveVersion | release.UnarchiveVersion | release.DeleteVersion],
+        org: str,
+        prompt_ref: str,
+        version_ref: str,
+        actor: str | None,
+        request_id: str | None,
+    ) -> Any:
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
             number = self._number(state, prompt_ref, version_ref)
-            version = state.versions[number]
-            lifecycle.check_deletable(version)
-            self._abort_rollouts_of(org, state, number, actor, request_id, now)
-            self._unplace(state, number)
-            del state.versions[number]
-            del state.numbers[version.version_id]
-            state.prompt = replace(state.prompt, updated_at=now)
-            self._record(
-                self._orgs[org], "version.deleted", state.prompt, version, actor, request_id, now
+            request = kind(
+                now=now, actor=release.Actor(actor), request_id=request_id, version=number
             )
+            return self._decide(org, state, request)
 
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None

@@ -1,11 +1,9 @@
 """Rollouts in memory (each prompt's ``rollouts``), under the one lock; the rules by
-storage/lifecycle.py."""
+storage/release."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from storage import contracts, lifecycle
+from storage import release
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
@@ -29,23 +27,22 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         allow_breaking: bool = False,
         notes: str | None = None,
     ) -> Rollout:
-        lifecycle.check_percent(percent)
-        lifecycle.check_acknowledgement(allow_breaking, notes)
         now = self.clock()
         with self._lock:
             state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            lifecycle.check_unprotected(self._environment(self._orgs[org], environment))
-            current = self._current(state, environment)
-            lifecycle.check_expected(prompt_ref, expected, current, environment)
-            candidate = state.versions[number]
-            lifecycle.check_rollout_start(prompt_ref, environment, candidate, current)
-            lifecycle.check_no_rollout(prompt_ref, state.rollouts.get(environment), "start")
-            changes = contracts.breaking_changes(self._held(state, environment), candidate)
-            lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            return self._begin_rollout(
-                org, state, number, environment, percent, started_by, now, request_id
+            request = release.StartRollout(
+                now=now,
+                actor=release.Actor(started_by),
+                request_id=request_id,
+                version=self._number(state, prompt_ref, version_ref),
+                environment=environment,
+                percent=percent,
+                expected=expected,
+                allow_breaking=allow_breaking,
+                notes=notes,
             )
+            rollout: Rollout = self._decide(org, state, request)
+            return rollout
 
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
         with self._lock:
@@ -67,13 +64,16 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        lifecycle.check_percent(percent)
-        now = self.clock()
+        request = release.SetPercent(
+            now=self.clock(),
+            actor=release.Actor(actor),
+            request_id=request_id,
+            environment=environment,
+            percent=percent,
+            rollout_id=rollout_id,
+        )
         with self._lock:
-            state, rollout = self._rollout(org, prompt_ref, environment, rollout_id)
-            rollout = replace(rollout, percent=percent, updated_at=now)
-            state.rollouts[environment] = rollout
-            self._rollout_event(org, state, "rollout.updated", rollout, actor, request_id, now)
+            rollout: Rollout = self._decide(org, self._state(org, prompt_ref), request)
             return rollout
 
     def complete_rollout(
@@ -89,34 +89,18 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         request_id: str | None = None,
         allow_breaking: bool = False,
     ) -> Promotion:
-        now = self.clock()
-        lifecycle.check_acknowledgement(allow_breaking, notes)
+        request = release.CompleteRollout(
+            now=self.clock(),
+            actor=release.Actor(promoted_by),
+            request_id=request_id,
+            environment=environment,
+            notes=notes,
+            archive_previous=archive_previous,
+            rollout_id=rollout_id,
+            allow_breaking=allow_breaking,
+        )
         with self._lock:
-            state, rollout = self._rollout(org, prompt_ref, environment, rollout_id)
-            number = rollout.candidate_version
-            candidate = state.versions[number]
-            current = self._current(state, environment)
-            # Unreachable through the rules (a rollout blocks every other way in, and
-            # ends with its candidate or baseline), checked as any promotion is.
-            lifecycle.check_enterable(environment, candidate, current)
-            changes = contracts.breaking_changes(self._held(state, environment), candidate)
-            breaking = lifecycle.check_breaking(prompt_ref, environment, changes, allow_breaking)
-            promotion = self._enter(
-                org,
-                state,
-                number,
-                environment,
-                promoted_by,
-                notes,
-                now,
-                request_id,
-                archive_previous=archive_previous,
-                rollout=rollout,
-                breaking=breaking,
-            )
-            self._end_rollout(
-                org, state, rollout, "rollout.completed", promoted_by, request_id, now
-            )
+            promotion: Promotion = self._decide(org, self._state(org, prompt_ref), request)
             return promotion
 
     def abort_rollout(
@@ -129,10 +113,16 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         actor: str | None = None,
         request_id: str | None = None,
     ) -> Rollout:
-        now = self.clock()
+        request = release.AbortRollout(
+            now=self.clock(),
+            actor=release.Actor(actor),
+            request_id=request_id,
+            environment=environment,
+            rollout_id=rollout_id,
+        )
         with self._lock:
-            state, rollout = self._rollout(org, prompt_ref, environment, rollout_id)
-            return self._end_rollout(org, state, rollout, "rollout.aborted", actor, request_id, now)
+            rollout: Rollout = self._decide(org, self._state(org, prompt_ref), request)
+            return rollout
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str

@@ -1,4 +1,4 @@
-"""The release engine: every release rule, decided once (CONTRACT sections 24 and 30).
+"""The release engine: every release rule, decided once (docs/api.md sections 5, 9 and 16).
 
 A decision reads one prompt's :class:`State` and one request (promotion, rollback,
 review request and decisions, rollout start, change, completion and abort, archive,
@@ -11,7 +11,11 @@ in one transaction, Redis in one script guarded by the prompt's revision).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from storage.release.digest import content_digest
+from storage.release.promotion import promote, rollback
 from storage.release.records import (
     AbortRollout,
     Actor,
@@ -33,11 +37,40 @@ from storage.release.records import (
     State,
     UnarchiveVersion,
 )
+from storage.release.reviews import approve_review, cancel_review, reject_review, request_review
+from storage.release.rollouts import abort_rollout, complete_rollout, set_percent, start_rollout
+from storage.release.versions import (
+    archive_version,
+    check_delete_environment,
+    delete_version,
+    edit_version,
+    leave_environment,
+    people,
+    unarchive_version,
+)
+
+_DECISIONS: dict[type[Request], Callable[[State, Any], Change]] = {
+    Promote: promote,
+    Rollback: rollback,
+    StartRollout: start_rollout,
+    SetPercent: set_percent,
+    CompleteRollout: complete_rollout,
+    AbortRollout: abort_rollout,
+    RequestReview: request_review,
+    ApproveReview: approve_review,
+    RejectReview: reject_review,
+    CancelReview: cancel_review,
+    EditVersion: edit_version,
+    ArchiveVersion: archive_version,
+    UnarchiveVersion: unarchive_version,
+    DeleteVersion: delete_version,
+    LeaveEnvironment: leave_environment,
+}
 
 
-def authors(identity: str | None, person: str | None) -> tuple[str, ...]:
-    """The ``authors`` of a version created by ``identity``, who counts as ``person``."""
-    return tuple(dict.fromkeys(who for who in (identity, person) if who))
+def decide(state: State, request: Request) -> Change:
+    """The change ``request`` makes to ``state``; raises the refusal when it makes none."""
+    return _DECISIONS[type(request)](state, request)
 
 
 __all__ = [
@@ -60,6 +93,8 @@ __all__ = [
     "StartRollout",
     "State",
     "UnarchiveVersion",
-    "authors",
+    "check_delete_environment",
     "content_digest",
+    "decide",
+    "people",
 ]

@@ -1,4 +1,4 @@
-"""The digest a review records of the version it asks to place (CONTRACT section 30).
+"""The digest a review records of the version it asks to place (docs/api.md section 4.8).
 
 docs/api.md (section "Reviews") spells the serialization for clients that check it.
 """

@@ -15,6 +15,7 @@ from storage import (
     InvalidInput,
     LifecycleError,
     Storage,
+    VersionFrozen,
 )
 from storage.records import PromptVersion
 from tests.clock import FakeClock
@@ -434,14 +435,19 @@ def test_placement_is_checked_against_that_environment(prompt: Storage) -> None:
     assert caught.value.environment == "staging"
     assert prompt.get_in_environment(ORG, "greeting", "staging").version == 1
     assert prompt.promote(ORG, "greeting", "2", PROMOTER).record.breaking is False
-    # A draft placed in staging can be edited; the check reads what it is now.
-    prompt.edit_version(
-        ORG,
-        "greeting",
-        "1",
-        CONTENT,
-        variables=VARIABLES,
-        variables_schema=changed(SCHEMA, "count", type="number"),
+    # A draft placed in staging is frozen: the check reads what was placed.
+    with pytest.raises(VersionFrozen):
+        prompt.edit_version(
+            ORG,
+            "greeting",
+            "1",
+            CONTENT,
+            variables=VARIABLES,
+            variables_schema=changed(SCHEMA, "count", type="number"),
+        )
+    version(prompt, changed(SCHEMA, "count", type="number"))
+    prompt.promote(
+        ORG, "greeting", "3", PROMOTER, environment="staging", notes="n", allow_breaking=True
     )
     placed = prompt.promote(ORG, "greeting", "2", PROMOTER, environment="staging")
     assert placed.record.breaking is False
@@ -511,28 +517,25 @@ def test_acknowledged_review_shows_and_applies_the_check(protected: Storage) -> 
     assert (promotion.record.breaking, promotion.record.review_id) == (True, review.review_id)
 
 
-def test_review_that_became_breaking_is_not_applied(protected: Storage) -> None:
-    # Requested while compatible, then the draft was edited to break callers.
+def test_a_requested_version_cannot_become_breaking(protected: Storage) -> None:
     protected.edit_version(
         ORG, "greeting", "2", CONTENT, variables=VARIABLES, variables_schema=SCHEMA
     )
     review = protected.request_review(ORG, "greeting", "2", "production", PROMOTER, "same")
     assert review.breaking == () and review.allow_breaking is False
-    protected.edit_version(
-        ORG,
-        "greeting",
-        "2",
-        CONTENT,
-        variables=VARIABLES,
-        variables_schema=changed(SCHEMA, "tone", type="string"),
-    )
-    with pytest.raises(BreakingPromotion) as caught:
-        protected.approve_review(ORG, review.review_id, ALICE, "alice")
-    assert [(c.variable, c.change) for c in caught.value.changes] == [("tone", "newly_required")]
-    # Nothing recorded: the review is open without the approval, production unchanged.
-    kept = protected.get_review(ORG, review.review_id)
-    assert (kept.status, kept.approvals) == ("open", ())
-    assert protected.get_production(ORG, "greeting").version == 1
+    # The open review freezes the draft: what the check saw is what applies.
+    with pytest.raises(VersionFrozen):
+        protected.edit_version(
+            ORG,
+            "greeting",
+            "2",
+            CONTENT,
+            variables=VARIABLES,
+            variables_schema=changed(SCHEMA, "tone", type="string"),
+        )
+    applied, promotion = protected.approve_review(ORG, review.review_id, ALICE, "alice")
+    assert applied.status == "applied" and promotion is not None
+    assert promotion.record.breaking is False
 
 
 def test_compatible_review_applies_unbroken(protected: Storage) -> None:

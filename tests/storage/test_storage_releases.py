@@ -104,15 +104,15 @@ def test_guard_that_fails_changes_nothing(
     assert unchanged(storage) == before
 
 
-def test_guard_is_checked_before_the_version_status(storage: Storage, ids: list[str]) -> None:
-    # A racing promoter of the same draft learns what production is now, not "not a draft".
+def test_the_version_status_is_checked_before_the_guard(storage: Storage, ids: list[str]) -> None:
+    # docs/api.md section 9: the version itself answers first, then the guard.
     storage.promote(ORG, "greeting", "2", PROMOTER, expected_production=None)
-    with pytest.raises(ProductionChanged) as caught:
+    with pytest.raises(LifecycleError, match="only a draft") as caught:
         storage.promote(ORG, "greeting", "2", PROMOTER, expected_production=None)
-    assert caught.value.current == 2
-    # With a guard that holds, the lifecycle rule still answers.
-    with pytest.raises(LifecycleError, match="only a draft"):
-        storage.promote(ORG, "greeting", "2", PROMOTER, expected_production=2)
+    assert (caught.value.reason, caught.value.extras()) == ("status", {"status": "published"})
+    with pytest.raises(ProductionChanged) as guarded:
+        storage.promote(ORG, "greeting", "3", PROMOTER, expected_production=None)
+    assert (guarded.value.current, guarded.value.reason) == (2, "version_changed")
 
 
 def test_missing_prompt_or_version_wins_over_the_guard(storage: Storage, ids: list[str]) -> None:

@@ -22,6 +22,7 @@ from storage import (
     RolloutInProgress,
     RolloutNotFound,
     Storage,
+    VersionFrozen,
     VersionNotFound,
 )
 from tests.clock import FakeClock
@@ -364,13 +365,15 @@ def test_a_rollout_blocks_other_ways_into_its_environment(prompt: Storage) -> No
 
 
 def test_the_candidate_keeps_its_content(prompt: Storage) -> None:
-    rollout = prompt.start_rollout(ORG, "greeting", "2", "production", 30, USER)
-    with pytest.raises(LifecycleError, match=rollout.rollout_id):
+    prompt.start_rollout(ORG, "greeting", "2", "production", 30, USER)
+    with pytest.raises(VersionFrozen):
         prompt.edit_version(ORG, "greeting", "2", "changed")
     assert prompt.get_version(ORG, "greeting", "2").content == "c1"
     assert prompt.edit_version(ORG, "greeting", "3", "changed").content == "changed"
+    # Once a candidate, always frozen: an aborted rollout leaves it as it was.
     prompt.abort_rollout(ORG, "greeting", "production")
-    assert prompt.edit_version(ORG, "greeting", "2", "changed").content == "changed"
+    with pytest.raises(VersionFrozen):
+        prompt.edit_version(ORG, "greeting", "2", "changed")
 
 
 @pytest.mark.parametrize("change", ["archive", "delete"])
