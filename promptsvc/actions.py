@@ -132,7 +132,8 @@ def create_version(
     variables_schema: dict[str, Any] | None = None,
     examples: list[dict[str, Any]] | None = None,
 ) -> PromptVersion:
-    """A new draft with the next number, created by the principal. Its variables come
+    """A new draft with the next number, created by the principal (the work of the
+    person it counts as: a key's owner for a key). Its variables come
     from the content, checked for the prompt's type; its contract (``variables_schema``,
     ``examples``) is checked against them (ContractInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
@@ -149,6 +150,7 @@ def create_version(
         variables_schema=variables_schema,
         examples=examples,
         request_id=request_id(),
+        person=acting_person(storage, principal),
     )
 
 
@@ -186,6 +188,7 @@ def edit_version(
         if isinstance(variables_schema, _Keep)
         else variables_schema,
         examples=list(current.examples) if isinstance(examples, _Keep) else examples,
+        person=acting_person(storage, principal),
         **_trace(principal),
     )
 
@@ -415,7 +418,8 @@ def request_review(
     rollout_percent: int | None = None,
     allow_breaking: bool = False,
 ) -> Review:
-    """Open a review of placing the version in ``environment`` (a key or a person). It
+    """Open a review of placing the version in ``environment`` (a key or a person; a
+    key's request is its owner's, who cannot approve it). It
     shows the promotion check; a breaking one needs ``allow_breaking`` (and notes),
     which also lets it apply if the check still finds breaking changes then."""
     return storage.request_review(
@@ -428,6 +432,7 @@ def request_review(
         rollout_percent,
         request_id=request_id(),
         allow_breaking=allow_breaking,
+        person=acting_person(storage, principal),
     )
 
 
