@@ -82,8 +82,7 @@ class MemoryPromotion(MemoryCore):
         change: release.Change,
         request: release.Request,
     ) -> None:
-        for number, fields in change.versions.items():
-            state.versions[number] = replace(state.versions[number], **fields)
+        state.versions.update(change.updated)
         if change.deleted_version is not None:
             deleted = state.versions.pop(change.deleted_version)
             del state.numbers[deleted.version_id]

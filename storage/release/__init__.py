@@ -37,7 +37,15 @@ from storage.release.records import (
     State,
     UnarchiveVersion,
 )
-from storage.release.reviews import approve_review, cancel_review, reject_review, request_review
+from storage.release.reviews import (
+    approve_review,
+    cancel_review,
+    check_approver,
+    check_canceller,
+    check_decider,
+    reject_review,
+    request_review,
+)
 from storage.release.rollouts import abort_rollout, complete_rollout, set_percent, start_rollout
 from storage.release.versions import (
     archive_version,
@@ -93,6 +101,9 @@ __all__ = [
     "StartRollout",
     "State",
     "UnarchiveVersion",
+    "check_approver",
+    "check_canceller",
+    "check_decider",
     "check_delete_environment",
     "content_digest",
     "decide",

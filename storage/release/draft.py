@@ -11,6 +11,8 @@ from storage.errors import EnvironmentNotFound, VersionNotFound
 from storage.records import PRODUCTION, Environment, Event, PromptVersion, Review, Rollout
 from storage.release.records import Change, Request, State
 
+_PRODUCTION = lifecycle.default_production()
+
 
 class Draft:
     """``state`` read by ``request``, and the ``change`` being made."""
@@ -35,7 +37,7 @@ class Draft:
         if found is not None:
             return found
         if name == PRODUCTION:
-            return lifecycle.default_production()
+            return _PRODUCTION
         raise EnvironmentNotFound(name)
 
     def held(self, environment: str) -> int | None:
@@ -46,11 +48,13 @@ class Draft:
 
     def version(self, number: int) -> PromptVersion:
         """Version ``number`` as this change leaves it (VersionNotFound: deleted)."""
+        changed = self.change.updated.get(number)
+        if changed is not None:
+            return changed
         version = self.state.versions.get(number)
         if version is None:
             raise VersionNotFound(self.name, str(number))
-        fields = self.change.versions.get(number)
-        return replace(version, **fields) if fields else version
+        return version
 
     def held_version(self, environment: str) -> PromptVersion | None:
         number = self.held(environment)
@@ -63,8 +67,10 @@ class Draft:
 
     def set(self, number: int, **fields: Any) -> PromptVersion:
         """Set fields of version ``number``; the version as it is then."""
+        version = replace(self.version(number), **fields)
         self.change.versions.setdefault(number, {}).update(fields)
-        return self.version(number)
+        self.change.updated[number] = version
+        return version
 
     def place(self, environment: str, number: int | None) -> None:
         self.change.placements[environment] = number

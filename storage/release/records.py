@@ -195,7 +195,8 @@ class Change:
     * ``versions``: number -> the fields of that PromptVersion to set (names and values
       as the record has them: ``status``, ``updated_at``, ``promoted_at``,
       ``promoted_by``, ``placements``, ``frozen``, ``authors``, ``content``,
-      ``variables``, ``variables_schema``, ``examples``);
+      ``variables``, ``variables_schema``, ``examples``); ``updated`` has the same
+      versions whole;
     * ``deleted_version``: a version to delete (after ``versions``);
     * ``placements``: environment -> the number it holds now, None: nothing
       (production included: its number is the published version);
@@ -214,6 +215,9 @@ class Change:
     """
 
     versions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The same versions whole, as those fields leave them (for a backend that keeps
+    # whole records).
+    updated: dict[int, PromptVersion] = field(default_factory=dict)
     deleted_version: int | None = None
     placements: dict[str, int | None] = field(default_factory=dict)
     rollouts: dict[str, Rollout | None] = field(default_factory=dict)

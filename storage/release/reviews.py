@@ -7,7 +7,7 @@ from dataclasses import replace
 from storage import contracts, lifecycle
 from storage.errors import AlreadyApproved, ReviewExists, ReviewNotFound, ReviewStale
 from storage.ids import new_id
-from storage.records import Approval, Review
+from storage.records import Approval, PromptVersion, Review
 from storage.release.digest import content_digest
 from storage.release.draft import Draft
 from storage.release.entry import (
@@ -17,6 +17,7 @@ from storage.release.entry import (
     enter,
 )
 from storage.release.records import (
+    Actor,
     ApproveReview,
     CancelReview,
     Change,
@@ -82,9 +83,7 @@ def approve_review(state: State, request: ApproveReview) -> Change:
     ``stale`` (written with the approval) and the approve fails."""
     draft = Draft(state, request)
     review = _review(draft, request.review_id)
-    _check_decider(draft, review)
-    if any(approval.user_id == draft.actor for approval in review.approvals):
-        raise AlreadyApproved(review.review_id)
+    check_approver(review, request.actor, state.versions.get(review.version))
     approval = Approval(draft.actor or "", request.username, request.now, request.comment)
     review = replace(review, approvals=(*review.approvals, approval))
     if len(review.approvals) < review.required_approvals:
@@ -132,7 +131,7 @@ def reject_review(state: State, request: RejectReview) -> Change:
     it, who may reject after approving."""
     draft = Draft(state, request)
     review = _review(draft, request.review_id)
-    _check_decider(draft, review)
+    check_decider(review, request.actor, state.versions.get(review.version))
     rejected = _closed(
         review, "rejected", request, rejected_by=draft.actor, rejection_comment=request.comment
     )
@@ -144,10 +143,7 @@ def cancel_review(state: State, request: CancelReview) -> Change:
     requester counts as), or a Service Admin."""
     draft = Draft(state, request)
     review = _review(draft, request.review_id)
-    lifecycle.check_open(review)
-    requesters = {review.requested_by, review.requested_by_person} - {None}
-    if not request.admin and not requesters & _people(request):
-        raise lifecycle.review_refusal("cancel", review.review_id, review.version)
+    check_canceller(review, request.actor, request.admin)
     cancelled = _closed(review, "cancelled", request)
     return _decided(draft, cancelled, "review.cancelled", cancelled)
 
@@ -172,31 +168,47 @@ def _review(draft: Draft, review_id: str) -> Review:
     return review
 
 
-def _people(request: Request) -> set[str]:
-    """The identity and the person a request counts as."""
-    return {who for who in (request.actor.identity, request.actor.person) if who}
+def _people(actor: Actor) -> set[str]:
+    """The identity and the person an actor counts as."""
+    return {who for who in (actor.identity, actor.person) if who}
 
 
-def _check_decider(draft: Draft, review: Review) -> None:
-    """Who may decide ``review``: a current user with Service Write (by the stored
-    record, whatever the token says), on an open review, who is neither its requester
-    nor one of its version's authors, nor the owner of a key that was."""
-    record = draft.request.actor.record
+def check_decider(review: Review, actor: Actor, version: PromptVersion | None) -> None:
+    """Whether ``actor`` may decide (approve or reject) ``review`` of ``version`` (None:
+    deleted): a current user with Service Write (by the stored ``record``, whatever the
+    token says), on an open review, who is neither its requester nor one of its
+    version's authors, nor the owner of a key that was. Raises the refusal."""
+    record = actor.record
     if record is not None and record.disabled:
         raise lifecycle.review_refusal("disabled", review.review_id, review.version)
     if record is not None and record.role not in lifecycle.DECIDING_ROLES:
         raise lifecycle.review_refusal("role", review.review_id, review.version, record.role)
     lifecycle.check_open(review)
-    people = _people(draft.request)
-    if draft.actor == review.requested_by:
+    people = _people(actor)
+    if actor.identity == review.requested_by:
         raise lifecycle.review_refusal("requester", review.review_id, review.version)
     if review.requested_by_person in people:
         raise lifecycle.review_refusal("requester_key", review.review_id, review.version)
-    if draft.actor == review.version_author:
+    if actor.identity == review.version_author:
         raise lifecycle.review_refusal("author", review.review_id, review.version)
-    version = draft.state.versions.get(review.version)
     if version is not None and people & set(version.authors):
         raise lifecycle.review_refusal("author_key", review.review_id, review.version)
+
+
+def check_approver(review: Review, actor: Actor, version: PromptVersion | None) -> None:
+    """:func:`check_decider`, and once per person."""
+    check_decider(review, actor, version)
+    if any(approval.user_id == actor.identity for approval in review.approvals):
+        raise AlreadyApproved(review.review_id)
+
+
+def check_canceller(review: Review, actor: Actor, admin: bool) -> None:
+    """An open review is cancelled by its requester (or the person the requester counts
+    as), or a Service Admin (``admin``)."""
+    lifecycle.check_open(review)
+    requesters = {review.requested_by, review.requested_by_person} - {None}
+    if not admin and not requesters & _people(actor):
+        raise lifecycle.review_refusal("cancel", review.review_id, review.version)
 
 
 def _closed(review: Review, status: str, request: Request, **changes: object) -> Review:

@@ -27,7 +27,7 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("DELETE", "/api/v1/prompts/greeting", SERVICE_WRITE, None, 204),
     ("GET", "/api/v1/prompts/greeting/versions", SERVICE_READ, None, 200),
     ("POST", "/api/v1/prompts/greeting/versions", SERVICE_WRITE, {"content": "x"}, 201),
-    ("PATCH", "/api/v1/prompts/greeting/versions/2", SERVICE_WRITE, {"content": "y"}, 200),
+    ("PATCH", "/api/v1/prompts/greeting/versions/6", SERVICE_WRITE, {"content": "y"}, 200),
     ("DELETE", "/api/v1/prompts/greeting/versions/2", SERVICE_WRITE, None, 204),
     ("POST", "/api/v1/prompts/greeting/versions/2/promote", SERVICE_WRITE, None, 200),
     ("POST", "/api/v1/prompts/greeting/versions/2/archive", SERVICE_WRITE, None, 200),
@@ -110,6 +110,7 @@ def world(api: Any, app: Flask) -> None:
         json={"environment": "staging", "rollout_percent": 10},
     )
     assert started.status_code == 201, started.json
+    api.create_version()  # v6: a draft nothing froze, to edit
 
 
 def call(api: Any, endpoint: tuple[str, str, str, Any, int], **kwargs: Any) -> Any:

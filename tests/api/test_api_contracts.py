@@ -253,7 +253,7 @@ def test_reviews_show_and_apply_the_check(prompt: Any, reviewed: dict[str, dict[
     assert (record["review_id"], record["breaking"]) == (rid, True)
 
 
-def test_a_review_that_became_breaking_is_not_applied(
+def test_a_requested_version_cannot_become_breaking(
     prompt: Any, reviewed: dict[str, dict[str, str]]
 ) -> None:
     prompt.patch(f"{VERSIONS}/2", json={"variables_schema": SCHEMA})
@@ -261,15 +261,12 @@ def test_a_review_that_became_breaking_is_not_applied(
         "/api/v1/prompts/greeting/reviews", json={"version": 2, "environment": "production"}
     )
     assert opened.status_code == 201 and opened.json["breaking"] == []
-    prompt.patch(
+    # The open review freezes the draft (docs/api.md section 5, rule 2a).
+    frozen = prompt.patch(
         f"{VERSIONS}/2", json={"variables_schema": {**SCHEMA, "count": {"type": "integer"}}}
     )
+    assert error(frozen, 409, "conflict")["reason"] == "frozen"
     url = f"/api/v1/reviews/{opened.json['review_id']}"
-    refused = error(
-        prompt.request("POST", url + "/approve", role=None, headers=reviewed["ada"]),
-        409,
-        "breaking_change",
-    )
-    assert [c["change"] for c in refused["changes"]] == ["newly_required"]
-    kept = prompt.get(url).json
-    assert (kept["status"], kept["approvals"]) == ("open", [])
+    approved = prompt.request("POST", url + "/approve", role=None, headers=reviewed["ada"])
+    assert approved.status_code == 200, approved.json
+    assert approved.json["status"] == "applied"

@@ -55,8 +55,8 @@ def test_openapi_errors_and_security(api: Any) -> None:
     }
     error = spec["components"]["schemas"]["Error"]
     assert set(error["properties"]) == {
-        "code", "message", "error", "errors", "current_production_version",
-        "current_version", "review_id", "changes", "rollout_id",
+        "code", "message", "error", "errors", "reason", "status",
+        "current_production_version", "current_version", "review_id", "changes", "rollout_id",
     }  # fmt: skip
     responses = spec["components"]["responses"]
     for path, item in spec["paths"].items():

@@ -185,11 +185,11 @@ def test_a_rollout_blocks_promotion_and_rollback_there(prompt: Api) -> None:
     staging = f"{PROMPT}/rollouts/staging"
     body = {"environment": "staging"}
     blocked = error(prompt.post(f"{PROMPT}/versions/3/promote", json=body), 409, "conflict")
-    assert blocked["rollout_id"] == rollout["rollout_id"]
+    assert (blocked["rollout_id"], blocked["reason"]) == (rollout["rollout_id"], "rollout_running")
     assert "abort" in blocked["message"]
     error(prompt.post(f"{PROMPT}/rollback", json=body), 409, "conflict")
     candidate = prompt.patch(f"{PROMPT}/versions/2", json={"content": "changed"})
-    assert rollout["rollout_id"] in error(candidate, 409, "conflict")["message"]
+    assert error(candidate, 409, "conflict")["reason"] == "frozen"
     # Production is free.
     assert prompt.post(f"{PROMPT}/versions/3/promote").status_code == 200
     # Archiving the candidate ends the rollout.
