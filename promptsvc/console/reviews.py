@@ -3,7 +3,7 @@ with the diff against what its environment holds now, and approving, rejecting o
 cancelling it.
 
 Whether the signed-in person may decide a review is storage's rule
-(storage.lifecycle's ``check_approver``, ``check_rejecter``, ``check_canceller``), asked
+(storage.release's ``check_approver``, ``check_decider``, ``check_canceller``), asked
 before the page is drawn so it offers only what the decision would accept and says why
 not otherwise; the decision itself goes through promptsvc.actions like the API's.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from identity.people import acting_person
 from identity.roles import SERVICE_ADMIN, role_includes
 from promptsvc import actions
 from promptsvc.console.common import (
@@ -35,15 +36,16 @@ from storage import (
     REVIEW_STATUSES,
     Conflict,
     NotFound,
+    PromptVersion,
     Review,
     ReviewForbidden,
     ReviewStale,
     Rollout,
     StorageError,
     decode_number_cursor,
-    lifecycle,
+    release,
 )
-from storage.release.digest import content_digest
+from storage.release import Actor, content_digest
 
 bp = Blueprint("reviews", __name__)
 
@@ -77,7 +79,20 @@ class Decisions:
 
 
 def decisions(review: Review) -> Decisions:
-    person = principal()
+    person, backend = principal(), storage()
+    # The engine's own rules, asked with what an approval would read: the person's
+    # stored record and the version (None when deleted).
+    actor = Actor(
+        person.user_id,
+        acting_person(backend, person),
+        backend.get_user_by_id(person.org, person.user_id),
+    )
+    try:
+        version: PromptVersion | None = backend.get_version(
+            person.org, review.prompt_id, review.version_id
+        )
+    except NotFound:
+        version = None
 
     def refusal(check: Callable[[], None], action: Callable[..., Any], doing: str) -> str | None:
         if not actions.allowed(person, action):
@@ -91,17 +106,17 @@ def decisions(review: Review) -> Decisions:
     admin = role_includes(person.role, SERVICE_ADMIN)
     return Decisions(
         approve=refusal(
-            lambda: lifecycle.check_approver(review, person.user_id),
+            lambda: release.check_approver(review, actor, version),
             actions.approve_review,
             "Approving",
         ),
         reject=refusal(
-            lambda: lifecycle.check_rejecter(review, person.user_id),
+            lambda: release.check_decider(review, actor, version),
             actions.reject_review,
             "Rejecting",
         ),
         cancel=refusal(
-            lambda: lifecycle.check_canceller(review, person.user_id, admin),
+            lambda: release.check_canceller(review, actor, admin),
             actions.cancel_review,
             "Cancelling",
         ),

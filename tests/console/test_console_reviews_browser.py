@@ -194,3 +194,31 @@ def test_staging_rolled_back_from_the_prompt_page(page: Page) -> None:
     assert _held(page, "greeting") == {"production": "v2", "staging": "v2"}
     history = page.find("#history-heading").find_element(page.by.XPATH, "../..").text
     assert "v3 reads too curt" in history
+
+
+def test_an_approval_applies_only_what_the_page_showed(page: Page) -> None:
+    page.sign_in("wes")
+    page.open("/console/prompts/greeting/versions/new")
+    page.fill("content", "Welcome, {{name}}!")
+    page.click("Save draft")
+    page.click("Request review for production…")
+    page.click("Request review")
+    review_path = page.path()
+
+    page.sign_in("ada")
+    page.open(review_path)
+    digest = page.find("#content-digest code").text
+    assert len(digest) == 64
+    shown = page.find("input[name=content_digest]")
+    assert shown.get_attribute("value") == digest
+    # The page as if it had been read while the version held other content.
+    page.driver.execute_script("arguments[0].value = '0'.repeat(64)", shown)
+    page.click("Approve")
+    assert "is not what you read" in page.text() and "Nothing was approved" in page.text()
+    assert "Approvals · 0 of 1" in page.text()
+    assert _held(page, "greeting")["production"] == "v2"
+
+    page.open(review_path)
+    page.click("Approve")
+    assert "Approved: greeting v4 is now in production." in page.text()
+    assert _held(page, "greeting")["production"] == "v4"
