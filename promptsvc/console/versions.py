@@ -269,7 +269,7 @@ def _form(
 def edit(name: str, number: int) -> str | WerkzeugResponse:
     require(actions.edit_version)
     prompt, version = _version(name, number)
-    if version.frozen:  # the edit would be refused: say so before anything is typed
+    if version.status == "draft" and version.frozen:  # refused: say so before typing
         return error_page(409, frozen_message(version.version))
     if request.method == "GET":
         return _form(prompt, Draft.of(prompt, version), editing=version)
