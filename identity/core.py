@@ -126,8 +126,10 @@ class Identity:
         *,
         client_id: str | None = None,
         client_secret: str | None = None,
+        owner: str | None = None,
     ) -> tuple[ApiKey, str]:
-        """Create an API key; returns it with the plain secret (shown once).
+        """Create an API key owned by the user id ``owner`` (None: nobody's); returns
+        it with the plain secret (shown once).
 
         Raises InvalidKeyRequest for a bad org slug, role, client_id or a secret shorter
         than 16 characters, and storage's ApiKeyExists for a taken client_id.
@@ -139,6 +141,7 @@ class Identity:
             description,
             client_id=client_id,
             client_secret=client_secret,
+            owner=owner,
         )
 
     def list_keys(self, org: str) -> list[ApiKey]:

@@ -1,8 +1,10 @@
 """API keys (OAuth clients of one org): create, list, revoke, authenticate.
 
 A key is a client_id, a secret shown once (stored only as a salted hash, see
-:mod:`identity.secrets`), a fixed role and a service-account user id (a uuid, the
-token's ``sub``). An org (= realm) exists once it has a key or a user.
+:mod:`identity.secrets`), a fixed role, a service-account user id (a uuid, the
+token's ``sub``) and an owner: the person (user id) whose work its changes count as,
+None for a key nobody owns (a bootstrap file's). An org (= realm) exists once it has a
+key or a user.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def create_key(
     *,
     client_id: str | None = None,
     client_secret: str | None = None,
+    owner: str | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key; return it with its plain secret (the only time the secret exists).
+    """Create a key owned by the user id ``owner``; return it with its plain secret
+    (the only time the secret exists).
 
     Without ``client_id`` one is generated; without ``client_secret`` a 256-bit one is.
     Raises InvalidKeyRequest for a bad input, storage's ApiKeyExists for a taken id.
@@ -67,6 +71,7 @@ def create_key(
         user_id=str(uuid.uuid4()),
         description=description,
         created_at=storage.clock(),
+        owner=owner,
     )
     storage.add_api_key(key)
     return key, secret

@@ -72,6 +72,17 @@ def is_person_client(client_id: object) -> bool:
     )
 
 
+def acting_person(storage: Storage, principal: Principal) -> str | None:
+    """The person (user id) a request counts as: a signed-in user, or the owner of the
+    key whose token it carries (None for a key nobody owns)."""
+    if is_person_client(principal.client_id):
+        return principal.user_id
+    key = storage.get_api_key(principal.org, principal.client_id)
+    if key is None or key.user_id != principal.user_id:
+        return principal.user_id  # not a key's token: a person's, by another client
+    return key.owner
+
+
 def can_sign_in(user: User | None) -> bool:
     """True for an enabled user with a role the service knows."""
     return user is not None and not user.disabled and user.role in ROLES

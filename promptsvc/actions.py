@@ -20,7 +20,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, cast
 
-from identity.people import is_person_client
+from identity.errors import InvalidKeyRequest
+from identity.people import acting_person, is_person_client
 from identity.principal import Principal
 from identity.roles import SERVICE_ADMIN, SERVICE_WRITE, role_includes
 from promptsvc.errors import Forbidden
@@ -131,7 +132,8 @@ def create_version(
     variables_schema: dict[str, Any] | None = None,
     examples: list[dict[str, Any]] | None = None,
 ) -> PromptVersion:
-    """A new draft with the next number, created by the principal. Its variables come
+    """A new draft with the next number, created by the principal (the work of the
+    person it counts as: a key's owner for a key). Its variables come
     from the content, checked for the prompt's type; its contract (``variables_schema``,
     ``examples``) is checked against them (ContractInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
@@ -148,6 +150,7 @@ def create_version(
         variables_schema=variables_schema,
         examples=examples,
         request_id=request_id(),
+        person=acting_person(storage, principal),
     )
 
 
@@ -185,6 +188,7 @@ def edit_version(
         if isinstance(variables_schema, _Keep)
         else variables_schema,
         examples=list(current.examples) if isinstance(examples, _Keep) else examples,
+        person=acting_person(storage, principal),
         **_trace(principal),
     )
 
@@ -414,7 +418,8 @@ def request_review(
     rollout_percent: int | None = None,
     allow_breaking: bool = False,
 ) -> Review:
-    """Open a review of placing the version in ``environment`` (a key or a person). It
+    """Open a review of placing the version in ``environment`` (a key or a person; a
+    key's request is its owner's, who cannot approve it). It
     shows the promotion check; a breaking one needs ``allow_breaking`` (and notes),
     which also lets it apply if the check still finds breaking changes then."""
     return storage.request_review(
@@ -427,6 +432,7 @@ def request_review(
         rollout_percent,
         request_id=request_id(),
         allow_breaking=allow_breaking,
+        person=acting_person(storage, principal),
     )
 
 
@@ -482,10 +488,23 @@ def cancel_review(storage: Storage, principal: Principal, review_id: str) -> Rev
 
 @requires(SERVICE_ADMIN)
 def create_key(
-    identity: Identity, principal: Principal, role: str, description: str | None = None
+    identity: Identity,
+    principal: Principal,
+    role: str,
+    description: str | None = None,
+    *,
+    owner: str | None = None,
 ) -> tuple[ApiKey, str]:
-    """A new API key of the principal's org, with its secret (shown once)."""
-    return identity.create_key(principal.org, role, description)
+    """A new API key of the principal's org, with its secret (shown once), owned by the
+    user named ``owner`` or else by the person the principal counts as."""
+    if owner is None:
+        owner_id = acting_person(identity.storage, principal)
+    else:
+        user = identity.storage.get_user(principal.org, owner)
+        if user is None:
+            raise InvalidKeyRequest(f"owner: there is no user {owner!r} in this org")
+        owner_id = user.user_id
+    return identity.create_key(principal.org, role, description, owner=owner_id)
 
 
 @requires(SERVICE_ADMIN)

@@ -436,6 +436,15 @@ class KeyCreateSchema(Schema):
     description = fields.String(
         load_default=None, allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION)
     )
+    owner = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(min=1, max=64),
+        metadata={
+            "description": "The username of the person whose work the key's changes count "
+            "as (default: the caller, or the owner of the caller's key)"
+        },
+    )
 
 
 class _StrictBoolean(fields.Boolean):

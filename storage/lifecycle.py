@@ -247,7 +247,8 @@ def environment_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a new environment, or None when it can."""
     if not ENVIRONMENT_NAME.fullmatch(name):
         return "must match ^[a-z][a-z0-9-]{0,31}$"
-    if name in RESERVED_ENVIRONMENTS or name == PRODUCTION:
+    # production is no problem of the name: it exists already (409 ``exists``).
+    if name in RESERVED_ENVIRONMENTS:
         return f"'{name}' is reserved"
     return None
 

@@ -360,6 +360,9 @@ class ApiKey:
     description: str | None
     created_at: datetime
     revoked: bool = False
+    # The person whose work the key's changes count as (a user id): the admin who made
+    # it, or one named at creation; None for a key from the bootstrap file.
+    owner: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Without the secret's hash, and without the org: every caller already names it."""
@@ -368,6 +371,7 @@ class ApiKey:
             "role": self.role,
             "description": self.description,
             "user_id": self.user_id,
+            "owner": self.owner,
             "created_at": rfc3339(self.created_at),
             "revoked": self.revoked,
         }

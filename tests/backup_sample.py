@@ -139,7 +139,7 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
     tick()
     keys.create_key(store, org, SERVICE_ADMIN, None, client_id=ADMIN_ID, client_secret=ADMIN_SECRET)
     tick()
-    keys.create_key(store, org, SERVICE_WRITE, "old CI", client_id="ci")
+    keys.create_key(store, org, SERVICE_WRITE, "old CI", client_id="ci", owner=AUTHOR)
     store.revoke_api_key(org, "ci")
     tick()
 

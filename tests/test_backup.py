@@ -142,6 +142,10 @@ def test_the_document_spells_records_as_the_api_does(
     key = doc["orgs"]["acme"]["api_keys"][0]
     assert key["secret_hash"] == source.list_api_keys("acme")[0].secret_hash
     assert "client_secret" not in key
+    # A key nobody owns and an owned one (the owner is what the two-person rule counts).
+    assert key["owner"] is None
+    assert doc["orgs"]["acme"]["api_keys"][2]["owner"] == source.get_api_key("acme", "ci").owner  # type: ignore[union-attr]
+    assert doc["orgs"]["acme"]["api_keys"][2]["owner"] is not None
     ada = doc["orgs"]["acme"]["users"][0]
     stored = source.get_user("acme", "ada@example.com")
     assert ada == {**stored.to_json(), "password_hash": stored.password_hash}  # type: ignore[union-attr]
@@ -203,6 +207,20 @@ def test_a_backup_written_before_environments_and_reviews_restores(
     history = target.list_history("acme", "greeting", limit=200).items
     assert {(r.environment, r.review_id) for r in history} == {("production", None)}
     assert len(history) == len(source.list_history("acme", "greeting", limit=200).items)
+
+
+def test_a_backup_written_before_key_owners_restores_them_ownerless(
+    source: MemoryStorage,
+) -> None:
+    doc = valid_document(source)
+    for body in doc["orgs"].values():
+        for key in body["api_keys"]:
+            del key["owner"]
+    target = MemoryStorage()
+    backup.restore(target, backup.parse(json.dumps(doc)))
+    restored = target.get_api_key("acme", "ci")
+    assert restored is not None and restored.owner is None
+    assert restored.secret_hash == source.get_api_key("acme", "ci").secret_hash  # type: ignore[union-attr]
 
 
 def test_a_backup_written_before_frozen_versions_freezes_what_was_placed(

@@ -53,9 +53,9 @@ class Environments(View):
     def post(self, body: dict[str, Any]) -> Response:
         """Create an environment
 
-        Names match ^[a-z][a-z0-9-]{0,31}$; latest and production are reserved (400).
-        An existing name: 409. required_approvals 1-3 makes it protected: versions
-        enter it through reviews only.
+        Names match ^[a-z][a-z0-9-]{0,31}$; latest is reserved (400). An existing
+        name, production included: 409 reason exists. required_approvals 1-3 makes it
+        protected: versions enter it through reviews only.
         """
         environment = actions.create_environment(
             storage(),

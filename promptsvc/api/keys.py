@@ -46,13 +46,17 @@ class Keys(View):
         """Create an API key
 
         The client_secret is in this response only; it cannot be retrieved later. A
-        key's role is fixed: to change it, create a new key and revoke the old one.
+        key's role is fixed: to change it, create a new key and revoke the old one. The
+        key's owner (the user named by ``owner``, else the caller, or the caller key's
+        owner) is the person its changes count as: that person cannot approve what the
+        key created or requested.
         """
         key, secret = actions.create_key(
             current_app.extensions["identity"],
             current_principal(),
             body["role"],
             body["description"],
+            owner=body["owner"],
         )
         return json_response(created_json(key, secret), 201)
 

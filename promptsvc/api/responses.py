@@ -427,6 +427,13 @@ class ApiKeySchema(Schema):
     role = fields.String(validate=validate.OneOf(ROLES))
     description = fields.String(allow_none=True)
     user_id = fields.String(metadata={"description": "The key's service-account user (token sub)"})
+    owner = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "The user id of the person whose work the key's changes count "
+            "as; null for a key from the bootstrap file"
+        },
+    )
     created_at = _timestamp("Creation time")
     revoked = fields.Boolean()
 

@@ -257,6 +257,8 @@ class _ApiKeySchema(Schema):
     created_at = _time()
     revoked = fields.Boolean(required=True, truthy={True}, falsy={False})
     secret_hash = _string(validate=validate.Length(min=1))
+    # Optional: a backup written before keys had owners restores them ownerless.
+    owner = fields.String(load_default=None, allow_none=True)
 
 
 class _UserSchema(Schema):

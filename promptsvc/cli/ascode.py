@@ -39,7 +39,14 @@ from promptsvc.cli.planning import Change, file_contract, make_plan, same_state
 from promptsvc.cli.promptfile import PromptFile, dumps, file_name, prompt_from_version
 from promptsvc.cli.prompts import describe_changes
 from promptsvc.client import PromptServiceError
-from promptsvc.client.management import ProductionMoved, ReviewOpen, ServiceClient
+from promptsvc.client.management import (
+    EXISTS,
+    STATUS,
+    ProductionMoved,
+    ReviewOpen,
+    ServiceClient,
+    refused,
+)
 
 DIR_HELP = "directory of .prompt files, one per prompt (docs/prompts-as-code.md)"
 
@@ -314,7 +321,7 @@ def _apply_one(
             applied.record(name, "create_prompt", prompt_type=prompt.prompt_type)
             say(f"+ {name}: created {prompt.prompt_type} prompt")
         except PromptServiceError as exc:
-            if exc.status != 409:
+            if not refused(exc, EXISTS):
                 raise
             # Created meanwhile (another run): go on with it if its type is the file's.
             found = client.get_prompt(name)
@@ -338,7 +345,7 @@ def _apply_one(
             applied.record(name, "unarchive", version=target["version"])
             say(f"~ {name}: unarchived v{target['version']} to promote it")
         except PromptServiceError as exc:
-            if exc.status != 409:
+            if not refused(exc, STATUS):  # unarchived (or promoted) meanwhile
                 raise
     if change.review:
         _open_review(client, name, target, env, notes, applied, say, allow_breaking)
@@ -440,7 +447,7 @@ def _create_version(
     try:
         client.delete_version(name, created["version_id"])
     except PromptServiceError as exc:
-        if exc.status == 409:  # promoted meanwhile by someone: it stays, and is the one
+        if refused(exc, STATUS):  # promoted meanwhile by someone: it stays, and is the one
             return client.get_version(name, created["version_id"])
         if exc.status != 404:
             raise

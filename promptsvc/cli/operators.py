@@ -85,6 +85,12 @@ def register(subparsers: Any) -> None:
     create.add_argument("--role", default=SERVICE_READ, choices=ROLES, help="fixed role")
     create.add_argument("--description", help="free text, e.g. what uses the key")
     create.add_argument("--client-id", help="client id to use (default: generated)")
+    create.add_argument(
+        "--owner",
+        metavar="USERNAME",
+        help="the person the key's changes count as, who cannot approve them (default: "
+        "nobody, like a bootstrap file's key)",
+    )
     create.set_defaults(func=_command(_keys_create, _MEMORY_KEYS))
 
     listing = keys_sub.add_parser("list", help="list an org's keys (never a secret)")
@@ -202,8 +208,14 @@ def _command(
 
 
 def _keys_create(store: Storage, args: argparse.Namespace) -> dict[str, Any]:
+    owner = None
+    if args.owner is not None:
+        user = store.get_user(args.org, args.owner) if keys.valid_org(args.org) else None
+        if user is None:
+            raise CommandError(f"--owner: there is no user {args.owner!r} in org {args.org!r}")
+        owner = user.user_id
     key, secret = keys.create_key(
-        store, args.org, args.role, args.description, client_id=args.client_id
+        store, args.org, args.role, args.description, client_id=args.client_id, owner=owner
     )
     print("Store the client_secret now: it is not shown again.", file=sys.stderr)
     return keys.created_json(key, secret)

@@ -22,7 +22,13 @@ from promptsvc.cli.output import (
     time_cell,
 )
 from promptsvc.client import PromptServiceError
-from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ReviewOpen, ServiceClient
+from promptsvc.client.management import (
+    REVIEW_REQUIRED,
+    UNGUARDED,
+    ReviewOpen,
+    ServiceClient,
+    refused,
+)
 from promptsvc.diffs import content_lines
 
 IMPLIED_ENTRY = {"type": "string", "required": True}
@@ -400,7 +406,7 @@ def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
             allow_breaking=args.allow_breaking,
         )
     except PromptServiceError as exc:
-        if exc.code != REVIEW_REQUIRED:
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         return review_instead(client, args)
     return _released(result, args, "promoted")

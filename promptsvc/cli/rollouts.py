@@ -11,7 +11,7 @@ from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
 from promptsvc.cli.prompts import review_instead
 from promptsvc.client import PromptServiceError
-from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ServiceClient
+from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ServiceClient, refused
 from promptsvc.rollout import next_step
 
 REF_HELP = "the candidate: a version number, a v_ id or 'latest'"
@@ -193,7 +193,7 @@ def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
             allow_breaking=args.allow_breaking,
         )
     except PromptServiceError as exc:
-        if exc.code != REVIEW_REQUIRED:
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         return review_instead(client, args, args.percent)
     if args.json:

@@ -41,43 +41,63 @@ class Credential:
     unused: str | None = None
 
 
-class ProductionMoved(PromptServiceError):
-    """409 from a guarded promotion or rollback: the environment (production unless
-    another was named) does not hold what was expected."""
+class Refused(PromptServiceError):
+    """409: the service refused the change for ``reason``, one word of docs/api.md
+    section 9 (``exists``, ``version_changed``, ``review_open``, ``frozen``, ...) that callers
+    branch on; ``answer`` is the whole error body (the reason's extra fields)."""
 
-    def __init__(self, error: PromptServiceError, current: int | None) -> None:
+    def __init__(self, error: PromptServiceError, reason: str, answer: dict[str, Any]) -> None:
         super().__init__(
             error.message, status=error.status, code=error.code, request_id=error.request_id
         )
-        self.current_production_version = current
+        self.reason = reason
+        self.answer = answer
 
 
-class ReviewOpen(PromptServiceError):
-    """409 from a review request: an open review of that version and environment exists
+class ProductionMoved(Refused):
+    """``version_changed``: a guarded promotion or rollback found the environment
+    (production unless another was named) holding another version than expected."""
+
+    @property
+    def current_production_version(self) -> int | None:
+        current: int | None = self.answer.get("current_version")
+        return current
+
+
+class ReviewOpen(Refused):
+    """``review_open``: an open review of that version and environment exists
     (``review_id``)."""
 
-    def __init__(self, error: PromptServiceError, review_id: str) -> None:
-        super().__init__(
-            error.message, status=error.status, code=error.code, request_id=error.request_id
-        )
-        self.review_id = review_id
+    @property
+    def review_id(self) -> str:
+        return str(self.answer["review_id"])
 
 
-class BreakingPromotion(PromptServiceError):
-    """409 ``breaking_change`` from a promotion or a review request: the version would
+class BreakingPromotion(Refused):
+    """``breaking_change`` from a promotion or a review request: the version would
     break callers of the one the environment holds (``changes``: ``[{variable, change,
     detail}]``); nothing was changed."""
 
-    def __init__(self, error: PromptServiceError, changes: list[dict[str, Any]]) -> None:
-        super().__init__(
-            error.message, status=error.status, code=error.code, request_id=error.request_id
-        )
-        self.changes = changes
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        changes: list[dict[str, Any]] = self.answer.get("changes") or []
+        return changes
 
 
-# The code of a 409 that says "this environment is protected: open a review".
+# Reasons (docs/api.md section 9) the commands act on.
+EXISTS = "exists"
+STATUS = "status"
 REVIEW_REQUIRED = "review_required"
-BREAKING_CHANGE = "breaking_change"
+_REFUSALS: dict[str, type[Refused]] = {
+    "version_changed": ProductionMoved,
+    "review_open": ReviewOpen,
+    "breaking_change": BreakingPromotion,
+}
+
+
+def refused(exc: BaseException, reason: str) -> bool:
+    """True when ``exc`` is the service's 409 for ``reason``."""
+    return isinstance(exc, Refused) and exc.reason == reason
 
 
 def _segment(value: str | int) -> str:
@@ -110,14 +130,9 @@ class ServiceClient(PromptClient):
             error = error_for_response(response)
             answer = json_or_none(response)
             if response.status_code == 409 and isinstance(answer, dict):
-                if error.code == BREAKING_CHANGE and isinstance(answer.get("changes"), list):
-                    raise BreakingPromotion(error, answer["changes"])
-                if "current_version" in answer and "review_id" not in answer:
-                    raise ProductionMoved(error, answer["current_version"])
-                if "current_production_version" in answer:
-                    raise ProductionMoved(error, answer["current_production_version"])
-                if isinstance(answer.get("review_id"), str) and "current_version" not in answer:
-                    raise ReviewOpen(error, answer["review_id"])
+                reason = answer.get("reason")
+                if isinstance(reason, str):
+                    raise _REFUSALS.get(reason, Refused)(error, reason, answer)
             raise error
         if response.status_code == 204:
             return None

@@ -30,12 +30,15 @@ def create_key() -> Any:
     form = {
         "role": request.form.get("role", ""),
         "description": request.form.get("description", "").strip() or None,
+        "owner": request.form.get("owner", "").strip() or None,
     }
     try:
         body = load(KeyCreateSchema(), form)
     except FormInvalid as invalid:
         return _keys_page(form, invalid.errors)
-    key, secret = actions.create_key(identity(), principal(), body["role"], body["description"])
+    key, secret = actions.create_key(
+        identity(), principal(), body["role"], body["description"], owner=body["owner"]
+    )
     return render_template(
         "console/key_created.html", key=key, secret=secret, base_url=request.host_url.rstrip("/")
     )
@@ -47,6 +50,7 @@ def _keys_page(
     html = render_template(
         "console/keys.html",
         keys=actions.list_keys(identity(), principal()),
+        usernames={u.user_id: u.username for u in actions.list_users(identity(), principal())},
         roles=ROLES,
         form=form or {"role": ROLES[0]},
         errors=errors or {},

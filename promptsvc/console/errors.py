@@ -62,11 +62,30 @@ def error_page(status: int, message: str) -> Response:
     return Response(html, status=status, mimetype="text/html")
 
 
+# What a person can do about a refusal, by its reason (docs/api.md section 9).
+NEXT_STEPS = {
+    "frozen": "Create a new version from it to change it.",
+    "rollout_running": "Complete or abort the running rollout first.",
+    "review_open": "Decide or cancel the review that is open already.",
+    "review_decided": "The review's page says how it ended.",
+    "nothing_to_roll_back": "The prompt's history lists what each environment held.",
+}
+
+
+def frozen_message(number: int) -> str:
+    """Why version ``number`` cannot be edited, and what to do instead."""
+    return (
+        f"Version {number} is frozen: it has been placed in an environment or reviewed, so "
+        f"its content stays as it was. {NEXT_STEPS['frozen']}"
+    )
+
+
 def _storage_error(exc: StorageError) -> Response:
     if isinstance(exc, NotFound):
         return error_page(404, sentence(str(exc)))
     if isinstance(exc, Conflict):
-        return error_page(409, sentence(str(exc)))
+        step = NEXT_STEPS.get(exc.reason)
+        return error_page(409, sentence(str(exc)) + (f" {step}" if step else ""))
     if isinstance(exc, ReviewForbidden):  # the two-person rule; the message says why
         return error_page(403, sentence(str(exc)))
     if isinstance(exc, InvalidInput):

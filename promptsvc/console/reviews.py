@@ -3,7 +3,7 @@ with the diff against what its environment holds now, and approving, rejecting o
 cancelling it.
 
 Whether the signed-in person may decide a review is storage's rule
-(storage.lifecycle's ``check_approver``, ``check_rejecter``, ``check_canceller``), asked
+(storage.release's ``check_approver``, ``check_decider``, ``check_canceller``), asked
 before the page is drawn so it offers only what the decision would accept and says why
 not otherwise; the decision itself goes through promptsvc.actions like the API's.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from identity.people import acting_person
 from identity.roles import SERVICE_ADMIN, role_includes
 from promptsvc import actions
 from promptsvc.console.common import (
@@ -35,14 +36,16 @@ from storage import (
     REVIEW_STATUSES,
     Conflict,
     NotFound,
+    PromptVersion,
     Review,
     ReviewForbidden,
     ReviewStale,
     Rollout,
     StorageError,
     decode_number_cursor,
-    lifecycle,
+    release,
 )
+from storage.release import Actor, content_digest
 
 bp = Blueprint("reviews", __name__)
 
@@ -76,7 +79,20 @@ class Decisions:
 
 
 def decisions(review: Review) -> Decisions:
-    person = principal()
+    person, backend = principal(), storage()
+    # The engine's own rules, asked with what an approval would read: the person's
+    # stored record and the version (None when deleted).
+    actor = Actor(
+        person.user_id,
+        acting_person(backend, person),
+        backend.get_user_by_id(person.org, person.user_id),
+    )
+    try:
+        version: PromptVersion | None = backend.get_version(
+            person.org, review.prompt_id, review.version_id
+        )
+    except NotFound:
+        version = None
 
     def refusal(check: Callable[[], None], action: Callable[..., Any], doing: str) -> str | None:
         if not actions.allowed(person, action):
@@ -90,17 +106,17 @@ def decisions(review: Review) -> Decisions:
     admin = role_includes(person.role, SERVICE_ADMIN)
     return Decisions(
         approve=refusal(
-            lambda: lifecycle.check_approver(review, person.user_id),
+            lambda: release.check_approver(review, actor, version),
             actions.approve_review,
             "Approving",
         ),
         reject=refusal(
-            lambda: lifecycle.check_rejecter(review, person.user_id),
+            lambda: release.check_decider(review, actor, version),
             actions.reject_review,
             "Rejecting",
         ),
         cancel=refusal(
-            lambda: lifecycle.check_canceller(review, person.user_id, admin),
+            lambda: release.check_canceller(review, actor, admin),
             actions.cancel_review,
             "Cancelling",
         ),
@@ -158,7 +174,9 @@ def _compared(review: Review) -> dict[str, Any]:
         before = None
     else:
         before = backend.get_version(org, prompt.prompt_id, str(review.expected_version))
-    return comparison(prompt, before, version)
+    # What the page shows is the version as stored now: its digest is what a person
+    # who approves from the page saw.
+    return {**comparison(prompt, before, version), "digest": content_digest(version)}
 
 
 @bp.get("/reviews/<review_id>")
@@ -194,6 +212,24 @@ def _review_page(
     return Response(html, status=400 if errors else status, mimetype="text/html")
 
 
+def unseen_change(review: Review, version_id: str, digest: str) -> str | None:
+    """Why approving would apply something other than what the page showed (the
+    version and content digest the form posts), or None when it would not."""
+    backend = storage()
+    version = backend.get_version(principal().org, review.prompt_id, review.version_id)
+    now = content_digest(version)
+    # A review requested before reviews recorded digests pins nothing but the version.
+    requested = review.content_digest or now
+    if version_id == review.version_id and digest == now == requested:
+        return None
+    return (
+        f"v{review.version} of {review.prompt_name} is not what you read: the page you "
+        f"approved from showed content digest {digest[:12] or 'none'}, the version has "
+        f"{now[:12]} now and this review applies {requested[:12]}. Nothing was approved. "
+        "Read the change below again before deciding."
+    )
+
+
 @bp.post("/reviews/<review_id>/approve")
 def approve(review_id: str) -> WerkzeugResponse:
     backend = storage()
@@ -201,11 +237,19 @@ def approve(review_id: str) -> WerkzeugResponse:
     comment = request.form.get("comment", "").strip()
     try:
         body = load(DecisionSchema(), {"comment": comment or None})
+    except FormInvalid as invalid:
+        return _review_page(review, comment=comment, errors=invalid.errors)
+    # Who may not approve (or a review no longer open) hears why from the approval.
+    if review.status == "open" and decisions(review).approve is None:
+        unseen = unseen_change(
+            review, request.form.get("version_id", ""), request.form.get("content_digest", "")
+        )
+        if unseen is not None:
+            return _review_page(review, comment=comment, conflict=unseen, status=409)
+    try:
         decided, applied = actions.approve_review(
             backend, principal(), review_id, comment=body["comment"]
         )
-    except FormInvalid as invalid:
-        return _review_page(review, comment=comment, errors=invalid.errors)
     except ReviewStale as stale:
         now = f"v{stale.current}" if stale.current is not None else "nothing"
         was = f"v{review.expected_version}" if review.expected_version is not None else "nothing"

@@ -26,6 +26,7 @@ from promptsvc.console.common import (
     require,
     storage,
 )
+from promptsvc.console.errors import error_page, frozen_message
 from promptsvc.console.present import contract_rows, pretty_json, sdk_snippet
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
@@ -268,6 +269,8 @@ def _form(
 def edit(name: str, number: int) -> str | WerkzeugResponse:
     require(actions.edit_version)
     prompt, version = _version(name, number)
+    if version.status == "draft" and version.frozen:  # refused: say so before typing
+        return error_page(409, frozen_message(version.version))
     if request.method == "GET":
         return _form(prompt, Draft.of(prompt, version), editing=version)
     draft = Draft.posted(prompt)

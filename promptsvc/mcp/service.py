@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from promptsvc.client import NotFoundError, PromptServiceError
-from promptsvc.client.management import ServiceClient
+from promptsvc.client.management import REVIEW_REQUIRED, ServiceClient, refused
 
 PRODUCTION = "production"
 LABELS = ("production", "latest")
@@ -121,7 +121,7 @@ def request_promotion(
     try:
         promoted: dict[str, Any] = client.call("POST", path, body=body)
     except PromptServiceError as exc:
-        if exc.code != "review_required":
+        if not refused(exc, REVIEW_REQUIRED):
             raise
         review_body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:

@@ -17,7 +17,7 @@ import jsonschema
 from mcp import types
 
 from promptsvc.client import PromptServiceError
-from promptsvc.client.management import ServiceClient
+from promptsvc.client.management import Refused, ServiceClient
 from promptsvc.mcp import service
 
 NAME = {"type": "string", "description": "the prompt's name (or its pmt_ id)"}
@@ -158,6 +158,7 @@ def call(
     except PromptServiceError as exc:
         error = {
             "code": exc.code,
+            "reason": exc.reason if isinstance(exc, Refused) else None,
             "message": exc.message,
             "status": exc.status,
             "request_id": exc.request_id,

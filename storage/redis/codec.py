@@ -293,6 +293,7 @@ def api_key_fields(key: ApiKey) -> list[str]:
             "description": key.description,
             "created_at": rfc3339(key.created_at),
             "revoked": "1" if key.revoked else "0",
+            "owner": key.owner,
         }
     )
 
@@ -307,6 +308,7 @@ def api_key(f: Fields) -> ApiKey:
         description=f.get("description"),
         created_at=_time(f["created_at"]),
         revoked=f["revoked"] == "1",
+        owner=f.get("owner"),
     )
 
 

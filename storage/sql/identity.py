@@ -35,6 +35,7 @@ def api_key_record(row: Row[Any]) -> ApiKey:
         description=row.description,
         created_at=row.created_at,
         revoked=row.revoked,
+        owner=row.owner,
     )
 
 
@@ -66,6 +67,7 @@ def api_key_values(key: ApiKey) -> dict[str, Any]:
         "description": key.description,
         "created_at": key.created_at,
         "revoked": key.revoked,
+        "owner": key.owner,
     }
 
 

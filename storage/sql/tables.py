@@ -358,6 +358,7 @@ api_keys = Table(
     Column("description", Text),
     Column("created_at", UtcDateTime, nullable=False),
     Column("revoked", Boolean, nullable=False),
+    Column("owner", String(64)),
     UniqueConstraint("org", "client_id"),
 )
 

@@ -55,11 +55,18 @@ def test_list_create_change_delete(api: Any) -> None:
     error(api.delete(f"{ENVS}/production"), 409, "conflict")
 
 
+def test_production_exists_already(api: Any) -> None:
+    """A taken name, production too, is 409 reason exists (docs/api.md section 15)."""
+    api.post(ENVS, json={"name": "staging"})
+    for name in ("production", "staging"):
+        body = error(api.post(ENVS, json={"name": name}), 409, "conflict")
+        assert body["reason"] == "exists" and name in body["message"], body
+
+
 @pytest.mark.parametrize(
     "body",
     [
         {"name": "latest"},
-        {"name": "production"},
         {"name": "Staging"},
         {"name": "1x"},
         {"name": "x" * 33},

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from identity.roles import SERVICE_READ, SERVICE_WRITE
+from identity.roles import SERVICE_ADMIN, SERVICE_READ, SERVICE_WRITE
 from promptsvc.api.responses import ApiKeyCreatedSchema, ApiKeySchema
+from tests.api.test_api_people import person_headers
+from tests.identity.people_support import PASSWORD
 
 # --------------------------------------------------------------------------- keys
 
@@ -42,6 +44,52 @@ def test_create_key_shows_the_secret_once_and_it_works(api: Any) -> None:
     assert "client_secret" not in mine
     assert body["client_secret"] not in str(listed)
     assert mine["user_id"] == body["user_id"]
+
+
+def _key_headers(api: Any, created: dict[str, Any]) -> dict[str, str]:
+    token = api.client.post(
+        "/v1/auth/sdk-token",
+        json={
+            "account_id": "acme",
+            "key_id": created["client_id"],
+            "key_secret": created["client_secret"],
+        },
+    ).json["access_token"]
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_key_is_owned_by_its_maker_or_the_person_named(api: Any, app: Flask) -> None:
+    identity = app.extensions["identity"]
+    cy, _ = identity.create_user("acme", "cy", SERVICE_ADMIN, PASSWORD)
+    ada, _ = identity.create_user("acme", "ada", SERVICE_WRITE, PASSWORD)
+    cy_headers = person_headers(app, "cy")
+    made = api.post("/api/v1/keys", role=None, headers=cy_headers, json={"role": SERVICE_ADMIN})
+    assert made.status_code == 201 and made.json["owner"] == cy.user_id
+    named = api.post(
+        "/api/v1/keys", role=None, headers=cy_headers, json={"role": SERVICE_WRITE, "owner": "ada"}
+    )
+    assert named.status_code == 201 and named.json["owner"] == ada.user_id
+    # A key made with a key has that key's owner; one from a key nobody owns, none.
+    by_key = api.post(
+        "/api/v1/keys", role=None, headers=_key_headers(api, made.json), json={"role": SERVICE_READ}
+    )
+    assert by_key.status_code == 201 and by_key.json["owner"] == cy.user_id
+    ownerless = api.post("/api/v1/keys", json={"role": SERVICE_READ}).json
+    assert ownerless["owner"] is None
+    listed = {k["client_id"]: k["owner"] for k in api.get("/api/v1/keys").json["items"]}
+    assert listed[made.json["client_id"]] == cy.user_id
+    assert listed[named.json["client_id"]] == ada.user_id
+    assert listed[by_key.json["client_id"]] == cy.user_id
+    assert listed[ownerless["client_id"]] is None
+
+
+@pytest.mark.parametrize("owner", ["nobody", "eve"])
+def test_a_key_owner_must_be_a_user_of_the_org(api: Any, app: Flask, owner: str) -> None:
+    app.extensions["identity"].create_user("globex", "eve", SERVICE_WRITE, PASSWORD)
+    before = api.get("/api/v1/keys").json["items"]
+    r = api.post("/api/v1/keys", json={"role": SERVICE_READ, "owner": owner})
+    assert r.status_code == 400 and owner in r.json["message"], r.json
+    assert api.get("/api/v1/keys").json["items"] == before
 
 
 def test_new_key_belongs_to_the_callers_org(api: Any, app: Flask) -> None:

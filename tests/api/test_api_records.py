@@ -109,7 +109,7 @@ REVIEW = Review(
     allow_breaking=True,
     breaking=(CHANGE,),
 )
-KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True)
+KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True, owner=USER)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")
 
 # Each record type the API answers with, populated and minimal, and its schema's name.
@@ -172,7 +172,7 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             breaking=(),
         ),
     ),
-    ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False)),
+    ApiKey: ("ApiKey", KEY, dataclasses.replace(KEY, description=None, revoked=False, owner=None)),
     # A user has no optional field: "minimal" is the other value of its flag.
     User: ("User", PERSON, dataclasses.replace(PERSON, disabled=False, updated_at=AT)),
     Event: (

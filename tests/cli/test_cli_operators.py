@@ -113,6 +113,22 @@ def test_keys_create_list_revoke(store: Storage, run: Run, clock: FakeClock) -> 
     ]
 
 
+def test_keys_create_with_an_owner(store: Storage, run: Run) -> None:
+    status, _, err = run("users", "create", "--org", "acme", "--username", "ada")
+    assert status == 0, err
+    ada = store.get_user("acme", "ada")
+    assert ada is not None
+    status, owned, err = run("keys", "create", "--org", "acme", "--owner", "ada")
+    assert status == 0, err
+    assert owned["owner"] == ada.user_id
+    assert store.get_api_key("acme", owned["client_id"]).owner == ada.user_id  # type: ignore[union-attr]
+    status, ownerless, _ = run("keys", "create", "--org", "acme")
+    assert status == 0 and ownerless["owner"] is None
+    status, _, err = run("keys", "create", "--org", "acme", "--owner", "nobody")
+    assert status != 0 and "no user 'nobody'" in err
+    assert len(store.list_api_keys("acme")) == 2
+
+
 def test_revocation_by_command_stops_new_tokens(store: Storage, run: Run, clock: FakeClock) -> None:
     server = Identity(store, issuer_url=ISSUER, clock=clock)
     key, secret = server.create_key("acme", SERVICE_READ)

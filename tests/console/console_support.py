@@ -70,6 +70,20 @@ def post_form(client: FlaskClient, page_url: str, action: str, **fields: Any) ->
     return client.post(action, data={"csrf_token": csrf_token(page.text), **fields})
 
 
+# What a review's approve form posts besides the comment: the version and the content
+# digest the page showed.
+SHOWN = re.compile(r'<input type="hidden" name="(version_id|content_digest)" value="([^"]*)">')
+
+
+def post_approval(client: FlaskClient, review_url: str, **fields: Any) -> TestResponse:
+    """Approve from the review's page as a browser does: with what the page showed
+    (``fields`` may replace it)."""
+    page = client.get(review_url)
+    assert page.status_code == 200, page.text
+    data = {"csrf_token": csrf_token(page.text), **dict(SHOWN.findall(page.text)), **fields}
+    return client.post(f"{review_url}/approve", data=data)
+
+
 def http_sign_in(client: httpx.Client, username: str, org: str = ORG) -> None:
     """:func:`sign_in` over HTTP against a running server (``client`` has its base_url
     and keeps cookies)."""

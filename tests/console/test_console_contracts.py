@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from promptsvc.client import PromptVersion
 from promptsvc.console import releases
 from storage import Storage
-from tests.console.console_support import ORG, csrf_token, post_form
+from tests.console.console_support import ORG, csrf_token, post_approval, post_form
 
 Console = Callable[..., FlaskClient]
 
@@ -333,9 +333,7 @@ def test_a_breaking_review_is_requested_with_the_acknowledgement_and_says_so(
     shown = console("admin").get(opened.headers["Location"]).text
     assert "the requester acknowledged it, so approving applies it anyway" in shown
     assert "<code>tone</code> is now required" in shown
-    approved = post_form(
-        console("admin"), opened.headers["Location"], opened.headers["Location"] + "/approve"
-    )
+    approved = post_approval(console("admin"), opened.headers["Location"])
     assert approved.status_code == 302
     assert storage.get_prompt(ORG, "greeting").production_version == 2
     assert storage.list_history(ORG, "greeting").items[0].breaking is True

@@ -693,6 +693,29 @@ def test_create_a_key_shows_the_secret_once(app: Flask, console: Console) -> Non
     assert "Revoked" in client.get("/console/keys").text
 
 
+def test_a_key_is_owned_by_its_maker_or_the_person_named(
+    storage: Storage, console: Console
+) -> None:
+    client = console("admin")
+    mine = post_form(client, "/console/keys", "/console/keys", role="Service Write")
+    writers = post_form(
+        client, "/console/keys", "/console/keys", role="Service Write", owner="writer"
+    )
+    assert (mine.status_code, writers.status_code) == (200, 200)
+    owners = {key.description: key.owner for key in storage.list_api_keys(ORG)}
+    admin, writer = storage.get_user(ORG, "admin"), storage.get_user(ORG, "writer")
+    assert admin and writer
+    assert sorted(k.owner or "" for k in storage.list_api_keys(ORG)) == sorted(
+        [admin.user_id, writer.user_id]
+    ), owners
+    listing = client.get("/console/keys").text
+    assert "<th>Owner</th>" in listing
+    assert "<td>writer</td>" in listing and "<td>admin</td>" in listing
+    unknown = post_form(client, "/console/keys", "/console/keys", role="Service Read", owner="zed")
+    assert unknown.status_code == 400 and "zed" in unknown.text
+    assert len(storage.list_api_keys(ORG)) == 2
+
+
 def test_admin_creates_changes_and_disables_users(storage: Storage, console: Console) -> None:
     client = console("admin")
     made = post_form(

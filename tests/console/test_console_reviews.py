@@ -15,7 +15,16 @@ from flask.testing import FlaskClient
 
 from storage import Storage
 from storage.memory import MemoryStorage
-from tests.console.console_support import ORG, OTHER_ORG, PASSWORD, csrf_token, post_form
+from storage.release.digest import content_digest
+from tests.console.console_support import (
+    ORG,
+    OTHER_ORG,
+    PASSWORD,
+    SHOWN,
+    csrf_token,
+    post_approval,
+    post_form,
+)
 from tests.sql_support import sql_storage
 
 Console = Callable[..., FlaskClient]
@@ -330,12 +339,41 @@ def test_who_may_decide_a_review_and_why_not(
     assert reader.count('method="post"') == 1  # sign out, nothing else
 
 
+def test_the_approve_form_applies_only_what_the_page_showed(
+    storage: Storage, console: Console
+) -> None:
+    _seed(storage)
+    review_id = _request_review(console("writer"))
+    admin = console("admin")
+    path = f"/console/reviews/{review_id}"
+    page = admin.get(path).text
+    shown = content_digest(storage.get_version(ORG, "greeting", "2"))
+    assert re.search(rf'id="content-digest">.*?<code>{shown}</code>', page, re.S), page
+    assert dict(SHOWN.findall(page)) == {
+        "version_id": storage.get_version(ORG, "greeting", "2").version_id,
+        "content_digest": shown,
+    }
+    # A page that showed other content, another version or nothing is not approved from.
+    for changed in (
+        {"content_digest": "0" * 64},
+        {"version_id": "v_other"},
+        {"content_digest": ""},
+    ):
+        refused = post_approval(admin, path, **changed)
+        assert refused.status_code == 409, refused.text
+        assert "is not what you read" in refused.text and "Nothing was approved" in refused.text
+    review = storage.get_review(ORG, review_id)
+    assert (review.status, review.approvals) == ("open", ())
+    assert post_approval(admin, path).status_code == 302
+    assert storage.get_production(ORG, "greeting").version == 2
+
+
 def test_approving_applies_the_review(app: Flask, storage: Storage, console: Console) -> None:
     _seed(storage)
     review_id = _request_review(console("writer"))
     admin = console("admin")
     path = f"/console/reviews/{review_id}"
-    answer = post_form(admin, path, f"{path}/approve", comment="read the <i>diff</i>")
+    answer = post_approval(admin, path, comment="read the <i>diff</i>")
     assert answer.status_code == 302 and answer.headers["Location"].endswith(path)
     production = storage.get_production(ORG, "greeting")
     assert production.version == 2
@@ -362,7 +400,7 @@ def test_two_approvals_then_the_change(app: Flask, storage: Storage, console: Co
     review_id = _request_review(console("writer"))
     path = f"/console/reviews/{review_id}"
     admin = console("admin")
-    post_form(admin, path, f"{path}/approve", comment="fine")
+    post_approval(admin, path, comment="fine")
     first = admin.get(path).text
     assert "Approved (1 of 2); it needs 1 more." in first
     assert storage.get_production(ORG, "greeting").version == 1
@@ -370,7 +408,7 @@ def test_two_approvals_then_the_change(app: Flask, storage: Storage, console: Co
     assert "You have approved review" in first and ">Reject</button>" in first
     assert ">Approve</button>" not in first
     second = console("second")
-    post_form(second, path, f"{path}/approve")
+    post_approval(second, path)
     assert storage.get_production(ORG, "greeting").version == 2
     assert storage.get_review(ORG, review_id).status == "applied"
 
@@ -396,7 +434,7 @@ def test_a_comment_too_long_keeps_what_was_typed(storage: Storage, console: Cons
     _seed(storage)
     review_id = _request_review(console("writer"))
     path = f"/console/reviews/{review_id}"
-    answer = post_form(console("admin"), path, f"{path}/approve", comment="x" * 2001)
+    answer = post_approval(console("admin"), path, comment="x" * 2001)
     assert answer.status_code == 400 and "Longer than maximum length 2000" in answer.text
     assert storage.get_review(ORG, review_id).status == "open"
 
@@ -411,7 +449,7 @@ def test_a_stale_review_says_what_happened(storage: Storage, console: Console) -
     path = f"/console/reviews/{review_id}"
     page = admin.get(path).text
     assert "Production changed since the request: it held v1 and holds v3 now." in page
-    answer = post_form(admin, path, f"{path}/approve")
+    answer = post_approval(admin, path)
     assert answer.status_code == 409
     assert "production changed since the request: it held v1 and holds v3" in answer.text
     assert "Stale</span>" in answer.text
@@ -425,7 +463,7 @@ def test_forged_decisions_are_refused(app: Flask, storage: Storage, console: Con
     review_id = _request_review(writer)
     path = f"/console/reviews/{review_id}"
     # The requester approving their own review: the two-person rule's 403.
-    own = post_form(writer, path, f"{path}/approve")
+    own = post_approval(writer, path)
     assert own.status_code == 403
     assert f"You requested review {review_id}: another person must approve it." in own.text
     # A reader: the role's 403.
@@ -453,7 +491,7 @@ def test_the_requester_cancels(storage: Storage, console: Console) -> None:
     page = writer.get(path).text
     assert "Review cancelled: greeting v2 was not placed." in page
     # Deciding it now is a conflict page, not a change.
-    late = post_form(console("admin"), path, f"{path}/approve")
+    late = post_approval(console("admin"), path)
     assert late.status_code == 409 and "is cancelled: only an open review can be decided" in (
         late.text
     )

@@ -194,10 +194,39 @@ def _staging_rolled_back_from_the_prompt_page(page: Page) -> None:
     assert "v3 reads too curt" in history
 
 
+def _an_approval_applies_only_what_the_page_showed(page: Page) -> None:
+    page.sign_in("wes")
+    page.open("/console/prompts/greeting/versions/new")
+    page.fill("content", "Welcome, {{name}}!")
+    page.click("Save draft")
+    page.click("Request review for production…")
+    page.click("Request review")
+    review_path = page.path()
+
+    page.sign_in("ada")
+    page.open(review_path)
+    digest = page.find("#content-digest code").text
+    assert len(digest) == 64
+    shown = page.find("input[name=content_digest]")
+    assert shown.get_attribute("value") == digest
+    # The page as if it had been read while the version held other content.
+    page.driver.execute_script("arguments[0].value = '0'.repeat(64)", shown)
+    page.click("Approve")
+    assert "is not what you read" in page.text() and "Nothing was approved" in page.text()
+    assert not page.driver.find_elements(page.by.CSS_SELECTOR, "ol.decisions li")
+    assert _held(page, "greeting")["production"] == "v2"
+
+    page.open(review_path)
+    page.click("Approve")
+    assert "Approved: greeting v4 is now in production." in page.text()
+    assert _held(page, "greeting")["production"] == "v4"
+
+
 def test_a_review_applied_one_rejected_and_staging_rolled_back(page: Page) -> None:
-    """One test, not three: each step builds on what the one before left on the
+    """One test, not four: each step builds on what the one before left on the
     module's server (v2 in staging, a protected production), and pytest-xdist may run
     separate tests on separate workers, each with a server of its own."""
     _a_review_from_request_to_production(page)
     _a_review_rejected_with_a_comment(page)
     _staging_rolled_back_from_the_prompt_page(page)
+    _an_approval_applies_only_what_the_page_showed(page)

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from storage import RolloutNotFound, Storage
 from storage.memory import MemoryStorage
-from tests.console.console_support import ORG, csrf_token, post_form
+from tests.console.console_support import ORG, csrf_token, post_approval, post_form
 from tests.sql_support import sql_storage
 
 Console = Callable[..., FlaskClient]
@@ -252,8 +252,7 @@ def test_a_review_with_a_percent_starts_the_rollout_when_approved(
     assert "rollout 10%" in writer.get("/console/reviews").text
 
     admin = console("admin")
-    approve = f"/console/reviews/{review.review_id}/approve"
-    approved = post_form(admin, f"/console/reviews/{review.review_id}", approve)
+    approved = post_approval(admin, f"/console/reviews/{review.review_id}")
     assert approved.status_code == 302, approved.text
     rollout = storage.get_rollout(ORG, "greeting", "production")
     assert (rollout.candidate_version, rollout.percent) == (2, 10)

@@ -56,6 +56,18 @@ def test_description_may_be_absent(storage: Storage) -> None:
     assert storage.get_api_key(ORG, "bare") == key("bare", description=None)
 
 
+def test_owner_is_kept_through_every_change(storage: Storage) -> None:
+    owned = key("ci", owner="a0000000-0000-4000-8000-00000000000a")
+    storage.add_api_key(owned)
+    storage.add_api_key(key("boot"))
+    assert storage.get_api_key(ORG, "ci") == owned
+    assert storage.get_api_key(ORG, "boot") == key("boot", owner=None)
+    assert storage.list_api_keys(ORG) == [owned, key("boot")]
+    assert storage.set_api_key_secret(ORG, "ci", "new-hash").owner == owned.owner
+    assert storage.revoke_api_key(ORG, "ci") == replace(owned, secret_hash="new-hash", revoked=True)
+    assert storage.get_api_key(ORG, "ci") == replace(owned, secret_hash="new-hash", revoked=True)
+
+
 def test_client_id_is_unique_per_org(storage: Storage) -> None:
     storage.add_api_key(key("admin"))
     with pytest.raises(ApiKeyExists, match="admin"):
