@@ -6,7 +6,7 @@ fields kept only for storage (secret hashes, private keys, ``created_by``) left 
 lives on the record rather than in the API because identity shows records too and may
 not import promptsvc. A record whose secret is shown once, at creation, is answered as
 its ``to_json()`` plus that secret. New records follow the same pattern; the OpenAPI
-schemas (promptsvc/api/responses.py) only document these dicts, and
+schemas (promptsvc/api/responses/) only document these dicts, and
 tests/api/test_api_records.py holds every record's JSON to its schema.
 """
 

@@ -1,4 +1,5 @@
-"""ruff and mypy run as part of the test command, so CI and the README agree."""
+"""ruff and mypy run as part of the test command, so CI and the README agree; and the
+service's modules stay small."""
 
 from __future__ import annotations
 
@@ -26,3 +27,18 @@ def test_ruff(args: tuple[str, ...]) -> None:
 def test_mypy() -> None:
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Small modules whose names say what they hold: none of the service's over this.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_service_is_over_500_lines() -> None:
+    modules = sorted((ROOT / "promptsvc").rglob("*.py")) + sorted((ROOT / "identity").rglob("*.py"))
+    assert len(modules) > 100  # the walk finds the packages
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in modules
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

@@ -10,7 +10,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
-from promptsvc.console.releases import holding
+from promptsvc.console.comparison import holding
 from promptsvc.console.rollouts import panels
 from promptsvc.inputs import PromptCreateSchema
 from storage import PRODUCTION, Page, Prompt, PromptExists, decode_cursor, encode_cursor

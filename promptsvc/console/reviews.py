@@ -29,8 +29,8 @@ from promptsvc.console.common import (
     required_role,
     storage,
 )
+from promptsvc.console.comparison import comparison, holding
 from promptsvc.console.errors import sentence
-from promptsvc.console.releases import comparison, holding
 from promptsvc.inputs import DecisionSchema
 from storage import (
     REVIEW_STATUSES,

@@ -26,7 +26,7 @@ from promptsvc.console.common import (
     require,
     storage,
 )
-from promptsvc.console.releases import _unacknowledged, comparison
+from promptsvc.console.comparison import comparison, unacknowledged
 from promptsvc.inputs import RolloutCompleteSchema, RolloutUpdateSchema
 from promptsvc.rollout import STEPS
 from storage import Prompt, Rollout, RolloutNotFound
@@ -111,7 +111,7 @@ def complete(name: str, environment: str) -> str | WerkzeugResponse:
     candidate = backend.get_version(org, prompt.prompt_id, str(rollout.candidate_version))
     place = backend.get_environment(org, environment)
     # The promote page's rule: completing a rollout is that promotion.
-    refused = _unacknowledged(prompt, candidate, place, notes, allow_breaking)
+    refused = unacknowledged(prompt, candidate, place, notes, allow_breaking)
     if refused is not None:
         return _complete_page(
             prompt, rollout, notes=notes, errors=refused, allow_breaking=allow_breaking

@@ -1,7 +1,7 @@
 """The ``{{variable}}`` placeholder grammar: variable extraction and rendering.
 
 The SDK renders with it (``PromptVersion.render``), and the server's actions
-(promptsvc/actions.py) use it to check a version's content and extract its variables,
+(promptsvc/actions/) use it to check a version's content and extract its variables,
 which storage keeps as given.
 
 A placeholder is ``{{ name }}``: inner whitespace is allowed and a name matches

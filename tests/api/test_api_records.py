@@ -1,6 +1,6 @@
 """Every record's JSON against the schema /openapi.json publishes for it: they cannot drift.
 
-A record's JSON is its ``to_json()`` (storage/records.py); promptsvc/api/responses.py only
+A record's JSON is its ``to_json()`` (storage/records.py); promptsvc/api/responses/ only
 documents it. For each record type, a populated record and a minimal one (every optional
 field null, every list empty) must match the published schema exactly: the same field
 names, the same types (list items, enums and the date-time format included), and null

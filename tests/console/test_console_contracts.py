@@ -266,7 +266,7 @@ def test_a_break_the_page_did_not_see_is_refused_by_the_promotion_itself(
     url = f"/console/prompts/greeting/versions/{candidate.version}/promote"
     page = client.get(url + "?environment=staging")
     assert 'name="allow_breaking"' not in page.text  # nothing breaks v1's callers
-    real = releases._unacknowledged
+    real = releases.unacknowledged
 
     def then_the_candidate_is_edited(*args: object) -> dict[str, list[str]] | None:
         answer = real(*args)  # type: ignore[arg-type]
@@ -275,7 +275,7 @@ def test_a_break_the_page_did_not_see_is_refused_by_the_promotion_itself(
         )  # the implied contract: name required
         return answer
 
-    monkeypatch.setattr(releases, "_unacknowledged", then_the_candidate_is_edited)
+    monkeypatch.setattr(releases, "unacknowledged", then_the_candidate_is_edited)
     answer = client.post(
         url,
         data={
