@@ -21,10 +21,23 @@ from promptsvc.actions.roles import requires
 
 @requires(SERVICE_ADMIN)
 def create_key(
-    identity: Identity, principal: Principal, role: str, description: str | None = None
+    identity: Identity,
+    principal: Principal,
+    role: str,
+    description: str | None = None,
+    *,
+    owner: str | None = None,
 ) -> tuple[ApiKey, str]:
-    """A new API key of the principal's org, with its secret (shown once)."""
-    return identity.create_key(principal.org, role, description)
+    """A new API key of the principal's org, with its secret (shown once), owned by the
+    user named ``owner`` or else by the person the principal counts as."""
+    if owner is None:
+        owner_id = acting_person(identity.storage, principal)
+    else:
+        user = identity.storage.get_user(principal.org, owner)
+        if user is None:
+            raise InvalidKeyRequest(f"owner: there is no user {owner!r} in this org")
+        owner_id = user.user_id
+    return identity.create_key(principal.org, role, description, owner=owner_id)
 
 
 @requires(SERVICE_ADMIN)
