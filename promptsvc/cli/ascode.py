@@ -25,7 +25,6 @@ fails half-way is finished by running it again.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import contract_of, plain_words
+from promptsvc.cli.changes import describe_changes
 from promptsvc.cli.commands import BreakingRefused, CommandError, add_command
 from promptsvc.cli.output import EXIT_CHANGES, Painter, print_json
 from promptsvc.cli.planning import Change, file_contract, make_plan, same_state
-from promptsvc.cli.promptfile import PromptFile, dumps, file_name, prompt_from_version
-from promptsvc.cli.prompts import describe_changes
+from promptsvc.cli.promptfile import PromptFile
+from promptsvc.cli.pull import pull_command
 from promptsvc.client import PromptServiceError
 from promptsvc.client.management import (
     EXISTS,
@@ -457,53 +457,3 @@ def _create_version(
         f"file; deleted this run's duplicate v{created['version']}"
     )
     return winner
-
-
-def pull_command(client: ServiceClient, args: argparse.Namespace) -> int:
-    directory: Path = args.directory
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommandError(f"cannot create {directory}: {exc.strerror}") from None
-    results = []
-    for found in client.list_prompts():
-        name = found["name"]
-        path = directory / file_name(name)
-        if found["latest_version"] is None:
-            results.append({"name": name, "file": str(path), "version": None, "written": False})
-            if not args.json:
-                print(f"  {name}: no versions yet, no file written", file=sys.stderr)
-            continue
-        latest = client.get_version(name, "latest")
-        text = dumps(
-            prompt_from_version(name, found["prompt_type"], found["description"], latest)
-        ).encode("utf-8")
-        written = _write_if_changed(path, text)
-        results.append(
-            {"name": name, "file": str(path), "version": latest["version"], "written": written}
-        )
-        if not args.json:
-            print(f"{'wrote' if written else 'unchanged'} {path} (v{latest['version']})")
-    if args.json:
-        print_json(results)
-    return 0
-
-
-def _write_if_changed(path: Path, data: bytes) -> bool:
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-    # Written beside it and renamed: an interrupted pull never leaves half a file.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise CommandError(f"cannot write {path}: {exc.strerror}") from None
-    return True

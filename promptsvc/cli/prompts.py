@@ -10,13 +10,12 @@ import json
 import sys
 from typing import Any
 
-from promptsvc.breaking import plain_words
+from promptsvc.cli.changes import describe_changes
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.contract_lines import contract_lines
 from promptsvc.cli.output import (
     Painter,
     is_terminal,
-    paint_diff,
     print_json,
     print_table,
     time_cell,
@@ -31,7 +30,6 @@ from promptsvc.client.management import (
 )
 from promptsvc.diffs import content_lines
 
-IMPLIED_ENTRY = {"type": "string", "required": True}
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
 
 GROUP_HELP = """\
@@ -334,63 +332,6 @@ def diff_command(client: ServiceClient, args: argparse.Namespace) -> int:
     described = describe_changes(changes, paint)
     print("\n".join(described) if described else "no differences")
     return 0
-
-
-def describe_changes(changes: dict[str, Any], paint: Painter) -> list[str]:
-    """The lines saying what a diff body (or a plan's change) holds."""
-    lines: list[str] = []
-    if changes["content_diff"]:
-        lines.append(paint_diff(changes["content_diff"].rstrip("\n"), paint))
-    variables, tags, metadata = changes["variables"], changes["tags"], changes["metadata"]
-    listed = [
-        ("variables", variables),
-        ("tags", tags),
-    ]
-    for label, change in listed:
-        items = [paint(f"+{v}", "green") for v in change["added"]]
-        items += [paint(f"-{v}", "red") for v in change["removed"]]
-        if items:
-            lines.append(f"{label}: {' '.join(items)}")
-    for key, value in metadata["added"].items():
-        lines.append(paint(f"metadata +{key}: {_json(value)}", "green"))
-    for key, value in metadata["removed"].items():
-        lines.append(paint(f"metadata -{key}: {_json(value)}", "red"))
-    for key, change in metadata["changed"].items():
-        lines.append(
-            paint(f"metadata ~{key}: {_json(change['from'])} -> {_json(change['to'])}", "yellow")
-        )
-    schema = changes.get("variables_schema") or {"added": {}, "removed": {}, "changed": {}}
-    # An implied entry (a required string) says no more than the variables line above.
-    for key, entry in schema["added"].items():
-        if entry != IMPLIED_ENTRY:
-            lines.append(paint(f"variables_schema +{key}: {_json(entry)}", "green"))
-    for key, entry in schema["removed"].items():
-        if entry != IMPLIED_ENTRY:
-            lines.append(paint(f"variables_schema -{key}: {_json(entry)}", "red"))
-    for key, change in schema["changed"].items():
-        lines.append(
-            paint(
-                f"variables_schema ~{key}: {_json(change['from'])} -> {_json(change['to'])}",
-                "yellow",
-            )
-        )
-    old, new = contracts_of_diff(schema)
-    for change in changes.get("breaking") or []:
-        lines.append(paint(f"breaking: {plain_words(change, old, new)}", "red"))
-    return lines
-
-
-def contracts_of_diff(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The entries of the two versions that a ``variables_schema`` diff shows (enough to
-    say each breaking change in plain words: every one is about such an entry)."""
-    changed = schema["changed"]
-    old = {**schema["removed"], **{name: c["from"] for name, c in changed.items()}}
-    new = {**schema["added"], **{name: c["to"] for name, c in changed.items()}}
-    return old, new
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:

@@ -10,9 +10,9 @@ import argparse
 import sys
 from typing import Any
 
+from promptsvc.cli.changes import describe_changes
 from promptsvc.cli.commands import add_command
 from promptsvc.cli.output import Painter, print_json, print_table, time_cell
-from promptsvc.cli.prompts import describe_changes
 from promptsvc.client.management import ServiceClient
 
 STATUSES = ("open", "applied", "rejected", "cancelled", "stale")
