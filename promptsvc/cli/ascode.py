@@ -40,6 +40,7 @@ from promptsvc.cli.promptfile import PromptFile
 from promptsvc.cli.pull import pull_command
 from promptsvc.client import PromptServiceError
 from promptsvc.client.management import (
+    ALREADY_THERE,
     EXISTS,
     STATUS,
     ProductionMoved,
@@ -355,12 +356,12 @@ def _apply_one(
         result = client.promote(
             name, target["version_id"], notes, expected, env, allow_breaking=allow_breaking
         )
-    except ProductionMoved as moved:
-        if moved.current_production_version == target["version"]:
-            where = "production" if env == "production" else f"in {env}"
-            say(f"= {name}: v{target['version']} is {where} already (promoted meanwhile)")
-            return
-        raise
+    except PromptServiceError as exc:
+        if not _promoted_meanwhile(client, name, target, env, exc):
+            raise
+        where = "production" if env == "production" else f"in {env}"
+        say(f"= {name}: v{target['version']} is {where} already (promoted meanwhile)")
+        return
     applied.record(
         name,
         "promote",
@@ -373,6 +374,21 @@ def _apply_one(
         f"^ {name}: promoted v{target['version']}{where} "
         f"(was {'none' if expected is None else f'v{expected}'})"
     )
+
+
+def _promoted_meanwhile(
+    client: ServiceClient, name: str, target: dict[str, Any], env: str, exc: Exception
+) -> bool:
+    """Whether a refused promotion was refused because another run (or person) put the
+    same version there first: the guard names it, the environment holds it already, or
+    in production it is no longer a draft because it was published."""
+    if isinstance(exc, ProductionMoved):
+        return exc.current_production_version == target["version"]
+    if refused(exc, ALREADY_THERE):
+        return True
+    if env == "production" and refused(exc, STATUS):
+        return client.get_version(name, target["version_id"])["status"] == "published"
+    return False
 
 
 def _open_review(

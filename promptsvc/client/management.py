@@ -87,6 +87,7 @@ class BreakingPromotion(Refused):
 # Reasons (docs/api.md section 9) the commands act on.
 EXISTS = "exists"
 STATUS = "status"
+ALREADY_THERE = "already_there"
 REVIEW_REQUIRED = "review_required"
 _REFUSALS: dict[str, type[Refused]] = {
     "version_changed": ProductionMoved,

@@ -47,7 +47,10 @@ class _To(Generic[P, R]):
         if store is None:
             return self
         bound = getattr(getattr(store, self.part), self.name)
-        store.__dict__[self.name] = bound
+        # Cached on the instance, so later calls skip this lookup; not where a subclass
+        # overrides the method, whose override the cache would hide.
+        if getattr(type(store), self.name, None) is self:
+            store.__dict__[self.name] = bound
         return bound
 
 
