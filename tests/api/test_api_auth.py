@@ -393,7 +393,7 @@ def test_other_org_cannot_change_anything(api: Any, world: None) -> None:
         assert r.status_code == expected, (method, path)
     # acme's data is untouched.
     assert api.get("/api/v1/prompts/greeting/production").json["version"] == 1
-    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 5
+    assert len(api.get("/api/v1/prompts/greeting/versions").json["items"]) == 6
     assert api.get("/api/v1/prompts/greeting/rollouts/staging").json["percent"] == 10
     assert api.get("/api/v1/prompts", org="globex").json["items"] == []
     assert api.get("/api/v1/users").json["items"][0]["disabled"] is False
