@@ -120,10 +120,10 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
         typed,
         AUTHOR,
         variables=["who", "count"],
-        variables_schema={**schema, "count": {"type": "number", "default": 1.5}},
+        variables_schema={**schema, "count": {"type": "string", "default": "1"}},
     )
     tick()
-    store.promote(org, "typed", "2", PROMOTER, notes="counts are numbers", allow_breaking=True)
+    store.promote(org, "typed", "2", PROMOTER, notes="counts are strings", allow_breaking=True)
     tick()
 
     store.create_prompt(org, "empty")

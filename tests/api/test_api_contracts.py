@@ -186,17 +186,21 @@ def test_compatible_promotion_is_recorded_unbroken(prompt: Any) -> None:
 def test_placement_and_rollback(prompt: Any) -> None:
     prompt.post("/api/v1/environments", json={"name": "staging"})
     assert (
-        create(prompt, variables_schema={**SCHEMA, "count": {"type": "number"}}).status_code == 201
+        create(prompt, variables_schema={**SCHEMA, "count": {"type": "string"}}).status_code == 201
     )
     staging = {"environment": "staging"}
     assert prompt.post(f"{VERSIONS}/1/promote", json=staging).status_code == 200
     refused = error(prompt.post(f"{VERSIONS}/2/promote", json=staging), 409, "breaking_change")
-    assert {c["change"] for c in refused["changes"]} == {"newly_required", "type_changed"}
+    assert {c["change"] for c in refused["changes"]} == {
+        "newly_required",
+        "type_changed",
+        "example_failed",  # v1's example sends count 2, not a string
+    }
     ok = {**staging, "allow_breaking": True, "notes": "numbers"}
     assert prompt.post(f"{VERSIONS}/2/promote", json=ok).json["promotion"]["breaking"] is True
     back = prompt.post("/api/v1/prompts/greeting/rollback", json=staging)
     assert back.status_code == 200
-    # Exempt from the check, but recorded: count was a number, v1 wants an integer.
+    # Exempt from the check, but recorded: count was a string, v1 wants an integer.
     assert back.json["promotion"]["breaking"] is True
 
 
@@ -224,7 +228,7 @@ def reviewed(prompt: Any, app: Flask) -> dict[str, dict[str, str]]:
     """Production needs one approval; v2 changes count's type (breaking)."""
     identity = app.extensions["identity"]
     identity.create_user("acme", "ada", SERVICE_WRITE, PASSWORD)
-    candidate = {**SCHEMA, "count": {"type": "number", "default": 1}}
+    candidate = {**SCHEMA, "count": {"type": "string", "default": "1"}}
     assert create(prompt, variables_schema=candidate).status_code == 201
     prompt.patch("/api/v1/environments/production", json={"required_approvals": 1})
     return {"ada": person_headers(app, "ada")}
@@ -234,7 +238,8 @@ def test_reviews_show_and_apply_the_check(prompt: Any, reviewed: dict[str, dict[
     reviews = "/api/v1/prompts/greeting/reviews"
     body = {"version": 2, "environment": "production"}
     refused = error(prompt.post(reviews, json=body, role=SERVICE_WRITE), 409, "breaking_change")
-    assert [c["change"] for c in refused["changes"]] == ["type_changed"]
+    # v1's example sends count 2, which is not a string.
+    assert [c["change"] for c in refused["changes"]] == ["type_changed", "example_failed"]
     error(prompt.post(reviews, json={**body, "allow_breaking": True}), 400, "bad_request")
     opened = prompt.post(
         reviews, json={**body, "allow_breaking": True, "notes": "numbers"}, role=SERVICE_WRITE
@@ -242,7 +247,8 @@ def test_reviews_show_and_apply_the_check(prompt: Any, reviewed: dict[str, dict[
     assert opened.status_code == 201, opened.json
     assert opened.json["allow_breaking"] is True
     assert [(c["variable"], c["change"]) for c in opened.json["breaking"]] == [
-        ("count", "type_changed")
+        ("count", "type_changed"),
+        ("count", "example_failed"),
     ]
     rid = opened.json["review_id"]
     applied = prompt.request(

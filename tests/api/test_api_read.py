@@ -174,7 +174,10 @@ def test_read_endpoints_answer_404_naming_what_is_missing(
     assert r.status_code == 404
     assert r.json["code"] == r.json["error"] == "not_found"
     assert missing in r.json["message"]
-    assert set(r.json) == {"code", "message", "error"}
+    # Only a prompt that exists without a production version says so in ``reason``.
+    unreleased = path == "/api/v1/prompts/empty/production"
+    assert set(r.json) == {"code", "message", "error"} | ({"reason"} if unreleased else set())
+    assert r.json.get("reason") == ("no_production_version" if unreleased else None)
 
 
 def test_read_endpoints_never_answer_400(api: Any, published: dict[str, Any]) -> None:

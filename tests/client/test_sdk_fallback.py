@@ -103,8 +103,9 @@ def test_404_raises_despite_a_fallback(make_client: MakeClient, service: Service
         client.get_prompt_version("missing", version=7, fallback=CHAT)
 
     service.storage.delete_prompt(ORG, "greeting")
-    with pytest.raises(NoProductionVersionError):
+    with pytest.raises(NotFoundError) as gone:  # the prompt is gone, not unreleased
         client.get_prompt_version("greeting", fallback=TEXT)
+    assert not isinstance(gone.value, NoProductionVersionError)
 
 
 def test_401_raises_despite_a_fallback(make_client: MakeClient) -> None:

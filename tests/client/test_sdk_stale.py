@@ -6,7 +6,12 @@ import logging
 
 import pytest
 
-from promptsvc.client import NoProductionVersionError, ServerError, TransportError
+from promptsvc.client import (
+    NoProductionVersionError,
+    NotFoundError,
+    ServerError,
+    TransportError,
+)
 from tests.client.sdk_support import ORG, MakeClient, Service
 from tests.clock import FakeClock
 
@@ -74,5 +79,6 @@ def test_a_real_answer_is_not_hidden_by_the_stale_entry(
     service.storage.delete_prompt(ORG, "greeting")
     clock.advance(61)
 
-    with pytest.raises(NoProductionVersionError):
+    with pytest.raises(NotFoundError) as gone:  # the prompt is gone, not unreleased
         client.get_prompt_version("greeting")
+    assert not isinstance(gone.value, NoProductionVersionError)

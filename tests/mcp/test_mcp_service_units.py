@@ -43,7 +43,11 @@ def test_a_protected_environment_gets_a_review_instead() -> None:
 
     def handler(request: httpx.Request) -> tuple[int, Any]:
         if request.url.path.endswith("/promote"):
-            return 409, {"code": "review_required", "message": "staging needs 1 approval"}
+            return 409, {
+                "code": "review_required",
+                "reason": "review_required",
+                "message": "staging needs 1 approval",
+            }
         return 201, review
 
     seen: list[tuple[str, str, Any]] = []

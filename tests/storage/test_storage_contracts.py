@@ -324,7 +324,7 @@ def refused(prompt: Storage, **promote: Any) -> BreakingPromotion:
     [
         (changed(SCHEMA, "tone", type="string", enum=["kind", "terse"]), "tone", "newly_required"),
         (changed(SCHEMA, "count", type="integer"), "count", "newly_required"),
-        (changed(SCHEMA, "count", type="number", default=1), "count", "type_changed"),
+        (changed(SCHEMA, "count", type="string", default="1"), "count", "type_changed"),
         (
             changed(SCHEMA, "tone", type="string", enum=["kind"], required=False),
             "tone",
@@ -489,7 +489,7 @@ def test_rollback_in_another_environment_is_recorded(prompt: Storage) -> None:
 def protected(prompt: Storage) -> Storage:
     """v1 (SCHEMA) in production, which then needs one approval; v2 breaks it."""
     production_then(prompt, SCHEMA)
-    version(prompt, changed(SCHEMA, "count", type="number", default=1))
+    version(prompt, changed(SCHEMA, "count", type="string", default="1"))
     prompt.update_environment(ORG, "production", required_approvals=1)
     return prompt
 
