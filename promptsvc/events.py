@@ -6,8 +6,10 @@ Redis connection in a blocking ``XREAD``. Instead each process has one
 :class:`EventHub`; for every org with at least one open stream or waiting long poll, the
 hub runs one reader thread that does the blocking read (``Storage.wait_for_events``),
 keeps the newest events in a bounded buffer and wakes every waiter of that org. A
-waiter costs a thread asleep on a lock of its own (the gthread worker's thread for
-the request: docs/deployment.md) and nothing in Redis.
+waiter is either a thread asleep on a lock of its own (:meth:`Follower.read`) or a
+coroutine on the process's stream loop (:meth:`Follower.read_async`,
+promptsvc.streaming): one wake-up call per loop wakes all of its coroutines. Neither
+costs anything in Redis.
 
 A waiter that is behind the buffer (it asked for an old id, or it was slow to take what
 came) reads the log itself, a page at a time, until it is back in the buffer. An id
@@ -28,6 +30,8 @@ worker is told to stop, so that its clients reconnect to another one at once).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -89,6 +93,14 @@ class Poll:
 
 
 Item = Event | Reset
+
+
+def as_poll(cursor: str, items: list[Item]) -> Poll:
+    """A long poll's answer from what was read after ``cursor``."""
+    if items and isinstance(items[0], Reset):
+        return Poll([], items[0].last_id, reset=True)
+    events = [item for item in items if isinstance(item, Event)]
+    return Poll(events, events[-1].id if events else cursor)
 
 
 class EventHub:
@@ -200,10 +212,7 @@ class EventHub:
                 items = follower.read(wait, limit)
             finally:
                 follower.close()
-        if items and isinstance(items[0], Reset):
-            return Poll([], items[0].last_id, reset=True)
-        events = [item for item in items if isinstance(item, Event)]
-        return Poll(events, events[-1].id if events else cursor)
+        return as_poll(cursor, items)
 
     # -- feeds
 
@@ -292,7 +301,10 @@ class _Feed:
         self.recent = _Recent(event_position(start))
         self.newest = start
         self.lock = threading.Lock()  # guards replacing ``recent`` and ``waiting``
-        self.waiting: set[threading.Lock] = set()  # the wake locks of waiting followers
+        # The wake locks of waiting threads, and one _LoopWake per loop with waiting
+        # coroutines: the reader releases each once.
+        self.waiting: set[threading.Lock | _LoopWake] = set()
+        self.loop_wakes: dict[asyncio.AbstractEventLoop, _LoopWake] = {}  # under lock
         self.followers = 0  # guarded by the hub's lock
         self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
         self._paused = threading.Event()  # the reader's pause after a failure
@@ -315,6 +327,25 @@ class _Feed:
         finally:
             with self.lock:
                 self.waiting.discard(wake)
+
+    async def wait_async(self, position: Position, timeout: float) -> None:
+        """:meth:`wait` for a coroutine: the loop's :class:`_LoopWake` wakes it."""
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        with self.lock:
+            if self.recent.after(position, 1) != [] or self.hub.closed:
+                return
+            wake = self.loop_wakes.get(loop)
+            if wake is None:
+                wake = self.loop_wakes[loop] = _LoopWake(loop)
+            wake.futures.add(woken)
+            self.waiting.add(wake)
+        timer = loop.call_later(timeout, _settle, woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            wake.futures.discard(woken)
 
     def wake_all(self) -> None:
         with self.lock:
@@ -354,8 +385,33 @@ class _Feed:
         self.wake_all()
 
 
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _LoopWake:
+    """The waiting coroutines of one feed on one event loop. The reader thread releases
+    it as it releases a thread's lock; that schedules one call on the loop, which wakes
+    them all (ten thousand streams cost the reader one call, not ten thousand)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.futures: set[asyncio.Future[None]] = set()  # touched in the loop only
+
+    def release(self) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits on it
+            self.loop.call_soon_threadsafe(self._fire)
+
+    def _fire(self) -> None:
+        futures, self.futures = self.futures, set()
+        for future in futures:
+            _settle(future)
+
+
 class Follower:
-    """One reader's place in an org's log: :meth:`read` gives what came after it."""
+    """One reader's place in an org's log: :meth:`read` (a thread) or
+    :meth:`read_async` (a coroutine) gives what came after it."""
 
     def __init__(self, hub: EventHub, feed: _Feed, after: str, subject: str = "") -> None:
         self._hub = hub
@@ -376,28 +432,61 @@ class Follower:
         up to ``timeout`` seconds when nothing came yet, then answers []."""
         limit = limit or self._hub.page_size
         deadline = time.monotonic() + timeout
-        feed = self._feed
         while not self.ended:
-            recent = feed.recent
-            found = recent.after(self._position, limit)
-            if found:
-                self._moved(found[-1].id)
-                return list(found)
+            found = self._take(limit)
             if found is None:  # behind the feed: read the log itself
-                items = self._hub.read_log(feed.org, self.last_id, limit)
-                if items:
-                    last = items[-1]
-                    self._moved(last.last_id if isinstance(last, Reset) else last.id)
-                    return items
-                # The log has nothing after an id the feed has passed: it lost events
-                # (a Redis without persistence restarted). Go on from the feed's start.
-                self._moved(f"{recent.base[0]}-{recent.base[1]}")
+                found = self._catch_up(limit)
+            if found:
+                return found
+            if found is None:
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
-            feed.wait(self._wake, self._position, remaining)
+            self._feed.wait(self._wake, self._position, remaining)
         return []
+
+    async def read_async(self, timeout: float, limit: int | None = None) -> list[Item]:
+        """:meth:`read` for a coroutine: it waits on the loop, not in a thread, and reads
+        the log (when behind the feed) in the loop's executor."""
+        limit = limit or self._hub.page_size
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.ended:
+            found = self._take(limit)
+            if found is None:
+                found = await loop.run_in_executor(None, self._catch_up, limit)
+            if found:
+                return found
+            if found is None:
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            await self._feed.wait_async(self._position, remaining)
+        return []
+
+    def _take(self, limit: int) -> list[Item] | None:
+        """What the feed holds after the last id read (moving past it), or None when
+        the follower is behind the feed."""
+        found = self._feed.recent.after(self._position, limit)
+        if found:
+            self._moved(found[-1].id)
+        return list(found) if found is not None else None
+
+    def _catch_up(self, limit: int) -> list[Item] | None:
+        """What the log itself holds after the last id read (moving past it); None when
+        the log has nothing after an id the feed has passed."""
+        items = self._hub.read_log(self._feed.org, self.last_id, limit)
+        if items:
+            last = items[-1]
+            self._moved(last.last_id if isinstance(last, Reset) else last.id)
+            return items
+        # The log has nothing after an id the feed has passed: it lost events (a Redis
+        # without persistence restarted). Go on from the feed's start.
+        base = self._feed.recent.base
+        self._moved(f"{base[0]}-{base[1]}")
+        return None
 
     def _moved(self, last_id: str) -> None:
         self.last_id = last_id

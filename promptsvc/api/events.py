@@ -12,11 +12,14 @@ poll: ``{items, last_id, reset}``, waiting up to ``?wait=`` seconds for the firs
 The events come from the process's :class:`promptsvc.events.EventHub`, which caps the
 streams of one token subject and of one org (429) besides the process's own (503).
 
-A stream whose client has gone must give its slot back soon, not at its next heartbeat:
-every ``EVENTS_CLIENT_CHECK`` seconds (app config; 2 by default) of silence the stream
-looks at its connection (:func:`client_gone`: the server's socket, which gunicorn and
-werkzeug put in the WSGI environ) and ends when the client closed it. Where the socket
-cannot be looked at (TLS in the WSGI server, another server), it writes a comment line
+Streams and waiting long polls are served on the process's stream loop, a coroutine
+each, not a thread (promptsvc.streaming: the answer takes the connection from the WSGI
+server). The loop hears at once when a client closes its connection, and the answer's
+slot is free again. Where the connection cannot be taken (TLS in the WSGI server,
+another server, ``EVENTS_ASYNC`` off in the app config), the request's thread serves the
+answer as before: then every ``EVENTS_CLIENT_CHECK`` seconds (app config; 2 by default)
+of silence a stream looks at its connection (:func:`client_gone`) and ends when the
+client closed it; where the socket cannot be looked at, it writes a comment line
 instead, and the write to a closed connection fails by the second one.
 """
 
@@ -36,9 +39,10 @@ from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.responses import EventPageSchema
 from promptsvc.auth import current_principal
-from promptsvc.events import EventHub, Follower, Reset
+from promptsvc.events import EventHub, Follower, Poll, Reset, as_poll
 from promptsvc.http import json_body, json_response
 from promptsvc.inputs import EventHeadersSchema, EventQuerySchema
+from promptsvc.streaming import SOCKET_KEYS, Connection, HandoffResponse, Serve
 from storage import Event, StorageError
 
 log = logging.getLogger(__name__)
@@ -49,8 +53,6 @@ EVENT_STREAM = "text/event-stream"
 HEARTBEAT_SECONDS = 14.0
 # Silence after which a stream looks whether its client is still there.
 CLIENT_CHECK_SECONDS = 2.0
-# Where WSGI servers put the client's socket in the environ.
-SOCKET_KEYS = ("gunicorn.socket", "werkzeug.socket")
 STREAM_OPENED = b": stream open\n\n"
 KEEP_ALIVE = b": keep-alive\n\n"
 
@@ -107,35 +109,92 @@ class Events(View):
         """
         principal = current_principal()
         events = hub()
+        config = current_app.config
+        handoff = config.get("EVENTS_ASYNC", True)
         if request.accept_mimetypes.best_match(["application/json", EVENT_STREAM]) == (
             EVENT_STREAM
         ):
             after = headers["last_event_id"] or query["after"]
             if request.method == "HEAD":
-                stream: Iterator[bytes] = iter(())  # no body: nothing to follow
+                response = current_app.response_class(iter(()), mimetype=EVENT_STREAM)
             else:
                 # Joined here, before the answer starts: a storage error is still a 503.
                 follower = events.follow(principal.org, after, principal.user_id)
-                config = current_app.config
                 heartbeat = config.get("EVENTS_HEARTBEAT", HEARTBEAT_SECONDS)
                 check = config.get("EVENTS_CLIENT_CHECK", CLIENT_CHECK_SECONDS)
                 gone = client_check(request.environ)
-                stream = frames(follower, principal.expires_at, heartbeat, check, gone)
-            response = current_app.response_class(stream, mimetype=EVENT_STREAM)
+                until = principal.expires_at
+                response = HandoffResponse(
+                    frames(follower, until, heartbeat, check, gone),
+                    serve=stream_frames(follower, until, heartbeat),
+                    release=follower.close,
+                    enabled=handoff,
+                    mimetype=EVENT_STREAM,
+                )
             response.headers["Cache-Control"] = "no-store"
             # nginx buffers proxied answers unless told not to (docs/deployment.md).
             response.headers["X-Accel-Buffering"] = "no"
             return response
-        poll = events.poll(
-            principal.org, query["after"], query["wait"], query["limit"], principal.user_id
+        org, limit, wait = principal.org, query["limit"], query["wait"]
+        cursor = events.newest(org) if query["after"] is None else query["after"]
+        items = events.read_log(org, cursor, limit)
+        if items or wait <= 0 or events.closed:
+            return json_response(poll_json(as_poll(cursor, items)))
+        # Nothing yet: the wait is served on the stream loop (its slot is taken here, so
+        # that a refusal is still a 429 or 503).
+        follower = events.follow(org, cursor, principal.user_id)
+
+        def waited() -> Iterator[bytes]:
+            yield json_body(poll_json(as_poll(cursor, follower.read(wait, limit))))
+
+        async def wait_async(connection: Connection) -> None:
+            try:
+                found = await follower.read_async(wait, limit)
+            except StorageError:
+                found = []  # an empty answer: the client asks again from the same id
+            finally:
+                follower.close()
+            connection.send(json_body(poll_json(as_poll(cursor, found))))
+
+        return HandoffResponse(
+            waited(),
+            serve=wait_async,
+            release=follower.close,
+            enabled=handoff,
+            mimetype="application/json",
         )
-        return json_response(
-            {
-                "items": [event.to_json() for event in poll.items],
-                "last_id": poll.last_id,
-                "reset": poll.reset,
-            }
-        )
+
+
+def poll_json(poll: Poll) -> dict[str, Any]:
+    return {
+        "items": [event.to_json() for event in poll.items],
+        "last_id": poll.last_id,
+        "reset": poll.reset,
+    }
+
+
+def stream_frames(follower: Follower, until: float, heartbeat: float) -> Serve:
+    """:func:`frames` as a coroutine on the stream loop (which ends it at once when the
+    client leaves: no need to look at the connection)."""
+
+    async def serve(connection: Connection) -> None:
+        try:
+            connection.send(STREAM_OPENED)
+            while not follower.ended and not connection.closed:
+                left = until - time.time()
+                if left <= 0:
+                    return
+                items = await follower.read_async(min(heartbeat, left))
+                if items:
+                    connection.send(b"".join(frame(item) for item in items))
+                elif time.time() < until and not follower.ended:
+                    connection.send(KEEP_ALIVE)
+        except StorageError:
+            log.warning("event stream ended by a storage error", exc_info=True)
+        finally:
+            follower.close()
+
+    return serve
 
 
 def frames(
