@@ -8,11 +8,13 @@ PROMPTSVC_WORKERS        worker processes (default ``2 * CPU cores + 1``)
 PROMPTSVC_THREADS        threads per worker that answer requests (default 4; the
                          gthread worker keeps client connections alive, which SDK
                          clients reuse)
-PROMPTSVC_EVENT_STREAMS  event streams one worker holds (default 1000): each open
-                         stream (GET /api/v1/events) keeps a thread of its own, so
-                         the worker gets this many threads on top of
-                         PROMPTSVC_THREADS, and the app refuses (503) the streams
-                         beyond it, which keeps those threads for other requests
+PROMPTSVC_EVENT_STREAMS  event streams (and waiting long polls) one worker holds
+                         (default 1000); the app refuses (503) those beyond it. They
+                         are served by one asyncio loop per worker, a coroutine each
+                         (promptsvc.streaming), not by the worker's threads; only
+                         when gunicorn serves TLS itself (--certfile) does each keep
+                         a thread, and the worker then gets this many threads on top
+                         of PROMPTSVC_THREADS
 PROMPTSVC_STORAGE_URL    where the data lives (default ``sqlite:///promptsvc.db``
                          in the working directory); anything but ``memory://``
                          when there is more than one worker
@@ -53,9 +55,10 @@ workers = int(os.environ.get("PROMPTSVC_WORKERS", multiprocessing.cpu_count() * 
 worker_class = "gthread"
 request_threads = int(os.environ.get("PROMPTSVC_THREADS", "4"))
 event_streams = settings.event_streams
-# A stream's thread sleeps until its org has an event, or for its 15 s comment line.
-threads = request_threads + event_streams
-# Every open stream is a connection too; gunicorn's default 1,000 is left for the rest.
+# Streams leave the threads at once for the stream loop (promptsvc.streaming).
+threads = request_threads
+# A stream is a gunicorn connection only while it is being set up (or, on TLS, for as
+# long as it is open); gunicorn's default 1,000 is left for the rest.
 worker_connections = event_streams + 1000
 keepalive = 5
 preload_app = False
@@ -76,6 +79,10 @@ def on_starting(server: Any) -> None:
 
     if unusable is not None:
         raise RuntimeError(unusable)
+    if server.cfg.is_ssl and server.cfg.threads == threads:
+        # A TLS socket cannot be handed to the stream loop: each stream keeps its
+        # thread (it sleeps until its org has an event, or for its comment line).
+        server.cfg.set("threads", request_threads + event_streams)
     storage_url = settings.storage_url
     if server.cfg.workers > 1 and storage_url.split("://", 1)[0].lower() == "memory":
         raise RuntimeError(

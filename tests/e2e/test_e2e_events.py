@@ -76,9 +76,9 @@ def start_gunicorn(storage_url: str, directory: Path, workers: int) -> Gunicorn:
         "PROMPTSVC_ISSUER_URL": f"http://127.0.0.1:{port}",
         "PROMPTSVC_EVENT_STREAMS": str(STREAMS),
     }
-    # --threads on the command line replaces gunicorn.conf.py's sum: request threads
-    # plus one per stream, as the shipped settings make it.
-    server = Gunicorn(port, env, workers=workers, threads=4 + STREAMS)
+    # The shipped settings' 4 request threads: the streams are served by each worker's
+    # stream loop, so all 16 stay open and the API answers beside them.
+    server = Gunicorn(port, env, workers=workers, threads=4)
     server.start()
     return server
 
