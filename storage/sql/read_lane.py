@@ -9,8 +9,16 @@ does for Redis, the read goes through :class:`ReadLane`: a stack of idle driver
 connections (made by the engine, so SQLite's pragmas are set, then detached from its
 pool), taken and given back with ``list.pop``/``list.append`` (atomic under the GIL, no
 lock), each in autocommit (a single SELECT is atomic by itself, and needs no BEGIN or
-COMMIT round trip). The SQL is written once per dialect; psycopg prepares it on the
-server after a few uses.
+COMMIT round trip). The SQL is written once per dialect.
+
+On PostgreSQL even psycopg's cursor costs more client CPU than the read itself (a
+cursor, parameter adaptation, twenty column loaders per read), so the lane talks to
+libpq through the connection's ``pgconn``: each statement is prepared once per
+connection, and a read is one ``PQexecPrepared`` round trip (the GIL released while it
+waits) whose raw values are decoded by psycopg's loaders only when that exact row was
+not seen before (:class:`_PgConnection`; a memo keyed by the raw values, so a row that
+changed in any column is decoded afresh). Every read goes to the database: a write
+acknowledged by any worker or host is seen by the next read.
 
 Failures: a connection the server closed while it sat idle (PostgreSQL restarted, or
 ended the session) fails on first use; the read is sent once more on a new connection,
@@ -28,6 +36,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from storage.errors import StorageUnavailable
+from storage.memo import Memo
 
 # The columns of a version read: the prompt's name and type, then the version.
 COLUMNS = (
@@ -79,11 +88,67 @@ READS.update(
 )
 
 
-def _for_driver(sql: str, dialect: str) -> str:
-    """``:name`` parameters as the driver spells them (psycopg: ``%(name)s``)."""
-    if dialect == "postgresql":
-        return re.sub(r":(\w+)", r"%(\1)s", sql)
-    return sql
+Statement = tuple[bytes, bytes, tuple[str, ...]]
+
+
+def _numbered(key: tuple[str, str], sql: str) -> Statement:
+    """The prepared statement's name, ``sql`` with ``$1``, ``$2``... for its ``:name``
+    parameters, and the names in that order (a name used twice is one parameter)."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    numbered = re.sub(r":(\w+)", number, sql).encode()
+    return f"promptsvc_{key[0]}_{key[1]}".encode(), numbered, tuple(names)
+
+
+class _PgConnection:
+    """A psycopg connection used through libpq for the lane's reads."""
+
+    def __init__(self, connection: Any, rows: Memo[tuple[Any, ...], tuple[Any, ...]]) -> None:
+        from psycopg import OperationalError, pq
+        from psycopg.adapt import Transformer
+
+        self.connection = connection
+        self.pgconn = connection.pgconn
+        self._prepared: set[bytes] = set()
+        self._rows = rows
+        self._transformer = Transformer(connection)
+        self._ok = pq.ExecStatus.TUPLES_OK
+        self._command_ok = pq.ExecStatus.COMMAND_OK
+        self._error = OperationalError
+
+    @property
+    def info(self) -> Any:
+        return self.connection.info
+
+    def execute(self, statement: Statement, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        name, sql, names = statement
+        if name not in self._prepared:
+            prepared = self.pgconn.prepare(name, sql, None)
+            if prepared.status != self._command_ok:
+                raise self._error(prepared.error_message.decode(errors="replace"))
+            self._prepared.add(name)
+        values = [None if params[n] is None else str(params[n]).encode() for n in names]
+        result = self.pgconn.exec_prepared(name, values)
+        if result.status != self._ok:
+            raise self._error(result.error_message.decode(errors="replace"))
+        if result.ntuples == 0:
+            return None
+        raw = tuple([result.get_value(0, column) for column in range(result.nfields)])
+        row = self._rows.get(raw)
+        if row is None:
+            self._transformer.set_pgresult(result)
+            row = self._transformer.load_row(0, tuple)
+            self._transformer.set_pgresult(None)
+            row = self._rows.put(raw, row, sum(len(v) for v in raw if v is not None) + 256)
+        return row
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 class ReadLane:
@@ -92,8 +157,10 @@ class ReadLane:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         dialect = engine.dialect.name
-        self._sql = {key: _for_driver(sql, dialect) for key, sql in READS.items()}
+        self._sql = READS
         self._postgres = dialect == "postgresql"
+        self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
+        self._rows: Memo[tuple[Any, ...], tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
         self._idle: list[Any] = []
         self._pid = os.getpid()
@@ -104,20 +171,19 @@ class ReadLane:
             # A forked child must not use its parent's connections.
             self._idle = []
             self._pid = os.getpid()
-        sql = self._sql[key]
         try:
             connection, reused = self._idle.pop(), True
         except IndexError:
             connection, reused = self._new_connection(), False
         try:
             try:
-                row = connection.execute(sql, params).fetchone()
+                row = self._execute(connection, key, params)
             except self._errors:
                 if not reused:
                     raise
                 self._discard(connection)  # closed while idle: once more, on a new one
                 connection = self._new_connection()
-                row = connection.execute(sql, params).fetchone()
+                row = self._execute(connection, key, params)
         except self._errors:
             self._discard(connection)
             raise StorageUnavailable("the database did not answer") from None
@@ -126,6 +192,11 @@ class ReadLane:
             raise
         self._idle.append(connection)
         return row
+
+    def _execute(self, connection: Any, key: tuple[str, str], params: dict[str, Any]) -> Any:
+        if self._postgres:
+            return connection.execute(self._numbered[key], params)
+        return connection.execute(self._sql[key], params).fetchone()
 
     def _new_connection(self) -> Any:
         try:
@@ -137,6 +208,7 @@ class ReadLane:
         pooled.detach()  # ours from now on: the pool neither resets nor reuses it
         if self._postgres:
             connection.autocommit = True
+            return _PgConnection(connection, self._rows)
         return connection
 
     @staticmethod

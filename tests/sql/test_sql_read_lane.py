@@ -83,3 +83,53 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
         assert [c.info.backend_pid for c in store.db.lane._idle] != pids
     finally:
         store.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
+    postgres_schema: PostgresSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No statement is built or parsed per read: each read executes the statement the
+    connection prepared on its first read, through libpq (no psycopg cursor)."""
+    postgres_schema.empty()
+    store = SqlStorage.from_url(postgres_schema.url)
+    try:
+        store.create_prompt(ORG, "greeting")
+        store.create_version(ORG, "greeting", "hello", USER)
+        store.promote(ORG, "greeting", "1", USER)
+        assert store.get_production(ORG, "greeting").content == "hello"
+        (lane_connection,) = store.db.lane._idle
+        psycopg_connection = lane_connection.connection
+
+        def no_cursor(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a psycopg cursor on the read path")
+
+        monkeypatch.setattr(psycopg_connection, "cursor", no_cursor)
+        for _ in range(20):
+            assert store.get_production(ORG, "greeting").version == 1
+        monkeypatch.undo()
+        assert store.db.lane._idle == [lane_connection]  # the same connection throughout
+        prepared = psycopg_connection.execute(
+            "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
+        ).fetchall()
+        assert prepared == [("promptsvc_name_production", 21)]
+    finally:
+        store.close()
+
+
+def test_a_row_changed_in_any_column_is_read_afresh(empty_url: str) -> None:
+    """The lane remembers decoded rows by their whole stored value: a change another
+    process made to one column (the version's placements) shows on the next read."""
+    reader, writer = SqlStorage.from_url(empty_url), SqlStorage.from_url(empty_url)
+    try:
+        writer.create_prompt(ORG, "greeting")
+        writer.create_version(ORG, "greeting", "hello", USER)
+        writer.promote(ORG, "greeting", "1", USER)
+        writer.create_environment(ORG, "staging")
+        assert reader.get_production(ORG, "greeting").environments == ["production"]
+        writer.promote(ORG, "greeting", "1", USER, environment="staging")
+        production = reader.get_production(ORG, "greeting")
+        assert production.environments == ["production", "staging"]
+    finally:
+        reader.close()
+        writer.close()
