@@ -30,8 +30,8 @@ class Settings:
     # the per-IP token rate limit.
     trusted_proxies: int = 0
     # Event streams and waiting long polls (GET /api/v1/events) one process holds at
-    # once; more are answered 503. Each holds a thread (gunicorn.conf.py sizes the
-    # workers' threads from the same variable).
+    # once; more are answered 503. Each is a coroutine of the process's stream loop
+    # (promptsvc.streaming), or a thread where its connection cannot be handed over.
     event_streams: int = 1000
     # Of those, what one token subject and one org may hold (None: a quarter and a half
     # of event_streams), so that one key cannot deny every other org its streams.
