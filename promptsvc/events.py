@@ -31,13 +31,13 @@ worker is told to stop, so that its clients reconnect to another one at once).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
 import weakref
 from dataclasses import dataclass
 
+from promptsvc.streaming import LoopWake, settle
 from storage import Event, Storage, StorageUnavailable, event_position
 
 log = logging.getLogger(__name__)
@@ -301,10 +301,10 @@ class _Feed:
         self.recent = _Recent(event_position(start))
         self.newest = start
         self.lock = threading.Lock()  # guards replacing ``recent`` and ``waiting``
-        # The wake locks of waiting threads, and one _LoopWake per loop with waiting
+        # The wake locks of waiting threads, and one LoopWake per loop with waiting
         # coroutines: the reader releases each once.
-        self.waiting: set[threading.Lock | _LoopWake] = set()
-        self.loop_wakes: dict[asyncio.AbstractEventLoop, _LoopWake] = {}  # under lock
+        self.waiting: set[threading.Lock | LoopWake] = set()
+        self.loop_wakes: dict[asyncio.AbstractEventLoop, LoopWake] = {}  # under lock
         self.followers = 0  # guarded by the hub's lock
         self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
         self._paused = threading.Event()  # the reader's pause after a failure
@@ -328,24 +328,19 @@ class _Feed:
             with self.lock:
                 self.waiting.discard(wake)
 
-    async def wait_async(self, position: Position, timeout: float) -> None:
-        """:meth:`wait` for a coroutine: the loop's :class:`_LoopWake` wakes it."""
+    def register_async(self, woken: asyncio.Future[None], position: Position) -> LoopWake | None:
+        """Have ``woken`` (a future of the running loop) settled when something comes
+        after ``position``; None (and nothing registered) when it came already."""
         loop = asyncio.get_running_loop()
-        woken = loop.create_future()
         with self.lock:
             if self.recent.after(position, 1) != [] or self.hub.closed:
-                return
+                return None
             wake = self.loop_wakes.get(loop)
             if wake is None:
-                wake = self.loop_wakes[loop] = _LoopWake(loop)
+                wake = self.loop_wakes[loop] = LoopWake(loop)
             wake.futures.add(woken)
             self.waiting.add(wake)
-        timer = loop.call_later(timeout, _settle, woken)
-        try:
-            await woken
-        finally:
-            timer.cancel()
-            wake.futures.discard(woken)
+            return wake
 
     def wake_all(self) -> None:
         with self.lock:
@@ -385,30 +380,6 @@ class _Feed:
         self.wake_all()
 
 
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-class _LoopWake:
-    """The waiting coroutines of one feed on one event loop. The reader thread releases
-    it as it releases a thread's lock; that schedules one call on the loop, which wakes
-    them all (ten thousand streams cost the reader one call, not ten thousand)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.futures: set[asyncio.Future[None]] = set()  # touched in the loop only
-
-    def release(self) -> None:
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits on it
-            self.loop.call_soon_threadsafe(self._fire)
-
-    def _fire(self) -> None:
-        futures, self.futures = self.futures, set()
-        for future in futures:
-            _settle(future)
-
-
 class Follower:
     """One reader's place in an org's log: :meth:`read` (a thread) or
     :meth:`read_async` (a coroutine) gives what came after it."""
@@ -420,6 +391,8 @@ class Follower:
         self._position = event_position(after)
         self.last_id = after
         self._wake = threading.Lock()
+        self._timer: asyncio.TimerHandle | None = None  # read_async's, in its loop
+        self._woken: asyncio.Future[None] | None = None
         self._closed = False
 
     @property
@@ -460,11 +433,35 @@ class Follower:
                 return found
             if found is None:
                 continue
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            if loop.time() >= deadline:
                 return []
-            await self._feed.wait_async(self._position, remaining)
+            await self._wait_async(loop, deadline)
         return []
+
+    async def _wait_async(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """Sleep until something comes, the hub closes or ``deadline`` (loop time).
+        The follower's timer outlives the wait, and is set anew only when it is due
+        after ``deadline``: a stream woken by every event does no timer work for it."""
+        woken: asyncio.Future[None] = loop.create_future()
+        wake = self._feed.register_async(woken, self._position)
+        if wake is None:
+            return
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(deadline, self._timer_due)
+        self._woken = woken
+        try:
+            await woken
+        finally:
+            self._woken = None
+            wake.futures.discard(woken)
+
+    def _timer_due(self) -> None:
+        self._timer = None
+        if self._woken is not None:
+            settle(self._woken)
 
     def _take(self, limit: int) -> list[Item] | None:
         """What the feed holds after the last id read (moving past it), or None when
@@ -495,4 +492,6 @@ class Follower:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._timer is not None:  # async: closed in the timer's loop
+                self._timer.cancel()
             self._hub._leave(self._feed, self._subject)

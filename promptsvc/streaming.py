@@ -25,6 +25,7 @@ before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -143,6 +144,30 @@ def _gone(chunked: bool) -> Connection:
     return connection
 
 
+def settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class LoopWake:
+    """Waiting coroutines of one loop, woken from any thread at once: :meth:`release`
+    schedules one call on the loop, which settles every future in ``futures`` (ten
+    thousand streams cost the waking thread one call, not ten thousand)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.futures: set[asyncio.Future[None]] = set()  # touched in the loop only
+
+    def release(self) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits on it
+            self.loop.call_soon_threadsafe(self._fire)
+
+    def _fire(self) -> None:
+        futures, self.futures = self.futures, set()
+        for future in futures:
+            settle(future)
+
+
 _LOOP: StreamLoop | None = None
 _LOOP_LOCK = threading.Lock()
 _DEAD: socket.socket | None = None
@@ -254,14 +279,19 @@ class _Handoff(_Released):
         self.handed = False
 
     def __iter__(self) -> Iterator[bytes]:
-        sock = detach(self.environ)
+        protocol = self.environ.get("SERVER_PROTOCOL")
+        # HTTP/1.x only: an HTTP/2 stream's socket is the whole connection's.
+        sock = detach(self.environ) if protocol in ("HTTP/1.0", "HTTP/1.1") else None
         if sock is None:
             return iter(self.body)
         self.handed = True
-        chunked = self.environ.get("SERVER_PROTOCOL", "HTTP/1.0") >= "HTTP/1.1"
+        chunked = protocol == "HTTP/1.1"
         lines = [f"HTTP/1.1 {self.status}"]
         lines += [f"{name}: {value}" for name, value in self.headers]
-        lines.append("Transfer-Encoding: chunked" if chunked else "Connection: close")
+        if chunked:
+            lines.append("Transfer-Encoding: chunked")
+        # The loop closes the connection after the answer: the client must not reuse it.
+        lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         stream_loop().serve(sock, head, chunked, self.serve)
         return iter(())

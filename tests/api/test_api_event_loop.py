@@ -149,11 +149,12 @@ def test_a_stream_on_the_loop_speaks_the_clients_http_version(
         received = read_until(sock, b"stream open")
         head, _, body = received.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 OK")
+        assert b"Connection: close" in head
         if http_version == "HTTP/1.1":
             assert b"Transfer-Encoding: chunked" in head
             assert body.startswith(b"f\r\n: stream open\n\n\r\n")
         else:
-            assert b"Connection: close" in head and b"chunked" not in head
+            assert b"chunked" not in head
             assert body.startswith(b": stream open\n\n")
 
 
