@@ -1,7 +1,7 @@
 """Change events for the API: the log's readers in one worker process.
 
 A stream (``GET /api/v1/events`` as Server-Sent Events) stays open for minutes, and one
-instance must hold a thousand of them. If each read the log itself, each would hold a
+instance must hold ten thousand of them. If each read the log itself, each would hold a
 Redis connection in a blocking ``XREAD``. Instead each process has one
 :class:`EventHub`; for every org with at least one open stream or waiting long poll, the
 hub runs one reader thread that does the blocking read (``Storage.wait_for_events``),
@@ -16,12 +16,10 @@ came) reads the log itself, a page at a time, until it is back in the buffer. An
 older than the log keeps, when the log has dropped events since, gives a :class:`Reset`
 instead: the reader missed events and must forget what it derived from them.
 
-Each follower (an open stream, a waiting long poll) holds a thread of the server for as
-long as it waits, so a hub takes at most ``max_followers`` of them at once and refuses
-more (:class:`Saturated`), leaving the other threads to the rest of the API. So that one
-token (or one org) cannot take them all and deny every other org its streams, a token
-subject holds at most ``max_per_subject`` and an org at most ``max_per_org`` of them
-(:class:`OverCap`).
+A hub takes at most ``max_followers`` followers (open streams, waiting long polls) at
+once and refuses more (:class:`Saturated`); so that one token (or org) cannot take them
+all, a token subject holds at most ``max_per_subject`` and an org at most
+``max_per_org`` of them (:class:`OverCap`).
 
 Ids are ordered by ``storage.ids.event_position``; ``START`` is below every id.
 :func:`close_all` ends every stream of the process (gunicorn.conf.py calls it when a
