@@ -202,7 +202,10 @@ def detach(environ: dict[str, Any]) -> socket.socket | None:
     fd = sock.fileno()
     if fd < 0:
         return None
-    mine = socket.socket(fileno=os.dup(fd))
+    try:
+        mine = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return None  # out of descriptors: the request's thread serves it
     os.dup2(_dead_socket().fileno(), fd)
     mine.setblocking(False)
     return mine
