@@ -11,7 +11,7 @@ from typing import Any
 
 from promptsvc.rollout import bucket
 from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
-from promptsvc.templating.template import extract_variables, render
+from promptsvc.templating.template import content_variables, render, section_names
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
@@ -54,7 +54,8 @@ def _frozen(value: Any) -> Any:
 def _schema(body: Mapping[str, Any], variables: tuple[str, ...]) -> Mapping[str, Any]:
     value = body.get("variables_schema")
     if value is None:  # a server before contracts: the implied schema
-        return _frozen(implied_schema(variables))
+        sections = section_names(str(body.get("content", "")), str(body.get("prompt_type")))
+        return _frozen(implied_schema(variables, sections))
     if not isinstance(value, dict):
         raise ModelError("field 'variables_schema' must be an object")
     for name, spec in value.items():
@@ -241,7 +242,8 @@ class PromptVersion:
                 raise ValueError(f"fallback messages are not JSON: {exc}") from None
         else:
             raise ValueError("fallback must be text (str) or a list of chat messages")
-        variables = tuple(extract_variables(text, prompt_type))  # validates chat messages
+        found, sections = content_variables(text, prompt_type)  # validates the content
+        variables = tuple(found)
         now = datetime.now(UTC)
         return cls(
             prompt_id="",
@@ -259,7 +261,7 @@ class PromptVersion:
             updated_at=now,
             promoted_at=None,
             promoted_by=None,
-            variables_schema=_frozen(implied_schema(variables)),
+            variables_schema=_frozen(implied_schema(variables, sections)),
             is_fallback=True,
         )
 
@@ -271,7 +273,8 @@ class PromptVersion:
         strict: bool = True,
         **variables: object,
     ) -> str | list[dict[str, str]]:
-        """Fill the ``{{variable}}`` placeholders under the version's contract.
+        """Fill the ``{{variable}}`` placeholders and keep or drop the ``{{#section}}``s
+        under the version's contract (a section variable is a boolean).
 
         Text prompts give a ``str``, chat prompts a list of ``{"role", "content"}``
         messages. Values come from ``values`` (useful for a variable named ``strict``)

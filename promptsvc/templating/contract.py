@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
@@ -49,6 +49,8 @@ MAX_ENUM = 100
 MAX_DESCRIPTION = 500
 MAX_EXAMPLE_NAME = 100
 MISSING: Final = "missing required variable"
+# A section variable's entry when the version declares no schema (CONTRACT 26).
+IMPLIED_SECTION: Final = {"type": "boolean", "required": False, "default": False}
 _ENTRY_KEYS = ("type", "required", "description", "default", "enum")
 _EXAMPLE_KEYS = ("name", "variables")
 _ARTICLES = {"string": "a string", "integer": "an integer", "number": "a number"}
@@ -79,6 +81,8 @@ PROBLEMS: Final = {
     "example_name": "name must be a string of 1-{max} characters",
     "example_variables": "variables must be an object",
     "example_unknown": "'{name}' is not a variable of the version",
+    "section_type": "'{name}' is a section ({{{{#{name}}}}}...{{{{/{name}}}}}): its type must be "
+    "boolean",
     # How one value fails a contract, by an example or when rendering.
     "wrong_type": "expected {type}, got {value}",
     "not_in_enum": "{value} is not one of {allowed}",
@@ -194,20 +198,38 @@ def same_value(a: object, b: object) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def implied_schema(variables: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The contract of a version that declares none: every variable a required string."""
-    return {name: {"type": "string", "required": True} for name in variables}
+def implied_schema(
+    variables: Iterable[str], sections: Collection[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """The contract of a version that declares none: every variable a required string,
+    but a section's (``{{#name}}``) an optional boolean, false by default."""
+    return {
+        name: dict(IMPLIED_SECTION) if name in sections else {"type": "string", "required": True}
+        for name in variables
+    }
 
 
 def is_implied(contract: Contract) -> bool:
     """Whether ``contract`` says no more than the implied one (each entry exactly a
-    required string): then its strings accept any value, as they did before contracts."""
+    required string, or exactly :data:`IMPLIED_SECTION`): then its strings accept any
+    value, as they did before contracts (its booleans stay strict)."""
     return all(
-        entry.get("type") == "string"
-        and entry.get("required", True) is not False
-        and entry.keys() <= {"type", "required"}
+        (
+            entry.get("type") == "string"
+            and entry.get("required", True) is not False
+            and entry.keys() <= {"type", "required"}
+        )
+        or (
+            entry.keys() == IMPLIED_SECTION.keys()
+            and all(same_value(entry[key], value) for key, value in IMPLIED_SECTION.items())
+        )
         for entry in contract.values()
     )
+
+
+def _lenient(entry: Mapping[str, Any], lenient: bool) -> bool:
+    # Only an implied contract's strings accept any value; its section booleans do not.
+    return lenient and entry.get("type", "string") == "string"
 
 
 def is_required(entry: Mapping[str, Any]) -> bool:
@@ -234,13 +256,16 @@ def render_problems(
     in the contract's order: a required variable without a value, a value of another
     type or outside the enum. Values of variables the contract lacks are ignored
     (rendering ignores them). ``lenient``: the contract is the implied one, whose
-    strings accept any value."""
+    strings accept any value (its section booleans stay strict)."""
     found: list[tuple[str, str]] = []
     for name, entry in contract.items():
         if name not in values:
             if is_required(entry):
                 found.append((name, MISSING))
-        elif not lenient and (problem := value_problem(entry, values[name])) is not None:
+        elif (
+            not _lenient(entry, lenient)
+            and (problem := value_problem(entry, values[name])) is not None
+        ):
             found.append((name, problem))
     return found
 
@@ -292,7 +317,9 @@ def _entry_problems(entry: object) -> list[str]:
     return problems
 
 
-def _schema_problems(variables: Sequence[str], schema: object) -> dict[str, list[str]]:
+def _schema_problems(
+    variables: Sequence[str], schema: object, sections: Collection[str]
+) -> dict[str, list[str]]:
     if not isinstance(schema, dict):
         return {"variables_schema": [_problem("schema_type")]}
     problems: dict[str, list[str]] = {}
@@ -305,6 +332,8 @@ def _schema_problems(variables: Sequence[str], schema: object) -> dict[str, list
             problems[f"variables_schema.{name}"] = [_problem("unknown", name=name)]
             continue
         found = _entry_problems(entry)
+        if name in sections and isinstance(entry, dict) and entry.get("type") != "boolean":
+            found = [_problem("section_type", name=name)]
         if found:
             problems[f"variables_schema.{name}"] = found
     return problems
@@ -337,15 +366,16 @@ def _example_problems(example: object, contract: Contract, lenient: bool) -> lis
 
 
 def contract_problems(
-    variables: Sequence[str], schema: object, examples: object
+    variables: Sequence[str], schema: object, examples: object, sections: Collection[str] = ()
 ) -> dict[str, list[str]]:
     """Every problem of a version's contract: ``schema`` (None: implied) and
-    ``examples`` (None: none) checked against its ``variables``, by where each is
+    ``examples`` (None: none) checked against its ``variables``, of which ``sections``
+    are section variables (booleans: declared so, or implied), by where each is
     (``variables_schema``, ``variables_schema.<variable>``, ``examples``,
     ``examples[<i>]``); empty when there is none."""
     problems: dict[str, list[str]] = {}
     if schema is not None:
-        problems.update(_schema_problems(variables, schema))
+        problems.update(_schema_problems(variables, schema, sections))
     if examples is None:
         return problems
     if not isinstance(examples, list):
@@ -353,7 +383,7 @@ def contract_problems(
     elif len(examples) > MAX_EXAMPLES:
         problems["examples"] = [_problem("examples_many", max=MAX_EXAMPLES, count=len(examples))]
     elif not problems:
-        contract: Contract = implied_schema(variables) if schema is None else schema  # type: ignore[assignment]
+        contract: Contract = implied_schema(variables, sections) if schema is None else schema  # type: ignore[assignment]
         lenient = is_implied(contract)
         for index, example in enumerate(examples):
             found = _example_problems(example, contract, lenient)

@@ -24,7 +24,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from promptsvc.templating.contract import MISSING, Contract, is_implied, js_number, value_problem
+from promptsvc.templating import sections
+from promptsvc.templating.contract import (
+    MISSING,
+    Contract,
+    implied_schema,
+    is_implied,
+    js_number,
+    value_problem,
+)
+from promptsvc.templating.sections import Part
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
 
@@ -85,20 +94,64 @@ def parse_chat(content: str) -> list[dict[str, str]]:
     return messages
 
 
-def _names(text: str, seen: dict[str, None]) -> None:
-    for match in PLACEHOLDER.finditer(text):
-        seen.setdefault(match.group(1), None)
+def _parts(text: str, where: str = "") -> tuple[Part, ...]:
+    try:
+        return sections.parse(text)
+    except sections.SectionError as exc:
+        raise TemplateError(f"{where}{exc}") from None
+
+
+def _texts(content: str, prompt_type: str) -> list[tuple[str, tuple[Part, ...]]]:
+    """Each text of the content (a chat prompt's messages' roles with their content)
+    parsed into plain text and sections; TemplateError when it is not valid."""
+    if prompt_type == "chat":
+        return [
+            (message["role"], _parts(message["content"], f"chat message {i}: "))
+            for i, message in enumerate(parse_chat(content))
+        ]
+    return [("", _parts(content))]
+
+
+def _variables(texts: list[tuple[str, tuple[Part, ...]]]) -> tuple[list[str], list[str]]:
+    seen: dict[str, None] = {}
+    used_as_section: dict[str, None] = {}
+    used_as_placeholder: dict[str, None] = {}
+    for _, parts in texts:
+        sections.collect(parts, PLACEHOLDER, seen, used_as_section, used_as_placeholder)
+    both = [name for name in used_as_section if name in used_as_placeholder]
+    if both:
+        names = ", ".join(f"'{name}'" for name in both)
+        raise TemplateError(
+            f"used both as a section and as a placeholder: {names} (a section's variable "
+            "is a boolean, a placeholder's is text)"
+        )
+    return list(seen), list(used_as_section)
+
+
+def content_variables(content: str, prompt_type: str = "text") -> tuple[list[str], list[str]]:
+    """``(variables, sections)``: every variable in first-seen order (placeholders and
+    section names alike) and the section names among them. TemplateError when the
+    content is not valid: chat content that is not a message list, a section tag
+    without its pair, crossing another or nested too deep (naming the tag, its line and
+    column), a name used both as a section and as a placeholder."""
+    return _variables(_texts(content, prompt_type))
 
 
 def extract_variables(content: str, prompt_type: str = "text") -> list[str]:
-    """Unique placeholder names in first-seen order. Chat content is validated."""
-    seen: dict[str, None] = {}
-    if prompt_type == "chat":
-        for message in parse_chat(content):
-            _names(message["content"], seen)
-    else:
-        _names(content, seen)
-    return list(seen)
+    """Unique variable names (placeholders and sections) in first-seen order. The
+    content is validated (:func:`content_variables`)."""
+    return content_variables(content, prompt_type)[0]
+
+
+def section_names(content: str, prompt_type: str = "text") -> list[str]:
+    """The content's section variables in first-seen order; none when the content is
+    not valid (stored content always is: this only reads it)."""
+    if "{{#" not in content and "{{^" not in content:
+        return []
+    try:
+        return content_variables(content, prompt_type)[1]
+    except TemplateError:
+        return []
 
 
 def _text(value: object) -> str:
@@ -138,7 +191,7 @@ def resolve_values(
                 problems.append(TemplateProblem(name, MISSING))
             continue
         given = values[name]
-        if lenient_all or spec is None:
+        if spec is None or (lenient_all and spec.get("type") == "string"):
             filled[name] = str(given)
         elif (problem := value_problem(spec, given)) is not None:
             problems.append(TemplateProblem(name, problem))
@@ -151,11 +204,10 @@ def resolve_values(
     return filled
 
 
-def _fill(text: str, filled: Mapping[str, str]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        return filled.get(match.group(1), match.group(0))
-
-    return PLACEHOLDER.sub(replace, text)
+def _fill(parts: tuple[Part, ...], filled: Mapping[str, str]) -> str:
+    out: list[str] = []
+    sections.fill(parts, PLACEHOLDER, filled, out)
+    return "".join(out)
 
 
 def render(
@@ -165,19 +217,18 @@ def render(
     strict: bool = True,
     schema: Contract | None = None,
 ) -> str | list[dict[str, str]]:
-    """Fill placeholders under the contract ``schema`` (None: the implied one): text
-    gives a str, chat a list of messages.
+    """Fill placeholders and keep or drop sections under the contract ``schema`` (None:
+    the implied one): text gives a str, chat a list of messages.
 
     Extra values are ignored. Every problem raises together in one TemplateError (see
     :func:`resolve_values`); with ``strict`` False a missing required variable's
-    placeholder is left as it was.
+    placeholder is left as it was, and a missing section variable counts as false.
     """
+    texts = _texts(content, prompt_type)
+    variables, section_vars = _variables(texts)
+    if schema is None:
+        schema = implied_schema(variables, section_vars)
+    filled = resolve_values(variables, schema, values, strict)
     if prompt_type == "chat":
-        messages = parse_chat(content)
-        names: dict[str, None] = {}
-        for message in messages:
-            _names(message["content"], names)
-        filled = resolve_values(names, schema, values, strict)
-        return [{"role": m["role"], "content": _fill(m["content"], filled)} for m in messages]
-    filled = resolve_values(extract_variables(content), schema, values, strict)
-    return _fill(content, filled)
+        return [{"role": role, "content": _fill(parts, filled)} for role, parts in texts]
+    return _fill(texts[0][1], filled)
