@@ -213,18 +213,20 @@ def is_implied(contract: Contract) -> bool:
     """Whether ``contract`` says no more than the implied one (each entry exactly a
     required string, or exactly :data:`IMPLIED_SECTION`): then its strings accept any
     value, as they did before contracts (its booleans stay strict)."""
-    return all(
-        (
-            entry.get("type") == "string"
-            and entry.get("required", True) is not False
-            and entry.keys() <= {"type", "required"}
-        )
-        or (
-            entry.keys() == IMPLIED_SECTION.keys()
-            and all(same_value(entry[key], value) for key, value in IMPLIED_SECTION.items())
-        )
-        for entry in contract.values()
-    )
+    for entry in contract.values():
+        kind = entry.get("type")
+        if kind == "string":
+            if entry.get("required", True) is False or not entry.keys() <= {"type", "required"}:
+                return False
+        # `is False`: JSON's false, not 0 (render() runs this: keep it cheap).
+        elif not (
+            kind == "boolean"
+            and len(entry) == 3
+            and entry.get("required") is False
+            and entry.get("default") is False
+        ):
+            return False
+    return True
 
 
 def _lenient(entry: Mapping[str, Any], lenient: bool) -> bool:

@@ -20,9 +20,8 @@ tests/vectors.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TypeAlias
 
 MAX_DEPTH = 4
@@ -79,10 +78,9 @@ def _tag(sigil: str, name: str) -> str:
     return "{{" + sigil + name + "}}"
 
 
-@lru_cache(maxsize=1024)
 def parse(text: str) -> tuple[Part, ...]:
     """``text`` as plain text and sections; SectionError when a tag has no pair, crosses
-    another or nests too deep. Cached: a version's content is parsed once."""
+    another or nests too deep."""
     if "{{#" not in text and "{{^" not in text and "{{/" not in text:
         return (text,) if text else ()
     root: list[Part] = []
@@ -152,19 +150,41 @@ def collect(
 
 def fill(
     parts: tuple[Part, ...],
-    placeholder: re.Pattern[str],
+    sub: Callable[[str], str],
     filled: Mapping[str, str],
     out: list[str],
 ) -> None:
-    """Render ``parts`` into ``out``: placeholders from ``filled`` (name -> text, a
-    missing one left as written), a section kept when its variable's text is ``true``
+    """Render ``parts`` into ``out``: each plain text through ``sub`` (which fills its
+    placeholders), a section kept when its variable's text in ``filled`` is ``true``
     (``{{^}}``: when it is not; a missing variable counts as false)."""
-
-    def replace(match: re.Match[str]) -> str:
-        return filled.get(match.group(1), match.group(0))
-
     for part in parts:
         if isinstance(part, str):
-            out.append(placeholder.sub(replace, part))
+            out.append(sub(part))
         elif (filled.get(part.name) == "true") != part.inverted:
-            fill(part.parts, placeholder, filled, out)
+            fill(part.parts, sub, filled, out)
+
+
+def kept(parts: tuple[Part, ...], filled: Mapping[str, str], out: list[str]) -> None:
+    """The plain texts :func:`fill` would keep, unfilled, into ``out``."""
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif (filled.get(part.name) == "true") != part.inverted:
+            kept(part.parts, filled, out)
+
+
+def joinable(parts: tuple[Part, ...]) -> bool:
+    """Whether no plain text could end inside a placeholder (``{``, or a ``{{`` not
+    closed before its end): then joining the kept texts and filling them once finds
+    exactly the placeholders :func:`fill` finds in each."""
+    texts: list[str] = []
+    walk_texts(parts, texts)
+    return not any(text.endswith("{") or text.rfind("{{") > text.rfind("}}") for text in texts)
+
+
+def walk_texts(parts: tuple[Part, ...], out: list[str]) -> None:
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        else:
+            walk_texts(part.parts, out)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache, partial
+from types import MappingProxyType
 from typing import NamedTuple
 
 from promptsvc.templating import sections
@@ -128,13 +130,30 @@ def _variables(texts: list[tuple[str, tuple[Part, ...]]]) -> tuple[list[str], li
     return list(seen), list(used_as_section)
 
 
+# Each text (a chat message's role, or ""), its parts, and whether its kept texts may be
+# joined and filled in one pass (sections.joinable): render()'s fast path.
+_Texts = tuple[tuple[str, tuple[Part, ...], bool], ...]
+
+
+@lru_cache(maxsize=512)
+def _analysed(content: str, prompt_type: str) -> tuple[_Texts, tuple[str, ...], Contract]:
+    """The content's texts, its variables and its implied contract, once per content:
+    render() runs per call, a version's content never changes. TemplateError (not
+    cached) for content that is not valid."""
+    texts = _texts(content, prompt_type)
+    variables, found = _variables(texts)
+    compiled = tuple((role, parts, sections.joinable(parts)) for role, parts in texts)
+    return compiled, tuple(variables), MappingProxyType(implied_schema(variables, found))
+
+
 def content_variables(content: str, prompt_type: str = "text") -> tuple[list[str], list[str]]:
     """``(variables, sections)``: every variable in first-seen order (placeholders and
     section names alike) and the section names among them. TemplateError when the
     content is not valid: chat content that is not a message list, a section tag
     without its pair, crossing another or nested too deep (naming the tag, its line and
     column), a name used both as a section and as a placeholder."""
-    return _variables(_texts(content, prompt_type))
+    _, variables, implied = _analysed(content, prompt_type)
+    return list(variables), [name for name in variables if implied[name]["type"] == "boolean"]
 
 
 def extract_variables(content: str, prompt_type: str = "text") -> list[str]:
@@ -168,8 +187,11 @@ def resolve_values(
     schema: Contract | None,
     values: Mapping[str, object],
     strict: bool = True,
+    *,
+    implied: bool | None = None,
 ) -> dict[str, str]:
-    """The text of every variable under ``schema`` (None: the implied one).
+    """The text of every variable under ``schema`` (None: the implied one; ``implied``:
+    whether it says no more than the implied one, when the caller knows).
 
     Defaults fill absent variables and an optional one without a default is ``""``.
     Raises one TemplateError whose ``problems`` name every variable refused (a
@@ -177,7 +199,7 @@ def resolve_values(
     required variable is left out of the answer instead, and only wrong values raise.
     """
     schema = schema or {}
-    lenient_all = is_implied(schema)
+    lenient_all = is_implied(schema) if implied is None else implied
     filled: dict[str, str] = {}
     problems: list[TemplateProblem] = []
     for name in dict.fromkeys([*variables, *schema]):
@@ -204,9 +226,15 @@ def resolve_values(
     return filled
 
 
-def _fill(parts: tuple[Part, ...], filled: Mapping[str, str]) -> str:
+def _fill(parts: tuple[Part, ...], joinable: bool, filled: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        return filled.get(match.group(1), match.group(0))
+
     out: list[str] = []
-    sections.fill(parts, PLACEHOLDER, filled, out)
+    if joinable:  # one pass over the kept text: the same placeholders, found faster
+        sections.kept(parts, filled, out)
+        return PLACEHOLDER.sub(replace, "".join(out))
+    sections.fill(parts, partial(PLACEHOLDER.sub, replace), filled, out)
     return "".join(out)
 
 
@@ -224,11 +252,12 @@ def render(
     :func:`resolve_values`); with ``strict`` False a missing required variable's
     placeholder is left as it was, and a missing section variable counts as false.
     """
-    texts = _texts(content, prompt_type)
-    variables, section_vars = _variables(texts)
+    texts, variables, implied = _analysed(content, prompt_type)
     if schema is None:
-        schema = implied_schema(variables, section_vars)
-    filled = resolve_values(variables, schema, values, strict)
+        filled = resolve_values(variables, implied, values, strict, implied=True)
+    else:
+        filled = resolve_values(variables, schema, values, strict)
     if prompt_type == "chat":
-        return [{"role": role, "content": _fill(parts, filled)} for role, parts in texts]
-    return _fill(texts[0][1], filled)
+        return [{"role": r, "content": _fill(p, j, filled)} for r, p, j in texts]
+    _, parts, joinable = texts[0]
+    return _fill(parts, joinable, filled)
