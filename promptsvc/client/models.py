@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from promptsvc.rollout import bucket
-from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
+from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema, is_implied
 from promptsvc.templating.template import content_variables, render, section_names
 
 Fallback = str | Sequence[Mapping[str, str]]
@@ -172,6 +172,11 @@ class PromptVersion:
     # The rollout under way on the environment read (environment reads only), else None.
     rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
+    # Whether variables_schema says no more than the implied one: render() asks per call.
+    _implied: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_implied", is_implied(self.variables_schema))
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
@@ -288,4 +293,11 @@ class PromptVersion:
         required variable's placeholder is left as it was.
         """
         merged = {**values, **variables} if values else variables
-        return render(self.content, self.prompt_type, merged, strict, self.variables_schema)
+        return render(
+            self.content,
+            self.prompt_type,
+            merged,
+            strict,
+            self.variables_schema,
+            implied=self._implied,
+        )

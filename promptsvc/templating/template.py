@@ -213,8 +213,11 @@ def resolve_values(
                 problems.append(TemplateProblem(name, MISSING))
             continue
         given = values[name]
-        if spec is None or (lenient_all and spec.get("type") == "string"):
+        kind = None if spec is None else spec.get("type")
+        if spec is None or (lenient_all and kind == "string"):
             filled[name] = str(given)
+        elif kind == "boolean" and (given is True or given is False) and "enum" not in spec:
+            filled[name] = "true" if given else "false"  # a section's, per render: no detour
         elif (problem := value_problem(spec, given)) is not None:
             problems.append(TemplateProblem(name, problem))
         else:
@@ -244,19 +247,22 @@ def render(
     values: Mapping[str, object],
     strict: bool = True,
     schema: Contract | None = None,
+    *,
+    implied: bool | None = None,
 ) -> str | list[dict[str, str]]:
     """Fill placeholders and keep or drop sections under the contract ``schema`` (None:
-    the implied one): text gives a str, chat a list of messages.
+    the implied one; ``implied``: whether ``schema`` says no more than that, when the
+    caller knows): text gives a str, chat a list of messages.
 
     Extra values are ignored. Every problem raises together in one TemplateError (see
     :func:`resolve_values`); with ``strict`` False a missing required variable's
     placeholder is left as it was, and a missing section variable counts as false.
     """
-    texts, variables, implied = _analysed(content, prompt_type)
+    texts, variables, implied_contract = _analysed(content, prompt_type)
     if schema is None:
-        filled = resolve_values(variables, implied, values, strict, implied=True)
+        filled = resolve_values(variables, implied_contract, values, strict, implied=True)
     else:
-        filled = resolve_values(variables, schema, values, strict)
+        filled = resolve_values(variables, schema, values, strict, implied=implied)
     if prompt_type == "chat":
         return [{"role": r, "content": _fill(p, j, filled)} for r, p, j in texts]
     _, parts, joinable = texts[0]
