@@ -1,4 +1,4 @@
-"""Conditional sections in promptsvc/templating (CONTRACT 26): the grammar, the
+"""Conditional sections in promptsvc/templating (docs/api.md section 4.6): the grammar, the
 standalone-line rule, the variables a version lists, the implied boolean contract, the
 strict boolean check, and 400-worthy mistakes named with their line and column. The
 cases both SDKs must agree on are in tests/vectors/sections.json
@@ -49,7 +49,7 @@ def test_a_section_variable_is_checked_strictly_as_a_boolean(value: object) -> N
 
 
 def test_the_implied_strings_stay_lenient_beside_a_section() -> None:
-    # An implied string accepts any value, as before sections (CONTRACT 19).
+    # An implied string accepts any value, as before sections (docs/api.md, variable contracts).
     assert render("{{#on}}{{n}}{{/on}}", "text", {"n": 3, "on": True}) == "3"
     assert is_implied(implied_schema(["n", "on"], ["on"]))
     assert not is_implied({"on": {"type": "boolean"}})

@@ -49,7 +49,7 @@ MAX_ENUM = 100
 MAX_DESCRIPTION = 500
 MAX_EXAMPLE_NAME = 100
 MISSING: Final = "missing required variable"
-# A section variable's entry when the version declares no schema (CONTRACT 26).
+# A section variable's entry when the version declares no schema (docs/api.md section 4.6).
 IMPLIED_SECTION: Final = {"type": "boolean", "required": False, "default": False}
 _ENTRY_KEYS = ("type", "required", "description", "default", "enum")
 _EXAMPLE_KEYS = ("name", "variables")

@@ -1,5 +1,5 @@
 """Conditional sections: ``{{#name}}...{{/name}}`` keeps its inside when the boolean
-variable ``name`` is true, ``{{^name}}...{{/name}}`` when it is false (CONTRACT 26).
+variable ``name`` is true, ``{{^name}}...{{/name}}`` when it is false (docs/api.md section 4.6).
 
 Logic-less on purpose, as Mustache's sections on booleans: no loops, no expressions.
 A tag is ``{{#``, ``{{^`` or ``{{/`` (one token each), optional whitespace, a name as a

@@ -1,5 +1,5 @@
 """Conditional sections through the API on every backend, PostgreSQL included
-(CONTRACT 26): a version lists its section variables and implies them optional booleans,
+(docs/api.md section 4.6): a version lists its section variables and implies them optional booleans,
 a declared schema must make them booleans, broken tags are 400 naming the tag, its line
 and column, and section 19's check covers section variables."""
 

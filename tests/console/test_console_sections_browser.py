@@ -1,5 +1,5 @@
 """Conditional sections in the console, in a real browser (headless Chromium) against a
-real server (CONTRACT 26): the version editor's Preview renders the draft with its
+real server (docs/api.md section 4.6): the version editor's Preview renders the draft with its
 examples and each section both ways before anything is saved, a broken tag is refused
 naming its line and column, and the saved version's page shows the same previews."""
 

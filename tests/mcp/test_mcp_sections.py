@@ -1,4 +1,4 @@
-"""Conditional sections over MCP (CONTRACT 26), with the official client over stdio
+"""Conditional sections over MCP (docs/api.md section 4.6), with the official client over stdio
 against a real server: a section variable is an optional boolean argument, given as the
 string ``true`` or ``false``, and each branch renders as the SDKs render it."""
 

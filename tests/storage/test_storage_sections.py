@@ -1,4 +1,4 @@
-"""Conditional sections on every backend (CONTRACT 26): the contract check of a new or
+"""Conditional sections on every backend (docs/api.md section 4.6): the contract check of a new or
 edited version holds section variables to booleans (the layer above names them), and a
 version without a declared schema implies them optional booleans, false by default, in
 every read and in the promotion check."""
