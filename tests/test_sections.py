@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from promptsvc.breaking import contract_of
 from promptsvc.templating.contract import (
     IMPLIED_SECTION,
     breaking_changes,
@@ -144,6 +145,12 @@ def test_breaking_a_section_variable_follows_section_19() -> None:
     changes = breaking_changes(was_text, implied, examples, old_version=1, new_version=2)
     assert ("on", "example_failed") in [(c.variable, c.change) for c in changes]
     assert breaking_changes(implied, implied, [], old_version=1, new_version=2) == []
+
+
+def test_a_version_answer_without_a_schema_implies_its_sections() -> None:
+    # An older service's answer: the CLI's and console's checks imply it from the content.
+    answer = {"content": "{{#on}}{{n}}{{/on}}", "prompt_type": "text", "variables": ["on", "n"]}
+    assert contract_of(answer) == implied_schema(["on", "n"], ["on"])
 
 
 def test_the_implied_entry_is_not_shared() -> None:

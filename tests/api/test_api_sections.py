@@ -134,6 +134,16 @@ def test_a_placeholder_becoming_a_section_breaks_a_promotion(prompt: Any) -> Non
     assert create(prompt, "Hi {{formal}}").status_code == 201
     prompt.promote("greeting", 1)
     assert create(prompt, "Hi{{#formal}}!{{/formal}}").status_code == 201
+    diff = prompt.get(
+        "/api/v1/prompts/greeting/diff?from=production&to=latest", role=SERVICE_READ
+    ).json
+    assert diff["variables_schema"]["changed"] == {
+        "formal": {
+            "from": {"type": "string", "required": True},
+            "to": {"type": "boolean", "required": False, "default": False},
+        }
+    }
+    assert [(c["variable"], c["change"]) for c in diff["breaking"]] == [("formal", "type_changed")]
     refused = promote(prompt, 2)
     assert refused.status_code == 409, refused.json
     changes = [(c["variable"], c["change"]) for c in refused.json["changes"]]
