@@ -5,11 +5,13 @@ The schema: ``{variable: {type, required?, description?, default?, enum?}}`` wit
 ``type`` one of :data:`VARIABLE_TYPES`; ``required`` defaults to true, a ``default``
 makes the variable optional (and must have the type, and be in ``enum`` if there is
 one). Its keys are exactly the version's variables. Without one, every variable is a
-required string (:func:`implied_schema`). A declared type is strict, as JSON Schema
-reads it: an ``integer`` is a JSON integer (or ``3.0``; not ``true``, not ``"3"``), a
-``number`` any JSON number, a ``boolean`` true or false, a ``string`` a string; a schema
-that says no more than the implied one (each entry exactly a required string) accepts
-any value (:func:`is_implied`). Values show in messages as JavaScript's
+required string, and a conditional section's an optional boolean, false by default
+(:func:`implied_schema`); a declared schema gives a section's variable type
+``boolean``. A declared type is strict, as JSON Schema reads it: an ``integer`` is a
+JSON integer (or ``3.0``; not ``true``, not ``"3"``), a ``number`` any JSON number, a
+``boolean`` true or false, a ``string`` a string; a schema that says no more than the
+implied one (each entry exactly a required string or an implied section's boolean)
+accepts any value for its strings (:func:`is_implied`). Values show in messages as JavaScript's
 ``JSON.stringify`` writes them, so the TypeScript SDK words every problem alike.
 
 The check (:func:`breaking_changes`) compares a candidate with the version it would

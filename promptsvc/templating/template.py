@@ -9,6 +9,11 @@ A placeholder is ``{{ name }}``: inner whitespace is allowed and a name matches
 keep their content as a JSON list of ``{"role", "content"}`` messages; their variables
 come from every message's content.
 
+Conditional sections (``{{#flag}}...{{/flag}}``, ``{{^flag}}...{{/flag}}``) are parsed
+by promptsvc/templating/sections.py; placeholders are found in the text between their
+tags. A section's name is a variable too (listed with the placeholders, first-seen
+order), a boolean: implied optional and false without a declared schema.
+
 Values are checked against the version's contract by the rules of
 promptsvc/templating/contract.py. Without a declared schema every variable is a string
 that accepts any value and renders ``str(value)``. How declared values appear in the
