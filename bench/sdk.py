@@ -12,7 +12,10 @@ Measures ``PromptClient.get_prompt_version`` (and the async twin where noted):
   and a key on a prompt without a rollout;
 * cache hit of a version that declares a ``variables_schema`` and examples, in the same
   batch pairs with plain hits, set against ``TARGET_SCHEMA_RATIO``: a contract must not
-  cost a hit anything;
+  cost a hit anything; and of a version with conditional sections, set against
+  ``TARGET_SECTIONS_HIT_RATIO``;
+* ``render()`` of a version with conditional sections in batch pairs with ``render()``
+  of one without (the same placeholders), set against ``TARGET_SECTIONS_RENDER_RATIO``;
 * cold fetch: ``clear_cache()`` then a call, so each one is a full GET (token already
   held) against the real app (create_app with memory storage) served by werkzeug on
   127.0.0.1 in this process; a raw httpx GET with the same headers is the baseline.
@@ -65,6 +68,13 @@ TARGET_HIT_US = 1.5
 TARGET_WATCH_RATIO = 1.05  # watch=True hit median / plain hit median
 TARGET_ROLLOUT_RATIO = 1.1  # rollout_key hit (a key seen before) median / plain hit median
 TARGET_SCHEMA_RATIO = 1.05  # hit of a version with a variables_schema / plain hit
+TARGET_SECTIONS_HIT_RATIO = 1.05  # hit of a version with sections / plain hit
+TARGET_SECTIONS_RENDER_RATIO = 1.5  # render() of a version with sections / without
+SECTIONS = (
+    "{{#formal}}You are {{ persona }}.{{/formal}}{{^formal}}Be {{ persona }}.{{/formal}} "
+    "Answer {{ question }} in {{ language }}."
+)
+VALUES = {"persona": "a guide", "question": "why?", "language": "English"}
 ROLLOUT_PERCENT = 40
 SCHEMA = {
     "persona": {"type": "string", "description": "who answers"},
@@ -96,6 +106,12 @@ def local_server() -> Iterator[tuple[str, str, str]]:
         examples=EXAMPLES,
     )
     storage.promote(ORG, "contract", declared.version_id, USER)
+    storage.create_prompt(ORG, "sections")
+    variables = [*VARIABLES[:1], "formal", *VARIABLES[1:]]
+    sectioned = storage.create_version(
+        ORG, "sections", SECTIONS, USER, variables=variables, sections=["formal"]
+    )
+    storage.promote(ORG, "sections", sectioned.version_id, USER)
     storage.create_prompt(ORG, "banner")
     for text in ("Old {{ persona }}", "New {{ persona }}"):
         banner = storage.create_version(ORG, "banner", text, USER, variables=["persona"])
@@ -200,10 +216,13 @@ def paired_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], 
     seen: list[float] = []
     plain_too: list[float] = []
     declared: list[float] = []
+    plain_three: list[float] = []
+    sectioned: list[float] = []
     for turn in range(repeat):
         for pair in (
             [(plain, 'get("greeting")'), (seen, 'get("banner", rollout_key="user-7")')],
             [(plain_too, 'get("greeting")'), (declared, 'get("contract")')],
+            [(plain_three, 'get("greeting")'), (sectioned, 'get("sections")')],
         ):
             for times, stmt in pair if turn % 2 == 0 else reversed(pair):
                 times += per_call_us(stmt, {"get": get}, 2_000, 1)
@@ -223,12 +242,50 @@ def paired_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], 
         summary("cache hit, rollout_key, no rollout under way (batches of 2,000)", unrolled),
         summary("cache hit, taking turns with the next row (batches of 2,000)", plain_too),
         summary("cache hit, a version with a variables_schema (batches of 2,000)", declared),
+        summary("cache hit, taking turns with the next row (batches of 2,000)", plain_three),
+        summary("cache hit, a version with conditional sections (batches of 2,000)", sectioned),
     ]
     ratios = {
         "rollout": statistics.median(r / p for r, p in zip(seen, plain, strict=True)),
         "schema": statistics.median(d / p for d, p in zip(declared, plain_too, strict=True)),
+        "sections_hit": statistics.median(
+            s / p for s, p in zip(sectioned, plain_three, strict=True)
+        ),
     }
     return rows, ratios
+
+
+def paired_renders(
+    client: PromptClient, repeat: int
+) -> tuple[list[list[object]], dict[str, float]]:
+    """render() of the version without sections and of the one with them (``formal``
+    true in half the pairs, false in the other half), in batch pairs whose order
+    alternates; the median of the pairs' ratios."""
+    plain_version = client.get_prompt_version("greeting")
+    sectioned_version = client.get_prompt_version("sections")
+    assert "formal" in sectioned_version.variables, "sections has no section variable"
+    namespace: dict[str, object] = {"plain": plain_version, "s": sectioned_version, **VALUES}
+    values = "persona=persona, question=question, language=language"
+    without: list[float] = []
+    sectioned: list[float] = []  # each beside its pair's batch in ``without``
+    by_value: dict[bool, list[float]] = {True: [], False: []}
+    for turn in range(repeat):
+        formal = turn % 4 < 2
+        before = len(sectioned)
+        pair = [
+            (without, f"plain.render({values})"),
+            (sectioned, f"s.render({values}, formal={formal})"),
+        ]
+        for times, stmt in pair if turn % 2 == 0 else reversed(pair):
+            times += per_call_us(stmt, namespace, 500, 1)
+        by_value[formal] += sectioned[before:]
+    rows = [
+        summary("render(), no sections (batches of 500)", without),
+        summary("render(), sections, formal=True (batches of 500)", by_value[True]),
+        summary("render(), sections, formal=False (batches of 500)", by_value[False]),
+    ]
+    ratio = statistics.median(s / p for s, p in zip(sectioned, without, strict=True))
+    return rows, {"sections_render": ratio}
 
 
 def wait_watching(client: PromptClient) -> None:
@@ -279,6 +336,9 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
             rows.append(summary('cache hit, label="latest"', latest))
             rollout_rows, paired_ratios = paired_hits(client, args.hit_repeat)
             rows += rollout_rows
+            render_rows, render_ratios = paired_renders(client, args.hit_repeat)
+            rows += render_rows
+            paired_ratios |= render_ratios
 
         with (
             PromptClient(url, **options) as client,
@@ -353,6 +413,10 @@ def main() -> None:
     )
     rollout_verdict = "met" if ratios["rollout"] <= TARGET_ROLLOUT_RATIO else "NOT met"
     schema_verdict = "met" if ratios["schema"] <= TARGET_SCHEMA_RATIO else "NOT met"
+    sections_hit = "met" if ratios["sections_hit"] <= TARGET_SECTIONS_HIT_RATIO else "NOT met"
+    sections_render = (
+        "met" if ratios["sections_render"] <= TARGET_SECTIONS_RENDER_RATIO else "NOT met"
+    )
     body = "\n\n".join(
         [
             f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
@@ -367,7 +431,12 @@ def main() -> None:
             f"**{rollout_verdict}** ({ratios['rollout']:.3f}). Target: a hit of a version "
             f"with a variables_schema costs at most {TARGET_SCHEMA_RATIO}x a plain hit "
             f"(median of the ratios of batch pairs): **{schema_verdict}** "
-            f"({ratios['schema']:.3f}).",
+            f"({ratios['schema']:.3f}). Target: a hit of a version with conditional sections "
+            f"costs at most {TARGET_SECTIONS_HIT_RATIO}x a plain hit: **{sections_hit}** "
+            f"({ratios['sections_hit']:.3f}). Target: render() of a version with sections "
+            f"costs at most {TARGET_SECTIONS_RENDER_RATIO}x render() of one without (the same "
+            f"placeholders; median of the ratios of batch pairs): **{sections_render}** "
+            f"({ratios['sections_render']:.3f}).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "watch=True adds nothing to it: the events stream is read by a thread (a task "
             "for the async client) that sleeps in a socket read between events, and an "
@@ -384,7 +453,10 @@ def main() -> None:
             "development server closes every connection, so each network row includes a "
             "TCP connect. Hit rows are per-call times of whole batches (timeit style), "
             "batches with and without watch=True taking turns one by one; the others time "
-            "each call, the four request cases taking turns in batches of 10.",
+            "each call, the four request cases taking turns in batches of 10. "
+            "render() analyses a content once (its sections, variables and implied "
+            "contract are cached by content); a call checks the values and fills the kept "
+            "text in one regex pass.",
         ]
     )
     print(body)

@@ -18,6 +18,7 @@ from typing import Any
 
 from promptsvc.templating import contract
 from promptsvc.templating.contract import MISSING, Contract, implied_schema, same_value, shown
+from promptsvc.templating.template import section_names
 
 _ARTICLES = {"integer": "an integer"}
 
@@ -34,7 +35,10 @@ def contract_of(version: Mapping[str, Any]) -> Contract:
     """A version's contract as the API gives it (an older service's answer lacks it:
     then the implied one)."""
     schema = version.get("variables_schema")
-    return schema if schema is not None else implied_schema(version.get("variables", []))
+    if schema is not None:
+        return schema
+    sections = section_names(version.get("content", ""), version.get("prompt_type", "text"))
+    return implied_schema(version.get("variables", []), sections)
 
 
 def normal_examples(examples: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:

@@ -19,12 +19,13 @@ __all__ = ["breaking_changes", "validated"]
 
 
 def validated(
-    variables: Sequence[str], schema: object, examples: object
+    variables: Sequence[str], schema: object, examples: object, sections: Sequence[str] = ()
 ) -> tuple[dict[str, dict[str, Any]] | None, tuple[dict[str, Any], ...]]:
     """The contract a new or edited version keeps: ``schema`` (None: implied) and
-    ``examples`` (None: none) checked against its ``variables``, as private copies.
-    Raises ContractInvalid naming every problem by variable or example."""
-    problems = contract.contract_problems(variables, schema, examples)
+    ``examples`` (None: none) checked against its ``variables``, of which ``sections``
+    are section variables (booleans), as private copies. Raises ContractInvalid naming
+    every problem by variable or example."""
+    problems = contract.contract_problems(variables, schema, examples, sections)
     if problems:
         raise ContractInvalid(problems)
     return contract.kept_contract(schema, examples)

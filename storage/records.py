@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from promptsvc.templating.contract import BreakingChange, implied_schema
+from promptsvc.templating.template import section_names
 from storage.times import rfc3339
 
 PromptType = Literal["text", "chat"]
@@ -94,7 +95,8 @@ class PromptVersion:
     # The environments other than production that hold this version, by name.
     placements: tuple[str, ...] = ()
     # The variable contract as declared ({variable: {type, required?, description?,
-    # default?, enum?}}), None when none was: then every variable is a required string.
+    # default?, enum?}}), None when none was: then every variable is a required string,
+    # a section's an optional boolean (false by default).
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
     # Stored, never shown. Once placed in an environment, or a rollout's candidate or
@@ -121,7 +123,7 @@ class PromptVersion:
         """The declared ``variables_schema``, or the implied one."""
         if self.variables_schema is not None:
             return self.variables_schema
-        return implied_schema(self.variables)
+        return implied_schema(self.variables, section_names(self.content, self.prompt_type))
 
     def to_json(self) -> dict[str, Any]:
         """Runs on every read the API's body memo misses: keep it a plain dict literal."""

@@ -150,6 +150,7 @@ def test_the_template_rules_import_only_the_standard_library() -> None:
         "promptsvc",
         "promptsvc.templating",
         "promptsvc.templating.contract",
+        "promptsvc.templating.sections",
         "promptsvc.templating.template",
         "promptsvc.version",
     ]

@@ -10,7 +10,7 @@ from identity.principal import Principal
 from identity.roles import SERVICE_WRITE
 from promptsvc.actions.roles import requires, trace
 from promptsvc.http import request_id
-from promptsvc.templating.template import TemplateError, extract_variables
+from promptsvc.templating.template import TemplateError, content_variables
 from storage import (
     InvalidInput,
     Prompt,
@@ -45,11 +45,12 @@ def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> No
 # --------------------------------------------------------------------------- versions
 
 
-def _variables(content: str, prompt_type: str) -> list[str]:
-    """The content's variables; InvalidInput when it is not valid for the prompt's type
-    (chat content that is not a message list)."""
+def _variables(content: str, prompt_type: str) -> tuple[list[str], list[str]]:
+    """The content's variables and its section variables among them; InvalidInput when
+    it is not valid for the prompt's type (chat content that is not a message list, a
+    section tag without its pair: promptsvc/templating/sections.py)."""
     try:
-        return extract_variables(content, prompt_type)
+        return content_variables(content, prompt_type)
     except TemplateError as exc:
         raise InvalidInput(str(exc)) from None
 
@@ -71,7 +72,7 @@ def create_version(
     from the content, checked for the prompt's type; its contract (``variables_schema``,
     ``examples``) is checked against them (ContractInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
-    variables = _variables(content, prompt.prompt_type)
+    variables, sections = _variables(content, prompt.prompt_type)
     # By id: a prompt deleted and made again under the name since has another type.
     return storage.create_version(
         principal.org,
@@ -81,6 +82,7 @@ def create_version(
         metadata=metadata,
         tags=tags,
         variables=variables,
+        sections=sections,
         variables_schema=variables_schema,
         examples=examples,
         request_id=request_id(),
@@ -111,13 +113,14 @@ def edit_version(
     # A version that is not a draft is refused for that, whatever the content.
     lifecycle.check_editable(current)
     text = current.content if content is None else content
-    variables = _variables(text, current.prompt_type)
+    variables, sections = _variables(text, current.prompt_type)
     return storage.edit_version(
         principal.org,
         current.prompt_id,
         current.version_id,
         text,
         variables=variables,
+        sections=sections,
         variables_schema=current.variables_schema
         if isinstance(variables_schema, _Keep)
         else variables_schema,

@@ -17,6 +17,7 @@ from identity.users import USERNAME
 from promptsvc.backup.model import FORMAT, VERSION, Backup, BackupError
 from promptsvc.inputs import NAME_PATTERN
 from promptsvc.templating.contract import BREAKING_KINDS
+from promptsvc.templating.template import section_names
 from storage import (
     PRODUCTION,
     PROMPT_TYPES,
@@ -449,6 +450,7 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
                     v.variables,
                     v.variables_schema,
                     None if not v.examples else list(v.examples),
+                    section_names(v.content, item.prompt.prompt_type),
                 )
             except ContractInvalid as exc:
                 found += [

@@ -28,14 +28,14 @@ from promptsvc.client import PromptServiceError
 from promptsvc.client.management import ServiceClient
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
 from promptsvc.templating.contract import implied_schema
-from promptsvc.templating.template import extract_variables
+from promptsvc.templating.template import content_variables, extract_variables
 
 
 def file_contract(prompt: PromptFile) -> dict[str, Any]:
     """The contract the file's version will have: the declared one, else the implied."""
     if prompt.variables_schema is not None:
         return prompt.variables_schema
-    return implied_schema(extract_variables(prompt.content, prompt.prompt_type))
+    return implied_schema(*content_variables(prompt.content, prompt.prompt_type))
 
 
 def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:

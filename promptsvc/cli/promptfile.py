@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import normal_examples
-from promptsvc.templating.contract import is_implied
-from promptsvc.templating.template import TemplateError, extract_variables, resolve_values
+from promptsvc.templating.contract import implied_schema, is_implied
+from promptsvc.templating.template import TemplateError, content_variables, resolve_values
 
 SUFFIX = ".prompt"
 FENCE = "---"
@@ -235,17 +235,21 @@ def loads(text: str, path: Path) -> PromptFile:
         if not body:
             raise PromptFileError(path, parser.body_line, "the content is empty")
         made = PromptFile(name, prompt_type, description, metadata, tags, text=body, **contract)
-    _check_contract(made, path, parser.key_lines)
+    _check_contract(made, path, parser.key_lines, parser.body_line)
     return made
 
 
 _TYPES = ("string", "integer", "number", "boolean")
 
 
-def _check_contract(prompt: PromptFile, path: Path, lines: dict[str, int]) -> None:
-    """The contract and examples as the service checks them on creation, so that `plan`
-    names the file rather than `apply` meeting a 400 (the service checks again)."""
-    variables = extract_variables(prompt.content, prompt.prompt_type)
+def _check_contract(prompt: PromptFile, path: Path, lines: dict[str, int], body_line: int) -> None:
+    """The content's sections, the contract and examples as the service checks them on
+    creation, so that `plan` names the file rather than `apply` meeting a 400 (the
+    service checks again)."""
+    try:
+        variables, sections = content_variables(prompt.content, prompt.prompt_type)
+    except TemplateError as exc:  # lines and columns of the content, from its first
+        raise PromptFileError(path, body_line, f"the content: {exc}") from None
     schema = prompt.variables_schema
     if schema is not None:
         line = lines.get("variables_schema", 1)
@@ -260,6 +264,13 @@ def _check_contract(prompt: PromptFile, path: Path, lines: dict[str, int]) -> No
                 f"variables_schema declares exactly the content's variables: {'; '.join(parts)}",
             )
         for variable, entry in schema.items():
+            if variable in sections and entry.get("type") != "boolean":
+                raise PromptFileError(
+                    path,
+                    line,
+                    f"variables_schema.{variable}: a section ({{{{#{variable}}}}}): its type "
+                    "must be boolean",
+                )
             if entry.get("type", "string") not in _TYPES:
                 raise PromptFileError(
                     path,
@@ -281,7 +292,7 @@ def _check_contract(prompt: PromptFile, path: Path, lines: dict[str, int]) -> No
                 path, line, f"example {label}: '{unknown[0]}' is not a variable of the content"
             )
         try:
-            resolve_values(variables, schema, values)
+            resolve_values(variables, schema or implied_schema(variables, sections), values)
         except TemplateError as exc:
             problem = exc.problems[0]
             raise PromptFileError(

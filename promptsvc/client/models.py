@@ -10,8 +10,8 @@ from types import MappingProxyType
 from typing import Any
 
 from promptsvc.rollout import bucket
-from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema
-from promptsvc.templating.template import extract_variables, render
+from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema, is_implied
+from promptsvc.templating.template import content_variables, render, section_names
 
 Fallback = str | Sequence[Mapping[str, str]]
 """What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
@@ -54,7 +54,8 @@ def _frozen(value: Any) -> Any:
 def _schema(body: Mapping[str, Any], variables: tuple[str, ...]) -> Mapping[str, Any]:
     value = body.get("variables_schema")
     if value is None:  # a server before contracts: the implied schema
-        return _frozen(implied_schema(variables))
+        sections = section_names(str(body.get("content", "")), str(body.get("prompt_type")))
+        return _frozen(implied_schema(variables, sections))
     if not isinstance(value, dict):
         raise ModelError("field 'variables_schema' must be an object")
     for name, spec in value.items():
@@ -171,6 +172,11 @@ class PromptVersion:
     # The rollout under way on the environment read (environment reads only), else None.
     rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
+    # Whether variables_schema says no more than the implied one: render() asks per call.
+    _implied: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_implied", is_implied(self.variables_schema))
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
@@ -241,7 +247,8 @@ class PromptVersion:
                 raise ValueError(f"fallback messages are not JSON: {exc}") from None
         else:
             raise ValueError("fallback must be text (str) or a list of chat messages")
-        variables = tuple(extract_variables(text, prompt_type))  # validates chat messages
+        found, sections = content_variables(text, prompt_type)  # validates the content
+        variables = tuple(found)
         now = datetime.now(UTC)
         return cls(
             prompt_id="",
@@ -259,7 +266,7 @@ class PromptVersion:
             updated_at=now,
             promoted_at=None,
             promoted_by=None,
-            variables_schema=_frozen(implied_schema(variables)),
+            variables_schema=_frozen(implied_schema(variables, sections)),
             is_fallback=True,
         )
 
@@ -271,7 +278,8 @@ class PromptVersion:
         strict: bool = True,
         **variables: object,
     ) -> str | list[dict[str, str]]:
-        """Fill the ``{{variable}}`` placeholders under the version's contract.
+        """Fill the ``{{variable}}`` placeholders and keep or drop the ``{{#section}}``s
+        under the version's contract (a section variable is a boolean).
 
         Text prompts give a ``str``, chat prompts a list of ``{"role", "content"}``
         messages. Values come from ``values`` (useful for a variable named ``strict``)
@@ -285,4 +293,11 @@ class PromptVersion:
         required variable's placeholder is left as it was.
         """
         merged = {**values, **variables} if values else variables
-        return render(self.content, self.prompt_type, merged, strict, self.variables_schema)
+        return render(
+            self.content,
+            self.prompt_type,
+            merged,
+            strict,
+            self.variables_schema,
+            implied=self._implied,
+        )

@@ -17,17 +17,19 @@ from markupsafe import Markup, escape
 from promptsvc.breaking import plain_words
 from promptsvc.diffs import CONTEXT_LINES, NO_NEWLINE, content_lines
 from promptsvc.templating.contract import is_required
+from promptsvc.templating.sections import TAG
 from promptsvc.templating.template import PLACEHOLDER
 
 
 def highlight(text: str) -> Markup:
-    """``text`` escaped, each ``{{ variable }}`` placeholder wrapped in a ``mark``.
+    """``text`` escaped, each ``{{ variable }}`` placeholder and ``{{#section}}`` tag
+    wrapped in a ``mark``.
 
-    The placeholder grammar has no character that escaping changes, so matching the
-    escaped text finds exactly the placeholders of the original.
+    The placeholder and tag grammars have no character that escaping changes, so
+    matching the escaped text finds exactly the placeholders and tags of the original.
     """
-    escaped = str(escape(text))
-    return Markup(PLACEHOLDER.sub(r'<mark class="var">\g<0></mark>', escaped))
+    escaped = PLACEHOLDER.sub(r'<mark class="var">\g<0></mark>', str(escape(text)))
+    return Markup(TAG.sub(r'<mark class="var section">\g<0></mark>', escaped))
 
 
 def pretty_json(value: Any) -> str:

@@ -28,11 +28,12 @@ from promptsvc.console.common import (
 )
 from promptsvc.console.errors import error_page, frozen_message
 from promptsvc.console.present import contract_rows, pretty_json, sdk_snippet
+from promptsvc.console.preview import Preview, previews
 from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from promptsvc.refs import PRODUCTION
 from promptsvc.templating.contract import is_implied
-from storage import ContractInvalid, NoProductionVersion, Prompt, PromptVersion
+from storage import ContractInvalid, InvalidInput, NoProductionVersion, Prompt, PromptVersion
 
 bp = Blueprint("versions", __name__)
 
@@ -188,6 +189,9 @@ def show(name: str, number: int) -> str:
         contract=contract_rows(contract),
         declared=not is_implied(contract),
         examples=answer.get("examples") or [],
+        previews=previews(
+            version.content, prompt.prompt_type, version.variables_schema, version.examples
+        ),
         production_reviewed=storage().get_environment(principal().org, PRODUCTION).protected,
     )
 
@@ -205,6 +209,8 @@ def new(name: str) -> str | WerkzeugResponse:
     if request.form.get("intent") == "add-message":
         draft.messages.append({"role": "user", "content": ""})
         return _form(prompt, draft, source_number=source_number)
+    if request.form.get("intent") == "preview":
+        return _preview(prompt, draft, source_number=source_number)
     try:
         body = load(VersionCreateSchema(), draft.body(prompt))
         version = actions.create_version(
@@ -219,6 +225,9 @@ def new(name: str) -> str | WerkzeugResponse:
         )
     except ContractInvalid as invalid:
         errors = contract_errors(invalid)
+        return _form(prompt, draft, errors=errors, source_number=source_number)
+    except InvalidInput as invalid:  # content the template rules refuse: keep the form
+        errors = {"content": [str(invalid)]}
         return _form(prompt, draft, errors=errors, source_number=source_number)
     except FormInvalid as invalid:
         return _form(prompt, draft, errors=invalid.errors, source_number=source_number)
@@ -252,6 +261,7 @@ def _form(
     source_number: int | None = None,
     errors: dict[str, list[str]] | None = None,
     editing: PromptVersion | None = None,
+    shown: list[Preview] | None = None,
 ) -> Any:
     html = render_template(
         "console/version_form.html",
@@ -260,9 +270,21 @@ def _form(
         source_number=source.version if source else source_number,
         errors=errors or {},
         editing=editing,
+        previews=shown,
         roles=list(dict.fromkeys([*CHAT_ROLES, *(m["role"] for m in draft.messages)])),
     )
     return Response(html, status=400 if errors else 200, mimetype="text/html")
+
+
+def _preview(prompt: Prompt, draft: Draft, **form: Any) -> Any:
+    """The form again with the draft rendered (module preview), nothing saved."""
+    try:
+        contract = draft.contract()
+    except FormInvalid as invalid:
+        return _form(prompt, draft, errors=invalid.errors, **form)
+    content, examples = draft.content(prompt), contract.get("examples") or []
+    shown = previews(content, prompt.prompt_type, contract.get("variables_schema"), examples)
+    return _form(prompt, draft, shown=shown, **form)
 
 
 @bp.route("/prompts/<name>/versions/<int:number>/edit", methods=["GET", "POST"])
@@ -277,6 +299,8 @@ def edit(name: str, number: int) -> str | WerkzeugResponse:
     if request.form.get("intent") == "add-message":
         draft.messages.append({"role": "user", "content": ""})
         return _form(prompt, draft, editing=version)
+    if request.form.get("intent") == "preview":
+        return _preview(prompt, draft, editing=version)
     try:
         body = load(VersionEditSchema(), {"content": draft.content(prompt), **draft.contract()})
         actions.edit_version(
@@ -290,6 +314,8 @@ def edit(name: str, number: int) -> str | WerkzeugResponse:
         )
     except ContractInvalid as invalid:
         return _form(prompt, draft, errors=contract_errors(invalid), editing=version)
+    except InvalidInput as invalid:
+        return _form(prompt, draft, errors={"content": [str(invalid)]}, editing=version)
     except FormInvalid as invalid:
         return _form(prompt, draft, errors=invalid.errors, editing=version)
     flash(f"Version {number} updated.", "success")

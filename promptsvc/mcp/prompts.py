@@ -2,9 +2,10 @@
 
 An argument is a variable of the version. Its ``required`` and ``description`` come
 from the version's ``variables_schema`` when it carries one (docs/api.md, variable
-contracts); without one every variable is a required string. MCP passes every argument
-as a string, so a value for a variable declared ``integer``, ``number`` or ``boolean``
-is parsed to that type before the SDK's strict render checks it.
+contracts; the service sends the implied one when none is declared: a section's
+variable is then an optional boolean). MCP passes every argument as a string, so a value
+for a variable of type ``integer``, ``number`` or ``boolean`` is parsed to that type
+before the SDK's strict render checks it (a section: ``true`` keeps it, ``false`` drops it).
 
 MCP messages have two roles, ``user`` and ``assistant``. A chat message of any other
 role (``system``, ``developer``, ...) is sent as a ``user`` message that starts with its

@@ -5,11 +5,13 @@ The schema: ``{variable: {type, required?, description?, default?, enum?}}`` wit
 ``type`` one of :data:`VARIABLE_TYPES`; ``required`` defaults to true, a ``default``
 makes the variable optional (and must have the type, and be in ``enum`` if there is
 one). Its keys are exactly the version's variables. Without one, every variable is a
-required string (:func:`implied_schema`). A declared type is strict, as JSON Schema
-reads it: an ``integer`` is a JSON integer (or ``3.0``; not ``true``, not ``"3"``), a
-``number`` any JSON number, a ``boolean`` true or false, a ``string`` a string; a schema
-that says no more than the implied one (each entry exactly a required string) accepts
-any value (:func:`is_implied`). Values show in messages as JavaScript's
+required string, and a conditional section's an optional boolean, false by default
+(:func:`implied_schema`); a declared schema gives a section's variable type
+``boolean``. A declared type is strict, as JSON Schema reads it: an ``integer`` is a
+JSON integer (or ``3.0``; not ``true``, not ``"3"``), a ``number`` any JSON number, a
+``boolean`` true or false, a ``string`` a string; a schema that says no more than the
+implied one (each entry exactly a required string or an implied section's boolean)
+accepts any value for its strings (:func:`is_implied`). Values show in messages as JavaScript's
 ``JSON.stringify`` writes them, so the TypeScript SDK words every problem alike.
 
 The check (:func:`breaking_changes`) compares a candidate with the version it would
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
@@ -49,6 +51,8 @@ MAX_ENUM = 100
 MAX_DESCRIPTION = 500
 MAX_EXAMPLE_NAME = 100
 MISSING: Final = "missing required variable"
+# A section variable's entry when the version declares no schema (docs/api.md section 4.6).
+IMPLIED_SECTION: Final = {"type": "boolean", "required": False, "default": False}
 _ENTRY_KEYS = ("type", "required", "description", "default", "enum")
 _EXAMPLE_KEYS = ("name", "variables")
 _ARTICLES = {"string": "a string", "integer": "an integer", "number": "a number"}
@@ -79,6 +83,8 @@ PROBLEMS: Final = {
     "example_name": "name must be a string of 1-{max} characters",
     "example_variables": "variables must be an object",
     "example_unknown": "'{name}' is not a variable of the version",
+    "section_type": "'{name}' is a section ({{{{#{name}}}}}...{{{{/{name}}}}}): its type must be "
+    "boolean",
     # How one value fails a contract, by an example or when rendering.
     "wrong_type": "expected {type}, got {value}",
     "not_in_enum": "{value} is not one of {allowed}",
@@ -194,20 +200,40 @@ def same_value(a: object, b: object) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def implied_schema(variables: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The contract of a version that declares none: every variable a required string."""
-    return {name: {"type": "string", "required": True} for name in variables}
+def implied_schema(
+    variables: Iterable[str], sections: Collection[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """The contract of a version that declares none: every variable a required string,
+    but a section's (``{{#name}}``) an optional boolean, false by default."""
+    return {
+        name: dict(IMPLIED_SECTION) if name in sections else {"type": "string", "required": True}
+        for name in variables
+    }
 
 
 def is_implied(contract: Contract) -> bool:
     """Whether ``contract`` says no more than the implied one (each entry exactly a
-    required string): then its strings accept any value, as they did before contracts."""
-    return all(
-        entry.get("type") == "string"
-        and entry.get("required", True) is not False
-        and entry.keys() <= {"type", "required"}
-        for entry in contract.values()
-    )
+    required string, or exactly :data:`IMPLIED_SECTION`): then its strings accept any
+    value, as they did before contracts (its booleans stay strict)."""
+    for entry in contract.values():
+        kind = entry.get("type")
+        if kind == "string":
+            if entry.get("required", True) is False or not entry.keys() <= {"type", "required"}:
+                return False
+        # `is False`: JSON's false, not 0 (render() runs this: keep it cheap).
+        elif not (
+            kind == "boolean"
+            and len(entry) == 3
+            and entry.get("required") is False
+            and entry.get("default") is False
+        ):
+            return False
+    return True
+
+
+def _lenient(entry: Mapping[str, Any], lenient: bool) -> bool:
+    # Only an implied contract's strings accept any value; its section booleans do not.
+    return lenient and entry.get("type", "string") == "string"
 
 
 def is_required(entry: Mapping[str, Any]) -> bool:
@@ -234,13 +260,16 @@ def render_problems(
     in the contract's order: a required variable without a value, a value of another
     type or outside the enum. Values of variables the contract lacks are ignored
     (rendering ignores them). ``lenient``: the contract is the implied one, whose
-    strings accept any value."""
+    strings accept any value (its section booleans stay strict)."""
     found: list[tuple[str, str]] = []
     for name, entry in contract.items():
         if name not in values:
             if is_required(entry):
                 found.append((name, MISSING))
-        elif not lenient and (problem := value_problem(entry, values[name])) is not None:
+        elif (
+            not _lenient(entry, lenient)
+            and (problem := value_problem(entry, values[name])) is not None
+        ):
             found.append((name, problem))
     return found
 
@@ -292,7 +321,9 @@ def _entry_problems(entry: object) -> list[str]:
     return problems
 
 
-def _schema_problems(variables: Sequence[str], schema: object) -> dict[str, list[str]]:
+def _schema_problems(
+    variables: Sequence[str], schema: object, sections: Collection[str]
+) -> dict[str, list[str]]:
     if not isinstance(schema, dict):
         return {"variables_schema": [_problem("schema_type")]}
     problems: dict[str, list[str]] = {}
@@ -305,6 +336,8 @@ def _schema_problems(variables: Sequence[str], schema: object) -> dict[str, list
             problems[f"variables_schema.{name}"] = [_problem("unknown", name=name)]
             continue
         found = _entry_problems(entry)
+        if name in sections and isinstance(entry, dict) and entry.get("type") != "boolean":
+            found = [_problem("section_type", name=name)]
         if found:
             problems[f"variables_schema.{name}"] = found
     return problems
@@ -337,15 +370,16 @@ def _example_problems(example: object, contract: Contract, lenient: bool) -> lis
 
 
 def contract_problems(
-    variables: Sequence[str], schema: object, examples: object
+    variables: Sequence[str], schema: object, examples: object, sections: Collection[str] = ()
 ) -> dict[str, list[str]]:
     """Every problem of a version's contract: ``schema`` (None: implied) and
-    ``examples`` (None: none) checked against its ``variables``, by where each is
+    ``examples`` (None: none) checked against its ``variables``, of which ``sections``
+    are section variables (booleans: declared so, or implied), by where each is
     (``variables_schema``, ``variables_schema.<variable>``, ``examples``,
     ``examples[<i>]``); empty when there is none."""
     problems: dict[str, list[str]] = {}
     if schema is not None:
-        problems.update(_schema_problems(variables, schema))
+        problems.update(_schema_problems(variables, schema, sections))
     if examples is None:
         return problems
     if not isinstance(examples, list):
@@ -353,7 +387,7 @@ def contract_problems(
     elif len(examples) > MAX_EXAMPLES:
         problems["examples"] = [_problem("examples_many", max=MAX_EXAMPLES, count=len(examples))]
     elif not problems:
-        contract: Contract = implied_schema(variables) if schema is None else schema  # type: ignore[assignment]
+        contract: Contract = implied_schema(variables, sections) if schema is None else schema  # type: ignore[assignment]
         lenient = is_implied(contract)
         for index, example in enumerate(examples):
             found = _example_problems(example, contract, lenient)

@@ -9,6 +9,11 @@ A placeholder is ``{{ name }}``: inner whitespace is allowed and a name matches
 keep their content as a JSON list of ``{"role", "content"}`` messages; their variables
 come from every message's content.
 
+Conditional sections (``{{#flag}}...{{/flag}}``, ``{{^flag}}...{{/flag}}``) are parsed
+by promptsvc/templating/sections.py; placeholders are found in the text between their
+tags. A section's name is a variable too (listed with the placeholders, first-seen
+order), a boolean: implied optional and false without a declared schema.
+
 Values are checked against the version's contract by the rules of
 promptsvc/templating/contract.py. Without a declared schema every variable is a string
 that accepts any value and renders ``str(value)``. How declared values appear in the
@@ -22,9 +27,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache, partial
+from types import MappingProxyType
 from typing import NamedTuple
 
-from promptsvc.templating.contract import MISSING, Contract, is_implied, js_number, value_problem
+from promptsvc.templating import sections
+from promptsvc.templating.contract import (
+    MISSING,
+    Contract,
+    implied_schema,
+    is_implied,
+    js_number,
+    value_problem,
+)
+from promptsvc.templating.sections import Part
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
 
@@ -85,20 +101,81 @@ def parse_chat(content: str) -> list[dict[str, str]]:
     return messages
 
 
-def _names(text: str, seen: dict[str, None]) -> None:
-    for match in PLACEHOLDER.finditer(text):
-        seen.setdefault(match.group(1), None)
+def _parts(text: str, where: str = "") -> tuple[Part, ...]:
+    try:
+        return sections.parse(text)
+    except sections.SectionError as exc:
+        raise TemplateError(f"{where}{exc}") from None
+
+
+def _texts(content: str, prompt_type: str) -> list[tuple[str, tuple[Part, ...]]]:
+    """Each text of the content (a chat prompt's messages' roles with their content)
+    parsed into plain text and sections; TemplateError when it is not valid."""
+    if prompt_type == "chat":
+        return [
+            (message["role"], _parts(message["content"], f"chat message {i}: "))
+            for i, message in enumerate(parse_chat(content))
+        ]
+    return [("", _parts(content))]
+
+
+def _variables(texts: list[tuple[str, tuple[Part, ...]]]) -> tuple[list[str], list[str]]:
+    seen: dict[str, None] = {}
+    used_as_section: dict[str, None] = {}
+    used_as_placeholder: dict[str, None] = {}
+    for _, parts in texts:
+        sections.collect(parts, PLACEHOLDER, seen, used_as_section, used_as_placeholder)
+    both = [name for name in used_as_section if name in used_as_placeholder]
+    if both:
+        names = ", ".join(f"'{name}'" for name in both)
+        raise TemplateError(
+            f"used both as a section and as a placeholder: {names} (a section's variable "
+            "is a boolean, a placeholder's is text)"
+        )
+    return list(seen), list(used_as_section)
+
+
+# Each text (a chat message's role, or ""), its parts, and whether its kept texts may be
+# joined and filled in one pass (sections.joinable): render()'s fast path.
+_Texts = tuple[tuple[str, tuple[Part, ...], bool], ...]
+
+
+@lru_cache(maxsize=512)
+def _analysed(content: str, prompt_type: str) -> tuple[_Texts, tuple[str, ...], Contract]:
+    """The content's texts, its variables and its implied contract, once per content:
+    render() runs per call, a version's content never changes. TemplateError (not
+    cached) for content that is not valid."""
+    texts = _texts(content, prompt_type)
+    variables, found = _variables(texts)
+    compiled = tuple((role, parts, sections.joinable(parts)) for role, parts in texts)
+    return compiled, tuple(variables), MappingProxyType(implied_schema(variables, found))
+
+
+def content_variables(content: str, prompt_type: str = "text") -> tuple[list[str], list[str]]:
+    """``(variables, sections)``: every variable in first-seen order (placeholders and
+    section names alike) and the section names among them. TemplateError when the
+    content is not valid: chat content that is not a message list, a section tag
+    without its pair, crossing another or nested too deep (naming the tag, its line and
+    column), a name used both as a section and as a placeholder."""
+    _, variables, implied = _analysed(content, prompt_type)
+    return list(variables), [name for name in variables if implied[name]["type"] == "boolean"]
 
 
 def extract_variables(content: str, prompt_type: str = "text") -> list[str]:
-    """Unique placeholder names in first-seen order. Chat content is validated."""
-    seen: dict[str, None] = {}
-    if prompt_type == "chat":
-        for message in parse_chat(content):
-            _names(message["content"], seen)
-    else:
-        _names(content, seen)
-    return list(seen)
+    """Unique variable names (placeholders and sections) in first-seen order. The
+    content is validated (:func:`content_variables`)."""
+    return content_variables(content, prompt_type)[0]
+
+
+def section_names(content: str, prompt_type: str = "text") -> list[str]:
+    """The content's section variables in first-seen order; none when the content is
+    not valid (stored content always is: this only reads it)."""
+    if "{{#" not in content and "{{^" not in content:
+        return []
+    try:
+        return content_variables(content, prompt_type)[1]
+    except TemplateError:
+        return []
 
 
 def _text(value: object) -> str:
@@ -115,8 +192,11 @@ def resolve_values(
     schema: Contract | None,
     values: Mapping[str, object],
     strict: bool = True,
+    *,
+    implied: bool | None = None,
 ) -> dict[str, str]:
-    """The text of every variable under ``schema`` (None: the implied one).
+    """The text of every variable under ``schema`` (None: the implied one; ``implied``:
+    whether it says no more than the implied one, when the caller knows).
 
     Defaults fill absent variables and an optional one without a default is ``""``.
     Raises one TemplateError whose ``problems`` name every variable refused (a
@@ -124,7 +204,7 @@ def resolve_values(
     required variable is left out of the answer instead, and only wrong values raise.
     """
     schema = schema or {}
-    lenient_all = is_implied(schema)
+    lenient_all = is_implied(schema) if implied is None else implied
     filled: dict[str, str] = {}
     problems: list[TemplateProblem] = []
     for name in dict.fromkeys([*variables, *schema]):
@@ -138,8 +218,11 @@ def resolve_values(
                 problems.append(TemplateProblem(name, MISSING))
             continue
         given = values[name]
-        if lenient_all or spec is None:
+        kind = None if spec is None else spec.get("type")
+        if spec is None or (lenient_all and kind == "string"):
             filled[name] = str(given)
+        elif kind == "boolean" and (given is True or given is False) and "enum" not in spec:
+            filled[name] = "true" if given else "false"  # a section's, per render: no detour
         elif (problem := value_problem(spec, given)) is not None:
             problems.append(TemplateProblem(name, problem))
         else:
@@ -151,11 +234,16 @@ def resolve_values(
     return filled
 
 
-def _fill(text: str, filled: Mapping[str, str]) -> str:
+def _fill(parts: tuple[Part, ...], joinable: bool, filled: Mapping[str, str]) -> str:
     def replace(match: re.Match[str]) -> str:
         return filled.get(match.group(1), match.group(0))
 
-    return PLACEHOLDER.sub(replace, text)
+    out: list[str] = []
+    if joinable:  # one pass over the kept text: the same placeholders, found faster
+        sections.kept(parts, filled, out)
+        return PLACEHOLDER.sub(replace, "".join(out))
+    sections.fill(parts, partial(PLACEHOLDER.sub, replace), filled, out)
+    return "".join(out)
 
 
 def render(
@@ -164,20 +252,23 @@ def render(
     values: Mapping[str, object],
     strict: bool = True,
     schema: Contract | None = None,
+    *,
+    implied: bool | None = None,
 ) -> str | list[dict[str, str]]:
-    """Fill placeholders under the contract ``schema`` (None: the implied one): text
-    gives a str, chat a list of messages.
+    """Fill placeholders and keep or drop sections under the contract ``schema`` (None:
+    the implied one; ``implied``: whether ``schema`` says no more than that, when the
+    caller knows): text gives a str, chat a list of messages.
 
     Extra values are ignored. Every problem raises together in one TemplateError (see
     :func:`resolve_values`); with ``strict`` False a missing required variable's
-    placeholder is left as it was.
+    placeholder is left as it was, and a missing section variable counts as false.
     """
+    texts, variables, implied_contract = _analysed(content, prompt_type)
+    if schema is None:
+        filled = resolve_values(variables, implied_contract, values, strict, implied=True)
+    else:
+        filled = resolve_values(variables, schema, values, strict, implied=implied)
     if prompt_type == "chat":
-        messages = parse_chat(content)
-        names: dict[str, None] = {}
-        for message in messages:
-            _names(message["content"], names)
-        filled = resolve_values(names, schema, values, strict)
-        return [{"role": m["role"], "content": _fill(m["content"], filled)} for m in messages]
-    filled = resolve_values(extract_variables(content), schema, values, strict)
-    return _fill(content, filled)
+        return [{"role": r, "content": _fill(p, j, filled)} for r, p, j in texts]
+    _, parts, joinable = texts[0]
+    return _fill(parts, joinable, filled)

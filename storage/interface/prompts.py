@@ -75,6 +75,7 @@ class PromptStore(StorageCore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
@@ -84,10 +85,12 @@ class PromptStore(StorageCore):
         ``created_by`` counts as (a user's own id, a key's owner, None: nobody); both
         are the version's ``authors``, who may not approve a review of it.
 
-        ``variables`` are the content's placeholders as the layer above extracted them
-        (promptsvc.templating.template, which also checks chat content); storage keeps them as
-        given. ``variables_schema`` (None: the implied one) and ``examples`` (None: none)
-        are the version's contract, checked against ``variables`` by
+        ``variables`` are the content's placeholders and section names, ``sections``
+        the section names among them, as the layer above extracted them
+        (promptsvc.templating.template, which also checks chat content and sections);
+        storage keeps the variables as given. ``variables_schema`` (None: the implied
+        one) and ``examples`` (None: none) are the version's contract, checked against
+        ``variables`` (a section's entry must be a boolean) by
         storage.contracts.validated: ContractInvalid names every problem.
         """
 
@@ -124,6 +127,7 @@ class PromptStore(StorageCore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,

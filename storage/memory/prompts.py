@@ -85,13 +85,14 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
-        schema, kept_examples = contracts.validated(variables, variables_schema, examples)
+        schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
         # A private copy: the caller keeps no handle on a stored (immutable) record.
         meta = json.loads(json.dumps(metadata or {}))
         with self._lock:
@@ -178,6 +179,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
@@ -185,7 +187,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
-        schema, kept_examples = contracts.validated(variables, variables_schema, examples)
+        schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
         with self._lock:
             state = self._state(org, prompt_ref)
             request = release.EditVersion(

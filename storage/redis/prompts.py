@@ -97,6 +97,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
@@ -105,7 +106,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         now = self.clock()
         at = rfc3339(now)
         authors = release.people(created_by, person)
-        schema, kept = contracts.validated(variables, variables_schema, examples)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
@@ -191,13 +192,14 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         content: str,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
-        schema, kept = contracts.validated(variables, variables_schema, examples)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
         return self._release(
             org,
             lambda: self._load(org, prompt_ref, version_ref),

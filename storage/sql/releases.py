@@ -355,13 +355,14 @@ class SqlReleases(Concern):
         content: str,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
-        schema, kept = contracts.validated(variables, variables_schema, examples)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
         found = self._decide(
             org,
             prompt_ref,

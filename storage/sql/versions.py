@@ -102,13 +102,14 @@ class SqlVersions(Concern):
         tags: list[str] | None = None,
         *,
         variables: Sequence[str] = (),
+        sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         now = self.db.clock()
-        schema, kept = contracts.validated(variables, variables_schema, examples)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
         with self.db.write() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1

@@ -206,6 +206,22 @@ MALFORMED = [
         3,
         "example #0: 'n': expected integer, got string",
     ),
+    # Conditional sections, as the service checks them (docs/api.md section 4.6).
+    (
+        '---\ntype: "text"\n---\nHi\n  {{#formal}}\n',
+        4,
+        "the content: section {{#formal}} at line 2, column 3 is never closed",
+    ),
+    (
+        '---\nvariables_schema: {"formal": {"type": "string"}}\n---\n{{#formal}}x{{/formal}}\n',
+        2,
+        "variables_schema.formal: a section ({{#formal}}): its type must be boolean",
+    ),
+    (
+        '---\nexamples: [{"variables": {"formal": "yes"}}]\n---\n{{^formal}}x{{/formal}}\n',
+        2,
+        "example #0: 'formal': expected boolean, got string",
+    ),
 ]
 
 
@@ -306,3 +322,7 @@ def test_a_pulled_version_keeps_a_declared_contract_and_drops_the_implied_one() 
     assert (pulled.variables_schema, pulled.examples) == (declared, examples)
     old_service = prompt_from_version("g", "text", None, version)  # no contract fields at all
     assert (old_service.variables_schema, old_service.examples) == (None, [])
+    sectioned = {**version, "content": "Hi {{ name }}{{#formal}}, sir{{/formal}}"}
+    implied_too = {**implied, "formal": {"type": "boolean", "required": False, "default": False}}
+    pulled = prompt_from_version("g", "text", None, {**sectioned, "variables_schema": implied_too})
+    assert pulled.variables_schema is None  # a section's implied boolean is implied too

@@ -9,6 +9,7 @@ import {
   isImplied,
   render,
   resolveValues,
+  sectionNames,
 } from "./template.js";
 
 /** What `fallback` takes: text content, or chat messages. */
@@ -46,8 +47,8 @@ const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isS
 const isStringOrNull = (v: unknown): v is string | null => v === null || typeof v === "string";
 const TYPES = new Set(["string", "integer", "number", "boolean"]);
 
-function schemaOf(value: unknown, variables: readonly string[]): VariablesSchema {
-  if (value === undefined || value === null) return impliedSchema(variables);
+function schemaOf(value: unknown, variables: readonly string[], sections: () => string[]): VariablesSchema {
+  if (value === undefined || value === null) return impliedSchema(variables, sections());
   if (!isRecord(value)) throw new ModelError("field 'variables_schema' must be an object");
   for (const [name, spec] of Object.entries(value)) {
     if (!isRecord(spec) || !TYPES.has(spec["type"] as string)) {
@@ -127,7 +128,7 @@ export class PromptVersion {
     if (!isStrings(environments)) throw new ModelError("field 'environments' must be a list of strings");
     this.environments = Object.freeze([...environments]);
     this.#implied = body["variables_schema"] === undefined || body["variables_schema"] === null;
-    this.variables_schema = schemaOf(body["variables_schema"], this.variables);
+    this.variables_schema = schemaOf(body["variables_schema"], this.variables, () => sectionNames(this.content, this.prompt_type));
     this.#implied ||= isImplied(this.variables_schema);
     this.examples = examplesOf(body["examples"]);
     this.rollout = rollout;
@@ -189,7 +190,8 @@ export class PromptVersion {
   }
 
   /**
-   * Fill the `{{variable}}` placeholders: a text prompt gives a string, a chat prompt a
+   * Fill the `{{variable}}` placeholders and keep or drop the `{{#flag}}` sections (a
+   * section's variable is a boolean): a text prompt gives a string, a chat prompt a
    * list of `{role, content}` messages (narrow on `prompt_type` or the result). Values are checked against `variables_schema`; every problem is
    * reported at once in one TemplateError. Values for variables the prompt lacks are
    * ignored.

@@ -35,6 +35,27 @@ after(async () => {
   await server?.stop();
 });
 
+test("conditional sections: the implied boolean reaches render(), each branch renders", async () => {
+  await admin.ok("POST", "/prompts", { name: "letter" });
+  const content = "Hi {{name}}.\n{{#formal}}\nYours faithfully.\n{{/formal}}\n{{^formal}}\nCheers!\n{{/formal}}";
+  const broken = await admin.call("POST", "/prompts/letter/versions", { content: "Hi\n  {{#formal}}" });
+  assert.equal(broken.status, 400);
+  assert.match(String(broken.body["message"]), /section \{\{#formal\}\} at line 2, column 3 is never closed/);
+  const created = await admin.call("POST", "/prompts/letter/versions", { content });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  await admin.promote("letter", created.body["version_id"] as string);
+  const v = await client.getPromptVersion("letter");
+  assert.deepEqual(v.variables, ["name", "formal"]);
+  assert.deepEqual(v.variables_schema["formal"], { type: "boolean", required: false, default: false });
+  assert.equal(v.render({ name: "Ada", formal: true }), "Hi Ada.\nYours faithfully.\n");
+  assert.equal(v.render({ name: "Ada", formal: false }), "Hi Ada.\nCheers!\n");
+  assert.equal(v.render({ name: "Ada" }), "Hi Ada.\nCheers!\n");
+  assert.throws(
+    () => v.render({ name: "Ada", formal: "true" }),
+    (e: unknown) => e instanceof TemplateError && e.problems[0]?.problem === 'expected boolean, got string "true"',
+  );
+});
+
 test("variable contract: the declared schema and examples reach render()", async () => {
   await admin.ok("POST", "/prompts", { name: "order" });
   const schema = {

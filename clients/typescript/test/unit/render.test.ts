@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import { PromptVersion, TemplateError, type VariablesSchema } from "../../src/index.js";
-import { extractVariables } from "../../src/template.js";
+import { contentVariables, extractVariables, impliedSchema } from "../../src/template.js";
 import { versionBody } from "../support/fake-service.js";
 
 function text(content: string, variables: string[], schema?: VariablesSchema): PromptVersion {
@@ -196,6 +196,52 @@ describe("shared contract vectors", () => {
         assert.throws(() => v.render(c.values), { message: `cannot render: ${listed}` });
       } else {
         assert.deepEqual(v.render(c.values), c.expected);
+      }
+    });
+  }
+});
+
+interface SectionCase {
+  name: string;
+  prompt_type: string;
+  content: string;
+  values: Record<string, unknown>;
+  schema?: VariablesSchema;
+  variables?: string[];
+  sections?: string[];
+  expected?: unknown;
+  problems?: Array<[string, string]>;
+  error?: string;
+}
+
+// Read by the Python SDK's tests too (tests/client/test_sdk_section_vectors.py).
+const SECTIONS = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/sections.json", import.meta.url), "utf-8")) as {
+  cases: SectionCase[];
+};
+
+describe("shared section vectors", () => {
+  for (const c of SECTIONS.cases) {
+    test(c.name, () => {
+      if (c.error !== undefined) {
+        assert.throws(() => contentVariables(c.content, c.prompt_type), { name: "TemplateError", message: c.error });
+        const v = PromptVersion.fromJson(versionBody({ content: c.content, prompt_type: c.prompt_type, variables: [] }));
+        assert.throws(() => v.render(c.values), { name: "TemplateError", message: c.error });
+        return;
+      }
+      assert.deepEqual(contentVariables(c.content, c.prompt_type), [c.variables, c.sections]);
+      // As the service answers: without a declared schema, no variables_schema from an old
+      // service (the SDK implies it) or the implied one it sends; both render alike.
+      const bodies = [versionBody({ content: c.content, prompt_type: c.prompt_type, variables: c.variables })];
+      const sent = versionBody({ content: c.content, prompt_type: c.prompt_type, variables: c.variables });
+      sent["variables_schema"] = c.schema ?? impliedSchema(c.variables ?? [], c.sections ?? []);
+      bodies.push(sent);
+      for (const body of c.schema === undefined ? bodies : [sent]) {
+        const v = PromptVersion.fromJson(body);
+        if (c.problems !== undefined) {
+          assert.deepEqual(problems(() => v.render(c.values)), c.problems);
+        } else {
+          assert.deepEqual(v.render(c.values), c.expected);
+        }
       }
     });
   }
