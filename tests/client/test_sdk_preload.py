@@ -18,6 +18,7 @@ from tests.client.sdk_support import AUTHOR, ORG, MakeClient, Seen, Service
 from tests.client.test_sdk_watch import eventually
 from tests.clock import FakeClock
 
+
 def is_page(call: Seen) -> bool:
     return call.path.startswith("/api/v1/environments/") and "/prompts?" in call.path
 
