@@ -105,6 +105,10 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
             return found
         return found.rollout.pick(found, rollout_key)
 
+    async def preload(self) -> None:
+        """As ``PromptClient.preload``."""
+        await self._drive(self._preload_flow())
+
     async def aclose(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""
         if self._watcher is not None:

@@ -161,6 +161,11 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
             return found
         return found.rollout.pick(found, rollout_key)
 
+    def preload(self) -> None:
+        """Load the environment read into the cache now (as ``preload=`` does at start),
+        one request per page; raises what the request raised."""
+        self._drive(self._preload_flow())
+
     def close(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""
         if self._watcher is not None:
