@@ -30,6 +30,8 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     events stream is a task of that loop, started by ``async with``, or by the first
     call that misses the cache when the client was made outside a running loop.
     ``on_change`` runs in that loop, between events: it must not block.
+    With ``preload``, ``await client.ready()`` (or ``async with``) preloads, then starts
+    the watch; the snapshot (``snapshot_path``) is read in the constructor.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
