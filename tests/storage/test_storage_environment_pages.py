@@ -4,7 +4,10 @@ and cursors, and what it refuses."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from sqlalchemy import event
 
 from storage import (
     EnvironmentNotFound,
@@ -15,6 +18,8 @@ from storage import (
     Storage,
     encode_cursor,
 )
+from storage.redis import BaseRedisStorage
+from storage.sql.storage import SqlStorage
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -137,3 +142,44 @@ def test_prompts_without_a_version_there_are_skipped_across_pages(storage: Stora
         if cursor is None:
             break
     assert seen == ["p09", "p19", "p29"]
+
+
+def test_sql_answers_a_page_with_one_statement(sql_storage: SqlStorage) -> None:
+    for name in ("a", "b", "c"):
+        sql_storage.create_prompt(ORG, name)
+        sql_storage.create_version(ORG, name, "text", USER)
+        sql_storage.promote(ORG, name, "1", USER)
+    statements: list[str] = []
+
+    def counted(*args: Any) -> None:
+        statements.append(args[2])
+
+    event.listen(sql_storage.engine, "before_cursor_execute", counted)
+    try:
+        page = sql_storage.read_environment_page(ORG, "production", limit=2)
+        sql_storage.read_environment_page(ORG, "production", limit=2, cursor=page.next_cursor)
+    finally:
+        event.remove(sql_storage.engine, "before_cursor_execute", counted)
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 2
+    assert not [s for s in statements if not s.lstrip().upper().startswith(("SELECT", "BEGIN"))]
+
+
+def test_redis_answers_a_page_with_one_script(
+    redis_storage: BaseRedisStorage[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b", "c"):
+        redis_storage.create_prompt(ORG, name)
+        redis_storage.create_version(ORG, name, "text", USER)
+        redis_storage.promote(ORG, name, "1", USER)
+    redis_storage.read_environment_page(ORG, "production")  # the script loaded
+    sent: list[str] = []
+    client = redis_storage.client
+    send = client.execute_command
+
+    def counted(*args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]))
+        return send(*args, **options)
+
+    monkeypatch.setattr(client, "execute_command", counted)
+    assert len(redis_storage.read_environment_page(ORG, "production").items) == 3
+    assert sent == ["EVALSHA"]
