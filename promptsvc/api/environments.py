@@ -124,14 +124,13 @@ class EnvironmentItem(View):
         return Response(status=204)
 
 
-@blp.route("/<environment>/prompts", parameters=[ENVIRONMENT_PARAM])
+@blp.route("/<environment>/prompts", parameters=[ENVIRONMENT_PARAM, "IF_NONE_MATCH"])
 class EnvironmentPrompts(View):
     @blp.requires(SERVICE_READ)
     @blp.arguments(EnvironmentPageQuerySchema, location="query")
     @blp.returns(200, EnvironmentPromptsSchema, headers={"ETag": "ETAG"})
     @blp.returns(304, description="Not Modified: If-None-Match has the current ETag")
     @blp.errors(404)
-    @blp.doc(parameters=["IF_NONE_MATCH"])
     def get(self, query: dict[str, Any], environment: str) -> Response:
         """Read every prompt in an environment
 

@@ -166,3 +166,20 @@ def test_a_watch_started_from_a_preload_resumes_after_its_event_id(
     assert not [s for s in service.api_calls() if "wait=0" in s.path]  # no position lookup
     service.storage.promote(ORG, "greeting", "2", AUTHOR)
     eventually(lambda: client.get_prompt_version("greeting").version == 2)
+
+
+def test_a_watch_started_from_the_snapshot_misses_no_change_made_since(
+    make_client: MakeClient, service: Service, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "prompts.json"
+    make_client(preload=True, snapshot_path=snapshot).close()
+    saved = json.loads(snapshot.read_text())["event_id"]
+    service.storage.promote(ORG, "greeting", "2", AUTHOR)  # after the snapshot
+    service.storage.down = True  # the reads fail; the event stream still answers
+    client = make_client(preload=True, watch=True, snapshot_path=snapshot, max_retries=0)
+    eventually(lambda: client.watching)
+    assert service.stream_calls()[0].headers["Last-Event-ID"] == saved
+    service.storage.down = False
+    # The replayed promotion dropped the stale entry: the next read asks the service.
+    eventually(lambda: client.get_prompt_version("greeting").version == 2)
+    assert client.get_prompt_version("greeting").is_stale is False
