@@ -7,6 +7,11 @@ Callers import what they use from here; backends import from the module that hol
 from __future__ import annotations
 
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
+from storage.environment_page import (
+    DEFAULT_ENVIRONMENT_PAGE,
+    MAX_ENVIRONMENT_PAGE,
+    EnvironmentPage,
+)
 from storage.errors import (
     AlreadyApproved,
     ApiKeyExists,
@@ -105,10 +110,12 @@ from storage.times import Clock, rfc3339, utcnow
 
 __all__ = [
     "ALL_EVENTS",
+    "DEFAULT_ENVIRONMENT_PAGE",
     "DELIVERY_HISTORY_SIZE",
     "DEVICE_STATUSES",
     "EVENT_LOG_SIZE",
     "EVENT_TYPES",
+    "MAX_ENVIRONMENT_PAGE",
     "MAX_WEBHOOKS",
     "PRODUCTION",
     "PROMPT_TYPES",
@@ -134,6 +141,7 @@ __all__ = [
     "Environment",
     "EnvironmentExists",
     "EnvironmentNotFound",
+    "EnvironmentPage",
     "Event",
     "EventLogBounds",
     "EventStore",

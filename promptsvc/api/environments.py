@@ -1,22 +1,33 @@
 """Environments of the caller's org: listed with Service Read, changed with Service Admin.
 
 A prompt's version in an environment is read at /api/v1/prompts/{name}/environments/{env}
-(promptsvc.api.versions, answered on the lean read path of promptsvc.api.reads).
+(promptsvc.api.versions, answered on the lean read path of promptsvc.api.reads); every
+prompt's at /api/v1/environments/{env}/prompts, a page per storage round trip.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
+from flask import Response, request
 
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.responses import EnvironmentListSchema, EnvironmentSchema
+from promptsvc.api.reads import rollout_body, version_body
+from promptsvc.api.responses import (
+    EnvironmentListSchema,
+    EnvironmentPromptsSchema,
+    EnvironmentSchema,
+)
 from promptsvc.auth import current_principal
-from promptsvc.http import json_response
-from promptsvc.inputs import EnvironmentCreateSchema, EnvironmentUpdateSchema
+from promptsvc.http import etag_answer, etag_of, json_body, json_response
+from promptsvc.inputs import (
+    EnvironmentCreateSchema,
+    EnvironmentPageQuerySchema,
+    EnvironmentUpdateSchema,
+)
+from storage import InRollout
 
 blp = ApiBlueprint(
     "environments",
@@ -111,3 +122,37 @@ class EnvironmentItem(View):
         """
         actions.delete_environment(storage(), current_principal(), environment)
         return Response(status=204)
+
+
+@blp.route("/<environment>/prompts", parameters=[ENVIRONMENT_PARAM, "IF_NONE_MATCH"])
+class EnvironmentPrompts(View):
+    @blp.requires(SERVICE_READ)
+    @blp.arguments(EnvironmentPageQuerySchema, location="query")
+    @blp.returns(200, EnvironmentPromptsSchema, headers={"ETag": "ETAG"})
+    @blp.returns(304, description="Not Modified: If-None-Match has the current ETag")
+    @blp.errors(404)
+    def get(self, query: dict[str, Any], environment: str) -> Response:
+        """Read every prompt in an environment
+
+        Each prompt's version in the environment, by prompt name, as a read of
+        /prompts/{name}/environments/{environment} answers it (with the rollout field
+        while one runs), a page at a time (limit 1-1000, default 500). event_id is the
+        org's newest event when the page was read: a watcher that resumes after it
+        misses no change. Prompts without a version there are left out; a page may be
+        shorter than limit and still have a next_cursor.
+        """
+        page = storage().read_environment_page(
+            current_principal().org, environment, query["limit"], query["cursor"]
+        )
+        # Each item is the body its single read answers (memoized there), spliced in.
+        items = b",".join(
+            rollout_body(item, None)[0] if isinstance(item, InRollout) else version_body(item)[0]
+            for item in page.items
+        )
+        head = json_body({"environment": page.environment, "event_id": page.event_id})
+        tail = json_body(page.next_cursor)
+        body = head[:-1] + b',"items":[' + items + b'],"next_cursor":' + tail + b"}"
+        status, headers, answer = etag_answer(
+            request.headers.get("If-None-Match"), body, etag_of(body)
+        )
+        return Response(answer or None, status, headers)

@@ -69,12 +69,21 @@ MAX_PATH = 512
 _bodies: Memo[int, tuple[PromptVersion, bytes, str]] = Memo(MAX_ENTRIES, MAX_ENTRIES * MAX_BODY)
 
 
+def read_json(found: PromptVersion | InRollout, candidate: bool = False) -> dict[str, Any]:
+    """The answer of a read as JSON: the version, or during a rollout the version served
+    (the candidate when ``candidate``) with the ``rollout`` field. Every read answer,
+    an environment's whole read included, is built here."""
+    if isinstance(found, InRollout):
+        return found.to_json(candidate)
+    return found.to_json()
+
+
 def version_body(version: PromptVersion) -> tuple[bytes, str]:
     """The JSON body of ``version`` and its strong ETag (unquoted)."""
     hit = _bodies.get(id(version))
     if hit is not None and hit[0] is version:
         return hit[1], hit[2]
-    body = json_body(version.to_json())
+    body = json_body(read_json(version))
     etag = etag_of(body)
     if len(body) <= MAX_BODY:
         _bodies.put(id(version), (version, body, etag), len(body))
@@ -103,7 +112,7 @@ def rollout_body(read: InRollout, key: str | None) -> tuple[bytes, str]:
     hit = _rollout_bodies.get(memo_key)
     if hit is not None and hit[0] is read.baseline and hit[1] is read.candidate:
         return hit[2], hit[3]
-    body = json_body(read.to_json(candidate))
+    body = json_body(read_json(read, candidate))
     etag = etag_of(body)
     if len(body) <= 2 * MAX_BODY:
         _rollout_bodies.put(memo_key, (read.baseline, read.candidate, body, etag), len(body))

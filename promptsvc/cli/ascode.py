@@ -65,6 +65,12 @@ def register(subparsers: Any) -> None:
         examples="  promptsvc pull prompts/ && git add prompts/\n",
     )
     pull.add_argument("directory", metavar="DIR", type=Path, help=DIR_HELP)
+    pull.add_argument(
+        "--env",
+        metavar="ENV",
+        help="write the version environment ENV holds instead of the latest (prompts "
+        "without one get no file); read a page of prompts per request",
+    )
 
     plan = add_command(
         subparsers,

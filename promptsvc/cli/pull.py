@@ -1,5 +1,6 @@
-"""``promptsvc pull``: each prompt's latest version written as a .prompt file, only
-when it changed, atomically (docs/prompts-as-code.md)."""
+"""``promptsvc pull``: each prompt's latest version (``--env ENV``: the version ENV
+holds) written as a .prompt file, only when it changed, atomically
+(docs/prompts-as-code.md)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,24 @@ def pull_command(client: ServiceClient, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot create {directory}: {exc.strerror}") from None
     results = []
+    environment: str | None = args.env
+    # --env: every version in one request per page, not one per prompt.
+    placed = (
+        None
+        if environment is None
+        else {item["name"]: item for item in client.environment_prompts(environment)}
+    )
     for found in client.list_prompts():
         name = found["name"]
         path = directory / file_name(name)
-        if found["latest_version"] is None:
+        missing = found["latest_version"] is None or (placed is not None and name not in placed)
+        if missing:
             results.append({"name": name, "file": str(path), "version": None, "written": False})
             if not args.json:
-                print(f"  {name}: no versions yet, no file written", file=sys.stderr)
+                where = "no versions yet" if placed is None else f"nothing in {environment}"
+                print(f"  {name}: {where}, no file written", file=sys.stderr)
             continue
-        latest = client.get_version(name, "latest")
+        latest = client.get_version(name, "latest") if placed is None else placed[name]
         text = dumps(
             prompt_from_version(name, found["prompt_type"], found["description"], latest)
         ).encode("utf-8")

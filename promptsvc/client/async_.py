@@ -30,6 +30,8 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     events stream is a task of that loop, started by ``async with``, or by the first
     call that misses the cache when the client was made outside a running loop.
     ``on_change`` runs in that loop, between events: it must not block.
+    With ``preload``, ``await client.ready()`` (or ``async with``) preloads, then starts
+    the watch; the snapshot (``snapshot_path``) is read in the constructor.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
@@ -44,8 +46,25 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
                 lambda stale: self._token(NeedToken(stale, self._policy.deadline())),
                 lambda: self._drive(self._position_flow()),
             )
+
+    def _start(self) -> None:
+        if self._preloading:
+            return  # ready() (or async with) preloads, then starts the watch
+        self._start_without_requests()
+        self._start_watching()
+
+    def _start_watching(self) -> None:
+        if self._watcher is not None and not self._preloading:
             with contextlib.suppress(RuntimeError):  # no running loop: the first call starts it
                 self._watcher.start()
+
+    async def ready(self) -> Self:
+        """Preload (``preload=``) and start the watch, once; ``async with`` calls it.
+        Until then, calls work but a preload has not filled the cache."""
+        if self._preloading:
+            await self._drive(self._startup_flow())
+        self._start_watching()
+        return self
 
     async def get_prompt_version(
         self,
@@ -60,6 +79,10 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
+            if cached.is_stale:
+                self.stale_served += 1
+            else:
+                self.hits += 1
             if not rollout_key or (rollout := cached.rollout) is None:
                 return cached
             # Inline, as the hit itself: a key seen before costs one dict lookup more.
@@ -69,20 +92,24 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
                 return rollout.pick(cached, rollout_key)
         if rollout_key is not None and not isinstance(rollout_key, str):
             raise ValueError("rollout_key must be a string (a user or tenant id) or None")
-        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
-        if self._watcher is not None:
-            self._watcher.start()
+        spare = self._spare(name, fallback)
+        self.misses += 1
+        self._start_watching()
         try:
             found = await self._flights.do(
                 key, lambda: self._drive(self._miss_flow(name, label, version, key))
             )
         except (TransportError, ServerError) as exc:
-            if spare is None:
+            if fallback is None:
                 raise
-            return self._serve_fallback(key, spare, exc)
+            return self._serve_fallback(key, name, fallback, spare, exc)
         if not rollout_key or found.rollout is None:
             return found
         return found.rollout.pick(found, rollout_key)
+
+    async def preload(self) -> None:
+        """As ``PromptClient.preload``."""
+        await self._drive(self._preload_flow())
 
     async def aclose(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""
@@ -93,9 +120,7 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     close = aclose
 
     async def __aenter__(self) -> Self:
-        if self._watcher is not None:
-            self._watcher.start()
-        return self
+        return await self.ready()
 
     async def __aexit__(
         self,

@@ -6,11 +6,12 @@ runs unchanged under both.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
@@ -18,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from promptsvc.client.auth import ClientCredentialsProvider, SdkTokenProvider, TokenProvider
-from promptsvc.client.cache import LABELS, CacheEntry, Clock, PromptCache
+from promptsvc.client.cache import LABELS, CacheEntry, Clock, PromptCache, cache_key
 from promptsvc.client.errors import (
     PromptServiceError,
     ServerError,
@@ -27,8 +28,17 @@ from promptsvc.client.errors import (
     invalid_response,
     json_or_none,
 )
-from promptsvc.client.flow import Flow, NeedToken, RetryPolicy, request_headers, send_with_retries
-from promptsvc.client.models import ModelError, PromptVersion
+from promptsvc.client.flow import (
+    Done,
+    Flow,
+    NeedToken,
+    RetryPolicy,
+    request_headers,
+    resume,
+    send_with_retries,
+)
+from promptsvc.client.models import Fallback, ModelError, PromptVersion
+from promptsvc.client.snapshot import Loaded, SnapshotFile
 from promptsvc.client.watch import ChangeListener, Watch
 
 logger = logging.getLogger("promptsvc.client")
@@ -37,6 +47,13 @@ TransportT = TypeVar("TransportT")
 
 # Any other label names an environment (docs/api.md): the service's name rule.
 ENVIRONMENT_LABEL = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+# Page size of a preload (the most the service gives in one page).
+PRELOAD_PAGE = 1000
+# Seconds a version from the snapshot is served before the service is asked again (and,
+# while it cannot answer, again after each failure): the service is tried that often,
+# not on every call.
+STALE_RETRY = 5.0
 
 ENV_VARS = ("PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET")
 
@@ -88,6 +105,9 @@ class BaseClient(Generic[TransportT]):
         stale_if_error: bool = True,
         watch: bool = False,
         on_change: ChangeListener | None = None,
+        preload: bool | Sequence[str] = False,
+        environment: str = "production",
+        snapshot_path: str | os.PathLike[str] | None = None,
         clock: Clock = time.monotonic,
         transport: TransportT | None = None,
     ) -> None:
@@ -114,9 +134,29 @@ class BaseClient(Generic[TransportT]):
         self._watch = (
             Watch(self.base_url, self._cache, timeout, on_change=on_change) if watch else None
         )
+        if isinstance(preload, str):
+            raise ValueError("preload is True or a list of prompt names")
+        if not isinstance(environment, str) or not ENVIRONMENT_LABEL.fullmatch(environment):
+            raise ValueError(f"environment {environment!r} is not an environment name")
+        self._preload = None if preload is False else (None if preload is True else set(preload))
+        self._preloading = preload is not False
+        self.environment = environment
+        self.hits = self.misses = self.stale_served = self.fallbacks = 0
+        self._snapshot = None if snapshot_path is None else SnapshotFile(snapshot_path)
+        self._loaded = Loaded()
+        if self._snapshot is not None:
+            self._loaded = self._snapshot.load()
+            for entry in self._loaded.entries:
+                self._cache.put_stale(entry.key, entry.prompt, entry.version, entry.path, 0.0)
+            self._cache.on_put = self._remember
         self._open(transport)
+        self._start()
 
     def _open(self, transport: TransportT | None) -> None:
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        """Preload (when asked for) and start the watch; after ``_open``."""
         raise NotImplementedError
 
     @property
@@ -165,10 +205,111 @@ class BaseClient(Generic[TransportT]):
         """Drop every cached version at once; the next call of each key asks the service."""
         self._cache.clear()
 
+    def cache_info(self) -> dict[str, int]:
+        """``{hits, misses, stale_served, fallbacks, entries}``: calls answered from the
+        cache, calls that asked the service, versions served stale (expired while the
+        service failed, or from the snapshot), fallbacks served, and cached entries.
+        Counted without a lock: exact unless calls race."""
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "stale_served": self.stale_served,
+            "fallbacks": self.fallbacks,
+            "entries": len(self._cache),
+        }
+
+    def _remember(self, key: str, entry: CacheEntry) -> None:
+        if self._snapshot is not None:
+            self._snapshot.record(key, entry.prompt, entry.path, entry.version)
+
+    def _startup_flow(self) -> Flow[None]:
+        """The preload, when asked for; then where a watch starts: after the preload's
+        event id or, when there was none (or the service could not be reached), the
+        snapshot's. A preload that fails with nothing loaded from a snapshot raises."""
+        event_id = self._loaded.event_id if self._loaded.entries else None
+        if self._preloading:
+            self._preloading = False
+            try:
+                event_id = yield from self._preload_flow()
+            except (TransportError, ServerError) as exc:
+                if not self._loaded.entries:
+                    raise
+                logger.warning(
+                    "preload failed: serving the snapshot until the service answers: %s", exc
+                )
+                for entry in self._loaded.entries:
+                    self._cache.put_stale(
+                        entry.key, entry.prompt, entry.version, entry.path, STALE_RETRY
+                    )
+        if self._watch is not None and event_id is not None:
+            self._watch.last_id = event_id
+
+    def _start_without_requests(self) -> None:
+        """The startup when no preload is asked for: it sends nothing."""
+        assert not self._preloading
+        step = resume(self._startup_flow(), None)
+        assert isinstance(step, Done)
+
+    def _preload_flow(self) -> Flow[str | None]:
+        """Cache every prompt's version in ``environment`` (or only the names asked
+        for), one request per page; returns the first page's event id."""
+        path = f"/api/v1/environments/{quote(self.environment, safe='')}/prompts"
+        label = self.environment
+        cursor: str | None = None
+        event_id: str | None = None
+        first = True
+        with self._snapshot.batch() if self._snapshot else _nothing():
+            while True:
+                generation = self._cache.generation
+                params: dict[str, str | int] = {"limit": PRELOAD_PAGE}
+                if cursor:
+                    params["cursor"] = cursor
+                response = yield from self._call_flow("GET", path, params=params)
+                if response.status_code != 200:
+                    raise error_for_response(response)
+                body = json_or_none(response)
+                items = body.get("items") if isinstance(body, dict) else None
+                if not isinstance(body, dict) or not isinstance(items, list):
+                    raise invalid_response(response, "environment page without items")
+                if first:
+                    first, event_id = False, body.get("event_id")
+                for item in items:
+                    try:
+                        version = PromptVersion.from_json(item)
+                    except ModelError as exc:
+                        raise invalid_response(response, str(exc)) from None
+                    if self._preload is not None and version.name not in self._preload:
+                        continue
+                    key = cache_key(version.name, label, None)
+                    item_path = resolve(version.name, label, None)[0]
+                    self._cache.put(key, version.name, version, None, generation, path=item_path)
+                cursor = body.get("next_cursor")
+                if not isinstance(cursor, str) or not cursor:
+                    break
+        if self._snapshot is not None and isinstance(event_id, str):
+            self._snapshot.save(event_id)
+        return event_id if isinstance(event_id, str) else None
+
+    def _spare(self, name: str, fallback: Fallback | None) -> PromptVersion | None:
+        """The fallback version, built before the call when it is content (so a bad
+        one raises at once), else None (a function is called only when needed)."""
+        if fallback is None or callable(fallback):
+            return None
+        return PromptVersion.fallback(name, fallback)
+
     def _serve_fallback(
-        self, key: str, spare: PromptVersion, failure: PromptServiceError
+        self,
+        key: str,
+        name: str,
+        fallback: Fallback,
+        spare: PromptVersion | None,
+        failure: PromptServiceError,
     ) -> PromptVersion:
+        if spare is None:
+            assert callable(fallback)
+            spare = PromptVersion.fallback(name, fallback(name))
         logger.warning("serving the caller's fallback for %s: the service failed: %s", key, failure)
+        self.fallbacks += 1
         return spare
 
     def _miss_flow(
@@ -185,6 +326,9 @@ class BaseClient(Generic[TransportT]):
             if entry is None or not self.stale_if_error:
                 raise
             logger.warning("serving expired %s: the service failed: %s", key, exc)
+            self.stale_served += 1
+            if entry.version.is_stale:  # from the snapshot: ask again in a while
+                self._cache.put_stale(key, entry.prompt, entry.version, entry.path, STALE_RETRY)
             return entry.version
 
     def _fetch_flow(
@@ -265,6 +409,11 @@ class BaseClient(Generic[TransportT]):
             if response.status_code != 401 or stale is not None:
                 return response
             stale = token  # refused (expired early, key rotated): refresh once, retry once
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def _api_request(

@@ -75,6 +75,8 @@ class PromptCache:
     def __init__(self, ttl: float, clock: Clock = time.monotonic) -> None:
         self.ttl = ttl
         self.clock = clock
+        # Told of each entry stored by put (after the lock): the on-disk snapshot.
+        self.on_put: Callable[[str, CacheEntry], None] | None = None
         self._entries: dict[str, CacheEntry] = {}
         self._keys: dict[str, set[str]] = {}  # prompt reference -> its keys
         self._generation = 0  # moved by every clear() and drop()
@@ -124,7 +126,22 @@ class PromptCache:
             confirmed = generation >= self._marked
             self._entries[key] = entry if confirmed else replace(entry, expires_at=now)
             self._keys.setdefault(prompt, set()).add(key)
-            return confirmed
+        if self.on_put is not None:
+            self.on_put(key, entry)
+        return confirmed
+
+    def put_stale(
+        self, key: str, prompt: str, version: PromptVersion, path: str, ttl: float
+    ) -> None:
+        """Store a version the service has not confirmed (read from the snapshot, or
+        served stale again) for ``ttl`` seconds, without an ETag: once it expires the
+        next call asks the service for a fresh answer."""
+        if self.ttl <= 0:
+            return
+        entry = CacheEntry(version, None, self.clock() + ttl, prompt, path)
+        with self._lock:
+            self._entries[key] = entry
+            self._keys.setdefault(prompt, set()).add(key)
 
     def mark(self) -> dict[str, CacheEntry]:
         """The watch's starting point: the entries cached before it, to be checked."""

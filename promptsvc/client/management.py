@@ -24,6 +24,8 @@ from promptsvc.client.errors import (
 from promptsvc.client.sync import PromptClient
 
 PAGE_SIZE = 200
+# The largest page of an environment's whole read.
+ENVIRONMENT_PAGE = 1000
 LABELS = ("production", "latest")
 
 
@@ -142,9 +144,11 @@ class ServiceClient(PromptClient):
             raise invalid_response(response, "not a JSON object")
         return decoded
 
-    def pages(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[Any]:
+    def pages(
+        self, path: str, params: Mapping[str, str] | None = None, *, limit: int = PAGE_SIZE
+    ) -> Iterator[Any]:
         """Every item of a paginated listing, following ``next_cursor``."""
-        query: dict[str, str | int] = {**(params or {}), "limit": PAGE_SIZE}
+        query: dict[str, str | int] = {**(params or {}), "limit": limit}
         while True:
             page = self.call("GET", path, params=query)
             yield from page["items"]
@@ -178,6 +182,13 @@ class ServiceClient(PromptClient):
     def get_version(self, name: str, ref: str | int) -> dict[str, Any]:
         result: dict[str, Any] = self.call("GET", self.version_path(name, ref))
         return result
+
+    def environment_prompts(self, environment: str) -> Iterator[dict[str, Any]]:
+        """Each prompt's version in ``environment`` (by name), one request per page of
+        ``GET /api/v1/environments/{environment}/prompts``."""
+        return self.pages(
+            f"/api/v1/environments/{_segment(environment)}/prompts", limit=ENVIRONMENT_PAGE
+        )
 
     def list_versions(self, name: str) -> Iterator[dict[str, Any]]:
         """The prompt's versions, newest first, fetched page by page as iterated."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -13,8 +13,11 @@ from promptsvc.rollout import bucket
 from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema, is_implied
 from promptsvc.templating.template import content_variables, render, section_names
 
-Fallback = str | Sequence[Mapping[str, str]]
-"""What ``fallback=`` takes: text content, or chat messages ``[{"role", "content"}]``."""
+FallbackContent = str | Sequence[Mapping[str, str]]
+"""Text content, or chat messages ``[{"role", "content"}]``."""
+Fallback = FallbackContent | Callable[[str], FallbackContent]
+"""What ``fallback=`` takes: content, or a function of the prompt name that returns it
+(called only when the fallback is served)."""
 
 
 class ModelError(ValueError):
@@ -147,7 +150,9 @@ class PromptVersion:
     ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping, as are
     ``variables_schema`` (the declared contract, or the implied one: every variable a
     required string) and each of ``examples`` (``{name?, variables}``).
-    ``is_fallback`` is True only for the stand-in built from ``fallback=``.
+    ``is_fallback`` is True only for the stand-in built from ``fallback=``;
+    ``is_stale`` only for a version read from the on-disk snapshot (``snapshot_path``)
+    that the service has not confirmed since.
     """
 
     prompt_id: str
@@ -172,6 +177,9 @@ class PromptVersion:
     # The rollout under way on the environment read (environment reads only), else None.
     rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
+    is_stale: bool = False
+    # The answer's JSON as the service sent it (what the snapshot file keeps).
+    raw: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     # Whether variables_schema says no more than the implied one: render() asks per call.
     _implied: bool = field(init=False, repr=False, compare=False)
 
@@ -189,14 +197,27 @@ class PromptVersion:
             raise ModelError("body is not a JSON object")
         raw = _rollout(body)
         if raw is None:
-            return cls._from_json(body, None)
+            return cls._from_json(body, None)._with_raw(body)
         try:
             candidate = cls._from_json(raw["candidate"], None)
         except ModelError as exc:
             raise ModelError(f"rollout candidate: {exc}") from None
         rollout = Rollout(raw["rollout_id"], raw["percent"], candidate)
         object.__setattr__(candidate, "rollout", rollout)  # the two point at each other
-        return cls._from_json(body, rollout)
+        return cls._from_json(body, rollout)._with_raw(body)
+
+    @classmethod
+    def from_snapshot(cls, body: object) -> PromptVersion:
+        """As :meth:`from_json`, marked ``is_stale`` (the candidate of a rollout too)."""
+        version = cls.from_json(body)
+        object.__setattr__(version, "is_stale", True)
+        if version.rollout is not None:
+            object.__setattr__(version.rollout.candidate, "is_stale", True)
+        return version
+
+    def _with_raw(self, body: Mapping[str, Any]) -> PromptVersion:
+        object.__setattr__(self, "raw", body)
+        return self
 
     @classmethod
     def _from_json(cls, body: Mapping[str, Any], rollout: Rollout | None) -> PromptVersion:
@@ -230,7 +251,7 @@ class PromptVersion:
         )
 
     @classmethod
-    def fallback(cls, name: str, content: Fallback) -> PromptVersion:
+    def fallback(cls, name: str, content: FallbackContent) -> PromptVersion:
         """The stand-in for ``name`` built from the caller's own content (``fallback=``):
         ``is_fallback`` True, ``version`` 0, empty ids, status ``fallback``.
 

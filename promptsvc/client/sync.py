@@ -55,6 +55,17 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       ``GET /api/v1/events`` sends it), or with None when the whole cache was cleared
       (a ``reset``); for applications that must react to a change, not only read it.
       What it raises is logged and does not stop the stream.
+    * ``preload`` (False): True loads every prompt's version in ``environment``
+      (default ``production``) into the cache before the constructor returns, one
+      request per page of ``GET /api/v1/environments/{environment}/prompts``; a list
+      of names keeps only those. Later reads of them (``label=environment``) are hits.
+      With ``watch``, the stream resumes after the preload's ``event_id``.
+    * ``snapshot_path`` (None): a file that keeps the cache on disk, replaced
+      atomically after each change. At start-up its versions are loaded marked
+      ``is_stale`` and served only while the service cannot answer (a failed preload
+      then does not raise); the service is asked again every few seconds, and its
+      answers replace them. A file that cannot be read whole is ignored with a warning
+      (docs/offline.md).
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
@@ -77,6 +88,14 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
                 lambda stale: self._token(NeedToken(stale, self._policy.deadline())),
                 lambda: self._drive(self._position_flow()),
             )
+
+    def _start(self) -> None:
+        try:
+            self._drive(self._startup_flow())
+        except BaseException:
+            self._http.close()
+            raise
+        if self._watcher is not None:
             self._watcher.start()
 
     def get_prompt_version(
@@ -100,7 +119,8 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         with ``is_fallback`` True, not cached) when the service cannot answer (a
         TransportError or ServerError) and there is no cached entry to serve instead;
         every other error still raises. A bad fallback raises ValueError on every call
-        that misses the cache, so the first call finds it.
+        that misses the cache, so the first call finds it. A function of the prompt
+        name that returns such content is called only when the fallback is served.
 
         ``rollout_key``: a stable id of the caller (a user or tenant id, never a random
         value). While a rollout is under way in the environment read, its cached entry
@@ -114,6 +134,10 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         key = cache_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
+            if cached.is_stale:
+                self.stale_served += 1
+            else:
+                self.hits += 1
             if not rollout_key or (rollout := cached.rollout) is None:
                 return cached
             # Inline, as the hit itself: a key seen before costs one dict lookup more.
@@ -123,18 +147,24 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
                 return rollout.pick(cached, rollout_key)
         if rollout_key is not None and not isinstance(rollout_key, str):
             raise ValueError("rollout_key must be a string (a user or tenant id) or None")
-        spare = None if fallback is None else PromptVersion.fallback(name, fallback)
+        spare = self._spare(name, fallback)
+        self.misses += 1
         try:
             found = self._flights.do(
                 key, lambda: self._drive(self._miss_flow(name, label, version, key))
             )
         except (TransportError, ServerError) as exc:
-            if spare is None:
+            if fallback is None:
                 raise
-            return self._serve_fallback(key, spare, exc)
+            return self._serve_fallback(key, name, fallback, spare, exc)
         if not rollout_key or found.rollout is None:
             return found
         return found.rollout.pick(found, rollout_key)
+
+    def preload(self) -> None:
+        """Load the environment read into the cache now (as ``preload=`` does at start),
+        one request per page; raises what the request raised."""
+        self._drive(self._preload_flow())
 
     def close(self) -> None:
         """Stop watching and close pooled connections. The cache and token are kept."""

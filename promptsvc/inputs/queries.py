@@ -11,7 +11,14 @@ from promptsvc.inputs.common import (
     MAX_LIMIT,
     MAX_WAIT,
 )
-from storage import REVIEW_STATUSES, STATUSES, InvalidInput, event_position
+from storage import (
+    DEFAULT_ENVIRONMENT_PAGE,
+    MAX_ENVIRONMENT_PAGE,
+    REVIEW_STATUSES,
+    STATUSES,
+    InvalidInput,
+    event_position,
+)
 
 
 class DeliveryQuerySchema(Schema):
@@ -27,6 +34,17 @@ class PageQuerySchema(Schema):
         load_default=DEFAULT_LIMIT,
         validate=validate.Range(min=1, max=MAX_LIMIT),
         metadata={"description": "Page size, 1-200"},
+    )
+    cursor = fields.String(
+        load_default=None, metadata={"description": "next_cursor of the previous page"}
+    )
+
+
+class EnvironmentPageQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_ENVIRONMENT_PAGE,
+        validate=validate.Range(min=1, max=MAX_ENVIRONMENT_PAGE),
+        metadata={"description": f"Page size, 1-{MAX_ENVIRONMENT_PAGE}"},
     )
     cursor = fields.String(
         load_default=None, metadata={"description": "next_cursor of the previous page"}

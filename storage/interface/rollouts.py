@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 
+from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import InRollout, Promotion, PromptVersion, Rollout
@@ -127,3 +128,18 @@ class RolloutStore(StorageCore):
         """The hot read of an environment: the version it holds, or, while a rollout
         runs there, that version with the rollout and its candidate (one snapshot where
         the backend can). Raises as :meth:`ReleaseStore.get_in_environment`."""
+
+    @abc.abstractmethod
+    def read_environment_page(
+        self,
+        org: str,
+        environment: str,
+        limit: int = DEFAULT_ENVIRONMENT_PAGE,
+        cursor: str | None = None,
+    ) -> EnvironmentPage:
+        """Up to ``limit`` prompts' reads of ``environment`` (each as
+        :meth:`read_environment` answers it; prompts it holds no version of are left
+        out), by prompt name after ``cursor``, with the org's newest event id, in one
+        round trip where the backend can (SQL: one statement; Redis: one script). A
+        page may hold fewer items than ``limit`` and still have a ``next_cursor``.
+        EnvironmentNotFound; InvalidInput for a cursor this method did not hand out."""

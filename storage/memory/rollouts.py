@@ -4,6 +4,8 @@ storage/release."""
 from __future__ import annotations
 
 from storage import release
+from storage.cursors import decode_cursor, encode_cursor
+from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
@@ -140,6 +142,42 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
             if rollout is None:
                 return version
             return InRollout(version, rollout, state.versions[rollout.candidate_version])
+
+    def read_environment_page(
+        self,
+        org: str,
+        environment: str,
+        limit: int = DEFAULT_ENVIRONMENT_PAGE,
+        cursor: str | None = None,
+    ) -> EnvironmentPage:
+        after = decode_cursor(cursor) if cursor else None
+        items: list[PromptVersion | InRollout] = []
+        more = False
+        with self._lock:
+            org_state = self._orgs.get(org)
+            self._environment(org_state, environment)
+            if org_state is None:
+                return EnvironmentPage(environment, None, [])
+            for name in sorted(org_state.by_name):
+                if after is not None and name <= after:
+                    continue
+                state = org_state.by_name[name]
+                number = self._current(state, environment)
+                if number is None:
+                    continue
+                if len(items) == limit:
+                    more = True
+                    break
+                version = state.versions[number]
+                rollout = state.rollouts.get(environment)
+                if rollout is None:
+                    items.append(version)
+                else:
+                    candidate = state.versions[rollout.candidate_version]
+                    items.append(InRollout(version, rollout, candidate))
+            event_id = org_state.events[-1].id if org_state.events else None
+        next_cursor = encode_cursor(item_name(items[-1])) if more else None
+        return EnvironmentPage(environment, event_id, items, next_cursor)
 
     # -- helpers (lock held)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage import release
+from storage.cursors import decode_cursor, encode_cursor
+from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
 from storage.lifecycle import UNGUARDED, Expected
@@ -15,6 +17,10 @@ from storage.records import PRODUCTION, InRollout, Promotion, PromptVersion, Rol
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, check, guard
 from storage.redis.releases import RedisReleases
+
+# Names one page's script looks at at least (skipping prompts without a version in the
+# environment) before it answers with what it found.
+SCAN_AT_LEAST = 2000
 
 
 class RedisRollouts(RedisReleases[ClientT], RolloutStore):
@@ -138,6 +144,36 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
             return version
         candidate = self._memoized(reply[1], reply[4])
         return InRollout(version, codec.rollout(reply[3]), candidate)
+
+    def read_environment_page(
+        self,
+        org: str,
+        environment: str,
+        limit: int = DEFAULT_ENVIRONMENT_PAGE,
+        cursor: str | None = None,
+    ) -> EnvironmentPage:
+        after = decode_cursor(cursor) if cursor else ""
+        reply = self._prompt_script(
+            "read_environment_page",
+            org,
+            [environment, after, limit + 1, max(4 * limit, SCAN_AT_LEAST)],
+            keys.prompt_list(org),
+            keys.events(org),
+        )
+        check(reply, "", environment=environment)
+        items: list[PromptVersion | InRollout] = []
+        for entry in reply[3 : 3 + limit]:
+            version = self._memoized(entry[0], entry[1])
+            if len(entry) == 2:
+                items.append(version)
+            else:
+                candidate = self._memoized(entry[0], entry[3])
+                items.append(InRollout(version, codec.rollout(entry[2]), candidate))
+        if len(reply) > 3 + limit:
+            next_cursor: str | None = encode_cursor(item_name(items[-1]))
+        else:  # a scan stopped by its cap goes on after the last name it looked at
+            next_cursor = encode_cursor(reply[2]) if reply[2] else None
+        return EnvironmentPage(environment, reply[1] or None, items, next_cursor)
 
     # -- helpers
 

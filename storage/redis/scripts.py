@@ -23,6 +23,7 @@ PROMPT_SCRIPTS = (
     "delete_prompt",
     "create_version",
     "read_version",
+    "read_environment_page",
     "list_versions",
     "list_history",
     "export_prompt",

@@ -14,6 +14,7 @@ from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
 from storage.sql.core import Database
 from storage.sql.engine import describe, make_engine
+from storage.sql.environment_page import SqlEnvironmentPages
 from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
@@ -65,6 +66,7 @@ class SqlStorage(Storage):
         self.environments = SqlEnvironments(self.db, self.versions)
         self.releases = SqlReleases(self.db)
         self.release_reads = SqlReleaseReads(self.db)
+        self.environment_pages = SqlEnvironmentPages(self.db)
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
@@ -157,6 +159,7 @@ class SqlStorage(Storage):
     complete_rollout = _To("releases", SqlReleases.complete_rollout)
     abort_rollout = _To("releases", SqlReleases.abort_rollout)
     read_environment = _To("release_reads", SqlReleaseReads.read_environment)
+    read_environment_page = _To("environment_pages", SqlEnvironmentPages.read_environment_page)
 
     # -- events and webhooks
     events_after = _To("events", SqlEvents.events_after)

@@ -456,6 +456,8 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("GET", prompts + "/{name}/production", 200, f"{prompts}/greeting/production")
     keyed = f"{prompts}/greeting/environments/production?rollout_key=user-1"
     call("GET", placed, 200, keyed)
+    call("GET", envs + "/{environment}/prompts", 200, f"{envs}/production/prompts")
+    call("GET", envs + "/{environment}/prompts", 200, f"{envs}/staging/prompts")
     call("POST", rollout + "/abort", 200, f"{prompts}/greeting/rollouts/production/abort")
     call("POST", version + "/promote", 201, started, json={"rollout_percent": 10})
     done = f"{prompts}/greeting/rollouts/production/complete"

@@ -81,6 +81,27 @@ def test_pull_writes_each_latest_version_byte_for_byte(
     assert chat.messages == NASTY_MESSAGES
 
 
+def test_pull_env_writes_each_version_the_environment_holds_one_request_per_page(
+    cli: Cli, service: CliService, tmp_path: Path
+) -> None:
+    service.text_prompt("alpha", "alpha one", "alpha two", production=1)
+    service.chat_prompt("beta", json.dumps([{"role": "user", "content": "hi"}]), production=1)
+    service.text_prompt("gamma", "only a draft")
+    directory = tmp_path / "prompts"
+    result = cli("pull", directory, "--env", "production", "--json")
+    assert result.status == 0, result.err
+    written = {r["name"]: (r["version"], r["written"]) for r in json.loads(result.out)}
+    assert written == {"alpha": (1, True), "beta": (1, True), "gamma": (None, False)}
+    alpha = loads((directory / "alpha.prompt").read_bytes().decode(), Path("alpha.prompt"))
+    assert (alpha.text, alpha.description) == ("alpha one", "about alpha")
+    assert not (directory / "gamma.prompt").exists()
+    reads = [s.path for s in service.seen if s.method == "GET" and s.path.startswith("/api/")]
+    # One page of each listing, no read per prompt.
+    assert reads == ["/api/v1/environments/production/prompts", "/api/v1/prompts"]
+    unknown = cli("pull", directory, "--env", "nowhere")
+    assert unknown.status == 1 and "nowhere" in unknown.err
+
+
 def test_pull_then_plan_shows_no_change_and_apply_does_nothing(
     cli: Cli, nasty: CliService, tmp_path: Path
 ) -> None:

@@ -82,6 +82,10 @@ class Controlled(Storage):
         self._before_read()
         return super().read_environment(org, prompt_ref, environment)
 
+    def read_environment_page(self, org: str, environment: str, *args: Any) -> Any:
+        self._before_read()
+        return super().read_environment_page(org, environment, *args)
+
     def events_after(self, org: str, after: str, limit: int) -> list[Event]:
         self._before_events()
         return super().events_after(org, after, limit)
@@ -267,6 +271,9 @@ class AsyncAdapter:
 
     def clear_cache(self) -> None:
         self.client.clear_cache()
+
+    def cache_info(self) -> dict[str, int]:
+        return self.client.cache_info()
 
     @property
     def stale_if_error(self) -> bool:

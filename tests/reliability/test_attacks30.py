@@ -44,6 +44,7 @@ NUL_PATHS = [
     ("DELETE", "/api/v1/prompts/a%00b"),
     ("GET", "/api/v1/reviews/rv_%00"),
     ("GET", "/api/v1/environments/a%00"),
+    ("GET", "/api/v1/environments/a%00/prompts"),
     ("DELETE", "/api/v1/keys/a%00"),
     ("DELETE", "/api/v1/webhooks/wh_%00"),
     ("GET", "/console/prompts/a%00b"),
@@ -53,6 +54,7 @@ NUL_QUERIES = [
     "/api/v1/reviews?environment=%00",
     "/api/v1/prompts/greeting/history?environment=%00",
     "/api/v1/prompts/greeting/production?rollout_key=%00",
+    "/api/v1/environments/production/prompts?cursor=%00",
 ]
 NUL_BODIES = [
     ("POST", "/api/v1/prompts", {"name": "x", "description": "a\x00"}),

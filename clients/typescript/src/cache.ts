@@ -83,6 +83,16 @@ export class PromptCache {
     return entry;
   }
 
+  /** Store a version the service has not confirmed (from the snapshot, or served stale
+   * again) for `ttl` seconds, without an ETag: once expired, the next call asks the service. */
+  putStale(key: string, prompt: string, version: PromptVersion, ttl: number): void {
+    if (this.ttl <= 0) return;
+    this.#entries.set(key, Object.freeze({ version, etag: null, expiresAt: this.clock() + ttl }));
+    let keys = this.#keys.get(prompt);
+    if (keys === undefined) this.#keys.set(prompt, (keys = new Set()));
+    keys.add(key);
+  }
+
   #untouched(prompt: string, generation: number): boolean {
     if (generation < this.#cleared) return false;
     const oldest = this.#drops[0];

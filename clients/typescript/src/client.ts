@@ -2,10 +2,11 @@
 
 import { ClientCredentialsProvider, SdkTokenProvider, type TokenProvider } from "./auth.js";
 import { type CacheEntry, type Clock, cacheKey, LABELS, PromptCache } from "./cache.js";
-import { type Answer, errorForAnswer, invalidResponse, jsonOf, ServerError, TransportError } from "./errors.js";
+import { type Answer, errorForAnswer, invalidResponse, isRecord, jsonOf, ServerError, TransportError } from "./errors.js";
 import { type FetchLike, monotonic, RetryPolicy, requestHeaders, sendWithRetries } from "./http.js";
 import { type Fallback, ModelError, PromptVersion } from "./prompt-version.js";
 import { bucket } from "./rollout.js";
+import { parseSnapshot, type Snapshot, type SnapshotItem, type SnapshotStore, snapshotText } from "./snapshot.js";
 import { Watcher } from "./watch.js";
 
 /** Where the client reports what it recovered from (stale entries, fallbacks, stream drops). */
@@ -33,6 +34,25 @@ export interface ClientOptions {
   clock?: Clock;
   /** Default: console. */
   logger?: Logger;
+  /** Load every prompt's version in `environment` (or only these names) before `ready()`
+   * resolves, one request per page, so later reads of it are cache hits (false). */
+  preload?: boolean | readonly string[];
+  /** The environment `preload` reads ("production"). */
+  environment?: string;
+  /** Keeps the cache outside the process (a `FileSnapshotStore` from
+   * `@promptsvc/client/node`, or any `{load, save}`): loaded by `ready()`, its versions
+   * (marked `is_stale`) are served while the service cannot answer. */
+  snapshotStore?: SnapshotStore;
+}
+
+/** `cacheInfo()`: calls answered from the cache, calls that asked the service, versions
+ * served stale, fallbacks served, and cached entries. */
+export interface CacheInfo {
+  hits: number;
+  misses: number;
+  stale_served: number;
+  fallbacks: number;
+  entries: number;
 }
 
 export interface PromptClientOptions extends ClientOptions {
@@ -71,6 +91,10 @@ export interface GetOptions {
 
 export const ENV_VARS = ["PROMPTSVC_URL", "PROMPTSVC_ACCOUNT_ID", "PROMPTSVC_KEY_ID", "PROMPTSVC_KEY_SECRET"] as const;
 const ENVIRONMENT = /^[a-z][a-z0-9-]{0,31}$/;
+/** Page size of a preload (the most the service gives in one page). */
+const PRELOAD_PAGE = 1000;
+/** Seconds a version from the snapshot is served before the service is asked again. */
+export const STALE_RETRY = 5;
 /** Rollout buckets remembered (per rollout id and key) before the memo starts over. */
 const BUCKETS_KEPT = 10_000;
 
@@ -112,6 +136,19 @@ export class PromptClient {
   readonly #flights = new Map<string, Promise<PromptVersion>>();
   readonly #buckets = new Map<string, number>();
   readonly #watcher: Watcher | null;
+  readonly #environment: string;
+  readonly #preload: ReadonlySet<string> | null; // null: every prompt
+  readonly #preloading: boolean;
+  readonly #store: SnapshotStore | null;
+  #snapshot: Snapshot | null = null;
+  #items = new Map<string, SnapshotItem>();
+  #eventId: string | null = null;
+  #saving: Promise<void> = Promise.resolve();
+  readonly #ready: Promise<void>;
+  #hits = 0;
+  #misses = 0;
+  #staleServed = 0;
+  #fallbacks = 0;
 
   constructor(options: PromptClientOptions) {
     const { cacheTtl = 300, timeout = 10, maxRetries = 2, retryBackoff = 0.25 } = options;
@@ -144,7 +181,130 @@ export class PromptClient {
           warn: (message) => this.#logger.warn(message),
         })
       : null;
-    this.#watcher?.start();
+    this.#environment = options.environment ?? "production";
+    if (!ENVIRONMENT.test(this.#environment)) throw new TypeError(`environment '${this.#environment}' is not an environment name`);
+    const preload = options.preload ?? false;
+    this.#preloading = preload !== false;
+    this.#preload = typeof preload === "boolean" ? null : new Set(preload);
+    this.#store = options.snapshotStore ?? null;
+    if (!this.#preloading && this.#store === null) {
+      this.#watcher?.start();
+      this.#ready = Promise.resolve();
+    } else {
+      this.#ready = this.#start();
+      this.#ready.catch(() => undefined); // reported by ready(), which the caller awaits
+    }
+  }
+
+  /**
+   * Resolves once the snapshot is loaded and the preload done (and the watch started
+   * after the preload's `event_id`). A preload that fails rejects, unless the snapshot
+   * had versions to serve (then they are, marked `is_stale`, until the service answers).
+   */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** `{hits, misses, stale_served, fallbacks, entries}`. */
+  cacheInfo(): CacheInfo {
+    return {
+      hits: this.#hits,
+      misses: this.#misses,
+      stale_served: this.#staleServed,
+      fallbacks: this.#fallbacks,
+      entries: this.#cache.size,
+    };
+  }
+
+  /** Load the environment read into the cache now, one request per page. */
+  async preload(): Promise<void> {
+    await this.#preloadPages();
+  }
+
+  async #start(): Promise<void> {
+    if (this.#store !== null) await this.#loadSnapshot(this.#store);
+    let eventId = this.#snapshot !== null && this.#snapshot.entries.length > 0 ? this.#snapshot.eventId : null;
+    if (this.#preloading) {
+      try {
+        eventId = await this.#preloadPages();
+      } catch (error) {
+        if (!(error instanceof TransportError || error instanceof ServerError) || !this.#snapshot?.entries.length) throw error;
+        this.#logger.warn(`promptsvc: preload failed, serving the snapshot until the service answers: ${error.message}`);
+        for (const entry of this.#snapshot.entries) this.#cache.putStale(entry.key, entry.prompt, entry.stale, STALE_RETRY);
+      }
+    }
+    if (this.#watcher !== null) {
+      if (eventId !== null) this.#watcher.lastId = eventId;
+      this.#watcher.start();
+    }
+  }
+
+  async #loadSnapshot(store: SnapshotStore): Promise<void> {
+    let text: string | null;
+    try {
+      text = await store.load();
+    } catch (error) {
+      this.#logger.warn(`promptsvc: ignoring the snapshot: cannot load it: ${String(error)}`);
+      return;
+    }
+    if (text === null) return;
+    try {
+      this.#snapshot = parseSnapshot(text);
+    } catch (error) {
+      this.#logger.warn(`promptsvc: ignoring the snapshot: not a whole snapshot: ${String(error)}`);
+      return;
+    }
+    this.#items = new Map(this.#snapshot.items);
+    this.#eventId = this.#snapshot.eventId;
+    for (const entry of this.#snapshot.entries) this.#cache.putStale(entry.key, entry.prompt, entry.stale, 0);
+  }
+
+  /** Every prompt's version in the environment (or the names asked for) into the cache,
+   * one request per page; the first page's event id. */
+  async #preloadPages(): Promise<string | null> {
+    const base = `/api/v1/environments/${encodeURIComponent(this.#environment)}/prompts?limit=${PRELOAD_PAGE}`;
+    let cursor: string | null = null;
+    let eventId: string | null = null;
+    let first = true;
+    do {
+      const generation = this.#cache.generation;
+      const answer = await this.#call(cursor === null ? base : `${base}&cursor=${encodeURIComponent(cursor)}`, null);
+      if (answer.status !== 200) throw errorForAnswer(answer);
+      const body = jsonOf(answer);
+      const items = isRecord(body) ? body["items"] : undefined;
+      if (!isRecord(body) || !Array.isArray(items)) throw invalidResponse(answer, "environment page without items");
+      if (first) {
+        first = false;
+        eventId = typeof body["event_id"] === "string" ? body["event_id"] : null;
+      }
+      for (const item of items) {
+        let version: PromptVersion;
+        try {
+          version = PromptVersion.fromJson(item);
+        } catch (error) {
+          if (error instanceof ModelError) throw invalidResponse(answer, error.message);
+          throw error;
+        }
+        if (this.#preload !== null && !this.#preload.has(version.name)) continue;
+        const key = cacheKey(version.name, this.#environment, undefined);
+        this.#cache.put(key, version.name, version, null, generation);
+        this.#items.set(key, { prompt: version.name, path: resolvePath(version.name, this.#environment).path, version: item });
+      }
+      cursor = typeof body["next_cursor"] === "string" && body["next_cursor"] !== "" ? body["next_cursor"] : null;
+    } while (cursor !== null);
+    if (eventId !== null) this.#eventId = eventId;
+    this.#save();
+    return eventId;
+  }
+
+  /** Save the snapshot (in order, one at a time); a failure is a warning. */
+  #save(): void {
+    const store = this.#store;
+    if (store === null) return;
+    const text = snapshotText(this.#eventId, this.#items);
+    this.#saving = this.#saving
+      .then(() => store.save(text))
+      .catch((error: unknown) => this.#logger.warn(`promptsvc: cannot save the snapshot: ${String(error)}`));
   }
 
   /** A client whose tokens come from the realm's OAuth 2.0 token endpoint (docs/api.md section 3.2). */
@@ -184,15 +344,25 @@ export class PromptClient {
   async getPromptVersion(name: string, options: GetOptions = {}): Promise<PromptVersion> {
     const key = cacheKey(name, options.label, options.version);
     const hit = this.#cache.fresh(key);
-    if (hit !== undefined) return this.#pick(hit.version, options.rolloutKey);
-    const spare = options.fallback === undefined ? null : PromptVersion.fallback(name, options.fallback);
+    if (hit !== undefined) {
+      if (hit.version.is_stale) this.#staleServed += 1;
+      else this.#hits += 1;
+      return this.#pick(hit.version, options.rolloutKey);
+    }
+    const fallback = options.fallback;
+    // Content is checked before the call (a bad one throws at once); a function is called
+    // only when its fallback is served.
+    const spare = fallback === undefined || typeof fallback === "function" ? null : PromptVersion.fallback(name, fallback);
+    this.#misses += 1;
     let found: PromptVersion;
     try {
+      await this.#ready.catch(() => undefined); // the snapshot's versions, once loaded
       found = await this.#flight(key, () => this.#miss(name, options.label, options.version, key));
     } catch (error) {
-      if (spare === null || !(error instanceof TransportError || error instanceof ServerError)) throw error;
+      if (fallback === undefined || !(error instanceof TransportError || error instanceof ServerError)) throw error;
       this.#logger.warn(`promptsvc: serving the caller's fallback for ${key}: ${error.message}`);
-      return spare;
+      this.#fallbacks += 1;
+      return spare ?? PromptVersion.fallback(name, typeof fallback === "function" ? fallback(name) : fallback);
     }
     return this.#pick(found, options.rolloutKey);
   }
@@ -243,16 +413,20 @@ export class PromptClient {
         throw error;
       }
       this.#logger.warn(`promptsvc: serving expired ${key}: ${error.message}`);
+      this.#staleServed += 1;
+      if (entry.version.is_stale) this.#cache.putStale(key, name, entry.version, STALE_RETRY);
       return entry.version;
     }
     let found: PromptVersion;
+    let body: unknown = null;
     let etag = answer.headers.get("ETag");
     if (answer.status === 304 && entry !== undefined) {
       found = entry.version;
       etag ??= entry.etag;
     } else if (answer.status === 200) {
+      body = jsonOf(answer);
       try {
-        found = PromptVersion.fromJson(jsonOf(answer));
+        found = PromptVersion.fromJson(body);
       } catch (error) {
         if (error instanceof ModelError) throw invalidResponse(answer, error.message);
         throw error;
@@ -261,6 +435,10 @@ export class PromptClient {
       throw errorForAnswer(answer, production);
     }
     this.#cache.put(key, name, found, etag, generation);
+    if (answer.status === 200 && this.#store !== null) {
+      this.#items.set(key, { prompt: name, path, version: body });
+      this.#save();
+    }
     return found;
   }
 

@@ -14,6 +14,7 @@
 export { ClientCredentialsProvider, SdkTokenProvider, TokenProvider } from "./auth.js";
 export type { Clock } from "./cache.js";
 export {
+  type CacheInfo,
   type ClientCredentialsOptions,
   type ClientOptions,
   type GetOptions,
@@ -34,7 +35,8 @@ export {
   TransportError,
 } from "./errors.js";
 export type { FetchLike } from "./http.js";
-export { type Example, type Fallback, PromptVersion, type Rollout } from "./prompt-version.js";
+export { type Example, type Fallback, type FallbackContent, PromptVersion, type Rollout } from "./prompt-version.js";
+export type { SnapshotStore } from "./snapshot.js";
 export { assign } from "./rollout.js";
 export type { ChatMessage, VariablesSchema, VariableSpec, VariableType, VariableValue } from "./template.js";
 export { VERSION } from "./version.js";

@@ -12,8 +12,11 @@ import {
   sectionNames,
 } from "./template.js";
 
-/** What `fallback` takes: text content, or chat messages. */
-export type Fallback = string | readonly ChatMessage[];
+/** Fallback content: text, or chat messages. */
+export type FallbackContent = string | readonly ChatMessage[];
+/** What `fallback` takes: content, or a function of the prompt name that returns it
+ * (called only when the fallback is served). */
+export type Fallback = FallbackContent | ((name: string) => FallbackContent);
 
 export interface Example {
   readonly name?: string;
@@ -106,9 +109,12 @@ export class PromptVersion {
   /** The rollout under way on the environment read, else null. */
   readonly rollout: Rollout | null;
   readonly is_fallback: boolean;
+  /** True only for a version read from the snapshot (`snapshotStore`) that the service
+   * has not confirmed since. */
+  readonly is_stale: boolean;
   readonly #implied: boolean;
 
-  private constructor(body: Body, rollout: Rollout | null, isFallback: boolean) {
+  private constructor(body: Body, rollout: Rollout | null, isFallback: boolean, isStale = false) {
     this.prompt_id = field(body, "prompt_id", isString, "a string");
     this.version_id = field(body, "version_id", isString, "a string");
     this.name = field(body, "name", isString, "a string");
@@ -133,6 +139,7 @@ export class PromptVersion {
     this.examples = examplesOf(body["examples"]);
     this.rollout = rollout;
     this.is_fallback = isFallback;
+    this.is_stale = isStale;
     Object.freeze(this);
   }
 
@@ -141,10 +148,10 @@ export class PromptVersion {
    * `rollout` field becomes `rollout.candidate`, itself a PromptVersion carrying the same
    * `rollout`, so whichever of the two a caller gets says which rollout it came from.
    */
-  static fromJson(body: unknown): PromptVersion {
+  static fromJson(body: unknown, stale = false): PromptVersion {
     if (!isRecord(body)) throw new ModelError("body is not a JSON object");
     const raw = body["rollout"];
-    if (raw === undefined || raw === null) return new PromptVersion(body, null, false);
+    if (raw === undefined || raw === null) return new PromptVersion(body, null, false, stale);
     if (!isRecord(raw) || !isString(raw["rollout_id"]) || typeof raw["percent"] !== "number" || !isRecord(raw["candidate"])) {
       throw new ModelError("field 'rollout' must be {rollout_id, percent, candidate}");
     }
@@ -154,9 +161,9 @@ export class PromptVersion {
       candidate: null,
     };
     const rollout = info as Rollout;
-    info.candidate = new PromptVersion(raw["candidate"], rollout, false);
+    info.candidate = new PromptVersion(raw["candidate"], rollout, false, stale);
     Object.freeze(info);
-    return new PromptVersion(body, rollout, false);
+    return new PromptVersion(body, rollout, false, stale);
   }
 
   /**
@@ -164,7 +171,7 @@ export class PromptVersion {
    * `version` 0, empty ids, status `fallback`. A string is a text prompt, a list of
    * `{role, content}` messages a chat prompt; TemplateError when the messages are not that.
    */
-  static fallback(name: string, content: Fallback): PromptVersion {
+  static fallback(name: string, content: FallbackContent): PromptVersion {
     const chat = typeof content !== "string";
     const text = chat ? JSON.stringify(content) : content;
     const promptType = chat ? "chat" : "text";

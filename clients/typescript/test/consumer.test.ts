@@ -26,6 +26,7 @@ test("the packed package installs, type-checks in a consumer project, and runs",
   assert.ok(tarball !== undefined);
   const listing = run("tar", ["-tzf", join(work, tarball)], work).split("\n");
   assert.ok(listing.includes("package/dist/index.d.ts") && listing.includes("package/dist/index.js"));
+  assert.ok(listing.includes("package/dist/node/index.d.ts") && listing.includes("package/dist/node/index.js"));
   assert.ok(!listing.some((f) => f.startsWith("package/test/") || f.startsWith("package/node_modules/")));
 
   const project = join(work, "consumer");

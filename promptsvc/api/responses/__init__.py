@@ -43,6 +43,7 @@ from promptsvc.api.responses.releases import (
 from promptsvc.api.responses.service import ErrorSchema, EventPageSchema, EventSchema, StatusSchema
 from promptsvc.api.responses.versions import (
     BreakingChangeSchema,
+    EnvironmentPromptsSchema,
     ExampleSchema,
     PromptPageSchema,
     PromptSchema,
@@ -66,6 +67,7 @@ __all__ = [
     "DiffSchema",
     "DiffSideSchema",
     "EnvironmentListSchema",
+    "EnvironmentPromptsSchema",
     "EnvironmentSchema",
     "ErrorSchema",
     "EventPageSchema",

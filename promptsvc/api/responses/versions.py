@@ -122,6 +122,34 @@ class PromptVersionInRolloutSchema(PromptVersionSchema):
     rollout = fields.Nested(RolloutReadSchema, required=True)
 
 
+class EnvironmentItemSchema(PromptVersionSchema):
+    """A prompt's version in an environment; ``rollout`` only while one runs there."""
+
+    rollout = fields.Nested(RolloutReadSchema)
+
+
+class EnvironmentPromptsSchema(Schema):
+    """A page of an environment's whole read."""
+
+    environment = fields.String(metadata={"description": "The environment read"})
+    event_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "Id of the org's newest event when the page was read (null: "
+            "none yet); a watcher that resumes after it (Last-Event-ID) misses no change"
+        },
+    )
+    items = fields.List(
+        fields.Nested(EnvironmentItemSchema),
+        metadata={
+            "description": "Each prompt's version in the environment, by prompt name, as "
+            "GET /prompts/{name}/environments/{environment} answers it without a "
+            "rollout_key (with the rollout field while one runs)"
+        },
+    )
+    next_cursor = fields.String(allow_none=True, metadata={"description": "null on the last page"})
+
+
 class PromptSchema(Schema):
     prompt_id = fields.String(metadata={"description": "pmt_..."})
     name = fields.String()
