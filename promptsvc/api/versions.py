@@ -33,6 +33,7 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
+from promptsvc.releasing import Release, release_kind
 from storage import PRODUCTION, UNGUARDED, Expected, InRollout, PromptVersion, Storage
 
 blp = ApiBlueprint(
@@ -288,7 +289,10 @@ class Promote(View):
         (complete or abort it first; the body then has rollout_id).
         archive_previous_production is not used by a start: completion takes its own.
         """
-        if body["rollout_percent"] is not None:
+        # Never a review here: the engine answers a protected environment 409
+        # review_required (a review is POST .../reviews).
+        kind = release_kind(protected=False, rollout=body["rollout_percent"] is not None)
+        if kind is Release.ROLLOUT:
             rollout = actions.start_rollout(
                 storage(),
                 current_principal(),
