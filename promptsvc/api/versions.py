@@ -15,7 +15,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
-from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.responses import (
     PromotionResultSchema,
@@ -33,8 +33,17 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
+from promptsvc.names import Names
 from promptsvc.releasing import Release, release_kind
-from storage import PRODUCTION, UNGUARDED, Expected, InRollout, PromptVersion, Storage
+from storage import (
+    PRODUCTION,
+    UNGUARDED,
+    Expected,
+    InRollout,
+    PromptVersion,
+    Rollout,
+    Storage,
+)
 
 blp = ApiBlueprint(
     "versions",
@@ -107,6 +116,11 @@ the version that key is assigned to (the baseline or the candidate), with the sa
 def _environment_read(read: ReadFunction) -> ReadFunction:
     read.__doc__ = (read.__doc__ or "").rstrip() + ROLLOUT_READ
     return read
+
+
+def named_rollout(rollout: Rollout, who: Names | None = None) -> dict[str, Any]:
+    """The Rollout with its starter's name beside the id, as history has it."""
+    return (who or names()).beside(rollout.to_json(), "started_by")
 
 
 @blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
@@ -304,7 +318,7 @@ class Promote(View):
                 allow_breaking=body["allow_breaking"],
                 notes=body["notes"],
             )
-            return json_response(rollout.to_json(), 201)
+            return json_response(named_rollout(rollout), 201)
         promotion = actions.promote(
             storage(),
             current_principal(),

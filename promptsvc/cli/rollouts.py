@@ -262,7 +262,8 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
     share = rollout["percent"]
     print(f"  candidate v{rollout['candidate_version']}: {share}% of callers")
     print(f"  baseline  v{rollout['baseline_version']}: {100 - share}% of callers")
-    print(f"started: {time_cell(rollout['started_at'])} by {rollout['started_by']}")
+    starter = rollout.get("started_by_name") or rollout["started_by"]
+    print(f"started: {time_cell(rollout['started_at'])} by {starter}")
     print(f"updated: {time_cell(rollout['updated_at'])}")
     step = next_step(share)
     where = f"{args.name} --env {args.environment}"
