@@ -45,9 +45,12 @@ REVIEW_PARAM = {
 }
 
 
+# The user ids a Review's answer names beside (promptsvc.names), as history does.
+REVIEW_PEOPLE = ("requested_by", "rejected_by")
+
+
 def _named(review: Review, who: Names | None = None) -> dict[str, Any]:
-    """The Review with its people's names beside their ids, as history has them."""
-    return (who or names()).beside(review.to_json(), "requested_by", "rejected_by")
+    return (who or names()).beside(review.to_json(), *REVIEW_PEOPLE)
 
 
 def _page(page: Page[Review]) -> Response:

@@ -118,9 +118,12 @@ def _environment_read(read: ReadFunction) -> ReadFunction:
     return read
 
 
+# The user ids a Rollout's answer names beside (promptsvc.names), as history does.
+ROLLOUT_PEOPLE = ("started_by",)
+
+
 def named_rollout(rollout: Rollout, who: Names | None = None) -> dict[str, Any]:
-    """The Rollout with its starter's name beside the id, as history has it."""
-    return (who or names()).beside(rollout.to_json(), "started_by")
+    return (who or names()).beside(rollout.to_json(), *ROLLOUT_PEOPLE)
 
 
 @blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
