@@ -47,6 +47,8 @@ from bench.report import machine
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "reliability"
 DOC = ROOT / "docs" / "reliability.md"
+# The page's one part written by hand: the attacks of issues 29 and 30 and their tests.
+ATTACKS = ROOT / "bench" / "reliability_attacks.md"
 
 GROUPS = {"fuzz", "redis", "sql"}  # the long runs, for --only
 
@@ -372,50 +374,7 @@ Outcome "FAILING (xfail)" is a test marked as failing for a known bug, with its 
 
 {chr(10).join(f"- {r.test}: {r.result}" for r in known) if known else "None."}
 
-## Attacks of issues 29 and 30, and what the service does now
-
-Written with the code, not by a run: each names the tests that replay it.
-
-Issue 29 (release rules; tests/storage, tests/api, tests/console):
-
-1. Unarchive a version that was once in production, edit it, roll back to it: the
-   version is frozen once it has been placed; unarchiving makes it a draft that is
-   still frozen, so the PATCH answers 409 `conflict` reason `frozen`, and the rollback
-   brings back the content as it was placed. The console's forms get the same answer.
-2. Edit a draft that a protected environment holds (through an approved review), or
-   roll back to one it held: frozen, 409 reason `frozen`; what staging serves never
-   changes under it.
-3. Edit the requested draft while its review is open, then approve: a version named by
-   an open review is frozen (409 `frozen`); the review records `content_digest` when it
-   is requested, the console shows it with the diff, and an approval applies only that
-   content.
-4. Approve, as the person who holds it, a change made with a Service Write key: the
-   key's `owner` is that person, so the version and the request count as theirs and the
-   approval answers 403 `forbidden`, saying why.
-5. Approve with the still-valid token of a user since disabled or demoted below Service
-   Write: the approval checks the approver's current record in storage, 403 at once.
-
-Issue 30 (bad input and headers, MCP):
-
-1. NUL bytes in bodies, paths, queries, forms, the realm's authorize `state`/`nonce`
-   and console paths (PostgreSQL answered 500 or 503): refused before storage on every
-   backend, 404 for a path (no route matches a segment holding a NUL), 400 for a query,
-   a form or a JSON body, naming the fields (test_attacks30, tests/api/test_api_bad_input.py).
-2. A page cursor decoding past 2^63-1 (500 on SQLite and PostgreSQL): 400 `invalid
-   cursor`; a 5,000-digit version number in a path (500 everywhere): 404.
-3. A webhook target in the IPv4-translated prefix `::ffff:0:0:0/96`
-   (`https://[::ffff:0:7f00:1]/`): 400, refused like the mapped `::ffff:0:0/96`.
-4. JSON answers with only `nosniff`: every answer now also carries `X-Frame-Options:
-   DENY` and `Referrer-Policy: no-referrer` (the console's pages keep `same-origin`);
-   token answers, refusals included, `Cache-Control: no-store`.
-5. MCP over Streamable HTTP without authentication: every request needs a bearer token
-   of the org's realm and acts as its caller; without one, 401 with
-   `WWW-Authenticate: Bearer resource_metadata=...` (RFC 9728) naming the realm as
-   authorization server; the Origin allow-list compares whole origins
-   (`http://127.0.0.1:PORT.evil.com` is refused) (tests/mcp).
-6. `promptsvc mcp` failed to import with the MCP SDK 2.x: built on 2.x (tests/mcp).
-7. `POST /environments {"name": "production"}` answered 400 "reserved": 409 `conflict`
-   reason `exists`, like any taken name.
+{ATTACKS.read_text().rstrip()}
 
 ## How the limits and checks are set
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,17 @@ def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     assert "COMMAND" in capsys.readouterr().err
 
 
+@pytest.fixture
+def serve_logging() -> Iterator[None]:
+    """``serve`` run in process turns the access log on, as in its own process: off
+    again afterwards, or the next test's in-process server prints access lines."""
+    loggers = [logging.getLogger(name) for name in ("promptsvc.access", "werkzeug")]
+    levels = [logger.level for logger in loggers]
+    yield
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(level)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -97,7 +110,7 @@ def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_serve_start_up_errors_are_one_clear_line(
-    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str, serve_logging: None
 ) -> None:
     assert cli.main(["serve", "--port", "0", *argv]) == 1
     err = capsys.readouterr().err

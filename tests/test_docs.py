@@ -15,6 +15,7 @@ POINTER = re.compile(r"api\.md\)?\s+sections?\s+" + NUMBERS)
 INTERNAL = re.compile(r"\bsections?\s+" + NUMBERS)
 CITATION = re.compile(r"\b(?:SPEC|CONTRACT)(?:\.md)?(?:\s+section)?\s+\d")
 SOURCES = ("promptsvc", "identity", "storage", "tests", "bench", "docs")
+_TEST = re.compile(r"^def (test_[a-z0-9_]+)\(", re.MULTILINE)
 
 
 def _numbers(found: str) -> list[str]:
@@ -81,3 +82,20 @@ def test_typescript_docs_say_how_to_install_the_package_and_that_assign_is_async
         assert "npm pack" in text and "npm install" in text, path
     reference = " ".join((ROOT / "docs" / "typescript.md").read_text().split())
     assert "await assign(" in reference and "Promise<boolean>" in reference
+
+
+def test_reliability_md_names_tests_that_exist_for_each_attack() -> None:
+    """docs/reliability.md's attacks of issues 29 and 30 come from
+    bench/reliability_attacks.md (bench/reliability.py copies it in), and every test they
+    name is a test of the suite."""
+    attacks = (ROOT / "bench" / "reliability_attacks.md").read_text()
+    assert attacks in (ROOT / "docs" / "reliability.md").read_text()
+    defined = {name for path in _files("tests", "*.py") for name in _TEST.findall(path.read_text())}
+    named = re.findall(r"`(test_[a-z0-9_]+)(\*?)`", attacks)
+    assert len(named) >= 30
+    missing = [
+        name
+        for name, wildcard in named
+        if not (any(d.startswith(name) for d in defined) if wildcard else name in defined)
+    ]
+    assert missing == []

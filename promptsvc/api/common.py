@@ -35,6 +35,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 from promptsvc import auth
 from promptsvc.api import realm_docs
 from promptsvc.api.errors import BadRequest, UnsupportedMediaType
+from promptsvc.names import Names
 from promptsvc.request_guard import nul_fields
 from storage import Storage
 
@@ -168,6 +169,11 @@ class View(MethodView):
     """A MethodView made once per app, not per request (the views keep no state)."""
 
     init_every_request = False
+
+
+def names() -> Names:
+    """How the answer names the people and keys of the caller's org (promptsvc.names)."""
+    return Names(current_app.extensions["identity"], auth.current_principal().org)
 
 
 def storage() -> Storage:

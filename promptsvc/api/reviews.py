@@ -13,7 +13,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
-from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.responses import ReviewPageSchema, ReviewSchema
 from promptsvc.api.versions import NAME_PARAM
 from promptsvc.auth import current_principal
@@ -25,6 +25,7 @@ from promptsvc.inputs import (
     ReviewCreateSchema,
     ReviewQuerySchema,
 )
+from promptsvc.names import Names
 from storage import Page, Review
 
 blp = ApiBlueprint(
@@ -44,9 +45,18 @@ REVIEW_PARAM = {
 }
 
 
+# The user ids a Review's answer names beside (promptsvc.names), as history does.
+REVIEW_PEOPLE = ("requested_by", "rejected_by")
+
+
+def _named(review: Review, who: Names | None = None) -> dict[str, Any]:
+    return (who or names()).beside(review.to_json(), *REVIEW_PEOPLE)
+
+
 def _page(page: Page[Review]) -> Response:
+    who = names()
     return json_response(
-        {"items": [r.to_json() for r in page.items], "next_cursor": page.next_cursor}
+        {"items": [_named(r, who) for r in page.items], "next_cursor": page.next_cursor}
     )
 
 
@@ -113,7 +123,7 @@ class PromptReviews(View):
             rollout_percent=body["rollout_percent"],
             allow_breaking=body["allow_breaking"],
         )
-        return json_response(review.to_json(), 201)
+        return json_response(_named(review), 201)
 
 
 @blp.route("/reviews/<review_id>", parameters=[REVIEW_PARAM])
@@ -123,7 +133,7 @@ class ReviewItem(View):
     @blp.errors(404)
     def get(self, review_id: str) -> Response:
         """Get a review"""
-        return json_response(storage().get_review(current_principal().org, review_id).to_json())
+        return json_response(_named(storage().get_review(current_principal().org, review_id)))
 
 
 @blp.route("/reviews/<review_id>/approve", parameters=[REVIEW_PARAM])
@@ -147,7 +157,7 @@ class Approve(View):
         review, _ = actions.approve_review(
             storage(), current_principal(), review_id, comment=body["comment"]
         )
-        return json_response(review.to_json())
+        return json_response(_named(review))
 
 
 @blp.route("/reviews/<review_id>/reject", parameters=[REVIEW_PARAM])
@@ -164,7 +174,7 @@ class Reject(View):
         review = actions.reject_review(
             storage(), current_principal(), review_id, comment=body["comment"]
         )
-        return json_response(review.to_json())
+        return json_response(_named(review))
 
 
 @blp.route("/reviews/<review_id>/cancel", parameters=[REVIEW_PARAM])
@@ -179,4 +189,4 @@ class Cancel(View):
         By its requester or a Service Admin; closes it (409 when it is not open).
         """
         review = actions.cancel_review(storage(), current_principal(), review_id)
-        return json_response(review.to_json())
+        return json_response(_named(review))

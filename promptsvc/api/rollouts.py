@@ -12,9 +12,9 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
-from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.responses import PromotionResultSchema, RolloutListSchema, RolloutSchema
-from promptsvc.api.versions import ENVIRONMENT_PARAM, NAME_PARAM
+from promptsvc.api.versions import ENVIRONMENT_PARAM, NAME_PARAM, named_rollout
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
 from promptsvc.inputs import RolloutAbortSchema, RolloutCompleteSchema, RolloutUpdateSchema
@@ -39,7 +39,8 @@ class Rollouts(View):
         The rollouts running now, one per environment at most, by environment name.
         """
         found = storage().list_rollouts(current_principal().org, name)
-        return json_response({"items": [rollout.to_json() for rollout in found]})
+        who = names()
+        return json_response({"items": [named_rollout(rollout, who) for rollout in found]})
 
 
 @blp.route("/<name>/rollouts/<environment>", parameters=[NAME_PARAM, ENVIRONMENT_PARAM])
@@ -53,7 +54,7 @@ class RolloutView(View):
         404 when the prompt or the environment does not exist, or no rollout runs there.
         """
         rollout = storage().get_rollout(current_principal().org, name, environment)
-        return json_response(rollout.to_json())
+        return json_response(named_rollout(rollout))
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(RolloutUpdateSchema)
@@ -74,7 +75,7 @@ class RolloutView(View):
             body["percent"],
             rollout_id=body.get("rollout_id"),
         )
-        return json_response(rollout.to_json())
+        return json_response(named_rollout(rollout))
 
 
 @blp.route("/<name>/rollouts/<environment>/complete", parameters=[NAME_PARAM, ENVIRONMENT_PARAM])
@@ -128,4 +129,4 @@ class Abort(View):
             environment,
             rollout_id=body.get("rollout_id"),
         )
-        return json_response(rollout.to_json())
+        return json_response(named_rollout(rollout))

@@ -15,7 +15,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
-from promptsvc.api.common import ApiBlueprint, View, storage
+from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.responses import (
     PromotionResultSchema,
@@ -33,7 +33,17 @@ from promptsvc.inputs import (
     VersionEditSchema,
     VersionQuerySchema,
 )
-from storage import PRODUCTION, UNGUARDED, Expected, InRollout, PromptVersion, Storage
+from promptsvc.names import Names
+from promptsvc.releasing import Release, release_kind
+from storage import (
+    PRODUCTION,
+    UNGUARDED,
+    Expected,
+    InRollout,
+    PromptVersion,
+    Rollout,
+    Storage,
+)
 
 blp = ApiBlueprint(
     "versions",
@@ -106,6 +116,14 @@ the version that key is assigned to (the baseline or the candidate), with the sa
 def _environment_read(read: ReadFunction) -> ReadFunction:
     read.__doc__ = (read.__doc__ or "").rstrip() + ROLLOUT_READ
     return read
+
+
+# The user ids a Rollout's answer names beside (promptsvc.names), as history does.
+ROLLOUT_PEOPLE = ("started_by",)
+
+
+def named_rollout(rollout: Rollout, who: Names | None = None) -> dict[str, Any]:
+    return (who or names()).beside(rollout.to_json(), *ROLLOUT_PEOPLE)
 
 
 @blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
@@ -288,7 +306,10 @@ class Promote(View):
         (complete or abort it first; the body then has rollout_id).
         archive_previous_production is not used by a start: completion takes its own.
         """
-        if body["rollout_percent"] is not None:
+        # Never a review here: the engine answers a protected environment 409
+        # review_required (a review is POST .../reviews).
+        kind = release_kind(protected=False, rollout=body["rollout_percent"] is not None)
+        if kind is Release.ROLLOUT:
             rollout = actions.start_rollout(
                 storage(),
                 current_principal(),
@@ -300,7 +321,7 @@ class Promote(View):
                 allow_breaking=body["allow_breaking"],
                 notes=body["notes"],
             )
-            return json_response(rollout.to_json(), 201)
+            return json_response(named_rollout(rollout), 201)
         promotion = actions.promote(
             storage(),
             current_principal(),

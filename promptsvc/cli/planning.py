@@ -27,6 +27,7 @@ from promptsvc.cli.promptfile import (
 from promptsvc.client import PromptServiceError
 from promptsvc.client.management import ServiceClient
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
+from promptsvc.releasing import Release, release_kind
 from promptsvc.templating.contract import implied_schema
 from promptsvc.templating.template import content_variables, extract_variables
 
@@ -144,7 +145,8 @@ def make_plan(
     review = False
     if promote:
         try:
-            review = client.get_environment(environment)["required_approvals"] > 0
+            protected = client.get_environment(environment)["required_approvals"] > 0
+            review = release_kind(protected=protected, rollout=False) is Release.REVIEW
         except PromptServiceError as exc:
             if exc.status != 404:
                 raise

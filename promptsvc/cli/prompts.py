@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from promptsvc.cli.changes import describe_changes
@@ -29,6 +30,7 @@ from promptsvc.client.management import (
     refused,
 )
 from promptsvc.diffs import content_lines
+from promptsvc.releasing import Release, release_kind
 
 REF_HELP = "a version number, a v_ id, 'production' or 'latest'"
 
@@ -337,27 +339,49 @@ def diff_command(client: ServiceClient, args: argparse.Namespace) -> int:
 def promote_command(client: ServiceClient, args: argparse.Namespace) -> int:
     if args.allow_breaking and not args.notes:
         raise CommandError("--allow-breaking needs --notes saying why the break is acceptable")
-    try:
-        result = client.promote(
-            args.name,
-            args.ref,
-            args.notes,
-            args.expect,
-            args.environment,
-            allow_breaking=args.allow_breaking,
-        )
-    except PromptServiceError as exc:
-        if not refused(exc, REVIEW_REQUIRED):
-            raise
-        return review_instead(client, args)
-    return _released(result, args, "promoted")
+    return release(
+        client,
+        args,
+        lambda: _released(
+            client.promote(
+                args.name,
+                args.ref,
+                args.notes,
+                args.expect,
+                args.environment,
+                allow_breaking=args.allow_breaking,
+            ),
+            args,
+            "promoted",
+        ),
+    )
 
 
-def review_instead(
-    client: ServiceClient, args: argparse.Namespace, rollout_percent: int | None = None
+def release(
+    client: ServiceClient,
+    args: argparse.Namespace,
+    act: Callable[[], int],
+    rollout_percent: int | None = None,
 ) -> int:
-    """A protected environment: open a review of the version (or find the open one);
-    with ``rollout_percent`` its approval starts a rollout."""
+    """``prompts promote`` and ``rollout start``, as promptsvc.releasing decides: ``act``
+    (the promotion, or the rollout start with ``rollout_percent``) while the environment
+    is not known to be protected; once the service's 409 review_required says it is, a
+    review (or the open one)."""
+    rollout = rollout_percent is not None
+    for protected in (False, True):
+        if release_kind(protected=protected, rollout=rollout) is Release.REVIEW:
+            return _review(client, args, rollout_percent)
+        try:
+            return act()
+        except PromptServiceError as exc:
+            if not refused(exc, REVIEW_REQUIRED):
+                raise
+    raise AssertionError("a protected environment is entered through a review")
+
+
+def _review(client: ServiceClient, args: argparse.Namespace, rollout_percent: int | None) -> int:
+    """Open a review of the version (or find the open one); with ``rollout_percent`` its
+    approval starts a rollout."""
     version = client.get_version(args.name, args.ref)
     try:
         review = client.request_review(

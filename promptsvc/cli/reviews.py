@@ -149,7 +149,8 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
     paint = Painter.for_stream(sys.stdout)
     title = f"{review['prompt_name']} v{review['version']} -> {review['environment']}"
     print(f"{paint(title, 'bold')}  {review['review_id']}  {review['status']}")
-    print(f"requested: {time_cell(review['requested_at'])} by {review['requested_by']}")
+    requester = review.get("requested_by_name") or review["requested_by"]
+    print(f"requested: {time_cell(review['requested_at'])} by {requester}")
     if review["notes"]:
         print(f"notes: {review['notes']}")
     if review.get("rollout_percent") is not None:
@@ -166,7 +167,8 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
         comment = f": {approval['comment']}" if approval["comment"] else ""
         print(f"  approved by {approval['username']} {time_cell(approval['at'])}{comment}")
     if review["rejected_by"]:
-        print(f"rejected by {review['rejected_by']}: {review['rejection_comment'] or '-'}")
+        rejecter = review.get("rejected_by_name") or review["rejected_by"]
+        print(f"rejected by {rejecter}: {review['rejection_comment'] or '-'}")
     print()
     if current is None:
         print(f"{review['environment']} holds no version of this prompt now")

@@ -9,9 +9,8 @@ from typing import Any
 
 from promptsvc.cli.commands import CommandError, add_command, expectation
 from promptsvc.cli.output import Painter, print_json, time_cell
-from promptsvc.cli.prompts import review_instead
-from promptsvc.client import PromptServiceError
-from promptsvc.client.management import REVIEW_REQUIRED, UNGUARDED, ServiceClient, refused
+from promptsvc.cli.prompts import release
+from promptsvc.client.management import UNGUARDED, ServiceClient
 from promptsvc.rollout import next_step
 
 REF_HELP = "the candidate: a version number, a v_ id or 'latest'"
@@ -182,20 +181,26 @@ def _acknowledged(args: argparse.Namespace) -> None:
 
 def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
     _acknowledged(args)
-    try:
-        rollout = client.start_rollout(
-            args.name,
-            args.ref,
-            args.environment,
-            args.percent,
-            args.notes,
-            args.expect,
-            allow_breaking=args.allow_breaking,
-        )
-    except PromptServiceError as exc:
-        if not refused(exc, REVIEW_REQUIRED):
-            raise
-        return review_instead(client, args, args.percent)
+    return release(
+        client,
+        args,
+        lambda: _started(
+            client.start_rollout(
+                args.name,
+                args.ref,
+                args.environment,
+                args.percent,
+                args.notes,
+                args.expect,
+                allow_breaking=args.allow_breaking,
+            ),
+            args,
+        ),
+        args.percent,
+    )
+
+
+def _started(rollout: dict[str, Any], args: argparse.Namespace) -> int:
     if args.json:
         print_json(rollout)
         return 0
@@ -257,7 +262,8 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
     share = rollout["percent"]
     print(f"  candidate v{rollout['candidate_version']}: {share}% of callers")
     print(f"  baseline  v{rollout['baseline_version']}: {100 - share}% of callers")
-    print(f"started: {time_cell(rollout['started_at'])} by {rollout['started_by']}")
+    starter = rollout.get("started_by_name") or rollout["started_by"]
+    print(f"started: {time_cell(rollout['started_at'])} by {starter}")
     print(f"updated: {time_cell(rollout['updated_at'])}")
     step = next_step(share)
     where = f"{args.name} --env {args.environment}"

@@ -15,6 +15,7 @@ its acknowledgement box ticked and notes saying why, and sends ``allow_breaking`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
@@ -33,6 +34,7 @@ from promptsvc.console.common import (
 from promptsvc.console.comparison import comparison, holding, unacknowledged
 from promptsvc.inputs import PromoteSchema, ReviewCreateSchema, RollbackSchema
 from promptsvc.refs import LATEST, PRODUCTION, version_at
+from promptsvc.releasing import Release, release_kind
 from storage import (
     BreakingPromotion,
     Environment,
@@ -49,6 +51,13 @@ from storage import (
 )
 
 bp = Blueprint("releases", __name__)
+
+# What each kind of release needs the person to be allowed.
+_ACTIONS: dict[Release, Callable[..., Any]] = {
+    Release.REVIEW: actions.request_review,
+    Release.ROLLOUT: actions.start_rollout,
+    Release.PROMOTE: actions.promote,
+}
 
 
 @bp.get("/prompts/<name>/diff")
@@ -110,11 +119,9 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
     notes = request.form.get("notes", "").strip() or None
     allow_breaking = request.form.get("allow_breaking") == "on"
     percent_text = request.form.get("rollout_percent", "").strip()
+    kind = release_kind(protected=environment.protected, rollout=bool(percent_text))
     # The role first: a person who may not promote learns that, not what would break.
-    if environment.protected:
-        require(actions.request_review)
-    else:
-        require(actions.start_rollout if percent_text else actions.promote)
+    require(_ACTIONS[kind])
     if request.form.get("mode") == "rollout" and not percent_text:
         errors = {"rollout_percent": ["Give the percent of callers the rollout starts at."]}
         return _promote_page(
@@ -131,11 +138,11 @@ def promote(name: str, number: int) -> str | WerkzeugResponse:
             allow_breaking=allow_breaking,
             rollout_percent=percent_text,
         )
-    if environment.protected:
+    if kind is Release.REVIEW:
         return _request_review(
             prompt, version, environment, notes, allow_breaking, percent_text or None
         )
-    if percent_text:
+    if kind is Release.ROLLOUT:
         return _start_rollout(prompt, version, environment, notes, percent_text, allow_breaking)
     archive_previous = request.form.get("archive_previous") == "on"
     expected = optional_int(

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from promptsvc.client import NotFoundError, PromptServiceError
 from promptsvc.client.management import REVIEW_REQUIRED, ServiceClient, refused
+from promptsvc.releasing import Release, release_kind
 
 PRODUCTION = "production"
 LABELS = ("production", "latest")
@@ -118,14 +119,20 @@ def request_promotion(
     if environment != PRODUCTION:
         body["environment"] = environment  # production is the service's default
     path = f"{client.action_path(name, str(version))}/promote"
-    try:
-        promoted: dict[str, Any] = client.call("POST", path, body=body)
-    except PromptServiceError as exc:
-        if not refused(exc, REVIEW_REQUIRED):
-            raise
-        review_body: dict[str, Any] = {"version": version, "environment": environment}
-        if notes is not None:
-            review_body["notes"] = notes
-        review = client.call("POST", f"{client.prompt_path(name)}/reviews", body=review_body)
-        return {"outcome": "review_requested", "review": review}
-    return {"outcome": "promoted", **promoted}
+    # As promptsvc.releasing decides, learning from the service's 409 review_required
+    # that the environment is protected.
+    for protected in (False, True):
+        if release_kind(protected=protected, rollout=False) is Release.REVIEW:
+            review_body: dict[str, Any] = {"version": version, "environment": environment}
+            if notes is not None:
+                review_body["notes"] = notes
+            review = client.call("POST", f"{client.prompt_path(name)}/reviews", body=review_body)
+            return {"outcome": "review_requested", "review": review}
+        try:
+            promoted: dict[str, Any] = client.call("POST", path, body=body)
+        except PromptServiceError as exc:
+            if not refused(exc, REVIEW_REQUIRED):
+                raise
+        else:
+            return {"outcome": "promoted", **promoted}
+    raise AssertionError("a protected environment is entered through a review")

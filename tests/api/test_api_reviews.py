@@ -102,6 +102,23 @@ def test_the_whole_flow(prompt: Any, heads: dict[str, dict[str, str]], people: A
     ]
 
 
+def test_reviews_name_their_people(prompt: Any, heads: dict[str, dict[str, str]]) -> None:
+    """requested_by_name and rejected_by_name beside the ids, as history's
+    promoted_by_name (issue 30 item 12: the CLI printed user ids)."""
+    body = {"version": 2, "environment": "staging"}
+    opened = as_(prompt, "POST", REVIEWS, heads["bob"], json=body)
+    assert opened.status_code == 201, opened.json
+    assert (opened.json["requested_by_name"], opened.json["rejected_by_name"]) == ("bob", None)
+    url = f"/api/v1/reviews/{opened.json['review_id']}"
+    rejected = as_(prompt, "POST", url + "/reject", heads["ada"], json={"comment": "no"})
+    assert rejected.status_code == 200, rejected.json
+    assert (rejected.json["requested_by_name"], rejected.json["rejected_by_name"]) == ("bob", "ada")
+    assert prompt.get(url, role=SERVICE_READ).json == rejected.json
+    for listing in ("/api/v1/reviews?status=rejected", REVIEWS):
+        items = prompt.get(listing, role=SERVICE_READ).json["items"]
+        assert [(r["requested_by_name"], r["rejected_by_name"]) for r in items] == [("bob", "ada")]
+
+
 def test_the_two_person_rule(prompt: Any, heads: dict[str, dict[str, str]]) -> None:
     rid = as_(prompt, "POST", REVIEWS, heads["ada"], json={"version": 1, "environment": "staging"})
     rid = rid.json["review_id"]

@@ -78,6 +78,23 @@ def test_promote_with_a_percent_starts_a_rollout(prompt: Api, tokens: Tokens) ->
     assert (event["previous_version"], event["environment"]) == (1, "production")
 
 
+def test_a_rollout_names_who_started_it(prompt: Api, app: Flask) -> None:
+    """started_by_name beside the id, as history's promoted_by_name (issue 30 item 12:
+    the CLI printed a user id)."""
+    rollout = start(prompt)
+    keys = {key.user_id: key.client_id for key in app.extensions["identity"].list_keys("acme")}
+    assert rollout["started_by_name"] == f"key {keys[rollout['started_by']]}"
+    assert prompt.get(ROLLOUT, role=SERVICE_READ).json == rollout
+    stepped = prompt.patch(ROLLOUT, json={"percent": 20})
+    assert stepped.json["started_by_name"] == rollout["started_by_name"]
+    assert (
+        prompt.get(f"{PROMPT}/rollouts").json["items"][0]["started_by_name"]
+        == (rollout["started_by_name"])
+    )
+    aborted = prompt.post(f"{ROLLOUT}/abort")
+    assert aborted.json["started_by_name"] == rollout["started_by_name"]
+
+
 def test_a_guarded_start(prompt: Api) -> None:
     body = {"rollout_percent": 10, "expected_version": 3}
     refused = error(prompt.post(f"{PROMPT}/versions/2/promote", json=body), 409, "conflict")

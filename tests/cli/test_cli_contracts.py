@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from promptsvc.cli.contract_lines import contract_lines
 from storage import VersionFrozen
 from tests.cli.conftest import ORG, Cli, CliService
 from tests.cli.test_cli_ascode import api_writes, write
@@ -159,3 +160,14 @@ def test_what_the_environment_holds_cannot_change_after_the_plan(
     assert result.status == 0, result.err
     assert refused == ["frozen"]
     assert service.storage.get_in_environment(ORG, "order", "staging").version == 2
+
+
+def test_prompts_show_prints_a_default_with_its_variable() -> None:
+    """Issue 30 item 12: each variable's contract, its default included."""
+    version = {
+        "variables": ["count"],
+        "variables_schema": {"count": {"type": "integer", "default": 1, "enum": [1, 2]}},
+        "examples": [],
+    }
+    shown = ["variables:", "  count: integer, optional, default 1, one of 1, 2"]
+    assert contract_lines(version) == shown

@@ -45,6 +45,8 @@ def test_a_review_requested_with_a_key_is_its_owners(
     review = service.storage.list_reviews(ORG).items[0]
     refused = cli("reviews", "approve", review.review_id, env=ada)
     assert refused.status == 1 and "403 forbidden" in refused.err, refused.err
+    # One line saying why (issue 30 item 8): no hint about roles, which are not the reason.
+    assert len(refused.err.splitlines()) == 1 and "role" not in refused.err, refused.err
     assert service.storage.get_review(ORG, review.review_id).status == "open"
     approved = cli("reviews", "approve", review.review_id, env=bob)
     assert approved.status == 0, approved.err

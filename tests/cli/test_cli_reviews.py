@@ -60,6 +60,8 @@ def test_promote_into_a_protected_environment_opens_a_review(
     assert [r[:6] for r in rows] == [[review.review_id, "greeting", "2", "staging", "open", "0/1"]]
     shown = cli("reviews", "show", review.review_id, env=key)
     assert shown.status == 0 and "staging holds no version of this prompt now" in shown.out
+    # The requester by name, as history names them (issue 30 item 12), not a user id.
+    assert f" by key {key['PROMPTSVC_KEY_ID']}\n" in shown.out, shown.out
 
     # A key cannot approve; a signed-in person who did not write it can.
     refused = cli("reviews", "approve", review.review_id, env=key)
@@ -85,6 +87,8 @@ def test_promote_into_a_protected_environment_opens_a_review(
         cli("reviews", "reject", body["review"]["review_id"], "--comment", "no", "--json", env=ada)
     )
     assert (rejected["status"], rejected["rejection_comment"]) == ("rejected", "no")
+    shown = cli("reviews", "show", body["review"]["review_id"], env=key)
+    assert "rejected by ada: no\n" in shown.out, shown.out
     body = _json(cli("prompts", "promote", "greeting", "3", "--env", "staging", "--json", env=key))
     cancelled = cli("reviews", "cancel", body["review"]["review_id"], env=key)
     assert cancelled.status == 0 and "now cancelled" in cancelled.out

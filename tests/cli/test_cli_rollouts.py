@@ -60,6 +60,8 @@ def test_a_rollout_from_start_to_completion(cli: Cli, service: CliService) -> No
     lines = shown.out.splitlines()
     assert lines[0] == f"greeting in production  rollout {rollout.rollout_id}"
     assert lines[1:3] == ["  candidate v2: 5% of callers", "  baseline  v1: 95% of callers"]
+    # Who started it by name, as history names them (issue 30 item 12), not a user id.
+    assert lines[3].endswith(f" by key {service.env['PROMPTSVC_KEY_ID']}"), lines[3]
     assert lines[-1] == "next: promptsvc rollout set greeting --env production --percent 25"
 
     for percent in ("25", "50"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from promptsvc.api.responses.common import timestamp
+from promptsvc.api.responses.common import person_name, timestamp
 from promptsvc.api.responses.versions import (
     BreakingChangeSchema,
     PromptVersionSchema,
@@ -75,6 +75,7 @@ class ReviewSchema(Schema):
     environment = fields.String()
     status = fields.String(validate=validate.OneOf(REVIEW_STATUSES))
     requested_by = fields.String(metadata={"description": "User id (token sub) that asked"})
+    requested_by_name = person_name("Who asked")
     requested_at = timestamp("When requested")
     notes = fields.String(allow_none=True)
     expected_version = fields.Integer(
@@ -89,6 +90,7 @@ class ReviewSchema(Schema):
     )
     approvals = fields.List(fields.Nested(ApprovalSchema))
     rejected_by = fields.String(allow_none=True)
+    rejected_by_name = person_name("Who rejected it", nullable=True)
     rejection_comment = fields.String(allow_none=True)
     decided_at = timestamp("When applied, rejected, cancelled or found stale", nullable=True)
     rollout_percent = fields.Integer(allow_none=True)
@@ -180,13 +182,7 @@ class DiffSchema(Schema):
 
 
 class HistoryRecordSchema(PromotionRecordSchema):
-    promoted_by_name = fields.String(
-        metadata={
-            "description": "Who promoted, as the console names them: a username, "
-            "'key <client_id>' for an API key, or 'user <first 8 characters of the id>' "
-            "for an id that names no one any more"
-        }
-    )
+    promoted_by_name = person_name("Who promoted")
 
 
 class HistoryPageSchema(Schema):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from promptsvc.api.responses.common import timestamp
+from promptsvc.api.responses.common import person_name, timestamp
 from promptsvc.templating.contract import BREAKING_KINDS, VARIABLE_TYPES
 from storage import PROMPT_TYPES, STATUSES
 
@@ -92,6 +92,7 @@ class RolloutSchema(Schema):
     )
     percent = fields.Integer(metadata={"description": "1-99"})
     started_by = fields.String(metadata={"description": "User id (token sub) that started it"})
+    started_by_name = person_name("Who started it")
     started_at = timestamp("When it started")
     updated_at = timestamp("Last percent change; for an aborted rollout, when it ended")
 
