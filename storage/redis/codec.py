@@ -14,13 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.records import (
     PRODUCTION,
-    ApiKey,
     Approval,
     BreakingChange,
-    Delivery,
-    DeliveryTask,
     Environment,
     Event,
     PromotionRecord,
@@ -28,11 +26,9 @@ from storage.records import (
     PromptVersion,
     Review,
     Rollout,
-    SigningKey,
-    User,
-    Webhook,
 )
 from storage.times import rfc3339
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 Fields = dict[str, str]
 

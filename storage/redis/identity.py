@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.interface import IdentityStore
-from storage.records import ApiKey, SigningKey, User
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
 

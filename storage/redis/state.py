@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import lifecycle
-from storage.records import PRODUCTION, PromptVersion, User
+from storage.identity_records import User
+from storage.records import PRODUCTION, PromptVersion
 from storage.redis import codec
 from storage.release import State
 

@@ -16,7 +16,7 @@ from sqlalchemy import Row, exists, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
-from storage.records import ApiKey, SigningKey, User
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.sql import dialect
 from storage.sql.core import Concern
 from storage.sql.tables import api_keys, instance_secrets, signing_keys, users
