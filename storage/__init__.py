@@ -52,6 +52,7 @@ from storage.errors import (
     VersionNotFound,
     WebhookNotFound,
 )
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.ids import event_position, message_id, new_id, version_number
 from storage.interface import (
     DELIVERY_HISTORY_SIZE,
@@ -81,11 +82,8 @@ from storage.records import (
     PROMPT_TYPES,
     REVIEW_STATUSES,
     STATUSES,
-    ApiKey,
     Approval,
     BreakingChange,
-    Delivery,
-    DeliveryTask,
     Environment,
     Event,
     EventLogBounds,
@@ -101,12 +99,10 @@ from storage.records import (
     RateLimitSettings,
     Review,
     Rollout,
-    SigningKey,
     Status,
-    User,
-    Webhook,
 )
 from storage.times import Clock, rfc3339, utcnow
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 __all__ = [
     "ALL_EVENTS",

@@ -43,12 +43,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from datetime import datetime
 from typing import Final, Literal, TypeAlias
 
 from storage.errors import (
-    AlreadyApproved,
     BreakingPromotion,
     InvalidInput,
     LifecycleError,
@@ -61,7 +58,6 @@ from storage.errors import (
 )
 from storage.records import (
     PRODUCTION,
-    Approval,
     BreakingChange,
     Environment,
     PromotionRecord,
@@ -126,10 +122,6 @@ FROZEN: Final = (
 )
 
 ALLOW_BREAKING_NOTES: Final = "allow_breaking needs notes saying why the break is acceptable"
-CHECK_RACE: Final = (
-    "prompt '{prompt}': its versions kept changing during the promotion check; "
-    "nothing was changed, retry"
-)
 
 # Why a rollback has no target, and how each reason reads.
 ROLLBACK_REFUSALS: Final = {
@@ -153,8 +145,6 @@ ROLLOUT_REFUSALS: Final = {
     "needs a version to keep serving; promote version {n} instead",
     "busy": "prompt '{prompt}' has rollout {rollout_id} in environment '{env}': complete or "
     "abort it before {action}; nothing was changed",
-    "candidate": "version {n} is the candidate of rollout {rollout_id}: its content cannot "
-    "change while the rollout lasts",
 }
 # What a rollout in progress blocks, by the action that asked (for "busy").
 ROLLOUT_BLOCKS: Final = {
@@ -314,27 +304,6 @@ def no_baseline(prompt_ref: str, environment: str, number: int | str) -> Lifecyc
     )
 
 
-def check_rollout_start(
-    prompt_ref: str, environment: str, version: PromptVersion, current: int | None
-) -> None:
-    """A version may start a rollout where it could enter directly, and only over a
-    baseline: an environment that holds nothing gets a plain promotion."""
-    check_enterable(environment, version, current)
-    if current is None:
-        raise no_baseline(prompt_ref, environment, version.version)
-
-
-def candidate_refusal(number: int | str, rollout_id: str) -> LifecycleError:
-    return LifecycleError(ROLLOUT_REFUSALS["candidate"].format(n=number, rollout_id=rollout_id))
-
-
-def check_not_candidate(number: int, rollouts: Sequence[Rollout]) -> None:
-    """A rollout's candidate keeps its content while the rollout lasts."""
-    for rollout in rollouts:
-        if rollout.candidate_version == number:
-            raise candidate_refusal(number, rollout.rollout_id)
-
-
 def rollouts_ended_by(number: int, rollouts: Sequence[Rollout]) -> list[Rollout]:
     """The rollouts that archiving or deleting version ``number`` ends (aborted): those
     whose candidate or baseline it is."""
@@ -349,38 +318,6 @@ def check_open(review: Review) -> None:
         raise ReviewClosed(review.review_id, review.status)
 
 
-def check_approver(review: Review, user_id: str) -> None:
-    """The two-person rule: an open review, approved by neither its requester nor the
-    version's author, once per person."""
-    check_open(review)
-    if user_id == review.requested_by:
-        raise _forbidden("requester", review)
-    if user_id == review.version_author:
-        raise _forbidden("author", review)
-    if any(approval.user_id == user_id for approval in review.approvals):
-        raise AlreadyApproved(review.review_id)
-
-
-def check_rejecter(review: Review, user_id: str) -> None:
-    """Rejecting is a decision of the same people as approving (not the requester,
-    not the author), who may reject after approving."""
-    check_open(review)
-    if user_id == review.requested_by:
-        raise _forbidden("requester", review)
-    if user_id == review.version_author:
-        raise _forbidden("author", review)
-
-
-def check_canceller(review: Review, user_id: str, admin: bool) -> None:
-    check_open(review)
-    if not admin and user_id != review.requested_by:
-        raise _forbidden("cancel", review)
-
-
-def _forbidden(reason: str, review: Review) -> ReviewForbidden:
-    return review_refusal(reason, review.review_id, review.version)
-
-
 def review_refusal(
     reason: str, review_id: str, version: int | str, role: str | None = None
 ) -> ReviewForbidden:
@@ -389,30 +326,13 @@ def review_refusal(
     return ReviewForbidden(message)
 
 
-def with_approval(review: Review, approval: Approval) -> Review:
-    """The review with ``approval`` added (still open: the caller applies it when
-    :func:`complete`)."""
-    return replace(review, approvals=(*review.approvals, approval))
-
-
-def complete(review: Review) -> bool:
-    """Whether the review has the approvals it was opened with."""
-    return len(review.approvals) >= review.required_approvals
-
-
-def closed(review: Review, status: str, now: datetime, **changes: object) -> Review:
-    """The review decided: ``status`` (applied, rejected, cancelled, stale) at ``now``."""
-    return replace(review, status=status, decided_at=now, **changes)  # type: ignore[arg-type]
-
-
 def production_line(history: Sequence[PromotionRecord]) -> list[int]:
     """The versions a rollback walks back through, oldest first, production last.
 
     ``history`` is the prompt's promotion records, oldest first. Each promotion extends
     the line; a promotion or rollback to a version already on it goes back to it, and
     the versions after it leave the line: they were rolled back from, and a rollback
-    returns to one only when its ``to_version`` names it. storage/redis/lua/rollback.lua
-    walks the history the same way.
+    returns to one only when its ``to_version`` names it.
     """
     line: list[int] = []
     for record in history:
@@ -470,8 +390,7 @@ def rollback_target(
 
 
 def rollback_notes(number: int) -> str:
-    """A rollback's notes when none are given (storage/redis/lua/rollback.lua spells the
-    same)."""
+    """A rollback's notes when none are given."""
     return f"rollback to v{number}"
 
 

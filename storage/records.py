@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from promptsvc.templating.contract import BreakingChange, implied_schema
 from promptsvc.templating.template import section_names
+from storage.identity_records import ApiKey, User
 from storage.times import rfc3339
 
 PromptType = Literal["text", "chat"]
@@ -351,73 +352,6 @@ class Review:
 
 
 @dataclass(frozen=True, slots=True)
-class ApiKey:
-    """An API key (OAuth client) of one org. The secret is only ever stored hashed."""
-
-    org: str
-    client_id: str
-    secret_hash: str
-    role: str
-    user_id: str  # the key's service-account user (token ``sub``)
-    description: str | None
-    created_at: datetime
-    revoked: bool = False
-    # The person whose work the key's changes count as (a user id): the admin who made
-    # it, or one named at creation; None for a key from the bootstrap file.
-    owner: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Without the secret's hash, and without the org: every caller already names it."""
-        return {
-            "client_id": self.client_id,
-            "role": self.role,
-            "description": self.description,
-            "user_id": self.user_id,
-            "owner": self.owner,
-            "created_at": rfc3339(self.created_at),
-            "revoked": self.revoked,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SigningKey:
-    """A token signing key, shared by every worker and host on the same storage."""
-
-    kid: str
-    private_pem: str
-    created_at: datetime
-
-    def to_json(self, *, signing: bool) -> dict[str, Any]:
-        """Never the private key. ``signing``: whether this key signs new tokens."""
-        return {"kid": self.kid, "created_at": rfc3339(self.created_at), "signing": signing}
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    """A person of one org. The password is only ever stored hashed (identity hashes)."""
-
-    org: str
-    user_id: str  # uuid; the token ``sub`` and what created_by/promoted_by record
-    username: str  # unique per org, never changes
-    role: str
-    disabled: bool
-    created_at: datetime
-    updated_at: datetime
-    password_hash: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Without the password hash, and without the org: every caller already names it."""
-        return {
-            "user_id": self.user_id,
-            "username": self.username,
-            "role": self.role,
-            "disabled": self.disabled,
-            "created_at": rfc3339(self.created_at),
-            "updated_at": rfc3339(self.updated_at),
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class Event:
     """One change in an org's event log.
 
@@ -518,84 +452,6 @@ class EventLogBounds:
     oldest: str | None
     newest: str | None
     trimmed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Webhook:
-    """A webhook subscription of one org. ``secret`` signs deliveries: it is stored, shown
-    once at creation, never listed. ``events`` are event types, or ``("*",)`` for all."""
-
-    webhook_id: str  # "wh_..."
-    url: str
-    events: tuple[str, ...]
-    description: str | None
-    secret: str  # "whsec_" + base64
-    created_at: datetime
-
-    def wants(self, event_type: str) -> bool:
-        return ALL_EVENTS in self.events or event_type in self.events
-
-    def to_json(self) -> dict[str, Any]:
-        """Without the secret."""
-        return {
-            "webhook_id": self.webhook_id,
-            "url": self.url,
-            "events": list(self.events),
-            "description": self.description,
-            "created_at": rfc3339(self.created_at),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One attempt to deliver one message (an event, or a ``ping``) to one webhook.
-
-    ``status_code`` is the receiver's answer (None when there was none) and ``error``
-    says why the attempt failed without one (timeout, refused address, ...). The attempt
-    delivered the message when the status is 2xx.
-    """
-
-    webhook_id: str
-    message_id: str  # the webhook-id header: the same on every attempt of one message
-    event_id: str | None  # None for a ping
-    event_type: str
-    attempt: int  # 1 for the first
-    status_code: int | None
-    error: str | None
-    at: datetime
-
-    @property
-    def delivered(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "message_id": self.message_id,
-            "event_id": self.event_id,
-            "event_type": self.event_type,
-            "attempt": self.attempt,
-            "status_code": self.status_code,
-            "error": self.error,
-            "delivered": self.delivered,
-            "at": rfc3339(self.at),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryTask:
-    """A message claimed from an org's delivery queue, to send to one webhook.
-
-    ``ticket`` names the claim for :meth:`Storage.finish_delivery` (opaque). ``payload``
-    is the JSON body; ``attempt`` counts from 1.
-    """
-
-    ticket: str
-    webhook_id: str
-    message_id: str
-    event_id: str | None
-    event_type: str
-    attempt: int
-    payload: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

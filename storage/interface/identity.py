@@ -6,9 +6,9 @@ from __future__ import annotations
 import abc
 from datetime import datetime
 
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.interface.core import StorageCore
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
-from storage.records import ApiKey, SigningKey, User
 
 
 class IdentityStore(StorageCore):

@@ -8,7 +8,7 @@ from typing import Any
 
 from storage.errors import TooManyWebhooks
 from storage.interface.core import StorageCore
-from storage.records import Delivery, DeliveryTask, Webhook
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 # The delivery attempts each webhook keeps in its history, newest first.
 DELIVERY_HISTORY_SIZE = 100

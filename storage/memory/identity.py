@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.interface import IdentityStore
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState
-from storage.records import ApiKey, SigningKey, User
 
 
 class MemoryIdentity(MemoryCore, IdentityStore):

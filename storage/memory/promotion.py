@@ -7,13 +7,48 @@ from dataclasses import replace
 from typing import Any
 
 from storage import lifecycle, release
-from storage.errors import EnvironmentNotFound
+from storage.errors import EnvironmentNotFound, ReviewNotFound
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
 from storage.records import PRODUCTION, Environment, Review
+from storage.release.methods import ReleaseMethods, Target
 
 
-class MemoryPromotion(MemoryCore):
+class MemoryPromotion(ReleaseMethods, MemoryCore):
+    """The release methods (storage/release/methods.py): each loads, decides and
+    applies under the lock."""
+
+    def _release(
+        self,
+        org: str,
+        target: Target,
+        kind: type[release.Request],
+        actor: release.Actor,
+        request_id: str | None,
+        **fields: Any,
+    ) -> Any:
+        now = self.clock()
+        with self._lock:
+            review = None
+            if target.review_id is not None:
+                org_state = self._orgs.get(org)
+                if org_state is None or target.review_id not in org_state.reviews:
+                    raise ReviewNotFound(target.review_id)
+                review = org_state.reviews[target.review_id]
+                state = org_state.by_id[review.prompt_id]
+                if target.approver:
+                    username = org_state.user_ids.get(actor.identity or "")
+                    actor = replace(actor, record=org_state.users.get(username or ""))
+                fields["review_id"] = target.review_id
+            else:
+                assert target.prompt_ref is not None
+                state = self._state(org, target.prompt_ref)
+            if target.version_ref is not None:
+                ref = target.prompt_ref or state.prompt.name
+                fields["version"] = self._number(state, ref, target.version_ref)
+            request = kind(now=now, actor=actor, request_id=request_id, **fields)
+            return self._decide(org, state, request, review)
+
     @staticmethod
     def _environment(org_state: OrgState | None, name: str) -> Environment:
         if org_state is not None and name in org_state.environments:

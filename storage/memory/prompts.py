@@ -12,10 +12,9 @@ from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
-from storage.lifecycle import UNGUARDED, Expected
 from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import OrgState, PromptState
-from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.records import Page, PromotionRecord, Prompt, PromptVersion
 
 
 class MemoryPrompts(MemoryPromotion, PromptStore):
@@ -170,152 +169,6 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                     break
                 found.append(version)
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
-
-    def edit_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        content: str,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
-    ) -> PromptVersion:
-        now = self.clock()
-        schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            request = release.EditVersion(
-                now=now,
-                actor=release.Actor(actor, person),
-                request_id=request_id,
-                version=self._number(state, prompt_ref, version_ref),
-                content=content,
-                variables=tuple(variables),
-                variables_schema=schema,
-                examples=kept_examples,
-            )
-            version: PromptVersion = self._decide(org, state, request)
-            return version
-
-    def promote(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            request = release.Promote(
-                now=now,
-                actor=release.Actor(promoted_by),
-                request_id=request_id,
-                version=self._number(state, prompt_ref, version_ref),
-                environment=environment,
-                notes=notes,
-                archive_previous=archive_previous,
-                expected=expected_production,
-                allow_breaking=allow_breaking,
-            )
-            promotion: Promotion = self._decide(org, state, request)
-            return promotion
-
-    def rollback(
-        self,
-        org: str,
-        prompt_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        to_version: int | None = None,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-    ) -> Promotion:
-        now = self.clock()
-        with self._lock:
-            request = release.Rollback(
-                now=now,
-                actor=release.Actor(promoted_by),
-                request_id=request_id,
-                environment=environment,
-                notes=notes,
-                to_version=to_version,
-                expected=expected_production,
-            )
-            promotion: Promotion = self._decide(org, self._state(org, prompt_ref), request)
-            return promotion
-
-    def archive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        version: PromptVersion = self._version_change(
-            release.ArchiveVersion, org, prompt_ref, version_ref, actor, request_id
-        )
-        return version
-
-    def unarchive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        version: PromptVersion = self._version_change(
-            release.UnarchiveVersion, org, prompt_ref, version_ref, actor, request_id
-        )
-        return version
-
-    def delete_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        self._version_change(release.DeleteVersion, org, prompt_ref, version_ref, actor, request_id)
-
-    def _version_change(
-        self,
-        kind: type[release.ArchiveVersion | release.UnarchiveVersion | release.DeleteVersion],
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        actor: str | None,
-        request_id: str | None,
-    ) -> Any:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            number = self._number(state, prompt_ref, version_ref)
-            request = kind(
-                now=now, actor=release.Actor(actor), request_id=request_id, version=number
-            )
-            return self._decide(org, state, request)
 
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None

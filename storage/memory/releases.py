@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from storage import lifecycle, release
 from storage.cursors import decode_number_cursor, encode_cursor
@@ -20,10 +19,8 @@ from storage.records import (
     PRODUCTION,
     Environment,
     Page,
-    Promotion,
     PromptVersion,
     Review,
-    Rollout,
 )
 
 
@@ -105,36 +102,6 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
 
     # -- reviews
 
-    def request_review(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        requested_by: str,
-        notes: str | None = None,
-        rollout_percent: int | None = None,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        person: str | None = None,
-    ) -> Review:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            request = release.RequestReview(
-                now=now,
-                actor=release.Actor(requested_by, person),
-                request_id=request_id,
-                version=self._number(state, prompt_ref, version_ref),
-                environment=environment,
-                notes=notes,
-                rollout_percent=rollout_percent,
-                allow_breaking=allow_breaking,
-            )
-            review: Review = self._decide(org, state, request)
-            return review
-
     def get_review(self, org: str, review_id: str) -> Review:
         with self._lock:
             return self._review(self._orgs.get(org), review_id)
@@ -177,71 +144,6 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             last = org_state.review_seq[found[-1].review_id] if more and org_state else None
         return Page(found, encode_cursor(str(last)) if last is not None else None)
 
-    def approve_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        username: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> tuple[Review, Promotion | Rollout | None]:
-        now = self.clock()
-        with self._lock:
-            request = release.ApproveReview(
-                now=now,
-                actor=self._decider(org, user_id),
-                request_id=request_id,
-                review_id=review_id,
-                username=username,
-                comment=comment,
-            )
-            decided: tuple[Review, Promotion | Rollout | None] = self._decide_review(org, request)
-            return decided
-
-    def reject_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        now = self.clock()
-        with self._lock:
-            request = release.RejectReview(
-                now=now,
-                actor=self._decider(org, user_id),
-                request_id=request_id,
-                review_id=review_id,
-                comment=comment,
-            )
-            review: Review = self._decide_review(org, request)
-            return review
-
-    def cancel_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        admin: bool = False,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        now = self.clock()
-        with self._lock:
-            request = release.CancelReview(
-                now=now,
-                actor=release.Actor(user_id, user_id),
-                request_id=request_id,
-                review_id=review_id,
-                admin=admin,
-            )
-            review: Review = self._decide_review(org, request)
-            return review
-
     # -- helpers (lock held)
 
     @staticmethod
@@ -249,18 +151,3 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         if org_state is None or review_id not in org_state.reviews:
             raise ReviewNotFound(review_id)
         return org_state.reviews[review_id]
-
-    def _decider(self, org: str, user_id: str) -> release.Actor:
-        """A person deciding a review, with their stored record (None: no such user)."""
-        org_state = self._orgs.get(org)
-        username = org_state.user_ids.get(user_id) if org_state else None
-        record = org_state.users.get(username) if org_state and username else None
-        return release.Actor(user_id, user_id, record)
-
-    def _decide_review(
-        self, org: str, request: release.ApproveReview | release.RejectReview | release.CancelReview
-    ) -> Any:
-        org_state = self._orgs.get(org)
-        review = self._review(org_state, request.review_id)
-        assert org_state is not None
-        return self._decide(org, org_state.by_id[review.prompt_id], request, review)

@@ -3,49 +3,16 @@ storage/release."""
 
 from __future__ import annotations
 
-from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
 from storage.interface import RolloutStore
-from storage.lifecycle import UNGUARDED, Expected
 from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import PromptState
-from storage.records import PRODUCTION, InRollout, Promotion, PromptVersion, Rollout
+from storage.records import PRODUCTION, InRollout, PromptVersion, Rollout
 
 
 class MemoryRollouts(MemoryPromotion, RolloutStore):
-    def start_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        percent: int,
-        started_by: str,
-        expected: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        notes: str | None = None,
-    ) -> Rollout:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            request = release.StartRollout(
-                now=now,
-                actor=release.Actor(started_by),
-                request_id=request_id,
-                version=self._number(state, prompt_ref, version_ref),
-                environment=environment,
-                percent=percent,
-                expected=expected,
-                allow_breaking=allow_breaking,
-                notes=notes,
-            )
-            rollout: Rollout = self._decide(org, state, request)
-            return rollout
-
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
         with self._lock:
             return self._rollout(org, prompt_ref, environment, None)[1]
@@ -54,77 +21,6 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         with self._lock:
             rollouts = self._state(org, prompt_ref).rollouts
             return [rollouts[name] for name in sorted(rollouts)]
-
-    def set_rollout_percent(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        percent: int,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        request = release.SetPercent(
-            now=self.clock(),
-            actor=release.Actor(actor),
-            request_id=request_id,
-            environment=environment,
-            percent=percent,
-            rollout_id=rollout_id,
-        )
-        with self._lock:
-            rollout: Rollout = self._decide(org, self._state(org, prompt_ref), request)
-            return rollout
-
-    def complete_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        *,
-        rollout_id: str | None = None,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        request = release.CompleteRollout(
-            now=self.clock(),
-            actor=release.Actor(promoted_by),
-            request_id=request_id,
-            environment=environment,
-            notes=notes,
-            archive_previous=archive_previous,
-            rollout_id=rollout_id,
-            allow_breaking=allow_breaking,
-        )
-        with self._lock:
-            promotion: Promotion = self._decide(org, self._state(org, prompt_ref), request)
-            return promotion
-
-    def abort_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        request = release.AbortRollout(
-            now=self.clock(),
-            actor=release.Actor(actor),
-            request_id=request_id,
-            environment=environment,
-            rollout_id=rollout_id,
-        )
-        with self._lock:
-            rollout: Rollout = self._decide(org, self._state(org, prompt_ref), request)
-            return rollout
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str

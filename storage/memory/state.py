@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from storage.identity_records import ApiKey, User
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
 from storage.records import (
-    ApiKey,
-    Delivery,
-    DeliveryTask,
     Environment,
     Event,
     PromotionRecord,
@@ -20,9 +18,8 @@ from storage.records import (
     PromptVersion,
     Review,
     Rollout,
-    User,
-    Webhook,
 )
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from storage.ids import event_position, message_id
 from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore, check_webhook_room
 from storage.memory.core import MemoryCore
 from storage.memory.state import Hooks, OrgState, Queued
-from storage.records import Delivery, DeliveryTask, Webhook
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 class MemoryWebhooks(MemoryCore, WebhookStore):

@@ -9,18 +9,18 @@ lists and dicts are JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import typing
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from storage.identity_records import SigningKey
 from storage.records import (
     PRODUCTION,
-    ApiKey,
     Approval,
     BreakingChange,
-    Delivery,
-    DeliveryTask,
     Environment,
     Event,
     PromotionRecord,
@@ -28,13 +28,12 @@ from storage.records import (
     PromptVersion,
     Review,
     Rollout,
-    SigningKey,
-    User,
-    Webhook,
 )
 from storage.times import rfc3339
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 Fields = dict[str, str]
+T = TypeVar("T")
 
 
 def fields(flat: Sequence[str]) -> Fields:
@@ -282,70 +281,45 @@ def rollout(text: str) -> Rollout:
     )
 
 
-def api_key_fields(key: ApiKey) -> list[str]:
-    return pairs(
-        {
-            "org": key.org,
-            "client_id": key.client_id,
-            "secret_hash": key.secret_hash,
-            "role": key.role,
-            "user_id": key.user_id,
-            "description": key.description,
-            "created_at": rfc3339(key.created_at),
-            "revoked": "1" if key.revoked else "0",
-            "owner": key.owner,
-        }
-    )
+# The records kept as one hash each (API keys, users, sign-in records), one field per
+# record field, each spelled by its type: text as it is, an int in decimal, a bool "1" or
+# "0", a time as rfc3339 writes it; None is no field (an empty time reads as None too).
+_DECODE: dict[Any, Any] = {str: str, int: int, bool: lambda text: text == "1", datetime: _time}
 
 
-def api_key(f: Fields) -> ApiKey:
-    return ApiKey(
-        org=f["org"],
-        client_id=f["client_id"],
-        secret_hash=f["secret_hash"],
-        role=f["role"],
-        user_id=f["user_id"],
-        description=f.get("description"),
-        created_at=_time(f["created_at"]),
-        revoked=f["revoked"] == "1",
-        owner=f.get("owner"),
-    )
+def flat_fields(record: Any) -> list[str]:
+    """A flat record as HSET's ``[field, value, ...]``."""
+    values: dict[str, str | None] = {}
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        elif isinstance(value, datetime):
+            value = rfc3339(value)
+        values[field.name] = None if value is None else str(value)
+    return pairs(values)
 
 
-def _flag(value: bool) -> str:
-    return "1" if value else "0"
+@functools.cache
+def _decoders(cls: Any) -> tuple[tuple[str, Any, bool], ...]:
+    """Each field of ``cls``: its name, how its text decodes, and whether it may be None."""
+    hints = typing.get_type_hints(cls)
+    found = []
+    for field in dataclasses.fields(cls):
+        kinds = [kind for kind in typing.get_args(hints[field.name]) if kind is not type(None)]
+        optional = len(kinds) < len(typing.get_args(hints[field.name]))
+        found.append((field.name, _DECODE[kinds[0] if optional else hints[field.name]], optional))
+    return tuple(found)
 
 
-def _optional_time(text: str | None) -> datetime | None:
-    return _time(text) if text else None
-
-
-def user_fields(u: User) -> list[str]:
-    return pairs(
-        {
-            "org": u.org,
-            "user_id": u.user_id,
-            "username": u.username,
-            "role": u.role,
-            "disabled": _flag(u.disabled),
-            "created_at": rfc3339(u.created_at),
-            "updated_at": rfc3339(u.updated_at),
-            "password_hash": u.password_hash,
-        }
-    )
-
-
-def user(f: Fields) -> User:
-    return User(
-        org=f["org"],
-        user_id=f["user_id"],
-        username=f["username"],
-        role=f["role"],
-        disabled=f["disabled"] == "1",
-        created_at=_time(f["created_at"]),
-        updated_at=_time(f["updated_at"]),
-        password_hash=f["password_hash"],
-    )
+def flat_record(cls: type[T], f: Fields) -> T:
+    """The flat record ``cls`` of a hash's fields (KeyError when a required one is missing)."""
+    values: dict[str, Any] = {}
+    kind: Any = cls  # a class is hashable, which mypy does not see through type[T]
+    for name, decode, optional in _decoders(kind):
+        text = f[name] if not optional else f.get(name)
+        values[name] = None if text is None or (text == "" and decode is _time) else decode(text)
+    return cls(**values)
 
 
 def signing_key_value(key: SigningKey) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import abc
 import json
 import math
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Generic, Self, TypeVar
 
@@ -34,6 +36,7 @@ from storage.records import PRODUCTION, PromptVersion
 from storage.redis import change, codec, keys, scripts, state
 from storage.redis.change import Write
 from storage.redis.state import Guard, Loaded
+from storage.release.methods import ReleaseMethods, Target
 from storage.times import Clock, rfc3339, utcnow
 
 # redis-py resends a command whose reply was lost, and for a script that changes data
@@ -97,10 +100,12 @@ def check(reply: Any, prompt_ref: str, version_ref: str = "", environment: str =
 # another change of the prompt was applied since the last one: progress for someone, so
 # only a storm of concurrent changes of one prompt gets near this.
 ATTEMPTS = 50
+# Review ids as new_id makes them: anything else names no review (and no other key).
+REVIEW_ID = re.compile(r"rv_[0-9a-f]{32}")
 RACE = "the prompt kept changing while this change was decided: try again"
 
 
-class RedisCore(StorageCore, Generic[ClientT]):
+class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
     """The Redis backends' shared body: every operation is a Lua script (or, for a few
     reads and the signing keys, plain commands) sent through one redis-py client.
 
@@ -222,29 +227,31 @@ class RedisCore(StorageCore, Generic[ClientT]):
     def _release(
         self,
         org: str,
-        load: Callable[[], Loaded],
+        target: Target,
         kind: type[release.Request],
-        actor: str | None,
+        actor: release.Actor,
         request_id: str | None,
-        *,
-        person: str | None = None,
-        approver: bool = False,
         **fields: Any,
     ) -> Any:
-        """Decide a ``kind`` request (with ``fields``, and the version the load
-        resolved) with the release engine on the state ``load`` reads, and apply the
-        change while that state is unchanged (lua/apply_change.lua); when it moved in
-        between, load and decide again. ``approver``: the actor is a person whose
-        stored record the load read. Returns the change's answer, or raises its
-        refusal."""
+        """Decide with the release engine on the state lua/load_state.lua reads, and
+        apply the change while that state is unchanged (lua/apply_change.lua); when it
+        moved in between, load and decide again."""
+        if target.review_id is not None:
+            if not REVIEW_ID.fullmatch(target.review_id):
+                raise ReviewNotFound(target.review_id)
+            fields["review_id"] = target.review_id
+        user_id = actor.identity if target.approver else None
         now = self.clock()
         for _ in range(ATTEMPTS):
-            loaded = load()
-            who = (
-                release.Actor(actor, actor, loaded.user)
-                if approver
-                else release.Actor(actor, person)
+            loaded = self._load(
+                org,
+                target.prompt_ref or "",
+                target.version_ref,
+                review_id=target.review_id or "",
+                history=target.history,
+                user_id=user_id,
             )
+            who = replace(actor, record=loaded.user) if target.approver else actor
             asked = {} if loaded.number is None else {"version": loaded.number}
             request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
             try:

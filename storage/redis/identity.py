@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.interface import IdentityStore
-from storage.records import ApiKey, SigningKey, User
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
 
@@ -20,7 +20,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
 
     def add_api_key(self, key: ApiKey) -> None:
         hash_key = keys.api_key(key.org, key.client_id)
-        args = [key.client_id, *codec.api_key_fields(key)]
+        args = [key.client_id, *codec.flat_fields(key)]
         self._index_org(key.org)
         if not self._run("add_api_key", [keys.api_keys(key.org), hash_key], args):
             raise ApiKeyExists(key.client_id)
@@ -28,23 +28,23 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
     def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
         with guard():
             found: dict[str, str] = self.client.hgetall(keys.api_key(org, client_id))  # type: ignore[assignment]
-        return codec.api_key(found) if found else None
+        return codec.flat_record(ApiKey, found) if found else None
 
     def list_api_keys(self, org: str) -> list[ApiKey]:
         found = self._run("list_records", [keys.api_keys(org), keys.api_key(org, "")], [])
-        return [codec.api_key(codec.fields(flat)) for flat in found]
+        return [codec.flat_record(ApiKey, codec.fields(flat)) for flat in found]
 
     def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
         found = self._run("set_api_key_secret", [keys.api_key(org, client_id)], [secret_hash])
         if not found:
             raise ApiKeyNotFound(client_id)
-        return codec.api_key(codec.fields(found))
+        return codec.flat_record(ApiKey, codec.fields(found))
 
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
         found = self._run("revoke_api_key", [keys.api_key(org, client_id)], [])
         if not found:
             raise ApiKeyNotFound(client_id)
-        return codec.api_key(codec.fields(found))
+        return codec.flat_record(ApiKey, codec.fields(found))
 
     # -- users
 
@@ -53,7 +53,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
         keys_ = [keys.users(org), keys.user(org, user.username), keys.user_ids(org)]
         self._index_org(org)
         if not self._run(
-            "add_user", keys_, [user.username, user.user_id, *codec.user_fields(user)]
+            "add_user", keys_, [user.username, user.user_id, *codec.flat_fields(user)]
         ):
             raise UserExists(user.username)
 
@@ -66,11 +66,11 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
 
     @staticmethod
     def _user(found: codec.Fields) -> User | None:
-        return codec.user(found) if found else None
+        return codec.flat_record(User, found) if found else None
 
     def list_users(self, org: str) -> list[User]:
         found = self._run("list_records", [keys.users(org), keys.user_prefix(org)], [])
-        return [codec.user(codec.fields(flat)) for flat in found]
+        return [codec.flat_record(User, codec.fields(flat)) for flat in found]
 
     def update_user(
         self,
@@ -92,7 +92,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
         found = self._run("update_user", [keys.user(org, username)], changes)
         if not found:
             raise UserNotFound(username)
-        return codec.user(codec.fields(found))
+        return codec.flat_record(User, codec.fields(found))
 
     # -- signing keys
 

@@ -14,7 +14,7 @@ from storage.errors import (
 )
 from storage.interface import IdentityStore
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
-from storage.redis import codec, keys, login_codec
+from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
 from storage.times import rfc3339
 
@@ -25,30 +25,30 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
     # -- login flow state
     def add_authorization_code(self, code: AuthorizationCode) -> None:
         key = keys.authorization_code(code.org, code.code_hash)
-        args = [self._ttl_ms(code.expires_at), *login_codec.authorization_code_fields(code)]
+        args = [self._ttl_ms(code.expires_at), *codec.flat_fields(code)]
         self._run("add_expiring", [key], args)
 
     def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
         found = self._run("take_authorization_code", [keys.authorization_code(org, code_hash)], [])
-        return login_codec.authorization_code(codec.fields(found)) if found else None
+        return codec.flat_record(AuthorizationCode, codec.fields(found)) if found else None
 
     def add_device_authorization(self, device: DeviceAuthorization) -> None:
         org = device.org
         keys_ = [keys.device(org, device.device_code_hash), keys.user_code(org, device.user_code)]
         args = [self._ttl_ms(device.expires_at), device.device_code_hash]
-        args += login_codec.device_fields(device)
+        args += codec.flat_fields(device)
         if not self._run("add_device_authorization", keys_, args):
             raise DeviceCodeExists("device code or user code in use")
 
     @staticmethod
     def _device(found: Sequence[str]) -> DeviceAuthorization | None:
-        return login_codec.device(codec.fields(found)) if found else None
+        return codec.flat_record(DeviceAuthorization, codec.fields(found)) if found else None
 
     def get_device_authorization(
         self, org: str, device_code_hash: str
     ) -> DeviceAuthorization | None:
         found = self._hgetall(keys.device(org, device_code_hash))
-        return login_codec.device(found) if found else None
+        return codec.flat_record(DeviceAuthorization, found) if found else None
 
     def get_device_authorization_by_user_code(
         self, org: str, user_code: str
@@ -86,12 +86,12 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
 
     def add_session(self, session: RealmSession) -> None:
         key = keys.session(session.org, session.session_id)
-        args = [self._ttl_ms(session.expires_at), *login_codec.session_fields(session)]
+        args = [self._ttl_ms(session.expires_at), *codec.flat_fields(session)]
         self._run("add_expiring", [key], args)
 
     def get_session(self, org: str, session_id: str) -> RealmSession | None:
         found = self._hgetall(keys.session(org, session_id))
-        return login_codec.session(found) if found else None
+        return codec.flat_record(RealmSession, found) if found else None
 
     def end_session(self, org: str, session_id: str) -> RealmSession | None:
         keys_ = [
@@ -100,7 +100,7 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
             keys.family_prefix(org),
         ]
         found = self._run("end_session", keys_, [])
-        return login_codec.session(codec.fields(found)) if found else None
+        return codec.flat_record(RealmSession, codec.fields(found)) if found else None
 
     def start_refresh_family(self, token: RefreshToken) -> None:
         org, session_id = token.org, token.session_id or ""
@@ -111,7 +111,7 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
             keys.session_families(org, session_id),
         ]
         args = [self._ttl_ms(token.expires_at), token.family_id, session_id]
-        fields = login_codec.refresh_token_fields(replace(token, used=False))
+        fields = codec.flat_fields(replace(token, used=False))
         if not self._run("start_refresh_family", keys_, [*args, *fields]):
             raise SessionNotFound(f"session {session_id} has ended")
 
@@ -125,7 +125,7 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
 
     def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
         found = self._run("get_refresh_token", self._refresh_keys(org, token_hash), [])
-        return login_codec.refresh_token(codec.fields(found)) if found else None
+        return codec.flat_record(RefreshToken, codec.fields(found)) if found else None
 
     def rotate_refresh_token(
         self,
@@ -147,7 +147,7 @@ class RedisLogin(RedisCore[ClientT], IdentityStore):
         reply = self._run("rotate_refresh_token", keys_, args)
         if reply[0] == "reused":
             raise RefreshTokenReused(reply[1])
-        return login_codec.refresh_token(codec.fields(reply[1])) if reply[0] == "ok" else None
+        return codec.flat_record(RefreshToken, codec.fields(reply[1])) if reply[0] == "ok" else None
 
     def revoke_refresh_family(self, org: str, family_id: str) -> None:
         with guard():

@@ -14,12 +14,10 @@ from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists
 from storage.ids import new_id
 from storage.interface import PromptStore
-from storage.lifecycle import UNGUARDED, Expected
 from storage.records import (
     PRODUCTION,
     STATUSES,
     Page,
-    Promotion,
     PromotionRecord,
     Prompt,
     PromptVersion,
@@ -183,137 +181,6 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         items = [codec.version_of(reply[1], values) for values in reply[2][:limit]]
         more = len(reply[2]) > limit
         return Page(items, encode_cursor(str(items[-1].version)) if more else None)
-
-    def edit_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        content: str,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
-    ) -> PromptVersion:
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.EditVersion,
-            actor,
-            request_id,
-            person=person,
-            content=content,
-            variables=tuple(variables),
-            variables_schema=schema,
-            examples=tuple(kept),
-        )
-
-    def promote(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.Promote,
-            promoted_by,
-            request_id,
-            environment=environment,
-            notes=notes,
-            archive_previous=archive_previous,
-            expected=expected_production,
-            allow_breaking=allow_breaking,
-        )
-
-    def rollback(
-        self,
-        org: str,
-        prompt_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        to_version: int | None = None,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-    ) -> Promotion:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, history=True),
-            release.Rollback,
-            promoted_by,
-            request_id,
-            environment=environment,
-            notes=notes,
-            to_version=to_version,
-            expected=expected_production,
-        )
-
-    def archive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.ArchiveVersion,
-            actor,
-            request_id,
-        )
-
-    def unarchive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.UnarchiveVersion,
-            actor,
-            request_id,
-        )
-
-    def delete_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.DeleteVersion,
-            actor,
-            request_id,
-        )
 
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None

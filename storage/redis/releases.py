@@ -5,7 +5,6 @@ plain commands or list_reviews.lua."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from storage import lifecycle, release
@@ -22,19 +21,14 @@ from storage.records import (
     PRODUCTION,
     Environment,
     Page,
-    Promotion,
     PromptVersion,
     Review,
-    Rollout,
 )
 from storage.redis import change, codec, keys, scripts
 from storage.redis.change import Write
-from storage.redis.core import ATTEMPTS, RACE, ClientT, check, guard
+from storage.redis.core import ATTEMPTS, RACE, REVIEW_ID, ClientT, check, guard
 from storage.redis.prompts import RedisPrompts
-from storage.redis.state import Guard, Loaded
-
-# Review ids as new_id makes them: anything else names no review (and no other key).
-_REVIEW_ID = re.compile(r"rv_[0-9a-f]{32}")
+from storage.redis.state import Guard
 
 
 class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
@@ -144,35 +138,8 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     # -- reviews
 
-    def request_review(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        requested_by: str,
-        notes: str | None = None,
-        rollout_percent: int | None = None,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        person: str | None = None,
-    ) -> Review:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.RequestReview,
-            requested_by,
-            request_id,
-            person=person,
-            environment=environment,
-            notes=notes,
-            rollout_percent=rollout_percent,
-            allow_breaking=allow_breaking,
-        )
-
     def get_review(self, org: str, review_id: str) -> Review:
-        if not _REVIEW_ID.fullmatch(review_id):
+        if not REVIEW_ID.fullmatch(review_id):
             raise ReviewNotFound(review_id)
         with guard():
             raw: Any = self.client.get(keys.review(org, review_id))
@@ -201,71 +168,3 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         page = found[:limit]
         items = [codec.review(json_) for _, json_ in page]
         return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
-
-    def approve_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        username: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> tuple[Review, Promotion | Rollout | None]:
-        return self._release(
-            org,
-            lambda: self._review_state(org, review_id, user_id),
-            release.ApproveReview,
-            user_id,
-            request_id,
-            approver=True,
-            review_id=review_id,
-            username=username,
-            comment=comment,
-        )
-
-    def reject_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        return self._release(
-            org,
-            lambda: self._review_state(org, review_id, user_id),
-            release.RejectReview,
-            user_id,
-            request_id,
-            approver=True,
-            review_id=review_id,
-            comment=comment,
-        )
-
-    def cancel_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        admin: bool = False,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        return self._release(
-            org,
-            lambda: self._review_state(org, review_id),
-            release.CancelReview,
-            user_id,
-            request_id,
-            person=user_id,
-            review_id=review_id,
-            admin=admin,
-        )
-
-    def _review_state(self, org: str, review_id: str, user_id: str | None = None) -> Loaded:
-        """The state of the review's prompt, the review included, and the user's record."""
-        if not _REVIEW_ID.fullmatch(review_id):
-            raise ReviewNotFound(review_id)
-        return self._load(org, "", review_id=review_id, user_id=user_id)

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
-from storage.lifecycle import UNGUARDED, Expected
-from storage.records import PRODUCTION, InRollout, Promotion, PromptVersion, Rollout
+from storage.records import PRODUCTION, InRollout, PromptVersion, Rollout
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, check, guard
 from storage.redis.releases import RedisReleases
@@ -24,33 +22,6 @@ SCAN_AT_LEAST = 2000
 
 
 class RedisRollouts(RedisReleases[ClientT], RolloutStore):
-    def start_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        percent: int,
-        started_by: str,
-        expected: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        notes: str | None = None,
-    ) -> Rollout:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref, version_ref),
-            release.StartRollout,
-            started_by,
-            request_id,
-            environment=environment,
-            percent=percent,
-            expected=expected,
-            allow_breaking=allow_breaking,
-            notes=notes,
-        )
-
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
         reply = self._listed(org, prompt_ref, environment)
         return codec.rollout(reply[1])
@@ -58,74 +29,6 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
     def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
         found = [codec.rollout(raw) for raw in self._listed(org, prompt_ref, "")[1:]]
         return sorted(found, key=lambda rollout: rollout.environment)
-
-    def set_rollout_percent(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        percent: int,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref),
-            release.SetPercent,
-            actor,
-            request_id,
-            environment=environment,
-            percent=percent,
-            rollout_id=rollout_id,
-        )
-
-    def complete_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        *,
-        rollout_id: str | None = None,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref),
-            release.CompleteRollout,
-            promoted_by,
-            request_id,
-            environment=environment,
-            notes=notes,
-            archive_previous=archive_previous,
-            rollout_id=rollout_id,
-            allow_breaking=allow_breaking,
-        )
-
-    def abort_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        return self._release(
-            org,
-            lambda: self._load(org, prompt_ref),
-            release.AbortRollout,
-            actor,
-            request_id,
-            environment=environment,
-            rollout_id=rollout_id,
-        )
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str

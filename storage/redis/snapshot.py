@@ -103,10 +103,10 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
     out.batched("HSET", keys.names(org), names, 2)
     out.batched("ZADD", keys.prompt_list(org), listed, 2)
     for key in snapshot.api_keys:
-        out.add("HSET", keys.api_key(org, key.client_id), codec.api_key_fields(key))
+        out.add("HSET", keys.api_key(org, key.client_id), codec.flat_fields(key))
     out.batched("RPUSH", keys.api_keys(org), [key.client_id for key in snapshot.api_keys], 1)
     for user in snapshot.users:
-        out.add("HSET", keys.user(org, user.username), codec.user_fields(user))
+        out.add("HSET", keys.user(org, user.username), codec.flat_fields(user))
     by_id = [value for user in snapshot.users for value in (user.user_id, user.username)]
     out.batched("HSET", keys.user_ids(org), by_id, 2)
     out.batched("RPUSH", keys.users(org), [user.username for user in snapshot.users], 1)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import lifecycle
-from storage.records import PRODUCTION, PromptVersion, User
+from storage.identity_records import User
+from storage.records import PRODUCTION, PromptVersion
 from storage.redis import codec
 from storage.release import State
 
@@ -106,7 +107,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     rollouts = [codec.rollout(raw) for raw in rollouts_raw]
     reviews = [codec.review(raw) for raw in reviews_raw]
     user_fields = codec.fields(user_flat)
-    record: User | None = codec.user(user_fields) if user_fields else None
+    record: User | None = codec.flat_record(User, user_fields) if user_fields else None
     key = f"p:{pid}"
     guards: list[Guard] = [
         [key, "name", prompt.name],

@@ -8,9 +8,9 @@ from typing import Any
 
 from storage.errors import TooManyWebhooks, WebhookNotFound
 from storage.interface import DELIVERY_HISTORY_SIZE, MAX_WEBHOOKS, WebhookStore
-from storage.records import Delivery, DeliveryTask, Webhook
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 class RedisWebhooks(RedisCore[ClientT], WebhookStore):

@@ -6,7 +6,8 @@ unarchive, delete, edit) and either raises the refusal (a StorageError carrying 
 ``reason``) or returns the :class:`Change` to make: the writes, the history records,
 the events and the answer. It does no I/O: a backend loads the state, calls
 :func:`decide` and applies the change in one atomic step (memory under its lock, SQL
-in one transaction, Redis in one script guarded by the prompt's revision).
+in one transaction, Redis in one script guarded by the prompt's revision). The storage
+methods that ask for a decision are written once too (storage/release/methods.py).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from storage.identity_records import User
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import (
     PRODUCTION,
@@ -24,7 +25,6 @@ from storage.records import (
     PromptVersion,
     Review,
     Rollout,
-    User,
 )
 
 

@@ -1,5 +1,5 @@
 """A release decision's ``Change`` (storage/release) as statements, in the transaction
-that loaded the state (storage/sql/state.py): one UPDATE per version changed, the
+that loaded the state (storage/sql/state.py): one UPDATE of the versions changed, the
 placements, rollouts, reviews and history rows, one UPDATE of the prompt's row, and
 the events."""
 
@@ -38,8 +38,23 @@ def apply(
     """Make ``change`` to ``prompt`` (its row locked by this transaction)."""
     org = prompt.org
     row = {"w_org": org, "w_prompt_id": prompt.prompt_id}
-    for number, fields in change.versions.items():
-        connection.execute(_UPDATE_VERSION, {**row, "w_number": number, **version_columns(fields)})
+    if change.versions:
+        # One statement for every version changed: each row gets every field any of
+        # them changed, from the version as the change leaves it.
+        names = {name for fields in change.versions.values() for name in fields}
+        connection.execute(
+            _UPDATE_VERSION,
+            [
+                {
+                    **row,
+                    "w_number": number,
+                    **version_columns(
+                        {name: getattr(change.updated[number], name) for name in names}
+                    ),
+                }
+                for number in change.versions
+            ],
+        )
     moved: dict[str, Any] = {}
     if change.deleted_version is not None:
         connection.execute(
@@ -61,9 +76,7 @@ def apply(
         else:
             values = {"org": org, "prompt_id": prompt.prompt_id, "environment": environment}
             connection.execute(
-                dialect.upsert(
-                    connection, placements, {**values, "version": number}, version=number
-                )
+                dialect.upsert(connection, placements, {**values, "version": held}, version=held)
             )
     for environment, rollout in change.rollouts.items():
         if rollout is None:

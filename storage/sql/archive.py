@@ -22,12 +22,13 @@ from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot
 from storage.sql import dialect
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.environments import SqlEnvironments
-from storage.sql.identity import api_key_record, api_key_values, user_record, user_values
+from storage.sql.identity import api_key_record, user_record
 from storage.sql.rows import (
     history_record,
     history_values,
     review_record,
     review_values,
+    values_of,
     version_values,
 )
 from storage.sql.tables import (
@@ -204,8 +205,8 @@ class SqlArchive(Concern):
                     (prompts, rows),
                     (versions, version_rows),
                     (history, history_rows),
-                    (api_keys, [api_key_values(key) for key in snapshot.api_keys]),
-                    (users, [user_values(user) for user in snapshot.users]),
+                    (api_keys, [values_of(key) for key in snapshot.api_keys]),
+                    (users, [values_of(user) for user in snapshot.users]),
                     *_releases(org, snapshot),
                 ):
                     if values:

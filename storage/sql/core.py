@@ -13,7 +13,18 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, bindparam, insert, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Engine,
+    Integer,
+    Row,
+    bindparam,
+    case,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
@@ -44,7 +55,11 @@ _EVENT_FIELDS = (
 
 
 _INSERT_EVENTS = insert(events)
-_UPDATE_LOG = update(event_logs).where(event_logs.c.org == bindparam("w_org"))
+_TRIMMED_LOG = (
+    update(event_logs)
+    .where(event_logs.c.org == bindparam("w_org"))
+    .values(kept=bindparam("kept"), trimmed=True)
+)
 # A prompt's row by name, or by id, locked when the statement runs in a writing
 # transaction on PostgreSQL (the lock every change of a prompt takes first).
 _PROMPT_BY = {
@@ -102,10 +117,20 @@ class Database:
         # The least number of events kept per org (storage/interface/core.py).
         self.event_log_size = EVENT_LOG_SIZE
         self.engine = engine
-        # The org's event log row, made if missing and locked (PostgreSQL) as it is read.
-        first = {"org": bindparam("org"), "last_ms": 0, "last_seq": 0, "kept": 0, "trimmed": False}
-        self._log_upsert = dialect.upsert(
-            engine.dialect.name, event_logs, first, org=event_logs.c.org
+        # The org's event log row advanced past ``n`` events at ``at`` (ms), made if
+        # missing and locked (PostgreSQL) as it is written; it answers the new last id.
+        # A later millisecond starts its sequence again at 0; the same or an earlier
+        # one (the clock went back) continues the last millisecond's sequence.
+        at, n = bindparam("at", type_=BigInteger), bindparam("n", type_=Integer)
+        later = at > event_logs.c.last_ms
+        first = {"org": bindparam("org"), "last_ms": at, "trimmed": False}
+        self._log_advance = dialect.upsert(
+            engine.dialect.name,
+            event_logs,
+            {**first, "last_seq": n - 1, "kept": n},
+            last_ms=case((later, at), else_=event_logs.c.last_ms),
+            last_seq=case((later, n - 1), else_=event_logs.c.last_seq + n),
+            kept=event_logs.c.kept + n,
         ).returning(*event_logs.c)
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -269,25 +294,31 @@ class Database:
         self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
-        """Write ``found`` (their ``id`` unset) in the change's transaction, in order.
+        """Write ``found`` (the events of one change, at one instant, their ``id``
+        unset) in the change's transaction, in order.
 
         Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
         never lower than the last one whatever the clock does. The org's ``event_logs``
-        row is locked until commit (the upsert that reads it), so ids are handed out in
-        commit order and a reader never sees a higher id before a lower one.
+        row is locked until commit (the upsert that advances it), so ids are handed out
+        in commit order and a reader never sees a higher id before a lower one. Two
+        statements: that upsert, and the insert.
         """
-        log = connection.execute(self._log_upsert, {"org": org}).one()
-        ms, seq = log.last_ms, log.last_seq
-        rows = []
-        for event in found:
-            at = int(event.at.timestamp() * 1000)
-            ms, seq = (at, 0) if at > ms else (ms, seq + 1)
-            values = {name: getattr(event, name) for name in _EVENT_FIELDS}
-            rows.append({"org": org, "ms": ms, "seq": seq, **values})
+        at = int(found[0].at.timestamp() * 1000)
+        params = {"org": org, "at": at, "n": len(found)}
+        log = connection.execute(self._log_advance, params).one()
+        first = log.last_seq - len(found) + 1
+        rows = [
+            {
+                "org": org,
+                "ms": log.last_ms,
+                "seq": first + offset,
+                **{name: getattr(event, name) for name in _EVENT_FIELDS},
+            }
+            for offset, event in enumerate(found)
+        ]
         connection.execute(_INSERT_EVENTS, rows)
-        kept, trimmed = log.kept + len(rows), log.trimmed
         # Trim in batches (a tenth of the bound at a time), not on every write.
-        if kept > self.event_log_size + max(self.event_log_size // 10, 1):
+        if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(
                 select(events.c.ms, events.c.seq)
                 .where(events.c.org == org)
@@ -302,11 +333,7 @@ class Database:
                     | ((events.c.ms == oldest_kept.ms) & (events.c.seq < oldest_kept.seq)),
                 )
             ).rowcount
-            kept, trimmed = kept - dropped, True
-        connection.execute(
-            _UPDATE_LOG,
-            {"w_org": org, "last_ms": ms, "last_seq": seq, "kept": kept, "trimmed": trimmed},
-        )
+            connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})
         dialect.notify_events(connection, org)
         connection.info[APPENDED] = True
 

@@ -16,9 +16,10 @@ from sqlalchemy import Row, exists, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
-from storage.records import ApiKey, SigningKey, User
+from storage.identity_records import ApiKey, SigningKey, User
 from storage.sql import dialect
 from storage.sql.core import Concern
+from storage.sql.rows import record_of, values_of
 from storage.sql.tables import api_keys, instance_secrets, signing_keys, users
 
 # The row of ``instance_secrets`` that holds the console's session secret.
@@ -26,63 +27,15 @@ SESSION_SECRET = "session_secret"
 
 
 def api_key_record(row: Row[Any]) -> ApiKey:
-    return ApiKey(
-        org=row.org,
-        client_id=row.client_id,
-        secret_hash=row.secret_hash,
-        role=row.role,
-        user_id=row.user_id,
-        description=row.description,
-        created_at=row.created_at,
-        revoked=row.revoked,
-        owner=row.owner,
-    )
+    return record_of(ApiKey, row)
 
 
 def user_record(row: Row[Any]) -> User:
-    return User(
-        org=row.org,
-        user_id=row.user_id,
-        username=row.username,
-        role=row.role,
-        disabled=row.disabled,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        password_hash=row.password_hash,
-    )
+    return record_of(User, row)
 
 
 def _signing_key(row: Row[Any]) -> SigningKey:
     return SigningKey(kid=row.kid, private_pem=row.private_pem, created_at=row.created_at)
-
-
-def api_key_values(key: ApiKey) -> dict[str, Any]:
-    """The ``api_keys`` row of ``key`` (without its ``seq``)."""
-    return {
-        "org": key.org,
-        "client_id": key.client_id,
-        "secret_hash": key.secret_hash,
-        "role": key.role,
-        "user_id": key.user_id,
-        "description": key.description,
-        "created_at": key.created_at,
-        "revoked": key.revoked,
-        "owner": key.owner,
-    }
-
-
-def user_values(user: User) -> dict[str, Any]:
-    """The ``users`` row of ``user`` (without its ``seq``)."""
-    return {
-        "org": user.org,
-        "user_id": user.user_id,
-        "username": user.username,
-        "role": user.role,
-        "disabled": user.disabled,
-        "created_at": user.created_at,
-        "updated_at": user.updated_at,
-        "password_hash": user.password_hash,
-    }
 
 
 class SqlIdentity(Concern):
@@ -102,7 +55,7 @@ class SqlIdentity(Concern):
     def add_api_key(self, key: ApiKey) -> None:
         try:
             with self.db.write() as connection:
-                connection.execute(insert(api_keys).values(**api_key_values(key)))
+                connection.execute(insert(api_keys).values(**values_of(key)))
         except sa_exc.IntegrityError:
             raise ApiKeyExists(key.client_id) from None
 
@@ -142,7 +95,7 @@ class SqlIdentity(Concern):
     def add_user(self, user: User) -> None:
         try:
             with self.db.write() as connection:
-                connection.execute(insert(users).values(**user_values(user)))
+                connection.execute(insert(users).values(**values_of(user)))
         except sa_exc.IntegrityError:
             raise UserExists(user.username) from None
 

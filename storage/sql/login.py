@@ -25,6 +25,7 @@ from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
 from storage.login_records import AuthorizationCode, DeviceAuthorization
 from storage.sql import dialect
 from storage.sql.core import Concern
+from storage.sql.rows import record_of
 from storage.sql.tables import (
     authorization_codes,
     device_authorizations,
@@ -43,40 +44,6 @@ _FLOW_TABLES = (
     refresh_tokens,
     refresh_families,
 )
-
-
-def _code(row: Row[Any]) -> AuthorizationCode:
-    return AuthorizationCode(
-        org=row.org,
-        code_hash=row.code_hash,
-        client_id=row.client_id,
-        redirect_uri=row.redirect_uri,
-        scope=row.scope,
-        user_id=row.user_id,
-        session_id=row.session_id,
-        code_challenge=row.code_challenge,
-        code_challenge_method=row.code_challenge_method,
-        nonce=row.nonce,
-        auth_time=row.auth_time,
-        expires_at=row.expires_at,
-    )
-
-
-def _device(row: Row[Any]) -> DeviceAuthorization:
-    return DeviceAuthorization(
-        org=row.org,
-        device_code_hash=row.device_code_hash,
-        user_code=row.user_code,
-        client_id=row.client_id,
-        scope=row.scope,
-        interval=row.interval,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-        status=row.status,
-        user_id=row.user_id,
-        session_id=row.session_id,
-        last_polled_at=row.last_polled_at,
-    )
 
 
 class SqlLogin(Concern):
@@ -126,12 +93,19 @@ class SqlLogin(Concern):
                 .where(codes.org == org, codes.code_hash == code_hash)
                 .returning(*authorization_codes.c)
             ).first()
-        return _code(row) if row is not None and row.expires_at > now else None
+        return (
+            record_of(AuthorizationCode, row) if row is not None and row.expires_at > now else None
+        )
 
     # -- device authorizations
 
     def _find_device(
-        self, connection: Connection, org: str, *, device_code_hash: str = "", user_code: str = ""
+        self,
+        connection: Connection,
+        org: str,
+        *,
+        device_code_hash: str = "",
+        user_code: str = "",
     ) -> Row[Any] | None:
         """The live device authorization with this device code (or user code), locked
         for the transaction (PostgreSQL)."""
@@ -193,7 +167,7 @@ class SqlLogin(Concern):
                 devices.expires_at > self.db.clock(),
             )
         )
-        return None if row is None else _device(row)
+        return None if row is None else record_of(DeviceAuthorization, row)
 
     def get_device_authorization_by_user_code(
         self, org: str, user_code: str
@@ -206,7 +180,7 @@ class SqlLogin(Concern):
                 devices.expires_at > self.db.clock(),
             )
         )
-        return None if row is None else _device(row)
+        return None if row is None else record_of(DeviceAuthorization, row)
 
     def decide_device_authorization(
         self,
@@ -234,7 +208,7 @@ class SqlLogin(Concern):
                 )
                 .returning(*device_authorizations.c)
             ).one()
-        return _device(decided)
+        return record_of(DeviceAuthorization, decided)
 
     def poll_device_authorization(
         self, org: str, device_code_hash: str
@@ -249,7 +223,7 @@ class SqlLogin(Concern):
                 .where(devices.org == org, devices.device_code_hash == device_code_hash)
                 .values(last_polled_at=self.db.clock())
             )
-        return _device(row)
+        return record_of(DeviceAuthorization, row)
 
     def consume_device_authorization(
         self, org: str, device_code_hash: str
@@ -266,4 +240,4 @@ class SqlLogin(Concern):
                 )
                 .returning(*device_authorizations.c)
             ).first()
-        return None if row is None else _device(row)
+        return None if row is None else record_of(DeviceAuthorization, row)

@@ -6,17 +6,15 @@ is there) and applies the change (storage/sql/apply.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection, Row, func, select, union
 
-from storage import contracts, release
+from storage import release
 from storage.errors import PromptNotFound, ReviewNotFound, VersionNotFound
-from storage.lifecycle import UNGUARDED, Expected
-from storage.records import PRODUCTION, Promotion, PromptVersion, Review, Rollout
 from storage.release import Actor, Request
+from storage.release.methods import ReleaseMethods, Target
 from storage.sql import dialect
 from storage.sql.apply import apply
 from storage.sql.core import Concern
@@ -25,9 +23,9 @@ from storage.sql.state import load, org_environments
 from storage.sql.tables import environments, placements, prompts, reviews, rollouts, users
 
 
-class SqlReleases(Concern):
-    """The release changes, each decided by storage/release and applied in one
-    transaction."""
+class SqlReleases(ReleaseMethods, Concern):
+    """The release changes (storage/release/methods.py), each decided by
+    storage/release and applied in one transaction."""
 
     @staticmethod
     def _locked_by_id(connection: Connection, org: str, prompt_id: str) -> Row[Any]:
@@ -37,55 +35,49 @@ class SqlReleases(Concern):
             raise PromptNotFound(prompt_id)
         return row
 
-    def _decide(
+    def _release(
         self,
         org: str,
-        prompt_ref: str | None,
+        target: Target,
         kind: type[Request],
         actor: Actor,
         request_id: str | None,
-        *,
-        version_ref: str | None = None,
-        review_id: str | None = None,
-        with_history: bool = False,
         **fields: Any,
     ) -> Any:
-        """Decide the request ``kind(**fields)`` and apply its change, in one
-        transaction; its answer (a refusal the change carries is raised after the
-        commit: a stale review keeps its status). ``version_ref``: the version the
-        request names (its ``version``); ``review_id``: the review it decides, whose
-        prompt it locks, its actor's stored user read in the same transaction."""
+        """One transaction: lock the prompt (the review's, for a review id), load its
+        state, decide, apply; a refusal the change carries is raised after the commit
+        (a stale review keeps its status)."""
         now = self.db.clock()
         with self.db.write() as connection:
-            if review_id is not None:
+            if target.review_id is not None:
                 prompt_id = connection.execute(
                     select(reviews.c.prompt_id).where(
-                        reviews.c.org == org, reviews.c.review_id == review_id
+                        reviews.c.org == org, reviews.c.review_id == target.review_id
                     )
                 ).scalar()
                 if prompt_id is None:
-                    raise ReviewNotFound(review_id)
+                    raise ReviewNotFound(target.review_id)
                 prompt = self._locked_by_id(connection, org, prompt_id)
-                if kind in (release.ApproveReview, release.RejectReview):
+                if target.approver:
                     row = connection.execute(
                         select(users).where(users.c.org == org, users.c.user_id == actor.identity)
                     ).first()
                     actor = replace(actor, record=None if row is None else user_record(row))
-                fields["review_id"] = review_id
+                fields["review_id"] = target.review_id
             else:
-                assert prompt_ref is not None
-                prompt = self.db.find_prompt(connection, org, prompt_ref)
+                assert target.prompt_ref is not None
+                prompt = self.db.find_prompt(connection, org, target.prompt_ref)
             state, number = load(
                 self.db,
                 connection,
                 prompt,
-                version_ref=version_ref,
-                review_id=review_id,
-                with_history=with_history,
+                version_ref=target.version_ref,
+                review_id=target.review_id,
+                with_history=target.history,
             )
-            if version_ref is not None:
+            if target.version_ref is not None:
                 if number is None:
-                    raise VersionNotFound(prompt_ref or prompt.name, version_ref)
+                    raise VersionNotFound(target.prompt_ref or prompt.name, target.version_ref)
                 fields["version"] = number
             request = kind(now=now, actor=actor, request_id=request_id, **fields)
             change = release.decide(state, request)
@@ -93,345 +85,6 @@ class SqlReleases(Concern):
         if change.refusal is not None:
             raise change.refusal
         return change.answer
-
-    # -- promotion and rollback
-
-    def promote(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.Promote,
-            Actor(promoted_by),
-            request_id,
-            version_ref=version_ref,
-            environment=environment,
-            notes=notes,
-            archive_previous=archive_previous,
-            expected=expected_production,
-            allow_breaking=allow_breaking,
-        )
-        return cast(Promotion, found)
-
-    def rollback(
-        self,
-        org: str,
-        prompt_ref: str,
-        promoted_by: str,
-        notes: str | None = None,
-        to_version: int | None = None,
-        expected_production: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        environment: str = PRODUCTION,
-    ) -> Promotion:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.Rollback,
-            Actor(promoted_by),
-            request_id,
-            with_history=True,
-            environment=environment,
-            notes=notes,
-            to_version=to_version,
-            expected=expected_production,
-        )
-        return cast(Promotion, found)
-
-    # -- reviews
-
-    def request_review(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        requested_by: str,
-        notes: str | None = None,
-        rollout_percent: int | None = None,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        person: str | None = None,
-    ) -> Review:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.RequestReview,
-            Actor(requested_by, person),
-            request_id,
-            version_ref=version_ref,
-            environment=environment,
-            notes=notes,
-            rollout_percent=rollout_percent,
-            allow_breaking=allow_breaking,
-        )
-        return cast(Review, found)
-
-    def approve_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        username: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> tuple[Review, Promotion | Rollout | None]:
-        answer = self._decide(
-            org,
-            None,
-            release.ApproveReview,
-            Actor(user_id, user_id),
-            request_id,
-            review_id=review_id,
-            username=username,
-            comment=comment,
-        )
-        return cast(tuple[Review, Promotion | Rollout | None], answer)
-
-    def reject_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        comment: str | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        found = self._decide(
-            org,
-            None,
-            release.RejectReview,
-            Actor(user_id, user_id),
-            request_id,
-            review_id=review_id,
-            comment=comment,
-        )
-        return cast(Review, found)
-
-    def cancel_review(
-        self,
-        org: str,
-        review_id: str,
-        user_id: str,
-        admin: bool = False,
-        *,
-        request_id: str | None = None,
-    ) -> Review:
-        found = self._decide(
-            org,
-            None,
-            release.CancelReview,
-            Actor(user_id, user_id),
-            request_id,
-            review_id=review_id,
-            admin=admin,
-        )
-        return cast(Review, found)
-
-    # -- rollouts
-
-    def start_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        environment: str,
-        percent: int,
-        started_by: str,
-        expected: Expected = UNGUARDED,
-        *,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-        notes: str | None = None,
-    ) -> Rollout:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.StartRollout,
-            Actor(started_by),
-            request_id,
-            version_ref=version_ref,
-            environment=environment,
-            percent=percent,
-            expected=expected,
-            allow_breaking=allow_breaking,
-            notes=notes,
-        )
-        return cast(Rollout, found)
-
-    def set_rollout_percent(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        percent: int,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.SetPercent,
-            Actor(actor),
-            request_id,
-            environment=environment,
-            percent=percent,
-            rollout_id=rollout_id,
-        )
-        return cast(Rollout, found)
-
-    def complete_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        promoted_by: str,
-        notes: str | None = None,
-        archive_previous: bool = True,
-        *,
-        rollout_id: str | None = None,
-        request_id: str | None = None,
-        allow_breaking: bool = False,
-    ) -> Promotion:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.CompleteRollout,
-            Actor(promoted_by),
-            request_id,
-            environment=environment,
-            notes=notes,
-            archive_previous=archive_previous,
-            rollout_id=rollout_id,
-            allow_breaking=allow_breaking,
-        )
-        return cast(Promotion, found)
-
-    def abort_rollout(
-        self,
-        org: str,
-        prompt_ref: str,
-        environment: str,
-        *,
-        rollout_id: str | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> Rollout:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.AbortRollout,
-            Actor(actor),
-            request_id,
-            environment=environment,
-            rollout_id=rollout_id,
-        )
-        return cast(Rollout, found)
-
-    # -- versions
-
-    def edit_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        content: str,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        actor: str | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
-    ) -> PromptVersion:
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.EditVersion,
-            Actor(actor, person),
-            request_id,
-            version_ref=version_ref,
-            content=content,
-            variables=tuple(variables),
-            variables_schema=schema,
-            examples=tuple(kept),
-        )
-        return cast(PromptVersion, found)
-
-    def archive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.ArchiveVersion,
-            Actor(actor),
-            request_id,
-            version_ref=version_ref,
-        )
-        return cast(PromptVersion, found)
-
-    def unarchive_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> PromptVersion:
-        found = self._decide(
-            org,
-            prompt_ref,
-            release.UnarchiveVersion,
-            Actor(actor),
-            request_id,
-            version_ref=version_ref,
-        )
-        return cast(PromptVersion, found)
-
-    def delete_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        self._decide(
-            org,
-            prompt_ref,
-            release.DeleteVersion,
-            Actor(actor),
-            request_id,
-            version_ref=version_ref,
-        )
 
     # -- environments
 

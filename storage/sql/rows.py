@@ -3,9 +3,10 @@ promotion history, reviews and rollouts (prompts and events: storage/sql/core.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row
 
@@ -19,6 +20,8 @@ from storage.records import (
     Rollout,
 )
 from storage.times import rfc3339
+
+T = TypeVar("T")
 
 
 def _json_or_null(value: Any) -> str | None:
@@ -35,6 +38,17 @@ _VERSION_CODECS: dict[str, Any] = {
     "examples": _json_or_null,
     "authors": _json_or_null,
 }
+
+
+def record_of(cls: type[T], row: Row[Any]) -> T:
+    """The record ``cls`` of a row whose columns are named as its fields (API keys, users,
+    sign-in records: each column's type reads it as the field holds it)."""
+    return cls(**{field.name: getattr(row, field.name) for field in dataclasses.fields(cls)})  # type: ignore[arg-type]
+
+
+def values_of(record: Any) -> dict[str, Any]:
+    """The row of such a record, column by field."""
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
 
 
 def version_columns(fields: dict[str, Any]) -> dict[str, Any]:

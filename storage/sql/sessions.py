@@ -10,42 +10,19 @@ one transaction.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Exists, Row, Select, and_, exists, insert, or_, select, update
+from sqlalchemy import Exists, Select, and_, exists, insert, or_, select, update
 
 from storage.errors import RefreshTokenReused, SessionNotFound
 from storage.login_records import RealmSession, RefreshToken
 from storage.sql import dialect
 from storage.sql.core import Concern, Database
 from storage.sql.login import SqlLogin
+from storage.sql.rows import record_of, values_of
 from storage.sql.tables import realm_sessions, refresh_families, refresh_tokens
-
-
-def _session(row: Row[Any]) -> RealmSession:
-    return RealmSession(
-        org=row.org,
-        session_id=row.session_id,
-        user_id=row.user_id,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-    )
-
-
-def _token(row: Row[Any]) -> RefreshToken:
-    return RefreshToken(
-        org=row.org,
-        token_hash=row.token_hash,
-        family_id=row.family_id,
-        client_id=row.client_id,
-        user_id=row.user_id,
-        scope=row.scope,
-        session_id=row.session_id,
-        issued_at=row.issued_at,
-        expires_at=row.expires_at,
-        used=row.used,
-    )
 
 
 def _live_session(org: str, session_id: Any, now: datetime) -> Exists:
@@ -111,7 +88,7 @@ class SqlSessions(Concern):
                 sessions.expires_at > self.db.clock(),
             )
         )
-        return None if row is None else _session(row)
+        return None if row is None else record_of(RealmSession, row)
 
     def end_session(self, org: str, session_id: str) -> RealmSession | None:
         now = self.db.clock()
@@ -127,7 +104,7 @@ class SqlSessions(Concern):
                 .where(families.org == org, families.session_id == session_id)
                 .values(revoked=True)
             )
-        return _session(row) if row is not None and row.expires_at > now else None
+        return record_of(RealmSession, row) if row is not None and row.expires_at > now else None
 
     # -- refresh token families
 
@@ -154,11 +131,11 @@ class SqlSessions(Concern):
                     revoked=False,
                 )
             )
-            connection.execute(insert(refresh_tokens).values(**_token_values(token)))
+            connection.execute(insert(refresh_tokens).values(**_new_token_row(token)))
 
     def get_refresh_token(self, org: str, token_hash: str) -> RefreshToken | None:
         row = self.db.read_one(_live_token(org, token_hash, self.db.clock()))
-        return None if row is None else _token(row)
+        return None if row is None else record_of(RefreshToken, row)
 
     def rotate_refresh_token(
         self,
@@ -217,7 +194,7 @@ class SqlSessions(Concern):
                     issued_at=now,
                     expires_at=expires_at,
                 )
-                connection.execute(insert(refresh_tokens).values(**_token_values(successor)))
+                connection.execute(insert(refresh_tokens).values(**_new_token_row(successor)))
                 # The family lives as long as its newest token.
                 if expires_at > family_row.expires_at:
                     connection.execute(this_family.values(expires_at=expires_at))
@@ -235,16 +212,6 @@ class SqlSessions(Concern):
             )
 
 
-def _token_values(token: RefreshToken) -> dict[str, Any]:
-    return {
-        "org": token.org,
-        "token_hash": token.token_hash,
-        "family_id": token.family_id,
-        "client_id": token.client_id,
-        "user_id": token.user_id,
-        "scope": token.scope,
-        "session_id": token.session_id,
-        "issued_at": token.issued_at,
-        "expires_at": token.expires_at,
-        "used": False,
-    }
+def _new_token_row(token: RefreshToken) -> dict[str, Any]:
+    """The row of a token just issued (never used yet)."""
+    return values_of(replace(token, used=False))

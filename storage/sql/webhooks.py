@@ -19,7 +19,6 @@ from sqlalchemy import Connection, Row, func, insert, or_, select, update
 from storage.errors import WebhookNotFound
 from storage.ids import event_position, message_id
 from storage.interface import DELIVERY_HISTORY_SIZE, check_webhook_room
-from storage.records import Delivery, DeliveryTask, Webhook
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
 from storage.sql.events import _after
@@ -31,6 +30,7 @@ from storage.sql.tables import (
     webhook_cursors,
     webhooks,
 )
+from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 def _webhook(row: Row[Any]) -> Webhook:

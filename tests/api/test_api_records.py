@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 from flask import Flask
 
+import storage.identity_records
 import storage.records
+import storage.webhook_records
 from identity import users
 from identity.keys import created_json
 from promptsvc.api.reviews import REVIEW_PEOPLE
@@ -325,7 +327,8 @@ def optional_fields(record_type: type) -> set[str]:
 def test_every_record_with_json_is_checked() -> None:
     described = {
         value
-        for value in vars(storage.records).values()
+        for module in (storage.records, storage.identity_records, storage.webhook_records)
+        for value in vars(module).values()
         if dataclasses.is_dataclass(value) and hasattr(value, "to_json")
     }
     assert described == set(RECORDS) | NOT_IN_THE_API

@@ -29,6 +29,7 @@ from storage import (
     lifecycle,
     release,
 )
+from storage.identity_records import User
 from storage.records import (
     PRODUCTION,
     Approval,
@@ -39,7 +40,6 @@ from storage.records import (
     PromptVersion,
     Review,
     Rollout,
-    User,
 )
 from storage.release import Actor, State
 
