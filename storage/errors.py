@@ -40,6 +40,7 @@
     │                              or a disabled or demoted user, deciding)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     │   └── ContractInvalid       (a variables_schema or examples against the rules)
+    │       └── ConfigInvalid     (a model config against the rules)
     └── StorageUnavailable        -> 503 (the backend does not answer)
 """
 
@@ -385,6 +386,17 @@ class ContractInvalid(InvalidInput):
         listed = "; ".join(f"{where}: {' '.join(what)}" for where, what in problems.items())
         super().__init__(f"invalid variable contract: {listed}")
         self.problems = problems
+
+
+class ConfigInvalid(ContractInvalid):
+    """A version's ``config`` that breaks the rules of model configuration
+    (promptsvc/templating/config.py); ``problems`` name each one by its path
+    (``config.params.temperature``). A ContractInvalid, so it answers as one does."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        super().__init__(problems)
+        listed = "; ".join(f"{where}: {' '.join(what)}" for where, what in problems.items())
+        self.args = (f"invalid config: {listed}",)
 
 
 class BreakingPromotion(Conflict):

@@ -97,6 +97,8 @@ class PromptVersion:
     # default?, enum?}}), None when none was: then every variable is a required string.
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
+    # The model configuration as given (promptsvc/templating/config.py), None: none.
+    config: dict[str, Any] | None = None
     # Stored, never shown. Once placed in an environment, or a rollout's candidate or
     # baseline, its content never changes again (storage/release; docs/api.md section 5).
     frozen: bool = False
@@ -144,6 +146,7 @@ class PromptVersion:
             "environments": self.environments,
             "variables_schema": self.contract,
             "examples": list(self.examples),
+            "config": self.config,
         }
 
 

@@ -357,11 +357,13 @@ class SqlReleases(Concern):
         variables: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         schema, kept = contracts.validated(variables, variables_schema, examples)
+        kept_config = contracts.validated_config(config)
         found = self._decide(
             org,
             prompt_ref,
@@ -373,6 +375,7 @@ class SqlReleases(Concern):
             variables=tuple(variables),
             variables_schema=schema,
             examples=tuple(kept),
+            config=kept_config,
         )
         return cast(PromptVersion, found)
 
