@@ -25,6 +25,7 @@ MAX_STOP: Final = 4
 MAX_NAME: Final = 200  # model and provider names
 CONFIG_KEYS: Final = ("model", "provider", "params", "tools", "response_format")
 RESPONSE_TYPES: Final = ("text", "json_object", "json_schema")
+CONFIG_BREAKING_KINDS: Final = ("removed", "changed")
 TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TOOL_NAME_PATTERN: Final = "^[A-Za-z0-9_-]{1,64}$"
 # Each parameter: (JSON type, lowest, highest); None: no bound.

@@ -156,6 +156,23 @@ class SchemaChangesSchema(Schema):
     )
 
 
+class ConfigChangeSchema(Schema):
+    path = fields.String(
+        metadata={
+            "description": "params.<key>, tools.<name>, or model, provider, response_format whole"
+        }
+    )
+    from_ = fields.Raw(data_key="from", metadata={"description": "null: from lacks it"})
+    to = fields.Raw(metadata={"description": "null: to lacks it"})
+
+
+class ConfigChangesSchema(Schema):
+    changed = fields.List(
+        fields.Nested(ConfigChangeSchema),
+        metadata={"description": "model, provider, params, tools, response_format, in order"},
+    )
+
+
 class DiffSchema(Schema):
     from_ = fields.Nested(DiffSideSchema, data_key="from")
     to = fields.Nested(DiffSideSchema)
@@ -170,6 +187,7 @@ class DiffSchema(Schema):
     tags = fields.Nested(ListChangesSchema)
     # The contracts compared, each as its version shows it (declared or implied).
     variables_schema = fields.Nested(SchemaChangesSchema)
+    config = fields.Nested(ConfigChangesSchema)
     breaking = fields.List(
         fields.Nested(BreakingChangeSchema),
         metadata={

@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import timestamp
+from promptsvc.templating.config import CONFIG_BREAKING_KINDS
 from promptsvc.templating.contract import BREAKING_KINDS, VARIABLE_TYPES
 from storage import PROMPT_TYPES, STATUSES
 
@@ -27,14 +28,21 @@ class ExampleSchema(Schema):
 
 
 class BreakingChangeSchema(Schema):
-    variable = fields.String()
+    variable = fields.String(metadata={"description": "A change of the variable contract"})
+    field = fields.String(
+        metadata={
+            "description": "Instead of variable, for a change of the model configuration: "
+            "config.tools.<name> or config.response_format"
+        }
+    )
     change = fields.String(
-        validate=validate.OneOf(BREAKING_KINDS),
+        validate=validate.OneOf((*BREAKING_KINDS, *CONFIG_BREAKING_KINDS)),
         metadata={
             "description": "newly_required: required now, absent or optional before; "
             "type_changed; enum_narrowed: an enum lacking a value allowed before, or an "
             "enum where there was none; example_failed: an example of the version "
-            "replaced cannot be rendered with the candidate"
+            "replaced cannot be rendered with the candidate; for a field: removed (a "
+            "tool gone) or changed (a tool's parameters, the response_format)"
         },
     )
     detail = fields.String(metadata={"description": "The change in words"})
@@ -77,6 +85,13 @@ class PromptVersionSchema(Schema):
     )
     examples = fields.List(
         fields.Nested(ExampleSchema), metadata={"description": "At most 20; [] when none"}
+    )
+    config = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "The model configuration as stored (docs/model-config.md): "
+            "{model?, provider?, params?, tools?, response_format?}; null when none"
+        },
     )
 
 
