@@ -151,9 +151,7 @@ def test_breaking_config_is_409_by_field(prompt: Any) -> None:
         "config.tools.search",
         "config.response_format",
     ]
-    done = prompt.post(
-        f"{VERSIONS}/2/promote", json={"allow_breaking": True, "notes": "JSON now"}
-    )
+    done = prompt.post(f"{VERSIONS}/2/promote", json={"allow_breaking": True, "notes": "JSON now"})
     assert done.status_code == 200 and done.json["promotion"]["breaking"] is True
 
 
