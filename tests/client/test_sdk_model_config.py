@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -54,6 +55,10 @@ EXPECTED_TOOLS = [
     {"type": "function", "function": SEARCH},
     {"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}},
 ]
+# Shared with the TypeScript SDK's tests (clients/typescript/test/unit/config.test.ts).
+VECTORS: list[dict[str, Any]] = json.loads(
+    (Path(__file__).resolve().parent.parent / "vectors" / "model_config.json").read_text("utf-8")
+)["cases"]
 CREATE_PARAMS = pydantic.TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming)
 
 
@@ -144,6 +149,20 @@ def test_unset_fields_are_none_and_no_config_is_none() -> None:
 def test_a_malformed_config_is_refused_when_read(config: Any) -> None:
     with pytest.raises(ModelError, match="config"):
         PromptVersion.from_json(body("Hi", config=config))
+
+
+@pytest.mark.parametrize("case", VECTORS, ids=[case["name"] for case in VECTORS])
+def test_to_openai_vector(
+    case: dict[str, Any], openai_client: tuple[openai.OpenAI, list[dict[str, Any]]]
+) -> None:
+    version = PromptVersion.from_json(
+        body(case["content"], case["prompt_type"], config=case["config"])
+    )
+    arguments = version.to_openai(case["values"])
+    assert arguments == case["arguments"]
+    if "model" not in arguments:
+        arguments = {**arguments, "model": "gpt-4o-mini"}  # openai's create() requires one
+    assert sent_by_openai(openai_client, arguments) == arguments
 
 
 def test_to_openai_of_a_text_prompt(

@@ -34,6 +34,7 @@ export {
   TransportError,
 } from "./errors.js";
 export type { FetchLike } from "./http.js";
+export type { ModelConfig, ModelParams, OpenAIChatArguments, ResponseFormat, Tool } from "./model-config.js";
 export { type Example, type Fallback, PromptVersion, type Rollout } from "./prompt-version.js";
 export { assign } from "./rollout.js";
 export type { ChatMessage, VariablesSchema, VariableSpec, VariableType, VariableValue } from "./template.js";
