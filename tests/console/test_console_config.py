@@ -173,5 +173,6 @@ def test_the_diff_lists_config_changes_and_what_breaks(storage: Storage, console
     assert '"gpt-4o-mini"</span> → <span class="change-added">"gpt-4o"' in changes
     breaking = page.split('id="breaking"')[1].split("</section>")[0]
     assert "<code>config.tools.search</code> is gone" in breaking
+    assert "Applications that use v1 today rely on what v2 changes:" in breaking
     same = console("reader").get("/console/prompts/helper/diff?from=1&to=1").text
     assert 'id="config-changes"' not in same
