@@ -104,7 +104,7 @@ def test_set_see_edit_and_compare_a_model_configuration(page: Page) -> None:
     assert shown == [
         'model "gpt-4o-mini" → "gpt-4o"',
         "params.temperature 0.2 → 0.7",
-        "tools.search − " + json.dumps(SEARCH, sort_keys=True),
+        "tools.search \u2212 " + json.dumps(SEARCH, sort_keys=True),
     ], shown
     breaking = page.find("#breaking").text
     assert "config.tools.search is gone" in breaking
