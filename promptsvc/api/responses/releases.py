@@ -6,9 +6,9 @@ from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import timestamp
 from promptsvc.api.responses.versions import (
-    BreakingChangeSchema,
     PromptVersionSchema,
     VariableSpecSchema,
+    breaking_list,
 )
 from storage import REVIEW_STATUSES, STATUSES
 
@@ -95,12 +95,9 @@ class ReviewSchema(Schema):
     allow_breaking = fields.Boolean(
         metadata={"description": "The requester acknowledged breaking changes"}
     )
-    breaking = fields.List(
-        fields.Nested(BreakingChangeSchema),
-        metadata={
-            "description": "The promotion check against what the environment held at the "
-            "request; checked again when the review is applied"
-        },
+    breaking = breaking_list(
+        "The promotion check against what the environment held at the request; checked "
+        "again when the review is applied"
     )
     content_digest = fields.String(
         metadata={"description": "sha256 (hex) of the version's content as requested (api.md)"}
@@ -162,8 +159,10 @@ class ConfigChangeSchema(Schema):
             "description": "params.<key>, tools.<name>, or model, provider, response_format whole"
         }
     )
-    from_ = fields.Raw(data_key="from", metadata={"description": "null: from lacks it"})
-    to = fields.Raw(metadata={"description": "null: to lacks it"})
+    from_ = fields.Raw(
+        data_key="from", allow_none=True, metadata={"description": "null: from lacks it"}
+    )
+    to = fields.Raw(allow_none=True, metadata={"description": "null: to lacks it"})
 
 
 class ConfigChangesSchema(Schema):
@@ -188,12 +187,8 @@ class DiffSchema(Schema):
     # The contracts compared, each as its version shows it (declared or implied).
     variables_schema = fields.Nested(SchemaChangesSchema)
     config = fields.Nested(ConfigChangesSchema)
-    breaking = fields.List(
-        fields.Nested(BreakingChangeSchema),
-        metadata={
-            "description": "What promoting to in place of from would break (the promotion "
-            "check); empty when nothing"
-        },
+    breaking = breaking_list(
+        "What promoting to in place of from would break (the promotion check); empty when nothing"
     )
 
 

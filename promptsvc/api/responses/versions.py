@@ -28,24 +28,44 @@ class ExampleSchema(Schema):
 
 
 class BreakingChangeSchema(Schema):
-    variable = fields.String(metadata={"description": "A change of the variable contract"})
-    field = fields.String(
-        metadata={
-            "description": "Instead of variable, for a change of the model configuration: "
-            "config.tools.<name> or config.response_format"
-        }
-    )
+    variable = fields.String()
     change = fields.String(
-        validate=validate.OneOf((*BREAKING_KINDS, *CONFIG_BREAKING_KINDS)),
+        validate=validate.OneOf(BREAKING_KINDS),
         metadata={
             "description": "newly_required: required now, absent or optional before; "
             "type_changed; enum_narrowed: an enum lacking a value allowed before, or an "
             "enum where there was none; example_failed: an example of the version "
-            "replaced cannot be rendered with the candidate; for a field: removed (a "
-            "tool gone) or changed (a tool's parameters, the response_format)"
+            "replaced cannot be rendered with the candidate"
         },
     )
     detail = fields.String(metadata={"description": "The change in words"})
+
+
+class ConfigBreakingChangeSchema(Schema):
+    """A breaking change of the model configuration (docs/model-config.md)."""
+
+    field = fields.String(metadata={"description": "config.tools.<name> or config.response_format"})
+    change = fields.String(
+        validate=validate.OneOf(CONFIG_BREAKING_KINDS),
+        metadata={
+            "description": "removed: a tool gone; changed: a tool's parameters, or the "
+            "response_format (added and removed included)"
+        },
+    )
+    detail = fields.String(metadata={"description": "The change in words"})
+
+
+# Registered by name (promptsvc/api/registry.py): a list of breaking changes holds both.
+BREAKING_CHANGE_SCHEMAS = {
+    "BreakingChange": BreakingChangeSchema,
+    "ConfigBreakingChange": ConfigBreakingChangeSchema,
+}
+
+
+def breaking_list(description: str) -> fields.List:
+    """``[{variable, change, detail} | {field, change, detail}]``, documented as such."""
+    refs = [{"$ref": f"#/components/schemas/{name}"} for name in BREAKING_CHANGE_SCHEMAS]
+    return fields.List(fields.Raw(metadata={"oneOf": refs}), metadata={"description": description})
 
 
 class PromptVersionSchema(Schema):
