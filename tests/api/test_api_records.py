@@ -69,6 +69,7 @@ VERSION = PromptVersion(
     created_by=USER,
     variables_schema={"name": {"type": "string", "enum": ["Ada", "Bob"], "default": "Ada"}},
     examples=({"name": "ada", "variables": {"name": "Ada"}},),
+    config={"model": "gpt", "params": {"temperature": 0.2}},
 )
 CHANGE = BreakingChange("name", "enum_narrowed", "version 2 allows only ...")
 HISTORY = PromotionRecord(
@@ -134,6 +135,7 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             promoted_by=None,
             variables_schema=None,
             examples=(),
+            config=None,
         ),
     ),
     PromotionRecord: (
