@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promptsvc.templating import config as model_config
 from promptsvc.templating import contract
 from promptsvc.templating.contract import MISSING, Contract, implied_schema, same_value, shown
 from promptsvc.templating.template import section_names
@@ -66,20 +67,24 @@ def schema_changes(old: Contract, new: Contract) -> dict[str, Any]:
 
 
 def breaking_changes(
-    held: Mapping[str, Any] | None, schema: Contract, version: int | str = "new"
+    held: Mapping[str, Any] | None,
+    schema: Contract,
+    version: int | str = "new",
+    config: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
-    """``[{variable, change, detail}]``: what replacing ``held`` (a version's JSON, None
-    when the environment holds none) with a candidate under ``schema`` would break, by
-    the service's rules; ``version`` names the candidate in the details."""
+    """``[{variable, change, detail}]`` (``{field, change, detail}`` for the model
+    configuration): what replacing ``held`` (a version's JSON, None when the environment
+    holds none) with a candidate under ``schema`` configured by ``config`` would break,
+    by the service's rules; ``version`` names the candidate in the details."""
     if held is None:
         return []
-    changes = contract.breaking_changes(
-        contract_of(held),
-        schema,
-        held.get("examples") or [],
-        old_version=held.get("version"),
-        new_version=version,
-    )
+    numbers = {"old_version": held.get("version"), "new_version": version}
+    changes = [
+        *contract.breaking_changes(
+            contract_of(held), schema, held.get("examples") or [], **numbers
+        ),
+        *model_config.breaking_changes(held.get("config"), config, **numbers),
+    ]
     return [change.to_json() for change in changes]
 
 
@@ -87,6 +92,12 @@ def plain_words(change: Mapping[str, Any], old: Contract, new: Contract) -> str:
     """One breaking change (``{variable, change, detail}``, as the service or
     :func:`breaking_changes` gives it) as a sentence saying what callers of the old
     version will see; ``old`` and ``new`` are the two versions' contracts."""
+    if "field" in change:  # the model configuration (promptsvc/templating/config.py)
+        what = "is gone" if change["change"] == "removed" else "changed"
+        return (
+            f"`{change['field']}` {what}; callers that rely on it may fail "
+            f"({change.get('detail', '')})"
+        )
     name, kind = change["variable"], change["change"]
     before, after = old.get(name, {}), new.get(name, {})
     if kind == "newly_required":

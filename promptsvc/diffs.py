@@ -1,5 +1,5 @@
-"""What changed between two prompt versions: content, variables, metadata, tags and
-the variable contract.
+"""What changed between two prompt versions: content, variables, metadata, tags, the
+variable contract and the model configuration.
 
 Standard library only, on plain data (PromptVersion fields as the HTTP API returns
 them), so the diff endpoint, the web console and the command line (which runs without
@@ -17,6 +17,8 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from promptsvc.templating.config import config_changes
 
 CONTEXT_LINES = 3
 NO_NEWLINE = "\\ No newline at end of file"
@@ -107,7 +109,7 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, 
 def version_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """The whole change from version ``old`` to version ``new``, both PromptVersion
     dicts (``version``, ``version_id``, ``status``, ``prompt_type``, ``content``,
-    ``variables``, ``metadata``, ``tags``, ``variables_schema``): the diff endpoint's
+    ``variables``, ``metadata``, ``tags``, ``variables_schema``, ``config``): the diff endpoint's
     body, but for ``breaking`` (the promotion check, which needs the records: the
     endpoint adds it)."""
     return {
@@ -126,6 +128,7 @@ def version_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
         "variables_schema": schema_changes(
             old.get("variables_schema") or {}, new.get("variables_schema") or {}
         ),
+        "config": {"changed": config_changes(old.get("config"), new.get("config"))},
     }
 
 

@@ -1,6 +1,7 @@
-"""Variable contracts on storage's records: the rules of promptsvc/templating/contract.py
-applied to a new or edited version (:func:`validated`) and to a promotion's candidate
-(:func:`breaking_changes`).
+"""Variable contracts and model configuration on storage's records: the rules of
+promptsvc/templating/contract.py and promptsvc/templating/config.py applied to a new or
+edited version (:func:`validated`, :func:`validated_config`) and to a promotion's
+candidate (:func:`breaking_changes`).
 
 Every backend runs them inside its own atomic step, and so does anything else that moves
 a version into an environment (a rollout's start and completion).
@@ -11,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from promptsvc.templating import config as model_config
 from promptsvc.templating import contract
-from storage.errors import ContractInvalid
+from storage.errors import ConfigInvalid, ContractInvalid
 from storage.records import BreakingChange, PromptVersion
 
-__all__ = ["breaking_changes", "validated"]
+__all__ = ["breaking_changes", "validated", "validated_config"]
 
 
 def validated(
@@ -31,6 +33,15 @@ def validated(
     return contract.kept_contract(schema, examples)
 
 
+def validated_config(config: object) -> dict[str, Any] | None:
+    """The model configuration a new or edited version keeps (None: none), a private
+    copy as given. Raises ConfigInvalid naming every problem by its path."""
+    problems = model_config.config_problems(config)
+    if problems:
+        raise ConfigInvalid(problems)
+    return model_config.kept_config(config)  # type: ignore[arg-type]  # checked: a dict
+
+
 def breaking_changes(
     current: PromptVersion | None, candidate: PromptVersion
 ) -> list[BreakingChange]:
@@ -39,10 +50,10 @@ def breaking_changes(
     callers of ``current``; empty when nothing. Pure: it reads the two records only."""
     if current is None:
         return []
-    return contract.breaking_changes(
-        current.contract,
-        candidate.contract,
-        current.examples,
-        old_version=current.version,
-        new_version=candidate.version,
-    )
+    numbers = {"old_version": current.version, "new_version": candidate.version}
+    return [
+        *contract.breaking_changes(
+            current.contract, candidate.contract, current.examples, **numbers
+        ),
+        *model_config.breaking_changes(current.config, candidate.config, **numbers),
+    ]

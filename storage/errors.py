@@ -40,6 +40,7 @@
     │                              or a disabled or demoted user, deciding)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
     │   └── ContractInvalid       (a variables_schema or examples against the rules)
+    │       └── ConfigInvalid     (a model config against the rules)
     └── StorageUnavailable        -> 503 (the backend does not answer)
 """
 
@@ -387,6 +388,17 @@ class ContractInvalid(InvalidInput):
         self.problems = problems
 
 
+class ConfigInvalid(ContractInvalid):
+    """A version's ``config`` that breaks the rules of model configuration
+    (promptsvc/templating/config.py); ``problems`` name each one by its path
+    (``config.params.temperature``). A ContractInvalid, so it answers as one does."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        super().__init__(problems)
+        listed = "; ".join(f"{where}: {' '.join(what)}" for where, what in problems.items())
+        self.args = (f"invalid config: {listed}",)
+
+
 class BreakingPromotion(Conflict):
     """A promotion whose candidate would break callers of the version the environment
     holds, not acknowledged with ``allow_breaking``; nothing was changed. ``changes``
@@ -395,7 +407,7 @@ class BreakingPromotion(Conflict):
     def __init__(
         self, prompt_ref: str, environment: str, changes: Sequence[BreakingChange]
     ) -> None:
-        listed = "; ".join(f"'{c.variable}': {c.detail}" for c in changes)
+        listed = "; ".join(f"'{c.field or c.variable}': {c.detail}" for c in changes)
         super().__init__(
             f"promoting into {environment} would break callers of prompt '{prompt_ref}': "
             f"{listed}; nothing was changed (send allow_breaking: true with notes to "

@@ -100,6 +100,8 @@ class PromptVersion:
     # a section's an optional boolean (false by default).
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # [{name (or None), variables}], valid under it
+    # The model configuration as given (promptsvc/templating/config.py), None: none.
+    config: dict[str, Any] | None = None
     # Stored, never shown. Once placed in an environment, or a rollout's candidate or
     # baseline, its content never changes again (storage/release; docs/api.md section 5).
     frozen: bool = False
@@ -147,6 +149,7 @@ class PromptVersion:
             "environments": self.environments,
             "variables_schema": self.contract,
             "examples": list(self.examples),
+            "config": self.config,
         }
 
 

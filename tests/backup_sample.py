@@ -110,6 +110,12 @@ def populate(store: Storage, org: str, clock: FakeClock) -> None:
         variables=["who", "count"],
         variables_schema=schema,
         examples=examples,
+        config={
+            "model": "gpt-4o-mini",
+            "params": {"temperature": 0.2, "stop": ["END"]},
+            "tools": [{"name": "look_up", "parameters": {"type": "object"}}],
+            "response_format": {"type": "text"},
+        },
     )
     tick()
     store.promote(org, "typed", "1", PROMOTER)

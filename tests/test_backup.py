@@ -138,6 +138,11 @@ def test_the_document_spells_records_as_the_api_does(
         "variables_schema": None,
     }
     assert greeting["history"][1]["notes"] is None and greeting["history"][2]["notes"] == ""
+    # A model config as stored; null for a version without one.
+    assert greeting["versions"][2]["config"] is None
+    typed = next(p for p in doc["orgs"]["acme"]["prompts"] if p["name"] == "typed")
+    assert typed["versions"][0]["config"] == source.get_version("acme", "typed", "1").config
+    assert typed["versions"][0]["config"]["tools"][0]["name"] == "look_up"
     assert doc["orgs"]["acme"]["prompts"][2]["versions"][0]["content"] == CHAT
     key = doc["orgs"]["acme"]["api_keys"][0]
     assert key["secret_hash"] == source.list_api_keys("acme")[0].secret_hash
@@ -348,6 +353,10 @@ GREETING = "orgs/acme/prompts/1"
             "orgs.acme.prompts[1].versions[1].created_at: Not a valid aware datetime.",
         ),
         (_set(f"{GREETING}/surprise", 1), "orgs.acme.prompts[1].surprise: Unknown field."),
+        (
+            _set(f"{GREETING}/versions/0/config", {"params": {"top_p": 2}}),
+            "orgs.acme.prompts[1].versions[0].config.params.top_p: must be between 0 and 1",
+        ),
         (
             _set(f"{GREETING}/next_version", 4),
             "orgs.acme.prompts[1].next_version: 4 is below version 5",

@@ -152,6 +152,7 @@ def test_version_diff_body() -> None:
         tags=["a", "b"],
         metadata={"m": 2},
         variables_schema={"user": {"type": "integer", "default": 1}},
+        config={"model": "b", "params": {"seed": 1}},
     )
     assert version_diff(old, new) == {
         "from": {"version": 1, "version_id": old["version_id"], "status": "draft"},
@@ -164,6 +165,13 @@ def test_version_diff_body() -> None:
             "added": {"user": {"type": "integer", "default": 1}},
             "removed": {"name": {"type": "string"}},
             "changed": {},
+        },
+        # old has no config (an older answer lacks the field): every key is new.
+        "config": {
+            "changed": [
+                {"path": "model", "from": None, "to": "b"},
+                {"path": "params.seed", "from": None, "to": 1},
+            ]
         },
     }
 

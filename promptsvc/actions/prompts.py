@@ -66,11 +66,13 @@ def create_version(
     tags: list[str] | None = None,
     variables_schema: dict[str, Any] | None = None,
     examples: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> PromptVersion:
     """A new draft with the next number, created by the principal (the work of the
     person it counts as: a key's owner for a key). Its variables come
     from the content, checked for the prompt's type; its contract (``variables_schema``,
-    ``examples``) is checked against them (ContractInvalid)."""
+    ``examples``) is checked against them (ContractInvalid), its model ``config`` by
+    its own rules (ConfigInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
     variables, sections = _variables(content, prompt.prompt_type)
     # By id: a prompt deleted and made again under the name since has another type.
@@ -85,6 +87,7 @@ def create_version(
         sections=sections,
         variables_schema=variables_schema,
         examples=examples,
+        config=config,
         request_id=request_id(),
         person=acting_person(storage, principal),
     )
@@ -104,9 +107,11 @@ def edit_version(
     *,
     variables_schema: dict[str, Any] | _Keep | None = KEEP,
     examples: list[dict[str, Any]] | _Keep | None = KEEP,
+    config: dict[str, Any] | _Keep | None = KEEP,
 ) -> PromptVersion:
-    """A draft's new content (None: it stays) and its variables, and its contract:
-    ``variables_schema`` and ``examples`` given (None clears them) or KEEP. Whatever is
+    """A draft's new content (None: it stays) and its variables, its contract
+    (``variables_schema``, ``examples``) and its ``config``: each given (None clears
+    it) or KEEP. Whatever is
     kept must fit the new content (ContractInvalid). Raises LifecycleError for any other
     status."""
     current = storage.get_version(principal.org, prompt_ref, version_ref)
@@ -125,6 +130,7 @@ def edit_version(
         if isinstance(variables_schema, _Keep)
         else variables_schema,
         examples=list(current.examples) if isinstance(examples, _Keep) else examples,
+        config=current.config if isinstance(config, _Keep) else config,
         person=acting_person(storage, principal),
         **trace(principal),
     )

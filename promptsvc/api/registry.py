@@ -27,6 +27,7 @@ from promptsvc.api.errors import error_response, register_error_handlers
 from promptsvc.api.identity_docs import document_identity
 from promptsvc.api.realm_docs import BEARER_SCHEME
 from promptsvc.api.responses import ErrorSchema
+from promptsvc.api.responses.versions import BREAKING_CHANGE_SCHEMAS
 from promptsvc.http import json_response
 from promptsvc.version import VERSION
 
@@ -104,6 +105,9 @@ def init_api(app: Flask) -> PromptsvcApi:
             "description": "Access token from /v1/auth/sdk-token or the realm token endpoint",
         },
     )
+    # Named here: lists of breaking changes refer to them by name (oneOf).
+    for name, schema in BREAKING_CHANGE_SCHEMAS.items():
+        api.spec.components.schema(name, schema=schema)
     for module in (
         prompts,
         versions,

@@ -213,7 +213,9 @@ class Versions(View):
         With variables_schema (its keys exactly the variables) and examples (at most 20,
         each valid under it), the version carries a variable contract; a problem is 400
         naming the variable or the example (errors maps variables_schema.<variable>
-        and examples[<i>] to what is wrong).
+        and examples[<i>] to what is wrong). With config, the version carries its model
+        configuration, kept as given; a problem is 400 naming its path (errors maps
+        config.params.temperature to what is wrong).
         """
         version = actions.create_version(
             storage(),
@@ -224,6 +226,7 @@ class Versions(View):
             tags=body["tags"],
             variables_schema=body["variables_schema"],
             examples=body["examples"],
+            config=body["config"],
         )
         return json_response(version.to_json(), 201)
 
@@ -238,9 +241,10 @@ class Version(View):
         """Edit a draft's content or contract
 
         Only a draft can be edited (else 409); its variables are re-extracted. What the
-        body leaves out stays (content, variables_schema, examples; null clears the
-        last two), and must still fit: a kept variables_schema whose keys are not the
-        new content's variables is 400.
+        body leaves out stays (content, variables_schema, examples, config; null clears
+        the last three), and must still fit: a kept variables_schema whose keys are not
+        the new content's variables is 400. A frozen draft (placed once, or named by an
+        open review) is 409 conflict with reason frozen, config included.
         """
         version = actions.edit_version(
             storage(),
@@ -250,6 +254,7 @@ class Version(View):
             body.get("content"),
             variables_schema=body.get("variables_schema", actions.KEEP),
             examples=body.get("examples", actions.KEEP),
+            config=body.get("config", actions.KEEP),
         )
         return json_response(version.to_json())
 

@@ -27,13 +27,14 @@ review's ``version_author`` and ``requested_by_person``, a key's ``secret_hash``
 user's ``password_hash``, a signing key's ``private_pem``), less what its place in the
 document already says (a version's prompt, a prompt's latest and production numbers).
 A version's ``variables_schema`` is the one declared (null when none was: the implied
-one is not written, so it stays implied), checked again when read; a backup written
-before variable contracts reads as versions without one, and history without breaking
-promotions; one written before frozen versions reads a version as frozen when a history
-record or a placement names it, written by its ``created_by`` alone; a key written
-before keys had owners reads as ownerless (a key's ``owner`` is in its JSON). A history
-record keeps its ``rollout_id`` (null when absent); rollouts that are running are not
-in a backup (docs/api.md section 18).
+one is not written, so it stays implied), checked again when read, as is its ``config``
+(as stored; null: none); a backup written before variable contracts reads as versions
+without one, one written before model configuration as versions without a config, and
+history without breaking promotions; one written before frozen versions reads a version
+as frozen when a history record or a placement names it, written by its ``created_by``
+alone; a key written before keys had owners reads as ownerless (a key's ``owner`` is in
+its JSON). A history record keeps its ``rollout_id`` (null when absent); rollouts that
+are running are not in a backup (docs/api.md section 18).
 ``next_version`` is the last version number the prompt handed out, so numbers stay
 unused after a restore even when the newest versions were deleted. ``placements`` names
 the version each environment other than production holds (production's is the

@@ -86,6 +86,7 @@ class _VersionSchema(Schema):
     # Absent from backups written before variable contracts: none declared, no examples.
     variables_schema = fields.Dict(keys=fields.String(), load_default=None, allow_none=True)
     examples = fields.List(fields.Dict(), load_default=list)
+    config = fields.Raw(load_default=None, allow_none=True)  # absent before model config: none
     # Absent from backups written before section 30's freeze: frozen when it was ever
     # placed (see _PromptSchema), written by its creator.
     frozen = fields.Boolean(load_default=None, truthy={True}, falsy={False})
@@ -452,6 +453,7 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
                     None if not v.examples else list(v.examples),
                     section_names(v.content, item.prompt.prompt_type),
                 )
+                contracts.validated_config(v.config)  # a ConfigInvalid names config.<path>
             except ContractInvalid as exc:
                 found += [
                     f"{here}.versions[{position}].{where}: {' '.join(problems)}"

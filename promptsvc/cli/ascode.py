@@ -455,6 +455,7 @@ def _create_version(
         prompt.tags,
         prompt.variables_schema,
         prompt.examples,
+        prompt.config,
     )
     winner = created
     for version in client.list_versions(name):

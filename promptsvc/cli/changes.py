@@ -51,6 +51,14 @@ def describe_changes(changes: dict[str, Any], paint: Painter) -> list[str]:
                 "yellow",
             )
         )
+    for change in (changes.get("config") or {}).get("changed", []):
+        path, was, now = change["path"], change["from"], change["to"]
+        if was is None:
+            lines.append(paint(f"config +{path}: {_json(now)}", "green"))
+        elif now is None:
+            lines.append(paint(f"config -{path}: {_json(was)}", "red"))
+        else:
+            lines.append(paint(f"config ~{path}: {_json(was)} -> {_json(now)}", "yellow"))
     old, new = contracts_of_diff(schema)
     for change in changes.get("breaking") or []:
         lines.append(paint(f"breaking: {plain_words(change, old, new)}", "red"))

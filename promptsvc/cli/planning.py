@@ -1,7 +1,8 @@
 """What ``plan`` finds: each file of a directory compared with its prompt on the service.
 
 A file asks for a version when its content (for chat, the messages), metadata (as JSON),
-tags or variable contract (``variables_schema`` and ``examples``) differ from the
+tags, variable contract (``variables_schema`` and ``examples``) or model ``config``
+differ from the
 prompt's latest version, and with ``--promote`` for a promotion when the environment
 does not hold them; such a promotion lists what it would break for callers of the
 version the environment holds (promptsvc/breaking.py). Every file is read and checked
@@ -28,6 +29,7 @@ from promptsvc.client import PromptServiceError
 from promptsvc.client.management import ServiceClient
 from promptsvc.diffs import content_diff, list_changes, metadata_changes
 from promptsvc.releasing import Release, release_kind
+from promptsvc.templating.config import config_changes
 from promptsvc.templating.contract import implied_schema
 from promptsvc.templating.template import content_variables, extract_variables
 
@@ -57,6 +59,7 @@ def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
         and _as_json(declared_schema(version)) == _as_json(declared_schema(_declared(prompt)))
         and _as_json(normal_examples(version.get("examples")))
         == _as_json(normal_examples(prompt.examples))
+        and _as_json(version.get("config")) == _as_json(prompt.config)
     )
 
 
@@ -112,6 +115,7 @@ class Change:
             "variables_schema": schema_changes(contract_of(old), file_contract(prompt)),
             "metadata": metadata_changes(old["metadata"], prompt.metadata),
             "tags": list_changes(old["tags"], prompt.tags),
+            "config": {"changed": config_changes(old.get("config"), prompt.config)},
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -205,7 +209,7 @@ def make_plan(
             if number is None:
                 number = (latest["version"] if latest else 0) + 1
             change.held = held
-            change.breaking = breaking_changes(held, file_contract(prompt), number)
+            change.breaking = breaking_changes(held, file_contract(prompt), number, prompt.config)
         if (found["description"] or None) != (prompt.description or None):
             change.notes.append(
                 "the description differs from the service's; the API cannot change a "

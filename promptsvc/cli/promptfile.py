@@ -15,6 +15,10 @@
       "question": {"type": "string", "description": "the customer's words"}
     }
     examples: [{"name": "reset", "variables": {"product": "promptsvc", "question": "How?"}}]
+    config: {
+      "model": "gpt-4o-mini",
+      "params": {"temperature": 0.2}
+    }
     ---
     === system ===
     You help customers of {{ product }}.
@@ -23,8 +27,9 @@
 
 The file's name is the prompt's name plus ``.prompt``. A header of ``key: JSON value``
 lines (the keys always written in the order above) sits between two ``---`` lines;
-``variables_schema`` (the version's variable contract) and ``examples`` are optional
-and written only when the version declares them.
+``variables_schema`` (the version's variable contract), ``examples`` and ``config``
+(its model configuration, as stored) are optional and written only when the version
+has them.
 What follows is the content: for a text prompt, verbatim; for a chat prompt, one block
 per message, each opened by a ``=== role ===`` line. The body ends with one newline
 that is not part of the content (so an editor's final newline changes nothing); a
@@ -45,12 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from promptsvc.breaking import normal_examples
+from promptsvc.templating.config import config_problems
 from promptsvc.templating.contract import implied_schema, is_implied
 from promptsvc.templating.template import TemplateError, content_variables, resolve_values
 
 SUFFIX = ".prompt"
 FENCE = "---"
-KEYS = ("type", "description", "metadata", "tags", "variables_schema", "examples")
+KEYS = ("type", "description", "metadata", "tags", "variables_schema", "examples", "config")
 PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MARKER = re.compile(r"=== (.*) ===")
 ESCAPED_MARKER = re.compile(r"\\+=== .* ===")
@@ -90,6 +96,8 @@ class PromptFile:
     # them against the content's variables.
     variables_schema: dict[str, Any] | None = field(default=None)
     examples: list[dict[str, Any]] = field(default_factory=list)
+    # The model configuration (None: none), as the service will store it.
+    config: dict[str, Any] | None = field(default=None)
 
     @property
     def content(self) -> str:
@@ -118,6 +126,8 @@ def dumps(prompt: PromptFile) -> str:
         header.append(f"variables_schema: {schema}")
     if prompt.examples:
         header.append(f"examples: {json.dumps(prompt.examples, ensure_ascii=False, indent=2)}")
+    if prompt.config is not None:
+        header.append(f"config: {json.dumps(prompt.config, ensure_ascii=False, indent=2)}")
     header.append(FENCE)
     if prompt.messages is not None:
         body = "".join(_message_block(m) for m in prompt.messages)
@@ -157,6 +167,7 @@ def prompt_from_version(
     contract: dict[str, Any] = {
         "variables_schema": declared_schema(version),
         "examples": normal_examples(version.get("examples")),
+        "config": version.get("config"),
     }
     if prompt_type == "chat":
         messages = [{"role": m["role"], "content": m["content"]} for m in json.loads(content)]
@@ -224,7 +235,12 @@ def loads(text: str, path: Path) -> PromptFile:
         raise PromptFileError(
             path, parser.key_lines["examples"], "examples must be a list of {name?, variables}"
         )
-    contract: dict[str, Any] = {"variables_schema": schema, "examples": examples}
+    config = header.get("config")
+    problems = config_problems(config)
+    if problems:  # as the service would answer, naming the path (it checks again)
+        where, what = next(iter(problems.items()))
+        raise PromptFileError(path, parser.key_lines["config"], f"{where}: {' '.join(what)}")
+    contract: dict[str, Any] = {"variables_schema": schema, "examples": examples, "config": config}
     body = parser.body()
     if prompt_type == "chat":
         messages = parser.messages(body)

@@ -28,6 +28,7 @@ from promptsvc.client.errors import (
     ServerError,
     TransportError,
 )
+from promptsvc.client.model_config import ModelConfig, ModelParams, ResponseFormat, Tool
 from promptsvc.client.models import PromptVersion, Rollout
 from promptsvc.client.sync import PromptClient
 from promptsvc.templating.template import MissingVariableError, TemplateError, TemplateProblem
@@ -38,6 +39,8 @@ __all__ = [
     "ClientCredentialsProvider",
     "InvalidResponseError",
     "MissingVariableError",
+    "ModelConfig",
+    "ModelParams",
     "NoProductionVersionError",
     "NotFoundError",
     "PermissionDeniedError",
@@ -45,11 +48,13 @@ __all__ = [
     "PromptServiceError",
     "PromptVersion",
     "RefreshTokenProvider",
+    "ResponseFormat",
     "Rollout",
     "SdkTokenProvider",
     "ServerError",
     "TemplateError",
     "TemplateProblem",
     "TokenProvider",
+    "Tool",
     "TransportError",
 ]

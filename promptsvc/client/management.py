@@ -218,13 +218,17 @@ class ServiceClient(PromptClient):
         tags: list[str],
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A new draft; ``variables_schema`` and ``examples`` are sent when given."""
+        """A new draft; ``variables_schema``, ``examples`` and ``config`` are sent when
+        given."""
         body: dict[str, Any] = {"content": content, "metadata": metadata, "tags": tags}
         if variables_schema is not None:
             body["variables_schema"] = variables_schema
         if examples:
             body["examples"] = examples
+        if config is not None:
+            body["config"] = config
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/versions", body=body)
         return result
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from promptsvc.client.model_config import ConfigError, ModelConfig
 from promptsvc.rollout import bucket
 from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema, is_implied
 from promptsvc.templating.template import content_variables, render, section_names
@@ -83,6 +84,16 @@ def _examples(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
     return _frozen(value)
 
 
+def _config(body: Mapping[str, Any]) -> ModelConfig | None:
+    value = body.get("config")  # absent from servers before model configuration
+    if value is None:
+        return None
+    try:
+        return ModelConfig.from_json(value)
+    except ConfigError as exc:
+        raise ModelError(f"field 'config': {exc}") from None
+
+
 def _no_schema() -> Mapping[str, Mapping[str, Any]]:
     return MappingProxyType({})
 
@@ -149,8 +160,9 @@ class PromptVersion:
     Instances are shared by everyone reading the same cache entry, so they are frozen;
     ``variables`` and ``tags`` are tuples and ``metadata`` is a read-only mapping, as are
     ``variables_schema`` (the declared contract, or the implied one: every variable a
-    required string) and each of ``examples`` (``{name?, variables}``).
-    ``is_fallback`` is True only for the stand-in built from ``fallback=``;
+    required string) and each of ``examples`` (``{name?, variables}``). ``config`` is
+    the model configuration (promptsvc.client.ModelConfig, read-only), None when the
+    version has none. ``is_fallback`` is True only for the stand-in built from ``fallback=``;
     ``is_stale`` only for a version read from the on-disk snapshot (``snapshot_path``)
     that the service has not confirmed since.
     """
@@ -174,6 +186,7 @@ class PromptVersion:
     environments: tuple[str, ...] = ()
     variables_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=_no_schema)
     examples: tuple[Mapping[str, Any], ...] = ()
+    config: ModelConfig | None = None
     # The rollout under way on the environment read (environment reads only), else None.
     rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
@@ -247,6 +260,7 @@ class PromptVersion:
             # After the fields above, so a bad body names its first bad field.
             variables_schema=_schema(body, _strings(body, "variables")),
             examples=_examples(body),
+            config=_config(body),
             rollout=rollout,
         )
 
@@ -322,3 +336,30 @@ class PromptVersion:
             self.variables_schema,
             implied=self._implied,
         )
+
+    def to_openai(
+        self, values: Mapping[str, object] | None = None, /, **variables: object
+    ) -> dict[str, Any]:
+        """The arguments of OpenAI's Chat Completions call for this version rendered
+        with these variables (as :meth:`render` takes them, strictly): ``{model,
+        messages, <each param>, tools: [{type: "function", function: {name,
+        description, parameters}}], response_format}``, leaving out what the config
+        does not set. A text prompt is one ``user`` message, a chat prompt its
+        messages. ``client.chat.completions.create(**version.to_openai(name="Ada"))``.
+        """
+        merged = {**values, **variables} if values else variables
+        rendered = render(
+            self.content,
+            self.prompt_type,
+            merged,
+            True,
+            self.variables_schema,
+            implied=self._implied,
+        )
+        if isinstance(rendered, str):
+            messages = [{"role": "user", "content": rendered}]
+        else:
+            messages = rendered
+        if self.config is None:
+            return {"messages": messages}
+        return self.config.openai_arguments(messages)

@@ -8,6 +8,7 @@ from typing import Any
 
 from promptsvc.breaking import contract_of, schema_changes
 from promptsvc.console.common import principal, storage
+from promptsvc.console.config_form import config_rows
 from promptsvc.console.present import (
     breaking_sentences,
     metadata_rows,
@@ -37,6 +38,7 @@ def comparison(prompt: Prompt, old: PromptVersion | None, new: PromptVersion) ->
         "rows": side_by_side(base["content"], new.content, prompt.prompt_type),
         "metadata_rows": metadata_rows(changes["metadata"]),
         "schema_rows": schema_rows(schema) if old is not None else [],
+        "config_rows": config_rows(changes["config"]) if old is not None else [],
         "breaking": breaking,
         "breaking_words": breaking_sentences(breaking, old_contract, new_contract),
     }
@@ -50,6 +52,7 @@ def _empty(like: PromptVersion) -> dict[str, Any]:
         "variables": [],
         "metadata": {},
         "tags": [],
+        "config": None,
     }
 
 

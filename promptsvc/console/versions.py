@@ -26,6 +26,7 @@ from promptsvc.console.common import (
     require,
     storage,
 )
+from promptsvc.console.config_form import ConfigDraft, config_errors
 from promptsvc.console.errors import error_page, frozen_message
 from promptsvc.console.present import contract_rows, pretty_json, sdk_snippet
 from promptsvc.console.preview import Preview, previews
@@ -33,7 +34,14 @@ from promptsvc.diffs import chat_messages
 from promptsvc.inputs import VersionCreateSchema, VersionEditSchema
 from promptsvc.refs import PRODUCTION
 from promptsvc.templating.contract import is_implied
-from storage import ContractInvalid, InvalidInput, NoProductionVersion, Prompt, PromptVersion
+from storage import (
+    ConfigInvalid,
+    ContractInvalid,
+    InvalidInput,
+    NoProductionVersion,
+    Prompt,
+    PromptVersion,
+)
 
 bp = Blueprint("versions", __name__)
 
@@ -45,7 +53,8 @@ MAX_MESSAGES = 200
 class Draft:
     """What a version form shows: the content (text, or chat messages), metadata as
     JSON text, tags as a comma-separated line, and the variable contract: the declared
-    ``variables_schema`` and the ``examples`` as JSON text (empty: none)."""
+    ``variables_schema`` and the ``examples`` as JSON text (empty: none); and the model
+    configuration's fields (promptsvc/console/config_form.py)."""
 
     text: str = ""
     messages: list[dict[str, str]] = field(default_factory=list)
@@ -53,6 +62,7 @@ class Draft:
     tags: str = ""
     schema: str = ""
     examples: str = ""
+    config: ConfigDraft = field(default_factory=ConfigDraft)
 
     @classmethod
     def of(cls, prompt: Prompt, version: PromptVersion | None) -> Draft:
@@ -71,6 +81,7 @@ class Draft:
             examples=pretty_json(normal_examples(answer["examples"]))
             if answer.get("examples")
             else "",
+            config=ConfigDraft.of(version.config),
         )
 
     @classmethod
@@ -78,6 +89,7 @@ class Draft:
         contract: dict[str, Any] = {
             "schema": form_text("variables_schema"),
             "examples": form_text("examples"),
+            "config": ConfigDraft.posted(),
         }
         if prompt.prompt_type != "chat" or "message_count" not in request.form:
             return cls(
@@ -125,9 +137,16 @@ class Draft:
 
     def contract(self) -> dict[str, Any]:
         """``variables_schema`` and ``examples`` as the API takes them (left out when the
-        field is empty); FormInvalid naming the field when its JSON is not that."""
+        field is empty), and ``config`` when the form has its fields (null when every
+        one is empty: a draft's is cleared); FormInvalid naming the field when its JSON
+        is not that."""
         contract: dict[str, Any] = {}
         errors: dict[str, list[str]] = {}
+        try:
+            if self.config.present:
+                contract["config"] = self.config.value()
+        except FormInvalid as invalid:
+            errors.update(invalid.errors)
         for name, text, kind, like in (
             ("variables_schema", self.schema, dict, '{"tone": {"type": "string"}}'),
             ("examples", self.examples, list, '[{"name": "short", "variables": {"tone": "kind"}}]'),
@@ -222,7 +241,10 @@ def new(name: str) -> str | WerkzeugResponse:
             tags=body["tags"],
             variables_schema=body.get("variables_schema"),
             examples=body.get("examples"),
+            config=body.get("config"),
         )
+    except ConfigInvalid as invalid:
+        return _form(prompt, draft, errors=config_errors(invalid), source_number=source_number)
     except ContractInvalid as invalid:
         errors = contract_errors(invalid)
         return _form(prompt, draft, errors=errors, source_number=source_number)
@@ -311,7 +333,10 @@ def edit(name: str, number: int) -> str | WerkzeugResponse:
             body["content"],
             variables_schema=body.get("variables_schema"),
             examples=body.get("examples"),
+            config=body.get("config", actions.KEEP),
         )
+    except ConfigInvalid as invalid:
+        return _form(prompt, draft, errors=config_errors(invalid), editing=version)
     except ContractInvalid as invalid:
         return _form(prompt, draft, errors=contract_errors(invalid), editing=version)
     except InvalidInput as invalid:

@@ -95,6 +95,25 @@ def _variables_schema(description: str, **options: Any) -> fields.Dict:
     )
 
 
+CONFIG = (
+    "The model configuration {model?, provider?, params? {temperature (0-2), top_p (0-1), "
+    "max_tokens (integer >= 1), stop (at most 4 strings), presence_penalty (-2..2), "
+    "frequency_penalty (-2..2), seed (integer)}, tools? [{name, description?, parameters}], "
+    "response_format? {type: text|json_object|json_schema, json_schema? {name, schema, "
+    "strict?}}}, at most 64 KiB as JSON, kept as given: 400 names the path "
+    "(config.params.temperature)"
+)
+
+
+def _config(description: str, **options: Any) -> fields.Raw:
+    # Checked whole by storage (promptsvc/templating/config.py), which names every path.
+    return fields.Raw(
+        allow_none=True,
+        metadata={"type": "object", "description": f"{description}. {CONFIG}"},
+        **options,
+    )
+
+
 def _examples(description: str, **options: Any) -> fields.List:
     return fields.List(
         fields.Raw(metadata={"type": "object"}),
@@ -130,6 +149,7 @@ class VersionCreateSchema(Schema):
         "Absent or null: none declared (every variable a required string)", load_default=None
     )
     examples = _examples("Absent or null: none", load_default=None)
+    config = _config("Absent or null: none", load_default=None)
 
 
 class VersionEditSchema(Schema):
@@ -144,8 +164,11 @@ class VersionEditSchema(Schema):
         "keys must be exactly the variables of the content the draft has after the edit"
     )
     examples = _examples("The draft's new examples; null: none; absent: they stay")
+    config = _config("The draft's new model configuration, whole; null: none; absent: it stays")
 
     @validates_schema
     def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
         if not data:
-            raise ValidationError("give at least one of content, variables_schema, examples")
+            raise ValidationError(
+                "give at least one of content, variables_schema, examples, config"
+            )

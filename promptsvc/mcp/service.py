@@ -89,13 +89,17 @@ def create_version(
     content: str,
     variables_schema: dict[str, Any] | None,
     notes: str | None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A new draft version; ``notes`` go in its metadata as ``notes``."""
+    """A new draft version; ``notes`` go in its metadata as ``notes``; ``config`` (its
+    model configuration) is sent when given."""
     body: dict[str, Any] = {"content": content}
     if notes is not None:
         body["metadata"] = {"notes": notes}
     if variables_schema is not None:
         body["variables_schema"] = variables_schema
+    if config is not None:
+        body["config"] = config
     answer: dict[str, Any] = client.call("POST", f"{client.prompt_path(name)}/versions", body=body)
     return answer
 

@@ -46,8 +46,9 @@ TOOLS = [
     ),
     types.Tool(
         name="get_prompt",
-        description="One version of a prompt, with its content and variables: production "
-        "by default, or by label (production, latest, an environment) or version.",
+        description="One version of a prompt, with its content, variables and model "
+        "configuration (config: model, params, tools, response_format; null when none): "
+        "production by default, or by label (production, latest, an environment) or version.",
         input_schema=_schema(
             ["name"],
             name=NAME,
@@ -59,7 +60,8 @@ TOOLS = [
     types.Tool(
         name="diff_versions",
         description="What changed between two versions of a prompt: a unified diff of the "
-        "content and the variables, metadata and tags added or removed.",
+        "content, the variables, metadata and tags added or removed, and the model "
+        "configuration's changes.",
         input_schema=_schema(
             ["name", "from", "to"], name=NAME, to=VERSION_REF, **{"from": VERSION_REF}
         ),
@@ -78,6 +80,11 @@ TOOLS = [
                 "type": "object",
                 "description": "the variables' contract: {variable: {type, required, "
                 "description, default, enum}}",
+            },
+            config={
+                "type": "object",
+                "description": "the model configuration: {model, provider, params, tools, "
+                "response_format} (docs/model-config.md)",
             },
             notes={"type": "string", "description": "why; kept in the version's metadata"},
         ),
@@ -124,7 +131,12 @@ CALLS: dict[str, Call] = {
         args["name"], str(args["from"]), str(args["to"])
     ),
     "create_version": lambda client, env, args: service.create_version(
-        client, args["name"], args["content"], args.get("variables_schema"), args.get("notes")
+        client,
+        args["name"],
+        args["content"],
+        args.get("variables_schema"),
+        args.get("notes"),
+        args.get("config"),
     ),
     "request_promotion": lambda client, env, args: service.request_promotion(
         client, args["name"], args["version"], args.get("environment") or env, args.get("notes")

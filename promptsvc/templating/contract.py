@@ -108,8 +108,13 @@ class BreakingChange:
     variable: str
     change: str
     detail: str
+    # A change of the model configuration (promptsvc/templating/config.py) names the
+    # field it is in (``config.tools.search``) instead of a variable ("").
+    field: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        if self.field is not None:
+            return {"field": self.field, "change": self.change, "detail": self.detail}
         return {"variable": self.variable, "change": self.change, "detail": self.detail}
 
 

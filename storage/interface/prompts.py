@@ -78,6 +78,7 @@ class PromptStore(StorageCore):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
@@ -91,7 +92,10 @@ class PromptStore(StorageCore):
         storage keeps the variables as given. ``variables_schema`` (None: the implied
         one) and ``examples`` (None: none) are the version's contract, checked against
         ``variables`` (a section's entry must be a boolean) by
-        storage.contracts.validated: ContractInvalid names every problem.
+        storage.contracts.validated: ContractInvalid names every problem. ``config``
+        (None: none) is its model configuration, checked by
+        storage.contracts.validated_config (ConfigInvalid names every problem by path)
+        and kept as given.
         """
 
     @abc.abstractmethod
@@ -130,16 +134,17 @@ class PromptStore(StorageCore):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
-        """Replace a draft's content, its ``variables`` and its contract
-        (``variables_schema``, ``examples``: given whole, checked as for
-        :meth:`create_version`); ``actor`` and ``person`` (as for create_version) join
-        its ``authors``. Non-draft: LifecycleError (reason ``status``); a frozen
-        version (placed anywhere once, a rollout's candidate or baseline once, or named
-        by an open review): VersionFrozen."""
+        """Replace a draft's content, its ``variables``, its contract
+        (``variables_schema``, ``examples``) and its ``config`` (each given whole,
+        checked as for :meth:`create_version`); ``actor`` and ``person`` (as for
+        create_version) join its ``authors``. Non-draft: LifecycleError (reason
+        ``status``); a frozen version (placed anywhere once, a rollout's candidate or
+        baseline once, or named by an open review): VersionFrozen."""
 
     @abc.abstractmethod
     def promote(

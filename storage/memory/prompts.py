@@ -87,11 +87,13 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
         schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
+        kept_config = contracts.validated_config(config)
         # A private copy: the caller keeps no handle on a stored (immutable) record.
         meta = json.loads(json.dumps(metadata or {}))
         with self._lock:
@@ -116,6 +118,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                 created_by=created_by,
                 variables_schema=schema,
                 examples=kept_examples,
+                config=kept_config,
                 authors=release.people(created_by, person),
             )
             state.versions[version.version] = version

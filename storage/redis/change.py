@@ -44,6 +44,7 @@ _VERSION_FIELDS: dict[str, Callable[[Any], str | None]] = {
     "variables": _json,
     "variables_schema": json.dumps,
     "examples": lambda examples: _json(examples) if examples else None,
+    "config": json.dumps,
 }
 
 

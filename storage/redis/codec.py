@@ -108,6 +108,7 @@ VERSION_FIELDS = (
     "examples",
     "frozen",
     "authors",
+    "config",
 )
 
 
@@ -147,6 +148,7 @@ def version(p: Fields, v: Fields) -> PromptVersion:
         # prompt's first change; until then, those placed once are frozen all the same.
         frozen=v.get("frozen") == "1" or "promoted_at" in v or "placements" in v,
         authors=tuple(json.loads(v["authors"])) if "authors" in v else (v["created_by"],),
+        config=json.loads(v["config"]) if "config" in v else None,
     )
 
 
@@ -173,6 +175,7 @@ def version_fields(v: PromptVersion) -> list[str]:
             **contract_fields(v.variables_schema, v.examples),
             "frozen": "1" if v.frozen else None,
             "authors": json.dumps(list(v.authors)),
+            "config": config_field(v.config),
         }
     )
 
@@ -186,6 +189,11 @@ def contract_fields(
         "variables_schema": None if schema is None else json.dumps(schema),
         "examples": json.dumps(list(examples)) if examples else None,
     }
+
+
+def config_field(config: dict[str, Any] | None) -> str | None:
+    """A version's config as its hash keeps it: absent for none."""
+    return None if config is None else json.dumps(config)
 
 
 def record_fields(r: PromotionRecord) -> list[str]:

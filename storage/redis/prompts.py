@@ -98,6 +98,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
@@ -105,11 +106,13 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         at = rfc3339(now)
         authors = release.people(created_by, person)
         schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        kept_config = contracts.validated_config(config)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())
         args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
         args += [json.dumps(list(variables)), at, *_contract_args(schema, kept)]
         args.append(json.dumps(list(authors)))
+        args.append(codec.config_field(kept_config) or "")
         reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
         check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
@@ -132,6 +135,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
             created_by=created_by,
             variables_schema=schema,
             examples=kept,
+            config=kept_config,
             authors=authors,
         )
 

@@ -16,9 +16,9 @@ def content_digest(version: PromptVersion) -> str:
     config as stored: the UTF-8 bytes of the JSON object ``{"config", "content",
     "examples", "variables_schema"}`` with sorted keys, no whitespace between tokens
     and non-ASCII characters as they are. ``variables_schema`` is the declared one (null
-    when none was declared), ``config`` null while versions carry none."""
+    when none was declared), ``config`` null when the version has none."""
     source = {
-        "config": None,
+        "config": version.config,
         "content": version.content,
         "examples": list(version.examples),
         "variables_schema": version.variables_schema,

@@ -140,11 +140,13 @@ class ReleaseMethods(abc.ABC):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         actor: str | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        kept_config = contracts.validated_config(config)
         return cast(
             PromptVersion,
             self._release(
@@ -157,6 +159,7 @@ class ReleaseMethods(abc.ABC):
                 variables=tuple(variables),
                 variables_schema=schema,
                 examples=tuple(kept),
+                config=kept_config,
             ),
         )
 

@@ -157,13 +157,14 @@ class CancelReview(Request):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EditVersion(Request):
-    """The new content and contract, validated already (storage.contracts.validated)."""
+    """The new content, contract and config, validated already (storage.contracts)."""
 
     version: int
     content: str
     variables: tuple[str, ...] = ()
     variables_schema: dict[str, dict[str, Any]] | None = None
     examples: tuple[dict[str, Any], ...] = ()
+    config: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,7 +196,7 @@ class Change:
     * ``versions``: number -> the fields of that PromptVersion to set (names and values
       as the record has them: ``status``, ``updated_at``, ``promoted_at``,
       ``promoted_by``, ``placements``, ``frozen``, ``authors``, ``content``,
-      ``variables``, ``variables_schema``, ``examples``); ``updated`` has the same
+      ``variables``, ``variables_schema``, ``examples``, ``config``); ``updated`` has the same
       versions whole;
     * ``deleted_version``: a version to delete (after ``versions``);
     * ``placements``: environment -> the number it holds now, None: nothing

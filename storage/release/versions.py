@@ -30,7 +30,7 @@ def frozen(draft: Draft, number: int) -> bool:
 
 
 def edit_version(state: State, request: EditVersion) -> Change:
-    """New content and contract for a draft that is not frozen; whoever edits it (and
+    """New content, contract and config for a draft that is not frozen; whoever edits it (and
     the person they count as) joins its authors."""
     draft = Draft(state, request)
     number = request.version
@@ -45,6 +45,7 @@ def edit_version(state: State, request: EditVersion) -> Change:
         variables=request.variables,
         variables_schema=request.variables_schema,
         examples=request.examples,
+        config=request.config,
         updated_at=request.now,
         authors=authors,
     )

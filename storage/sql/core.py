@@ -222,9 +222,10 @@ class Database:
             examples=tuple(json.loads(row.examples)) if row.examples else (),
             frozen=bool(row.frozen),
             authors=tuple(json.loads(row.authors)) if row.authors else (row.created_by,),
+            config=json.loads(row.config) if row.config else None,
         )
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
-        size += len(row.variables_schema or "") + len(row.examples or "")
+        size += len(row.variables_schema or "") + len(row.examples or "") + len(row.config or "")
         return self._versions_memo.put(key, version, size)
 
     def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
@@ -237,7 +238,7 @@ class Database:
             return found
         (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
         (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements, schema, examples, frozen, authors = row[15:20]
+        placements, schema, examples, frozen, authors, config = row[15:21]
         version = PromptVersion(
             prompt_id=prompt_id,
             version_id=version_id,
@@ -259,8 +260,10 @@ class Database:
             examples=tuple(json.loads(examples)) if examples else (),
             frozen=bool(frozen),
             authors=tuple(json.loads(authors)) if authors else (created_by,),
+            config=json.loads(config) if config else None,
         )
         size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
+        size += len(config or "")
         return self._versions_memo.put(row, version, size)
 
     # -- the event log

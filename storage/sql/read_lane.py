@@ -43,7 +43,7 @@ COLUMNS = (
     "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
     "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
     "v.promoted_by, v.created_by, v.placements, v.variables_schema, v.examples, "
-    "v.frozen, v.authors"
+    "v.frozen, v.authors, v.config"
 )
 VERSION_WIDTH = COLUMNS.count(",") + 1
 # An environment read adds the environment's rollout, if any (all null without one).

@@ -37,6 +37,7 @@ _VERSION_CODECS: dict[str, Any] = {
     "variables_schema": lambda value: None if value is None else json.dumps(value),
     "examples": _json_or_null,
     "authors": _json_or_null,
+    "config": lambda value: None if value is None else json.dumps(value),
 }
 
 
@@ -67,6 +68,7 @@ def version_values(org: str, version: PromptVersion) -> dict[str, Any]:
             "prompt_id", "version", "version_id", "content", "variables", "status",
             "metadata", "tags", "created_at", "updated_at", "promoted_at", "promoted_by",
             "created_by", "placements", "variables_schema", "examples", "frozen", "authors",
+            "config",
         )
     }  # fmt: skip
     return {"org": org, **version_columns(fields)}

@@ -141,6 +141,7 @@ versions = Table(
     # Placed once, or in a rollout or a review: its content never changes (section 30).
     Column("frozen", Boolean, nullable=False, server_default=false()),
     Column("authors", Text),  # JSON list of who wrote it (null: created_by alone)
+    Column("config", Text),  # JSON object: the model configuration as given (null: none)
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),

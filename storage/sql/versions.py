@@ -105,11 +105,13 @@ class SqlVersions(Concern):
         sections: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
         now = self.db.clock()
         schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        kept_config = contracts.validated_config(config)
         with self.db.write() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
@@ -127,6 +129,7 @@ class SqlVersions(Concern):
                 "created_by": created_by,
                 "variables_schema": schema,
                 "examples": kept,
+                "config": kept_config,
                 "authors": release.people(created_by, person),
             }
             row = connection.execute(

@@ -30,6 +30,7 @@ FIELD_TYPES: dict[str, Any] = {
     "environments": list,
     "variables_schema": dict,
     "examples": list,
+    "config": (dict, type(None)),
 }
 
 

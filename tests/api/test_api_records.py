@@ -75,6 +75,7 @@ VERSION = PromptVersion(
     created_by=USER,
     variables_schema={"name": {"type": "string", "enum": ["Ada", "Bob"], "default": "Ada"}},
     examples=({"name": "ada", "variables": {"name": "Ada"}},),
+    config={"model": "gpt", "params": {"temperature": 0.2}},
 )
 CHANGE = BreakingChange("name", "enum_narrowed", "version 2 allows only ...")
 HISTORY = PromotionRecord(
@@ -140,6 +141,7 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             promoted_by=None,
             variables_schema=None,
             examples=(),
+            config=None,
         ),
     ),
     PromotionRecord: (
@@ -297,6 +299,9 @@ def check(spec: Spec, schema: Spec, value: object, where: str) -> None:
     if value is None:
         assert schema.get("nullable") is True, f"{where} is null; its schema is not nullable"
         return
+    if "type" not in schema:  # any JSON value (a config change's from and to)
+        assert "properties" not in schema, f"{where}: a schema with properties has a type"
+        return
     kind = schema["type"]
     assert type(value) in JSON_TYPES[kind], f"{where} is {type(value).__name__}, not {kind}"
     if "enum" in schema:
@@ -421,7 +426,11 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
         "examples": [{"name": "ada", "variables": {"name": "Ada"}}],
     }
     call("POST", prompts + "/{name}/versions", 201, versions, json=body)
-    call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Yo"})
+    # v2 has a tool, so the diff back to v1 has a breaking change by field.
+    tool = {"model": "m", "tools": [{"name": "t", "parameters": {"type": "object"}}]}
+    call(
+        "POST", prompts + "/{name}/versions", 201, versions, json={"content": "Yo", "config": tool}
+    )
     call("PATCH", version, 200, f"{versions}/2", json={"content": "Yo {{who}}"})
     call("POST", version + "/promote", 200, f"{versions}/1/promote", json={"notes": "n"})
     # v2 needs who, which v1's example lacks: breaking, acknowledged.

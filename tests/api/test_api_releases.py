@@ -261,6 +261,7 @@ def test_diff_of_text_versions(api: Any) -> None:
             "removed": {"place": {"type": "string", "required": True}},
             "changed": {},
         },
+        "config": {"changed": []},
         "breaking": [
             {
                 "variable": "city",
@@ -375,5 +376,5 @@ def test_openapi_documents_releases(api: Any) -> None:
     assert body == {"$ref": "#/components/schemas/Diff"}
     assert set(schemas["Diff"]["properties"]) == {
         "from", "to", "content_diff", "variables", "metadata", "tags", "variables_schema",
-        "breaking",
+        "config", "breaking",
     }  # fmt: skip

@@ -171,3 +171,54 @@ def test_prompts_show_prints_a_default_with_its_variable() -> None:
     }
     shown = ["variables:", "  count: integer, optional, default 1, one of 1, 2"]
     assert contract_lines(version) == shown
+
+
+CONFIG = {
+    "model": "gpt-4o-mini",
+    "params": {"temperature": 0.2},
+    "tools": [{"name": "look_up", "parameters": {"type": "object"}}],
+}
+
+
+def config_file(content: str, config: dict[str, Any] | None) -> str:
+    header = ['type: "text"', "description: null", "metadata: {}", "tags: []"]
+    if config is not None:
+        header.append(f"config: {json.dumps(config, indent=2)}")
+    return "---\n" + "\n".join(header) + "\n---\n" + content + "\n"
+
+
+def test_a_model_config_goes_from_file_to_service_and_back(
+    cli: Cli, service: CliService, tmp_path: Path
+) -> None:
+    write(tmp_path, "helper", config_file("Answer {{question}}", CONFIG))
+    applied = cli("apply", tmp_path, "--promote", "--notes", "first")
+    assert applied.status == 0, applied.err
+    assert service.storage.get_version(ORG, "helper", "1").config == CONFIG
+    assert cli("plan", tmp_path, "--promote").status == 0  # the service matches the file
+    pulled = tmp_path / "pulled"
+    assert cli("pull", pulled).status == 0
+    assert (pulled / "helper.prompt").read_bytes() == (tmp_path / "helper.prompt").read_bytes()
+
+    # Only the config changes: a new version; the tool removed breaks callers.
+    changed = {"model": "gpt-4o", "params": {"temperature": 0.7}}
+    write(tmp_path, "helper", config_file("Answer {{question}}", changed))
+    plan = cli("plan", tmp_path, "--promote")
+    assert plan.status == 2
+    assert "~ helper: new version (latest is v1)" in plan.out
+    assert 'config ~model: "gpt-4o-mini" -> "gpt-4o"' in plan.out
+    assert "config ~params.temperature: 0.2 -> 0.7" in plan.out
+    assert 'config -tools.look_up: {"name": "look_up"' in plan.out
+    assert "! breaking: `config.tools.look_up` is gone" in plan.out
+    (change,) = json.loads(cli("plan", tmp_path, "--promote", "--json").out)["changes"]
+    assert [(c["field"], c["change"]) for c in change["breaking"]] == [
+        ("config.tools.look_up", "removed")
+    ]
+    refused = cli("apply", tmp_path, "--promote", "--notes", "new model")
+    assert refused.status == 3, refused.err
+    assert "`config.tools.look_up` is gone" in refused.err
+    done = cli("apply", tmp_path, "--promote", "--allow-breaking", "--notes", "no tools")
+    assert done.status == 0, done.err
+    assert service.storage.get_production(ORG, "helper").config == changed
+    shown = cli("prompts", "diff", "helper", "1", "2")
+    assert shown.status == 0, shown.err
+    assert "config ~params.temperature: 0.2 -> 0.7" in shown.out

@@ -176,6 +176,13 @@ MALFORMED = [
     ('---\ntags: []\nvariables_schema: {"a": "string"}\n---\nHi\n', 3, "variables_schema must"),
     ('---\nexamples: {"variables": {}}\n---\nHi\n', 2, "examples must be a list of"),
     ("---\nexamples: [\n  1\n]\n---\nHi\n", 2, "examples must be a list of"),
+    # The model configuration as the service checks it, naming the path.
+    (
+        '---\ntags: []\nconfig: {\n  "params": {"temperature": 3}\n}\n---\nHi\n',
+        3,
+        "config.params.temperature: must be between 0 and 2",
+    ),
+    ('---\nconfig: "gpt-4o"\n---\nHi\n', 2, "config: must be an object"),
     ('---\nexamples: [\n  {"variables": }\n]\n---\nHi\n', 3, "examples: not a JSON value"),
     # The contract and the examples as the service will check them (before apply sends).
     (

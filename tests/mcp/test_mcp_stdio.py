@@ -324,3 +324,50 @@ def test_request_promotion_into_a_protected_environment_opens_a_review(
         held = api.get("/api/v1/prompts/greeting/environments/staging")
     assert [r["review_id"] for r in listed] == [review["review_id"]]
     assert held.status_code == 404  # nothing is placed before a person approves
+
+
+CONFIG = {
+    "model": "gpt-4o-mini",
+    "params": {"temperature": 0.2},
+    "tools": [{"name": "look_up", "parameters": {"type": "object"}}],
+}
+
+
+def test_get_prompt_returns_the_model_config_and_diff_its_changes(service: Service) -> None:
+    service.prompt("helper", production=None)
+    with service.api() as api:
+        for config in (CONFIG, {**CONFIG, "params": {"temperature": 0.9}}):
+            created = api.post(
+                "/api/v1/prompts/helper/versions", json={"content": "Hi", "config": config}
+            )
+            assert created.status_code == 201, created.text
+    service.promote("helper", 1)
+
+    async def scenario() -> None:
+        async with stdio(service.write_env) as client:
+            got = await client.session.call_tool("get_prompt", {"name": "helper"})
+            assert got.structured_content is not None
+            assert got.structured_content["config"] == CONFIG
+            diff = await client.session.call_tool(
+                "diff_versions", {"name": "helper", "from": 1, "to": 2}
+            )
+            assert diff.structured_content is not None
+            assert diff.structured_content["config"] == {
+                "changed": [{"path": "params.temperature", "from": 0.2, "to": 0.9}]
+            }
+            created = await client.session.call_tool(
+                "create_version", {"name": "helper", "content": "Yo", "config": {"model": "m"}}
+            )
+            assert not created.is_error, text_of(created)
+            assert created.structured_content is not None
+            assert created.structured_content["config"] == {"model": "m"}
+            bad = await client.session.call_tool(
+                "create_version",
+                {"name": "helper", "content": "Yo", "config": {"params": {"seed": "x"}}},
+            )
+            assert bad.is_error and "config.params.seed" in text_of(bad)
+            plain = await client.session.call_tool("get_prompt", {"name": "helper", "version": 3})
+            assert plain.structured_content is not None
+            assert plain.structured_content["config"] == {"model": "m"}
+
+    run(scenario)

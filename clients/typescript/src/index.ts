@@ -35,6 +35,7 @@ export {
   TransportError,
 } from "./errors.js";
 export type { FetchLike } from "./http.js";
+export type { ModelConfig, ModelParams, OpenAIChatArguments, ResponseFormat, Tool } from "./model-config.js";
 export { type Example, type Fallback, type FallbackContent, PromptVersion, type Rollout } from "./prompt-version.js";
 export type { SnapshotStore } from "./snapshot.js";
 export { assign } from "./rollout.js";

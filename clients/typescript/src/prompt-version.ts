@@ -1,6 +1,7 @@
 /** The client-side PromptVersion: the API's answer with its JSON field names (docs/api.md section 4.1). */
 
 import { isRecord } from "./errors.js";
+import { configProblem, type ModelConfig, type OpenAIChatArguments, openAIArguments } from "./model-config.js";
 import {
   type ChatMessage,
   type VariablesSchema,
@@ -72,6 +73,13 @@ function examplesOf(value: unknown): readonly Example[] {
   return deepFreeze(value) as readonly Example[];
 }
 
+function configOf(value: unknown): ModelConfig | null {
+  if (value === undefined || value === null) return null; // none, or a server before config
+  const problem = configProblem(value);
+  if (problem !== null) throw new ModelError(`field 'config': ${problem}`);
+  return deepFreeze(value) as ModelConfig;
+}
+
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
@@ -106,6 +114,8 @@ export class PromptVersion {
   /** The declared schema, or the implied one (every variable a required string). */
   readonly variables_schema: VariablesSchema;
   readonly examples: readonly Example[];
+  /** The model configuration as stored (docs/model-config.md), null when none. */
+  readonly config: ModelConfig | null;
   /** The rollout under way on the environment read, else null. */
   readonly rollout: Rollout | null;
   readonly is_fallback: boolean;
@@ -137,6 +147,7 @@ export class PromptVersion {
     this.variables_schema = schemaOf(body["variables_schema"], this.variables, () => sectionNames(this.content, this.prompt_type));
     this.#implied ||= isImplied(this.variables_schema);
     this.examples = examplesOf(body["examples"]);
+    this.config = configOf(body["config"]);
     this.rollout = rollout;
     this.is_fallback = isFallback;
     this.is_stale = isStale;
@@ -206,5 +217,18 @@ export class PromptVersion {
   render(values: Readonly<Record<string, unknown>> = {}): string | ChatMessage[] {
     const filled = resolveValues(this.variables, this.variables_schema, this.#implied, values);
     return render(this.content, this.prompt_type, filled);
+  }
+
+  /**
+   * The arguments of OpenAI's Chat Completions call for this version rendered with
+   * `values` (as `render` checks them): `{model, messages, <each param>, tools: [{type:
+   * "function", function: {name, description, parameters}}], response_format}`, leaving out
+   * what the config does not set. A text prompt is one `user` message, a chat prompt its
+   * messages: `openai.chat.completions.create(version.toOpenAI({ name: "Ada" }))`.
+   */
+  toOpenAI(values: Readonly<Record<string, unknown>> = {}): OpenAIChatArguments {
+    const rendered = this.render(values);
+    const messages = typeof rendered === "string" ? [{ role: "user", content: rendered }] : rendered;
+    return openAIArguments(this.config, messages);
   }
 }

@@ -6,9 +6,9 @@ from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import person_name, timestamp
 from promptsvc.api.responses.versions import (
-    BreakingChangeSchema,
     PromptVersionSchema,
     VariableSpecSchema,
+    breaking_list,
 )
 from storage import REVIEW_STATUSES, STATUSES
 
@@ -97,12 +97,9 @@ class ReviewSchema(Schema):
     allow_breaking = fields.Boolean(
         metadata={"description": "The requester acknowledged breaking changes"}
     )
-    breaking = fields.List(
-        fields.Nested(BreakingChangeSchema),
-        metadata={
-            "description": "The promotion check against what the environment held at the "
-            "request; checked again when the review is applied"
-        },
+    breaking = breaking_list(
+        "The promotion check against what the environment held at the request; checked "
+        "again when the review is applied"
     )
     content_digest = fields.String(
         metadata={"description": "sha256 (hex) of the version's content as requested (api.md)"}
@@ -158,6 +155,25 @@ class SchemaChangesSchema(Schema):
     )
 
 
+class ConfigChangeSchema(Schema):
+    path = fields.String(
+        metadata={
+            "description": "params.<key>, tools.<name>, or model, provider, response_format whole"
+        }
+    )
+    from_ = fields.Raw(
+        data_key="from", allow_none=True, metadata={"description": "null: from lacks it"}
+    )
+    to = fields.Raw(allow_none=True, metadata={"description": "null: to lacks it"})
+
+
+class ConfigChangesSchema(Schema):
+    changed = fields.List(
+        fields.Nested(ConfigChangeSchema),
+        metadata={"description": "model, provider, params, tools, response_format, in order"},
+    )
+
+
 class DiffSchema(Schema):
     from_ = fields.Nested(DiffSideSchema, data_key="from")
     to = fields.Nested(DiffSideSchema)
@@ -172,12 +188,9 @@ class DiffSchema(Schema):
     tags = fields.Nested(ListChangesSchema)
     # The contracts compared, each as its version shows it (declared or implied).
     variables_schema = fields.Nested(SchemaChangesSchema)
-    breaking = fields.List(
-        fields.Nested(BreakingChangeSchema),
-        metadata={
-            "description": "What promoting to in place of from would break (the promotion "
-            "check); empty when nothing"
-        },
+    config = fields.Nested(ConfigChangesSchema)
+    breaking = breaking_list(
+        "What promoting to in place of from would break (the promotion check); empty when nothing"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import timestamp
-from promptsvc.api.responses.versions import BreakingChangeSchema
+from promptsvc.api.responses.versions import breaking_list
 from promptsvc.inputs import EVENT_ID_EXAMPLE
 from storage import EVENT_TYPES, REVIEW_STATUSES, STATUSES
 
@@ -127,10 +127,7 @@ class ErrorSchema(Schema):
     review_id = fields.String(
         metadata={"description": "409 of a second open review: the open one; of a stale one: it"}
     )
-    changes = fields.List(
-        fields.Nested(BreakingChangeSchema),
-        metadata={"description": "409 breaking_change only: what the promotion would break"},
-    )
+    changes = breaking_list("409 breaking_change only: what the promotion would break")
     rollout_id = fields.String(
         metadata={
             "description": "409 of a change a rollout blocks (a second rollout, a promotion, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import person_name, timestamp
+from promptsvc.templating.config import CONFIG_BREAKING_KINDS
 from promptsvc.templating.contract import BREAKING_KINDS, VARIABLE_TYPES
 from storage import PROMPT_TYPES, STATUSES
 
@@ -38,6 +39,33 @@ class BreakingChangeSchema(Schema):
         },
     )
     detail = fields.String(metadata={"description": "The change in words"})
+
+
+class ConfigBreakingChangeSchema(Schema):
+    """A breaking change of the model configuration (docs/model-config.md)."""
+
+    field = fields.String(metadata={"description": "config.tools.<name> or config.response_format"})
+    change = fields.String(
+        validate=validate.OneOf(CONFIG_BREAKING_KINDS),
+        metadata={
+            "description": "removed: a tool gone; changed: a tool's parameters, or the "
+            "response_format (added and removed included)"
+        },
+    )
+    detail = fields.String(metadata={"description": "The change in words"})
+
+
+# Registered by name (promptsvc/api/registry.py): a list of breaking changes holds both.
+BREAKING_CHANGE_SCHEMAS = {
+    "BreakingChange": BreakingChangeSchema,
+    "ConfigBreakingChange": ConfigBreakingChangeSchema,
+}
+
+
+def breaking_list(description: str) -> fields.List:
+    """``[{variable, change, detail} | {field, change, detail}]``, documented as such."""
+    refs = [{"$ref": f"#/components/schemas/{name}"} for name in BREAKING_CHANGE_SCHEMAS]
+    return fields.List(fields.Raw(metadata={"oneOf": refs}), metadata={"description": description})
 
 
 class PromptVersionSchema(Schema):
@@ -77,6 +105,13 @@ class PromptVersionSchema(Schema):
     )
     examples = fields.List(
         fields.Nested(ExampleSchema), metadata={"description": "At most 20; [] when none"}
+    )
+    config = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "The model configuration as stored (docs/model-config.md): "
+            "{model?, provider?, params?, tools?, response_format?}; null when none"
+        },
     )
 
 

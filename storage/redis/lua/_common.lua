@@ -107,7 +107,7 @@ local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
 local VERSION_FIELDS = {
   "version_id", "version", "content", "variables", "status", "metadata", "tags",
   "created_at", "updated_at", "promoted_at", "promoted_by", "created_by", "placements",
-  "variables_schema", "examples", "frozen", "authors",
+  "variables_schema", "examples", "frozen", "authors", "config",
 }
 
 local function prompt_values(pid)

@@ -10,6 +10,7 @@
 -- ARGV[9]  variables_schema (JSON, "" for the implied one)
 -- ARGV[10] examples (JSON, "" for none); both checked by the caller
 -- ARGV[11] authors (JSON list: created_by and the person it counts as)
+-- ARGV[12] config (JSON, "" for none; checked by the caller)
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
@@ -29,6 +30,9 @@ if ARGV[9] ~= "" then
 end
 if ARGV[10] ~= "" then
   redis.call("HSET", vkey(pid, vid), "examples", ARGV[10])
+end
+if ARGV[12] ~= "" then
+  redis.call("HSET", vkey(pid, vid), "config", ARGV[12])
 end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)

@@ -133,3 +133,39 @@ test("environments: a label other than production and latest reads that environm
   assert.equal((await client.getPromptVersion("env-prompt", { label: "staging" })).version, 2);
   assert.equal((await client.getPromptVersion("env-prompt")).version, 1);
 });
+
+test("model config: the served version's config reaches toOpenAI(); breaking tools are 409 by field", async () => {
+  await admin.ok("POST", "/prompts", { name: "helper" });
+  const config = {
+    model: "gpt-4o-mini",
+    params: { temperature: 0.2, max_tokens: 300 },
+    tools: [{ name: "search", description: "Search", parameters: { type: "object", properties: { q: { type: "string" } } } }],
+    response_format: { type: "json_object" },
+  };
+  const created = await admin.call("POST", "/prompts/helper/versions", { content: "Answer {{question}}", config });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  await admin.promote("helper", created.body["version_id"] as string);
+  const v = await client.getPromptVersion("helper");
+  assert.deepEqual(v.config, config);
+  assert.deepEqual(v.toOpenAI({ question: "why?" }), {
+    model: "gpt-4o-mini",
+    messages: [{ role: "user", content: "Answer why?" }],
+    temperature: 0.2,
+    max_tokens: 300,
+    tools: [{ type: "function", function: config.tools[0] }],
+    response_format: { type: "json_object" },
+  });
+
+  const bad = await admin.call("POST", "/prompts/helper/versions", { content: "x", config: { params: { temperature: 3 } } });
+  assert.equal(bad.status, 400);
+  assert.ok("config.params.temperature" in (bad.body["errors"] as Record<string, unknown>));
+
+  const toolless = await admin.call("POST", "/prompts/helper/versions", { content: "Answer {{question}}", config: { ...config, tools: [] } });
+  assert.equal(toolless.status, 201, JSON.stringify(toolless.body));
+  const refused = await admin.call("POST", `/prompts/helper/versions/${toolless.body["version_id"] as string}/promote`, {});
+  assert.equal(refused.status, 409);
+  assert.deepEqual(
+    (refused.body["changes"] as Array<Record<string, string>>).map((c) => [c["field"], c["change"]]),
+    [["config.tools.search", "removed"]],
+  );
+});
