@@ -20,7 +20,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from identity import passwords
+from identity import passwords, signing
 from identity import secrets as client_secrets
 from tests import sql_support
 from tests.clock import FakeClock
@@ -205,3 +205,14 @@ def production_kdf_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     """identity/passwords.py's and identity/secrets.py's own parameters for this test."""
     monkeypatch.setattr(passwords, "HASHER", PRODUCTION_HASHER)
     monkeypatch.setattr(client_secrets, "_SCRYPT_N", PRODUCTION_SCRYPT_N)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_keys_parsed_once() -> Iterator[None]:
+    """Parsing an RSA key (with its consistency checks) takes 40 ms of CPU, and every
+    app a test makes parses its signing keys: mostly the same few shared keys. In the
+    test process a key record (frozen) is parsed once; a key that does not parse
+    raises each time, as nothing is kept for it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(signing, "parse_key", functools.lru_cache(maxsize=256)(signing.parse_key))
+        yield
