@@ -309,8 +309,9 @@ def suite_rows(junit: Path) -> tuple[list[Row], str]:
     """Run tests/reliability; one row per test from its junit properties."""
     print("[reliability] pytest tests/reliability and the SQL fault tests ...", flush=True)
     command = [
-        sys.executable, "-m", "pytest", str(SUITE), *SQL_TESTS, "-q", "-p", "no:cacheprovider",
-        "--junitxml", str(junit), "-o", "junit_family=xunit1",
+        # -m "": the slow runs too, which the suite's addopts leave out.
+        sys.executable, "-m", "pytest", str(SUITE), *SQL_TESTS, "-q", "-m", "",
+        "-p", "no:cacheprovider", "--junitxml", str(junit), "-o", "junit_family=xunit1",
     ]  # fmt: skip
     completed = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False
@@ -356,7 +357,7 @@ to refresh this page (it is written by `bench/reliability.py`, never by hand).
 
 - Command: `{command}`
 - Run: {stamp}, commit {rev or "unknown"}, {machine()}
-- Suite: `pytest tests/reliability` and the SQL fault and refusal tests
+- Suite: `pytest -m '' tests/reliability` (the slow runs too) and the SQL fault and refusal tests
   ({", ".join(f"`{t.split('::')[-1]}`" for t in SQL_TESTS)}) -> {summary}
 - Rows not "passed": {len(failing)} of {len(long_rows) + len(suite)}
 

@@ -18,7 +18,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 
+from identity import passwords, signing
+from identity import secrets as client_secrets
 from tests import sql_support
 from tests.clock import FakeClock
 from tests.cluster_support import LocalCluster, running_cluster, skip_or_fail
@@ -163,4 +166,53 @@ def patient_http_clients() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(httpx.Client, "__init__", _patient(httpx.Client.__init__))
         patch.setattr(httpx.AsyncClient, "__init__", _patient(httpx.AsyncClient.__init__))
+        yield
+
+
+# The key-derivation functions cost what they cost in production on purpose: argon2id
+# for people's passwords (19 MiB, t=2: identity/passwords.py) and scrypt for chosen
+# client secrets (16 MiB: identity/secrets.py) take 50 ms or more per hash or check on
+# an idle core, several times that on a busy one, and the suite makes people and keys
+# and signs them in thousands of times. In this process the tests use the cheapest
+# parameters of the same functions; the tests of the parameters themselves (and of the
+# rehash they cause) ask for ``production_kdf_cost``. Servers the tests start as
+# processes keep the production cost.
+PRODUCTION_HASHER = passwords.HASHER
+CHEAP_HASHER = PasswordHasher(
+    time_cost=1,
+    memory_cost=8,  # KiB, argon2's minimum for one lane
+    parallelism=1,
+    hash_len=PRODUCTION_HASHER.hash_len,
+    salt_len=PRODUCTION_HASHER.salt_len,
+    type=PRODUCTION_HASHER.type,
+)
+PRODUCTION_SCRYPT_N = client_secrets._SCRYPT_N
+CHEAP_SCRYPT_N = 2**4
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cheap_kdfs() -> Iterator[None]:
+    """Passwords and chosen client secrets hashed in this process cost next to nothing
+    (the stored hashes name their parameters, so checks follow them)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "HASHER", CHEAP_HASHER)
+        patch.setattr(client_secrets, "_SCRYPT_N", CHEAP_SCRYPT_N)
+        yield
+
+
+@pytest.fixture
+def production_kdf_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """identity/passwords.py's and identity/secrets.py's own parameters for this test."""
+    monkeypatch.setattr(passwords, "HASHER", PRODUCTION_HASHER)
+    monkeypatch.setattr(client_secrets, "_SCRYPT_N", PRODUCTION_SCRYPT_N)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_keys_parsed_once() -> Iterator[None]:
+    """Parsing an RSA key (with its consistency checks) takes 40 ms of CPU, and every
+    app a test makes parses its signing keys: mostly the same few shared keys. In the
+    test process a key record (frozen) is parsed once; a key that does not parse
+    raises each time, as nothing is kept for it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(signing, "parse_key", functools.lru_cache(maxsize=256)(signing.parse_key))
         yield

@@ -148,6 +148,13 @@ def test_endpoint_table_covers_every_documented_endpoint(api: Any) -> None:
     assert normalized == documented
 
 
+# Who may call what is decided before storage is asked (promptsvc/auth.py): the
+# role matrices below run on memory; every backend answers each endpoint to the role
+# it needs (test_the_role_an_endpoint_needs_succeeds_on_every_backend).
+ON_MEMORY = pytest.mark.parametrize("backend", ["memory"], indirect=True)
+
+
+@ON_MEMORY
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
 @pytest.mark.parametrize("role", ROLES)
 def test_roles(api: Any, world: None, endpoint: Any, role: str) -> None:
@@ -163,6 +170,17 @@ def test_roles(api: Any, world: None, endpoint: Any, role: str) -> None:
         assert needed in challenge
 
 
+@pytest.mark.parametrize("backend", ["redis", "sqlite"], indirect=True)
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
+def test_the_role_an_endpoint_needs_succeeds_on_every_backend(
+    api: Any, world: None, endpoint: Any
+) -> None:
+    """test_roles' successes on the other backends (memory's are test_roles' own)."""
+    r = call(api, endpoint, role=endpoint[2])
+    assert r.status_code == endpoint[4], r.json
+
+
+@ON_MEMORY
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
 @pytest.mark.parametrize("scope", ["prompts:read", "prompts:read prompts:write"])
 def test_a_narrowed_token_acts_as_its_scopes_role(
@@ -191,6 +209,7 @@ def test_a_narrowed_token_acts_as_its_scopes_role(
         assert needed in r.headers["WWW-Authenticate"]
 
 
+@ON_MEMORY
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
 def test_no_token_is_401_everywhere(api: Any, world: None, endpoint: Any) -> None:
     r = call(api, endpoint, role=None)

@@ -292,7 +292,6 @@ def chromium_browser() -> Iterator[Any]:
     yield from chromium()
 
 
-@pytest.mark.slow
 def test_browser_login_finishes_in_chromium(realm: Realm, chromium_browser: Any) -> None:
     """README's first command line, `promptsvc login`, with a real browser: the realm's
     page must let its form's answer redirect to the command's loopback port."""

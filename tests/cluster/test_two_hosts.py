@@ -18,8 +18,6 @@ from tests.cluster.cluster_testlib import org_on_each_primary
 from tests.cluster_support import Gunicorn, LocalCluster, free_ports
 from tests.servers import bootstrap_file
 
-pytestmark = pytest.mark.slow
-
 ISSUER = "http://promptsvc.example"  # the public URL both hosts answer behind
 SECRET = "two-hosts-secret-0123456789"
 

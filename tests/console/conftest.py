@@ -12,6 +12,7 @@ from promptsvc.app import create_app
 from promptsvc.config import Settings
 from storage import Storage
 from storage.memory import MemoryStorage
+from tests.client.sdk_support import shared_signing_key
 from tests.console.console_support import ORG, OTHER_ORG, PASSWORD, PEOPLE, sign_in
 
 # Generous limits: the tests sign in many times from one address.
@@ -29,6 +30,8 @@ def storage() -> Storage:
 
 @pytest.fixture
 def app(storage: Storage) -> Flask:
+    # The shared key: generating an RSA key for each test's app is the slow part.
+    storage.ensure_signing_key(shared_signing_key())
     app = create_app(Settings.from_env(LIMITS, issuer_url="http://localhost"), storage=storage)
     identity = app.extensions["identity"]
     for org in (ORG, OTHER_ORG):

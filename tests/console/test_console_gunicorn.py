@@ -19,7 +19,7 @@ import pytest
 from tests.console.console_support import ORG, PASSWORD, http_sign_in
 from tests.servers import Server, bootstrap_file, free_ports, gunicorn_command
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis]
+pytestmark = pytest.mark.redis
 
 
 @pytest.fixture

@@ -12,8 +12,6 @@ import pytest
 from tests.console.browser_support import WIDTH, Page, chromium, console_server
 from tests.servers import Server
 
-pytestmark = pytest.mark.slow
-
 ORG = "demo"
 PASSWORD = "correct-horse-battery-staple"
 USERS = {"demo-admin": (PASSWORD, "Service Admin")}

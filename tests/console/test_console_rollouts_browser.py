@@ -22,8 +22,6 @@ from promptsvc.rollout import assign
 from tests.console.browser_support import SCREENSHOTS, Page, chromium, console_server
 from tests.servers import Server
 
-pytestmark = pytest.mark.slow
-
 ORG = "acme"
 PASSWORD = "correct-horse-battery-staple"
 USERS = {"wes": (PASSWORD, "Service Write")}

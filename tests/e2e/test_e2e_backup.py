@@ -124,7 +124,6 @@ def test_one_org_moves_alone(
     )
 
 
-@pytest.mark.slow
 def test_serve_restore_answers_the_api_with_the_restored_data(
     tmp_path: Path, clock: FakeClock
 ) -> None:

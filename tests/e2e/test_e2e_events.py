@@ -23,8 +23,6 @@ from tests.e2e.sse_reader import Received, SseReader
 from tests.reliability.rel_support import RedisServer
 from tests.servers import Gunicorn, bootstrap_file, free_port
 
-pytestmark = pytest.mark.slow
-
 ORG = "acme"
 SECRET = "events-admin-secret-0123456789"
 STREAMS = 16  # PROMPTSVC_EVENT_STREAMS of the servers here

@@ -18,8 +18,6 @@ import pytest
 
 from tests.servers import Server, bootstrap_file, free_port, free_ports, gunicorn_command
 
-pytestmark = pytest.mark.slow
-
 SECRET = "gunicorn-admin-secret-0123456789"
 
 

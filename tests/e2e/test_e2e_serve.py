@@ -19,8 +19,6 @@ import pytest
 
 from tests.servers import ROOT, Server, bootstrap_file, free_port, promptsvc_command
 
-pytestmark = pytest.mark.slow
-
 ADMIN_SECRET = "e2e-admin-secret-0123456789"
 
 

@@ -7,13 +7,10 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 from standardwebhooks.webhooks import Webhook as Verifier
 
 from tests.servers import Server, bootstrap_file, free_port, promptsvc_command
 from tests.webhooks.receiver import Receiver
-
-pytestmark = pytest.mark.slow
 
 SECRET = "e2e-admin-secret-0123456789"
 

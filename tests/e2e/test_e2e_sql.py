@@ -24,7 +24,6 @@ from tests.servers import Server, bootstrap_file, free_port, gunicorn_command, p
 from tests.sql.proxy import Proxy
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("storage.sql.pending") is not None,
         reason="the SQL backend's identity concerns come from branch sqlid",

@@ -15,8 +15,6 @@ from promptsvc.client import AsyncPromptClient, PromptClient
 from tests.client.sdk_support import AsyncAdapter
 from tests.servers import Gunicorn, bootstrap_file, free_port
 
-pytestmark = pytest.mark.slow
-
 STREAMS = 8  # PROMPTSVC_EVENT_STREAMS of the server here: 2 per token subject
 ADMIN = ("e2e-admin", "e2e-watch-admin-0123456789")
 READER = ("e2e-read", "e2e-watch-read-0123456789")

@@ -1,5 +1,5 @@
 """The device authorization grant (RFC 8628) end to end: start, approve on the
-verification page as a signed-in person, poll. On memory, fakeredis and real Redis."""
+verification page as a signed-in person, poll. On memory, real Redis, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

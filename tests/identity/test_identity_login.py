@@ -1,5 +1,5 @@
 """The authorization code flow with PKCE: the login page, codes, redirect URIs, and the
-tokens a person gets. Each test runs on memory, fakeredis and real Redis."""
+tokens a person gets. Each test runs on memory, real Redis, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

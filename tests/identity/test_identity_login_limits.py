@@ -1,6 +1,6 @@
 """Sign-in attempts are limited per username and address (failures only) and per client
-address (every attempt), with counters in the app's storage: memory, fakeredis, real
-Redis. Failures limit the failing address, never the account: the right password from
+address (every attempt), with counters in the app's storage: memory, real Redis,
+SQLite, PostgreSQL. Failures limit the failing address, never the account: the right password from
 elsewhere still works. Typed device user codes are limited per address (RFC 8628 5.1)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """After sign-in: refresh token rotation and reuse, revoke, userinfo, introspection of
-people's tokens, logout. Each test runs on memory, fakeredis and real Redis."""
+people's tokens, logout. Each test runs on memory, real Redis, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ PASSWORD = "correct horse battery staple"
 # -- passwords
 
 
+@pytest.mark.usefixtures("production_kdf_cost")
 def test_hashes_are_argon2id_with_the_stated_parameters() -> None:
     stored = passwords.hash_password(PASSWORD)
     assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
@@ -33,6 +34,7 @@ def test_damaged_hashes_never_match(stored: str) -> None:
     assert passwords.needs_rehash(stored)
 
 
+@pytest.mark.usefixtures("production_kdf_cost")
 def test_hashes_with_other_parameters_still_verify_and_ask_for_a_rehash() -> None:
     weaker = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash(PASSWORD)
     assert passwords.verify_password(weaker, PASSWORD)
@@ -201,6 +203,7 @@ def test_an_unknown_username_costs_a_hash_check_too(
         assert checks == [given], username
 
 
+@pytest.mark.usefixtures("production_kdf_cost")
 def test_an_old_hash_is_replaced_on_sign_in(ident: Identity, storage: Storage) -> None:
     ident.create_user("acme", "ada", SERVICE_READ, PASSWORD)
     weaker = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash(PASSWORD)

@@ -1,4 +1,4 @@
-"""A real promptsvc server (create_app on memory storage, or the test Redis), a Service
+"""A real promptsvc server (create_app on memory storage), a Service
 Write and a Service Read key, and ``promptsvc mcp`` run as its own process, driven by
 the official MCP client (``ClientSession``) over stdio or Streamable HTTP."""
 
@@ -96,15 +96,12 @@ class Service:
         return answer
 
 
-@pytest.fixture(params=["memory", "redis"])
-def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    backend: Storage
-    if request.param == "memory":
-        backend = MemoryStorage()
-    else:
-        from storage.redis import RedisStorage
-
-        backend = RedisStorage.from_url(request.getfixturevalue("redis_url"))
+@pytest.fixture
+def storage() -> Iterator[Storage]:
+    """Memory: ``promptsvc mcp`` talks to the server over HTTP, so what it does does not
+    depend on the server's storage (the API suites run each backend), and every test
+    here starts a process of its own."""
+    backend = MemoryStorage()
     backend.ensure_signing_key(shared_signing_key())
     yield backend
     backend.close()

@@ -236,7 +236,7 @@ class Target:
         return raw_request(self.port, request)
 
 
-@pytest.fixture(params=["werkzeug", pytest.param("gunicorn", marks=pytest.mark.slow)])
+@pytest.fixture(params=["werkzeug", "gunicorn"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
     if request.param == "werkzeug":
         svc: Service = request.getfixturevalue("memory_service")

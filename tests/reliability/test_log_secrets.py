@@ -37,7 +37,7 @@ from tests.servers import Gunicorn, Server, bootstrap_file, free_port
 # The per-client token limit promptsvc.config reads.
 PER_CLIENT_ENV = "PROMPTSVC_TOKEN_RATE_LIMIT"
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis]
+pytestmark = pytest.mark.redis
 
 ORG = "secretive"
 ADMIN = ("boot-admin", "bootstrap-secret-DO-NOT-LOG-1234")

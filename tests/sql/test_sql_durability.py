@@ -31,8 +31,6 @@ from tests.sql.proxy import Proxy
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 
-pytestmark = pytest.mark.slow
-
 
 def _create_and_promote(
     url: str, count: int, start: multiprocessing.synchronize.Event

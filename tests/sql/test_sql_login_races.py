@@ -12,8 +12,6 @@ import multiprocessing
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
 from storage.errors import RefreshTokenReused
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RefreshToken
 from storage.sql.storage import SqlStorage
@@ -22,8 +20,6 @@ from storage.times import utcnow
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 PROCESSES = 4
-
-pytestmark = pytest.mark.slow
 
 
 def _rotate(store: SqlStorage, new_token_hash: str) -> str:

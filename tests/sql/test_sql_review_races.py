@@ -5,8 +5,6 @@ Redis processes of tests/storage/test_storage_review_races.py."""
 
 from __future__ import annotations
 
-import pytest
-
 from storage.sql.storage import SqlStorage
 from tests.storage.test_storage_review_races import (
     check_applied_once,
@@ -16,7 +14,6 @@ from tests.storage.test_storage_review_races import (
 )
 
 
-@pytest.mark.slow
 def test_4_processes_approving_apply_it_once(empty_url: str) -> None:
     store = SqlStorage.from_url(empty_url)
     try:
@@ -27,7 +24,6 @@ def test_4_processes_approving_apply_it_once(empty_url: str) -> None:
         store.close()
 
 
-@pytest.mark.slow
 def test_processes_rollback_racing_the_last_approval(empty_url: str) -> None:
     store = SqlStorage.from_url(empty_url)
     try:

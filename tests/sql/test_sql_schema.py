@@ -178,7 +178,6 @@ def _open(url: str) -> str:
     return revision
 
 
-@pytest.mark.slow
 def test_processes_starting_at_once_upgrade_once(empty_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(4) as pool:

@@ -1,9 +1,8 @@
 """The ``storage`` fixture: every conformance test runs on every backend.
 
-``memory`` (dicts under a lock), ``fakeredis`` (the Redis backend and its Lua scripts on
-fakeredis with lupa) and ``redis`` (the same backend on the real server at
-``PROMPTSVC_TEST_REDIS_URL``, flushed before each test; skipped without a server, or
-failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``) and ``cluster`` (the same backend on a
+``memory`` (dicts under a lock), ``redis`` (the Redis backend and its Lua scripts on the
+real server at ``PROMPTSVC_TEST_REDIS_URL``, flushed before each test; skipped without a
+server, or failed under ``PROMPTSVC_TEST_REQUIRE_REDIS=1``) and ``cluster`` (the same backend on a
 local 3-primary Redis Cluster the tests start themselves, tests/cluster_support.py),
 ``sqlite`` (the SQL backend on a file of the test's own, copied from one migrated once
 per session) and ``postgres`` (the SQL backend on PostgreSQL at
@@ -21,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import fakeredis
 import pytest
 
 from storage import Storage
@@ -32,8 +30,9 @@ from storage.sql.storage import SqlStorage
 from tests.clock import FakeClock
 from tests.sql_support import PostgresSchema
 
+# Not fakeredis: it runs the same RedisStorage as the real server, which CI requires
+# (tests of failures only fakeredis can stage build their own, test_storage_redis.py).
 REDIS_BACKENDS = [
-    "fakeredis",
     pytest.param("redis", marks=pytest.mark.redis),
     pytest.param("cluster", marks=pytest.mark.redis),
 ]
@@ -62,9 +61,6 @@ def make_storage(backend: str, clock: FakeClock, request: pytest.FixtureRequest)
         return SqlStorage.from_url(schema.url, clock=clock.utc)
     if backend == "memory":
         return MemoryStorage(clock=clock.utc)
-    if backend == "fakeredis":
-        client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
-        return RedisStorage(client, clock=clock.utc)
     if backend == "cluster":
         return ClusterStorage.from_url(
             request.getfixturevalue("flushed_cluster_url"), clock=clock.utc
@@ -84,7 +80,7 @@ def storage(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Storag
 def redis_storage(
     request: pytest.FixtureRequest, clock: FakeClock
 ) -> Iterator[BaseRedisStorage[Any]]:
-    """The Redis backends only (fakeredis, real, cluster), for Redis-specific checks."""
+    """The Redis backends only (real, cluster), for Redis-specific checks."""
     store = make_storage(request.param, clock, request)
     assert isinstance(store, BaseRedisStorage)
     yield store

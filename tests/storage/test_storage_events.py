@@ -1,6 +1,6 @@
 """The event log: one event per change, in the change's atomic step, in order, bounded.
 
-Every test runs on every backend (memory, fakeredis, real Redis, the local cluster).
+Every test runs on every backend (memory, real Redis, the local cluster, SQLite, PostgreSQL).
 """
 
 from __future__ import annotations

@@ -204,7 +204,6 @@ def in_4_processes(url: str, jobs: list[Job]) -> list[Outcome]:
 
 
 @pytest.mark.redis
-@pytest.mark.slow
 def test_4_processes_with_one_expectation_one_wins(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
     drafts = setup(store, 4, 1)
@@ -219,7 +218,6 @@ def test_4_processes_with_one_expectation_one_wins(redis_url: str) -> None:
 
 
 @pytest.mark.redis
-@pytest.mark.slow
 def test_4_processes_promoting_and_rolling_back(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
     drafts = setup(store, 16, 22)  # a target for each of the 20 rollbacks, in any order

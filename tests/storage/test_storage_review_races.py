@@ -155,7 +155,6 @@ def in_processes(url: str, jobs: list[tuple[str, int]], review_id: str) -> list[
 
 
 @pytest.mark.redis
-@pytest.mark.slow
 def test_4_processes_approving_apply_it_once(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
     review_id = setup(store, 2)
@@ -165,7 +164,6 @@ def test_4_processes_approving_apply_it_once(redis_url: str) -> None:
 
 
 @pytest.mark.redis
-@pytest.mark.slow
 def test_processes_rollback_racing_the_last_approval(redis_url: str) -> None:
     store = RedisStorage.from_url(redis_url)
     review_id = setup(store, 1)

@@ -1,6 +1,7 @@
-"""Webhooks and their delivery queue, on every backend (memory, fakeredis, real Redis,
-the local cluster): subscriptions, fan-out of the event log to messages, claims, leases,
-retries on the storage clock, deletion while messages are pending, the history."""
+"""Webhooks and their delivery queue, on every backend (memory, real Redis, the local
+cluster, SQLite, PostgreSQL): subscriptions, fan-out of the event log to messages,
+claims, leases, retries on the storage clock, deletion while messages are pending, the
+history."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from storage import Storage
 from storage.redis import RedisStorage
 from tests.webhooks.receiver import Receiver
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
+pytestmark = pytest.mark.redis
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"

@@ -169,8 +169,9 @@ export class Warnings {
   }
 }
 
-/** Wait until `check()` is true, polling; fails after `seconds`. */
-export async function eventually(check: () => boolean | Promise<boolean>, seconds = 2): Promise<void> {
+/** Wait until `check()` is true, polling; fails after `seconds` (generous: on a busy
+ * machine only a broken test waits that long, tests/README.md). */
+export async function eventually(check: () => boolean | Promise<boolean>, seconds = 30): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
