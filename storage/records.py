@@ -12,11 +12,14 @@ tests/api/test_api_records.py holds every record's JSON to its schema.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from promptsvc.templating.contract import BreakingChange, implied_schema
+from promptsvc.templating.includes import Include, own_includes, scan, unique
+from promptsvc.templating.template import TemplateError
 from storage.times import rfc3339
 
 PromptType = Literal["text", "chat"]
@@ -74,6 +77,20 @@ class Prompt:
         }
 
 
+def names_included(content: str) -> tuple[str, ...]:
+    """The prompt names the include tags of ``content`` name, each once, whatever the
+    prompt's type: the tags of the text as written and, when it reads as chat messages,
+    of each message. A superset of what a version includes (a reader of the reverse
+    index checks :attr:`PromptVersion.own_includes`), computed without the prompt's
+    type, which a backend creating a version may not have read yet."""
+    if "{{>" not in content and "\\u" not in content:
+        return ()
+    found = scan(content)
+    with suppress(TemplateError):  # not chat: the text as written is all there is
+        found += own_includes(content, "chat")
+    return tuple(dict.fromkeys(include.name for include in found))
+
+
 @dataclass(frozen=True, slots=True)
 class PromptVersion:
     prompt_id: str
@@ -115,6 +132,21 @@ class PromptVersion:
         if self.status == "published":
             return [PRODUCTION, *self.placements]
         return list(self.placements)
+
+    @property
+    def own_includes(self) -> tuple[Include, ...]:
+        """The includes its own content writes, each once in first-seen order: its edges
+        in the org's include graph (storage keeps them as its content and indexes the
+        names: :meth:`storage.interface.PromptStore.list_includers`)."""
+        if not names_included(self.content):  # most versions: no parse
+            return ()
+        return tuple(unique(own_includes(self.content, self.prompt_type)))
+
+    @property
+    def included_names(self) -> tuple[str, ...]:
+        """The prompts its own content includes, each once: the reverse index's keys
+        (:func:`names_included` of its content)."""
+        return names_included(self.content)
 
     @property
     def contract(self) -> dict[str, dict[str, Any]]:

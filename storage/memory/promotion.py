@@ -82,10 +82,14 @@ class MemoryPromotion(MemoryCore):
         change: release.Change,
         request: release.Request,
     ) -> None:
+        for number, version in change.updated.items():
+            org_state.index_includes(state.versions[number], keep=False)
+            org_state.index_includes(version)
         state.versions.update(change.updated)
         if change.deleted_version is not None:
             deleted = state.versions.pop(change.deleted_version)
             del state.numbers[deleted.version_id]
+            org_state.index_includes(deleted, keep=False)
         for environment, held in change.placements.items():
             if environment == PRODUCTION:
                 state.production = held

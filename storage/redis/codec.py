@@ -174,6 +174,7 @@ def version_fields(v: PromptVersion) -> list[str]:
             **contract_fields(v.variables_schema, v.examples),
             "frozen": "1" if v.frozen else None,
             "authors": json.dumps(list(v.authors)),
+            "includes": json.dumps(list(v.included_names)) if v.included_names else None,
         }
     )
 

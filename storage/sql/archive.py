@@ -26,6 +26,7 @@ from storage.sql.identity import api_key_record, api_key_values, user_record, us
 from storage.sql.rows import (
     history_record,
     history_values,
+    include_values,
     review_record,
     review_values,
     version_values,
@@ -34,6 +35,7 @@ from storage.sql.tables import (
     api_keys,
     environments,
     history,
+    includes,
     placements,
     prompts,
     reviews,
@@ -200,9 +202,16 @@ class SqlArchive(Concern):
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)
                 ]
+                include_rows = [
+                    row
+                    for item in snapshot.prompts
+                    for v in item.versions
+                    for row in include_values(org, v)
+                ]
                 for table, values in (
                     (prompts, rows),
                     (versions, version_rows),
+                    (includes, include_rows),
                     (history, history_rows),
                     (api_keys, [api_key_values(key) for key in snapshot.api_keys]),
                     (users, [user_values(user) for user in snapshot.users]),

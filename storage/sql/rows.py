@@ -58,6 +58,14 @@ def version_values(org: str, version: PromptVersion) -> dict[str, Any]:
     return {"org": org, **version_columns(fields)}
 
 
+def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
+    """The ``includes`` rows of ``version``: one per prompt its own content includes."""
+    return [
+        {"org": org, "name": name, "prompt_id": version.prompt_id, "version": version.version}
+        for name in version.included_names
+    ]
+
+
 def history_record(row: Row[Any]) -> PromotionRecord:
     return PromotionRecord(
         history_id=row.history_id,

@@ -123,6 +123,7 @@ class SqlStorage(Storage):
     list_prompts = _To("prompts", SqlPrompts.list_prompts)
     delete_prompt = _To("prompts", SqlPrompts.delete_prompt)
     create_version = _To("versions", SqlVersions.create_version)
+    list_includers = _To("versions", SqlVersions.list_includers)
     get_version = _To("versions", SqlVersions.get_version)
     get_latest = _To("versions", SqlVersions.get_latest)
     get_production = _To("versions", SqlVersions.get_production)

@@ -10,6 +10,8 @@
 -- ARGV[9]  variables_schema (JSON, "" for the implied one)
 -- ARGV[10] examples (JSON, "" for none); both checked by the caller
 -- ARGV[11] authors (JSON list: created_by and the person it counts as)
+-- ARGV[12] the prompts its content includes (JSON list of names, "" for none): kept
+--          as its "includes" field and entered in the org's reverse index
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
@@ -29,6 +31,12 @@ if ARGV[9] ~= "" then
 end
 if ARGV[10] ~= "" then
   redis.call("HSET", vkey(pid, vid), "examples", ARGV[10])
+end
+if ARGV[12] ~= "" then
+  redis.call("HSET", vkey(pid, vid), "includes", ARGV[12])
+  for _, included in ipairs(cjson.decode(ARGV[12])) do
+    redis.call("SADD", ORG .. "included-by:" .. included, pid .. ":" .. vid)
+  end
 end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)
