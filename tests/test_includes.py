@@ -144,7 +144,12 @@ def test_check_names_missing_cycles_and_depth() -> None:
 
     assert check("top", [Include("g", None)], look) is None
     missing = check("top", [Include("x", None), Include("a", None), Include("y", 2)], look)
-    assert missing == ("missing", ["x", "y@2"])
-    assert check("top", [Include("a", None)], look) == ("cycle", ["top", "a", "b", "top"])
+    assert missing == ("missing", ["x", "y"], Include("x", None))
+    assert check("top", [Include("x", None)], look, missing=False) is None
+    cycle = check("top", [Include("g", None), Include("a", None)], look)
+    assert cycle == ("cycle", ["top", "a", "b", "top"], Include("a", None))
     assert check("top", [Include("d", None)], look) is None
-    assert check("top", [Include("c", None)], look) == ("depth", ["top", "c", "d", "e", "f"])
+    depth = check("top", [Include("c", 1)], look)
+    assert depth == ("depth", ["top", "c", "d", "e", "f"], Include("c", 1))
+    itself = check("top", [Include("top", 3)], look, missing=False)
+    assert itself == ("cycle", ["top", "top"], Include("top", 3))

@@ -76,6 +76,11 @@ def unique(includes: Iterable[Include]) -> list[Include]:
     return list(dict.fromkeys(includes))
 
 
+def unique_names(includes: Iterable[Include]) -> list[str]:
+    """The names of the prompts ``includes`` name, once each, in first-seen order."""
+    return list(dict.fromkeys(include.name for include in includes))
+
+
 class Target(NamedTuple):
     """The version an include resolves to: its prompt's name, number, id, content as
     written (text), variables and effective contract (declared or implied)."""
@@ -175,31 +180,38 @@ def resolve(
 
 class GraphProblem(NamedTuple):
     """Why a version's includes cannot stand: ``kind`` is ``missing`` (``names``: the
-    includes that resolve to nothing), ``cycle`` (``names``: the prompts around it,
-    first and last the same) or ``depth`` (``names``: a chain deeper than allowed)."""
+    includes that resolve to nothing, as written), ``cycle`` (``names``: the prompts
+    around it, first and last the same) or ``depth`` (``names``: a chain deeper than
+    allowed, from the version's prompt). ``include``: the version's own include that
+    leads to it (for ``missing``, the first missing one)."""
 
     kind: str
     names: list[str]
+    include: Include
 
 
-def check(name: str, includes: Iterable[Include], lookup: Lookup) -> GraphProblem | None:
+def check(
+    name: str, includes: Iterable[Include], lookup: Lookup, missing: bool = True
+) -> GraphProblem | None:
     """Walk the includes of a version of prompt ``name`` as ``lookup`` resolves them
-    now: the first problem met (missing includes first, all of them named), or None.
+    now: the first problem met (with ``missing``, includes of its own that resolve to
+    nothing come first, all of them named), or None.
 
     ``includes`` are the version's own; what each reaches is followed through its
     target's content, to one level past :data:`MAX_DEPTH` (enough to see it too deep).
     """
     own = unique(includes)
-    missing = [inc.written for inc in own if lookup(inc) is None]
-    if missing:
-        return GraphProblem("missing", missing)
     memo: dict[Include, Target | None] = {}
+    if missing:
+        absent = [inc for inc in own if memo.setdefault(inc, lookup(inc)) is None]
+        if absent:
+            return GraphProblem("missing", unique_names(absent), absent[0])
 
-    def walk(include: Include, chain: tuple[str, ...]) -> GraphProblem | None:
+    def walk(include: Include, chain: tuple[str, ...], top: Include) -> GraphProblem | None:
         # Reaching a prompt on the chain is a cycle whatever it resolves to.
         if include.name in chain:
             at = chain.index(include.name)
-            return GraphProblem("cycle", [*chain[at:], include.name])
+            return GraphProblem("cycle", [*chain[at:], include.name], top)
         if include not in memo:
             memo[include] = lookup(include)
         target = memo[include]
@@ -207,13 +219,13 @@ def check(name: str, includes: Iterable[Include], lookup: Lookup) -> GraphProble
             return None  # below the top, a missing include was checked when it entered
         path = (*chain, target.name)
         if len(path) > MAX_DEPTH + 1:
-            return GraphProblem("depth", list(path))
+            return GraphProblem("depth", list(path), top)
         for inner in unique(scan(target.content)):
-            if (problem := walk(inner, path)) is not None:
+            if (problem := walk(inner, path, top)) is not None:
                 return problem
         return None
 
-    for include in own:
-        if (problem := walk(include, (name,))) is not None:
+    for top in own:
+        if (problem := walk(top, (name,), top)) is not None:
             return problem
     return None

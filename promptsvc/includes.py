@@ -1,0 +1,127 @@
+"""Includes against what storage holds (CONTRACT.md section 25): what an include
+resolves to for a read or a check, and the checks a version's content passes when it
+is created or edited.
+
+The grammar, the splicing and the graph walk are promptsvc.templating.includes; this
+module only supplies its lookups from storage, each include read once per lookup, so a
+read costs storage reads proportional to its includes.
+"""
+
+from __future__ import annotations
+
+from promptsvc.templating.includes import (
+    MAX_DEPTH,
+    MAX_INCLUDES,
+    Include,
+    Target,
+    check,
+    own_includes,
+    unique,
+)
+from promptsvc.templating.template import TemplateError
+from storage import (
+    EnvironmentNotFound,
+    InvalidInput,
+    NotFound,
+    PromptNotFound,
+    PromptVersion,
+    Storage,
+    VersionNotFound,
+)
+from storage.records import PRODUCTION
+
+
+def target(version: PromptVersion) -> Target:
+    """The version as an include splices it."""
+    return Target(
+        version.name,
+        version.version,
+        version.version_id,
+        version.content,
+        version.variables,
+        version.contract,
+    )
+
+
+class StoredLookup:
+    """What includes resolve to in ``org`` now: ``@N`` that version, ``@ENV`` the
+    version ENV holds (its baseline while a rollout runs there), a floating include the
+    version ``environment`` holds. Each include is read once; a chat prompt, an
+    unknown prompt, environment or version resolve to None."""
+
+    def __init__(self, storage: Storage, org: str, environment: str = PRODUCTION) -> None:
+        self.storage = storage
+        self.org = org
+        self.environment = environment
+        self.versions: dict[Include, PromptVersion | None] = {}
+
+    def version(self, include: Include) -> PromptVersion | None:
+        if include in self.versions:
+            return self.versions[include]
+        found: PromptVersion | None
+        try:
+            if isinstance(include.ref, int):
+                found = self.storage.get_version(self.org, include.name, str(include.ref))
+            else:
+                where = include.ref or self.environment
+                if where == PRODUCTION:
+                    found = self.storage.get_production(self.org, include.name)
+                else:
+                    found = self.storage.get_in_environment(self.org, include.name, where)
+        except NotFound:
+            found = None
+        if found is not None and found.prompt_type != "text":
+            found = None
+        self.versions[include] = found
+        return found
+
+    def __call__(self, include: Include) -> Target | None:
+        found = self.version(include)
+        return None if found is None else target(found)
+
+
+def _tag(include: Include) -> str:
+    return "{{> " + include.written + "}}"
+
+
+def check_content(storage: Storage, org: str, name: str, prompt_type: str, content: str) -> None:
+    """Raise InvalidInput naming the include when ``content`` (for a version of prompt
+    ``name``) includes an unknown prompt, a chat prompt, a version number that does not
+    exist or an unknown environment, has more than MAX_INCLUDES include tags, or
+    includes what nests deeper than allowed or leads back to ``name`` (through what
+    its includes resolve to now, floating ones against production)."""
+    try:
+        found = own_includes(content, prompt_type)
+    except TemplateError:
+        return  # not valid for its type: refused for that (actions.prompts._variables)
+    if len(found) > MAX_INCLUDES:
+        raise InvalidInput(f"at most {MAX_INCLUDES} include tags in one version, got {len(found)}")
+    for include in unique(found):
+        tag = _tag(include)
+        try:
+            prompt = storage.get_prompt(org, include.name)
+            if isinstance(include.ref, int):
+                storage.get_version(org, prompt.prompt_id, str(include.ref))
+            elif include.ref is not None:
+                storage.get_environment(org, include.ref)
+        except PromptNotFound:
+            raise InvalidInput(f"{tag}: there is no prompt {include.name!r}") from None
+        except VersionNotFound:
+            raise InvalidInput(f"{tag}: {include.name!r} has no version {include.ref}") from None
+        except EnvironmentNotFound:
+            raise InvalidInput(f"{tag}: there is no environment {include.ref!r}") from None
+        if prompt.prompt_type != "text":
+            raise InvalidInput(
+                f"{tag}: {include.name!r} is a chat prompt; only text prompts can be included"
+            )
+    problem = check(name, found, StoredLookup(storage, org), missing=False)
+    if problem is None:
+        return
+    chain = " -> ".join(problem.names)
+    if problem.kind == "cycle":
+        raise InvalidInput(
+            f"{_tag(problem.include)}: includes lead back to {problem.names[0]!r} ({chain})"
+        )
+    raise InvalidInput(
+        f"{_tag(problem.include)}: includes nest deeper than {MAX_DEPTH} levels ({chain})"
+    )

@@ -1,0 +1,91 @@
+"""Prompt composition through the API (CONTRACT.md section 25): what creating or
+editing a version with includes refuses (400 bad_request naming the include)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from identity.roles import SERVICE_WRITE
+
+
+def version(api: Any, name: str, content: str) -> Any:
+    return api.post(
+        f"/api/v1/prompts/{name}/versions", json={"content": content}, role=SERVICE_WRITE
+    )
+
+
+def refused(response: Any, *words: str) -> None:
+    assert response.status_code == 400, response.json
+    assert response.json["code"] == "bad_request"
+    for word in words:
+        assert word in response.json["message"], response.json["message"]
+
+
+@pytest.fixture
+def world(api: Any) -> Any:
+    """safety v1 (text), chatty (chat), an environment staging, and page (text)."""
+    api.create_prompt("safety")
+    api.create_version("safety", "Be safe.")
+    api.create_prompt("chatty", "chat")
+    api.create_version("chatty", json.dumps([{"role": "user", "content": "hi"}]))
+    api.create_prompt("page")
+    assert api.post("/api/v1/environments", json={"name": "staging"}).status_code == 201
+    return api
+
+
+def test_includes_that_can_stand_are_created(world: Any) -> None:
+    content = "{{> safety}} {{>safety@1}} {{> safety@staging }} {{ name }}"
+    made = version(world, "page", content)
+    assert made.status_code == 201, made.json
+    assert made.json["variables"] == ["name"]
+    chat = json.dumps([{"role": "system", "content": "{{> safety}}"}])
+    world.create_prompt("assistant", "chat")
+    assert version(world, "assistant", chat).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{{> nobody}}", ["{{> nobody}}", "no prompt"]),
+        ("{{> chatty}}", ["{{> chatty}}", "chat prompt"]),
+        ("{{> safety@7}}", ["{{> safety@7}}", "no version 7"]),
+        ("{{> safety@qa}}", ["{{> safety@qa}}", "no environment"]),
+        ("{{> safety}}" * 21, ["at most 20 include tags", "21"]),
+        ("{{> page}}", ["{{> page}}", "lead back"]),
+    ],
+)
+def test_bad_includes_are_400_naming_them(world: Any, content: str, words: list[str]) -> None:
+    refused(version(world, "page", content), *words)
+
+
+def test_twenty_tags_are_allowed(world: Any) -> None:
+    assert version(world, "page", "{{> safety}}" * 20).status_code == 201
+
+
+def test_a_cycle_through_production_is_refused(world: Any) -> None:
+    world.create_version("page", "page v1 {{> safety}}")
+    world.promote("page", 1)
+    world.promote("safety", 1)
+    # safety would include page, which includes safety (floating: production's).
+    refused(version(world, "safety", "{{> page}}"), "{{> page}}", "safety -> page -> safety")
+    # Editing a draft into the cycle is refused alike.
+    world.create_version("safety", "draft")
+    edit = world.patch(
+        "/api/v1/prompts/safety/versions/2", json={"content": "x {{> page}}"}, role=SERVICE_WRITE
+    )
+    refused(edit, "{{> page}}", "lead back")
+    # A pinned version without the include is no cycle.
+    world.create_version("page", "page v2")
+    assert version(world, "safety", "{{> page@2}}").status_code == 201
+
+
+def test_includes_nest_at_most_three_levels(world: Any) -> None:
+    for name, content in (("l3", "three"), ("l2", "two {{> l3@1}}"), ("l1", "one {{> l2@1}}")):
+        world.create_prompt(name)
+        world.create_version(name, content)
+    assert version(world, "page", "{{> l1@1}}").status_code == 201
+    world.create_prompt("top")
+    refused(version(world, "top", "{{> page@1}}"), "{{> page@1}}", "top -> page -> l1 -> l2 -> l3")
