@@ -21,13 +21,14 @@ from promptsvc.templating.includes import (
 from promptsvc.templating.template import TemplateError
 from storage import (
     EnvironmentNotFound,
+    InUse,
     InvalidInput,
-    NotFound,
     PromptNotFound,
     PromptVersion,
     Storage,
     VersionNotFound,
 )
+from storage.neighbours import StoredNeighbours
 from storage.records import PRODUCTION
 
 
@@ -44,40 +45,34 @@ def target(version: PromptVersion) -> Target:
 
 
 class StoredLookup:
-    """What includes resolve to in ``org`` now: ``@N`` that version, ``@ENV`` the
-    version ENV holds (its baseline while a rollout runs there), a floating include the
-    version ``environment`` holds. Each include is read once; a chat prompt, an
-    unknown prompt, environment or version resolve to None."""
+    """What includes resolve to in ``org`` now (storage/neighbours.py): ``@N`` that
+    version, ``@ENV`` the version ENV holds (its baseline while a rollout runs there), a
+    floating include the version ``environment`` holds. Each include is read once; a
+    chat prompt, an unknown prompt, environment or version resolve to None."""
 
     def __init__(self, storage: Storage, org: str, environment: str = PRODUCTION) -> None:
-        self.storage = storage
-        self.org = org
+        self.neighbours = StoredNeighbours(storage, org)
         self.environment = environment
-        self.versions: dict[Include, PromptVersion | None] = {}
 
     def version(self, include: Include) -> PromptVersion | None:
-        if include in self.versions:
-            return self.versions[include]
-        found: PromptVersion | None
-        try:
-            if isinstance(include.ref, int):
-                found = self.storage.get_version(self.org, include.name, str(include.ref))
-            else:
-                where = include.ref or self.environment
-                if where == PRODUCTION:
-                    found = self.storage.get_production(self.org, include.name)
-                else:
-                    found = self.storage.get_in_environment(self.org, include.name, where)
-        except NotFound:
-            found = None
-        if found is not None and found.prompt_type != "text":
-            found = None
-        self.versions[include] = found
-        return found
+        return self.neighbours.resolve(include, self.environment)
 
     def __call__(self, include: Include) -> Target | None:
         found = self.version(include)
         return None if found is None else target(found)
+
+
+def check_unused(storage: Storage, org: str, name: str) -> None:
+    """Raise InUse while a version of another prompt includes prompt ``name``."""
+    used_by = sorted(
+        {
+            v.name
+            for v in storage.list_includers(org, name)
+            if v.name != name and any(i.name == name for i in v.own_includes)
+        }
+    )
+    if used_by:
+        raise InUse(f"prompt '{name}'", used_by)
 
 
 def _tag(include: Include) -> str:

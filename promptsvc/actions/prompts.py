@@ -39,8 +39,11 @@ def create_prompt(
 
 @requires(SERVICE_WRITE)
 def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> None:
-    """The prompt, all its versions and its history."""
-    storage.delete_prompt(principal.org, prompt_ref, **trace(principal))
+    """The prompt, all its versions and its history; refused (InUse) while a version of
+    another prompt includes it."""
+    prompt = storage.get_prompt(principal.org, prompt_ref)
+    includes.check_unused(storage, principal.org, prompt.name)
+    storage.delete_prompt(principal.org, prompt.prompt_id, **trace(principal))
 
 
 # --------------------------------------------------------------------------- versions

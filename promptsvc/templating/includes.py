@@ -229,3 +229,29 @@ def check(
         if (problem := walk(top, (name,), top)) is not None:
             return problem
     return None
+
+
+def longest(name: str, includes: Iterable[Include], lookup: Lookup) -> list[str]:
+    """The longest chain of prompts a read of a version of ``name`` (whose own includes
+    are ``includes``) nests through, ``name`` first; cycles are not followed (and
+    the walk stops one level past :data:`MAX_DEPTH`)."""
+    best: list[str] = [name]
+    memo: dict[Include, Target | None] = {}
+
+    def walk(found: Iterable[Include], chain: list[str]) -> None:
+        nonlocal best
+        if len(chain) > len(best):
+            best = chain
+        if len(chain) > MAX_DEPTH + 1:
+            return
+        for include in unique(found):
+            if include.name in chain:
+                continue
+            if include not in memo:
+                memo[include] = lookup(include)
+            target = memo[include]
+            if target is not None:
+                walk(scan(target.content), [*chain, target.name])
+
+    walk(includes, [name])
+    return best

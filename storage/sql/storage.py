@@ -9,6 +9,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from sqlalchemy import Engine, text
 
 from storage.interface import Storage
+from storage.neighbours import StoredNeighbours
 from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
@@ -60,6 +61,7 @@ class SqlStorage(Storage):
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.db = Database(engine, clock)
         super().__init__(clock)
+        self.db.neighbours = lambda org: StoredNeighbours(self, org)
         self.prompts = SqlPrompts(self.db)
         self.versions = SqlVersions(self.db)
         self.environments = SqlEnvironments(self.db, self.versions)

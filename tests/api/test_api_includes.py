@@ -89,3 +89,39 @@ def test_includes_nest_at_most_three_levels(world: Any) -> None:
     assert version(world, "page", "{{> l1@1}}").status_code == 201
     world.create_prompt("top")
     refused(version(world, "top", "{{> page@1}}"), "{{> page@1}}", "top -> page -> l1 -> l2 -> l3")
+
+
+def conflict(response: Any, reason: str, **extras: Any) -> None:
+    assert response.status_code == 409, response.json
+    body = response.json
+    assert body["code"] == "conflict" and body["reason"] == reason, body
+    for key, value in extras.items():
+        assert body[key] == value, body
+
+
+def test_promotion_refusals_are_409_with_their_reason(world: Any) -> None:
+    world.create_version("page", "{{> safety}} and {{> safety@staging}}")
+    promote = "/api/v1/prompts/page/versions/1/promote"
+    conflict(world.post(promote), "include_missing", missing=["safety"])
+    world.promote("safety", 1)
+    # safety@staging still resolves to nothing.
+    conflict(world.post(promote), "include_missing", missing=["safety"])
+    staging = {"environment": "staging"}
+    assert world.post("/api/v1/prompts/safety/versions/1/promote", json=staging).status_code == 200
+    assert world.post(promote, json=staging).status_code == 200
+    # safety v2 includes page: no cycle in production (page is not there), one in
+    # staging, where page includes safety.
+    assert version(world, "safety", "{{> page}}").status_code == 201
+    conflict(
+        world.post("/api/v1/prompts/safety/versions/2/promote", json=staging),
+        "include_cycle",
+        cycle=["safety", "page", "safety"],
+    )
+
+
+def test_what_others_include_is_in_use(world: Any) -> None:
+    world.create_version("page", "{{> safety@1}}")
+    conflict(world.delete("/api/v1/prompts/safety"), "in_use", used_by=["page"])
+    conflict(world.delete("/api/v1/prompts/safety/versions/1"), "in_use", used_by=["page"])
+    assert world.delete("/api/v1/prompts/page").status_code == 204
+    assert world.delete("/api/v1/prompts/safety").status_code == 204
