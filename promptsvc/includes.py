@@ -9,6 +9,8 @@ read costs storage reads proportional to its includes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from promptsvc.templating.includes import (
     MAX_DEPTH,
     MAX_INCLUDES,
@@ -16,11 +18,13 @@ from promptsvc.templating.includes import (
     Target,
     check,
     own_includes,
+    resolve,
     unique,
 )
 from promptsvc.templating.template import TemplateError
 from storage import (
     EnvironmentNotFound,
+    InRollout,
     InUse,
     InvalidInput,
     PromptNotFound,
@@ -60,6 +64,56 @@ class StoredLookup:
     def __call__(self, include: Include) -> Target | None:
         found = self.version(include)
         return None if found is None else target(found)
+
+
+def has_includes(version: PromptVersion) -> bool:
+    """Whether a read of ``version`` needs resolving (most need not: no tag at all)."""
+    return bool(version.own_includes)
+
+
+def resolved_json(version: PromptVersion, lookup: StoredLookup) -> dict[str, Any]:
+    """``version.to_json()`` with its includes spliced in as ``lookup`` resolves them:
+    ``content``, ``includes``, ``variables`` and ``variables_schema`` are the resolved
+    text's, ``source_content`` the content as written."""
+    body = version.to_json()
+    if not version.own_includes:
+        return body
+    found = resolve(
+        version.content,
+        version.prompt_type,
+        version.variables,
+        version.contract,
+        lookup,
+        name=version.name,
+    )
+    body["content"] = found.content
+    body["includes"] = found.includes
+    body["variables"] = found.variables
+    body["variables_schema"] = found.variables_schema
+    return body
+
+
+def read_json(
+    storage: Storage,
+    org: str,
+    found: PromptVersion | InRollout,
+    environment: str = PRODUCTION,
+    candidate: bool = False,
+) -> dict[str, Any]:
+    """The body of a read in ``environment`` (production for latest, by id or number,
+    lists) of ``found``, includes resolved there; during a rollout the version served
+    (``candidate`` or the baseline) and the rollout's candidate alike."""
+    lookup = StoredLookup(storage, org, environment)
+    if not isinstance(found, InRollout):
+        return resolved_json(found, lookup)
+    served = found.candidate if candidate else found.baseline
+    body = resolved_json(served, lookup)
+    body["rollout"] = {
+        "rollout_id": found.rollout.rollout_id,
+        "percent": found.rollout.percent,
+        "candidate": resolved_json(found.candidate, lookup),
+    }
+    return body
 
 
 def check_unused(storage: Storage, org: str, name: str) -> None:

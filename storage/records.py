@@ -163,6 +163,13 @@ class PromptVersion:
             "name": self.name,
             "version": self.version,
             "content": self.content,
+            # As written; promptsvc.includes answers reads of a version with includes
+            # with content, includes and variables resolved (here: none resolved).
+            "source_content": self.content,
+            "includes": [
+                {"name": i.name, "ref": i.ref, "version": None, "version_id": None}
+                for i in self.own_includes
+            ],
             "variables": list(self.variables),
             "status": self.status,
             "is_production": self.is_production,

@@ -67,8 +67,8 @@ def test_twenty_tags_are_allowed(world: Any) -> None:
 
 def test_a_cycle_through_production_is_refused(world: Any) -> None:
     world.create_version("page", "page v1 {{> safety}}")
-    world.promote("page", 1)
     world.promote("safety", 1)
+    world.promote("page", 1)
     # safety would include page, which includes safety (floating: production's).
     refused(version(world, "safety", "{{> page}}"), "{{> page}}", "safety -> page -> safety")
     # Editing a draft into the cycle is refused alike.
@@ -125,3 +125,83 @@ def test_what_others_include_is_in_use(world: Any) -> None:
     conflict(world.delete("/api/v1/prompts/safety/versions/1"), "in_use", used_by=["page"])
     assert world.delete("/api/v1/prompts/page").status_code == 204
     assert world.delete("/api/v1/prompts/safety").status_code == 204
+
+
+# ------------------------------------------------------------------------ reads
+
+READ = "/api/v1/prompts"
+
+
+def test_reads_resolve_includes_where_they_read(world: Any) -> None:
+    world.create_version("safety", "Be safe, {{ who }}.")  # v2
+    schema = {"topic": {"type": "string", "description": "what"}}
+    made = world.post(
+        "/api/v1/prompts/page/versions",
+        json={"content": "{{> safety}} Talk about {{ topic }}.", "variables_schema": schema},
+        role=SERVICE_WRITE,
+    )
+    assert made.status_code == 201, made.json
+    world.promote("safety", 1)
+    world.post("/api/v1/prompts/safety/versions/2/promote", json={"environment": "staging"})
+    world.post("/api/v1/prompts/page/versions/1/promote", json={"environment": "staging"})
+    world.promote("page", 1)
+    production = world.get(f"{READ}/page/production")
+    assert production.json["content"] == "Be safe. Talk about {{ topic }}."
+    assert production.json["source_content"] == "{{> safety}} Talk about {{ topic }}."
+    safety = world.get(f"{READ}/safety/production").json
+    assert production.json["includes"] == [
+        {"name": "safety", "ref": None, "version": 1, "version_id": safety["version_id"]}
+    ]
+    assert production.json["variables"] == ["topic"]
+    staging = world.get(f"{READ}/page/environments/staging").json
+    assert staging["content"] == "Be safe, {{ who }}. Talk about {{ topic }}."
+    assert staging["includes"][0]["version"] == 2
+    # The including version's entry wins; the included one's comes from it.
+    assert staging["variables"] == ["who", "topic"]
+    assert staging["variables_schema"] == {
+        "who": {"type": "string", "required": True},
+        "topic": {"type": "string", "description": "what"},
+    }
+    # latest, by number and lists resolve against production.
+    for url in (f"{READ}/page/latest", f"{READ}/page/versions/1"):
+        assert world.get(url).json == production.json
+    assert world.get(f"{READ}/page/versions").json["items"] == [production.json]
+
+
+def test_the_etag_follows_what_is_included(world: Any) -> None:
+    world.create_version("page", "{{> safety}}")
+    world.promote("safety", 1)
+    world.promote("page", 1)
+    first = world.get(f"{READ}/page/production")
+    etag = first.headers["ETag"]
+    again = world.get(f"{READ}/page/production", headers={"If-None-Match": etag})
+    assert again.status_code == 304
+    world.create_version("safety", "Be safer.")
+    world.promote("safety", 2)
+    moved = world.get(f"{READ}/page/production", headers={"If-None-Match": etag})
+    assert moved.status_code == 200 and moved.json["content"] == "Be safer."
+    assert moved.headers["ETag"] != etag
+
+
+def test_an_include_with_nothing_there_stays_as_written(world: Any) -> None:
+    world.create_version("page", "A {{> safety}} B")  # safety has no production version
+    latest = world.get(f"{READ}/page/latest").json
+    assert latest["content"] == latest["source_content"] == "A {{> safety}} B"
+    assert latest["includes"] == [
+        {"name": "safety", "ref": None, "version": None, "version_id": None}
+    ]
+
+
+def test_a_version_without_includes_reads_as_before(world: Any) -> None:
+    read = world.get(f"{READ}/safety/latest").json
+    assert read["source_content"] == read["content"] == "Be safe."
+    assert read["includes"] == []
+
+
+def test_the_diff_compares_the_source(world: Any) -> None:
+    world.create_version("page", "{{> safety}}\nold")
+    world.create_version("page", "{{> safety}}\nnew")
+    diff = world.get(f"{READ}/page/diff?from=1&to=2")
+    assert diff.status_code == 200, diff.json
+    assert " {{> safety}}" in diff.json["content_diff"]
+    assert "+Be safe." not in diff.json["content_diff"]
