@@ -361,6 +361,9 @@ class Review:
     content_digest: str = ""
     # The person the requester counts as (a user's own id, a key's owner; None: none).
     requested_by_person: str | None = None
+    # The prompts whose reads in the environment include this prompt there, at any
+    # level, at the request: the promotion changes them too (CONTRACT.md section 25).
+    affected_prompts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -384,6 +387,7 @@ class Review:
             "allow_breaking": self.allow_breaking,
             "breaking": [change.to_json() for change in self.breaking],
             "content_digest": self.content_digest,
+            "affected_prompts": list(self.affected_prompts),
         }
 
 

@@ -471,6 +471,8 @@ def review(text: str) -> Review:
         breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
         content_digest=r.get("content_digest") or "",
         requested_by_person=r.get("requested_by_person"),
+        # cjson writes an empty list as {}.
+        affected_prompts=tuple(r.get("affected_prompts") or ()),
     )
 
 

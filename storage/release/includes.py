@@ -74,6 +74,20 @@ def _includer_chains(draft: Draft, name: str, environment: str) -> list[list[str
     return chains
 
 
+def affected_prompts(draft: Draft, environment: str) -> tuple[str, ...]:
+    """The prompts whose reads in ``environment`` include this prompt there, at any
+    level: a change of it there changes them too."""
+    return tuple(
+        sorted(
+            {
+                name
+                for chain in _includer_chains(draft, draft.name, environment)
+                for name in chain[:-1]
+            }
+        )
+    )
+
+
 def check_in_use(draft: Draft, number: int, environments: list[str], pinned: bool) -> None:
     """Version ``number`` leaving ``environments`` (``pinned``: and going for good):
     refused (InUse) while a version held in one of them includes this prompt there,

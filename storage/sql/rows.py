@@ -131,6 +131,7 @@ def _review_body(review: Review) -> str:
             "breaking": [change.to_json() for change in review.breaking],
             "content_digest": review.content_digest,
             "requested_by_person": review.requested_by_person,
+            "affected_prompts": list(review.affected_prompts),
         }
     )
 
@@ -178,6 +179,7 @@ def review_record(row: Row[Any]) -> Review:
         # Reviews kept from before digests and people.
         content_digest=b.get("content_digest", ""),
         requested_by_person=b.get("requested_by_person"),
+        affected_prompts=tuple(b.get("affected_prompts") or ()),
     )
 
 

@@ -108,6 +108,7 @@ REVIEW = Review(
     rejection_comment="not yet",
     allow_breaking=True,
     breaking=(CHANGE,),
+    affected_prompts=("support",),
 )
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True, owner=USER)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")

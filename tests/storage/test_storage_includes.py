@@ -190,3 +190,21 @@ def test_an_environment_pinned_from_elsewhere_stays(storage: Storage) -> None:
     assert refusal(used) == ("in_use", {"used_by": ["page"]})
     assert [e.name for e in storage.list_environments(ORG)] == ["production", "staging", "qa"]
     assert storage.get_version(ORG, "safety", "1").environments == ["staging"]
+
+
+def test_a_review_lists_the_prompts_it_affects(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_prompt(ORG, "desk")
+    storage.create_version(ORG, "desk", "{{> support}}", USER)
+    storage.promote(ORG, "safety", "1", USER, environment="staging")
+    storage.promote(ORG, "tone", "1", USER, environment="staging")
+    for name in ("safety", "tone", "support", "desk", "sales"):
+        storage.promote(ORG, name, "1", USER)
+    storage.create_version(ORG, "safety", "Be safe, v2.", USER)
+    review = storage.request_review(ORG, "safety", "2", "production", REQUESTER)
+    # sales pins safety@1: a change of production's safety does not reach it.
+    assert review.affected_prompts == ("desk", "support", "tone")
+    assert storage.get_review(ORG, review.review_id).affected_prompts == review.affected_prompts
+    staging = storage.request_review(ORG, "safety", "2", "staging", REQUESTER)
+    assert staging.affected_prompts == ("tone",)
