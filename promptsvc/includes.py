@@ -1,4 +1,4 @@
-"""Includes against what storage holds (CONTRACT.md section 25): what an include
+"""Includes against what storage holds (docs/composition.md): what an include
 resolves to for a read or a check, and the checks a version's content passes when it
 is created or edited.
 

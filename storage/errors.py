@@ -372,7 +372,7 @@ class RolloutInProgress(Conflict):
 
 class IncludeRefused(Conflict):
     """A version whose includes cannot stand in the environment it would enter
-    (CONTRACT.md section 25); nothing was changed. ``reason``: ``include_missing``
+    (docs/composition.md); nothing was changed. ``reason``: ``include_missing``
     (``missing``: the prompts that resolve to nothing there), ``include_cycle``
     (``cycle``: the prompts around it) or ``include_depth`` (``chain``: a read that
     would nest deeper than allowed)."""
@@ -402,7 +402,7 @@ class IncludeRefused(Conflict):
 
 
 class InUse(Conflict):
-    """Deleting or taking away what other prompts include (CONTRACT.md section 25):
+    """Deleting or taking away what other prompts include (docs/composition.md):
     ``used_by`` names them; nothing was changed."""
 
     reason = "in_use"

@@ -362,7 +362,7 @@ class Review:
     # The person the requester counts as (a user's own id, a key's owner; None: none).
     requested_by_person: str | None = None
     # The prompts whose reads in the environment include this prompt there, at any
-    # level, at the request: the promotion changes them too (CONTRACT.md section 25).
+    # level, at the request: the promotion changes them too (docs/composition.md).
     affected_prompts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:

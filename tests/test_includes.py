@@ -1,5 +1,5 @@
 """promptsvc.templating.includes: the include grammar, splicing and the graph checks that
-creation, promotion and reads share (CONTRACT.md section 25)."""
+creation, promotion and reads share (docs/composition.md)."""
 
 from __future__ import annotations
 

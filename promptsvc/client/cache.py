@@ -111,9 +111,10 @@ class PromptCache:
         path: str,
     ) -> bool:
         """Store (or renew) an entry for ``ttl`` seconds from now, filed under ``prompt``
-        (the name or id it was asked with) and the prompts ``version`` includes, unless a clear or a drop of ``prompt`` came
-        after ``generation``. False when a ``mark()`` came after it: the entry is stored
-        expired (for stale-if-error) and ``path`` is to be asked again."""
+        (the name or id it was asked with) and the prompts ``version`` includes, unless
+        a clear or a drop of any of them came after ``generation``. False when a
+        ``mark()`` came after it: the entry is stored expired (for stale-if-error) and
+        ``path`` is to be asked again."""
         if self.ttl <= 0:
             return True
         now = self.clock()

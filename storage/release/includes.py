@@ -1,4 +1,4 @@
-"""The rules of includes a release decides (CONTRACT.md section 25): a version entering
+"""The rules of includes a release decides (docs/composition.md): a version entering
 an environment must have its includes resolve there without a cycle or a read nested
 too deep, counting the prompts that include its prompt there; a version or an
 environment others' reads depend on cannot be taken away (``in_use``).

@@ -31,7 +31,7 @@ from storage.records import (
 
 class Neighbours(Protocol):
     """What a decision reads of the org's other prompts, for the rules of includes
-    (CONTRACT.md section 25); a backend answers from what it holds, reading only what
+    (docs/composition.md); a backend answers from what it holds, reading only what
     is asked."""
 
     def resolve(self, include: Include, environment: str) -> PromptVersion | None:

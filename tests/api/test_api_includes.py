@@ -1,4 +1,4 @@
-"""Prompt composition through the API (CONTRACT.md section 25): what creating or
+"""Prompt composition through the API (docs/composition.md): what creating or
 editing a version with includes refuses (400 bad_request naming the include)."""
 
 from __future__ import annotations

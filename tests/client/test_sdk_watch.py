@@ -362,7 +362,7 @@ def test_an_event_about_an_included_prompt_drops_its_includers(
     make_client: MakeClient, service: Service
 ) -> None:
     """The SDK files an entry under the prompts it includes: a change of one of them
-    is served to the includer once its event arrives (CONTRACT.md section 25)."""
+    is served to the includer once its event arrives (docs/composition.md)."""
     service.storage.create_prompt(ORG, "policy")
     first = service.storage.create_version(ORG, "policy", "Be safe.", AUTHOR)
     service.storage.promote(ORG, "policy", first.version_id, AUTHOR)

@@ -1,4 +1,4 @@
-"""The reverse index of includes (CONTRACT.md section 25): every backend answers "who
+"""The reverse index of includes (docs/composition.md): every backend answers "who
 includes P" from an index its version writes keep, through create, edit, delete of a
 version or a prompt, and backup and restore."""
 
