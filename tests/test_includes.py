@@ -153,3 +153,22 @@ def test_check_names_missing_cycles_and_depth() -> None:
     assert depth == ("depth", ["top", "c", "d", "e", "f"], Include("c", 1))
     itself = check("top", [Include("top", 3)], look, missing=False)
     assert itself == ("cycle", ["top", "top"], Include("top", 3))
+
+
+def test_prompts_as_code_keeps_the_source() -> None:
+    """A pulled file and the plan compare the source, includes unexpanded."""
+    from promptsvc.cli.planning import same_state
+    from promptsvc.cli.promptfile import prompt_from_version
+
+    version = {
+        "content": "Be safe. Hi {{ name }}",
+        "source_content": "{{> safety}} Hi {{ name }}",
+        "variables": ["name"],
+        "variables_schema": {"name": {"type": "string", "required": True}},
+        "examples": [],
+        "metadata": {},
+        "tags": [],
+    }
+    pulled = prompt_from_version("greeting", "text", None, version)
+    assert pulled.content == "{{> safety}} Hi {{ name }}"
+    assert same_state(version, pulled)
