@@ -34,8 +34,10 @@
     │   ├── ReviewClosed          (a decision on a review that is not open)
     │   ├── AlreadyApproved
     │   ├── RolloutInProgress     (a second rollout, or a change a rollout blocks)
-    │   └── BreakingPromotion     (a promotion that breaks the variable contract,
-    │                              not acknowledged with allow_breaking)
+    │   ├── BreakingPromotion     (a promotion that breaks the variable contract,
+    │   │                          not acknowledged with allow_breaking)
+    │   ├── IncludeRefused        (includes that cannot stand where a version goes)
+    │   └── InUse                 (deleting or taking away what others include)
     ├── ReviewForbidden           -> 403 (the requester, an author or their key's owner,
     │                              or a disabled or demoted user, deciding)
     ├── InvalidInput              -> 400 (bad cursor, chat content that is not a message list)
@@ -47,7 +49,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from storage.records import BreakingChange
@@ -367,6 +369,51 @@ class RolloutInProgress(Conflict):
 
     def extras(self) -> dict[str, Any]:
         return {"rollout_id": self.rollout_id}
+
+
+class IncludeRefused(Conflict):
+    """A version whose includes cannot stand in the environment it would enter
+    (docs/composition.md); nothing was changed. ``reason``: ``include_missing``
+    (``missing``: the prompts that resolve to nothing there), ``include_cycle``
+    (``cycle``: the prompts around it) or ``include_depth`` (``chain``: a read that
+    would nest deeper than allowed)."""
+
+    _FIELDS: ClassVar[dict[str, str]] = {
+        "missing": "include_missing",
+        "cycle": "include_cycle",
+        "depth": "include_depth",
+    }
+    _SAY: ClassVar[dict[str, str]] = {
+        "missing": "its includes {names} have no version in {environment}",
+        "cycle": "its includes would make a cycle in {environment}: {names}",
+        "depth": "a read in {environment} would nest includes deeper than 3 levels: {names}",
+    }
+
+    def __init__(self, prompt_ref: str, environment: str, kind: str, names: Sequence[str]) -> None:
+        shown = ", ".join(names) if kind == "missing" else " -> ".join(names)
+        said = self._SAY[kind].format(names=shown, environment=environment)
+        super().__init__(f"prompt '{prompt_ref}' cannot enter {environment}: {said}")
+        self.kind = kind
+        self.names = list(names)
+        self.reason = self._FIELDS[kind]
+
+    def extras(self) -> dict[str, Any]:
+        field = {"missing": "missing", "cycle": "cycle", "depth": "chain"}[self.kind]
+        return {field: self.names}
+
+
+class InUse(Conflict):
+    """Deleting or taking away what other prompts include (docs/composition.md):
+    ``used_by`` names them; nothing was changed."""
+
+    reason = "in_use"
+
+    def __init__(self, what: str, used_by: Sequence[str]) -> None:
+        super().__init__(f"{what} is included by {', '.join(used_by)}; nothing was changed")
+        self.used_by = list(used_by)
+
+    def extras(self) -> dict[str, Any]:
+        return {"used_by": self.used_by}
 
 
 class InvalidInput(StorageError):

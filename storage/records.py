@@ -12,12 +12,14 @@ tests/api/test_api_records.py holds every record's JSON to its schema.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from promptsvc.templating.contract import BreakingChange, implied_schema
-from promptsvc.templating.template import section_names
+from promptsvc.templating.includes import Include, own_includes, scan, unique
+from promptsvc.templating.template import TemplateError, section_names
 from storage.identity_records import ApiKey, User
 from storage.times import rfc3339
 
@@ -76,6 +78,20 @@ class Prompt:
         }
 
 
+def names_included(content: str) -> tuple[str, ...]:
+    """The prompt names the include tags of ``content`` name, each once, whatever the
+    prompt's type: the tags of the text as written and, when it reads as chat messages,
+    of each message. A superset of what a version includes (a reader of the reverse
+    index checks :attr:`PromptVersion.own_includes`), computed without the prompt's
+    type, which a backend creating a version may not have read yet."""
+    if "{{>" not in content and "\\u" not in content:
+        return ()
+    found = scan(content)
+    with suppress(TemplateError):  # not chat: the text as written is all there is
+        found += own_includes(content, "chat")
+    return tuple(dict.fromkeys(include.name for include in found))
+
+
 @dataclass(frozen=True, slots=True)
 class PromptVersion:
     prompt_id: str
@@ -122,6 +138,21 @@ class PromptVersion:
         return list(self.placements)
 
     @property
+    def own_includes(self) -> tuple[Include, ...]:
+        """The includes its own content writes, each once in first-seen order: its edges
+        in the org's include graph (storage keeps them as its content and indexes the
+        names: :meth:`storage.interface.PromptStore.list_includers`)."""
+        if not names_included(self.content):  # most versions: no parse
+            return ()
+        return tuple(unique(own_includes(self.content, self.prompt_type)))
+
+    @property
+    def included_names(self) -> tuple[str, ...]:
+        """The prompts its own content includes, each once: the reverse index's keys
+        (:func:`names_included` of its content)."""
+        return names_included(self.content)
+
+    @property
     def contract(self) -> dict[str, dict[str, Any]]:
         """The declared ``variables_schema``, or the implied one."""
         if self.variables_schema is not None:
@@ -136,6 +167,13 @@ class PromptVersion:
             "name": self.name,
             "version": self.version,
             "content": self.content,
+            # As written; promptsvc.includes answers reads of a version with includes
+            # with content, includes and variables resolved (here: none resolved).
+            "source_content": self.content,
+            "includes": [
+                {"name": i.name, "ref": i.ref, "version": None, "version_id": None}
+                for i in self.own_includes
+            ],
             "variables": list(self.variables),
             "status": self.status,
             "is_production": self.is_production,
@@ -328,6 +366,9 @@ class Review:
     content_digest: str = ""
     # The person the requester counts as (a user's own id, a key's owner; None: none).
     requested_by_person: str | None = None
+    # The prompts whose reads in the environment include this prompt there, at any
+    # level, at the request: the promotion changes them too (docs/composition.md).
+    affected_prompts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -351,6 +392,7 @@ class Review:
             "allow_breaking": self.allow_breaking,
             "breaking": [change.to_json() for change in self.breaking],
             "content_digest": self.content_digest,
+            "affected_prompts": list(self.affected_prompts),
         }
 
 

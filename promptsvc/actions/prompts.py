@@ -8,6 +8,7 @@ from typing import Any, Final
 from identity.people import acting_person
 from identity.principal import Principal
 from identity.roles import SERVICE_WRITE
+from promptsvc import includes
 from promptsvc.actions.roles import requires, trace
 from promptsvc.http import request_id
 from promptsvc.templating.template import TemplateError, content_variables
@@ -38,8 +39,11 @@ def create_prompt(
 
 @requires(SERVICE_WRITE)
 def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> None:
-    """The prompt, all its versions and its history."""
-    storage.delete_prompt(principal.org, prompt_ref, **trace(principal))
+    """The prompt, all its versions and its history; refused (InUse) while a version of
+    another prompt includes it."""
+    prompt = storage.get_prompt(principal.org, prompt_ref)
+    includes.check_unused(storage, principal.org, prompt.name)
+    storage.delete_prompt(principal.org, prompt.prompt_id, **trace(principal))
 
 
 # --------------------------------------------------------------------------- versions
@@ -70,11 +74,13 @@ def create_version(
 ) -> PromptVersion:
     """A new draft with the next number, created by the principal (the work of the
     person it counts as: a key's owner for a key). Its variables come
-    from the content, checked for the prompt's type; its contract (``variables_schema``,
+    from the content, checked for the prompt's type; its includes are checked
+    (promptsvc.includes.check_content); its contract (``variables_schema``,
     ``examples``) is checked against them (ContractInvalid), its model ``config`` by
     its own rules (ConfigInvalid)."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
     variables, sections = _variables(content, prompt.prompt_type)
+    includes.check_content(storage, principal.org, prompt.name, prompt.prompt_type, content)
     # By id: a prompt deleted and made again under the name since has another type.
     return storage.create_version(
         principal.org,
@@ -119,6 +125,8 @@ def edit_version(
     lifecycle.check_editable(current)
     text = current.content if content is None else content
     variables, sections = _variables(text, current.prompt_type)
+    if content is not None:
+        includes.check_content(storage, principal.org, current.name, current.prompt_type, text)
     return storage.edit_version(
         principal.org,
         current.prompt_id,

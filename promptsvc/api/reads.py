@@ -37,12 +37,13 @@ from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from identity.roles import SERVICE_READ
+from promptsvc import includes
 from promptsvc.api.errors import error_response_for
 from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
 from promptsvc.request_guard import check_query
 from promptsvc.rollout import assign
-from storage import InRollout, PromptVersion
+from storage import PRODUCTION, InRollout, PromptVersion
 from storage.memo import Memo
 
 if TYPE_CHECKING:
@@ -139,7 +140,23 @@ def answer(
     principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
     found = read(storage, principal.org, **path)
     if isinstance(found, InRollout):
-        body, etag = rollout_body(found, rollout_key(query))
+        if includes.has_includes(found.baseline) or includes.has_includes(found.candidate):
+            rollout = found.rollout
+            key = rollout_key(query)
+            served = key is not None and assign(rollout.rollout_id, key, rollout.percent)
+            body = json_body(
+                includes.read_json(
+                    storage, principal.org, found, path.get("environment", PRODUCTION), served
+                )
+            )
+            etag = etag_of(body)
+        else:
+            body, etag = rollout_body(found, rollout_key(query))
+    elif includes.has_includes(found):
+        # Not memoized: the answer depends on what its includes resolve to now.
+        environment = path.get("environment", PRODUCTION)
+        body = json_body(includes.read_json(storage, principal.org, found, environment))
+        etag = etag_of(body)
     else:
         body, etag = version_body(found)
     return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)

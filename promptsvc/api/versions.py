@@ -14,7 +14,7 @@ from typing import Any
 from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
-from promptsvc import actions
+from promptsvc import actions, includes
 from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.responses import (
@@ -197,9 +197,10 @@ class Versions(View):
         page = storage().list_versions(
             current_principal().org, name, query["status"], query["limit"], query["cursor"]
         )
-        return json_response(
-            {"items": [v.to_json() for v in page.items], "next_cursor": page.next_cursor}
-        )
+        # Includes resolve against production; one lookup reads each include once.
+        lookup = includes.StoredLookup(storage(), current_principal().org)
+        items = [includes.resolved_json(v, lookup) for v in page.items]
+        return json_response({"items": items, "next_cursor": page.next_cursor})
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(VersionCreateSchema)

@@ -157,11 +157,18 @@ class _ReviewSchema(Schema):
     # Absent from backups written before digests and key owners.
     content_digest = fields.String(load_default="")
     requested_by_person = fields.String(load_default=None, allow_none=True)
+    # Absent from backups written before includes: none recorded.
+    affected_prompts = fields.List(fields.String(), load_default=list)
 
     @post_load
     def _record(self, data: dict[str, Any], **_: Any) -> Review:
         return Review(
-            **{**data, "approvals": tuple(data["approvals"]), "breaking": tuple(data["breaking"])}
+            **{
+                **data,
+                "approvals": tuple(data["approvals"]),
+                "breaking": tuple(data["breaking"]),
+                "affected_prompts": tuple(data["affected_prompts"]),
+            }
         )
 
 

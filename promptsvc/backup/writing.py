@@ -24,8 +24,16 @@ def _prompt_json(item: PromptSnapshot) -> dict[str, Any]:
         "versions": [
             {
                 # Where each version is: the prompt's "placements" and the status say it.
+                # The source only: content is as written, includes unexpanded.
                 **_without(
-                    v.to_json(), "prompt_id", "name", "prompt_type", "is_production", "environments"
+                    v.to_json(),
+                    "prompt_id",
+                    "name",
+                    "prompt_type",
+                    "is_production",
+                    "environments",
+                    "source_content",
+                    "includes",
                 ),
                 "created_by": v.created_by,
                 "frozen": v.frozen,

@@ -44,14 +44,16 @@ def file_contract(prompt: PromptFile) -> dict[str, Any]:
 def same_state(version: dict[str, Any], prompt: PromptFile) -> bool:
     """Whether a version (API JSON) has the file's content, metadata, tags and contract
     (a declared schema that says no more than the implied one is the implied one)."""
+    # Files keep the source: includes unexpanded (servers before includes: content).
+    source = version.get("source_content", version["content"])
     if prompt.messages is not None:
         try:
-            messages = json.loads(version["content"])
+            messages = json.loads(source)
         except ValueError:
             return False
         if messages != prompt.messages:
             return False
-    elif version["content"] != prompt.text:
+    elif source != prompt.text:
         return False
     return (
         _as_json(version["metadata"]) == _as_json(prompt.metadata)
@@ -105,7 +107,7 @@ class Change:
         old = latest or {"content": "", "variables": [], "metadata": {}, "tags": []}
         return {
             "content_diff": content_diff(
-                old["content"],
+                old.get("source_content", old["content"]),
                 prompt.content,
                 prompt.prompt_type,
                 f"v{latest['version']}" if latest else "/dev/null",

@@ -162,8 +162,9 @@ def declared_schema(version: dict[str, Any]) -> dict[str, Any] | None:
 def prompt_from_version(
     name: str, prompt_type: str, description: str | None, version: dict[str, Any]
 ) -> PromptFile:
-    """The file contents for a version as the API returns it (PromptVersion JSON)."""
-    content: str = version["content"]
+    """The file contents for a version as the API returns it (PromptVersion JSON): its
+    source, includes unexpanded (servers before includes: its content)."""
+    content: str = version.get("source_content", version["content"])
     contract: dict[str, Any] = {
         "variables_schema": declared_schema(version),
         "examples": normal_examples(version.get("examples")),

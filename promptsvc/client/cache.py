@@ -113,19 +113,25 @@ class PromptCache:
         path: str,
     ) -> bool:
         """Store (or renew) an entry for ``ttl`` seconds from now, filed under ``prompt``
-        (the name or id it was asked with), unless a clear or a drop of ``prompt`` came
-        after ``generation``. False when a ``mark()`` came after it: the entry is stored
-        expired (for stale-if-error) and ``path`` is to be asked again."""
+        (the name or id it was asked with) and the prompts ``version`` includes, unless
+        a clear or a drop of any of them came after ``generation``. False when a
+        ``mark()`` came after it: the entry is stored expired (for stale-if-error) and
+        ``path`` is to be asked again."""
         if self.ttl <= 0:
             return True
         now = self.clock()
         entry = CacheEntry(version, etag, now + self.ttl, prompt, path)
+        # Filed under the prompts it includes too: an event about one drops it.
+        refs = (prompt, *version.included_prompts)
         with self._lock:
-            if generation != self._generation and not self._untouched(prompt, generation):
+            if generation != self._generation and not all(
+                self._untouched(ref, generation) for ref in refs
+            ):
                 return True
             confirmed = generation >= self._marked
             self._entries[key] = entry if confirmed else replace(entry, expires_at=now)
-            self._keys.setdefault(prompt, set()).add(key)
+            for ref in refs:
+                self._keys.setdefault(ref, set()).add(key)
         if self.on_put is not None:
             self.on_put(key, entry)
         return confirmed

@@ -94,6 +94,17 @@ def _config(body: Mapping[str, Any]) -> ModelConfig | None:
         raise ModelError(f"field 'config': {exc}") from None
 
 
+def _includes(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    value = body.get("includes")
+    if value is None:  # servers before includes: none
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("name"), str) for i in value
+    ):
+        raise ModelError("field 'includes' must be a list of {name, ref, version, version_id}")
+    return _frozen(value)
+
+
 def _no_schema() -> Mapping[str, Mapping[str, Any]]:
     return MappingProxyType({})
 
@@ -190,6 +201,10 @@ class PromptVersion:
     # The rollout under way on the environment read (environment reads only), else None.
     rollout: Rollout | None = field(default=None, repr=False)
     is_fallback: bool = False
+    # The content as written (``content`` has the includes spliced in by the server),
+    # and every version spliced in: ``{name, ref, version, version_id}``.
+    source_content: str = ""
+    includes: tuple[Mapping[str, Any], ...] = ()
     is_stale: bool = False
     # The answer's JSON as the service sent it (what the snapshot file keeps).
     raw: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
@@ -198,6 +213,11 @@ class PromptVersion:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_implied", is_implied(self.variables_schema))
+
+    @property
+    def included_prompts(self) -> frozenset[str]:
+        """The names of the prompts spliced into it: a change of any of them changes it."""
+        return frozenset(str(include["name"]) for include in self.includes)
 
     @classmethod
     def from_json(cls, body: object) -> PromptVersion:
@@ -262,6 +282,10 @@ class PromptVersion:
             examples=_examples(body),
             config=_config(body),
             rollout=rollout,
+            source_content=_field(body, "source_content", str)
+            if "source_content" in body
+            else _field(body, "content", str),
+            includes=_includes(body),
         )
 
     @classmethod

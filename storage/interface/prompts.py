@@ -63,6 +63,13 @@ class PromptStore(StorageCore):
         A prompt created later under the same name starts again at version 1.
         """
 
+    @abc.abstractmethod
+    def list_includers(self, org: str, name: str) -> list[PromptVersion]:
+        """Every version whose own content includes prompt ``name``
+        (:attr:`PromptVersion.included_names`), by prompt name then number: the org's
+        reverse index of includes, kept by every write of a version's content, so the
+        answer costs reads proportional to it. None: an empty list."""
+
     # -- versions
     @abc.abstractmethod
     def create_version(

@@ -83,6 +83,10 @@ class MemoryArchive(MemoryCore, OrgArchive):
                 review.review_id: seq for seq, review in enumerate(snapshot.reviews, start=1)
             }
             org_state.review_counter = len(snapshot.reviews)
+            org_state.included_by = {}
+            for state in by_name.values():
+                for version in state.versions.values():
+                    org_state.index_includes(version)
             org_state.open_reviews = {
                 (r.prompt_id, r.environment, r.version): r.review_id
                 for r in snapshot.reviews

@@ -3,15 +3,41 @@ change it decides applied, both under the one lock."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from promptsvc.templating.includes import Include
 from storage import lifecycle, release
 from storage.errors import EnvironmentNotFound, ReviewNotFound
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import PRODUCTION, Environment, Review
+from storage.records import PRODUCTION, Environment, PromptVersion, Review
 from storage.release.methods import ReleaseMethods, Target
+
+
+class MemoryNeighbours:
+    """An org's other prompts as a decision reads them (storage.release.records
+    ``Neighbours``), straight from the state under the lock the decision holds."""
+
+    def __init__(self, org_state: OrgState) -> None:
+        self.org_state = org_state
+
+    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
+        state = self.org_state.by_name.get(include.name)
+        if state is None or state.prompt.prompt_type != "text":
+            return None
+        if isinstance(include.ref, int):
+            return state.versions.get(include.ref)
+        where = include.ref or environment
+        number = state.production if where == PRODUCTION else state.placements.get(where)
+        return None if number is None else state.versions.get(number)
+
+    def includers(self, name: str) -> Sequence[PromptVersion]:
+        return [
+            self.org_state.by_id[prompt_id].versions[number]
+            for prompt_id, number in self.org_state.included_by.get(name, ())
+        ]
 
 
 class MemoryPromotion(ReleaseMethods, MemoryCore):
@@ -80,9 +106,12 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         state: PromptState,
         request: release.Request,
         review: Review | None = None,
+        *,
+        only_check: bool = False,
     ) -> Any:
         """Decide ``request`` on ``state`` (``review``: the one it decides) and apply
-        the change; returns its answer (lock held)."""
+        the change; returns its answer (lock held). ``only_check``: raise the refusal,
+        if any, and change nothing."""
         org_state = self._orgs[org]
         prompt_id = state.prompt.prompt_id
         reviews = {
@@ -103,8 +132,11 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
             rollouts=state.rollouts,
             reviews=reviews,
             history=state.history,
+            neighbours=MemoryNeighbours(org_state),
         )
         change = release.decide(view, request)
+        if only_check:
+            return None
         self._apply(org_state, state, change, request)
         if change.refusal is not None:
             raise change.refusal
@@ -117,10 +149,14 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         change: release.Change,
         request: release.Request,
     ) -> None:
+        for number, version in change.updated.items():
+            org_state.index_includes(state.versions[number], keep=False)
+            org_state.index_includes(version)
         state.versions.update(change.updated)
         if change.deleted_version is not None:
             deleted = state.versions.pop(change.deleted_version)
             del state.numbers[deleted.version_id]
+            org_state.index_includes(deleted, keep=False)
         for environment, held in change.placements.items():
             if environment == PRODUCTION:
                 state.production = held

@@ -69,8 +69,21 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             org_state = self._orgs[org]
             del org_state.by_name[state.prompt.name]
             del org_state.by_id[state.prompt.prompt_id]
+            for version in state.versions.values():
+                org_state.index_includes(version, keep=False)
             self._forget_reviews(org_state, state.prompt.prompt_id)
             self._record(org_state, "prompt.deleted", state.prompt, None, actor, request_id, now)
+
+    def list_includers(self, org: str, name: str) -> list[PromptVersion]:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            if org_state is None:
+                return []
+            found = [
+                org_state.by_id[prompt_id].versions[number]
+                for prompt_id, number in org_state.included_by.get(name, ())
+            ]
+        return sorted(found, key=lambda v: (v.name, v.version))
 
     # -- versions
 
@@ -123,6 +136,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
             )
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
+            self._orgs[org].index_includes(version)
             state.prompt = replace(prompt, updated_at=now)
             self._record(
                 self._orgs[org], "version.created", prompt, version, created_by, request_id, now

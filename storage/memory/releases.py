@@ -82,10 +82,13 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             org_state = self._orgs.get(org)
             release.check_delete_environment(org_state.environments if org_state else {}, name)
             assert org_state is not None
-            del org_state.environments[name]
             request = release.LeaveEnvironment(
                 now=now, actor=release.Actor(actor), request_id=request_id, environment=name
             )
+            # Every prompt may leave, or none does (in_use refuses the whole deletion).
+            for state in org_state.by_name.values():
+                self._decide(org, state, request, only_check=True)
+            del org_state.environments[name]
             for state in list(org_state.by_name.values()):
                 self._decide(org, state, request)
 

@@ -84,6 +84,21 @@ class OrgState:
     review_counter: int = 0  # last sequence handed out
     # (prompt_id, environment, version number) -> the open review's id
     open_reviews: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # The reverse index of includes: prompt name -> (prompt_id, number) of every
+    # version whose own content includes it (PromptVersion.included_names).
+    included_by: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+
+    def index_includes(self, version: PromptVersion, keep: bool = True) -> None:
+        """Enter ``version``'s includes in the reverse index (``keep`` False: take
+        them out)."""
+        member = (version.prompt_id, version.version)
+        for name in version.included_names:
+            if keep:
+                self.included_by.setdefault(name, set()).add(member)
+            elif name in self.included_by:
+                self.included_by[name].discard(member)
+                if not self.included_by[name]:
+                    del self.included_by[name]
 
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""

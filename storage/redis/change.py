@@ -45,7 +45,14 @@ _VERSION_FIELDS: dict[str, Callable[[Any], str | None]] = {
     "variables_schema": json.dumps,
     "examples": lambda examples: _json(examples) if examples else None,
     "config": json.dumps,
+    # Not a PromptVersion field: the names its content includes (keys.included_by).
+    "includes": lambda names: _json(names) if names else None,
 }
+
+
+def _index(names: tuple[str, ...], pid: str, vid: str, command: str) -> list[Write]:
+    """Enter a version in (SADD) or take it out of (SREM) the reverse index of includes."""
+    return [[command, f"included-by:{name}", f"{pid}:{vid}"] for name in names]
 
 
 def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
@@ -56,6 +63,11 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
     for number, changed in change.versions.items():
         vid = loaded.version_id(number)
         key = f"{prompt}:v:{vid}"
+        if "content" in changed:
+            out += _index(loaded.versions[number].included_names, pid, vid, "SREM")
+            included = change.updated[number].included_names
+            out += _index(included, pid, vid, "SADD")
+            changed = {**changed, "includes": included}
         if "status" in changed:
             old = loaded.versions[number].status
             out.append(["ZREM", f"{prompt}:versions:{old}", vid])
@@ -71,6 +83,8 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
             out.append(["HDEL", key, *gone])
     if change.deleted_version is not None:
         vid = loaded.version_id(change.deleted_version)
+        deleted = loaded.versions[change.deleted_version]
+        out += _index(deleted.included_names, pid, vid, "SREM")
         out.append(["DEL", f"{prompt}:v:{vid}"])
         out.append(["ZREM", f"{prompt}:versions", vid])
         for status in ("draft", "published", "archived"):

@@ -176,6 +176,7 @@ def version_fields(v: PromptVersion) -> list[str]:
             "frozen": "1" if v.frozen else None,
             "authors": json.dumps(list(v.authors)),
             "config": config_field(v.config),
+            "includes": json.dumps(list(v.included_names)) if v.included_names else None,
         }
     )
 
@@ -452,6 +453,8 @@ def review(text: str) -> Review:
         breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
         content_digest=r.get("content_digest") or "",
         requested_by_person=r.get("requested_by_person"),
+        # cjson writes an empty list as {}.
+        affected_prompts=tuple(r.get("affected_prompts") or ()),
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -32,12 +32,16 @@ from storage.errors import (
 )
 from storage.interface import StorageCore
 from storage.memo import Memo
+from storage.neighbours import StoredNeighbours
 from storage.records import PRODUCTION, PromptVersion
 from storage.redis import change, codec, keys, scripts, state
 from storage.redis.change import Write
 from storage.redis.state import Guard, Loaded
 from storage.release.methods import ReleaseMethods, Target
 from storage.times import Clock, rfc3339, utcnow
+
+if TYPE_CHECKING:
+    from storage.interface import Storage
 
 # redis-py resends a command whose reply was lost, and for a script that changes data
 # that would apply it twice (a version number skipped, a promotion answered 409). So
@@ -255,7 +259,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
             asked = {} if loaded.number is None else {"version": loaded.number}
             request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
             try:
-                decided = release.decide(loaded.state, request)
+                decided = release.decide(self._with_neighbours(org, loaded.state), request)
             except StorageError:
                 # A version fetched after the load may be newer than the rest of it.
                 if loaded.versions.fetched and not self._apply(org, loaded.guards, [], []):
@@ -267,6 +271,10 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
                     raise decided.refusal
                 return decided.answer
         raise Conflict(RACE)
+
+    def _with_neighbours(self, org: str, state: release.State) -> release.State:
+        """``state`` with the org's other prompts read through this storage's reads."""
+        return replace(state, neighbours=StoredNeighbours(cast("Storage", self), org))
 
     def _apply(
         self, org: str, guards: list[Guard], writes: list[Write], events: list[list[str]]

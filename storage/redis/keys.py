@@ -29,6 +29,10 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
     ps:{<org>}:env-order          list    environment names, oldest first
     ps:{<org>}:env-rev            string  the environments' revision: bumped by every
                                           change of them
+    ps:{<org>}:included-by:<name> set     "<prompt_id>:<version_id>" of every version
+                                          whose content includes prompt <name> (each
+                                          such version lists the names in its field
+                                          ``includes``, a JSON list)
     ps:{<org>}:review:<review_id> string  one review's JSON
     ps:{<org>}:reviews            zset    review ids by request sequence
     ps:{<org>}:review-seq         string  the last request sequence handed out
@@ -134,6 +138,16 @@ def status_index(org: str, prompt_id: str, status: str) -> str:
 
 def version(org: str, prompt_id: str, version_id: str) -> str:
     return prompt(org, prompt_id) + ":v:" + version_id
+
+
+def included_by(org: str, name: str) -> str:
+    """The reverse index of includes: every version whose content includes ``name``."""
+    return org_prefix(org) + "included-by:" + name
+
+
+def includer(prompt_id: str, version_id: str) -> str:
+    """A member of :func:`included_by`: one version of one prompt."""
+    return prompt_id + ":" + version_id
 
 
 def history(org: str, prompt_id: str) -> str:

@@ -21,6 +21,7 @@ from storage.records import (
     PromotionRecord,
     Prompt,
     PromptVersion,
+    names_included,
 )
 from storage.redis import codec, keys, scripts
 from storage.redis.core import ClientT, RedisCore, check, guard
@@ -83,6 +84,17 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         )
         check(reply, prompt_ref)
 
+    def list_includers(self, org: str, name: str) -> list[PromptVersion]:
+        with guard():
+            members = self.client.smembers(keys.included_by(org, name))
+        found: list[PromptVersion] = []
+        for member in members:  # one read each: the answer's size
+            prompt_id, _, version_id = str(member).partition(":")
+            reply = self._prompt_script("read_version", org, [prompt_id, "id", version_id])
+            if reply[0] == "ok":  # else deleted since the SMEMBERS
+                found.append(self._memoized(reply[1], reply[2]))
+        return sorted(found, key=lambda v: (v.name, v.version))
+
     # -- versions
 
     def create_version(
@@ -113,6 +125,8 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         args += [json.dumps(list(variables)), at, *_contract_args(schema, kept)]
         args.append(json.dumps(list(authors)))
         args.append(codec.config_field(kept_config) or "")
+        included = names_included(content)
+        args.append(json.dumps(list(included)) if included else "")
         reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
         check(reply, prompt_ref)
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])

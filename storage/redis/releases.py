@@ -118,7 +118,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
                 leave = release.LeaveEnvironment(
                     now=now, actor=release.Actor(actor), request_id=request_id, environment=name
                 )
-                decided = release.decide(loaded.state, leave)
+                decided = release.decide(self._with_neighbours(org, loaded.state), leave)
                 guards += loaded.guards
                 writes += change.writes(loaded, decided, now)
                 events += change.events(decided)

@@ -85,6 +85,8 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
         for version in item.versions:
             vid = version.version_id
             out.add("HSET", keys.version(org, pid, vid), codec.version_fields(version))
+            for name in version.included_names:
+                out.add("SADD", keys.included_by(org, name), [keys.includer(pid, vid)])
             by_number += [str(version.version), vid]
             by_status.setdefault(version.status, []).extend([str(version.version), vid])
         out.batched("ZADD", keys.versions(org, pid), by_number, 2)

@@ -10,6 +10,7 @@ from storage.ids import new_id
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import PRODUCTION, Promotion, PromotionRecord, Review, Rollout
 from storage.release.draft import Draft
+from storage.release.includes import check_includes
 
 
 def check_entry(
@@ -50,8 +51,11 @@ def check_baseline(draft: Draft, number: int, environment: str) -> None:
 
 
 def check_contract(draft: Draft, number: int, environment: str, allow_breaking: bool) -> bool:
-    """The promotion check of version ``number`` against what ``environment`` holds:
-    whether it breaks it (BreakingPromotion when it does, unacknowledged)."""
+    """The checks of version ``number``'s content entering ``environment``: its
+    includes (storage/release/includes.py: IncludeRefused), then the promotion check
+    against what the environment holds: whether it breaks it (BreakingPromotion when
+    it does, unacknowledged)."""
+    check_includes(draft, number, environment)
     changes = contracts.breaking_changes(draft.held_version(environment), draft.version(number))
     return lifecycle.check_breaking(draft.name, environment, changes, allow_breaking)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from promptsvc.templating.includes import Include
 from storage.identity_records import User
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import (
@@ -26,6 +27,32 @@ from storage.records import (
     Review,
     Rollout,
 )
+
+
+class Neighbours(Protocol):
+    """What a decision reads of the org's other prompts, for the rules of includes
+    (docs/composition.md); a backend answers from what it holds, reading only what
+    is asked."""
+
+    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
+        """The version ``include`` resolves to (a floating one against
+        ``environment``; an environment's version is its baseline while a rollout
+        runs there), None when nothing (or a chat prompt)."""
+        ...
+
+    def includers(self, name: str) -> Sequence[PromptVersion]:
+        """Every version whose content includes prompt ``name`` (the reverse index)."""
+        ...
+
+
+class NoNeighbours:
+    """An org where nothing includes anything and nothing can be included."""
+
+    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
+        return None
+
+    def includers(self, name: str) -> Sequence[PromptVersion]:
+        return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +70,7 @@ class State:
     promotion records, oldest first; only a rollback reads it (others may leave it
     empty). ``revision`` is the backend's own counter of the prompt's changes, for an
     apply that checks nothing moved since the load (the engine never reads it).
+    ``neighbours``: the org's other prompts, as the rules of includes read them.
     """
 
     prompt: Prompt
@@ -53,6 +81,7 @@ class State:
     reviews: Mapping[str, Review] = field(default_factory=dict)
     history: Sequence[PromotionRecord] = ()
     revision: int = 0
+    neighbours: Neighbours = field(default_factory=NoNeighbours)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from storage.release.entry import (
     check_contract,
     enter,
 )
+from storage.release.includes import affected_prompts
 from storage.release.records import (
     Actor,
     ApproveReview,
@@ -69,6 +70,7 @@ def request_review(state: State, request: RequestReview) -> Change:
         breaking=tuple(changes),
         content_digest=content_digest(version),
         requested_by_person=request.actor.person,
+        affected_prompts=affected_prompts(draft, environment),
     )
     draft.change.new_reviews.append(review)
     draft.review_event("review.requested", review)

@@ -8,6 +8,7 @@ from storage.errors import EnvironmentNotFound, LifecycleError, VersionFrozen
 from storage.records import PRODUCTION, Environment
 from storage.release.draft import Draft
 from storage.release.entry import end_rollout
+from storage.release.includes import check_in_use, check_leaving
 from storage.release.records import (
     ArchiveVersion,
     Change,
@@ -60,6 +61,7 @@ def archive_version(state: State, request: ArchiveVersion) -> Change:
     draft = Draft(state, request)
     number = request.version
     lifecycle.check_archivable(draft.version(number))
+    check_in_use(draft, number, draft.version(number).environments, pinned=False)
     _unplace(draft, number)
     version = draft.set(number, status="archived", updated_at=request.now)
     draft.event("version.archived", version)
@@ -86,6 +88,7 @@ def delete_version(state: State, request: DeleteVersion) -> Change:
     number = request.version
     version = draft.version(number)
     lifecycle.check_deletable(version)
+    check_in_use(draft, number, version.environments, pinned=True)
     _abort_rollouts_of(draft, number)
     _unplace(draft, number)
     version = draft.version(number)
@@ -108,6 +111,7 @@ def leave_environment(state: State, request: LeaveEnvironment) -> Change:
     placement goes (its history records stay), its open reviews are cancelled."""
     draft = Draft(state, request)
     environment = request.environment
+    check_leaving(draft, environment)
     rollout = state.rollouts.get(environment)
     if rollout is not None:
         end_rollout(draft, rollout, "rollout.aborted")

@@ -14,9 +14,15 @@ from storage.records import PRODUCTION
 from storage.release import Change
 from storage.sql import dialect
 from storage.sql.core import Database
-from storage.sql.rows import history_values, review_values, rollout_values, version_columns
+from storage.sql.rows import (
+    history_values,
+    include_values,
+    review_values,
+    rollout_values,
+    version_columns,
+)
 from storage.sql.state import of_prompt
-from storage.sql.tables import history, placements, prompts, reviews, rollouts, versions
+from storage.sql.tables import history, includes, placements, prompts, reviews, rollouts, versions
 
 
 # Built once; the row is named by w_org, w_prompt_id (and w_number), the values set are
@@ -55,6 +61,15 @@ def apply(
                 for number in change.versions
             ],
         )
+        for number, fields in change.versions.items():
+            if "content" in fields:  # its includes may change: index them again
+                connection.execute(
+                    includes.delete().where(
+                        of_prompt(includes, prompt), includes.c.version == number
+                    )
+                )
+                if rows := include_values(org, change.updated[number]):
+                    connection.execute(insert(includes), rows)
     moved: dict[str, Any] = {}
     if change.deleted_version is not None:
         connection.execute(

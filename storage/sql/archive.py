@@ -26,6 +26,7 @@ from storage.sql.identity import api_key_record, user_record
 from storage.sql.rows import (
     history_record,
     history_values,
+    include_values,
     review_record,
     review_values,
     values_of,
@@ -35,6 +36,7 @@ from storage.sql.tables import (
     api_keys,
     environments,
     history,
+    includes,
     placements,
     prompts,
     reviews,
@@ -201,9 +203,16 @@ class SqlArchive(Concern):
                     for item in snapshot.prompts
                     for position, record in enumerate(item.history, start=1)
                 ]
+                include_rows = [
+                    row
+                    for item in snapshot.prompts
+                    for v in item.versions
+                    for row in include_values(org, v)
+                ]
                 for table, values in (
                     (prompts, rows),
                     (versions, version_rows),
+                    (includes, include_rows),
                     (history, history_rows),
                     (api_keys, [values_of(key) for key in snapshot.api_keys]),
                     (users, [values_of(user) for user in snapshot.users]),

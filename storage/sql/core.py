@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ from storage.errors import PromptNotFound, StorageUnavailable
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
+from storage.release.records import Neighbours, NoNeighbours
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
@@ -135,6 +136,9 @@ class Database:
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.lane = ReadLane(engine)
+        # What a release decision reads of an org's other prompts (the storage sets it:
+        # storage/neighbours.py reads through its own methods).
+        self.neighbours: Callable[[str], Neighbours] = lambda org: NoNeighbours()
         self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
         # Woken after every commit of an event in this process (storage/sql/events.py).
         self.appended = threading.Condition()

@@ -88,7 +88,12 @@ class SqlPrompts(Concern):
         with self.db.write() as connection:
             prompt = prompt_record(self.db.find_prompt(connection, org, prompt_ref))
             # Versions and history go with it (ON DELETE CASCADE).
-            connection.execute(prompts.delete().where(prompts.c.prompt_id == prompt.prompt_id))
+            # Ids are unique within an org only (an import copies them into another).
+            connection.execute(
+                prompts.delete().where(
+                    prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id
+                )
+            )
             self.db.append_event(
                 connection, org, "prompt.deleted", prompt, None, actor, request_id, now
             )

@@ -74,6 +74,14 @@ def version_values(org: str, version: PromptVersion) -> dict[str, Any]:
     return {"org": org, **version_columns(fields)}
 
 
+def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
+    """The ``includes`` rows of ``version``: one per prompt its own content includes."""
+    return [
+        {"org": org, "name": name, "prompt_id": version.prompt_id, "version": version.version}
+        for name in version.included_names
+    ]
+
+
 def history_record(row: Row[Any]) -> PromotionRecord:
     return PromotionRecord(
         history_id=row.history_id,
@@ -139,6 +147,7 @@ def _review_body(review: Review) -> str:
             "breaking": [change.to_json() for change in review.breaking],
             "content_digest": review.content_digest,
             "requested_by_person": review.requested_by_person,
+            "affected_prompts": list(review.affected_prompts),
         }
     )
 
@@ -186,6 +195,7 @@ def review_record(row: Row[Any]) -> Review:
         # Reviews kept from before digests and people.
         content_digest=b.get("content_digest", ""),
         requested_by_person=b.get("requested_by_person"),
+        affected_prompts=tuple(b.get("affected_prompts") or ()),
     )
 
 

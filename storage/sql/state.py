@@ -172,6 +172,7 @@ def load(
     if with_history:
         records = tuple(history_record(row) for row in connection.execute(_HISTORY, params))
     state = State(
+        neighbours=db.neighbours(prompt.org),
         prompt=prompt_record(prompt),
         versions=loaded,
         placements=placed,

@@ -9,6 +9,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from sqlalchemy import Engine, text
 
 from storage.interface import Storage
+from storage.neighbours import StoredNeighbours
 from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
@@ -61,6 +62,7 @@ class SqlStorage(Storage):
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.db = Database(engine, clock)
         super().__init__(clock)
+        self.db.neighbours = lambda org: StoredNeighbours(self, org)
         self.prompts = SqlPrompts(self.db)
         self.versions = SqlVersions(self.db)
         self.environments = SqlEnvironments(self.db, self.versions)
@@ -125,6 +127,7 @@ class SqlStorage(Storage):
     list_prompts = _To("prompts", SqlPrompts.list_prompts)
     delete_prompt = _To("prompts", SqlPrompts.delete_prompt)
     create_version = _To("versions", SqlVersions.create_version)
+    list_includers = _To("versions", SqlVersions.list_includers)
     get_version = _To("versions", SqlVersions.get_version)
     get_latest = _To("versions", SqlVersions.get_latest)
     get_production = _To("versions", SqlVersions.get_production)

@@ -148,6 +148,22 @@ versions = Table(
     UniqueConstraint("org", "version_id"),
 )
 
+# The reverse index of includes: one row per prompt ``name`` a version's own content
+# includes (PromptVersion.included_names); it goes with the version.
+includes = Table(
+    "includes",
+    metadata,
+    Column("org", String(63), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("prompt_id", String(40), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    ForeignKeyConstraint(
+        ["org", "prompt_id", "version"],
+        ["versions.org", "versions.prompt_id", "versions.version"],
+        ondelete="CASCADE",
+    ),
+)
+
 history = Table(
     "history",
     metadata,

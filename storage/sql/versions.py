@@ -20,9 +20,9 @@ from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import new_id, version_number
 from storage.records import Page, PromptVersion
 from storage.sql.core import Concern, prompt_record
-from storage.sql.rows import version_columns
+from storage.sql.rows import include_values, version_columns
 from storage.sql.state import MAX_NUMBER, of_prompt
-from storage.sql.tables import prompts, versions
+from storage.sql.tables import includes, prompts, versions
 
 
 class SqlVersions(Concern):
@@ -92,6 +92,26 @@ class SqlVersions(Concern):
         more = len(rows) > limit
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
 
+    def list_includers(self, org: str, name: str) -> list[PromptVersion]:
+        statement = (
+            select(versions, prompts.c.name.label("p_name"), prompts.c.prompt_type.label("p_type"))
+            .join(
+                includes,
+                (includes.c.org == versions.c.org)
+                & (includes.c.prompt_id == versions.c.prompt_id)
+                & (includes.c.version == versions.c.version),
+            )
+            .join(
+                prompts,
+                (prompts.c.org == versions.c.org) & (prompts.c.prompt_id == versions.c.prompt_id),
+            )
+            .where(includes.c.org == org, includes.c.name == name)
+            .order_by(prompts.c.name, versions.c.version)
+        )
+        with self.db.read() as connection:
+            rows = connection.execute(statement).all()
+        return [self.db.version(row.p_name, row.p_type, row) for row in rows]
+
     def create_version(
         self,
         org: str,
@@ -141,6 +161,8 @@ class SqlVersions(Concern):
                 .values(counter=number, latest_version=number, updated_at=now)
             )
             version = self.db.version(prompt.name, prompt.prompt_type, row)
+            if version.included_names:
+                connection.execute(insert(includes), include_values(org, version))
             self.db.append_event(
                 connection,
                 org,

@@ -17,6 +17,8 @@ FIELD_TYPES: dict[str, Any] = {
     "name": str,
     "version": int,
     "content": str,
+    "source_content": str,
+    "includes": list,
     "variables": list,
     "status": str,
     "is_production": bool,

@@ -62,7 +62,7 @@ VERSION = PromptVersion(
     version_id="v_1",
     name="greeting",
     version=2,
-    content='[{"role": "user", "content": "Hi {{name}}"}]',
+    content='[{"role": "user", "content": "Hi {{name}} {{> policy@2}}"}]',
     variables=("name",),
     status="published",
     prompt_type="chat",
@@ -115,6 +115,7 @@ REVIEW = Review(
     rejection_comment="not yet",
     allow_breaking=True,
     breaking=(CHANGE,),
+    affected_prompts=("support",),
 )
 KEY = ApiKey("acme", "ci", "hash", "Service Write", USER, "deploys", AT, revoked=True, owner=USER)
 PERSON = User("acme", USER, "ada@acme.example", "Service Admin", True, AT, LATER, "$argon2id$")

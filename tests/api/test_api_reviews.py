@@ -230,3 +230,54 @@ def test_deleting_an_environment_tells_webhooks_which_reviews_it_cancelled(
         first["review_id"],
         second["review_id"],
     ]
+
+
+def test_a_shared_policy_changed_through_a_review(api: Any, heads: dict[str, Any]) -> None:
+    """docs/composition.md's worked example: a safety policy included by three prompts,
+    changed through a review that lists the three."""
+    api.patch(f"{ENVS}/production", json={"required_approvals": 1})
+    api.create_prompt("safety-policy")
+    api.create_version(
+        "safety-policy", "Never share personal data.", role=None, headers=heads["author"]
+    )
+    for name in ("support-bot", "sales-bot", "onboarding"):
+        api.create_prompt(name)
+        api.create_version(
+            name, f"You are {name}. {{{{> safety-policy}}}}", role=None, headers=heads["author"]
+        )
+    for name in ("safety-policy", "support-bot", "sales-bot", "onboarding"):
+        review = as_(
+            api,
+            "POST",
+            f"/api/v1/prompts/{name}/reviews",
+            heads["author"],
+            json={"version": 1, "environment": "production"},
+        )
+        assert review.status_code == 201, review.json
+        approved = as_(
+            api,
+            "POST",
+            f"/api/v1/reviews/{review.json['review_id']}/approve",
+            heads["ada"],
+            json={},
+        )
+        assert approved.status_code == 200, approved.json
+    read = api.get("/api/v1/prompts/support-bot/production").json
+    assert read["content"] == "You are support-bot. Never share personal data."
+    api.create_version(
+        "safety-policy", "Never share personal data or secrets.", role=None, headers=heads["author"]
+    )
+    review = as_(
+        api,
+        "POST",
+        "/api/v1/prompts/safety-policy/reviews",
+        heads["author"],
+        json={"version": 2, "environment": "production"},
+    )
+    assert review.status_code == 201, review.json
+    assert review.json["affected_prompts"] == ["onboarding", "sales-bot", "support-bot"]
+    as_(api, "POST", f"/api/v1/reviews/{review.json['review_id']}/approve", heads["ada"], json={})
+    for name in ("support-bot", "sales-bot", "onboarding"):
+        read = api.get(f"/api/v1/prompts/{name}/production").json
+        assert read["content"] == f"You are {name}. Never share personal data or secrets."
+        assert read["includes"][0]["version"] == 2

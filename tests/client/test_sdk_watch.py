@@ -356,3 +356,27 @@ def test_a_server_at_its_limit_of_streams_is_asked_again_after_its_retry_after(
 
 def first_stream_token(service: Service) -> str:
     return str(answered_streams(service, 200)[0].headers["Authorization"])
+
+
+def test_an_event_about_an_included_prompt_drops_its_includers(
+    make_client: MakeClient, service: Service
+) -> None:
+    """The SDK files an entry under the prompts it includes: a change of one of them
+    is served to the includer once its event arrives (docs/composition.md)."""
+    service.storage.create_prompt(ORG, "policy")
+    first = service.storage.create_version(ORG, "policy", "Be safe.", AUTHOR)
+    service.storage.promote(ORG, "policy", first.version_id, AUTHOR)
+    service.storage.create_prompt(ORG, "desk")
+    desk = service.storage.create_version(ORG, "desk", "{{> policy}} Help.", AUTHOR)
+    service.storage.promote(ORG, "desk", desk.version_id, AUTHOR)
+    client = make_client(watch=True)
+    eventually(lambda: client.watching)
+    read = client.get_prompt_version("desk")
+    assert (read.content, read.source_content) == ("Be safe. Help.", "{{> policy}} Help.")
+    assert [(i["name"], i["version"]) for i in read.includes] == [("policy", 1)]
+    assert read.included_prompts == {"policy"}
+
+    second = service.storage.create_version(ORG, "policy", "Be safer.", AUTHOR)
+    service.storage.promote(ORG, "policy", second.version_id, AUTHOR)
+
+    eventually(lambda: client.get_prompt_version("desk").content == "Be safer. Help.")

@@ -71,6 +71,7 @@ def test_request_opens_a_review(prompt: Storage, clock: FakeClock) -> None:
         "content_digest": hashlib.sha256(
             b'{"config":null,"content":"c1","examples":[],"variables_schema":null}'
         ).hexdigest(),
+        "affected_prompts": [],
     }
     assert prompt.get_review(ORG, review.review_id) == review
     by_version_id = prompt.request_review(ORG, "greeting", version.version_id, "staging", REQUESTER)

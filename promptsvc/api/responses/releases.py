@@ -104,6 +104,13 @@ class ReviewSchema(Schema):
     content_digest = fields.String(
         metadata={"description": "sha256 (hex) of the version's content as requested (api.md)"}
     )
+    affected_prompts = fields.List(
+        fields.String(),
+        metadata={
+            "description": "The prompts whose reads in the environment include this one "
+            "there (at any level) at the request: the promotion changes them too"
+        },
+    )
 
 
 class ReviewPageSchema(Schema):

@@ -68,14 +68,46 @@ def breaking_list(description: str) -> fields.List:
     return fields.List(fields.Raw(metadata={"oneOf": refs}), metadata={"description": description})
 
 
+class IncludeSchema(Schema):
+    name = fields.String(metadata={"description": "The included prompt"})
+    ref = fields.Raw(
+        allow_none=True,
+        metadata={
+            "description": "As written: the environment (string), the version number "
+            "(integer), or null (floating: the environment read)",
+            "oneOf": [{"type": "string", "nullable": True}, {"type": "integer"}],
+        },
+    )
+    version = fields.Integer(
+        allow_none=True, metadata={"description": "The version spliced in; null: none"}
+    )
+    version_id = fields.String(allow_none=True)
+
+
 class PromptVersionSchema(Schema):
     prompt_id = fields.String(metadata={"description": "Parent prompt id (pmt_...)"})
     version_id = fields.String(metadata={"description": "Version id (v_...)"})
     name = fields.String(metadata={"description": "Prompt name"})
     version = fields.Integer(metadata={"description": "Sequential number starting at 1"})
-    content = fields.String(metadata={"description": "Template with {{variable}} placeholders"})
+    content = fields.String(
+        metadata={
+            "description": "Template with {{variable}} placeholders, its includes "
+            "({{> NAME}}, {{> NAME@ENV}}, {{> NAME@N}}) spliced in as the read resolves them"
+        }
+    )
+    source_content = fields.String(
+        metadata={"description": "The content as written, includes unexpanded"}
+    )
+    includes = fields.List(
+        fields.Nested(IncludeSchema),
+        metadata={
+            "description": "Every version spliced in, at every level, depth first in the "
+            "order met, each once; [] without includes"
+        },
+    )
     variables = fields.List(
-        fields.String(), metadata={"description": "Placeholder names, first-seen order"}
+        fields.String(),
+        metadata={"description": "Placeholder names of the resolved text, first-seen order"},
     )
     status = fields.String(validate=validate.OneOf(STATUSES))
     is_production = fields.Boolean(metadata={"description": "True for the published version"})

@@ -33,7 +33,7 @@ for _, guard in ipairs(cjson.decode(ARGV[1])) do
 end
 local WRITES = {
   HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true,
-  DEL = true, INCR = true, LREM = true,
+  DEL = true, INCR = true, LREM = true, SADD = true, SREM = true,
 }
 local seq = nil
 for _, write in ipairs(cjson.decode(ARGV[2])) do

@@ -11,6 +11,8 @@
 -- ARGV[10] examples (JSON, "" for none); both checked by the caller
 -- ARGV[11] authors (JSON list: created_by and the person it counts as)
 -- ARGV[12] config (JSON, "" for none; checked by the caller)
+-- ARGV[13] the prompts its content includes (JSON list of names, "" for none): kept
+--          as its "includes" field and entered in the org's reverse index
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number} or {"no_prompt"}.
 local pid = resolve_prompt(ARGV[1])
@@ -33,6 +35,10 @@ if ARGV[10] ~= "" then
 end
 if ARGV[12] ~= "" then
   redis.call("HSET", vkey(pid, vid), "config", ARGV[12])
+  redis.call("HSET", vkey(pid, vid), "includes", ARGV[13])
+  for _, included in ipairs(cjson.decode(ARGV[13])) do
+    redis.call("SADD", ORG .. "included-by:" .. included, pid .. ":" .. vid)
+  end
 end
 redis.call("ZADD", pkey(pid, ":versions"), number, vid)
 redis.call("ZADD", pkey(pid, ":versions:draft"), number, vid)

@@ -26,6 +26,15 @@ local function del_all(members, key_of)
   end
 end
 
+-- Its versions leave the reverse index of includes (ps:{<org>}:included-by:<name>).
+for _, vid in ipairs(redis.call("ZRANGE", pkey(pid, ":versions"), 0, -1)) do
+  local included = redis.call("HGET", vkey(pid, vid), "includes")
+  if included then
+    for _, name in ipairs(cjson.decode(included)) do
+      redis.call("SREM", ORG .. "included-by:" .. name, pid .. ":" .. vid)
+    end
+  end
+end
 del_all(redis.call("ZRANGE", pkey(pid, ":versions"), 0, -1), function(vid)
   return vkey(pid, vid)
 end)

@@ -5,11 +5,11 @@
 --          so the script touches one slot and runs unchanged on Redis Cluster
 -- ARGV[1]  n, the number of keys that follow and must all be absent (the org's indexes)
 -- ARGV[2..]  those n keys, then the writes, each a command ("HSET", "ZADD", "RPUSH",
---          "SET" or "DEL"), a key, a count and that many arguments (field value ... /
---          score member ... / value ... / value / none)
+--          "SET", "DEL" or "SADD"), a key, a count and that many arguments (field
+--          value ... / score member ... / value ... / value / none / member ...)
 -- Returns {"ok"}, or {"not_empty", key} having written nothing.
 local prefix = KEYS[1]
-local allowed = { HSET = true, ZADD = true, RPUSH = true, SET = true, DEL = true }
+local allowed = { HSET = true, ZADD = true, RPUSH = true, SET = true, DEL = true, SADD = true }
 
 local function own(key)
   if string.sub(key, 1, #prefix) ~= prefix then

@@ -1,0 +1,129 @@
+"""The rules of includes a release decides (docs/composition.md): a version entering
+an environment must have its includes resolve there without a cycle or a read nested
+too deep, counting the prompts that include its prompt there; a version or an
+environment others' reads depend on cannot be taken away (``in_use``).
+
+The walks are promptsvc.templating.includes'; what other prompts hold is read through
+the state's ``neighbours``.
+"""
+
+from __future__ import annotations
+
+from promptsvc.templating.includes import MAX_DEPTH, Include, Target, check, longest
+from storage.errors import IncludeRefused, InUse
+from storage.records import PromptVersion
+from storage.release.draft import Draft
+
+
+def _target(version: PromptVersion) -> Target:
+    return Target(version.name, version.version, version.version_id, version.content)
+
+
+def check_includes(draft: Draft, number: int, environment: str) -> None:
+    """Version ``number`` entering ``environment``: its includes must all resolve
+    there (floating ones against it), make no cycle, and nest no read in it deeper than
+    MAX_DEPTH levels, counting the prompts that include this one there
+    (IncludeRefused)."""
+    name = draft.name
+    neighbours = draft.state.neighbours
+    own = draft.version(number).own_includes
+
+    def lookup(include: Include) -> Target | None:
+        found = neighbours.resolve(include, environment)
+        return None if found is None else _target(found)
+
+    if own and (problem := check(name, own, lookup)) is not None:
+        raise IncludeRefused(name, environment, problem.kind, problem.names)
+    below = longest(name, own, lookup) if own else [name]
+    for above in _includer_chains(draft, name, environment):
+        if len(above) + len(below) - 2 > MAX_DEPTH:
+            raise IncludeRefused(name, environment, "depth", [*above[:-1], *below])
+
+
+def _held_in(version: PromptVersion, environment: str) -> bool:
+    return environment in version.environments
+
+
+def _users_in(draft: Draft, name: str, environment: str) -> list[PromptVersion]:
+    """The versions held in ``environment`` whose reads there include prompt ``name``
+    (floating, or ``@environment``)."""
+    return [
+        v
+        for v in draft.state.neighbours.includers(name)
+        if v.name != name
+        and _held_in(v, environment)
+        and any(i.name == name and i.ref in (None, environment) for i in v.own_includes)
+    ]
+
+
+def _includer_chains(draft: Draft, name: str, environment: str) -> list[list[str]]:
+    """Every chain of prompts whose reads in ``environment`` include ``name`` there,
+    ending with ``name`` (as far up as can matter)."""
+    chains: list[list[str]] = []
+
+    def up(chain: list[str]) -> None:
+        if len(chain) > MAX_DEPTH + 1:
+            return
+        for user in _users_in(draft, chain[0], environment):
+            if user.name not in chain:
+                longer = [user.name, *chain]
+                chains.append(longer)
+                up(longer)
+
+    up([name])
+    return chains
+
+
+def affected_prompts(draft: Draft, environment: str) -> tuple[str, ...]:
+    """The prompts whose reads in ``environment`` include this prompt there, at any
+    level: a change of it there changes them too."""
+    return tuple(
+        sorted(
+            {
+                name
+                for chain in _includer_chains(draft, draft.name, environment)
+                for name in chain[:-1]
+            }
+        )
+    )
+
+
+def check_in_use(draft: Draft, number: int, environments: list[str], pinned: bool) -> None:
+    """Version ``number`` leaving ``environments`` (``pinned``: and going for good):
+    refused (InUse) while a version held in one of them includes this prompt there,
+    a version held elsewhere includes it ``@`` one of them, or (``pinned``) any version
+    includes ``@number``."""
+    name = draft.name
+    used_by: dict[str, None] = {}
+    for v in draft.state.neighbours.includers(name):
+        if v.name == name:
+            continue
+        for include in v.own_includes:
+            if include.name != name:
+                continue
+            if (
+                (pinned and include.ref == number)
+                or (include.ref is None and any(_held_in(v, e) for e in environments))
+                or (include.ref in environments and v.environments)
+            ):
+                used_by[v.name] = None
+    if used_by:
+        raise InUse(f"version {number} of prompt '{name}'", sorted(used_by))
+
+
+def check_leaving(draft: Draft, environment: str) -> None:
+    """``environment`` is being deleted: refused (InUse) while a version held in
+    another environment includes this prompt ``@environment`` (the versions held in
+    it go with it, so they do not count)."""
+    name = draft.name
+    used_by = sorted(
+        {
+            v.name
+            for v in draft.state.neighbours.includers(name)
+            if v.name != name
+            and any(e != environment for e in v.environments)
+            and any(i.name == name and i.ref == environment for i in v.own_includes)
+        }
+    )
+    if used_by and draft.held(environment) is not None:
+        raise InUse(f"prompt '{name}' in {environment}", used_by)

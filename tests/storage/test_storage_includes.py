@@ -1,0 +1,210 @@
+"""The reverse index of includes (docs/composition.md): every backend answers "who
+includes P" from an index its version writes keep, through create, edit, delete of a
+version or a prompt, and backup and restore."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from promptsvc.templating.includes import Include
+from storage import IncludeRefused, InUse, Storage
+
+ORG = "acme"
+USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+
+
+def includers(storage: Storage, name: str, org: str = ORG) -> list[tuple[str, int]]:
+    return [(v.name, v.version) for v in storage.list_includers(org, name)]
+
+
+def world(storage: Storage) -> None:
+    for name in ("safety", "tone", "support", "sales"):
+        storage.create_prompt(ORG, name)
+    storage.create_version(ORG, "safety", "Be safe.", USER)
+    storage.create_version(ORG, "tone", "Be kind. {{> safety}}", USER)
+    storage.create_version(ORG, "support", "{{> safety}} {{> tone@staging}} {{> safety}}", USER)
+    storage.create_version(
+        ORG, "sales", "{{> safety@1}} {{ product }}", USER, variables=["product"]
+    )
+
+
+def test_who_includes_a_prompt(storage: Storage) -> None:
+    world(storage)
+    assert includers(storage, "safety") == [("sales", 1), ("support", 1), ("tone", 1)]
+    assert includers(storage, "tone") == [("support", 1)]
+    assert includers(storage, "support") == [] and includers(storage, "nobody") == []
+    assert includers(storage, "safety", org="other") == []
+    support = storage.get_version(ORG, "support", "1")
+    assert support.own_includes == (Include("safety", None), Include("tone", "staging"))
+    assert storage.get_version(ORG, "safety", "1").own_includes == ()
+
+
+def test_edits_and_deletes_keep_the_index(storage: Storage) -> None:
+    world(storage)
+    storage.edit_version(ORG, "support", "1", "{{> tone}} only")
+    assert includers(storage, "safety") == [("sales", 1), ("tone", 1)]
+    assert includers(storage, "tone") == [("support", 1)]
+    storage.create_version(ORG, "sales", "{{> tone}} again", USER)
+    assert includers(storage, "tone") == [("sales", 2), ("support", 1)]
+    storage.delete_version(ORG, "sales", "2")
+    assert includers(storage, "tone") == [("support", 1)]
+    storage.delete_prompt(ORG, "tone")
+    assert includers(storage, "safety") == [("sales", 1)]
+    storage.create_prompt(ORG, "tone")
+    storage.create_version(ORG, "tone", "no include", USER)
+    assert includers(storage, "safety") == [("sales", 1)]
+
+
+def test_chat_messages_are_indexed(storage: Storage) -> None:
+    storage.create_prompt(ORG, "chat", "chat")
+    # A message may spell its tag with JSON escapes: the index reads the messages.
+    content = '[{"role": "system", "content": "\\u007b{> safety}}"}]'
+    assert json.loads(content)[0]["content"] == "{{> safety}}"
+    storage.create_version(ORG, "chat", content, USER)
+    assert includers(storage, "safety") == [("chat", 1)]
+    assert storage.get_version(ORG, "chat", "1").own_includes == (Include("safety", None),)
+
+
+def test_a_restored_org_has_its_index(storage: Storage) -> None:
+    world(storage)
+    snapshot = storage.export_org(ORG)
+    storage.import_org(type(snapshot)("copy", snapshot.prompts, (), ()))
+    assert includers(storage, "safety", org="copy") == [("sales", 1), ("support", 1), ("tone", 1)]
+    storage.delete_prompt("copy", "support")
+    assert includers(storage, "safety", org="copy") == [("sales", 1), ("tone", 1)]
+    assert includers(storage, "safety") == [("sales", 1), ("support", 1), ("tone", 1)]
+
+
+# ------------------------------------------------------------------ release rules
+
+REQUESTER = "a0000000-0000-4000-8000-000000000002"
+ALICE = "a0000000-0000-4000-8000-000000000003"
+
+
+def refusal(excinfo: pytest.ExceptionInfo[Any]) -> tuple[str, dict[str, Any]]:
+    return excinfo.value.reason, excinfo.value.extras()
+
+
+def test_promotion_needs_every_include_there(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    # support includes safety (floating) and tone@staging: neither is in staging.
+    with pytest.raises(IncludeRefused) as missing:
+        storage.promote(ORG, "support", "1", USER, environment="staging")
+    assert refusal(missing) == ("include_missing", {"missing": ["safety", "tone"]})
+    assert storage.get_version(ORG, "support", "1").environments == []
+    storage.promote(ORG, "safety", "1", USER, environment="staging")
+    storage.promote(ORG, "tone", "1", USER, environment="staging")
+    storage.promote(ORG, "support", "1", USER, environment="staging")
+    # In production, tone@staging still resolves (to staging's); safety does not.
+    with pytest.raises(IncludeRefused) as again:
+        storage.promote(ORG, "support", "1", USER)
+    assert refusal(again) == ("include_missing", {"missing": ["safety"]})
+    # A pinned version resolves wherever it is read.
+    storage.promote(ORG, "sales", "1", USER)
+
+
+def test_reviews_and_rollouts_check_includes_too(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging", 1)
+    review = storage.request_review(ORG, "tone", "1", "staging", REQUESTER)
+    with pytest.raises(IncludeRefused) as applied:
+        storage.approve_review(ORG, review.review_id, ALICE, "alice")
+    assert refusal(applied)[0] == "include_missing"
+    storage.promote(ORG, "safety", "1", USER)
+    storage.create_version(ORG, "sales", "{{> tone}}", USER)
+    storage.promote(ORG, "sales", "1", USER)
+    with pytest.raises(IncludeRefused) as started:
+        storage.start_rollout(ORG, "sales", "2", "production", 10, USER)
+    assert refusal(started) == ("include_missing", {"missing": ["tone"]})
+
+
+def test_a_cycle_in_an_environment_is_refused(storage: Storage) -> None:
+    storage.create_prompt(ORG, "a")
+    storage.create_prompt(ORG, "b")
+    storage.create_version(ORG, "a", "A {{> b}}", USER)
+    storage.create_version(ORG, "b", "B", USER)
+    storage.promote(ORG, "b", "1", USER)
+    storage.promote(ORG, "a", "1", USER)
+    # b v2 includes a, which includes b in production: a cycle once b v2 is there.
+    storage.create_version(ORG, "b", "B2 {{> a}}", USER)
+    with pytest.raises(IncludeRefused) as cycle:
+        storage.promote(ORG, "b", "2", USER)
+    assert refusal(cycle) == ("include_cycle", {"cycle": ["b", "a", "b"]})
+    assert storage.get_production(ORG, "b").version == 1
+
+
+def test_a_read_may_not_nest_deeper_than_three(storage: Storage) -> None:
+    for name in ("l0", "l1", "l2", "l3", "l4"):
+        storage.create_prompt(ORG, name)
+    storage.create_version(ORG, "l4", "four", USER)
+    storage.create_version(ORG, "l3", "three", USER)
+    storage.create_version(ORG, "l2", "two {{> l3}}", USER)
+    storage.create_version(ORG, "l1", "one {{> l2}}", USER)
+    storage.create_version(ORG, "l0", "zero {{> l1}}", USER)
+    for name in ("l3", "l2", "l1", "l0", "l4"):
+        storage.promote(ORG, name, "1", USER)
+    # l3 v2 including l4 would make l0's read nest four levels deep.
+    storage.create_version(ORG, "l3", "three {{> l4}}", USER)
+    with pytest.raises(IncludeRefused) as deep:
+        storage.promote(ORG, "l3", "2", USER)
+    assert refusal(deep) == ("include_depth", {"chain": ["l0", "l1", "l2", "l3", "l4"]})
+
+
+def test_what_others_include_cannot_go(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_environment(ORG, "qa")
+    storage.create_version(ORG, "safety", "Be safe, v2.", USER)
+    storage.promote(ORG, "safety", "2", USER, environment="staging")
+    storage.promote(ORG, "safety", "1", USER, environment="qa")
+    storage.promote(ORG, "tone", "1", USER, environment="staging")
+    # sales pins safety@1: that version cannot be deleted (or archived out of qa,
+    # where nothing includes it: archiving is refused only for users in qa).
+    with pytest.raises(InUse) as pinned:
+        storage.delete_version(ORG, "safety", "1")
+    assert refusal(pinned) == ("in_use", {"used_by": ["sales"]})
+    storage.archive_version(ORG, "safety", "1")
+    # tone (in staging) includes safety there: v2 cannot leave staging.
+    with pytest.raises(InUse) as held:
+        storage.archive_version(ORG, "safety", "2")
+    assert refusal(held) == ("in_use", {"used_by": ["tone"]})
+    # Deleting staging takes tone with safety: allowed.
+    storage.delete_environment(ORG, "staging")
+    assert storage.get_version(ORG, "safety", "2").environments == []
+
+
+def test_an_environment_pinned_from_elsewhere_stays(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_environment(ORG, "qa")
+    storage.create_prompt(ORG, "page")
+    storage.create_version(ORG, "page", "{{> safety@staging}}", USER)
+    storage.promote(ORG, "safety", "1", USER, environment="staging")
+    storage.promote(ORG, "page", "1", USER, environment="qa")
+    with pytest.raises(InUse) as used:
+        storage.delete_environment(ORG, "staging")
+    assert refusal(used) == ("in_use", {"used_by": ["page"]})
+    assert [e.name for e in storage.list_environments(ORG)] == ["production", "staging", "qa"]
+    assert storage.get_version(ORG, "safety", "1").environments == ["staging"]
+
+
+def test_a_review_lists_the_prompts_it_affects(storage: Storage) -> None:
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_prompt(ORG, "desk")
+    storage.create_version(ORG, "desk", "{{> support}}", USER)
+    storage.promote(ORG, "safety", "1", USER, environment="staging")
+    storage.promote(ORG, "tone", "1", USER, environment="staging")
+    for name in ("safety", "tone", "support", "desk", "sales"):
+        storage.promote(ORG, name, "1", USER)
+    storage.create_version(ORG, "safety", "Be safe, v2.", USER)
+    review = storage.request_review(ORG, "safety", "2", "production", REQUESTER)
+    # sales pins safety@1: a change of production's safety does not reach it.
+    assert review.affected_prompts == ("desk", "support", "tone")
+    assert storage.get_review(ORG, review.review_id).affected_prompts == review.affected_prompts
+    staging = storage.request_review(ORG, "safety", "2", "staging", REQUESTER)
+    assert staging.affected_prompts == ("tone",)
