@@ -35,6 +35,8 @@ if ARGV[10] ~= "" then
 end
 if ARGV[12] ~= "" then
   redis.call("HSET", vkey(pid, vid), "config", ARGV[12])
+end
+if ARGV[13] ~= "" then
   redis.call("HSET", vkey(pid, vid), "includes", ARGV[13])
   for _, included in ipairs(cjson.decode(ARGV[13])) do
     redis.call("SADD", ORG .. "included-by:" .. included, pid .. ":" .. vid)
