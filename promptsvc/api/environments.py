@@ -14,7 +14,7 @@ from flask import Response, request
 from identity.roles import SERVICE_ADMIN, SERVICE_READ
 from promptsvc import actions
 from promptsvc.api.common import ApiBlueprint, View, storage
-from promptsvc.api.reads import rollout_body, version_body
+from promptsvc.api.reads import read_body
 from promptsvc.api.responses import (
     EnvironmentListSchema,
     EnvironmentPromptsSchema,
@@ -27,7 +27,6 @@ from promptsvc.inputs import (
     EnvironmentPageQuerySchema,
     EnvironmentUpdateSchema,
 )
-from storage import InRollout
 
 blp = ApiBlueprint(
     "environments",
@@ -141,14 +140,10 @@ class EnvironmentPrompts(View):
         misses no change. Prompts without a version there are left out; a page may be
         shorter than limit and still have a next_cursor.
         """
-        page = storage().read_environment_page(
-            current_principal().org, environment, query["limit"], query["cursor"]
-        )
+        org, store = current_principal().org, storage()
+        page = store.read_environment_page(org, environment, query["limit"], query["cursor"])
         # Each item is the body its single read answers (memoized there), spliced in.
-        items = b",".join(
-            rollout_body(item, None)[0] if isinstance(item, InRollout) else version_body(item)[0]
-            for item in page.items
-        )
+        items = b",".join(read_body(store, org, item, environment)[0] for item in page.items)
         head = json_body({"environment": page.environment, "event_id": page.event_id})
         tail = json_body(page.next_cursor)
         body = head[:-1] + b',"items":[' + items + b'],"next_cursor":' + tail + b"}"

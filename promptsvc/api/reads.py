@@ -43,7 +43,7 @@ from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
 from promptsvc.request_guard import check_query
 from promptsvc.rollout import assign
-from storage import PRODUCTION, InRollout, PromptVersion
+from storage import PRODUCTION, InRollout, PromptVersion, Storage
 from storage.memo import Memo
 
 if TYPE_CHECKING:
@@ -139,27 +139,33 @@ def answer(
     identity, storage = app.extensions["identity"], app.extensions["promptsvc.storage"]
     principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
     found = read(storage, principal.org, **path)
-    if isinstance(found, InRollout):
-        if includes.has_includes(found.baseline) or includes.has_includes(found.candidate):
-            rollout = found.rollout
-            key = rollout_key(query)
-            served = key is not None and assign(rollout.rollout_id, key, rollout.percent)
-            body = json_body(
-                includes.read_json(
-                    storage, principal.org, found, path.get("environment", PRODUCTION), served
-                )
-            )
-            etag = etag_of(body)
-        else:
-            body, etag = rollout_body(found, rollout_key(query))
-    elif includes.has_includes(found):
-        # Not memoized: the answer depends on what its includes resolve to now.
-        environment = path.get("environment", PRODUCTION)
-        body = json_body(includes.read_json(storage, principal.org, found, environment))
-        etag = etag_of(body)
-    else:
-        body, etag = version_body(found)
+    key = rollout_key(query) if isinstance(found, InRollout) else None
+    environment = path.get("environment", PRODUCTION)
+    body, etag = read_body(storage, principal.org, found, environment, key)
     return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)
+
+
+def read_body(
+    storage: Storage,
+    org: str,
+    found: PromptVersion | InRollout,
+    environment: str,
+    key: str | None = None,
+) -> tuple[bytes, str]:
+    """The body and ETag of a read of ``environment`` that found ``found`` (``key``: the
+    caller's rollout key). Memoized per version unless it has includes: then the
+    answer depends on what they resolve to now."""
+    if isinstance(found, InRollout):
+        if not (includes.has_includes(found.baseline) or includes.has_includes(found.candidate)):
+            return rollout_body(found, key)
+        rollout = found.rollout
+        served = key is not None and assign(rollout.rollout_id, key, rollout.percent)
+        body = json_body(includes.read_json(storage, org, found, environment, served))
+    elif includes.has_includes(found):
+        body = json_body(includes.read_json(storage, org, found, environment))
+    else:
+        return version_body(found)
+    return body, etag_of(body)
 
 
 class ReadView:

@@ -166,6 +166,10 @@ def test_reads_resolve_includes_where_they_read(world: Any) -> None:
     for url in (f"{READ}/page/latest", f"{READ}/page/versions/1"):
         assert world.get(url).json == production.json
     assert world.get(f"{READ}/page/versions").json["items"] == [production.json]
+    # The whole-environment read answers each prompt as its single read does.
+    for environment, single in (("production", production.json), ("staging", staging)):
+        page = world.get(f"/api/v1/environments/{environment}/prompts").json["items"]
+        assert [item for item in page if item["name"] == "page"] == [single]
 
 
 def test_the_etag_follows_what_is_included(world: Any) -> None:
