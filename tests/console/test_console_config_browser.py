@@ -20,8 +20,6 @@ import pytest
 from tests.console.browser_support import SCREENSHOTS, Page, chromium, console_server
 from tests.servers import Server
 
-pytestmark = pytest.mark.slow
-
 ORG = "acme"
 PASSWORD = "correct-horse-battery-staple"
 USERS = {"ada": (PASSWORD, "Service Admin")}
