@@ -209,3 +209,26 @@ def test_the_diff_compares_the_source(world: Any) -> None:
     assert diff.status_code == 200, diff.json
     assert " {{> safety}}" in diff.json["content_diff"]
     assert "+Be safe." not in diff.json["content_diff"]
+
+
+def test_a_section_may_hold_an_include_and_an_include_its_sections(world: Any) -> None:
+    """Section 26: sections may hold includes; the included text's sections are the
+    resolved version's variables too, rendered alike by the SDK."""
+    from promptsvc.client.models import PromptVersion
+
+    world.create_version("safety", "{{#formal}}Kindly be{{/formal}}{{^formal}}Be{{/formal}} safe.")
+    world.promote("safety", 2)
+    made = version(world, "page", "{{#careful}}\n{{> safety}}\n{{/careful}}\nHi {{ name }}.")
+    assert made.status_code == 201, made.json
+    world.promote("page", 1)
+    read = world.get(f"{READ}/page/production").json
+    assert read["variables"] == ["careful", "formal", "name"]
+    assert read["variables_schema"]["formal"] == {
+        "type": "boolean",
+        "required": False,
+        "default": False,
+    }
+    prompt = PromptVersion.from_json(read)
+    assert prompt.render(name="Ada", careful=True, formal=True) == "Kindly be safe.\nHi Ada."
+    assert prompt.render(name="Ada", careful=True) == "Be safe.\nHi Ada."
+    assert prompt.render(name="Ada") == "Hi Ada."
