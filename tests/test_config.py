@@ -62,14 +62,16 @@ def test_unusable_values_name_the_variable(name: str, value: str) -> None:
         Settings.from_env({name: value})
 
 
-def test_gunicorn_gives_each_worker_threads_for_its_event_streams(
+def test_gunicorn_threads_answer_requests_and_streams_leave_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Streams move to the stream loop (promptsvc.streaming): a worker's threads are
+    its request threads, and its connections cover every stream being set up."""
     monkeypatch.setenv("PROMPTSVC_THREADS", "6")
     monkeypatch.setenv("PROMPTSVC_EVENT_STREAMS", "50")
     conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
-    assert (conf["request_threads"], conf["event_streams"], conf["threads"]) == (6, 50, 56)
-    assert conf["worker_connections"] >= conf["threads"]
+    assert (conf["request_threads"], conf["event_streams"], conf["threads"]) == (6, 50, 6)
+    assert conf["worker_connections"] >= conf["event_streams"] + conf["threads"]
 
 
 def _statuses(proxies: int) -> list[int]:

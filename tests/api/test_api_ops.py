@@ -111,7 +111,7 @@ def test_openapi_read_endpoints(api: Any) -> None:
         "prompt_id", "version_id", "name", "version", "content", "variables", "status",
         "is_production", "prompt_type", "metadata", "tags", "created_at", "updated_at",
         "promoted_at", "promoted_by", "environments", "variables_schema", "examples",
-        "config",
+        "config", "source_content", "includes",
     }  # fmt: skip
     assert version["version"]["type"] == "integer"
     assert version["is_production"]["type"] == "boolean"
