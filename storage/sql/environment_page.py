@@ -11,11 +11,11 @@ from sqlalchemy import text
 
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
-from storage.records import PRODUCTION, InRollout, PromptVersion, Rollout
+from storage.records import PRODUCTION, InRollout, PromptVersion
 from storage.sql.core import Concern, event_id
-from storage.sql.read_lane import COLUMNS, ROLLOUT_COLUMNS, VERSION_WIDTH
+from storage.sql.read_lane import COLUMNS, ROLLOUT_COLUMNS, VERSION_WIDTH, lane_in_rollout
 from storage.sql.state import environment_named
-from storage.sql.tables import event_logs, utc
+from storage.sql.tables import event_logs
 
 # The candidate's columns: the same prompt, its version joined as c.
 _CANDIDATE_COLUMNS = COLUMNS.replace("v.", "c.")
@@ -81,24 +81,9 @@ class SqlEnvironmentPages(Concern):
 
     def _item(self, row: tuple[Any, ...], environment: str) -> PromptVersion | InRollout:
         version = self.db.lane_version(row[:VERSION_WIDTH])
-        rollout_id, baseline, number, percent, started_by, started_at, updated_at = row[
-            VERSION_WIDTH:_ROLLOUT_END
-        ]
         candidate_row = row[_ROLLOUT_END:_CANDIDATE_END]
-        if rollout_id is None or candidate_row[2] is None:
+        if row[VERSION_WIDTH] is None or candidate_row[2] is None:
             return version
         # The candidate's prompt columns are the baseline's (the same prompt).
         candidate = self.db.lane_version(candidate_row)
-        rollout = Rollout(
-            rollout_id=rollout_id,
-            prompt_id=version.prompt_id,
-            environment=environment,
-            baseline_version=baseline,
-            candidate_version=number,
-            candidate_id=candidate.version_id,
-            percent=percent,
-            started_by=started_by,
-            started_at=utc(started_at),
-            updated_at=utc(updated_at),
-        )
-        return InRollout(version, rollout, candidate)
+        return lane_in_rollout(version, environment, row[VERSION_WIDTH:_ROLLOUT_END], candidate)

@@ -37,6 +37,8 @@ from sqlalchemy import Engine
 
 from storage.errors import StorageUnavailable
 from storage.memo import Memo
+from storage.records import InRollout, PromptVersion, Rollout
+from storage.sql.tables import utc
 
 # The columns of a version read: the prompt's name and type, then the version.
 COLUMNS = (
@@ -220,3 +222,23 @@ class ReadLane:
         idle, self._idle = self._idle, []
         for connection in idle:
             self._discard(connection)
+
+
+def lane_in_rollout(
+    version: PromptVersion, environment: str, columns: tuple[Any, ...], candidate: PromptVersion
+) -> InRollout:
+    """The read of ``environment`` during a rollout, from a lane row's ROLLOUT_COLUMNS."""
+    rollout_id, baseline, number, percent, started_by, started_at, updated_at = columns
+    rollout = Rollout(
+        rollout_id=rollout_id,
+        prompt_id=version.prompt_id,
+        environment=environment,
+        baseline_version=baseline,
+        candidate_version=number,
+        candidate_id=candidate.version_id,
+        percent=percent,
+        started_by=started_by,
+        started_at=utc(started_at),
+        updated_at=utc(updated_at),
+    )
+    return InRollout(version, rollout, candidate)

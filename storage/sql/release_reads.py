@@ -23,10 +23,10 @@ from storage.records import (
     Rollout,
 )
 from storage.sql.core import Concern
-from storage.sql.read_lane import VERSION_WIDTH
+from storage.sql.read_lane import VERSION_WIDTH, lane_in_rollout
 from storage.sql.rows import history_record, review_record, rollout_record
 from storage.sql.state import MAX_NUMBER, environment_named, of_prompt, with_candidate_id
-from storage.sql.tables import history, reviews, rollouts, utc
+from storage.sql.tables import history, reviews, rollouts
 
 
 class SqlReleaseReads(Concern):
@@ -123,27 +123,12 @@ class SqlReleaseReads(Concern):
                 raise NoProductionVersion(prompt_ref)
             raise NothingInEnvironment(prompt_ref, environment)
         version = self.db.lane_version(row)
-        rollout_id, baseline, number, percent, started_by, started_at, updated_at = row[
-            VERSION_WIDTH:
-        ]
-        if rollout_id is None:
+        columns = row[VERSION_WIDTH:]
+        if columns[0] is None:
             return version
         candidate_row = self.db.lane(
-            ("id", "number"), {"org": org, "ref": version.prompt_id, "number": number}
+            ("id", "number"), {"org": org, "ref": version.prompt_id, "number": columns[2]}
         )
         if candidate_row is None:  # the candidate was deleted since: the rollout too
             return version
-        candidate = self.db.lane_version(candidate_row)
-        rollout = Rollout(
-            rollout_id=rollout_id,
-            prompt_id=version.prompt_id,
-            environment=environment,
-            baseline_version=baseline,
-            candidate_version=number,
-            candidate_id=candidate.version_id,
-            percent=percent,
-            started_by=started_by,
-            started_at=utc(started_at),
-            updated_at=utc(updated_at),
-        )
-        return InRollout(version, rollout, candidate)
+        return lane_in_rollout(version, environment, columns, self.db.lane_version(candidate_row))
