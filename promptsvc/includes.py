@@ -25,7 +25,6 @@ from promptsvc.templating.template import TemplateError
 from storage import (
     EnvironmentNotFound,
     InRollout,
-    InUse,
     InvalidInput,
     PromptNotFound,
     PromptVersion,
@@ -114,19 +113,6 @@ def read_json(
         "candidate": resolved_json(found.candidate, lookup),
     }
     return body
-
-
-def check_unused(storage: Storage, org: str, name: str) -> None:
-    """Raise InUse while a version of another prompt includes prompt ``name``."""
-    used_by = sorted(
-        {
-            v.name
-            for v in storage.list_includers(org, name)
-            if v.name != name and any(i.name == name for i in v.own_includes)
-        }
-    )
-    if used_by:
-        raise InUse(f"prompt '{name}'", used_by)
 
 
 def _tag(include: Include) -> str:

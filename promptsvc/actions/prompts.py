@@ -41,9 +41,7 @@ def create_prompt(
 def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> None:
     """The prompt, all its versions and its history; refused (InUse) while a version of
     another prompt includes it."""
-    prompt = storage.get_prompt(principal.org, prompt_ref)
-    includes.check_unused(storage, principal.org, prompt.name)
-    storage.delete_prompt(principal.org, prompt.prompt_id, **trace(principal))
+    storage.delete_prompt(principal.org, prompt_ref, **trace(principal))
 
 
 # --------------------------------------------------------------------------- versions

@@ -58,7 +58,9 @@ class PromptStore(StorageCore):
     def delete_prompt(
         self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
     ) -> None:
-        """Delete a prompt with all its versions and history. Raises PromptNotFound.
+        """Delete a prompt with all its versions and history (a release change:
+        storage/release decides). Raises PromptNotFound; InUse while a version of
+        another prompt includes it.
 
         A prompt created later under the same name starts again at version 1.
         """

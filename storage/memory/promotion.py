@@ -149,6 +149,12 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         change: release.Change,
         request: release.Request,
     ) -> None:
+        if change.deleted_prompt:
+            del org_state.by_name[state.prompt.name]
+            del org_state.by_id[state.prompt.prompt_id]
+            for version in state.versions.values():
+                org_state.index_includes(version, keep=False)
+            self._forget_reviews(org_state, state.prompt.prompt_id)
         for number, version in change.updated.items():
             org_state.index_includes(state.versions[number], keep=False)
             org_state.index_includes(version)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from storage import contracts, release
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
+from storage.drafts import NewVersions, numbered
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
@@ -17,7 +14,7 @@ from storage.memory.state import OrgState, PromptState
 from storage.records import Page, PromotionRecord, Prompt, PromptVersion
 
 
-class MemoryPrompts(MemoryPromotion, PromptStore):
+class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
     """Prompts, versions and promotions; the release rules by storage/release."""
 
     # -- prompts
@@ -60,20 +57,6 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         more = len(names) > limit
         return Page(items, encode_cursor(page[-1]) if more else None)
 
-    def delete_prompt(
-        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
-    ) -> None:
-        now = self.clock()
-        with self._lock:
-            state = self._state(org, prompt_ref)
-            org_state = self._orgs[org]
-            del org_state.by_name[state.prompt.name]
-            del org_state.by_id[state.prompt.prompt_id]
-            for version in state.versions.values():
-                org_state.index_includes(version, keep=False)
-            self._forget_reviews(org_state, state.prompt.prompt_id)
-            self._record(org_state, "prompt.deleted", state.prompt, None, actor, request_id, now)
-
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self._lock:
             org_state = self._orgs.get(org)
@@ -87,59 +70,23 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
 
     # -- versions
 
-    def create_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        content: str,
-        created_by: str,
-        metadata: dict[str, object] | None = None,
-        tags: list[str] | None = None,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        config: dict[str, Any] | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
+    def _add_version(
+        self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
     ) -> PromptVersion:
-        now = self.clock()
-        schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
-        kept_config = contracts.validated_config(config)
-        # A private copy: the caller keeps no handle on a stored (immutable) record.
-        meta = json.loads(json.dumps(metadata or {}))
         with self._lock:
             state = self._state(org, prompt_ref)
-            prompt = state.prompt
             state.counter += 1
-            version = PromptVersion(
-                prompt_id=prompt.prompt_id,
-                version_id=new_id("v_"),
-                name=prompt.name,
-                version=state.counter,
-                content=content,
-                variables=tuple(variables),
-                status="draft",
-                prompt_type=prompt.prompt_type,
-                metadata=meta,
-                tags=tuple(tags or ()),
-                created_at=now,
-                updated_at=now,
-                promoted_at=None,
-                promoted_by=None,
-                created_by=created_by,
-                variables_schema=schema,
-                examples=kept_examples,
-                config=kept_config,
-                authors=release.people(created_by, person),
+            prompt = state.prompt
+            version = numbered(
+                draft, state.counter, prompt.prompt_id, prompt.name, prompt.prompt_type
             )
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)
-            state.prompt = replace(prompt, updated_at=now)
+            state.prompt = replace(state.prompt, updated_at=draft.created_at)
+            org_state, actor, now = self._orgs[org], draft.created_by, draft.created_at
             self._record(
-                self._orgs[org], "version.created", prompt, version, created_by, request_id, now
+                org_state, "version.created", state.prompt, version, actor, request_id, now
             )
             return version
 

@@ -59,6 +59,9 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
     """The writes of ``change``, decided on ``loaded``, in the order the engine gives."""
     pid = loaded.prompt_id
     prompt = f"p:{pid}"
+    if change.deleted_prompt:
+        name = loaded.state.prompt.name
+        return [["DROP_PROMPT", prompt, pid], ["HDEL", "names", name], ["ZREM", "prompts", name]]
     out: list[Write] = [["HINCRBY", prompt, "rev", "1"]]
     for number, changed in change.versions.items():
         vid = loaded.version_id(number)

@@ -172,29 +172,16 @@ def version_fields(v: PromptVersion) -> list[str]:
             "placements": (
                 json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
             ),
-            **contract_fields(v.variables_schema, v.examples),
+            "variables_schema": None
+            if v.variables_schema is None
+            else json.dumps(v.variables_schema),
+            "examples": json.dumps(list(v.examples)) if v.examples else None,
             "frozen": "1" if v.frozen else None,
             "authors": json.dumps(list(v.authors)),
-            "config": config_field(v.config),
+            "config": None if v.config is None else json.dumps(v.config),
             "includes": json.dumps(list(v.included_names)) if v.included_names else None,
         }
     )
-
-
-def contract_fields(
-    schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]
-) -> dict[str, str | None]:
-    """A version's contract as its hash keeps it: absent for the implied schema and for
-    no examples."""
-    return {
-        "variables_schema": None if schema is None else json.dumps(schema),
-        "examples": json.dumps(list(examples)) if examples else None,
-    }
-
-
-def config_field(config: dict[str, Any] | None) -> str | None:
-    """A version's config as its hash keeps it: absent for none."""
-    return None if config is None else json.dumps(config)
 
 
 def record_fields(r: PromotionRecord) -> list[str]:

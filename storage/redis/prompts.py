@@ -1,16 +1,14 @@
-"""Prompts, versions and promotions on Redis: creating a prompt or a version and
-deleting a prompt are Lua scripts of their own; the release changes (promotion,
-rollback, edit, archive, unarchive, delete of a version) are decided by the release
-engine (storage/release) and applied by apply_change.lua (RedisCore._release)."""
+"""Prompts, versions and promotions on Redis: creating a prompt or a version are Lua
+scripts of their own; the release changes (promotion, rollback, edit, archive,
+unarchive, delete of a version or a prompt) are decided by the release engine
+(storage/release) and applied by apply_change.lua (RedisCore._release)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
-from storage import contracts, release
 from storage.cursors import decode_cursor, encode_cursor
+from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
 from storage.ids import new_id
 from storage.interface import PromptStore
@@ -21,14 +19,13 @@ from storage.records import (
     PromotionRecord,
     Prompt,
     PromptVersion,
-    names_included,
 )
 from storage.redis import codec, keys, scripts
 from storage.redis.core import ClientT, RedisCore, check, guard
 from storage.times import rfc3339
 
 
-class RedisPrompts(RedisCore[ClientT], PromptStore):
+class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     """Prompts, versions and promotions."""
 
     # -- prompts
@@ -70,20 +67,6 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         more = len(found) > limit
         return Page(items, encode_cursor(items[-1].name) if more else None)
 
-    def delete_prompt(
-        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
-    ) -> None:
-        reply = self._prompt_change(
-            "delete_prompt",
-            org,
-            [prompt_ref],
-            actor,
-            request_id,
-            self._now(),
-            keys.prompt_list(org),
-        )
-        check(reply, prompt_ref)
-
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with guard():
             members = self.client.smembers(keys.included_by(org, name))
@@ -97,61 +80,16 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
 
     # -- versions
 
-    def create_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        content: str,
-        created_by: str,
-        metadata: dict[str, object] | None = None,
-        tags: list[str] | None = None,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        config: dict[str, Any] | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
+    def _add_version(
+        self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
     ) -> PromptVersion:
-        now = self.clock()
-        at = rfc3339(now)
-        authors = release.people(created_by, person)
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
-        kept_config = contracts.validated_config(config)
-        version_id = new_id("v_")
-        meta, tag_list = json.dumps(metadata or {}), list(tags or ())
-        args = [prompt_ref, version_id, content, created_by, meta, json.dumps(tag_list)]
-        args += [json.dumps(list(variables)), at, *_contract_args(schema, kept)]
-        args.append(json.dumps(list(authors)))
-        args.append(codec.config_field(kept_config) or "")
-        included = names_included(content)
-        args.append(json.dumps(list(included)) if included else "")
-        reply = self._prompt_change("create_version", org, args, created_by, request_id, at)
+        args = [prompt_ref, draft.version_id, *codec.version_fields(draft)]
+        at = rfc3339(draft.created_at)
+        reply = self._prompt_change("create_version", org, args, draft.created_by, request_id, at)
         check(reply, prompt_ref)
-        prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
         # Built here rather than read back: the script would only echo the content.
-        return PromptVersion(
-            prompt_id=prompt["prompt_id"],
-            version_id=version_id,
-            name=prompt["name"],
-            version=int(reply[2]),
-            content=content,
-            variables=tuple(variables),
-            status="draft",
-            prompt_type=prompt["prompt_type"],
-            metadata=json.loads(meta),
-            tags=tuple(tag_list),
-            created_at=now,
-            updated_at=now,
-            promoted_at=None,
-            promoted_by=None,
-            created_by=created_by,
-            variables_schema=schema,
-            examples=kept,
-            config=kept_config,
-            authors=authors,
-        )
+        prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
+        return numbered(draft, int(reply[2]), **prompt)
 
     def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
         """read_version.lua's answer as a PromptVersion, the decoding memoized on every
@@ -208,9 +146,3 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         page = found[:limit]
         items = [codec.record(codec.fields(flat)) for _, flat in page]
         return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
-
-
-def _contract_args(schema: dict[str, Any] | None, examples: Sequence[dict[str, Any]]) -> list[str]:
-    """A checked contract as create_version.lua takes it ("": none)."""
-    stored = codec.contract_fields(schema, examples)
-    return [stored["variables_schema"] or "", stored["examples"] or ""]

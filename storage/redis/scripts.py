@@ -20,7 +20,6 @@ from storage.redis import keys
 PROMPT_SCRIPTS = (
     "get_prompt",
     "list_prompts",
-    "delete_prompt",
     "create_version",
     "read_version",
     "read_environment_page",
@@ -34,10 +33,10 @@ PROMPT_SCRIPTS = (
 # Scripts of one refresh token share the helpers of _refresh.lua the same way.
 REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 
-# The scripts that create a prompt or a version or delete a prompt: each also writes the
-# change's event, with the helper of _events.lua in front of it and the arguments of
-# event_context(). The release changes are apply_change.lua's, events included.
-CHANGE_SCRIPTS = frozenset({"create_prompt", "delete_prompt", "create_version"})
+# The scripts that create a prompt or a version: each also writes the change's event,
+# with the helper of _events.lua in front of it and the arguments of event_context().
+# The release changes are apply_change.lua's, events included.
+CHANGE_SCRIPTS = frozenset({"create_prompt", "create_version"})
 STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",

@@ -25,6 +25,7 @@ from storage.release.records import (
     CancelReview,
     Change,
     CompleteRollout,
+    DeletePrompt,
     DeleteVersion,
     EditVersion,
     LeaveEnvironment,
@@ -51,6 +52,7 @@ from storage.release.rollouts import abort_rollout, complete_rollout, set_percen
 from storage.release.versions import (
     archive_version,
     check_delete_environment,
+    delete_prompt,
     delete_version,
     edit_version,
     leave_environment,
@@ -73,6 +75,7 @@ _DECISIONS: dict[type[Request], Callable[[State, Any], Change]] = {
     ArchiveVersion: archive_version,
     UnarchiveVersion: unarchive_version,
     DeleteVersion: delete_version,
+    DeletePrompt: delete_prompt,
     LeaveEnvironment: leave_environment,
 }
 
@@ -90,6 +93,7 @@ __all__ = [
     "CancelReview",
     "Change",
     "CompleteRollout",
+    "DeletePrompt",
     "DeleteVersion",
     "EditVersion",
     "LeaveEnvironment",

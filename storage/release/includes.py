@@ -111,6 +111,21 @@ def check_in_use(draft: Draft, number: int, environments: list[str], pinned: boo
         raise InUse(f"version {number} of prompt '{name}'", sorted(used_by))
 
 
+def check_unused(draft: Draft) -> None:
+    """The prompt is being deleted: refused (InUse) while a version of another prompt
+    includes it."""
+    name = draft.name
+    used_by = sorted(
+        {
+            v.name
+            for v in draft.state.neighbours.includers(name)
+            if v.name != name and any(i.name == name for i in v.own_includes)
+        }
+    )
+    if used_by:
+        raise InUse(f"prompt '{name}'", used_by)
+
+
 def check_leaving(draft: Draft, environment: str) -> None:
     """``environment`` is being deleted: refused (InUse) while a version held in
     another environment includes this prompt ``@environment`` (the versions held in

@@ -24,6 +24,7 @@ from storage.release.records import (
     ArchiveVersion,
     CancelReview,
     CompleteRollout,
+    DeletePrompt,
     DeleteVersion,
     EditVersion,
     Promote,
@@ -202,6 +203,11 @@ class ReleaseMethods(abc.ABC):
     ) -> None:
         target = Target(prompt_ref, version_ref)
         self._release(org, target, DeleteVersion, Actor(actor), request_id)
+
+    def delete_prompt(
+        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> None:
+        self._release(org, Target(prompt_ref), DeletePrompt, Actor(actor), request_id)
 
     # -- reviews
 

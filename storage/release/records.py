@@ -212,6 +212,11 @@ class DeleteVersion(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DeletePrompt(Request):
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaveEnvironment(Request):
     """The environment ``environment`` is being deleted: what it means for one prompt."""
 
@@ -228,6 +233,8 @@ class Change:
       ``variables``, ``variables_schema``, ``examples``, ``config``); ``updated`` has the same
       versions whole;
     * ``deleted_version``: a version to delete (after ``versions``);
+    * ``deleted_prompt``: the prompt goes, with its versions, history, placements,
+      rollouts and reviews (nothing else is set then but ``events``);
     * ``placements``: environment -> the number it holds now, None: nothing
       (production included: its number is the published version);
     * ``rollouts``: environment -> its rollout as it is now (started or changed),
@@ -249,6 +256,7 @@ class Change:
     # whole records).
     updated: dict[int, PromptVersion] = field(default_factory=dict)
     deleted_version: int | None = None
+    deleted_prompt: bool = False
     placements: dict[str, int | None] = field(default_factory=dict)
     rollouts: dict[str, Rollout | None] = field(default_factory=dict)
     new_reviews: list[Review] = field(default_factory=list)

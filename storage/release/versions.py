@@ -8,10 +8,11 @@ from storage.errors import EnvironmentNotFound, LifecycleError, VersionFrozen
 from storage.records import PRODUCTION, Environment
 from storage.release.draft import Draft
 from storage.release.entry import end_rollout
-from storage.release.includes import check_in_use, check_leaving
+from storage.release.includes import check_in_use, check_leaving, check_unused
 from storage.release.records import (
     ArchiveVersion,
     Change,
+    DeletePrompt,
     DeleteVersion,
     EditVersion,
     LeaveEnvironment,
@@ -95,6 +96,16 @@ def delete_version(state: State, request: DeleteVersion) -> Change:
     draft.change.deleted_version = number
     draft.change.touched = True
     draft.event("version.deleted", version)
+    return draft.change
+
+
+def delete_prompt(state: State, request: DeletePrompt) -> Change:
+    """The prompt goes with everything of it, unless another prompt's version includes
+    it (InUse)."""
+    draft = Draft(state, request)
+    check_unused(draft)
+    draft.change.deleted_prompt = True
+    draft.event("prompt.deleted", None)
     return draft.change
 
 

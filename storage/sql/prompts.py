@@ -1,4 +1,5 @@
-"""Prompts: create, look up (by name or ``pmt_`` id), list by name, delete."""
+"""Prompts: create, look up (by name or ``pmt_`` id), list by name (deleting one is a
+release change: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
@@ -80,20 +81,3 @@ class SqlPrompts(Concern):
         items = [prompt_record(row) for row in rows[:limit]]
         more = len(rows) > limit
         return Page(items, encode_cursor(items[-1].name) if more else None)
-
-    def delete_prompt(
-        self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
-    ) -> None:
-        now = self.db.clock()
-        with self.db.write() as connection:
-            prompt = prompt_record(self.db.find_prompt(connection, org, prompt_ref))
-            # Versions and history go with it (ON DELETE CASCADE).
-            # Ids are unique within an org only (an import copies them into another).
-            connection.execute(
-                prompts.delete().where(
-                    prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id
-                )
-            )
-            self.db.append_event(
-                connection, org, "prompt.deleted", prompt, None, actor, request_id, now
-            )

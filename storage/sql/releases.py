@@ -1,6 +1,6 @@
 """Every release change of the SQL backend: promotion and rollback, reviews, rollouts,
 the edit, archive, unarchive and deletion of a version, and the deletion of an
-environment. Each is one transaction that locks the prompt's row, loads its state
+environment, and of a prompt. Each is one transaction that locks the prompt's row, loads its state
 (storage/sql/state.py), lets the release engine decide (storage/release: every rule
 is there) and applies the change (storage/sql/apply.py)."""
 
@@ -81,7 +81,16 @@ class SqlReleases(ReleaseMethods, Concern):
                 fields["version"] = number
             request = kind(now=now, actor=actor, request_id=request_id, **fields)
             change = release.decide(state, request)
-            apply(self.db, connection, prompt, change, now)
+            if change.deleted_prompt:
+                # Versions, history and the rest go with it (ON DELETE CASCADE).
+                connection.execute(
+                    prompts.delete().where(
+                        prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id
+                    )
+                )
+                self.db.append_events(connection, org, change.events)
+            else:
+                apply(self.db, connection, prompt, change, now)
         if change.refusal is not None:
             raise change.refusal
         return change.answer

@@ -8,6 +8,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, text
 
+from storage.drafts import NewVersions
 from storage.interface import Storage
 from storage.neighbours import StoredNeighbours
 from storage.records import RateLimitSettings
@@ -56,7 +57,7 @@ class _To(Generic[P, R]):
         return bound
 
 
-class SqlStorage(Storage):
+class SqlStorage(NewVersions, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
@@ -125,8 +126,8 @@ class SqlStorage(Storage):
     create_prompt = _To("prompts", SqlPrompts.create_prompt)
     get_prompt = _To("prompts", SqlPrompts.get_prompt)
     list_prompts = _To("prompts", SqlPrompts.list_prompts)
-    delete_prompt = _To("prompts", SqlPrompts.delete_prompt)
-    create_version = _To("versions", SqlVersions.create_version)
+    delete_prompt = _To("releases", SqlReleases.delete_prompt)
+    _add_version = _To("versions", SqlVersions.add_version)
     list_includers = _To("versions", SqlVersions.list_includers)
     get_version = _To("versions", SqlVersions.get_version)
     get_latest = _To("versions", SqlVersions.get_latest)

@@ -9,18 +9,17 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert, select, update
 
-from storage import contracts, release
 from storage.cursors import decode_number_cursor, encode_cursor
+from storage.drafts import numbered
 from storage.errors import NoProductionVersion, VersionNotFound
-from storage.ids import new_id, version_number
+from storage.ids import version_number
 from storage.records import Page, PromptVersion
 from storage.sql.core import Concern, prompt_record
-from storage.sql.rows import include_values, version_columns
+from storage.sql.rows import include_values, version_values
 from storage.sql.state import MAX_NUMBER, of_prompt
 from storage.sql.tables import includes, prompts, versions
 
@@ -112,55 +111,19 @@ class SqlVersions(Concern):
             rows = connection.execute(statement).all()
         return [self.db.version(row.p_name, row.p_type, row) for row in rows]
 
-    def create_version(
-        self,
-        org: str,
-        prompt_ref: str,
-        content: str,
-        created_by: str,
-        metadata: dict[str, object] | None = None,
-        tags: list[str] | None = None,
-        *,
-        variables: Sequence[str] = (),
-        sections: Sequence[str] = (),
-        variables_schema: dict[str, Any] | None = None,
-        examples: list[dict[str, Any]] | None = None,
-        config: dict[str, Any] | None = None,
-        request_id: str | None = None,
-        person: str | None = None,
+    def add_version(
+        self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
     ) -> PromptVersion:
-        now = self.db.clock()
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
-        kept_config = contracts.validated_config(config)
         with self.db.write() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
-            fields = {
-                "prompt_id": prompt.prompt_id,
-                "version": number,
-                "version_id": new_id("v_"),
-                "content": content,
-                "variables": tuple(variables),
-                "status": "draft",
-                "metadata": metadata or {},
-                "tags": tuple(tags or ()),
-                "created_at": now,
-                "updated_at": now,
-                "created_by": created_by,
-                "variables_schema": schema,
-                "examples": kept,
-                "config": kept_config,
-                "authors": release.people(created_by, person),
-            }
-            row = connection.execute(
-                insert(versions).values(org=org, **version_columns(fields)).returning(*versions.c)
-            ).one()
+            version = numbered(draft, number, prompt.prompt_id, prompt.name, prompt.prompt_type)
+            connection.execute(insert(versions).values(version_values(org, version)))
             connection.execute(
                 update(prompts)
                 .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
-                .values(counter=number, latest_version=number, updated_at=now)
+                .values(counter=number, latest_version=number, updated_at=draft.created_at)
             )
-            version = self.db.version(prompt.name, prompt.prompt_type, row)
             if version.included_names:
                 connection.execute(insert(includes), include_values(org, version))
             self.db.append_event(
@@ -169,8 +132,8 @@ class SqlVersions(Concern):
                 "version.created",
                 prompt_record(prompt),
                 version,
-                created_by,
+                draft.created_by,
                 request_id,
-                now,
+                draft.created_at,
             )
         return version

@@ -51,6 +51,8 @@ def test_edits_and_deletes_keep_the_index(storage: Storage) -> None:
     assert includers(storage, "tone") == [("sales", 2), ("support", 1)]
     storage.delete_version(ORG, "sales", "2")
     assert includers(storage, "tone") == [("support", 1)]
+    storage.delete_prompt(ORG, "support")
+    assert includers(storage, "tone") == []
     storage.delete_prompt(ORG, "tone")
     assert includers(storage, "safety") == [("sales", 1)]
     storage.create_prompt(ORG, "tone")
@@ -175,6 +177,19 @@ def test_what_others_include_cannot_go(storage: Storage) -> None:
     # Deleting staging takes tone with safety: allowed.
     storage.delete_environment(ORG, "staging")
     assert storage.get_version(ORG, "safety", "2").environments == []
+
+
+def test_an_included_prompt_cannot_be_deleted(storage: Storage) -> None:
+    world(storage)
+    with pytest.raises(InUse) as used:
+        storage.delete_prompt(ORG, "safety")
+    assert refusal(used) == ("in_use", {"used_by": ["sales", "support", "tone"]})
+    assert storage.get_latest(ORG, "safety").version == 1
+    assert includers(storage, "safety") == [("sales", 1), ("support", 1), ("tone", 1)]
+    # A prompt that includes only itself is no user of itself.
+    storage.create_prompt(ORG, "self")
+    storage.create_version(ORG, "self", "{{> self@1}}", USER)
+    storage.delete_prompt(ORG, "self")
 
 
 def test_an_environment_pinned_from_elsewhere_stays(storage: Storage) -> None:

@@ -182,7 +182,10 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
     now = rfc3339(redis_storage.clock())
     event_keys, event_args = scripts.event_context(ORG, USER, None, now, 10_000)
     for _ in range(1200):
-        args = ["big", f"v_{_:032x}", "c", USER, "{}", "[]", "[]", now, "", "", "[]", "", ""]
+        vid = f"v_{_:032x}"
+        fields = ["version_id", vid, "content", "c", "variables", "[]", "status", "draft"]
+        fields += ["metadata", "{}", "tags", "[]", "created_by", USER]
+        args = ["big", vid, *fields, "created_at", now, "updated_at", now]
         prompt_keys = [keys.names(ORG), keys.prompt_prefix(ORG)]
         script(keys=[*prompt_keys, *event_keys], args=[*args, *event_args])
     assert redis_storage.get_latest(ORG, "big").version == 1200

@@ -10,7 +10,8 @@
 --          field (GET key when field is null) must answer value (null: nothing), else
 --          nothing is written
 -- ARGV[2]  writes: JSON list of [command, key, argument...] (key after the prefix), run
---          in order; an argument "$seq" stands for the reply of the last INCR/HINCRBY
+--          in order; an argument "$seq" stands for the reply of the last INCR/HINCRBY;
+--          the command DROP_PROMPT is drop_prompt below
 -- ARGV[3]  events: JSON list of field lists, appended to the stream in order
 -- ARGV[4]  the least number of events to keep
 -- Returns {"ok", event id...} or {"changed"} (a guard did not hold: read again, decide
@@ -31,6 +32,48 @@ for _, guard in ipairs(cjson.decode(ARGV[1])) do
     return { "changed" }
   end
 end
+-- DROP_PROMPT p:<pid> <pid>: the prompt with every key of its own, found through its
+-- index sets (never KEYS/SCAN); its versions leave the reverse index of includes, its
+-- reviews the org's lists. Its version counter goes with its hash, so a prompt created
+-- later under the same name starts again at 1.
+local function drop_prompt(P, pid)
+  local gone = {}
+  local function del(key)
+    gone[#gone + 1] = key
+    if #gone == 500 then -- unpack() of a very long list would overflow the Lua stack
+      redis.call("DEL", unpack(gone))
+      gone = {}
+    end
+  end
+  for _, vid in ipairs(redis.call("ZRANGE", P .. ":versions", 0, -1)) do
+    local included = redis.call("HGET", P .. ":v:" .. vid, "includes")
+    for _, name in ipairs(included and cjson.decode(included) or {}) do
+      redis.call("SREM", ORG .. "included-by:" .. name, pid .. ":" .. vid)
+    end
+    del(P .. ":v:" .. vid)
+  end
+  for _, hid in ipairs(redis.call("ZRANGE", P .. ":history", 0, -1)) do
+    del(P .. ":h:" .. hid)
+  end
+  for _, rid in ipairs(redis.call("ZRANGE", P .. ":reviews", 0, -1)) do
+    local raw = redis.call("GET", ORG .. "review:" .. rid)
+    if raw then
+      local review = cjson.decode(raw)
+      local key = pid .. ":" .. review.environment .. ":" .. review.version
+      if redis.call("HGET", ORG .. "open-reviews", key) == rid then
+        redis.call("HDEL", ORG .. "open-reviews", key)
+      end
+    end
+    del(ORG .. "review:" .. rid)
+    redis.call("ZREM", ORG .. "reviews", rid)
+  end
+  for _, suffix in ipairs({ "", ":versions", ":versions:draft", ":versions:published",
+    ":versions:archived", ":history", ":env", ":reviews", ":rollouts" }) do
+    del(P .. suffix)
+  end
+  redis.call("DEL", unpack(gone))
+end
+
 local WRITES = {
   HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true,
   DEL = true, INCR = true, LREM = true, SADD = true, SREM = true,
@@ -38,24 +81,28 @@ local WRITES = {
 local seq = nil
 for _, write in ipairs(cjson.decode(ARGV[2])) do
   local command = write[1]
-  if not WRITES[command] then
-    return redis.error_reply("apply_change: no write " .. tostring(command))
-  end
-  local args = { ORG .. write[2] }
-  for i = 3, #write do
-    local arg = write[i]
-    if arg == "$seq" then
-      arg = seq
+  if command == "DROP_PROMPT" then
+    drop_prompt(ORG .. write[2], write[3])
+  else
+    if not WRITES[command] then
+      return redis.error_reply("apply_change: no write " .. tostring(command))
     end
-    -- DEL takes more keys, each after the prefix.
-    if command == "DEL" then
-      arg = ORG .. arg
+    local args = { ORG .. write[2] }
+    for i = 3, #write do
+      local arg = write[i]
+      if arg == "$seq" then
+        arg = seq
+      end
+      -- DEL takes more keys, each after the prefix.
+      if command == "DEL" then
+        arg = ORG .. arg
+      end
+      args[#args + 1] = arg
     end
-    args[#args + 1] = arg
-  end
-  local reply = redis.call(command, unpack(args))
-  if command == "INCR" or command == "HINCRBY" then
-    seq = reply
+    local reply = redis.call(command, unpack(args))
+    if command == "INCR" or command == "HINCRBY" then
+      seq = reply
+    end
   end
 end
 local ids = { "ok" }
