@@ -4,10 +4,7 @@ key layout of storage/redis/keys.py (keys after the org prefix ``ps:{<org>}:``).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from storage.records import PRODUCTION, Review
 from storage.redis import codec
@@ -16,38 +13,6 @@ from storage.release import Change
 from storage.times import rfc3339
 
 Write = list[str]
-
-
-def _json(value: Any) -> str:
-    return json.dumps(list(value))
-
-
-def _time(value: datetime) -> str:
-    return rfc3339(value)
-
-
-def _placements(value: tuple[str, ...]) -> str | None:
-    # Compact, as the reads and storage/redis/codec.py's version_fields spell it.
-    return json.dumps(sorted(value), separators=(",", ":")) if value else None
-
-
-# PromptVersion fields a change sets, as the version's hash keeps them (None: absent).
-_VERSION_FIELDS: dict[str, Callable[[Any], str | None]] = {
-    "status": str,
-    "updated_at": _time,
-    "promoted_at": _time,
-    "promoted_by": str,
-    "placements": _placements,
-    "frozen": lambda frozen: "1" if frozen else None,
-    "authors": _json,
-    "content": str,
-    "variables": _json,
-    "variables_schema": json.dumps,
-    "examples": lambda examples: _json(examples) if examples else None,
-    "config": json.dumps,
-    # Not a PromptVersion field: the names its content includes (keys.included_by).
-    "includes": lambda names: _json(names) if names else None,
-}
 
 
 def _index(names: tuple[str, ...], pid: str, vid: str, command: str) -> list[Write]:
@@ -75,9 +40,7 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
             old = loaded.versions[number].status
             out.append(["ZREM", f"{prompt}:versions:{old}", vid])
             out.append(["ZADD", f"{prompt}:versions:{changed['status']}", str(number), vid])
-        stored = {
-            name: None if v is None else _VERSION_FIELDS[name](v) for name, v in changed.items()
-        }
+        stored = codec.encoded(changed)
         kept = codec.pairs(stored)
         if kept:
             out.append(["HSET", key, *kept])

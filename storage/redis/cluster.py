@@ -16,37 +16,10 @@ asked to, else a read lane to the slot's primary, else the cluster client); read
 on the same nodes); and the socket timeout that bounds each blocking read of the event
 log (the nodes' own).
 
-URL::
-
-    redis+cluster://[user:password@]host[:port][,host[:port]...][/0][?option=value&...]
-
-Any one reachable node is enough to discover the cluster; naming several survives one
-of them being down at start-up. Options:
-
-``read_from_replicas`` (``false``)
-    ``true`` sends the three read paths (:meth:`get_production`, :meth:`get_latest`,
-    :meth:`get_version`, behind the read API) to the replicas of the org's shard, round
-    robin, as ``EVALSHA_RO``; a slot with no replica, or an unreachable replica, is read
-    on its primary. Everything else (writes, listings, API keys, signing keys) stays on
-    the primaries. Replication is asynchronous, so a replica read may be stale: for the
-    replication lag (short on one network, never zero) a promotion just
-    made may not be seen yet (production still shows the previous version; latest the
-    previous latest; a version read by id its previous status or draft content), and a
-    replica that lost its primary keeps answering with the data it has (Redis's default
-    ``replica-serve-stale-data yes``) until it is promoted or that setting is turned off.
-    Off by default because a promotion must take effect at once.
-``socket_timeout`` (``0.25``), ``socket_connect_timeout`` (``0.25``)
-    Seconds. A storage call for an org whose primary is down fails with
-    :class:`StorageUnavailable` (503) at once when the host refuses connections, and
-    after two attempts, about ``2 x socket_timeout``, when it hangs (a version read,
-    which tries its read lane first, after three: ``3 x socket_timeout``); the other
-    shards keep answering. An HTTP request makes one or two storage calls (token check on a
-    cold cache, then the read), so it gets its 503 within about 1.25 s. A normal answer
-    takes a small fraction of 0.25 s (docs/benchmarks.md, "Redis Cluster"), but raise it
-    for a cluster behind a slow link.
-
-Connecting needs one answering node: :meth:`ClusterStorage.from_url` raises
-:class:`StorageUnavailable` when none does.
+The URL (any one reachable node is enough to discover the cluster) and its options,
+``read_from_replicas``, ``socket_timeout`` and ``socket_connect_timeout``, are
+docs/deployment.md's ("Redis Cluster"). Connecting needs one answering node:
+:meth:`ClusterStorage.from_url` raises :class:`StorageUnavailable` when none does.
 """
 
 from __future__ import annotations
@@ -226,14 +199,14 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
     ) -> None:
         """Use ``client`` (``decode_responses=True``) for everything; when given, read
         the three read paths through ``replica_client`` (a ``RedisCluster`` with a
-        replica ``load_balancing_strategy``) as described in the module docstring."""
+        replica ``load_balancing_strategy``) as docs/deployment.md describes."""
         super().__init__(client, clock=clock)
         self.replica_client = replica_client
         self._lanes: dict[str, ReadLane] = {}  # node name -> read lane to that primary
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
-        """Connect to the cluster named by ``url`` (see the module docstring).
+        """Connect to the cluster named by ``url`` (docs/deployment.md).
 
         Raises ValueError for a malformed URL, StorageUnavailable when no node answers.
         """

@@ -152,36 +152,35 @@ def version(p: Fields, v: Fields) -> PromptVersion:
     )
 
 
+def _json_list(value: Any) -> str:
+    return json.dumps(list(value))
+
+
+# How each PromptVersion field is kept in its hash (a None value: no field); "includes",
+# no field of the record, holds the names its content includes (keys.included_by).
+# Placements are compact, as _common.lua's set_placements and the reads spell them.
+VERSION_ENCODERS: dict[str, Any] = {
+    **dict.fromkeys(("version_id", "version", "content", "status", "created_by"), str),
+    **dict.fromkeys(("promoted_by",), str),
+    **dict.fromkeys(("created_at", "updated_at", "promoted_at"), rfc3339),
+    **dict.fromkeys(("variables", "tags", "authors"), _json_list),
+    **dict.fromkeys(("metadata", "variables_schema", "config"), json.dumps),
+    "placements": lambda v: json.dumps(sorted(v), separators=(",", ":")) if v else None,
+    "examples": lambda v: _json_list(v) if v else None,
+    "frozen": lambda v: "1" if v else None,
+    "includes": lambda v: _json_list(v) if v else None,
+}
+
+
 def version_fields(v: PromptVersion) -> list[str]:
-    """A version's hash as create_version.lua, the status changes and the placements
-    (storage/redis/lua/_common.lua's set_placements, whose JSON this spells) leave it."""
-    return pairs(
-        {
-            "version_id": v.version_id,
-            "version": str(v.version),
-            "content": v.content,
-            "variables": json.dumps(list(v.variables)),
-            "status": v.status,
-            "metadata": json.dumps(v.metadata),
-            "tags": json.dumps(list(v.tags)),
-            "created_by": v.created_by,
-            "created_at": rfc3339(v.created_at),
-            "updated_at": rfc3339(v.updated_at),
-            "promoted_at": None if v.promoted_at is None else rfc3339(v.promoted_at),
-            "promoted_by": v.promoted_by,
-            "placements": (
-                json.dumps(sorted(v.placements), separators=(",", ":")) if v.placements else None
-            ),
-            "variables_schema": None
-            if v.variables_schema is None
-            else json.dumps(v.variables_schema),
-            "examples": json.dumps(list(v.examples)) if v.examples else None,
-            "frozen": "1" if v.frozen else None,
-            "authors": json.dumps(list(v.authors)),
-            "config": None if v.config is None else json.dumps(v.config),
-            "includes": json.dumps(list(v.included_names)) if v.included_names else None,
-        }
-    )
+    """A version's hash as create_version.lua and the release changes leave it."""
+    values = {name: getattr(v, name) for name in VERSION_ENCODERS if name != "includes"}
+    return pairs(encoded({**values, "includes": v.included_names}))
+
+
+def encoded(values: dict[str, Any]) -> dict[str, str | None]:
+    """PromptVersion fields (and "includes") as the version's hash keeps them."""
+    return {n: None if v is None else VERSION_ENCODERS[n](v) for n, v in values.items()}
 
 
 def record_fields(r: PromotionRecord) -> list[str]:

@@ -87,7 +87,6 @@ from __future__ import annotations
 
 import re
 
-GLOBAL_TAG = "_global"
 SIGNING_ORDER = "ps:{_global}:signing"
 SIGNING_KEYS = "ps:{_global}:signing:keys"
 ORGS = "ps:{_global}:orgs"

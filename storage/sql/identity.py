@@ -34,10 +34,6 @@ def user_record(row: Row[Any]) -> User:
     return record_of(User, row)
 
 
-def _signing_key(row: Row[Any]) -> SigningKey:
-    return SigningKey(kid=row.kid, private_pem=row.private_pem, created_at=row.created_at)
-
-
 class SqlIdentity(Concern):
     # -- orgs and API keys
 
@@ -148,7 +144,7 @@ class SqlIdentity(Concern):
     def signing_keys(self) -> list[SigningKey]:
         with self.db.read() as connection:
             rows = connection.execute(select(signing_keys).order_by(signing_keys.c.seq)).all()
-        return [_signing_key(row) for row in rows]
+        return [record_of(SigningKey, row) for row in rows]
 
     def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
         with self.db.write() as connection:
@@ -156,25 +152,15 @@ class SqlIdentity(Concern):
             newest = select(signing_keys).order_by(signing_keys.c.seq.desc()).limit(1)
             row = connection.execute(newest).first()
             if row is None:
-                connection.execute(
-                    insert(signing_keys).values(
-                        kid=candidate.kid,
-                        private_pem=candidate.private_pem,
-                        created_at=candidate.created_at,
-                    )
-                )
+                connection.execute(insert(signing_keys).values(**values_of(candidate)))
                 return candidate
-        return _signing_key(row)
+        return record_of(SigningKey, row)
 
     def add_signing_key(self, key: SigningKey) -> None:
         with self.db.write() as connection:
             # Not beside a first key being chosen: then there would be two first keys.
             dialect.serialize(connection, "signing_keys")
-            connection.execute(
-                insert(signing_keys).values(
-                    kid=key.kid, private_pem=key.private_pem, created_at=key.created_at
-                )
-            )
+            connection.execute(insert(signing_keys).values(**values_of(key)))
 
     def remove_signing_key(self, kid: str) -> None:
         with self.db.write() as connection:

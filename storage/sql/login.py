@@ -25,7 +25,7 @@ from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
 from storage.login_records import AuthorizationCode, DeviceAuthorization
 from storage.sql import dialect
 from storage.sql.core import Concern
-from storage.sql.rows import record_of
+from storage.sql.rows import record_of, values_of
 from storage.sql.tables import (
     authorization_codes,
     device_authorizations,
@@ -67,22 +67,7 @@ class SqlLogin(Concern):
                     codes.org == code.org, codes.code_hash == code.code_hash
                 )
             )
-            connection.execute(
-                insert(authorization_codes).values(
-                    org=code.org,
-                    code_hash=code.code_hash,
-                    client_id=code.client_id,
-                    redirect_uri=code.redirect_uri,
-                    scope=code.scope,
-                    user_id=code.user_id,
-                    session_id=code.session_id,
-                    code_challenge=code.code_challenge,
-                    code_challenge_method=code.code_challenge_method,
-                    nonce=code.nonce,
-                    auth_time=code.auth_time,
-                    expires_at=code.expires_at,
-                )
-            )
+            connection.execute(insert(authorization_codes).values(**values_of(code)))
 
     def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
         now = self.db.clock()
@@ -137,22 +122,7 @@ class SqlLogin(Concern):
                         devices.expires_at <= now,
                     )
                 )
-                connection.execute(
-                    insert(device_authorizations).values(
-                        org=device.org,
-                        device_code_hash=device.device_code_hash,
-                        user_code=device.user_code,
-                        client_id=device.client_id,
-                        scope=device.scope,
-                        interval=device.interval,
-                        created_at=device.created_at,
-                        expires_at=device.expires_at,
-                        status=device.status,
-                        user_id=device.user_id,
-                        session_id=device.session_id,
-                        last_polled_at=device.last_polled_at,
-                    )
-                )
+                connection.execute(insert(device_authorizations).values(**values_of(device)))
         except sa_exc.IntegrityError:
             raise DeviceCodeExists("device code or user code in use") from None
 

@@ -3,36 +3,19 @@ release change: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Connection, Row, insert, select
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import insert, select
 
 from storage.cursors import decode_cursor, encode_cursor
-from storage.errors import PromptExists, PromptNotFound
+from storage.errors import PromptExists
 from storage.ids import new_id
 from storage.records import Page, Prompt
-from storage.sql import dialect
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
 
 
 class SqlPrompts(Concern):
     """Prompts (with storage/sql/versions.py and releases.py: the PromptStore)."""
-
-    def _find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
-        """The prompt's row, locked for the transaction when it writes (PostgreSQL):
-        every change of a prompt or its versions takes this lock first."""
-        statement = select(prompts).where(prompts.c.org == org, prompts.c.name == prompt_ref)
-        row = connection.execute(dialect.locked(connection, statement)).first()
-        if row is None and prompt_ref.startswith("pmt_"):
-            statement = select(prompts).where(
-                prompts.c.org == org, prompts.c.prompt_id == prompt_ref
-            )
-            row = connection.execute(dialect.locked(connection, statement)).first()
-        if row is None:
-            raise PromptNotFound(prompt_ref)
-        return row
 
     def create_prompt(
         self,

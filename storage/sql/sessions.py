@@ -69,15 +69,7 @@ class SqlSessions(Concern):
                     sessions.org == session.org, sessions.session_id == session.session_id
                 )
             )
-            connection.execute(
-                insert(realm_sessions).values(
-                    org=session.org,
-                    session_id=session.session_id,
-                    user_id=session.user_id,
-                    created_at=session.created_at,
-                    expires_at=session.expires_at,
-                )
-            )
+            connection.execute(insert(realm_sessions).values(**values_of(session)))
 
     def get_session(self, org: str, session_id: str) -> RealmSession | None:
         sessions = realm_sessions.c
