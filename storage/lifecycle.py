@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
 from storage.errors import (
     BreakingPromotion,
+    EnvironmentNotFound,
     InvalidInput,
     LifecycleError,
     NoRollbackTarget,
@@ -246,6 +247,21 @@ def environment_name_problem(name: str) -> str | None:
 def default_production() -> Environment:
     """Production as every org has it until a Service Admin changes it."""
     return Environment(PRODUCTION, 0, None, None)
+
+
+def with_production(stored: Mapping[str, Environment]) -> dict[str, Environment]:
+    """An org's environments by name from those it stores: production first (as
+    stored, else :func:`default_production`), the others in their stored order."""
+    production = stored.get(PRODUCTION) or default_production()
+    return {PRODUCTION: production, **{n: e for n, e in stored.items() if n != PRODUCTION}}
+
+
+def environment_in(stored: Mapping[str, Environment], name: str) -> Environment:
+    """Environment ``name`` of an org that stores ``stored``; EnvironmentNotFound."""
+    found = stored.get(name) or (default_production() if name == PRODUCTION else None)
+    if found is None:
+        raise EnvironmentNotFound(name)
+    return found
 
 
 def check_unprotected(environment: Environment) -> None:

@@ -9,14 +9,7 @@ from storage.errors import OrgNotEmpty
 from storage.interface import OrgArchive
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import PRODUCTION, Environment, OrgSnapshot, PromptSnapshot
-
-
-def _environments(org_state: OrgState) -> tuple[Environment, ...]:
-    """As list_environments gives them: production (stored once changed) first."""
-    stored = dict(org_state.environments)
-    production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
-    return (production, *stored.values())
+from storage.records import OrgSnapshot, PromptSnapshot
 
 
 class MemoryArchive(MemoryCore, OrgArchive):
@@ -46,7 +39,7 @@ class MemoryArchive(MemoryCore, OrgArchive):
                 prompts,
                 keys,
                 tuple(org_state.users.values()),
-                _environments(org_state),
+                tuple(lifecycle.with_production(org_state.environments).values()),
                 tuple(org_state.reviews.values()),
             )
 

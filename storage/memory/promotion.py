@@ -9,7 +9,7 @@ from typing import Any
 
 from promptsvc.templating.includes import Include
 from storage import lifecycle, release
-from storage.errors import EnvironmentNotFound, ReviewNotFound
+from storage.errors import ReviewNotFound
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
 from storage.records import PRODUCTION, Environment, PromptVersion, Review
@@ -77,11 +77,7 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
 
     @staticmethod
     def _environment(org_state: OrgState | None, name: str) -> Environment:
-        if org_state is not None and name in org_state.environments:
-            return org_state.environments[name]
-        if name == PRODUCTION:
-            return lifecycle.default_production()
-        raise EnvironmentNotFound(name)
+        return lifecycle.environment_in(org_state.environments if org_state else {}, name)
 
     @staticmethod
     def _current(state: PromptState, environment: str) -> int | None:

@@ -32,9 +32,9 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
     def list_environments(self, org: str) -> list[Environment]:
         with self._lock:
             org_state = self._orgs.get(org)
-            stored = dict(org_state.environments) if org_state else {}
-        production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
-        return [production, *stored.values()]
+            return list(
+                lifecycle.with_production(org_state.environments if org_state else {}).values()
+            )
 
     def get_environment(self, org: str, name: str) -> Environment:
         with self._lock:

@@ -41,18 +41,13 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         with guard():
             stored: Any = self.client.hgetall(keys.environments(org))
             order: Any = self.client.lrange(keys.environment_order(org), 0, -1)
-        production = stored.get(PRODUCTION)
-        first = codec.environment(production) if production else lifecycle.default_production()
-        return [first, *(codec.environment(stored[name]) for name in order if name in stored)]
+        found = {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
+        return list(lifecycle.with_production(found).values())
 
     def get_environment(self, org: str, name: str) -> Environment:
         with guard():
             raw: Any = self.client.hget(keys.environments(org), name)
-        if raw is not None:
-            return codec.environment(raw)
-        if name == PRODUCTION:
-            return lifecycle.default_production()
-        raise EnvironmentNotFound(name)
+        return lifecycle.environment_in({} if raw is None else {name: codec.environment(raw)}, name)
 
     def _set_environment(self, org: str, name: str, args: list[str]) -> Environment:
         self._index_org(org)

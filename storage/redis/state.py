@@ -102,8 +102,9 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     if prompt.production_version is not None:
         placements[PRODUCTION] = prompt.production_version
     stored = codec.fields(envs_flat)
-    environments = {PRODUCTION: lifecycle.default_production()}
-    environments.update({name: codec.environment(raw) for name, raw in stored.items()})
+    environments = lifecycle.with_production(
+        {name: codec.environment(raw) for name, raw in stored.items()}
+    )
     rollouts = [codec.rollout(raw) for raw in rollouts_raw]
     reviews = [codec.review(raw) for raw in reviews_raw]
     user_fields = codec.fields(user_flat)

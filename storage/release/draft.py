@@ -7,11 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from storage import lifecycle
-from storage.errors import EnvironmentNotFound, VersionNotFound
-from storage.records import PRODUCTION, Environment, Event, PromptVersion, Review, Rollout
+from storage.errors import VersionNotFound
+from storage.records import Environment, Event, PromptVersion, Review, Rollout
 from storage.release.records import Change, Request, State
-
-_PRODUCTION = lifecycle.default_production()
 
 
 class Draft:
@@ -33,12 +31,7 @@ class Draft:
     # -- reads
 
     def environment(self, name: str) -> Environment:
-        found = self.state.environments.get(name)
-        if found is not None:
-            return found
-        if name == PRODUCTION:
-            return _PRODUCTION
-        raise EnvironmentNotFound(name)
+        return lifecycle.environment_in(self.state.environments, name)
 
     def held(self, environment: str) -> int | None:
         """The number of the version ``environment`` holds now (this change included)."""

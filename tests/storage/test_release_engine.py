@@ -14,6 +14,7 @@ from storage import (
     AlreadyApproved,
     BreakingPromotion,
     EnvironmentNotFound,
+    InUse,
     InvalidInput,
     LifecycleError,
     NoRollbackTarget,
@@ -42,6 +43,7 @@ from storage.records import (
     Rollout,
 )
 from storage.release import Actor, State
+from storage.release.records import NoNeighbours
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 THEN = datetime(2026, 1, 1, tzinfo=UTC)
@@ -489,3 +491,22 @@ def test_leaving_an_environment_ends_what_it_held() -> None:
     assert builtin.value.reason == "builtin"
     with pytest.raises(EnvironmentNotFound):
         release.check_delete_environment({}, "nope")
+
+
+class _Includers(NoNeighbours):
+    def __init__(self, *versions: PromptVersion) -> None:
+        self.versions = versions
+
+    def includers(self, name: str) -> tuple[PromptVersion, ...]:
+        return tuple(v for v in self.versions if name in v.included_names)
+
+
+def test_a_prompt_others_include_cannot_be_deleted() -> None:
+    other = replace(version(1), prompt_id="pmt_2", name="other", content="{{> greeting@1}}")
+    own = version(2, content="{{> greeting@1}}")  # including itself uses nothing of it
+    with pytest.raises(InUse) as used:
+        release.decide(state(neighbours=_Includers(other, own)), ask(release.DeletePrompt))
+    assert used.value.reason == "in_use" and used.value.used_by == ["other"]
+    change = release.decide(state(own, neighbours=_Includers(own)), ask(release.DeletePrompt))
+    assert change.deleted_prompt and types(change) == ["prompt.deleted"]
+    assert change.events[0].version is None and change.versions == {}
