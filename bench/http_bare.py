@@ -1,8 +1,17 @@
-"""The bench's baseline: a bare Flask endpoint returning a fixed JSON body via jsonify.
+"""The benches' baselines: bare Flask endpoints, no auth, nothing of promptsvc's.
 
-``gunicorn -c gunicorn.conf.py bench.http_bare:app`` with ``BENCH_HTTP_BODY`` naming a
-JSON file (bench.http writes the production response of promptsvc there, so both apps
-answer the same JSON). No auth, no storage: the floor promptsvc is compared with.
+``gunicorn -c gunicorn.conf.py bench.http_bare:app``, with
+
+* ``BENCH_HTTP_BODY`` naming a JSON file: ``GET /api/v1/prompts/<name>/production``
+  returns it via ``jsonify`` (bench.http writes the production response of promptsvc
+  there, so both apps answer the same JSON);
+* ``BENCH_WRITE_URL`` naming a SQL storage URL: ``POST /bare/write`` inserts one row
+  (the request's body) into a table of its own in one transaction, on an engine made
+  as promptsvc makes its own (storage/sql/engine.py: the same pragmas, the same
+  ``BEGIN IMMEDIATE`` on SQLite, the same commit durability), and answers 201 with the
+  row's id as JSON (bench.http_writes).
+
+Either may be left out; its endpoint is then absent. ``GET /healthz`` answers 200.
 """
 
 from __future__ import annotations
@@ -11,13 +20,44 @@ import json
 import os
 from pathlib import Path
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
+from sqlalchemy import Column, Integer, MetaData, Table, Text, insert
 
-BODY = json.loads(Path(os.environ["BENCH_HTTP_BODY"]).read_text())
+from storage.sql.engine import make_engine, writing
 
 app = Flask(__name__)
 
 
-@app.get("/api/v1/prompts/<name>/production")
-def production(name: str) -> Response:
-    return jsonify(BODY)
+@app.get("/healthz")
+def healthz() -> str:
+    return "ok"
+
+
+if "BENCH_HTTP_BODY" in os.environ:
+    BODY = json.loads(Path(os.environ["BENCH_HTTP_BODY"]).read_text())
+
+    @app.get("/api/v1/prompts/<name>/production")
+    def production(name: str) -> Response:
+        return jsonify(BODY)
+
+
+# The bare write's table, made when the app starts (bench.sqldb empties the database).
+bare_writes = Table(
+    "bench_bare_writes",
+    MetaData(),
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("body", Text, nullable=False),
+)
+
+if "BENCH_WRITE_URL" in os.environ:
+    engine = make_engine(os.environ["BENCH_WRITE_URL"])
+    with writing(engine) as connection:
+        bare_writes.create(connection, checkfirst=True)
+    _INSERT = insert(bare_writes).returning(bare_writes.c.id)
+
+    @app.post("/bare/write")
+    def write() -> tuple[Response, int]:
+        with writing(engine) as connection:
+            row_id = connection.execute(_INSERT, {"body": request.get_data(as_text=True)})
+            answer = {"id": row_id.scalar_one()}
+        return jsonify(answer), 201
