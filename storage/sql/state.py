@@ -198,7 +198,9 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
         return (literal_column(str(kind)).label("kind"), cast(array(*columns), Text).label("doc"))
 
     def record(kind: int, *columns: Any) -> Any:
-        named: list[Any] = [part for c in columns for part in (literal_column(f"'{c.name}'"), c)]
+        named: list[Any] = []
+        for column in columns:
+            named += [literal_column(f"'{column.name}'"), column]
         return (literal_column(str(kind)).label("kind"), cast(pairs(*named), Text).label("doc"))
 
     branches = [
