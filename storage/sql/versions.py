@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from storage import contracts, release
 from storage.cursors import decode_number_cursor, encode_cursor
@@ -23,6 +23,14 @@ from storage.sql.core import Concern, prompt_record
 from storage.sql.rows import include_values, version_columns
 from storage.sql.state import MAX_NUMBER, of_prompt
 from storage.sql.tables import includes, prompts, versions
+
+# A new version's statements, built once (building one costs more than running it).
+_INSERT_VERSION = insert(versions).returning(*versions.c)
+_NUMBERED = (
+    update(prompts)
+    .where(prompts.c.org == bindparam("w_org"), prompts.c.prompt_id == bindparam("w_prompt_id"))
+    .values(counter=bindparam("number"), latest_version=bindparam("number"))
+)
 
 
 class SqlVersions(Concern):
@@ -152,13 +160,15 @@ class SqlVersions(Concern):
                 "config": kept_config,
                 "authors": release.people(created_by, person),
             }
-            row = connection.execute(
-                insert(versions).values(org=org, **version_columns(fields)).returning(*versions.c)
-            ).one()
+            row = connection.execute(_INSERT_VERSION, {"org": org, **version_columns(fields)}).one()
             connection.execute(
-                update(prompts)
-                .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
-                .values(counter=number, latest_version=number, updated_at=now)
+                _NUMBERED,
+                {
+                    "w_org": org,
+                    "w_prompt_id": prompt.prompt_id,
+                    "number": number,
+                    "updated_at": now,
+                },
             )
             version = self.db.version(prompt.name, prompt.prompt_type, row)
             if version.included_names:
