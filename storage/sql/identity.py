@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Row, exists, insert, or_, select, update
+from sqlalchemy import Row, bindparam, exists, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
@@ -38,6 +38,12 @@ def _signing_key(row: Row[Any]) -> SigningKey:
     return SigningKey(kid=row.kid, private_pem=row.private_pem, created_at=row.created_at)
 
 
+# Built once: every write by a key reads its owner (identity.people.acting_person).
+_API_KEY = select(api_keys).where(
+    api_keys.c.org == bindparam("org"), api_keys.c.client_id == bindparam("client_id")
+)
+
+
 class SqlIdentity(Concern):
     # -- orgs and API keys
 
@@ -60,9 +66,7 @@ class SqlIdentity(Concern):
             raise ApiKeyExists(key.client_id) from None
 
     def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
-        row = self.db.read_one(
-            select(api_keys).where(api_keys.c.org == org, api_keys.c.client_id == client_id)
-        )
+        row = self.db.read_one(_API_KEY, {"org": org, "client_id": client_id})
         return None if row is None else api_key_record(row)
 
     def list_api_keys(self, org: str) -> list[ApiKey]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select
+from sqlalchemy import Connection, Row, bindparam, insert, select
 from sqlalchemy import exc as sa_exc
 
 from storage.cursors import decode_cursor, encode_cursor
@@ -14,6 +14,12 @@ from storage.records import Page, Prompt
 from storage.sql import dialect
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
+
+# A prompt by name, then by id: each one statement outside any transaction.
+_BY_NAME, _BY_ID = (
+    select(prompts).where(prompts.c.org == bindparam("org"), column == bindparam("ref"))
+    for column in (prompts.c.name, prompts.c.prompt_id)
+)
 
 
 class SqlPrompts(Concern):
@@ -68,8 +74,13 @@ class SqlPrompts(Concern):
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
-        with self.db.read() as connection:
-            return prompt_record(self.db.find_prompt(connection, org, prompt_ref))
+        key = {"org": org, "ref": prompt_ref}
+        row = self.db.read_one(_BY_NAME, key)
+        if row is None and prompt_ref.startswith("pmt_"):
+            row = self.db.read_one(_BY_ID, key)
+        if row is None:
+            raise PromptNotFound(prompt_ref)
+        return prompt_record(row)
 
     def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
         statement = select(prompts).where(prompts.c.org == org)
