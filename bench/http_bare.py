@@ -6,7 +6,8 @@
   returns it via ``jsonify`` (bench.http writes the production response of promptsvc
   there, so both apps answer the same JSON);
 * ``BENCH_WRITE_URL`` naming a SQL storage URL: ``POST /bare/write`` inserts one row
-  (the request's body) into a table of its own in one transaction, on an engine made
+  (the request's body) into a table of its own in one transaction
+  (bench/sqldb.py ``bare_write``), on an engine made
   as promptsvc makes its own (storage/sql/engine.py: the same pragmas, the same
   ``BEGIN IMMEDIATE`` on SQLite, the same commit durability), and answers 201 with the
   row's id as JSON (bench.http_writes).
@@ -21,9 +22,9 @@ import os
 from pathlib import Path
 
 from flask import Flask, Response, jsonify, request
-from sqlalchemy import Column, Integer, MetaData, Table, Text, insert
 
-from storage.sql.engine import make_engine, writing
+from bench.sqldb import bare_write, make_bare_writes
+from storage.sql.engine import make_engine
 
 app = Flask(__name__)
 
@@ -41,23 +42,10 @@ if "BENCH_HTTP_BODY" in os.environ:
         return jsonify(BODY)
 
 
-# The bare write's table, made when the app starts (bench.sqldb empties the database).
-bare_writes = Table(
-    "bench_bare_writes",
-    MetaData(),
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("body", Text, nullable=False),
-)
-
 if "BENCH_WRITE_URL" in os.environ:
     engine = make_engine(os.environ["BENCH_WRITE_URL"])
-    with writing(engine) as connection:
-        bare_writes.create(connection, checkfirst=True)
-    _INSERT = insert(bare_writes).returning(bare_writes.c.id)
+    make_bare_writes(engine)
 
     @app.post("/bare/write")
     def write() -> tuple[Response, int]:
-        with writing(engine) as connection:
-            row_id = connection.execute(_INSERT, {"body": request.get_data(as_text=True)})
-            answer = {"id": row_id.scalar_one()}
-        return jsonify(answer), 201
+        return jsonify({"id": bare_write(engine, request.get_data(as_text=True))}), 201

@@ -33,7 +33,15 @@ from pathlib import Path
 import httpx
 
 from bench import sqldb
-from bench.http import ADMIN_SECRET, CONTENT, METADATA, TAGS, gunicorn, write_bootstrap
+from bench.http import (
+    ADMIN_SECRET,
+    CONTENT,
+    METADATA,
+    TAGS,
+    gunicorn,
+    tree_cpu_seconds,
+    write_bootstrap,
+)
 from bench.report import table, write_section
 from tests.servers import Server
 
@@ -49,6 +57,15 @@ class Samples:
     """Latencies in ms per operation, in iteration order."""
 
     ms: dict[str, list[float]] = field(default_factory=lambda: {op: [] for op in OPERATIONS})
+    # CPU seconds of each server's processes (master and worker) over the timed part.
+    api_cpu_s: float = 0.0
+    bare_cpu_s: float = 0.0
+
+    def cpu_ratio(self) -> float:
+        """promptsvc's server CPU per write (create-version and promote alike) over the
+        bare server's per write."""
+        api = self.api_cpu_s / (len(self.ms["create-version"]) + len(self.ms["promote"]))
+        return api / (self.bare_cpu_s / len(self.ms["bare write"]))
 
     def median(self, operation: str) -> float:
         return statistics.median(self.ms[operation])
@@ -72,8 +89,11 @@ def token(http: httpx.Client) -> str:
     return str(answer.json()["access_token"])
 
 
-def measure(api: httpx.Client, bare: httpx.Client, writes: int, warmup: int) -> Samples:
-    """``warmup`` iterations untimed, then ``writes`` timed ones."""
+def measure(
+    api: httpx.Client, bare: httpx.Client, writes: int, warmup: int, pids: tuple[int, int]
+) -> Samples:
+    """``warmup`` iterations untimed, then ``writes`` timed ones; ``pids``: the two
+    servers' (promptsvc's, the bare one's), whose CPU time is taken."""
     samples = Samples()
     version: list[int] = []
 
@@ -92,6 +112,8 @@ def measure(api: httpx.Client, bare: httpx.Client, writes: int, warmup: int) -> 
     calls = {"create-version": create, "promote": promote, "bare write": bare_write}
     expected = {"create-version": 201, "promote": 200, "bare write": 201}
     for i in range(warmup + writes):
+        if i == warmup:
+            cpu = [tree_cpu_seconds(pid) for pid in pids]
         # The bare write first, between, or last; a promotion always after its create.
         order = [["bare write", "create-version", "promote"],
                  ["create-version", "bare write", "promote"],
@@ -104,6 +126,8 @@ def measure(api: httpx.Client, bare: httpx.Client, writes: int, warmup: int) -> 
                 raise SystemExit(f"{operation}: {answer.status_code} {answer.text[:300]}")
             if i >= warmup:
                 samples.ms[operation].append(elapsed)
+    samples.api_cpu_s = tree_cpu_seconds(pids[0]) - cpu[0]
+    samples.bare_cpu_s = tree_cpu_seconds(pids[1]) - cpu[1]
     return samples
 
 
@@ -129,7 +153,9 @@ def run_storage(url: str, args: argparse.Namespace, workdir: Path) -> Samples:
         ):
             api_http.headers["Authorization"] = f"Bearer {token(api_http)}"
             api_http.post("/api/v1/prompts", json={"name": "bench"}).raise_for_status()
-            return measure(api_http, bare_http, args.writes, args.warmup)
+            assert api.process is not None and bare.process is not None
+            pids = (api.process.pid, bare.process.pid)
+            return measure(api_http, bare_http, args.writes, args.warmup, pids)
     finally:
         for server in servers:
             server.stop()
@@ -182,6 +208,7 @@ def main() -> None:
 
 def report(results: dict[str, Samples], args: argparse.Namespace, load: float, end: float) -> str:
     rows: list[list[object]] = []
+    cpu = "; ".join(f"{storage} {samples.cpu_ratio():.2f}" for storage, samples in results.items())
     for storage, samples in results.items():
         bare = samples.median("bare write")
         rows.append([storage, "bare write (one row, one transaction)", f"{bare:.2f}", "1", "1", ""])
@@ -221,6 +248,12 @@ answer on the client; promptsvc's includes its bearer token check, body validati
 JSON answer.
 
 {table(headers, rows)}
+
+Server CPU per write (user + system time of the gunicorn master and worker over the
+timed part, per request; the database server's own not included), promptsvc's
+create-version and promote together over the bare endpoint's: {cpu}. It does not
+depend on how much of the cores the machine's other work leaves the servers, which the
+latencies do.
 """
 
 
