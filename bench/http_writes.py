@@ -253,7 +253,9 @@ Server CPU per write (user + system time of the gunicorn master and worker over 
 timed part, per request; the database server's own not included), promptsvc's
 create-version and promote together over the bare endpoint's: {cpu}. It does not
 depend on how much of the cores the machine's other work leaves the servers, which the
-latencies do.
+latencies do. With
+the load average well above the 2 cores, every request mostly waits for a core, which
+pulls the latency ratios toward 1; then the CPU ratio is the one to go by.
 """
 
 
