@@ -69,15 +69,19 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
+def _the_version(table: Any, number: Any) -> ColumnElement[bool]:
+    """``versions`` joined to the rows of ``table`` whose column ``number`` names one."""
+    return and_(
+        versions.c.org == table.c.org,
+        versions.c.prompt_id == table.c.prompt_id,
+        versions.c.version == number,
+    )
+
+
 def with_candidate_id() -> Any:
     """``rollouts`` rows joined to their candidate's ``version_id``."""
     return select(rollouts, versions.c.version_id).join(
-        versions,
-        and_(
-            versions.c.org == rollouts.c.org,
-            versions.c.prompt_id == rollouts.c.prompt_id,
-            versions.c.version == rollouts.c.candidate_version,
-        ),
+        versions, _the_version(rollouts, rollouts.c.candidate_version)
     )
 
 
@@ -209,12 +213,7 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
         ),
         select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
         .select_from(
-            includes.join(
-                versions,
-                (versions.c.org == includes.c.org)
-                & (versions.c.prompt_id == includes.c.prompt_id)
-                & (versions.c.version == includes.c.version),
-            ).join(
+            includes.join(versions, _the_version(includes, includes.c.version)).join(
                 _includer,
                 (_includer.c.org == versions.c.org)
                 & (_includer.c.prompt_id == versions.c.prompt_id),
@@ -222,14 +221,7 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
         )
         .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
         select(*record(ROLLOUT, *rollouts.c, versions.c.version_id))
-        .select_from(
-            rollouts.join(
-                versions,
-                (versions.c.org == rollouts.c.org)
-                & (versions.c.prompt_id == rollouts.c.prompt_id)
-                & (versions.c.version == rollouts.c.candidate_version),
-            )
-        )
+        .select_from(rollouts.join(versions, _the_version(rollouts, rollouts.c.candidate_version)))
         .where(_of_the_prompt(rollouts)),
         select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
         select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),
