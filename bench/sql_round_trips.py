@@ -6,7 +6,9 @@ that needs one approval, and some history, on a fresh SQLite file and on the emp
 PostgreSQL database at ``--postgres-url`` (bench/sqldb.py). A SQLAlchemy
 ``before_cursor_execute`` listener counts the statements sent (SQLite's ``BEGIN
 IMMEDIATE`` included, PostgreSQL's implicit ``BEGIN`` not) and a ``commit`` listener the
-commits: on PostgreSQL each is a round trip to the server.
+commits: on PostgreSQL each is a round trip to the server, and so is the ``BEGIN`` that
+psycopg sends before a transaction's first statement. The last row is the benches'
+bare write (one INSERT in one transaction, bench/sqldb.py), for scale.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ def measure(url: str) -> dict[str, tuple[int, int]]:
         review = store.request_review(ORG, "p", "4", "staging", USER)
         found["approve (applies)"] = _count(
             store, lambda: store.approve_review(ORG, review.review_id, APPROVER, "approver")
+        )
+        # For scale: the benches' bare single-row commit (bench/sqldb.py).
+        sqldb.make_bare_writes(store.engine)
+        found["bare write (one INSERT)"] = _count(
+            store, lambda: sqldb.bare_write(store.engine, "hello")
         )
         return found
     finally:

@@ -17,14 +17,38 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text, insert, text
 
-from storage.sql.engine import make_engine
+from storage.sql.engine import make_engine, writing
 from tests.servers import free_port
 
 POSTGRES_URL = os.environ.get(
     "PROMPTSVC_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/ps_bench"
 )
+
+
+# The benches' bare write: one row of this table, in one transaction of its own.
+bare_writes = Table(
+    "bench_bare_writes",
+    MetaData(),
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("body", Text, nullable=False),
+)
+_BARE_INSERT = insert(bare_writes).returning(bare_writes.c.id)
+
+
+def make_bare_writes(engine: Engine) -> None:
+    """The bare write's table, made if missing (:func:`empty_postgres` drops it)."""
+    with writing(engine) as connection:
+        bare_writes.create(connection, checkfirst=True)
+
+
+def bare_write(engine: Engine, body: str) -> int:
+    """One INSERT in one transaction, as promptsvc's writes take theirs
+    (storage/sql/engine.py ``writing``); the new row's id."""
+    with writing(engine) as connection:
+        row_id: int = connection.execute(_BARE_INSERT, {"body": body}).scalar_one()
+    return row_id
 
 
 def sqlite_url(directory: Path, name: str = "bench.db") -> str:

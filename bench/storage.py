@@ -48,6 +48,9 @@ from storage.sql import tables
 from storage.sql.storage import SqlStorage
 
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
+BARE = "bare write"
+# The writes whose ratio to the bare write is printed.
+WRITES = ("create-version", "promote")
 CONTENT = "You are {{ persona }}. Answer {{ question }} in {{ language }}."
 VARIABLES = ["persona", "question", "language"]
 
@@ -157,7 +160,10 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for _ in range(start, min(start + 1_000, count)):
-            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", variables, now, *event_args]
+            # As RedisStorage.create_version passes them: no contract, the author, no
+            # config, no includes.
+            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", variables, now, "", ""]
+            args += [json.dumps([USER]), "", "", *event_args]
             script(
                 keys=[keys.names(org), keys.prompt_prefix(org), *event_keys],
                 args=args,
@@ -234,15 +240,37 @@ def read_latencies(
     return {key: statistics.median(ns) / 1000 for key, ns in samples.items()}
 
 
+def bare_write(store: Storage) -> Callable[[int], object] | None:
+    """A bare single-row commit on the same database: one INSERT in one transaction of
+    its own (SQL, bench/sqldb.py), one SET (Redis); None for memory, which commits
+    nothing."""
+    if isinstance(store, SqlStorage):
+        sqldb.make_bare_writes(store.engine)
+        return lambda _i: sqldb.bare_write(store.engine, CONTENT)
+    if isinstance(store, RedisStorage):
+        return lambda i: store.client.set(f"bench:bare:{i}", CONTENT)
+    return None
+
+
 def operations(store: Storage, n: int) -> dict[str, Timing]:
-    """get-production, create-version and promote, each ``n`` times on a fresh prompt."""
+    """create-version, promote (of that version) and a bare write taking turns ``n``
+    times on a fresh prompt, then get-production ``n`` times."""
     store.create_prompt("ops", "p")
-    result = {
-        "create-version": timed(
-            lambda _i: store.create_version("ops", "p", CONTENT, USER, variables=VARIABLES), n
-        )
+    bare = bare_write(store)
+    turns = {
+        "create-version": lambda _i: store.create_version(
+            "ops", "p", CONTENT, USER, variables=VARIABLES
+        ),
+        "promote": lambda i: store.promote("ops", "p", str(i + 1), USER),
     }
-    result["promote"] = timed(lambda i: store.promote("ops", "p", str(i + 1), USER), n)
+    if bare is not None:
+        turns[BARE] = bare
+    samples: dict[str, list[int]] = {name: [] for name in turns}
+    for i in range(n):
+        for name, op in turns.items():
+            samples[name].extend(timed(lambda _i, op=op, i=i: op(i), 1).samples_ns)  # type: ignore[misc]
+    # Each one's wall time is the sum of its own calls (they took turns).
+    result = {name: Timing(ns, sum(ns) / 1e9) for name, ns in samples.items()}
     result["get-production"] = timed(lambda _i: store.get_production("ops", "p"), n)
     return result
 
@@ -377,11 +405,13 @@ def report(
     elapsed: float,
     load: float,
 ) -> str:
-    op_rows: list[list[object]] = [
-        [backend, op, f"{t.ops_per_s:,.0f}", f"{t.median_us:.1f}"]
-        for backend, (ops, _, _) in results.items()
-        for op, t in ops.items()
-    ]
+    op_rows: list[list[object]] = []
+    for backend, (ops, _, _) in results.items():
+        for op, t in ops.items():
+            vs_bare = ""
+            if BARE in ops and op in (*WRITES, BARE):
+                vs_bare = f"{t.median_us / ops[BARE].median_us:.2f}"
+            op_rows.append([backend, op, f"{t.ops_per_s:,.0f}", f"{t.median_us:.1f}", vs_bare])
     cases = list(dict.fromkeys(case for _, (_, reads, _) in results.items() for _, case in reads))
     read_rows: list[list[object]] = []
     ratios: dict[tuple[str, str], float] = {}
@@ -433,7 +463,12 @@ def report(
             f"SQLite and PostgreSQL are committed transactions (SQLite: synchronous=NORMAL "
             f"in WAL; PostgreSQL: the server's settings, fsync on).",
             "### Operations",
-            table(["backend", "operation", "ops/s", "median us"], op_rows),
+            "The writes take turns with a bare write on the same database (SQL: one "
+            "INSERT of one row in one transaction of its own, on the storage's engine, "
+            "bench/sqldb.py; Redis: one SET), one of each in turn, so load from other "
+            'processes falls on them alike; "/ bare write" is the median of each over '
+            "the bare write's median, from the same run.",
+            table(["backend", "operation", "ops/s", "median us", "/ bare write"], op_rows),
             "### Read latency as data grows (median us)",
             table(["backend", "read", *cases, "worst large/small"], read_rows),
             *stale_plans(cases, args.ops),

@@ -146,6 +146,13 @@ class ApiBlueprint(Blueprint):
 
         return decorator
 
+    def arguments(self, schema: Any, *args: Any, **options: Any) -> Callable[[F], F]:
+        """flask-smorest's, with a schema class made an instance once, here: webargs
+        would make one for every request (a deep copy of its fields each time)."""
+        if isinstance(schema, type):
+            schema = schema()
+        return super().arguments(schema, *args, **options)
+
     def returns(self, status: int, schema: Any = None, **options: Any) -> Callable[[F], F]:
         """Document the success response; the view itself returns a ready Response.
 

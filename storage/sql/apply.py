@@ -36,6 +36,34 @@ _UPDATE_VERSION = update(versions).where(
 )
 _UPDATE_PROMPT = update(prompts).where(_the_prompts(prompts))
 _INSERT_HISTORY = insert(history)
+_PLACEMENT = _the_prompts(placements) & (placements.c.environment == bindparam("w_environment"))
+_DELETE_PLACEMENT = placements.delete().where(_PLACEMENT)
+_ROLLOUT = _the_prompts(rollouts) & (rollouts.c.environment == bindparam("w_environment"))
+_DELETE_ROLLOUT = rollouts.delete().where(_ROLLOUT)
+_UPDATE_REVIEW = update(reviews).where(
+    reviews.c.org == bindparam("w_org"), reviews.c.review_id == bindparam("w_review_id")
+)
+
+
+# The upserts, per dialect: a placement's version, a rollout's percent and time.
+def _upserts(dialect_name: str) -> tuple[Any, Any]:
+    place = dialect.upsert(
+        dialect_name,
+        placements,
+        {c.name: bindparam(c.name) for c in placements.c},
+        version=bindparam("version"),
+    )
+    roll = dialect.upsert(
+        dialect_name,
+        rollouts,
+        {c.name: bindparam(c.name) for c in rollouts.c},
+        percent=bindparam("percent"),
+        updated_at=bindparam("updated_at"),
+    )
+    return place, roll
+
+
+_UPSERTS = {name: _upserts(name) for name in ("sqlite", "postgresql")}
 
 
 def apply(
@@ -81,29 +109,20 @@ def apply(
             moved["latest_version"] = connection.execute(
                 select(func.max(versions.c.version)).where(of_prompt(versions, prompt))
             ).scalar()
+    place, roll = _UPSERTS[connection.dialect.name]
     for environment, held in change.placements.items():
         if environment == PRODUCTION:
             moved["production_version"] = held
-            continue
-        here = of_prompt(placements, prompt) & (placements.c.environment == environment)
-        if held is None:
-            connection.execute(placements.delete().where(here))
+        elif held is None:
+            connection.execute(_DELETE_PLACEMENT, {**row, "w_environment": environment})
         else:
             values = {"org": org, "prompt_id": prompt.prompt_id, "environment": environment}
-            connection.execute(
-                dialect.upsert(connection, placements, {**values, "version": held}, version=held)
-            )
+            connection.execute(place, {**values, "version": held})
     for environment, rollout in change.rollouts.items():
         if rollout is None:
-            connection.execute(
-                rollouts.delete().where(
-                    of_prompt(rollouts, prompt), rollouts.c.environment == environment
-                )
-            )
+            connection.execute(_DELETE_ROLLOUT, {**row, "w_environment": environment})
         else:
-            values = rollout_values(org, rollout)
-            changed = {"percent": rollout.percent, "updated_at": rollout.updated_at}
-            connection.execute(dialect.upsert(connection, rollouts, values, **changed))
+            connection.execute(roll, rollout_values(org, rollout))
     if change.new_reviews:
         last = connection.execute(
             select(func.max(reviews.c.seq)).where(reviews.c.org == org)
@@ -118,9 +137,12 @@ def apply(
     for review in change.reviews:
         values = review_values(org, review)
         connection.execute(
-            update(reviews)
-            .where(reviews.c.org == org, reviews.c.review_id == review.review_id)
-            .values(status=values["status"], decided_at=values["decided_at"], body=values["body"])
+            _UPDATE_REVIEW,
+            {
+                "w_org": org,
+                "w_review_id": review.review_id,
+                **{name: values[name] for name in ("status", "decided_at", "body")},
+            },
         )
     if change.history:
         first = prompt.promotions + 1

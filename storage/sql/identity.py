@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Row, exists, insert, or_, select, update
+from sqlalchemy import Row, bindparam, exists, insert, or_, select, update
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
@@ -32,6 +32,12 @@ def api_key_record(row: Row[Any]) -> ApiKey:
 
 def user_record(row: Row[Any]) -> User:
     return record_of(User, row)
+
+
+# Built once: every write by a key reads its owner (identity.people.acting_person).
+_API_KEY = select(api_keys).where(
+    api_keys.c.org == bindparam("org"), api_keys.c.client_id == bindparam("client_id")
+)
 
 
 class SqlIdentity(Concern):
@@ -56,9 +62,7 @@ class SqlIdentity(Concern):
             raise ApiKeyExists(key.client_id) from None
 
     def get_api_key(self, org: str, client_id: str) -> ApiKey | None:
-        row = self.db.read_one(
-            select(api_keys).where(api_keys.c.org == org, api_keys.c.client_id == client_id)
-        )
+        row = self.db.read_one(_API_KEY, {"org": org, "client_id": client_id})
         return None if row is None else api_key_record(row)
 
     def list_api_keys(self, org: str) -> list[ApiKey]:

@@ -3,15 +3,21 @@ release change: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import insert, select
 
 from storage.cursors import decode_cursor, encode_cursor
-from storage.errors import PromptExists
+from storage.errors import PromptExists, PromptNotFound
 from storage.ids import new_id
 from storage.records import Page, Prompt
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
+
+# A prompt by name, then by id: each one statement outside any transaction.
+_BY_NAME, _BY_ID = (
+    select(prompts).where(prompts.c.org == bindparam("org"), column == bindparam("ref"))
+    for column in (prompts.c.name, prompts.c.prompt_id)
+)
 
 
 class SqlPrompts(Concern):
@@ -52,8 +58,13 @@ class SqlPrompts(Concern):
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
-        with self.db.read() as connection:
-            return prompt_record(self.db.find_prompt(connection, org, prompt_ref))
+        key = {"org": org, "ref": prompt_ref}
+        row = self.db.read_one(_BY_NAME, key)
+        if row is None and prompt_ref.startswith("pmt_"):
+            row = self.db.read_one(_BY_ID, key)
+        if row is None:
+            raise PromptNotFound(prompt_ref)
+        return prompt_record(row)
 
     def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
         statement = select(prompts).where(prompts.c.org == org)

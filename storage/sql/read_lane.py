@@ -48,6 +48,8 @@ COLUMNS = (
     "v.frozen, v.authors, v.config"
 )
 VERSION_WIDTH = COLUMNS.count(",") + 1
+# The ``versions`` columns among them, in that order.
+VERSION_FIELDS = tuple(c.strip()[2:] for c in COLUMNS.split(",") if c.strip().startswith("v."))
 # An environment read adds the environment's rollout, if any (all null without one).
 ROLLOUT_COLUMNS = (
     "r.rollout_id, r.baseline_version, r.candidate_version, r.percent, r.started_by, "

@@ -2,29 +2,63 @@
 transaction after the prompt's row is locked (storage/sql/core.py ``find_prompt``), so
 nothing it holds moves before the change is applied.
 
-Four statements: the versions a decision may read (the one the request names, the
-published one, every placed one, the rollouts' and the reviews'; each carries the
-environments that hold it, so the placements need no statement of their own), the
-prompt's rollouts, its open reviews (and the one a decision names) and the org's
-environments; and, for a rollback, its history. A version outside that set (a
-rollback's line) is read when the decision asks for it.
+One statement (:func:`load`): the versions a decision may read (the one the request
+names, the published one, every placed one, the rollouts' and the reviews'; each
+carries the environments that hold it, so the placements need no statement of their
+own), the versions of other prompts that include this one (what the rules of includes
+ask first), the prompt's rollouts, its open reviews (and the one a decision names),
+the org's environments and, for a rollback, its history. A version outside that set (a
+rollback's line) is read when the decision asks for it, and the org's other prompts
+through the storage's reads (storage/neighbours.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from operator import attrgetter
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, Row, and_, bindparam, or_, select, union
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    Row,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    or_,
+    select,
+    union,
+    union_all,
+)
 
+from promptsvc.templating.includes import Include
 from storage import lifecycle
 from storage.errors import EnvironmentNotFound
 from storage.ids import version_number
-from storage.records import PRODUCTION, Environment, PromotionRecord, PromptVersion
+from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
+from storage.release.records import Neighbours
+from storage.sql import read_lane
 from storage.sql.core import Database, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
-from storage.sql.tables import environments, history, placements, reviews, rollouts, versions
+from storage.sql.tables import (
+    UtcDateTime,
+    environments,
+    history,
+    includes,
+    placements,
+    prompts,
+    reviews,
+    rollouts,
+    versions,
+)
 
 # Version numbers are 32-bit columns: a larger one names no version.
 MAX_NUMBER = 2**31 - 1
@@ -35,15 +69,19 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
+def _the_version(table: Any, number: Any) -> ColumnElement[bool]:
+    """``versions`` joined to the rows of ``table`` whose column ``number`` names one."""
+    return and_(
+        versions.c.org == table.c.org,
+        versions.c.prompt_id == table.c.prompt_id,
+        versions.c.version == number,
+    )
+
+
 def with_candidate_id() -> Any:
     """``rollouts`` rows joined to their candidate's ``version_id``."""
     return select(rollouts, versions.c.version_id).join(
-        versions,
-        and_(
-            versions.c.org == rollouts.c.org,
-            versions.c.prompt_id == rollouts.c.prompt_id,
-            versions.c.version == rollouts.c.candidate_version,
-        ),
+        versions, _the_version(rollouts, rollouts.c.candidate_version)
     )
 
 
@@ -54,9 +92,14 @@ _ENVIRONMENTS = (
 
 def org_environments(connection: Connection, org: str) -> dict[str, Environment]:
     """The org's environments by name, production first, then in creation order."""
+    return _environments(connection.execute(_ENVIRONMENTS, {"org": org}))
+
+
+def _environments(rows: Iterable[Any]) -> dict[str, Environment]:
+    """The ``environments`` rows (in creation order) by name, production first."""
     stored = {
         row.name: Environment(row.name, row.required_approvals, row.description, row.created_at)
-        for row in connection.execute(_ENVIRONMENTS, {"org": org})
+        for row in rows
     }
     production = stored.pop(PRODUCTION, None) or lifecycle.default_production()
     return {PRODUCTION: production, **stored}
@@ -88,8 +131,9 @@ class _Versions(Mapping[int, PromptVersion]):
         self._db, self._connection, self._prompt = db, connection, prompt
         self.loaded: dict[int, PromptVersion | None] = {}
 
-    def add(self, row: Row[Any]) -> PromptVersion:
-        version = self._db.version(self._prompt.name, self._prompt.prompt_type, row)
+    def put(self, row: tuple[Any, ...]) -> PromptVersion:
+        """Keep the version of a lane row (read_lane.COLUMNS)."""
+        version = self._db.lane_version(row)
         self.loaded[version.version] = version
         return version
 
@@ -97,7 +141,11 @@ class _Versions(Mapping[int, PromptVersion]):
         if number not in self.loaded:
             key = {"org": self._prompt.org, "prompt_id": self._prompt.prompt_id, "number": number}
             row = self._connection.execute(_VERSION, key).first()
-            self.loaded[number] = None if row is None else self.add(row)
+            if row is None:
+                self.loaded[number] = None
+            else:
+                version = self._db.version(self._prompt.name, self._prompt.prompt_type, row)
+                self.loaded[number] = version
         found = self.loaded[number]
         if found is None:
             raise KeyError(number)
@@ -110,9 +158,13 @@ class _Versions(Mapping[int, PromptVersion]):
         return sum(1 for found in self.loaded.values() if found is not None)
 
 
-# The statements of a load, built once; parameters: org, prompt_id, review_id (the
-# review a decision names, or null), number and version_id (the version a request
-# names, or null) and production (the published number, or null).
+# The load is one statement: a row per thing it reads, each a kind and the thing as a
+# JSON document made by the database (json_array / json_object on SQLite,
+# json_build_array / json_build_object on PostgreSQL), so rows of every table travel
+# in one result. Parameters: org, prompt_id, name (the prompt's, whose includers are
+# read), review_id (the review a decision names, or null), number and version_id (the
+# version a request names, or null) and production (the published number, or null).
+VERSION, INCLUDER, ROLLOUT, REVIEW, ENVIRONMENT, HISTORY = range(6)
 _REVIEWED = or_(reviews.c.status == "open", reviews.c.review_id == bindparam("review_id"))
 # One set of numbers, each then found by the primary key (no scan of the versions).
 _IN_USE = union(
@@ -129,10 +181,79 @@ _IN_USE = union(
     ),
     select(bindparam("production", type_=Integer)),
 )
-_VERSIONS = select(versions).where(_of_the_prompt(versions), versions.c.version.in_(_IN_USE))
-_ROLLOUTS = with_candidate_id().where(_of_the_prompt(rollouts)).order_by(rollouts.c.environment)
-_REVIEWS = select(reviews).where(_of_the_prompt(reviews), _REVIEWED).order_by(reviews.c.seq)
-_HISTORY = select(history).where(_of_the_prompt(history)).order_by(history.c.position)
+# A version as the read lane reads it (read_lane.COLUMNS, without the prompt's name
+# and type for the prompt's own versions).
+_VERSION_COLUMNS = [versions.c[name] for name in read_lane.VERSION_FIELDS]
+_TIMES = {
+    table.name: tuple(c.name for c in table.c if isinstance(c.type, UtcDateTime))
+    for table in (rollouts, reviews, environments, history)
+}
+_VERSION_TIMES = tuple(i for i, c in enumerate(_VERSION_COLUMNS) if isinstance(c.type, UtcDateTime))
+_includer = prompts.alias("includer")
+
+
+def _load_statement(dialect: str, with_history: bool) -> Any:
+    """The load's statement for ``dialect`` (sqlite or postgresql)."""
+    postgres = dialect == "postgresql"
+    array = func.json_build_array if postgres else func.json_array
+    pairs = func.json_build_object if postgres else func.json_object
+
+    def document(kind: int, *columns: Any) -> Any:
+        return (literal_column(str(kind)).label("kind"), cast(array(*columns), Text).label("doc"))
+
+    def record(kind: int, *columns: Any) -> Any:
+        named: list[Any] = []
+        for column in columns:
+            named += [literal_column(f"'{column.name}'"), column]
+        return (literal_column(str(kind)).label("kind"), cast(pairs(*named), Text).label("doc"))
+
+    branches = [
+        select(*document(VERSION, *_VERSION_COLUMNS)).where(
+            _of_the_prompt(versions), versions.c.version.in_(_IN_USE)
+        ),
+        select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
+        .select_from(
+            includes.join(versions, _the_version(includes, includes.c.version)).join(
+                _includer,
+                (_includer.c.org == versions.c.org)
+                & (_includer.c.prompt_id == versions.c.prompt_id),
+            )
+        )
+        .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
+        select(*record(ROLLOUT, *rollouts.c, versions.c.version_id))
+        .select_from(rollouts.join(versions, _the_version(rollouts, rollouts.c.candidate_version)))
+        .where(_of_the_prompt(rollouts)),
+        select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
+        select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),
+    ]
+    if with_history:
+        branches.append(select(*record(HISTORY, *history.c)).where(_of_the_prompt(history)))
+    return union_all(*branches)
+
+
+_LOADS = {
+    (dialect, with_history): _load_statement(dialect, with_history)
+    for dialect in ("sqlite", "postgresql")
+    for with_history in (False, True)
+}
+
+
+def _utc(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _row(table: Any, document: dict[str, Any]) -> Any:
+    """A row of ``table`` as rows.py reads it, from its JSON document."""
+    for name in _TIMES[table.name]:
+        document[name] = _utc(document[name])
+    return SimpleNamespace(**document)
+
+
+def _lane_row(values: list[Any]) -> tuple[Any, ...]:
+    """A version's lane row (read_lane.COLUMNS) from its JSON array (name, type first)."""
+    for i in _VERSION_TIMES:
+        values[i + 2] = _utc(values[i + 2])
+    return tuple(values)
 
 
 def load(
@@ -145,12 +266,13 @@ def load(
     with_history: bool = False,
 ) -> tuple[State, int | None]:
     """The state of ``prompt`` (its row locked), and the number of the version
-    ``version_ref`` names (None: no such version)."""
+    ``version_ref`` names (None: no such version). One statement."""
     number = None if version_ref is None else version_number(version_ref)
     version_id = version_ref if version_ref and version_ref.startswith("v_") else None
     params = {
         "org": prompt.org,
         "prompt_id": prompt.prompt_id,
+        "name": prompt.name,
         "review_id": review_id,
         "number": None if number is None or number > MAX_NUMBER else number,
         "version_id": version_id,
@@ -161,24 +283,52 @@ def load(
     placed: dict[str, int] = {}
     if prompt.production_version is not None:
         placed[PRODUCTION] = prompt.production_version
-    for row in connection.execute(_VERSIONS, params):
-        version = loaded.add(row)
+    found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
+    statement = _LOADS[connection.dialect.name, with_history]
+    for kind, document in connection.execute(statement, params):
+        found[kind].append(json.loads(document))
+    for values in found[VERSION]:
+        version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))
         placed.update((environment, version.version) for environment in version.placements)
         if version.version == params["number"] or version.version_id == version_id:
             named = version.version
-    found_rollouts = connection.execute(_ROLLOUTS, params).all()
-    found_reviews = connection.execute(_REVIEWS, params).all()
-    records: tuple[PromotionRecord, ...] = ()
-    if with_history:
-        records = tuple(history_record(row) for row in connection.execute(_HISTORY, params))
+    includers = sorted(
+        (db.lane_version(_lane_row(values)) for values in found[INCLUDER]),
+        key=lambda version: (version.name, version.version),
+    )
+    rows = {
+        kind: sorted((_row(table, document) for document in found[kind]), key=order)
+        for kind, table, order in (
+            (ROLLOUT, rollouts, attrgetter("environment")),
+            (REVIEW, reviews, attrgetter("seq")),
+            (ENVIRONMENT, environments, attrgetter("seq")),
+            (HISTORY, history, attrgetter("position")),
+        )
+    }
     state = State(
-        neighbours=db.neighbours(prompt.org),
+        neighbours=_Neighbours(db.neighbours(prompt.org), prompt.name, includers),
         prompt=prompt_record(prompt),
         versions=loaded,
         placements=placed,
-        environments=org_environments(connection, prompt.org),
-        rollouts={row.environment: rollout_record(row) for row in found_rollouts},
-        reviews={row.review_id: review_record(row) for row in found_reviews},
-        history=records,
+        environments=_environments(rows[ENVIRONMENT]),
+        rollouts={row.environment: rollout_record(row) for row in rows[ROLLOUT]},
+        reviews={row.review_id: review_record(row) for row in rows[REVIEW]},
+        history=tuple(history_record(row) for row in rows[HISTORY]),
     )
     return state, named
+
+
+class _Neighbours:
+    """The org's other prompts as ``neighbours`` reads them, but the includers of the
+    prompt itself: those came with the load."""
+
+    def __init__(self, neighbours: Neighbours, name: str, includers: list[PromptVersion]):
+        self._neighbours, self._name, self._includers = neighbours, name, includers
+
+    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
+        return self._neighbours.resolve(include, environment)
+
+    def includers(self, name: str) -> Sequence[PromptVersion]:
+        if name == self._name:
+            return self._includers
+        return self._neighbours.includers(name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.drafts import numbered
@@ -22,6 +22,14 @@ from storage.sql.core import Concern, prompt_record
 from storage.sql.rows import include_values, version_values
 from storage.sql.state import MAX_NUMBER, of_prompt
 from storage.sql.tables import includes, prompts, versions
+
+# A new version's statements, built once (building one costs more than running it).
+_INSERT_VERSION = insert(versions)
+_NUMBERED = (
+    update(prompts)
+    .where(prompts.c.org == bindparam("w_org"), prompts.c.prompt_id == bindparam("w_prompt_id"))
+    .values(counter=bindparam("number"), latest_version=bindparam("number"))
+)
 
 
 class SqlVersions(Concern):
@@ -118,11 +126,15 @@ class SqlVersions(Concern):
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
             version = numbered(draft, number, prompt.prompt_id, prompt.name, prompt.prompt_type)
-            connection.execute(insert(versions).values(version_values(org, version)))
+            connection.execute(_INSERT_VERSION, version_values(org, version))
             connection.execute(
-                update(prompts)
-                .where(prompts.c.org == org, prompts.c.prompt_id == prompt.prompt_id)
-                .values(counter=number, latest_version=number, updated_at=draft.created_at)
+                _NUMBERED,
+                {
+                    "w_org": org,
+                    "w_prompt_id": prompt.prompt_id,
+                    "number": number,
+                    "updated_at": draft.created_at,
+                },
             )
             if version.included_names:
                 connection.execute(insert(includes), include_values(org, version))
