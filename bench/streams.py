@@ -1,10 +1,10 @@
 """Event streams benchmark: ``python -m bench.streams [--redis-url URL] [--quick]``.
 
-One promptsvc instance (gunicorn with the shipped gunicorn.conf.py, one worker by
-default, on real Redis) holds ``--streams`` open Server-Sent Event streams
-(``GET /api/v1/events``, 10,000 by default) from ``--clients`` client processes
-(bench.stream_clients: raw HTTP/1.1 connections on loopback, one epoll loop each). Each
-round starts a fresh instance and measures:
+One promptsvc instance (gunicorn with the shipped gunicorn.conf.py and its number of
+workers unless ``--workers`` says otherwise, on real Redis) holds ``--streams`` open
+Server-Sent Event streams (``GET /api/v1/events``, 10,000 by default) from
+``--clients`` client processes (bench.stream_clients: raw HTTP/1.1 connections on
+loopback, one epoll loop each). Each round starts a fresh instance and measures:
 
 * GET production throughput (wrk, keep-alive, a read token) before any stream, with
   every stream open, and after they closed; the ratios to before are set against their
@@ -15,8 +15,8 @@ round starts a fresh instance and measures:
   frame, both as the frame arrived in the client's socket (the kernel's receive time:
   when the server wrote it) and as the client process read it (p50, p99, max over every
   stream and promotion; goal: p99 under 1 s);
-* the worker's threads and resident memory at each of those three points, and its
-  memory growth per open stream (goal: at most 20 KiB).
+* the workers' threads and resident memory (added up) at each of those three points,
+  and the instance's memory growth per open stream (goal: at most 20 KiB).
 
 The soft limit of open files is raised to fit the streams (they are descriptors in
 the server and in the clients). Writes the "streams" section of docs/benchmarks.md.
@@ -47,6 +47,7 @@ from bench.http import (
     WrkResult,
     gunicorn,
     seed,
+    tree_cpu_seconds,
     write_bootstrap,
     wrk,
 )
@@ -79,7 +80,8 @@ def wait_until_closed(port: int, timeout: float = 60.0) -> None:
     raise SystemExit(f"connections to port {port} still open after {timeout:.0f} s")
 
 
-def worker_pid(master: int) -> int:
+def worker_pids(master: int) -> list[int]:
+    found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -87,34 +89,35 @@ def worker_pid(master: int) -> int:
             except OSError:
                 continue
             if int(stat.rsplit(")", 1)[1].split()[1]) == master:
-                return int(entry)
-    raise SystemExit("no gunicorn worker found")
+                found.append(int(entry))
+    if not found:
+        raise SystemExit("no gunicorn worker found")
+    return found
 
 
-def threads_and_rss(pid: int) -> tuple[int, float]:
-    status = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return int(status["Threads"]), int(status["VmRSS"].split()[0]) / 1024
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def threads_and_rss(pids: list[int]) -> tuple[int, float]:
+    """Threads and resident MiB of the processes ``pids``, added up."""
+    threads, rss = 0, 0.0
+    for pid in pids:
+        status = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        )
+        threads += int(status["Threads"])
+        rss += int(status["VmRSS"].split()[0]) / 1024
+    return threads, rss
 
 
 @dataclass
 class Round:
     """One fresh instance: a run before any stream, one with every stream open, one
-    after they closed; the worker's threads and memory at each of those points."""
+    after they closed; the workers' threads and memory at each of those points."""
 
     fresh: WrkResult
     with_streams: WrkResult
     after: WrkResult
     arrived_s: list[float]  # promote sent -> frame in the client's socket
     read_s: list[float]  # promote sent -> frame read by the client process
-    promotion_cpu_s: list[float]  # the worker's CPU time from promote to every frame
+    promotion_cpu_s: list[float]  # the instance's CPU time from promote to every frame
     threads: tuple[int, int, int]
     rss_mib: tuple[float, float, float]
 
@@ -156,7 +159,7 @@ def run(args: argparse.Namespace) -> None:
         "PROMPTSVC_THREADS": str(args.threads),
         "PROMPTSVC_EVENT_STREAMS": str(args.streams),
         # Every stream here is one read token's, which by default may hold only a quarter
-        # of them (its org half): lift both caps to measure the worker's own limit.
+        # of them (its org half): lift both caps to measure the workers' own limit.
         "PROMPTSVC_EVENT_STREAMS_PER_CLIENT": str(args.streams),
         "PROMPTSVC_EVENT_STREAMS_PER_ORG": str(args.streams),
         # Streams end when their token expires: one token must outlast the whole run.
@@ -218,26 +221,26 @@ def measure(args: argparse.Namespace, server: Server, read_token: str, admin: st
         return number
 
     wrk(url, WARM_UP, args.connections, 1, read_token, master)  # imports, pools, memos
-    worker = worker_pid(master)
+    workers = worker_pids(master)
     fresh = load()
-    threads_fresh, rss_fresh = threads_and_rss(worker)
+    threads_fresh, rss_fresh = threads_and_rss(workers)
     holder = Holder(server.port, read_token, args.streams, args.clients)
     holder.open()
     with_streams = load()
-    threads_open, rss_open = threads_and_rss(worker)
+    threads_open, rss_open = threads_and_rss(workers)
     arrived: list[float] = []
     read: list[float] = []
     promotion_cpu: list[float] = []
     for _ in range(args.promotions):
         version = new_version()
         time.sleep(SETTLE)  # the version.created event has reached every stream
-        cpu_before = cpu_seconds(worker)
+        cpu_before = tree_cpu_seconds(master)
         sent = time.time()
         api.post(f"/api/v1/prompts/support/versions/{version}/promote").raise_for_status()
         for came, taken in holder.wait_for(version, DELIVERY_TIMEOUT):
             arrived.append(came - sent)
             read.append(taken - sent)
-        promotion_cpu.append(cpu_seconds(worker) - cpu_before)
+        promotion_cpu.append(tree_cpu_seconds(master) - cpu_before)
     if holder.still_open() != args.streams:
         raise SystemExit(f"{args.streams - holder.still_open()} streams ended early")
     holder.close()
@@ -245,7 +248,7 @@ def measure(args: argparse.Namespace, server: Server, read_token: str, admin: st
     # closed every connection, so that its cleanup does not weigh on that run.
     wait_until_closed(server.port)
     after = load()
-    threads_after, rss_after = threads_and_rss(worker)
+    threads_after, rss_after = threads_and_rss(workers)
     api.close()
     return Round(
         fresh,
@@ -265,8 +268,8 @@ HEADERS = [
     "p50 ms",
     "p99 ms",
     "server CPU us/req",
-    "worker threads",
-    "worker RSS MiB",
+    "workers' threads",
+    "workers' RSS MiB",
 ]
 
 
@@ -325,7 +328,8 @@ hold {args.streams:,} open `GET /api/v1/events` streams, during which {args.prom
 promotions are made through the API, each a second after its version was created (that
 event goes to every stream too); and after the streams closed. The table shows medians
 over the rounds; "server CPU" is the gunicorn processes' user+system CPU time per
-request; threads and memory are the worker's, from /proc, after each run.
+request; threads and memory are the workers', added up, from /proc, after each run. The
+kernel hands the streams' connections to the workers as they accept them.
 
 {table(HEADERS, rows)}
 
@@ -346,18 +350,19 @@ ratios {per_round}); goal at least {GOAL_RATIO}: {ratio_verdict} it.
   their {args.clients} processes share the 2 cores with the server, and are woken by
   its writes while it is still writing.
 
-The worker's own CPU time from sending a promote request until every stream had its
-frame (the promotion, the read of the log and {args.streams:,} frames written, one
-`send` each): {fan_out_ms:.0f} ms, median over the promotions. On a loaded machine the
-worker gets a share of a core, and the delivery times above stretch with it.
+The instance's own CPU time (the gunicorn processes') from sending a promote request
+until every stream had its frame (the promotion, the read of the log and
+{args.streams:,} frames written, one `send` each): {fan_out_ms:.0f} ms, median over the
+promotions. On a loaded machine the workers get a share of the cores, and the delivery
+times above stretch with it.
 
-**Memory: the worker grows by {per_stream:.1f} KiB per open stream** (RSS with the
+**Memory: the instance grows by {per_stream:.1f} KiB per open stream** (RSS with the
 streams open minus before, over {args.streams:,}; median of the rounds); goal at most
 {GOAL_KIB_PER_STREAM} KiB: {memory_verdict} it.
 
 How: an open stream holds no thread. Its request takes the client's connection from
 gunicorn and gives it to the worker's stream loop (promptsvc/streaming.py); one reader
-thread per org in the worker does the blocking read of the org's event stream in Redis
+thread per org in each worker does the blocking read of the org's event stream in Redis
 (promptsvc/events.py) and tells the org's channel on the loop once per batch, which
 renders the frames once and writes the same bytes to every stream that is up to date,
 in one pass, waking no coroutine (promptsvc/event_streams.py). Comment lines (every 14 s)
@@ -383,7 +388,12 @@ def main() -> None:
         help="Redis db to use; it is FLUSHed (default: %(default)s)",
     )
     shipped = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
-    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=shipped["workers"],
+        help="gunicorn workers, PROMPTSVC_WORKERS (default: %(default)s, the shipped one)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
