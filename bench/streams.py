@@ -61,7 +61,7 @@ GOAL_P99_S = 1.0
 GOAL_KIB_PER_STREAM = 20
 DELIVERY_TIMEOUT = 30.0  # a promotion not seen by every stream by then is a failure
 SETTLE = 1.0  # seconds of quiet before each wrk run
-WARM_UP = 2  # seconds of wrk on a new instance before its first measured run
+WARM_UP = 5  # seconds of wrk on a new instance (every worker) before its first run
 
 
 def wait_until_closed(port: int, timeout: float = 60.0) -> None:

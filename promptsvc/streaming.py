@@ -7,7 +7,9 @@ long: ten thousand watchers would be ten thousand threads. Instead the view answ
 with a :class:`HandoffResponse`. When the server starts sending it, the response takes
 the client's connection away from the server and gives it to this process's
 :class:`StreamLoop`, a daemon thread running an asyncio loop, where a coroutine per
-answer writes it (an open stream then costs a coroutine and a socket, a few KiB).
+answer writes it (an open stream then costs a coroutine and a socket, a few KiB; an
+event stream that is up to date is written by its org's channel with every other one,
+promptsvc.event_streams, and its coroutine only waits for the end).
 
 Taking the connection (:func:`detach`) keeps a duplicate of the socket's descriptor
 for the loop and puts a dead socket in the server's place: the server's own writes
