@@ -25,6 +25,7 @@ waits for the channel's next batch (:meth:`Channel.changed`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -213,7 +214,7 @@ class Channel:
 
     def _notify(self) -> None:
         """From the reader's thread: the feed has changed."""
-        if not self.loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody to tell
             self.loop.call_soon_threadsafe(self._pump)
 
     def _pump(self) -> None:
