@@ -10,8 +10,8 @@ PROMPTSVC_THREADS        threads per worker that answer requests (default 4; the
                          clients reuse)
 PROMPTSVC_EVENT_STREAMS  event streams (and waiting long polls) one worker holds
                          (default 1000); the app refuses (503) those beyond it. They
-                         are served by one asyncio loop per worker, a coroutine each
-                         (promptsvc.streaming), not by the worker's threads; only
+                         are served by one asyncio loop per worker (promptsvc.streaming,
+                         promptsvc.event_streams), not by the worker's threads; only
                          when gunicorn serves TLS itself (--certfile) does each keep
                          a thread, and the worker then gets this many threads on top
                          of PROMPTSVC_THREADS

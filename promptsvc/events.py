@@ -5,11 +5,11 @@ instance must hold ten thousand of them. If each read the log itself, each would
 Redis connection in a blocking ``XREAD``. Instead each process has one
 :class:`EventHub`; for every org with at least one open stream or waiting long poll, the
 hub runs one reader thread that does the blocking read (``Storage.wait_for_events``),
-keeps the newest events in a bounded buffer and wakes every waiter of that org. A
-waiter is either a thread asleep on a lock of its own (:meth:`Follower.read`) or a
-coroutine on the process's stream loop (:meth:`Follower.read_async`,
-promptsvc.streaming): one wake-up call per loop wakes all of its coroutines. Neither
-costs anything in Redis.
+keeps the newest events in a bounded buffer (a :class:`Feed`) and wakes every waiter of
+that org: threads asleep on a lock of their own (:meth:`Follower.read`), and the feed's
+listeners, told once per batch (the org's channel on the process's stream loop, which
+writes the batch to every stream there: promptsvc.event_streams). Neither costs
+anything in Redis.
 
 A waiter that is behind the buffer (it asked for an old id, or it was slow to take what
 came) reads the log itself, a page at a time, until it is back in the buffer. An id
@@ -28,14 +28,13 @@ worker is told to stop, so that its clients reconnect to another one at once).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from promptsvc.streaming import LoopWake, settle
 from storage import Event, Storage, StorageUnavailable, event_position
 
 log = logging.getLogger(__name__)
@@ -130,7 +129,7 @@ class EventHub:
         self.buffer_size = buffer_size
         self.page_size = page_size
         self._lock = threading.Lock()  # guards _feeds and the counts of followers
-        self._feeds: dict[str, _Feed] = {}
+        self._feeds: dict[str, Feed] = {}
         self._followers = 0  # open Followers, guarded by _lock
         self._by_subject: dict[str, int] = {}  # open Followers per subject, under _lock
         self._by_org: dict[str, int] = {}  # open Followers per org, under _lock
@@ -214,7 +213,7 @@ class EventHub:
 
     # -- feeds
 
-    def _join(self, org: str) -> _Feed:
+    def _join(self, org: str) -> Feed:
         with self._lock:
             feed = self._feeds.get(org)
             if feed is not None:
@@ -225,12 +224,12 @@ class EventHub:
         with self._lock:
             feed = self._feeds.get(org)
             if feed is None:
-                feed = self._feeds[org] = _Feed(self, org, start)
+                feed = self._feeds[org] = Feed(self, org, start)
                 feed.reader.start()
             feed.followers += 1
             return feed
 
-    def _leave(self, feed: _Feed, subject: str) -> None:
+    def _leave(self, feed: Feed, subject: str) -> None:
         with self._lock:
             feed.followers -= 1
             self._count(feed.org, subject, -1)
@@ -245,7 +244,7 @@ class EventHub:
             else:
                 counts.pop(key, None)
 
-    def _keep_reading(self, feed: _Feed) -> bool:
+    def _keep_reading(self, feed: Feed) -> bool:
         """Whether ``feed``'s reader goes on; when not, it is no longer joinable."""
         with self._lock:
             if feed.followers > 0 and not self.closed:
@@ -264,16 +263,23 @@ class _Recent:
     base: Position
     events: tuple[tuple[Position, Event], ...] = ()
 
-    def after(self, position: Position, limit: int) -> list[Event] | None:
-        """The events after ``position``, at most ``limit``; None when this no longer
-        reaches back that far."""
+    @property
+    def newest(self) -> Position:
+        return self.events[-1][0] if self.events else self.base
+
+    def after(
+        self, position: Position, limit: int | None = None, upto: Position | None = None
+    ) -> list[Event] | None:
+        """The events after ``position`` (and not after ``upto``), at most ``limit``;
+        None when this no longer reaches back that far."""
         if position < self.base:
             return None
         found: list[Event] = []
         for at, event in reversed(self.events):  # followers are usually near the end
             if at <= position:
                 break
-            found.append(event)
+            if upto is None or at <= upto:
+                found.append(event)
         found.reverse()
         return found[:limit]
 
@@ -284,13 +290,14 @@ class _Recent:
         return _Recent(events[-size - 1][0], events[-size:])
 
 
-class _Feed:
+class Feed:
     """One org's recent events in this process, kept by one reader thread.
 
     Followers with nothing new to read wait each on a lock of their own, which the
     reader releases when events come: a thousand of them wake without queueing for one
     shared lock (as a Condition's waiters would, each in turn), so the first frames go
-    out while the reader is still waking the others.
+    out while the reader is still waking the others. Listeners (:meth:`listen`) are
+    called once for every batch of events, and when the hub closes.
     """
 
     def __init__(self, hub: EventHub, org: str, start: str) -> None:
@@ -298,11 +305,9 @@ class _Feed:
         self.org = org
         self.recent = _Recent(event_position(start))
         self.newest = start
-        self.lock = threading.Lock()  # guards replacing ``recent`` and ``waiting``
-        # The wake locks of waiting threads, and one LoopWake per loop with waiting
-        # coroutines: the reader releases each once.
-        self.waiting: set[threading.Lock | LoopWake] = set()
-        self.loop_wakes: dict[asyncio.AbstractEventLoop, LoopWake] = {}  # under lock
+        self.lock = threading.Lock()  # guards replacing ``recent``, ``waiting``, ``listeners``
+        self.waiting: set[threading.Lock] = set()  # wake locks of waiting threads
+        self.listeners: set[Callable[[], None]] = set()
         self.followers = 0  # guarded by the hub's lock
         self.reader = threading.Thread(target=self._read, name=f"events:{org}", daemon=True)
         self._paused = threading.Event()  # the reader's pause after a failure
@@ -326,26 +331,26 @@ class _Feed:
             with self.lock:
                 self.waiting.discard(wake)
 
-    def register_async(self, woken: asyncio.Future[None], position: Position) -> LoopWake | None:
-        """Have ``woken`` (a future of the running loop) settled when something comes
-        after ``position``; None (and nothing registered) when it came already."""
-        loop = asyncio.get_running_loop()
+    def listen(self, listener: Callable[[], None]) -> _Recent:
+        """Call ``listener`` (from the reader's thread) after every change of
+        :attr:`recent` from now on; returns :attr:`recent` as it is now."""
         with self.lock:
-            if self.recent.after(position, 1) != [] or self.hub.closed:
-                return None
-            wake = self.loop_wakes.get(loop)
-            if wake is None:
-                wake = self.loop_wakes[loop] = LoopWake(loop)
-            wake.futures.add(woken)
-            self.waiting.add(wake)
-            return wake
+            self.listeners.add(listener)
+            return self.recent
+
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        with self.lock:
+            self.listeners.discard(listener)
 
     def wake_all(self) -> None:
         with self.lock:
             woken = list(self.waiting)
             self.waiting.clear()
+            listeners = list(self.listeners)
         for wake in woken:
             wake.release()
+        for listener in listeners:
+            listener()
 
     def _read(self) -> None:
         pause = 0.1
@@ -378,19 +383,23 @@ class _Feed:
         self.wake_all()
 
 
-class Follower:
-    """One reader's place in an org's log: :meth:`read` (a thread) or
-    :meth:`read_async` (a coroutine) gives what came after it."""
+def position_id(position: Position) -> str:
+    """The event id of ``position`` (the inverse of ``event_position``)."""
+    return f"{position[0]}-{position[1]}"
 
-    def __init__(self, hub: EventHub, feed: _Feed, after: str, subject: str = "") -> None:
+
+class Follower:
+    """One reader's place in an org's log: :meth:`read` gives what came after it (in
+    the caller's thread; a coroutine uses :meth:`take` and :meth:`catch_up` instead,
+    as promptsvc.event_streams does)."""
+
+    def __init__(self, hub: EventHub, feed: Feed, after: str, subject: str = "") -> None:
         self._hub = hub
-        self._feed = feed
+        self.feed = feed
         self._subject = subject
-        self._position = event_position(after)
+        self.position = event_position(after)
         self.last_id = after
         self._wake = threading.Lock()
-        self._timer: asyncio.TimerHandle | None = None  # read_async's, in its loop
-        self._woken: asyncio.Future[None] | None = None
         self._closed = False
 
     @property
@@ -398,15 +407,19 @@ class Follower:
         """The hub closed: no more events will come through it."""
         return self._hub.closed
 
+    @property
+    def page_size(self) -> int:
+        return self._hub.page_size
+
     def read(self, timeout: float, limit: int | None = None) -> list[Item]:
         """What came after the last id read, oldest first: events, or one Reset. Waits
         up to ``timeout`` seconds when nothing came yet, then answers []."""
         limit = limit or self._hub.page_size
         deadline = time.monotonic() + timeout
         while not self.ended:
-            found = self._take(limit)
+            found = self.take(limit)
             if found is None:  # behind the feed: read the log itself
-                found = self._catch_up(limit)
+                found = self.catch_up(limit)
             if found:
                 return found
             if found is None:
@@ -414,82 +427,36 @@ class Follower:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
-            self._feed.wait(self._wake, self._position, remaining)
+            self.feed.wait(self._wake, self.position, remaining)
         return []
 
-    async def read_async(self, timeout: float, limit: int | None = None) -> list[Item]:
-        """:meth:`read` for a coroutine: it waits on the loop, not in a thread, and reads
-        the log (when behind the feed) in the loop's executor."""
-        limit = limit or self._hub.page_size
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not self.ended:
-            found = self._take(limit)
-            if found is None:
-                found = await loop.run_in_executor(None, self._catch_up, limit)
-            if found:
-                return found
-            if found is None:
-                continue
-            if loop.time() >= deadline:
-                return []
-            await self._wait_async(loop, deadline)
-        return []
-
-    async def _wait_async(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
-        """Sleep until something comes, the hub closes or ``deadline`` (loop time).
-        The follower's timer outlives the wait, and is set anew only when it is due
-        after ``deadline``: a stream woken by every event does no timer work for it."""
-        woken: asyncio.Future[None] = loop.create_future()
-        wake = self._feed.register_async(woken, self._position)
-        if wake is None:
-            return
-        timer = self._timer
-        if timer is None or timer.when() > deadline:
-            if timer is not None:
-                timer.cancel()
-            self._timer = loop.call_at(deadline, self._timer_due)
-        self._woken = woken
-        try:
-            await woken
-        finally:
-            self._woken = None
-            wake.futures.discard(woken)
-
-    def _timer_due(self) -> None:
-        self._timer = None
-        if self._woken is not None:
-            settle(self._woken)
-
-    def _take(self, limit: int) -> list[Item] | None:
-        """What the feed holds after the last id read (moving past it), or None when
-        the follower is behind the feed."""
-        found = self._feed.recent.after(self._position, limit)
+    def take(self, limit: int, upto: Position | None = None) -> list[Item] | None:
+        """What the feed holds after the last id read (and not after ``upto``), moving
+        past it; None when the follower is behind the feed."""
+        found = self.feed.recent.after(self.position, limit, upto)
         if found:
-            self._moved(found[-1].id)
+            self.moved(found[-1].id)
         return list(found) if found is not None else None
 
-    def _catch_up(self, limit: int) -> list[Item] | None:
+    def catch_up(self, limit: int) -> list[Item] | None:
         """What the log itself holds after the last id read (moving past it); None when
-        the log has nothing after an id the feed has passed."""
-        items = self._hub.read_log(self._feed.org, self.last_id, limit)
+        the log has nothing after an id the feed has passed. It blocks on storage."""
+        items = self._hub.read_log(self.feed.org, self.last_id, limit)
         if items:
             last = items[-1]
-            self._moved(last.last_id if isinstance(last, Reset) else last.id)
+            self.moved(last.last_id if isinstance(last, Reset) else last.id)
             return items
         # The log has nothing after an id the feed has passed: it lost events (a Redis
         # without persistence restarted). Go on from the feed's start.
-        base = self._feed.recent.base
-        self._moved(f"{base[0]}-{base[1]}")
+        self.moved(position_id(self.feed.recent.base))
         return None
 
-    def _moved(self, last_id: str) -> None:
+    def moved(self, last_id: str) -> None:
+        """The reader has had everything up to ``last_id``."""
         self.last_id = last_id
-        self._position = event_position(last_id)
+        self.position = event_position(last_id)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._timer is not None:  # async: closed in the timer's loop
-                self._timer.cancel()
-            self._hub._leave(self._feed, self._subject)
+            self._hub._leave(self.feed, self._subject)

@@ -7,7 +7,9 @@ long: ten thousand watchers would be ten thousand threads. Instead the view answ
 with a :class:`HandoffResponse`. When the server starts sending it, the response takes
 the client's connection away from the server and gives it to this process's
 :class:`StreamLoop`, a daemon thread running an asyncio loop, where a coroutine per
-answer writes it (an open stream then costs a coroutine and a socket, a few KiB).
+answer writes it (an open stream then costs a coroutine and a socket, a few KiB; an
+event stream that is up to date is written by its org's channel with every other one,
+promptsvc.event_streams, and its coroutine only waits for the end).
 
 Taking the connection (:func:`detach`) keeps a duplicate of the socket's descriptor
 for the loop and puts a dead socket in the server's place: the server's own writes
@@ -25,7 +27,6 @@ before.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -44,6 +45,17 @@ SOCKET_KEYS = ("gunicorn.socket", "werkzeug.socket")
 MAX_UNSENT = 1 << 20
 
 Serve = Callable[["Connection"], Coroutine[Any, Any, None]]
+
+
+class Payload:
+    """Bytes written to many connections at once: chunk-framed once for every chunked
+    connection, not once per connection."""
+
+    __slots__ = ("chunked", "plain")
+
+    def __init__(self, data: bytes) -> None:
+        self.plain = data
+        self.chunked = b"%x\r\n%s\r\n" % (len(data), data)
 
 
 class Connection(asyncio.Protocol):
@@ -73,12 +85,14 @@ class Connection(asyncio.Protocol):
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes | Payload) -> None:
         """Write ``data`` as (part of) the answer's body."""
         transport = self.transport
         if self.closed or transport is None or not data:
             return
-        if self.chunked:
+        if isinstance(data, Payload):
+            data = data.chunked if self.chunked else data.plain
+        elif self.chunked:
             data = b"%x\r\n%s\r\n" % (len(data), data)
         transport.write(data)
         if transport.get_write_buffer_size() > MAX_UNSENT:
@@ -142,30 +156,6 @@ def _gone(chunked: bool) -> Connection:
     connection = Connection(chunked)
     connection.closed = True
     return connection
-
-
-def settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-class LoopWake:
-    """Waiting coroutines of one loop, woken from any thread at once: :meth:`release`
-    schedules one call on the loop, which settles every future in ``futures`` (ten
-    thousand streams cost the waking thread one call, not ten thousand)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.futures: set[asyncio.Future[None]] = set()  # touched in the loop only
-
-    def release(self) -> None:
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits on it
-            self.loop.call_soon_threadsafe(self._fire)
-
-    def _fire(self) -> None:
-        futures, self.futures = self.futures, set()
-        for future in futures:
-            settle(future)
 
 
 _LOOP: StreamLoop | None = None

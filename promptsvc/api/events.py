@@ -12,9 +12,10 @@ poll: ``{items, last_id, reset}``, waiting up to ``?wait=`` seconds for the firs
 The events come from the process's :class:`promptsvc.events.EventHub`, which caps the
 streams of one token subject and of one org (429) besides the process's own (503).
 
-Streams and waiting long polls are served on the process's stream loop, a coroutine
-each, not a thread (promptsvc.streaming: the answer takes the connection from the WSGI
-server). The loop hears at once when a client closes its connection, and the answer's
+Streams and waiting long polls are served on the process's stream loop, not by a
+thread each (promptsvc.streaming: the answer takes the connection from the WSGI server;
+promptsvc.event_streams: each org's events are written to all of its streams in one
+pass). The loop hears at once when a client closes its connection, and the answer's
 slot is free again. Where the connection cannot be taken (TLS in the WSGI server,
 another server, ``EVENTS_ASYNC`` off in the app config), the request's thread serves the
 answer as before: then every ``EVENTS_CLIENT_CHECK`` seconds (app config; 2 by default)
@@ -30,7 +31,6 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from typing import Any
 
 from flask import Response, current_app, request
@@ -39,11 +39,18 @@ from identity.roles import SERVICE_READ
 from promptsvc.api.common import ApiBlueprint, View
 from promptsvc.api.responses import EventPageSchema
 from promptsvc.auth import current_principal
-from promptsvc.events import EventHub, Follower, Poll, Reset, as_poll
+from promptsvc.event_streams import (
+    KEEP_ALIVE,
+    STREAM_OPENED,
+    frame,
+    serve_stream,
+    wait_for_events,
+)
+from promptsvc.events import EventHub, Follower, Poll, as_poll
 from promptsvc.http import json_body, json_response
 from promptsvc.inputs import EventHeadersSchema, EventQuerySchema
-from promptsvc.streaming import SOCKET_KEYS, Connection, HandoffResponse, Serve
-from storage import Event, StorageError
+from promptsvc.streaming import SOCKET_KEYS, Connection, HandoffResponse
+from storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +60,6 @@ EVENT_STREAM = "text/event-stream"
 HEARTBEAT_SECONDS = 14.0
 # Silence after which a stream looks whether its client is still there.
 CLIENT_CHECK_SECONDS = 2.0
-STREAM_OPENED = b": stream open\n\n"
-KEEP_ALIVE = b": keep-alive\n\n"
 
 blp = ApiBlueprint(
     "events",
@@ -126,7 +131,7 @@ class Events(View):
                 until = principal.expires_at
                 response = HandoffResponse(
                     frames(follower, until, heartbeat, check, gone),
-                    serve=stream_frames(follower, until, heartbeat),
+                    serve=serve_stream(follower, until, heartbeat),
                     release=follower.close,
                     enabled=handoff,
                     mimetype=EVENT_STREAM,
@@ -149,7 +154,7 @@ class Events(View):
 
         async def wait_async(connection: Connection) -> None:
             try:
-                found = await follower.read_async(wait, limit)
+                found = await wait_for_events(follower, wait, limit)
             except StorageError:
                 found = []  # an empty answer: the client asks again from the same id
             finally:
@@ -171,30 +176,6 @@ def poll_json(poll: Poll) -> dict[str, Any]:
         "last_id": poll.last_id,
         "reset": poll.reset,
     }
-
-
-def stream_frames(follower: Follower, until: float, heartbeat: float) -> Serve:
-    """:func:`frames` as a coroutine on the stream loop (which ends it at once when the
-    client leaves: no need to look at the connection)."""
-
-    async def serve(connection: Connection) -> None:
-        try:
-            connection.send(STREAM_OPENED)
-            while not follower.ended and not connection.closed:
-                left = until - time.time()
-                if left <= 0:
-                    return
-                items = await follower.read_async(min(heartbeat, left))
-                if items:
-                    connection.send(b"".join(frame(item) for item in items))
-                elif time.time() < until and not follower.ended:
-                    connection.send(KEEP_ALIVE)
-        except StorageError:
-            log.warning("event stream ended by a storage error", exc_info=True)
-        finally:
-            follower.close()
-
-    return serve
 
 
 def frames(
@@ -262,18 +243,3 @@ def client_gone(sock: socket.socket, flags: int) -> bool:
         return False  # open, nothing to read
     except OSError:
         return True  # reset, or the socket is closed already
-
-
-def frame(item: Event | Reset) -> bytes:
-    if isinstance(item, Reset):
-        data = json_body({"last_id": item.last_id}).decode()
-        return f"id: {item.last_id}\nevent: reset\ndata: {data}\n\n".encode()
-    return event_frame(item)
-
-
-@lru_cache(maxsize=4096)
-def event_frame(event: Event) -> bytes:
-    """One event's frame, built once for all the streams that send it. JSON escapes
-    line breaks inside strings, so ``data`` is one line."""
-    data = json_body(event.to_json()).decode()
-    return f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n".encode()
