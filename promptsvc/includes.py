@@ -21,7 +21,7 @@ from promptsvc.templating.includes import (
     resolve,
     unique,
 )
-from promptsvc.templating.template import TemplateError
+from promptsvc.templating.template import TemplateError, section_names
 from storage import (
     EnvironmentNotFound,
     InRollout,
@@ -114,6 +114,21 @@ def read_json(
         "candidate": resolved_json(found.candidate, lookup),
     }
     return body
+
+
+def brought(
+    storage: Storage, org: str, name: str, prompt_type: str, content: str, variables: list[str]
+) -> tuple[list[str], list[str]]:
+    """The variables ``content`` (of a version of prompt ``name`` whose own are
+    ``variables``) gets from its includes as they resolve now (floating ones against
+    production), and the section variables among them: what its declared
+    ``variables_schema`` may declare besides its own."""
+    if "{{>" not in content and prompt_type == "text":
+        return [], []
+    found = resolve(content, prompt_type, variables, {}, StoredLookup(storage, org), name=name)
+    extra = [v for v in found.variables if v not in variables]
+    sections = set(section_names(found.content, prompt_type))
+    return extra, [v for v in extra if v in sections]
 
 
 def check_unused(storage: Storage, org: str, name: str) -> None:

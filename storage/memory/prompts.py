@@ -98,6 +98,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -105,7 +106,9 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
-        schema, kept_examples = contracts.validated(variables, variables_schema, examples, sections)
+        schema, kept_examples = contracts.validated(
+            variables, variables_schema, examples, sections, brought
+        )
         kept_config = contracts.validated_config(config)
         # A private copy: the caller keeps no handle on a stored (immutable) record.
         meta = json.loads(json.dumps(metadata or {}))

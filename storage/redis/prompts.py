@@ -108,6 +108,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -117,7 +118,7 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
         now = self.clock()
         at = rfc3339(now)
         authors = release.people(created_by, person)
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections, brought)
         kept_config = contracts.validated_config(config)
         version_id = new_id("v_")
         meta, tag_list = json.dumps(metadata or {}), list(tags or ())

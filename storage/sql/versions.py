@@ -123,6 +123,7 @@ class SqlVersions(Concern):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -130,7 +131,7 @@ class SqlVersions(Concern):
         person: str | None = None,
     ) -> PromptVersion:
         now = self.db.clock()
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections, brought)
         kept_config = contracts.validated_config(config)
         with self.db.write() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
