@@ -274,8 +274,11 @@ def test_a_declared_schema_may_declare_what_includes_bring(world: Any) -> None:
         role=SERVICE_WRITE,
     )
     assert edit.status_code == 200, edit.json
-    assert world.patch(
-        "/api/v1/prompts/page/versions/2",
-        json={"content": "plain {{ topic }}"},
-        role=SERVICE_WRITE,
-    ).status_code == 400
+    assert (
+        world.patch(
+            "/api/v1/prompts/page/versions/2",
+            json={"content": "plain {{ topic }}"},
+            role=SERVICE_WRITE,
+        ).status_code
+        == 400
+    )
