@@ -36,18 +36,6 @@ from storage.neighbours import StoredNeighbours
 from storage.records import PRODUCTION
 
 
-def target(version: PromptVersion) -> Target:
-    """The version as an include splices it."""
-    return Target(
-        version.name,
-        version.version,
-        version.version_id,
-        version.content,
-        version.variables,
-        version.contract,
-    )
-
-
 class StoredLookup:
     """What includes resolve to in ``org`` now (storage/neighbours.py): ``@N`` that
     version, ``@ENV`` the version ENV holds (its baseline while a rollout runs there), a
@@ -63,7 +51,7 @@ class StoredLookup:
 
     def __call__(self, include: Include) -> Target | None:
         found = self.version(include)
-        return None if found is None else target(found)
+        return None if found is None else found.target
 
 
 def has_includes(version: PromptVersion) -> bool:

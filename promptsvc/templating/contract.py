@@ -111,11 +111,13 @@ class BreakingChange:
     # A change of the model configuration (promptsvc/templating/config.py) names the
     # field it is in (``config.tools.search``) instead of a variable ("").
     field: str | None = None
+    # A change to a prompt that includes the one promoted (docs/composition.md): its name.
+    prompt: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        if self.field is not None:
-            return {"field": self.field, "change": self.change, "detail": self.detail}
-        return {"variable": self.variable, "change": self.change, "detail": self.detail}
+        where = {"variable": self.variable} if self.field is None else {"field": self.field}
+        body = {**where, "change": self.change, "detail": self.detail}
+        return body if self.prompt is None else {**body, "prompt": self.prompt}
 
 
 def _problem(kind: str, **values: object) -> str:

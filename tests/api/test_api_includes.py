@@ -282,3 +282,23 @@ def test_a_declared_schema_may_declare_what_includes_bring(world: Any) -> None:
         ).status_code
         == 400
     )
+
+
+def test_a_change_breaking_an_includer_is_a_409_naming_it(world: Any) -> None:
+    world.create_version("page", "{{> safety}} Hi {{ name }}")
+    world.promote("safety", 1)
+    world.promote("page", 1)
+    world.create_version("safety", "Be safe, {{ who }}.")
+    answer = world.post("/api/v1/prompts/safety/versions/2/promote")
+    assert answer.status_code == 409 and answer.json["reason"] == "breaking_change", answer.json
+    assert [(c.get("prompt"), c["variable"], c["change"]) for c in answer.json["changes"]] == [
+        (None, "who", "newly_required"),
+        ("page", "who", "newly_required"),
+    ]
+    review = world.post(
+        "/api/v1/prompts/safety/reviews",
+        json={"version": 2, "environment": "production", "allow_breaking": True, "notes": "n"},
+    )
+    assert review.status_code == 201, review.json
+    assert [c.get("prompt") for c in review.json["breaking"]] == [None, "page"]
+    assert review.json["affected_prompts"] == ["page"]

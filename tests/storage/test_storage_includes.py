@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from promptsvc.templating.includes import Include
-from storage import IncludeRefused, InUse, Storage
+from storage import BreakingPromotion, IncludeRefused, InUse, Storage
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -208,3 +208,71 @@ def test_a_review_lists_the_prompts_it_affects(storage: Storage) -> None:
     assert storage.get_review(ORG, review.review_id).affected_prompts == review.affected_prompts
     staging = storage.request_review(ORG, "safety", "2", "staging", REQUESTER)
     assert staging.affected_prompts == ("tone",)
+
+
+def test_a_change_breaking_an_includer_is_caught_naming_it(storage: Storage) -> None:
+    """Section 25: section 19's check covers the prompts that include the one promoted
+    there, at any level, each change naming its ``prompt``."""
+    for name in ("safety", "page", "desk", "pinned"):
+        storage.create_prompt(ORG, name)
+    storage.create_version(ORG, "safety", "Be safe.", USER)
+    examples = [{"name": "ada", "variables": {"name": "Ada"}}]
+    storage.create_version(
+        ORG, "page", "{{> safety}} Hi {{ name }}", USER, variables=["name"], examples=examples
+    )
+    storage.create_version(ORG, "desk", "Desk: {{> page}}", USER)
+    storage.create_version(ORG, "pinned", "{{> safety@1}}", USER)
+    for name in ("safety", "page", "desk", "pinned"):
+        storage.promote(ORG, name, "1", USER)
+    # v2 brings a required variable: safety's callers break, and page's (and desk's,
+    # through page).
+    storage.create_version(ORG, "safety", "Be safe, {{ who }}.", USER, variables=["who"])
+    with pytest.raises(BreakingPromotion) as caught:
+        storage.promote(ORG, "safety", "2", USER)
+    found = [(c.prompt, c.variable, c.change) for c in caught.value.changes]
+    assert found == [
+        (None, "who", "newly_required"),
+        ("page", "who", "newly_required"),
+        ("page", "who", "example_failed"),
+        ("desk", "who", "newly_required"),
+    ]
+    assert "of page" in str(caught.value) and "version 2 of safety" in str(caught.value)
+    assert "prompt" not in caught.value.extras()["changes"][0]
+    assert caught.value.extras()["changes"][1]["prompt"] == "page"
+    assert storage.get_production(ORG, "safety").version == 1
+    # A review shows the same; acknowledged, the promotion goes and is recorded breaking.
+    review = storage.request_review(
+        ORG, "safety", "2", "production", REQUESTER, "ok", None, allow_breaking=True
+    )
+    assert [(c.prompt, c.change) for c in review.breaking] == [
+        (None, "newly_required"),
+        ("page", "newly_required"),
+        ("page", "example_failed"),
+        ("desk", "newly_required"),
+    ]
+    assert storage.get_review(ORG, review.review_id).breaking == review.breaking
+    storage.cancel_review(ORG, review.review_id, REQUESTER)
+    promoted = storage.promote(ORG, "safety", "2", USER, "who is new", allow_breaking=True)
+    assert promoted.record.breaking
+    # A change that breaks nothing there passes; the version pinned is not reached.
+    storage.create_version(ORG, "safety", "Be safe, {{ who }}!", USER, variables=["who"])
+    assert not storage.promote(ORG, "safety", "3", USER).record.breaking
+    # Going back takes `who` away: nothing requires more; the rollback is not breaking.
+    assert not storage.rollback(ORG, "safety", USER, to_version=1).record.breaking
+
+
+def test_an_includer_in_another_environment_is_not_checked(storage: Storage) -> None:
+    for name in ("safety", "page"):
+        storage.create_prompt(ORG, name)
+    storage.create_environment(ORG, "staging")
+    storage.create_version(ORG, "safety", "Be safe.", USER)
+    storage.create_version(ORG, "page", "{{> safety}} Hi", USER)
+    storage.promote(ORG, "safety", "1", USER, environment="staging")
+    storage.promote(ORG, "safety", "1", USER)
+    storage.promote(ORG, "page", "1", USER, environment="staging")
+    storage.create_version(ORG, "safety", "Be safe, {{ who }}.", USER, variables=["who"])
+    # page reads safety in staging, not in production.
+    for environment, prompts in (("production", [None]), ("staging", [None, "page"])):
+        with pytest.raises(BreakingPromotion) as caught:
+            storage.promote(ORG, "safety", "2", USER, environment=environment)
+        assert [c.prompt for c in caught.value.changes] == prompts

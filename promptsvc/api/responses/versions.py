@@ -39,6 +39,9 @@ class BreakingChangeSchema(Schema):
         },
     )
     detail = fields.String(metadata={"description": "The change in words"})
+    prompt = fields.String(
+        metadata={"description": "The prompt including the one promoted that it breaks"}
+    )
 
 
 class ConfigBreakingChangeSchema(Schema):
