@@ -25,7 +25,6 @@ from promptsvc.templating.template import TemplateError, section_names
 from storage import (
     EnvironmentNotFound,
     InRollout,
-    InUse,
     InvalidInput,
     PromptNotFound,
     PromptVersion,
@@ -117,19 +116,6 @@ def brought(
     extra = [v for v in found.variables if v not in variables]
     sections = set(section_names(found.content, prompt_type))
     return extra, [v for v in extra if v in sections]
-
-
-def check_unused(storage: Storage, org: str, name: str) -> None:
-    """Raise InUse while a version of another prompt includes prompt ``name``."""
-    used_by = sorted(
-        {
-            v.name
-            for v in storage.list_includers(org, name)
-            if v.name != name and any(i.name == name for i in v.own_includes)
-        }
-    )
-    if used_by:
-        raise InUse(f"prompt '{name}'", used_by)
 
 
 def _tag(include: Include) -> str:

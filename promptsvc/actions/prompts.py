@@ -42,7 +42,6 @@ def delete_prompt(storage: Storage, principal: Principal, prompt_ref: str) -> No
     """The prompt, all its versions and its history; refused (InUse) while a version of
     another prompt includes it."""
     prompt = storage.get_prompt(principal.org, prompt_ref)
-    includes.check_unused(storage, principal.org, prompt.name)
     storage.delete_prompt(principal.org, prompt.prompt_id, **trace(principal))
 
 

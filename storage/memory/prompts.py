@@ -12,7 +12,7 @@ from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
-from storage.memory.promotion import MemoryPromotion
+from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
 from storage.records import Page, PromotionRecord, Prompt, PromptVersion
 
@@ -67,6 +67,9 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
         with self._lock:
             state = self._state(org, prompt_ref)
             org_state = self._orgs[org]
+            release.check_prompt_unused(
+                state.prompt.name, MemoryNeighbours(org_state).includers(state.prompt.name)
+            )
             del org_state.by_name[state.prompt.name]
             del org_state.by_id[state.prompt.prompt_id]
             for version in state.versions.values():
@@ -77,12 +80,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self._lock:
             org_state = self._orgs.get(org)
-            if org_state is None:
-                return []
-            found = [
-                org_state.by_id[prompt_id].versions[number]
-                for prompt_id, number in org_state.included_by.get(name, ())
-            ]
+            found = [] if org_state is None else list(MemoryNeighbours(org_state).includers(name))
         return sorted(found, key=lambda v: (v.name, v.version))
 
     # -- versions
@@ -137,6 +135,7 @@ class MemoryPrompts(MemoryPromotion, PromptStore):
                 config=kept_config,
                 authors=release.people(created_by, person),
             )
+            release.check_included_present(version, self._orgs[org].holds)
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)

@@ -73,6 +73,10 @@ class RedisPrompts(RedisCore[ClientT], PromptStore):
     def delete_prompt(
         self, org: str, prompt_ref: str, *, actor: str | None = None, request_id: str | None = None
     ) -> None:
+        # Not yet in the script's atomic step (a version including it could be written
+        # between the two): the script would need the decision's answer kept valid.
+        name = self.get_prompt(org, prompt_ref).name
+        release.check_prompt_unused(name, self.list_includers(org, name))
         reply = self._prompt_change(
             "delete_prompt",
             org,

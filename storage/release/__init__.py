@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.release.digest import content_digest
+from storage.release.includes import check_included_present, check_prompt_unused
 from storage.release.promotion import promote, rollback
 from storage.release.records import (
     AbortRollout,
@@ -106,6 +107,8 @@ __all__ = [
     "check_canceller",
     "check_decider",
     "check_delete_environment",
+    "check_included_present",
+    "check_prompt_unused",
     "content_digest",
     "decide",
     "people",

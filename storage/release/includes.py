@@ -9,6 +9,7 @@ the state's ``neighbours``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from promptsvc.templating import contract
@@ -22,7 +23,7 @@ from promptsvc.templating.includes import (
     longest,
     resolve,
 )
-from storage.errors import IncludeRefused, InUse
+from storage.errors import IncludeRefused, InUse, InvalidInput
 from storage.records import PromptVersion
 from storage.release.draft import Draft
 
@@ -178,6 +179,35 @@ def check_in_use(draft: Draft, number: int, environments: list[str], pinned: boo
                 used_by[v.name] = None
     if used_by:
         raise InUse(f"version {number} of prompt '{name}'", sorted(used_by))
+
+
+def check_prompt_unused(name: str, includers: Iterable[PromptVersion]) -> None:
+    """Prompt ``name`` is being deleted: refused (InUse) while a version of another
+    prompt includes it (``includers``: the reverse index's answer, read in the step
+    that deletes)."""
+    used_by = sorted(
+        {
+            v.name
+            for v in includers
+            if v.name != name and any(i.name == name for i in v.own_includes)
+        }
+    )
+    if used_by:
+        raise InUse(f"prompt '{name}'", used_by)
+
+
+def check_included_present(version: PromptVersion, present: Callable[[Include], bool]) -> None:
+    """``version`` is being written: each of its includes must name a prompt that
+    exists, an ``@N`` one a version that exists (``present``, read in the step that
+    writes), else InvalidInput naming it: what the checks before the write saw
+    (promptsvc/includes.py) may have been deleted since."""
+    for include in version.own_includes:
+        if not present(include):
+            raise InvalidInput(
+                f"{{{{> {include.written}}}}}: {include.name!r}"
+                f"{'' if not isinstance(include.ref, int) else f' version {include.ref}'}"
+                " was deleted"
+            )
 
 
 def check_leaving(draft: Draft, environment: str) -> None:

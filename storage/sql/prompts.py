@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, select
 from sqlalchemy import exc as sa_exc
 
+from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists, PromptNotFound
 from storage.ids import new_id
@@ -14,6 +15,7 @@ from storage.records import Page, Prompt
 from storage.sql import dialect
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
+from storage.sql.versions import includers
 
 
 class SqlPrompts(Concern):
@@ -87,6 +89,10 @@ class SqlPrompts(Concern):
         now = self.db.clock()
         with self.db.write() as connection:
             prompt = prompt_record(self.db.find_prompt(connection, org, prompt_ref))
+            # Read under the prompt's lock: a new includer's write waits for it (versions.py).
+            release.check_prompt_unused(
+                prompt.name, includers(self.db, connection, org, prompt.name)
+            )
             # Versions and history go with it (ON DELETE CASCADE).
             # Ids are unique within an org only (an import copies them into another).
             connection.execute(
