@@ -43,16 +43,9 @@ from typing import Any
 import httpx
 import redis
 
-from bench.http import (
-    ADMIN_SECRET,
-    ROOT,
-    WrkResult,
-    gunicorn,
-    seed,
-    write_bootstrap,
-    wrk,
-)
+from bench.http import ADMIN_SECRET, ROOT, gunicorn, seed, write_bootstrap
 from bench.report import table, write_section
+from bench.wrk import WrkResult, wrk
 from tests.servers import Server
 
 PRODUCTION = "/api/v1/prompts/support/production"

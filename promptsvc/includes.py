@@ -9,6 +9,7 @@ read costs storage reads proportional to its includes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from promptsvc.templating.includes import (
@@ -44,9 +45,19 @@ class StoredLookup:
     def __init__(self, storage: Storage, org: str, environment: str = PRODUCTION) -> None:
         self.neighbours = StoredNeighbours(storage, org)
         self.environment = environment
+        # What each include asked resolved to, in the order asked.
+        self.answers: dict[Include, PromptVersion | None] = {}
 
     def version(self, include: Include) -> PromptVersion | None:
-        return self.neighbours.resolve(include, self.environment)
+        found = self.neighbours.resolve(include, self.environment)
+        self.answers[include] = found
+        return found
+
+    def same_answers(self, answers: Iterable[tuple[Include, PromptVersion | None]]) -> bool:
+        """Whether each include of ``answers`` resolves to the very version it did
+        then (storage hands out the same object for the same stored version): then
+        what was built from them still holds."""
+        return all(self.version(include) is found for include, found in answers)
 
     def __call__(self, include: Include) -> Target | None:
         found = self.version(include)
