@@ -57,6 +57,8 @@ class StoredLookup:
         """Whether each include of ``answers`` resolves to the very version it did
         then (storage hands out the same object for the same stored version): then
         what was built from them still holds."""
+        answers = tuple(answers)
+        self.neighbours.prefetch([include for include, _ in answers], self.environment)
         return all(self.version(include) is found for include, found in answers)
 
     def __call__(self, include: Include) -> Target | None:
