@@ -339,3 +339,37 @@ def test_deleting_what_a_new_version_includes_is_one_or_the_other(
 
 def _exists(storage: Storage, name: str) -> bool:
     return name in [p.name for p in storage.list_prompts(ORG).items]
+
+
+def test_read_many_reads_each_include_at_once(storage: Storage) -> None:
+    """The reads of a version's includes (Storage.read_many; one round trip on Redis):
+    by number, production and an environment, None where there is nothing."""
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_version(ORG, "safety", "Be safe, v2.", USER)
+    storage.promote(ORG, "safety", "1", USER)
+    storage.promote(ORG, "safety", "2", USER, environment="staging")
+    reads = [
+        ("safety", "production"),
+        ("safety", "staging"),
+        ("safety", "2"),
+        ("safety", "9"),
+        ("tone", "production"),
+        ("nobody", "production"),
+        ("safety", "qa"),
+    ]
+    found = storage.read_many(ORG, reads)
+    assert [None if v is None else (v.name, v.version) for v in found] == [
+        ("safety", 1),
+        ("safety", 2),
+        ("safety", 2),
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert (
+        found[0] is not None
+        and found[0].version_id == storage.get_production(ORG, "safety").version_id
+    )
+    assert storage.read_many(ORG, []) == []
