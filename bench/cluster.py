@@ -32,8 +32,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.http import WrkResult, pin_tree, seed, write_bootstrap, wrk
+from bench.http import seed, write_bootstrap
 from bench.report import table, write_section
+from bench.wrk import WrkResult, pin_tree, wrk
 from storage import Storage
 from storage.redis import RedisStorage, keys
 from storage.redis.cluster import ClusterStorage

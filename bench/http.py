@@ -22,13 +22,10 @@ else. The SQLite file is made in a temporary directory.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +38,7 @@ import redis
 
 from bench import sqldb
 from bench.report import table, write_section
+from bench.wrk import WrkResult, wrk
 from storage import Storage, storage_from_url
 from tests.servers import Server, bootstrap_file, free_port, gunicorn_command
 
@@ -62,51 +60,22 @@ STORAGES = tuple(TARGETS)
 # (measured on Redis, beside GET production on the same server).
 ENVIRONMENT_TOLERANCE = 0.05
 ENVIRONMENT_PATH = "/api/v1/prompts/support/environments/staging"
-
-
-@dataclass
-class WrkResult:
-    requests_per_s: float
-    p50_ms: float
-    p99_ms: float
-    errors: int
-    requests: int
-    cpu_s: float = 0.0  # CPU time of the server's processes (master + workers) in the run
-
-    @property
-    def cpu_us_per_request(self) -> float:
-        return self.cpu_s / self.requests * 1e6
-
-
-def _stats(root: int) -> list[tuple[int, list[str]]]:
-    """(pid, /proc/<pid>/stat fields after "(comm)") of ``root`` and its children."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()  # ppid is [1]
-        if int(entry) == root or int(fields[1]) == root:
-            found.append((int(entry), fields))
-    return found
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of process ``root`` and its children (gunicorn workers)."""
-    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in _stats(root))  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def pin_tree(root: int, cpus: set[int]) -> None:
-    """Run process ``root``, its children and every thread of theirs on ``cpus`` only
-    (threads and processes started later inherit it)."""
-    for pid, _ in _stats(root):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(ProcessLookupError):  # a thread that just ended
-                os.sched_setaffinity(int(tid), cpus)
+# Composition (docs/composition.md): CONTENT made of three included prompts. A read of it
+# may cost at most INCLUDES_GOAL times GET production of `support` on the same server.
+INCLUDED = {
+    "support-role": "You are {{ persona }}, a support assistant for {{ product }}.",
+    "support-language": (
+        "Answer the customer's question in {{ language }}, in at most {{ max_sentences }} "
+        "sentences,"
+    ),
+    "support-sources": "and cite the relevant help-center article when there is one.",
+}
+COMPOSED = (
+    "{{> support-role}} {{> support-language}} {{> support-sources}}\n\nQuestion: {{ question }}"
+)
+COMPOSED_PATH = "/api/v1/prompts/composed/production"
+INCLUDES_GOAL = 1.3
+INCLUDES_STORAGES = ("redis", "sqlite")
 
 
 def gunicorn(app: str, env: dict[str, str]) -> Server:
@@ -115,44 +84,20 @@ def gunicorn(app: str, env: dict[str, str]) -> Server:
     return Server(gunicorn_command("--bind", f"127.0.0.1:{port}", app), port, env)
 
 
-def wrk(
-    url: str, seconds: float, connections: int, threads: int, token: str | None, server: int
-) -> WrkResult:
-    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
-    if token:
-        args += ["-H", f"Authorization: Bearer {token}"]
-    cpu_before = tree_cpu_seconds(server)
-    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
-    cpu = tree_cpu_seconds(server) - cpu_before
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-
-    def percentile(p: str) -> float:
-        value, unit = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)\b", out).groups()  # type: ignore[union-attr]
-        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    socket_errors = re.search(r"Socket errors: .*", out)
-    errors = int(bad.group(1)) if bad else 0
-    if socket_errors and re.search(r"(read|write|timeout) [1-9]", socket_errors.group(0)):
-        errors += 1
-    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    return WrkResult(rps, percentile("50"), percentile("99"), errors, done, cpu)
+def token(http: httpx.Client, key_id: str, secret: str) -> str:
+    r = http.post(
+        "/v1/auth/sdk-token",
+        json={"account_id": "bench", "key_id": key_id, "key_secret": secret},
+    )
+    r.raise_for_status()
+    value: str = r.json()["access_token"]
+    return value
 
 
 def seed(api: str) -> tuple[str, bytes]:
     """Create the prompt through the API; return a read token and the production body."""
     with httpx.Client(base_url=api, timeout=10) as http:
-
-        def token(key_id: str, secret: str) -> str:
-            r = http.post(
-                "/v1/auth/sdk-token",
-                json={"account_id": "bench", "key_id": key_id, "key_secret": secret},
-            )
-            r.raise_for_status()
-            value: str = r.json()["access_token"]
-            return value
-
-        admin = {"Authorization": f"Bearer {token('bench-admin', ADMIN_SECRET)}"}
+        admin = {"Authorization": f"Bearer {token(http, 'bench-admin', ADMIN_SECRET)}"}
         http.post("/api/v1/prompts", json={"name": "support"}, headers=admin).raise_for_status()
         for _ in range(3):  # a few versions, the newest promoted
             created = http.post(
@@ -173,12 +118,35 @@ def seed(api: str) -> tuple[str, bytes]:
             json={"environment": "staging"},
             headers=admin,
         ).raise_for_status()
-        read = token("bench-read", READ_SECRET)
+        read = token(http, "bench-read", READ_SECRET)
         body = http.get(
             "/api/v1/prompts/support/production", headers={"Authorization": f"Bearer {read}"}
         )
         body.raise_for_status()
         return read, body.content
+
+
+def seed_composed(api: str) -> str:
+    """The prompt ``composed``, CONTENT made of three included prompts, all in
+    production; returns its resolved content."""
+    with httpx.Client(base_url=api, timeout=10) as http:
+        admin = {"Authorization": f"Bearer {token(http, 'bench-admin', ADMIN_SECRET)}"}
+        for name, content in (*INCLUDED.items(), ("composed", COMPOSED)):
+            http.post("/api/v1/prompts", json={"name": name}, headers=admin).raise_for_status()
+            made = http.post(
+                f"/api/v1/prompts/{name}/versions",
+                json={"content": content, "metadata": METADATA, "tags": TAGS},
+                headers=admin,
+            )
+            made.raise_for_status()
+            http.post(
+                f"/api/v1/prompts/{name}/versions/1/promote", json={}, headers=admin
+            ).raise_for_status()
+        read = {"Authorization": f"Bearer {token(http, 'bench-read', READ_SECRET)}"}
+        answer = http.get(COMPOSED_PATH, headers=read)
+        answer.raise_for_status()
+        resolved: str = answer.json()["content"]
+        return resolved
 
 
 @dataclass
@@ -270,6 +238,13 @@ def run(args: argparse.Namespace) -> None:
             token, body = seed(api.base_url)
             assert api.process is not None
             targets[name] = (api.base_url + path, token, api.process.pid)
+            if name in INCLUDES_STORAGES:
+                assert seed_composed(api.base_url) == CONTENT, "the same text, composed"
+                targets[f"{name} includes"] = (
+                    api.base_url + COMPOSED_PATH,
+                    token,
+                    api.process.pid,
+                )
             if name == "redis":
                 staged = httpx.get(
                     api.base_url + ENVIRONMENT_PATH, headers={"Authorization": f"Bearer {token}"}
@@ -316,6 +291,8 @@ LABELS = {
     "sqlite": "promptsvc GET production, SQLite (JWT + SELECT on a WAL file)",
     "postgresql": "promptsvc GET production, PostgreSQL (JWT + SELECT over loopback TCP)",
     "environment": "promptsvc GET environments/staging, Redis (JWT + Redis read)",
+    "redis includes": "promptsvc GET production of a prompt with 3 includes, Redis",
+    "sqlite includes": "promptsvc GET production of a prompt with 3 includes, SQLite",
 }
 VERDICT_HEADERS = [
     "storage",
@@ -352,7 +329,7 @@ def report(
         ]
         for name in results
     ]
-    storages = [name for name in results if name not in ("bare", "environment")]
+    storages = [name for name in results if name in TARGETS]
     verdicts: list[list[object]] = []
     ratios: dict[str, float] = {}
     per_round: list[str] = []
@@ -391,6 +368,7 @@ def report(
             "depend on the load the machine's other work puts on each round). Both reads "
             "take the same path (promptsvc/api/reads.py) and answer the same body.\n"
         )
+    composed = _includes_verdicts(results, median)
     rounds_rps = "; ".join(
         f"{name}: " + ", ".join(f"{r.requests_per_s:,.0f}" for r in results[name])
         for name in results
@@ -424,7 +402,7 @@ PostgreSQL is the machine's server, over loopback TCP.
 {table(["endpoint", "requests/s", "p50 ms", "p99 ms", "server CPU us/req", "errors"], rows)}
 
 {table(VERDICT_HEADERS, verdicts)}
-{environment}
+{environment}{composed}
 Per-round ratios of requests/s, promptsvc / bare of the same round: {"; ".join(per_round)}.
 Requests/s per round, {rounds_rps}. The first table shows medians over the rounds.
 
@@ -443,6 +421,35 @@ process only; the database server's CPU comes on top for Redis and PostgreSQL):
     write_section(
         "http", "HTTP: GET production under gunicorn vs a bare Flask endpoint", command, body
     )
+
+
+def _includes_verdicts(
+    results: dict[str, list[WrkResult]], median: Callable[[str, str], float]
+) -> str:
+    """The composed read against GET production of the same text on the same server:
+    the cost per request (the inverse of requests/s per worker) and the server CPU."""
+    rows: list[list[object]] = []
+    for name in INCLUDES_STORAGES:
+        if f"{name} includes" not in results:
+            continue
+        cost = statistics.median(
+            p.requests_per_s / c.requests_per_s
+            for p, c in zip(results[name], results[f"{name} includes"], strict=True)
+        )
+        cpu = median(f"{name} includes", "cpu_us_per_request") / median(name, "cpu_us_per_request")
+        verdict = "met" if cost <= INCLUDES_GOAL else "MISSED"
+        rows.append([name, f"<= {INCLUDES_GOAL}", f"**{cost:.2f}**", verdict, f"{cpu:.2f}"])
+    if not rows:
+        return ""
+    headers = ["storage", "goal", "cost per request, 3 includes / none", "", "server CPU, same"]
+    return f"""
+A prompt with 3 includes (docs/composition.md), whose resolved text is the `support`
+prompt's, read from the same server in the same round; its cost per request is the
+median of the per-round ratios of requests/s, GET production of `support` / of the
+composed prompt:
+
+{table(headers, rows)}
+"""
 
 
 def main() -> None:

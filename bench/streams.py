@@ -41,18 +41,10 @@ from pathlib import Path
 import httpx
 import redis
 
-from bench.http import (
-    ADMIN_SECRET,
-    ROOT,
-    WrkResult,
-    gunicorn,
-    seed,
-    tree_cpu_seconds,
-    write_bootstrap,
-    wrk,
-)
+from bench.http import ADMIN_SECRET, ROOT, gunicorn, seed, write_bootstrap
 from bench.report import table, write_section
 from bench.stream_clients import Holder
+from bench.wrk import WrkResult, tree_cpu_seconds, wrk
 from tests.servers import Server
 
 PRODUCTION = "/api/v1/prompts/support/production"

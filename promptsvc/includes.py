@@ -9,6 +9,7 @@ read costs storage reads proportional to its includes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from promptsvc.templating.includes import (
@@ -21,7 +22,7 @@ from promptsvc.templating.includes import (
     resolve,
     unique,
 )
-from promptsvc.templating.template import TemplateError
+from promptsvc.templating.template import TemplateError, section_names
 from storage import (
     EnvironmentNotFound,
     InRollout,
@@ -35,18 +36,6 @@ from storage.neighbours import StoredNeighbours
 from storage.records import PRODUCTION
 
 
-def target(version: PromptVersion) -> Target:
-    """The version as an include splices it."""
-    return Target(
-        version.name,
-        version.version,
-        version.version_id,
-        version.content,
-        version.variables,
-        version.contract,
-    )
-
-
 class StoredLookup:
     """What includes resolve to in ``org`` now (storage/neighbours.py): ``@N`` that
     version, ``@ENV`` the version ENV holds (its baseline while a rollout runs there), a
@@ -56,13 +45,25 @@ class StoredLookup:
     def __init__(self, storage: Storage, org: str, environment: str = PRODUCTION) -> None:
         self.neighbours = StoredNeighbours(storage, org)
         self.environment = environment
+        # What each include asked resolved to, in the order asked.
+        self.answers: dict[Include, PromptVersion | None] = {}
 
     def version(self, include: Include) -> PromptVersion | None:
-        return self.neighbours.resolve(include, self.environment)
+        found = self.neighbours.resolve(include, self.environment)
+        self.answers[include] = found
+        return found
+
+    def same_answers(self, answers: Iterable[tuple[Include, PromptVersion | None]]) -> bool:
+        """Whether each include of ``answers`` resolves to the very version it did
+        then (storage hands out the same object for the same stored version): then
+        what was built from them still holds."""
+        answers = tuple(answers)
+        self.neighbours.prefetch([include for include, _ in answers], self.environment)
+        return all(self.version(include) is found for include, found in answers)
 
     def __call__(self, include: Include) -> Target | None:
         found = self.version(include)
-        return None if found is None else target(found)
+        return None if found is None else found.target
 
 
 def has_includes(version: PromptVersion) -> bool:
@@ -113,6 +114,21 @@ def read_json(
         "candidate": resolved_json(found.candidate, lookup),
     }
     return body
+
+
+def brought(
+    storage: Storage, org: str, name: str, prompt_type: str, content: str, variables: list[str]
+) -> tuple[list[str], list[str]]:
+    """The variables ``content`` (of a version of prompt ``name`` whose own are
+    ``variables``) gets from its includes as they resolve now (floating ones against
+    production), and the section variables among them: what its declared
+    ``variables_schema`` may declare besides its own."""
+    if "{{>" not in content and prompt_type == "text":
+        return [], []
+    found = resolve(content, prompt_type, variables, {}, StoredLookup(storage, org), name=name)
+    extra = [v for v in found.variables if v not in variables]
+    sections = set(section_names(found.content, prompt_type))
+    return extra, [v for v in extra if v in sections]
 
 
 def _tag(include: Include) -> str:

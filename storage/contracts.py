@@ -21,13 +21,18 @@ __all__ = ["breaking_changes", "validated", "validated_config"]
 
 
 def validated(
-    variables: Sequence[str], schema: object, examples: object, sections: Sequence[str] = ()
+    variables: Sequence[str],
+    schema: object,
+    examples: object,
+    sections: Sequence[str] = (),
+    brought: Sequence[str] = (),
 ) -> tuple[dict[str, dict[str, Any]] | None, tuple[dict[str, Any], ...]]:
     """The contract a new or edited version keeps: ``schema`` (None: implied) and
     ``examples`` (None: none) checked against its ``variables``, of which ``sections``
-    are section variables (booleans), as private copies. Raises ContractInvalid naming
+    are section variables (booleans), as private copies; ``schema`` may also declare
+    the variables its includes bring (``brought``). Raises ContractInvalid naming
     every problem by variable or example."""
-    problems = contract.contract_problems(variables, schema, examples, sections)
+    problems = contract.contract_problems(variables, schema, examples, sections, brought)
     if problems:
         raise ContractInvalid(problems)
     return contract.kept_contract(schema, examples)

@@ -39,6 +39,7 @@ class NewVersions(abc.ABC):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -46,7 +47,7 @@ class NewVersions(abc.ABC):
         person: str | None = None,
     ) -> PromptVersion:
         now = self.clock()
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections, brought)
         draft = PromptVersion(
             prompt_id="",
             version_id=new_id("v_"),

@@ -454,7 +454,10 @@ class BreakingPromotion(Conflict):
     def __init__(
         self, prompt_ref: str, environment: str, changes: Sequence[BreakingChange]
     ) -> None:
-        listed = "; ".join(f"'{c.field or c.variable}': {c.detail}" for c in changes)
+        listed = "; ".join(
+            f"'{c.field or c.variable}'{f' of {c.prompt}' if c.prompt else ''}: {c.detail}"
+            for c in changes
+        )
         super().__init__(
             f"promoting into {environment} would break callers of prompt '{prompt_ref}': "
             f"{listed}; nothing was changed (send allow_breaking: true with notes to "

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from promptsvc.templating.includes import Include
-from storage.errors import NotFound
-from storage.records import PRODUCTION, PromptVersion
+from storage.records import PromptVersion
 
 if TYPE_CHECKING:
     from storage.interface import Storage
@@ -27,21 +26,19 @@ class StoredNeighbours:
     def resolve(self, include: Include, environment: str) -> PromptVersion | None:
         key = (include, environment)
         if key not in self._resolved:
-            self._resolved[key] = self._read(include, environment)
+            self.prefetch([include], environment)
         return self._resolved[key]
 
-    def _read(self, include: Include, environment: str) -> PromptVersion | None:
-        try:
-            if isinstance(include.ref, int):
-                found = self.storage.get_version(self.org, include.name, str(include.ref))
-            elif (include.ref or environment) == PRODUCTION:
-                found = self.storage.get_production(self.org, include.name)
-            else:
-                where = include.ref or environment
-                found = self.storage.get_in_environment(self.org, include.name, where)
-        except NotFound:
-            return None
-        return found if found.prompt_type == "text" else None
+    def prefetch(self, includes: Sequence[Include], environment: str) -> None:
+        """Read what ``includes`` resolve to that is not read yet, at once
+        (``Storage.read_many``)."""
+        wanted = [i for i in dict.fromkeys(includes) if (i, environment) not in self._resolved]
+        if not wanted:
+            return
+        reads = [(i.name, str(i.ref or environment)) for i in wanted]
+        for include, found in zip(wanted, self.storage.read_many(self.org, reads), strict=True):
+            text = found is not None and found.prompt_type == "text"
+            self._resolved[(include, environment)] = found if text else None
 
     def includers(self, name: str) -> Sequence[PromptVersion]:
         if name not in self._includers:

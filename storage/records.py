@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from promptsvc.templating.contract import BreakingChange, implied_schema
-from promptsvc.templating.includes import Include, own_includes, scan, unique
+from promptsvc.templating.includes import Include, Target, own_includes, scan, unique
 from promptsvc.templating.template import TemplateError, section_names
 from storage.identity_records import ApiKey, User
 from storage.times import rfc3339
@@ -158,6 +158,13 @@ class PromptVersion:
         if self.variables_schema is not None:
             return self.variables_schema
         return implied_schema(self.variables, section_names(self.content, self.prompt_type))
+
+    @property
+    def target(self) -> Target:
+        """The version as an include splices it."""
+        return Target(
+            self.name, self.version, self.version_id, self.content, self.variables, self.contract
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Runs on every read the API's body memo misses: keep it a plain dict literal."""

@@ -28,6 +28,7 @@ from storage.sql.storage import SqlStorage
 from tests import sql_support
 from tests.backup_sample import (
     ADA_PASSWORD,
+    AUTHOR,
     CHAT,
     READER_ID,
     READER_SECRET,
@@ -590,3 +591,27 @@ def test_help_says_what_the_file_holds_and_the_exit_statuses(
 def _no_storage_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("PROMPTSVC_STORAGE_URL", raising=False)
     yield
+
+
+@pytest.mark.redis
+def test_a_backup_keeps_includes_as_written(tmp_path: Path, redis_url: str) -> None:
+    """Section 25: the file holds the source, and the restored copy its reverse index."""
+    store = MemoryStorage()
+    store.create_prompt("acme", "safety")
+    store.create_version("acme", "safety", "Be safe.", AUTHOR)
+    store.create_prompt("acme", "page")
+    store.create_version("acme", "page", "{{> safety}} Hi {{ name }}", AUTHOR, variables=["name"])
+    path = tmp_path / "backup.json"
+    backup.write(backup.export(store), path)
+    assert "{{> safety}} Hi {{ name }}" in path.read_text()
+    for target in (
+        MemoryStorage(),
+        SqlStorage.from_url(f"sqlite:///{tmp_path / 'promptsvc.db'}"),
+        RedisStorage.from_url(redis_url),
+    ):
+        try:
+            backup.restore(target, backup.read(path))
+            assert target.get_version("acme", "page", "1").content == "{{> safety}} Hi {{ name }}"
+            assert [v.name for v in target.list_includers("acme", "safety")] == ["page"]
+        finally:
+            target.close()

@@ -57,6 +57,21 @@ def _variables(content: str, prompt_type: str) -> tuple[list[str], list[str]]:
         raise InvalidInput(str(exc)) from None
 
 
+def _brought(
+    storage: Storage,
+    org: str,
+    prompt: Prompt | PromptVersion,
+    content: str,
+    variables: list[str],
+    schema: dict[str, Any] | None,
+) -> tuple[list[str], list[str]]:
+    """What a declared ``schema`` may declare besides the content's own variables: the
+    variables its includes bring, and the section variables among them."""
+    if schema is None:
+        return [], []
+    return includes.brought(storage, org, prompt.name, prompt.prompt_type, content, variables)
+
+
 @requires(SERVICE_WRITE)
 def create_version(
     storage: Storage,
@@ -79,6 +94,9 @@ def create_version(
     prompt = storage.get_prompt(principal.org, prompt_ref)
     variables, sections = _variables(content, prompt.prompt_type)
     includes.check_content(storage, principal.org, prompt.name, prompt.prompt_type, content)
+    brought, brought_sections = _brought(
+        storage, principal.org, prompt, content, variables, variables_schema
+    )
     # By id: a prompt deleted and made again under the name since has another type.
     return storage.create_version(
         principal.org,
@@ -88,7 +106,8 @@ def create_version(
         metadata=metadata,
         tags=tags,
         variables=variables,
-        sections=sections,
+        sections=[*sections, *brought_sections],
+        brought=brought,
         variables_schema=variables_schema,
         examples=examples,
         config=config,
@@ -125,16 +144,17 @@ def edit_version(
     variables, sections = _variables(text, current.prompt_type)
     if content is not None:
         includes.check_content(storage, principal.org, current.name, current.prompt_type, text)
+    schema = current.variables_schema if isinstance(variables_schema, _Keep) else variables_schema
+    brought, brought_sections = _brought(storage, principal.org, current, text, variables, schema)
     return storage.edit_version(
         principal.org,
         current.prompt_id,
         current.version_id,
         text,
         variables=variables,
-        sections=sections,
-        variables_schema=current.variables_schema
-        if isinstance(variables_schema, _Keep)
-        else variables_schema,
+        sections=[*sections, *brought_sections],
+        brought=brought,
+        variables_schema=schema,
         examples=list(current.examples) if isinstance(examples, _Keep) else examples,
         config=current.config if isinstance(config, _Keep) else config,
         person=acting_person(storage, principal),

@@ -153,19 +153,48 @@ def read_body(
     key: str | None = None,
 ) -> tuple[bytes, str]:
     """The body and ETag of a read of ``environment`` that found ``found`` (``key``: the
-    caller's rollout key). Memoized per version unless it has includes: then the
-    answer depends on what they resolve to now."""
+    caller's rollout key). Memoized per version; with includes, while each resolves
+    to the same version (a rollout's read with includes is built each time)."""
     if isinstance(found, InRollout):
         if not (includes.has_includes(found.baseline) or includes.has_includes(found.candidate)):
             return rollout_body(found, key)
         rollout = found.rollout
         served = key is not None and assign(rollout.rollout_id, key, rollout.percent)
         body = json_body(includes.read_json(storage, org, found, environment, served))
-    elif includes.has_includes(found):
-        body = json_body(includes.read_json(storage, org, found, environment))
     else:
-        return version_body(found)
+        return resolved_body(storage, org, found, environment) or version_body(found)
     return body, etag_of(body)
+
+
+# Resolved read bodies, by id(version) and the environment read: each entry keeps the
+# version (see _bodies) and what each of its includes resolved to, so a hit costs the
+# reads of its includes and nothing else while none of them changed.
+_resolved_bodies: Memo[
+    tuple[int, str],
+    tuple[PromptVersion, tuple[tuple[includes.Include, PromptVersion | None], ...], bytes, str],
+] = Memo(MAX_ENTRIES, MAX_ENTRIES * MAX_BODY)
+
+
+def resolved_body(
+    storage: Storage, org: str, version: PromptVersion, environment: str
+) -> tuple[bytes, str] | None:
+    """The body and ETag of a read of ``version`` in ``environment`` when it has
+    includes (else None): remembered while every include resolves to the same version."""
+    key = (id(version), environment)
+    hit = _resolved_bodies.get(key)
+    if hit is None or hit[0] is not version:
+        if not includes.has_includes(version):
+            return None
+        hit = None
+    lookup = includes.StoredLookup(storage, org, environment)
+    if hit is not None and lookup.same_answers(hit[1]):
+        return hit[2], hit[3]
+    body = json_body(includes.resolved_json(version, lookup))
+    etag = etag_of(body)
+    if len(body) <= MAX_BODY:
+        answers = tuple(lookup.answers.items())
+        _resolved_bodies.put(key, (version, answers, body, etag), len(body))
+    return body, etag
 
 
 class ReadView:

@@ -178,6 +178,8 @@ def _inconsistencies(snapshot: OrgSnapshot) -> list[str]:
                     v.variables_schema,
                     None if not v.examples else list(v.examples),
                     section_names(v.content, item.prompt.prompt_type),
+                    # What its includes brought was checked when it was made.
+                    list(v.variables_schema or ()) if v.own_includes else (),
                 )
                 contracts.validated_config(v.config)  # a ConfigInvalid names config.<path>
             except ContractInvalid as exc:

@@ -112,6 +112,7 @@ class BreakingSchema(Schema):
     variable = _string()
     change = _string(validate=validate.OneOf(BREAKING_KINDS))
     detail = _string()
+    prompt = fields.String(load_default=None)
 
     @post_load
     def _record(self, data: dict[str, Any], **_: Any) -> BreakingChange:

@@ -148,6 +148,9 @@ def show(name: str) -> str:
         },
         open_reviews=reviews.items,
         rollouts=panels(prompt),
+        included_by=sorted(
+            {v.name for v in backend.list_includers(org, prompt.name)} - {prompt.name}
+        ),
     )
 
 

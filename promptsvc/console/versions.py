@@ -275,6 +275,16 @@ def _source(prompt: Prompt, ref: str | None) -> PromptVersion | None:
     return backend.get_latest(org, prompt.prompt_id)
 
 
+# How many of the org's text prompts the editor offers to include.
+INCLUDABLE_SHOWN = 100
+
+
+def _includable(prompt: Prompt) -> list[str]:
+    """The org's text prompts a version of ``prompt`` may include (not itself)."""
+    found = storage().list_prompts(principal().org, limit=INCLUDABLE_SHOWN)
+    return [p.name for p in found.items if p.prompt_type == "text" and p.name != prompt.name]
+
+
 def _form(
     prompt: Prompt,
     draft: Draft,
@@ -294,6 +304,7 @@ def _form(
         editing=editing,
         previews=shown,
         roles=list(dict.fromkeys([*CHAT_ROLES, *(m["role"] for m in draft.messages)])),
+        includable=_includable(prompt),
     )
     return Response(html, status=400 if errors else 200, mimetype="text/html")
 

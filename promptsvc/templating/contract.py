@@ -111,11 +111,13 @@ class BreakingChange:
     # A change of the model configuration (promptsvc/templating/config.py) names the
     # field it is in (``config.tools.search``) instead of a variable ("").
     field: str | None = None
+    # A change to a prompt that includes the one promoted (docs/composition.md): its name.
+    prompt: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        if self.field is not None:
-            return {"field": self.field, "change": self.change, "detail": self.detail}
-        return {"variable": self.variable, "change": self.change, "detail": self.detail}
+        where = {"variable": self.variable} if self.field is None else {"field": self.field}
+        body = {**where, "change": self.change, "detail": self.detail}
+        return body if self.prompt is None else {**body, "prompt": self.prompt}
 
 
 def _problem(kind: str, **values: object) -> str:
@@ -327,7 +329,7 @@ def _entry_problems(entry: object) -> list[str]:
 
 
 def _schema_problems(
-    variables: Sequence[str], schema: object, sections: Collection[str]
+    variables: Sequence[str], schema: object, sections: Collection[str], brought: Collection[str]
 ) -> dict[str, list[str]]:
     if not isinstance(schema, dict):
         return {"variables_schema": [_problem("schema_type")]}
@@ -337,7 +339,7 @@ def _schema_problems(
         names = ", ".join(f"'{name}'" for name in missing)
         problems["variables_schema"] = [_problem("undeclared", names=names)]
     for name, entry in schema.items():
-        if name not in variables:
+        if name not in variables and name not in brought:
             problems[f"variables_schema.{name}"] = [_problem("unknown", name=name)]
             continue
         found = _entry_problems(entry)
@@ -375,16 +377,21 @@ def _example_problems(example: object, contract: Contract, lenient: bool) -> lis
 
 
 def contract_problems(
-    variables: Sequence[str], schema: object, examples: object, sections: Collection[str] = ()
+    variables: Sequence[str],
+    schema: object,
+    examples: object,
+    sections: Collection[str] = (),
+    brought: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """Every problem of a version's contract: ``schema`` (None: implied) and
     ``examples`` (None: none) checked against its ``variables``, of which ``sections``
     are section variables (booleans: declared so, or implied), by where each is
     (``variables_schema``, ``variables_schema.<variable>``, ``examples``,
-    ``examples[<i>]``); empty when there is none."""
+    ``examples[<i>]``); empty when there is none. ``schema`` may also declare the
+    variables its includes bring (``brought``: not its own, need no entry)."""
     problems: dict[str, list[str]] = {}
     if schema is not None:
-        problems.update(_schema_problems(variables, schema, sections))
+        problems.update(_schema_problems(variables, schema, sections, brought))
     if examples is None:
         return problems
     if not isinstance(examples, list):

@@ -17,6 +17,9 @@ and storage/redis (Redis and Redis Cluster, Lua scripts). The storage suite
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from storage.errors import NotFound
 from storage.interface.archive import OrgArchive
 from storage.interface.core import EVENT_LOG_SIZE, StorageCore
 from storage.interface.events import EventStore
@@ -30,6 +33,7 @@ from storage.interface.webhooks import (
     WebhookStore,
     check_webhook_room,
 )
+from storage.records import PRODUCTION, PromptVersion
 
 __all__ = [
     "DELIVERY_HISTORY_SIZE",
@@ -53,3 +57,21 @@ class Storage(
 ):
     """Everything promptsvc keeps. Backends: memory, SQLite, PostgreSQL, Redis, Redis
     Cluster (storage_from_url picks one by its URL)."""
+
+    def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
+        """The version each ``(prompt name, where)`` names, ``where`` a version number,
+        ``production`` or an environment (as get_version, get_production and
+        get_in_environment read them), None where there is none: the reads of a
+        version's includes. A backend may send them at once (Redis: one round trip)."""
+        found: list[PromptVersion | None] = []
+        for name, where in reads:
+            try:
+                if where.isdigit():
+                    found.append(self.get_version(org, name, where))
+                elif where == PRODUCTION:
+                    found.append(self.get_production(org, name))
+                else:
+                    found.append(self.get_in_environment(org, name, where))
+            except NotFound:
+                found.append(None)
+        return found

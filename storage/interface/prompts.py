@@ -85,6 +85,7 @@ class PromptStore(StorageCore):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -101,7 +102,8 @@ class PromptStore(StorageCore):
         storage keeps the variables as given. ``variables_schema`` (None: the implied
         one) and ``examples`` (None: none) are the version's contract, checked against
         ``variables`` (a section's entry must be a boolean) by
-        storage.contracts.validated: ContractInvalid names every problem. ``config``
+        storage.contracts.validated: ContractInvalid names every problem; it may
+        also declare ``brought``, the variables the content's includes bring. ``config``
         (None: none) is its model configuration, checked by
         storage.contracts.validated_config (ConfigInvalid names every problem by path)
         and kept as given.
@@ -141,6 +143,7 @@ class PromptStore(StorageCore):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from storage import release
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
 from storage.ids import new_id
 from storage.interface import PromptStore
-from storage.memory.promotion import MemoryPromotion
+from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
 from storage.records import Page, PromotionRecord, Prompt, PromptVersion
 
@@ -60,12 +61,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self._lock:
             org_state = self._orgs.get(org)
-            if org_state is None:
-                return []
-            found = [
-                org_state.by_id[prompt_id].versions[number]
-                for prompt_id, number in org_state.included_by.get(name, ())
-            ]
+            found = [] if org_state is None else list(MemoryNeighbours(org_state).includers(name))
         return sorted(found, key=lambda v: (v.name, v.version))
 
     # -- versions
@@ -80,6 +76,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             version = numbered(
                 draft, state.counter, prompt.prompt_id, prompt.name, prompt.prompt_type
             )
+            release.check_included_present(version, self._orgs[org].holds)
             state.versions[version.version] = version
             state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from promptsvc.templating.includes import Include
 from storage.identity_records import ApiKey, User
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
 from storage.records import (
@@ -99,6 +100,13 @@ class OrgState:
                 self.included_by[name].discard(member)
                 if not self.included_by[name]:
                     del self.included_by[name]
+
+    def holds(self, include: Include) -> bool:
+        """Whether the prompt ``include`` names exists (and its ``@N`` version)."""
+        state = self.by_name.get(include.name)
+        if state is None:
+            return False
+        return not isinstance(include.ref, int) or include.ref in state.versions
 
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""

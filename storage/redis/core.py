@@ -7,7 +7,7 @@ import abc
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -157,6 +157,11 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua's raw reply for ``keys_`` and ``args``; connection errors
         propagate (``_read`` turns them into StorageUnavailable)."""
+
+    def _read_replies(self, keys_: list[str], args: Sequence[list[str]]) -> list[Any]:
+        """read_version.lua's raw replies for ``keys_`` and each of ``args`` (a server
+        sends them at once: one round trip)."""
+        return [self._read_reply(keys_, one) for one in args]
 
     @abc.abstractmethod
     def _socket_timeout(self) -> float | None:

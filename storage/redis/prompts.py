@@ -25,6 +25,14 @@ from storage.redis.core import ClientT, RedisCore, check, guard
 from storage.times import rfc3339
 
 
+def _selector(where: str) -> tuple[str, str]:
+    """read_version.lua's mode and value for a version number, production or an
+    environment."""
+    if where.isdigit():
+        return scripts.selector(where)
+    return ("production", "") if where == PRODUCTION else ("environment", where)
+
+
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     """Prompts, versions and promotions."""
 
@@ -101,6 +109,14 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
             )
         check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
         return self._memoized(reply[1], reply[2])
+
+    def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
+        args = [[name, *_selector(where)] for name, where in reads]
+        with guard():
+            replies = self._read_replies([keys.names(org), keys.prompt_prefix(org)], args)
+        return [
+            self._memoized(reply[1], reply[2]) if reply[0] == "ok" else None for reply in replies
+        ]
 
     def _memoized(
         self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]

@@ -81,6 +81,39 @@ class ReadLane:
         self._idle.append(connection)
         return reply
 
+    def many(self, keys: Sequence[str], calls: Sequence[Sequence[str]]) -> list[Any]:
+        """The replies of one read per ``calls`` (its args), all on ``keys``, sent at
+        once on one connection: one round trip. Should any fail, each is sent alone
+        (which reloads a missing script and retries a stale connection)."""
+        if self._pid != os.getpid() or len(calls) < 2:
+            return [self(keys, args) for args in calls]
+        try:
+            connection = self._idle.pop()
+        except IndexError:
+            connection = self._new_connection()
+        sha = self._script.sha
+        packed = connection.pack_commands(
+            [("EVALSHA", sha, len(keys), *keys, *args) for args in calls]
+        )
+        replies: list[Any] = []
+        try:
+            connection.send_packed_command(packed, check_health=False)
+            for _ in calls:
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError:
+                    replies.append(None)  # the server answered: read on
+        except redis.ConnectionError:
+            connection.disconnect()
+            return [self(keys, args) for args in calls]
+        except BaseException:
+            connection.disconnect()
+            raise
+        self._idle.append(connection)
+        if any(reply is None for reply in replies):
+            return [self(keys, args) for args in calls]
+        return replies
+
     def _new_connection(self) -> Any:
         return self._connection_class(**self._connection_kwargs)
 

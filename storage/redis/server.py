@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Self
 
 import redis
@@ -44,6 +45,9 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua's raw reply, sent over the read lane."""
         return self._read_lane(keys_, args)
+
+    def _read_replies(self, keys_: list[str], args: Sequence[list[str]]) -> list[Any]:
+        return self._read_lane.many(keys_, args)
 
     def _socket_timeout(self) -> float | None:
         timeout: float | None = self.client.connection_pool.connection_kwargs.get("socket_timeout")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.release.digest import content_digest
+from storage.release.includes import check_included_present
 from storage.release.promotion import promote, rollback
 from storage.release.records import (
     AbortRollout,
@@ -110,6 +111,7 @@ __all__ = [
     "check_canceller",
     "check_decider",
     "check_delete_environment",
+    "check_included_present",
     "content_digest",
     "decide",
     "people",

@@ -8,9 +8,9 @@ from dataclasses import replace
 from storage import contracts, lifecycle
 from storage.ids import new_id
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import PRODUCTION, Promotion, PromotionRecord, Review, Rollout
+from storage.records import PRODUCTION, BreakingChange, Promotion, PromotionRecord, Review, Rollout
 from storage.release.draft import Draft
-from storage.release.includes import check_includes
+from storage.release.includes import check_includes, includer_changes
 
 
 def check_entry(
@@ -50,13 +50,23 @@ def check_baseline(draft: Draft, number: int, environment: str) -> None:
         raise lifecycle.no_baseline(draft.name, environment, number)
 
 
+def breaking_changes(draft: Draft, number: int, environment: str) -> list[BreakingChange]:
+    """What version ``number`` replacing what ``environment`` holds would break: for
+    callers of this prompt there, then for the prompts that include it there (each
+    change naming its ``prompt``)."""
+    return [
+        *contracts.breaking_changes(draft.held_version(environment), draft.version(number)),
+        *includer_changes(draft, number, environment),
+    ]
+
+
 def check_contract(draft: Draft, number: int, environment: str, allow_breaking: bool) -> bool:
     """The checks of version ``number``'s content entering ``environment``: its
     includes (storage/release/includes.py: IncludeRefused), then the promotion check
     against what the environment holds: whether it breaks it (BreakingPromotion when
     it does, unacknowledged)."""
     check_includes(draft, number, environment)
-    changes = contracts.breaking_changes(draft.held_version(environment), draft.version(number))
+    changes = breaking_changes(draft, number, environment)
     return lifecycle.check_breaking(draft.name, environment, changes, allow_breaking)
 
 

@@ -9,14 +9,23 @@ the state's ``neighbours``.
 
 from __future__ import annotations
 
-from promptsvc.templating.includes import MAX_DEPTH, Include, Target, check, longest
-from storage.errors import IncludeRefused, InUse
+from collections.abc import Callable
+from dataclasses import replace
+
+from promptsvc.templating import contract
+from promptsvc.templating.contract import BreakingChange, Contract
+from promptsvc.templating.includes import (
+    MAX_DEPTH,
+    Include,
+    Lookup,
+    Target,
+    check,
+    longest,
+    resolve,
+)
+from storage.errors import IncludeRefused, InUse, InvalidInput
 from storage.records import PromptVersion
 from storage.release.draft import Draft
-
-
-def _target(version: PromptVersion) -> Target:
-    return Target(version.name, version.version, version.version_id, version.content)
 
 
 def check_includes(draft: Draft, number: int, environment: str) -> None:
@@ -30,7 +39,7 @@ def check_includes(draft: Draft, number: int, environment: str) -> None:
 
     def lookup(include: Include) -> Target | None:
         found = neighbours.resolve(include, environment)
-        return None if found is None else _target(found)
+        return None if found is None else found.target
 
     if own and (problem := check(name, own, lookup)) is not None:
         raise IncludeRefused(name, environment, problem.kind, problem.names)
@@ -72,6 +81,67 @@ def _includer_chains(draft: Draft, name: str, environment: str) -> list[list[str
 
     up([name])
     return chains
+
+
+def _affected_versions(draft: Draft, environment: str) -> list[PromptVersion]:
+    """The versions held in ``environment`` whose reads there include this prompt
+    there, at any level (as far up as can matter), each once, nearest first."""
+    found: dict[str, PromptVersion] = {}
+    level = [draft.name]
+    for _ in range(MAX_DEPTH + 1):
+        above = [v for name in level for v in _users_in(draft, name, environment)]
+        level = []
+        for version in above:
+            if version.name != draft.name and version.name not in found:
+                found[version.name] = version
+                level.append(version.name)
+    return list(found.values())
+
+
+def includer_changes(draft: Draft, number: int, environment: str) -> list[BreakingChange]:
+    """What version ``number`` replacing the version ``environment`` holds of this
+    prompt would break for the prompts whose reads there include it (section 19's rules
+    on their resolved contracts and their own examples), each change naming its
+    ``prompt``; empty when nothing, or when the environment holds no version of it."""
+    name, held = draft.name, draft.held_version(environment)
+    if held is None:
+        return []
+    neighbours = draft.state.neighbours
+    candidate = draft.version(number).target
+
+    def before(include: Include) -> Target | None:
+        found = neighbours.resolve(include, environment)
+        return None if found is None else found.target
+
+    def after(include: Include) -> Target | None:
+        if include.name == name and include.ref in (None, environment):
+            return candidate
+        return before(include)
+
+    changes: list[BreakingChange] = []
+    for user in _affected_versions(draft, environment):
+
+        def schema(lookup: Lookup, user: PromptVersion = user) -> Contract:
+            return resolve(
+                user.content, user.prompt_type, user.variables, user.contract, lookup, user.name
+            ).variables_schema
+
+        old = schema(before)
+        # Its examples that render now: one that already failed is no news of this change.
+        examples = [
+            e
+            for e in user.examples
+            if not contract.render_problems(old, e["variables"], lenient=contract.is_implied(old))
+        ]
+        found = contract.breaking_changes(
+            old,
+            schema(after),
+            examples,
+            old_version=f"{held.version} of {name}",
+            new_version=f"{number} of {name}",
+        )
+        changes += [replace(change, prompt=user.name) for change in found]
+    return changes
 
 
 def affected_prompts(draft: Draft, environment: str) -> tuple[str, ...]:
@@ -124,6 +194,20 @@ def check_unused(draft: Draft) -> None:
     )
     if used_by:
         raise InUse(f"prompt '{name}'", used_by)
+
+
+def check_included_present(version: PromptVersion, present: Callable[[Include], bool]) -> None:
+    """``version`` is being written: each of its includes must name a prompt that
+    exists, an ``@N`` one a version that exists (``present``, read in the step that
+    writes), else InvalidInput naming it: what the checks before the write saw
+    (promptsvc/includes.py) may have been deleted since."""
+    for include in version.own_includes:
+        if not present(include):
+            raise InvalidInput(
+                f"{{{{> {include.written}}}}}: {include.name!r}"
+                f"{'' if not isinstance(include.ref, int) else f' version {include.ref}'}"
+                " was deleted"
+            )
 
 
 def check_leaving(draft: Draft, environment: str) -> None:

@@ -139,6 +139,7 @@ class ReleaseMethods(abc.ABC):
         *,
         variables: Sequence[str] = (),
         sections: Sequence[str] = (),
+        brought: Sequence[str] = (),
         variables_schema: dict[str, Any] | None = None,
         examples: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
@@ -146,7 +147,7 @@ class ReleaseMethods(abc.ABC):
         request_id: str | None = None,
         person: str | None = None,
     ) -> PromptVersion:
-        schema, kept = contracts.validated(variables, variables_schema, examples, sections)
+        schema, kept = contracts.validated(variables, variables_schema, examples, sections, brought)
         kept_config = contracts.validated_config(config)
         return cast(
             PromptVersion,

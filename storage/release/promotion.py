@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from storage import contracts, lifecycle
+from storage import lifecycle
 from storage.release.draft import Draft
-from storage.release.entry import check_contract, check_entry, enter
+from storage.release.entry import breaking_changes, check_contract, check_entry, enter
 from storage.release.records import Change, Promote, Rollback, State
 
 
@@ -41,6 +41,6 @@ def rollback(state: State, request: Rollback) -> Change:
         draft.name, current, state.history, request.to_version, state.versions.get, environment
     )
     notes = lifecycle.rollback_notes(target) if request.notes is None else request.notes
-    changes = contracts.breaking_changes(draft.held_version(environment), draft.version(target))
+    changes = breaking_changes(draft, target, environment)
     draft.change.answer = enter(draft, target, environment, notes, breaking=bool(changes))
     return draft.change

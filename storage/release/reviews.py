@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storage import contracts, lifecycle
+from storage import lifecycle
 from storage.errors import AlreadyApproved, ReviewExists, ReviewNotFound, ReviewStale
 from storage.ids import new_id
 from storage.records import Approval, PromptVersion, Review
@@ -12,6 +12,7 @@ from storage.release.digest import content_digest
 from storage.release.draft import Draft
 from storage.release.entry import (
     begin_rollout,
+    breaking_changes,
     check_baseline,
     check_contract,
     enter,
@@ -46,7 +47,7 @@ def request_review(state: State, request: RequestReview) -> Change:
     if request.rollout_percent is not None:
         lifecycle.check_percent(request.rollout_percent)
         check_baseline(draft, number, environment)
-    changes = contracts.breaking_changes(draft.held_version(environment), version)
+    changes = breaking_changes(draft, number, environment)
     lifecycle.check_breaking(draft.name, environment, changes, request.allow_breaking)
     review = Review(
         review_id=new_id("rv_"),

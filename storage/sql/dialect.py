@@ -34,9 +34,10 @@ def is_postgres(connection: Connection) -> bool:
     return connection.dialect.name == "postgresql"
 
 
-def locked(connection: Connection, statement: Select[Any]) -> Select[Any]:
-    """``statement`` locking the rows it reads until commit (PostgreSQL)."""
-    return statement.with_for_update() if is_postgres(connection) else statement
+def locked(connection: Connection, statement: Select[Any], read: bool = False) -> Select[Any]:
+    """``statement`` locking the rows it reads until commit (PostgreSQL; ``read``: a
+    shared lock, which only a writer of the rows waits for)."""
+    return statement.with_for_update(read=read) if is_postgres(connection) else statement
 
 
 def skip_locked(connection: Connection, statement: Select[Any]) -> Select[Any]:

@@ -9,16 +9,20 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
+from promptsvc.templating.includes import Include
+from storage import release
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.drafts import numbered
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import version_number
 from storage.records import Page, PromptVersion
-from storage.sql.core import Concern, prompt_record
+from storage.sql import dialect
+from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.rows import include_values, version_values
 from storage.sql.state import MAX_NUMBER, of_prompt
 from storage.sql.tables import includes, prompts, versions
@@ -30,6 +34,63 @@ _NUMBERED = (
     .where(prompts.c.org == bindparam("w_org"), prompts.c.prompt_id == bindparam("w_prompt_id"))
     .values(counter=bindparam("number"), latest_version=bindparam("number"))
 )
+
+
+def includers(db: Database, connection: Connection, org: str, name: str) -> list[PromptVersion]:
+    """Every version of ``org`` whose content includes prompt ``name`` (the reverse
+    index), by prompt name and number, read on ``connection``."""
+    statement = (
+        select(versions, prompts.c.name.label("p_name"), prompts.c.prompt_type.label("p_type"))
+        .join(
+            includes,
+            (includes.c.org == versions.c.org)
+            & (includes.c.prompt_id == versions.c.prompt_id)
+            & (includes.c.version == versions.c.version),
+        )
+        .join(
+            prompts,
+            (prompts.c.org == versions.c.org) & (prompts.c.prompt_id == versions.c.prompt_id),
+        )
+        .where(includes.c.org == org, includes.c.name == name)
+        .order_by(prompts.c.name, versions.c.version)
+    )
+    rows = connection.execute(statement).all()
+    return [db.version(row.p_name, row.p_type, row) for row in rows]
+
+
+def _present(connection: Connection, org: str, version: PromptVersion) -> Callable[[Include], bool]:
+    """Whether each include of ``version`` names a prompt (and an ``@N`` version) that
+    exists, the prompts' rows locked against deletion until commit (PostgreSQL)."""
+    names = sorted(version.included_names)
+    statement = select(prompts.c.name, prompts.c.prompt_id).where(
+        prompts.c.org == org, prompts.c.name.in_(names)
+    )
+    found: dict[str, str] = dict(
+        connection.execute(
+            dialect.locked(connection, statement.order_by(prompts.c.name), read=True)
+        ).all()
+    )
+    pinned = {(i.name, i.ref) for i in version.own_includes if isinstance(i.ref, int)}
+    kept: set[tuple[str, int]] = set()
+    for name, number in pinned:
+        if (
+            name in found
+            and connection.execute(
+                select(versions.c.version).where(
+                    versions.c.org == org,
+                    versions.c.prompt_id == found[name],
+                    versions.c.version == number,
+                )
+            ).first()
+        ):
+            kept.add((name, number))
+
+    def present(include: Include) -> bool:
+        if isinstance(include.ref, int):
+            return (include.name, include.ref) in kept
+        return include.name in found
+
+    return present
 
 
 class SqlVersions(Concern):
@@ -100,24 +161,8 @@ class SqlVersions(Concern):
         return Page(found, encode_cursor(str(found[-1].version)) if more else None)
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
-        statement = (
-            select(versions, prompts.c.name.label("p_name"), prompts.c.prompt_type.label("p_type"))
-            .join(
-                includes,
-                (includes.c.org == versions.c.org)
-                & (includes.c.prompt_id == versions.c.prompt_id)
-                & (includes.c.version == versions.c.version),
-            )
-            .join(
-                prompts,
-                (prompts.c.org == versions.c.org) & (prompts.c.prompt_id == versions.c.prompt_id),
-            )
-            .where(includes.c.org == org, includes.c.name == name)
-            .order_by(prompts.c.name, versions.c.version)
-        )
         with self.db.read() as connection:
-            rows = connection.execute(statement).all()
-        return [self.db.version(row.p_name, row.p_type, row) for row in rows]
+            return includers(self.db, connection, org, name)
 
     def add_version(
         self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
@@ -137,6 +182,7 @@ class SqlVersions(Concern):
                 },
             )
             if version.included_names:
+                release.check_included_present(version, _present(connection, org, version))
                 connection.execute(insert(includes), include_values(org, version))
             self.db.append_event(
                 connection,

@@ -232,3 +232,73 @@ def test_a_section_may_hold_an_include_and_an_include_its_sections(world: Any) -
     assert prompt.render(name="Ada", careful=True, formal=True) == "Kindly be safe.\nHi Ada."
     assert prompt.render(name="Ada", careful=True) == "Be safe.\nHi Ada."
     assert prompt.render(name="Ada") == "Hi Ada."
+
+
+def test_a_declared_schema_may_declare_what_includes_bring(world: Any) -> None:
+    """Section 25: a declared ``variables_schema`` covers the version's own placeholders
+    and may declare those its includes bring; its entry then wins."""
+    world.create_version("safety", "{{#strict}}Strictly: {{/strict}}be safe, {{ who }}.")
+    world.promote("safety", 2)
+    content = "{{> safety}} Talk about {{ topic }}."
+    who = {"type": "string", "enum": ["Ada", "Bob"], "description": "the reader"}
+    schema = {"topic": {"type": "string"}, "who": who}
+    made = world.post(
+        "/api/v1/prompts/page/versions",
+        json={"content": content, "variables_schema": schema},
+        role=SERVICE_WRITE,
+    )
+    assert made.status_code == 201, made.json
+    world.promote("page", 1)
+    read = world.get(f"{READ}/page/production").json
+    assert read["variables"] == ["strict", "who", "topic"]
+    assert read["variables_schema"]["who"] == who
+    assert read["variables_schema"]["strict"]["type"] == "boolean"
+    # A name neither the content nor its includes has is still refused, and an
+    # included section declared as anything but a boolean.
+    for extra, where in (
+        ({"nobody": {"type": "string"}}, "variables_schema.nobody"),
+        ({"strict": {"type": "string"}}, "variables_schema.strict"),
+    ):
+        refused = world.post(
+            "/api/v1/prompts/page/versions",
+            json={"content": content, "variables_schema": {**schema, **extra}},
+            role=SERVICE_WRITE,
+        )
+        assert refused.status_code == 400, refused.json
+        assert where in json.dumps(refused.json), refused.json
+    # An edit keeps the rule: the draft may declare what its new includes bring.
+    world.create_version("page", "plain {{ topic }}")
+    edit = world.patch(
+        "/api/v1/prompts/page/versions/2",
+        json={"content": content, "variables_schema": schema},
+        role=SERVICE_WRITE,
+    )
+    assert edit.status_code == 200, edit.json
+    assert (
+        world.patch(
+            "/api/v1/prompts/page/versions/2",
+            json={"content": "plain {{ topic }}"},
+            role=SERVICE_WRITE,
+        ).status_code
+        == 400
+    )
+
+
+def test_a_change_breaking_an_includer_is_a_409_naming_it(world: Any) -> None:
+    world.create_version("page", "{{> safety}} Hi {{ name }}")
+    world.promote("safety", 1)
+    world.promote("page", 1)
+    world.create_version("safety", "Be safe, {{ who }}.")
+    answer = world.post("/api/v1/prompts/safety/versions/2/promote")
+    assert answer.status_code == 409 and answer.json["reason"] == "breaking_change", answer.json
+    assert [(c.get("prompt"), c["variable"], c["change"]) for c in answer.json["changes"]] == [
+        (None, "who", "newly_required"),
+        ("page", "who", "newly_required"),
+    ]
+    review = world.post(
+        "/api/v1/prompts/safety/reviews",
+        json={"version": 2, "environment": "production", "allow_breaking": True, "notes": "n"},
+    )
+    assert review.status_code == 201, review.json
+    assert [c.get("prompt") for c in review.json["breaking"]] == [None, "page"]
+    assert review.json["affected_prompts"] == ["page"]

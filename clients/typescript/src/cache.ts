@@ -7,7 +7,9 @@
  *
  * Each key is also filed under the prompt reference it was asked with (a name or a `pmt_`
  * id), so `drop` forgets exactly one prompt's entries (a change event names both); never
- * by key prefix, which would take `greeting2` along with `greeting`.
+ * by key prefix, which would take `greeting2` along with `greeting`. It is filed under
+ * every prompt its version includes too (docs/composition.md): a change of an included
+ * prompt drops the entries that splice it in, without asking the service.
  *
  * A fetch reads `generation` before it starts and hands it to `put`: a `clear()` or a
  * `drop` of its prompt in between wins, so a fetch begun before a change never refills
@@ -36,6 +38,13 @@ export interface CacheEntry {
   readonly etag: string | null;
   /** On the cache's clock, seconds. */
   readonly expiresAt: number;
+}
+
+/** The references an entry is filed under: the prompt asked for, and every prompt its
+ * version (or the rollout candidate it carries) includes. */
+function filedUnder(prompt: string, version: PromptVersion): string[] {
+  const candidate = version.rollout?.candidate;
+  return [...new Set([prompt, ...version.included_prompts, ...(candidate?.included_prompts ?? [])])];
 }
 
 /** A TTL cache; `ttl` <= 0 stores nothing. `clock` (seconds) is the seam tests move. */
@@ -74,23 +83,27 @@ export class PromptCache {
    * drop of `prompt` came after `generation`. Returns the entry either way. */
   put(key: string, prompt: string, version: PromptVersion, etag: string | null, generation: number): CacheEntry {
     const entry: CacheEntry = Object.freeze({ version, etag, expiresAt: this.clock() + this.ttl });
-    if (this.ttl > 0 && (generation === this.#generation || this.#untouched(prompt, generation))) {
-      this.#entries.set(key, entry);
-      let keys = this.#keys.get(prompt);
-      if (keys === undefined) this.#keys.set(prompt, (keys = new Set()));
-      keys.add(key);
+    const refs = filedUnder(prompt, version);
+    if (this.ttl > 0 && (generation === this.#generation || refs.every((ref) => this.#untouched(ref, generation)))) {
+      this.#file(key, refs, entry);
     }
     return entry;
+  }
+
+  #file(key: string, refs: readonly string[], entry: CacheEntry): void {
+    this.#entries.set(key, entry);
+    for (const ref of refs) {
+      let keys = this.#keys.get(ref);
+      if (keys === undefined) this.#keys.set(ref, (keys = new Set()));
+      keys.add(key);
+    }
   }
 
   /** Store a version the service has not confirmed (from the snapshot, or served stale
    * again) for `ttl` seconds, without an ETag: once expired, the next call asks the service. */
   putStale(key: string, prompt: string, version: PromptVersion, ttl: number): void {
     if (this.ttl <= 0) return;
-    this.#entries.set(key, Object.freeze({ version, etag: null, expiresAt: this.clock() + ttl }));
-    let keys = this.#keys.get(prompt);
-    if (keys === undefined) this.#keys.set(prompt, (keys = new Set()));
-    keys.add(key);
+    this.#file(key, filedUnder(prompt, version), Object.freeze({ version, etag: null, expiresAt: this.clock() + ttl }));
   }
 
   #untouched(prompt: string, generation: number): boolean {

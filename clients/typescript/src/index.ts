@@ -36,7 +36,7 @@ export {
 } from "./errors.js";
 export type { FetchLike } from "./http.js";
 export type { ModelConfig, ModelParams, OpenAIChatArguments, ResponseFormat, Tool } from "./model-config.js";
-export { type Example, type Fallback, type FallbackContent, PromptVersion, type Rollout } from "./prompt-version.js";
+export { type Example, type Fallback, type FallbackContent, type Include, PromptVersion, type Rollout } from "./prompt-version.js";
 export type { SnapshotStore } from "./snapshot.js";
 export { assign } from "./rollout.js";
 export type { ChatMessage, VariablesSchema, VariableSpec, VariableType, VariableValue } from "./template.js";

@@ -24,6 +24,24 @@ export interface Example {
   readonly variables: Readonly<Record<string, unknown>>;
 }
 
+/** A version spliced into this one by an include (docs/composition.md): `ref` is the
+ * environment or version number written, null for a floating include; `version` and
+ * `version_id` are null when it resolved to nothing. */
+export interface Include {
+  readonly name: string;
+  readonly ref: string | number | null;
+  readonly version: number | null;
+  readonly version_id: string | null;
+}
+
+function includesOf(value: unknown): readonly Include[] {
+  if (value === undefined || value === null) return Object.freeze([]); // a server before includes
+  if (!Array.isArray(value) || !value.every((i) => isRecord(i) && typeof i["name"] === "string")) {
+    throw new ModelError("field 'includes' must be a list of {name, ref, version, version_id}");
+  }
+  return deepFreeze(value) as readonly Include[];
+}
+
 /** A rollout in progress on the environment read (docs/typescript.md, "Rollouts"). */
 export interface Rollout {
   readonly rollout_id: string;
@@ -98,7 +116,12 @@ export class PromptVersion {
   readonly version_id: string;
   readonly name: string;
   readonly version: number;
+  /** The resolved text: includes spliced in by the service. */
   readonly content: string;
+  /** The content as written, includes unexpanded (equal to `content` without includes). */
+  readonly source_content: string;
+  /** Every version spliced in, at every level, depth first, each once. */
+  readonly includes: readonly Include[];
   readonly variables: readonly string[];
   readonly status: string;
   readonly is_production: boolean;
@@ -130,6 +153,10 @@ export class PromptVersion {
     this.name = field(body, "name", isString, "a string");
     this.version = field(body, "version", isInt, "an integer");
     this.content = field(body, "content", isString, "a string");
+    const source = body["source_content"] ?? this.content;
+    if (!isString(source)) throw new ModelError("field 'source_content' missing or not a string");
+    this.source_content = source;
+    this.includes = includesOf(body["includes"]);
     this.variables = Object.freeze([...field(body, "variables", isStrings, "a list of strings")]);
     this.status = field(body, "status", isString, "a string");
     this.is_production = field(body, "is_production", isBool, "a boolean");
@@ -152,6 +179,11 @@ export class PromptVersion {
     this.is_fallback = isFallback;
     this.is_stale = isStale;
     Object.freeze(this);
+  }
+
+  /** The names of the prompts spliced into it: a change of any of them changes it. */
+  get included_prompts(): ReadonlySet<string> {
+    return new Set(this.includes.map((i) => i.name));
   }
 
   /**

@@ -41,6 +41,12 @@ class BreakingChangeSchema(Schema):
     detail = fields.String(metadata={"description": "The change in words"})
 
 
+class IncludedBreakingChangeSchema(BreakingChangeSchema):
+    """A breaking change of a prompt that includes the one promoted (docs/composition.md)."""
+
+    prompt = fields.String(metadata={"description": "The including prompt it breaks"})
+
+
 class ConfigBreakingChangeSchema(Schema):
     """A breaking change of the model configuration (docs/model-config.md)."""
 
@@ -59,11 +65,13 @@ class ConfigBreakingChangeSchema(Schema):
 BREAKING_CHANGE_SCHEMAS = {
     "BreakingChange": BreakingChangeSchema,
     "ConfigBreakingChange": ConfigBreakingChangeSchema,
+    "IncludedBreakingChange": IncludedBreakingChangeSchema,
 }
 
 
 def breaking_list(description: str) -> fields.List:
-    """``[{variable, change, detail} | {field, change, detail}]``, documented as such."""
+    """``[{variable, change, detail} | {field, change, detail} | {variable, change,
+    detail, prompt}]``, documented as such."""
     refs = [{"$ref": f"#/components/schemas/{name}"} for name in BREAKING_CHANGE_SCHEMAS]
     return fields.List(fields.Raw(metadata={"oneOf": refs}), metadata={"description": description})
 
