@@ -202,7 +202,8 @@ def check_included_present(version: PromptVersion, present: Callable[[Include], 
     writes), else InvalidInput naming it: what the checks before the write saw
     (promptsvc/includes.py) may have been deleted since."""
     for include in version.own_includes:
-        if not present(include):
+        # The prompt being written exists; what it says of itself is the cycle check's.
+        if include.name != version.name and not present(include):
             raise InvalidInput(
                 f"{{{{> {include.written}}}}}: {include.name!r}"
                 f"{'' if not isinstance(include.ref, int) else f' version {include.ref}'}"

@@ -325,7 +325,7 @@ def test_deleting_what_a_new_version_includes_is_one_or_the_other(
     version pinned) deleted while another prompt's version including it is written
     ends with exactly one of the two done, never a version including what is gone."""
     if isinstance(storage, BaseRedisStorage):
-        pytest.skip("Redis deletes a prompt in a script the in_use check is not yet part of")
+        pytest.skip("a Redis version write does not yet check that what it includes exists")
     for round_ in range(12):
         storage.create_prompt(ORG, "safety")
         storage.create_version(ORG, "safety", "Be safe.", USER)
