@@ -8,6 +8,10 @@ from typing import Any
 
 from storage.usage_records import ArmFigures, Guard
 
+# Rates and means are floats: 0.8 - 0.7 is 0.10000000000000009, which must not count
+# as worse by more than a threshold of 0.1.
+TOLERANCE = 1e-9
+
 
 def breach(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any] | None:
     """The guard's figures when they end the rollout, else None.
@@ -17,7 +21,7 @@ def breach(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any] | Non
     baseline's by more than ``threshold`` (no score in either arm: no decision).
     """
     samples, base, cand, worse_by = _compare(guard, arms)
-    if samples < guard.min_samples or worse_by is None or worse_by <= guard.threshold:
+    if samples < guard.min_samples or worse_by is None or worse_by <= guard.threshold + TOLERANCE:
         return None
     return {
         "metric": guard.metric,

@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from flask import Flask
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from tests.api.conftest import Api
-from tests.api.test_api_rollouts import PROMPT, ROLLOUT, error, start
+from tests.api.test_api_people import person_headers
+from tests.api.test_api_rollouts import PROMPT, PUBLIC, ROLLOUT, error, start
+from tests.identity.people_support import PASSWORD
 
 USAGE = "/api/v1/usage"
 GUARD = {"metric": "error_rate", "threshold": 0.1, "min_samples": 10}
@@ -196,3 +199,36 @@ def test_a_persons_abort_is_manual(api: Api, prompt: dict[str, Any]) -> None:
     events = api.get("/api/v1/events?after=0-0&limit=200", role=SERVICE_READ).json["items"]
     (aborted,) = [e for e in events if e["type"] == "rollout.aborted"]
     assert (aborted["reason"], aborted["guard"]) == ("manual", None)
+
+
+def test_a_review_carries_the_guard_of_the_rollout_it_starts(
+    api: Api, prompt: dict[str, Any], app: Flask
+) -> None:
+    identity = app.extensions["identity"]
+    for username in ("ada", "bob"):
+        identity.create_user("acme", username, SERVICE_WRITE, PASSWORD)
+    heads = {name: person_headers(app, name) for name in ("ada", "bob")}
+    api.patch("/api/v1/environments/production", json={"required_approvals": 1})
+    body = {"version": 2, "environment": "production", "rollout_percent": 25}
+    unrolled = {**body, "rollout_percent": None, "rollout_guard": GUARD}
+    error(api.post(f"{PROMPT}/reviews", json=unrolled), 400, "bad_request")
+    opened = api.post(
+        f"{PROMPT}/reviews", json={**body, "rollout_guard": GUARD}, role=None, headers=heads["ada"]
+    )
+    assert opened.status_code == 201, opened.json
+    rid = opened.json["review_id"]
+    approved = api.post(f"/api/v1/reviews/{rid}/approve", role=None, headers=heads["bob"])
+    assert approved.status_code == 200, approved.json
+    assert api.get(ROLLOUT, role=SERVICE_READ).json["guard"] == GUARD
+
+
+def test_webhooks_get_the_guards_figures(api: Api, prompt: dict[str, Any], app: Flask) -> None:
+    made = api.post("/api/v1/webhooks", json={"url": PUBLIC, "events": ["rollout.aborted"]})
+    assert made.status_code == 201, made.json
+    rollout = start(api, rollout_guard=GUARD)
+    report(api, *arm_items(prompt["prompt_id"], rollout["rollout_id"], (10, 0), (5, 5)))
+    storage = app.extensions["promptsvc.storage"]
+    (task,) = storage.claim_deliveries("acme", "test", 10, 60.0)
+    assert task.event_type == "rollout.aborted"
+    assert task.payload["reason"] == "guard"
+    assert task.payload["guard"]["candidate"] == 0.5 and task.payload["guard"]["samples"] == 10
