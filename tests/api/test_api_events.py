@@ -399,6 +399,8 @@ def test_openapi_documents_both_answers(api: Api) -> None:
         "review_id",
         "rollout_id",
         "percent",
+        "reason",
+        "guard",
     }
 
 

@@ -21,6 +21,9 @@ from tests.identity.people_support import PASSWORD
 PROMPT = "/api/v1/prompts/greeting"
 ROLLOUT = f"{PROMPT}/rollouts/production"
 PUBLIC = "https://93.184.215.14/hooks"  # a public address literal: no DNS needed
+# What a rollout's read adds while nothing was reported and no guard set (docs/usage.md).
+NOTHING = {"renders": 0, "ok": 0, "errors": 0, "score_avg": None}
+GUARDED = {"guard": None, "arms": {"baseline": NOTHING, "candidate": NOTHING}}
 
 
 def gets_candidate(rollout_id: str, key: str, percent: int) -> bool:
@@ -63,7 +66,7 @@ def test_promote_with_a_percent_starts_a_rollout(prompt: Api, tokens: Tokens) ->
     assert rollout["percent"] == 10
     assert rollout["started_by"] == tokens.user_ids[("acme", "Service Admin")]
     assert rollout["started_at"] == rollout["updated_at"]
-    assert prompt.get(ROLLOUT, role=SERVICE_READ).json == rollout
+    assert prompt.get(ROLLOUT, role=SERVICE_READ).json == {**rollout, **GUARDED}
     assert prompt.get(f"{PROMPT}/rollouts", role=SERVICE_READ).json == {"items": [rollout]}
     # Nothing else moved.
     assert prompt.get(f"{PROMPT}/versions/2").json["status"] == "draft"
@@ -84,7 +87,7 @@ def test_a_rollout_names_who_started_it(prompt: Api, app: Flask) -> None:
     rollout = start(prompt)
     keys = {key.user_id: key.client_id for key in app.extensions["identity"].list_keys("acme")}
     assert rollout["started_by_name"] == f"key {keys[rollout['started_by']]}"
-    assert prompt.get(ROLLOUT, role=SERVICE_READ).json == rollout
+    assert prompt.get(ROLLOUT, role=SERVICE_READ).json == {**rollout, **GUARDED}
     stepped = prompt.patch(ROLLOUT, json={"percent": 20})
     assert stepped.json["started_by_name"] == rollout["started_by_name"]
     assert (

@@ -294,6 +294,8 @@ def test_deleting_an_environment_writes_an_event_for_each_review_it_cancels(
             "review_id": review.review_id,
             "rollout_id": None,
             "percent": None,
+            "reason": None,
+            "guard": None,
         }
         for review in (first, second)
     ]

@@ -102,6 +102,8 @@ def test_start_keeps_the_environment_and_the_candidate_as_they_are(
         "review_id": None,
         "rollout_id": rollout.rollout_id,
         "percent": 10,
+        "reason": None,
+        "guard": None,
     }
 
 

@@ -1,0 +1,194 @@
+"""Usage counters and rollout guards in SQL (storage/interface/usage.py): counters as
+upserts that add (``ON CONFLICT DO UPDATE SET n = n + excluded.n``), one transaction
+per report, rows written in key order so concurrent reports cannot deadlock."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from storage.sql import dialect
+from storage.sql.core import Concern
+from storage.sql.tables import UtcDateTime, rollout_guards, usage_arms, usage_counts, versions
+from storage.usage_records import (
+    COUNTERS,
+    SPANS,
+    ArmFigures,
+    BucketSpan,
+    Guard,
+    UsageItem,
+    UsageRow,
+    bucket_start,
+    oldest_kept,
+)
+
+
+class SqlUsage(Concern):
+    _pruned: datetime | None = None  # the hour this process last pruned in
+
+    def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
+        now = self.db.clock()
+        starts = {span: bucket_start(now, span) for span in SPANS}
+        with self.db.write() as connection:
+            known = _known_versions(connection, org, items)
+            # Items summed by key first: a report names each key once, as a rule.
+            by_key: dict[tuple[Any, ...], tuple[float, ...]] = {}
+            skipped = 0
+            for item in items:
+                if (item.prompt_id, item.version) not in known:
+                    skipped += 1
+                    continue
+                key = (item.prompt_id, item.version, item.environment or "",
+                       item.rollout_id or "", item.arm or "")  # fmt: skip
+                found = by_key.get(key)
+                counts: tuple[float, ...] = item.counts()
+                by_key[key] = counts if found is None else _sum(found, counts)
+            arms: dict[tuple[Any, ...], tuple[float, ...]] = {}
+            for (_, _, _, rollout_id, arm), counts in by_key.items():
+                if rollout_id and arm:
+                    found = arms.get((rollout_id, arm))
+                    arms[(rollout_id, arm)] = counts if found is None else _sum(found, counts)
+            times = {span: bound(connection, start) for span, start in starts.items()}
+            rows = [
+                (org, pid, span, start, version, env, rollout_id, arm, *counts)
+                for span, start in times.items()
+                for (pid, version, env, rollout_id, arm), counts in sorted(by_key.items())
+            ]
+            _add_to(connection, usage_counts, rows)
+            when = bound(connection, now)
+            arm_rows = [(org, *key, *counts, when) for key, counts in sorted(arms.items())]
+            _add_to(connection, usage_arms, arm_rows)
+            if self._pruned != starts["hour"]:
+                _prune(connection, now)
+                self._pruned = starts["hour"]
+        return skipped
+
+    def read_usage(
+        self, org: str, prompt_ref: str, since: datetime, until: datetime, span: BucketSpan
+    ) -> list[UsageRow]:
+        c = usage_counts.c
+        with self.db.read() as connection:
+            prompt_id = self.db.find_prompt(connection, org, prompt_ref).prompt_id
+            rows = connection.execute(
+                select(usage_counts)
+                .where(
+                    c.org == org,
+                    c.prompt_id == prompt_id,
+                    c.span == span,
+                    c.bucket_start >= bucket_start(since, span),
+                    c.bucket_start < until,
+                )
+                .order_by(c.bucket_start, c.version, c.environment, c.rollout_id, c.arm)
+            ).all()
+        return [
+            UsageRow(
+                row.bucket_start,
+                row.version,
+                row.environment or None,
+                row.rollout_id or None,
+                row.arm or None,
+                row.renders,
+                row.ok,
+                row.errors,
+                row.score_sum,
+                row.score_count,
+            )
+            for row in rows
+        ]
+
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+        c = usage_arms.c
+        with self.db.read() as connection:
+            rows = connection.execute(
+                select(usage_arms).where(c.org == org, c.rollout_id == rollout_id)
+            ).all()
+        return {
+            row.arm: ArmFigures(row.renders, row.ok, row.errors, row.score_sum, row.score_count)
+            for row in rows
+        }
+
+    def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
+        c = rollout_guards.c
+        with self.db.write() as connection:
+            if guard is None:
+                connection.execute(
+                    delete(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
+                )
+                return
+            fields = guard.to_json()
+            row = {"org": org, "guarded_id": guarded_id, **fields}
+            connection.execute(dialect.upsert(connection, rollout_guards, row, **fields))
+
+    def get_guard(self, org: str, guarded_id: str) -> Guard | None:
+        c = rollout_guards.c
+        row = self.db.read_one(
+            select(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
+        )
+        return None if row is None else Guard(row.metric, row.threshold, row.min_samples)
+
+
+def _known_versions(
+    connection: Connection, org: str, items: Sequence[UsageItem]
+) -> set[tuple[str, int]]:
+    """Which of the items' (prompt_id, version) the org has: every version of the
+    prompts they name (a report names few prompts)."""
+    prompt_ids = sorted({item.prompt_id for item in items})
+    if not prompt_ids:
+        return set()
+    c = versions.c
+    rows = connection.execute(
+        select(c.prompt_id, c.version).where(c.org == org, c.prompt_id.in_(prompt_ids))
+    ).all()
+    return {(row.prompt_id, row.version) for row in rows}
+
+
+def _sum(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(x + y for x, y in zip(a, b, strict=True))
+
+
+def bound(connection: Connection, moment: datetime) -> Any:
+    """A time as the driver takes it for a UtcDateTime column (rows sent as they are)."""
+    return UtcDateTime().process_bind_param(moment, connection.dialect)
+
+
+@functools.cache
+def _adding(dialect: str, table: Table) -> str:
+    """The statement that inserts a row of ``table`` (its columns in order) or adds its
+    counters to the row with the same key, in ``dialect``'s SQL with positional
+    parameters: sent with the driver's executemany, as the rows are, since SQLAlchemy's
+    handling of each row's parameters costs more than the database's work here."""
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+    key = [column.name for column in table.primary_key.columns]
+    changes = {name: table.c[name] + insert.excluded[name] for name in COUNTERS}
+    changes.update(
+        {c.name: insert.excluded[c.name] for c in table.c if c.name not in (*key, *COUNTERS)}
+    )
+    statement = insert.on_conflict_do_update(index_elements=key, set_=changes)
+    named = (
+        postgresql.dialect(paramstyle="format")
+        if dialect == "postgresql"
+        else sqlite.dialect(paramstyle="qmark")
+    )
+    return str(statement.compile(dialect=named, column_keys=[c.name for c in table.c]))
+
+
+def _add_to(connection: Connection, table: Table, rows: list[tuple[Any, ...]]) -> None:
+    """Insert each row (``table``'s columns in order), or add its counters to the row
+    with the same key."""
+    if rows:
+        connection.exec_driver_sql(_adding(connection.dialect.name, table), rows)
+
+
+def _prune(connection: Connection, now: datetime) -> None:
+    """Drop what the retention rule no longer keeps."""
+    c = usage_counts.c
+    for span in SPANS:
+        connection.execute(
+            delete(usage_counts).where(c.span == span, c.bucket_start < oldest_kept(now, span))
+        )
+    connection.execute(delete(usage_arms).where(usage_arms.c.updated_at < oldest_kept(now, "day")))
