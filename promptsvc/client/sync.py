@@ -67,6 +67,12 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       then does not raise); the service is asked again every few seconds, and its
       answers replace them. A file that cannot be read whole is ignored with a warning
       (docs/offline.md).
+    * ``report_usage`` (True): count each ``render()``/``to_openai()`` of a version this
+      client fetched, and ``record_outcome()``, and send the counts to
+      ``POST /api/v1/usage`` in a background thread (docs/usage.md); False sends
+      nothing. ``usage_interval`` (30): seconds between sends; ``close()`` and
+      ``flush_usage()`` send too. Counts a send could not deliver wait for the next
+      (at most 10,000 keys).
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
