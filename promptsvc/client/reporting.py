@@ -9,10 +9,11 @@ more.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+
+from promptsvc.client.tasks import LoopTask
 
 logger = logging.getLogger("promptsvc.client")
 
@@ -47,28 +48,15 @@ class ThreadReporter:
                 _failed(exc)
 
 
-class TaskReporter:
+class TaskReporter(LoopTask):
     """Awaits ``send()`` every ``interval`` seconds in a task of the running loop."""
 
+    name = "promptsvc-usage"
+
     def __init__(self, interval: float, send: Callable[[], Awaitable[None]]) -> None:
+        super().__init__()
         self.interval = interval
         self._send = send
-        self._task: asyncio.Task[None] | None = None
-        self._stopped = False
-
-    def start(self) -> None:
-        """Start in the running loop, unless running or stopped."""
-        if self._stopped or (self._task is not None and not self._task.done()):
-            return
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="promptsvc-usage")
-
-    async def stop(self) -> None:
-        self._stopped = True
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _run(self) -> None:
         while True:
