@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from promptsvc.cli.connection import connect
+from promptsvc.client import PromptClient
 from promptsvc.client.errors import PromptServiceError, ServerError
 from promptsvc.client.flow import Done, resume
 from promptsvc.client.models import PromptVersion
@@ -226,3 +228,17 @@ def test_a_429_keeps_the_counts_another_refusal_drops_them(
         drive(counter, lambda body: 400)
     assert "dropping 3 items the service refused" in caplog.text
     assert counter.take() == {}
+
+
+def test_the_command_line_reports_no_usage(tmp_path: Any) -> None:
+    env = {
+        "PROMPTSVC_CONFIG_DIR": str(tmp_path),  # no saved login: the API key
+        "PROMPTSVC_URL": "http://127.0.0.1:9",
+        "PROMPTSVC_ACCOUNT_ID": "acme",
+        "PROMPTSVC_KEY_ID": "k",
+        "PROMPTSVC_KEY_SECRET": "s",
+    }
+    with connect(env) as client:
+        assert client._usage is None
+    with PromptClient.from_env(env) as application:
+        assert application._usage is not None  # an application's client does
