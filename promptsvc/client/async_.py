@@ -32,7 +32,10 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     call that misses the cache when the client was made outside a running loop.
     ``on_change`` runs in that loop, between events: it must not block.
     With ``preload``, ``await client.ready()`` (or ``async with``) preloads, then starts
-    the watch; the snapshot (``snapshot_path``) is read in the constructor.
+    the watch; the snapshot (``snapshot_path``) is read in the constructor. Usage
+    (``report_usage``) is sent by a task of that loop, started as the watch is;
+    ``record_outcome`` is a plain call, ``await flush_usage()`` sends now and
+    ``aclose()`` sends once more.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
