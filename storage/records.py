@@ -409,7 +409,9 @@ class Event:
     version is the candidate and ``previous_version`` the baseline) and ``rollout_id``
     on the ``version.promoted`` of a completed rollout. ``actor`` is the user id that
     made the change and ``request_id`` the request that asked for it, when the caller
-    gave them.
+    gave them. A ``rollout.aborted`` says why in ``reason``: ``guard`` (its guard
+    found the candidate worse, docs/usage.md; the figures in ``guard``) or ``manual``
+    (a caller's abort, or an archive or delete that ended it).
     """
 
     id: str  # increases within an org (event_position)
@@ -427,6 +429,8 @@ class Event:
     review_id: str | None = None
     rollout_id: str | None = None
     percent: int | None = None
+    reason: str | None = None
+    guard: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -445,6 +449,8 @@ class Event:
             "review_id": self.review_id,
             "rollout_id": self.rollout_id,
             "percent": self.percent,
+            "reason": self.reason,
+            "guard": self.guard,
         }
 
 

@@ -12,7 +12,8 @@ error mapping.
 :func:`allowed` tells whether a principal may run an action, so a page offers only
 what the server would accept. One module per kind of change: :mod:`.prompts` (prompts
 and versions), :mod:`.releases` (promotions, rollbacks, rollouts, environments,
-reviews), :mod:`.accounts` (keys and users); the role each needs in :mod:`.roles`.
+reviews), :mod:`.accounts` (keys and users), :mod:`.usage` (usage reports and
+rollout guards); the role each needs in :mod:`.roles`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from promptsvc.actions.releases import (
     update_environment,
 )
 from promptsvc.actions.roles import ROLE_ATTRIBUTE, allowed, requires
+from promptsvc.actions.usage import report_usage, set_rollout_guard
 
 __all__ = [
     "KEEP",
@@ -74,10 +76,12 @@ __all__ = [
     "list_users",
     "promote",
     "reject_review",
+    "report_usage",
     "request_review",
     "requires",
     "revoke_key",
     "rollback",
+    "set_rollout_guard",
     "set_rollout_percent",
     "start_rollout",
     "unarchive_version",

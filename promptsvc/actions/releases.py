@@ -18,6 +18,7 @@ from storage import (
     Rollout,
     Storage,
 )
+from storage.usage_records import Guard
 
 
 @requires(SERVICE_WRITE)
@@ -90,11 +91,13 @@ def start_rollout(
     environment: str = PRODUCTION,
     allow_breaking: bool = False,
     notes: str | None = None,
+    guard: Guard | None = None,
 ) -> Rollout:
     """A promotion with a percent: the version is served to ``percent`` of the
     environment's keyed callers, which keeps its version (storage/interface/rollouts.py).
-    The promotion check against that version runs as for a promotion."""
-    return storage.start_rollout(
+    The promotion check against that version runs as for a promotion. ``guard``: the
+    rollout's guard (docs/usage.md), kept as soon as it has started."""
+    rollout = storage.start_rollout(
         principal.org,
         prompt_ref,
         version_ref,
@@ -106,6 +109,9 @@ def start_rollout(
         allow_breaking=allow_breaking,
         notes=notes,
     )
+    if guard is not None:
+        storage.set_guard(principal.org, rollout.rollout_id, guard)
+    return rollout
 
 
 @requires(SERVICE_WRITE)
@@ -162,7 +168,12 @@ def abort_rollout(
 ) -> Rollout:
     """End a rollout; the environment keeps its version."""
     return storage.abort_rollout(
-        principal.org, prompt_ref, environment, rollout_id=rollout_id, **trace(principal)
+        principal.org,
+        prompt_ref,
+        environment,
+        rollout_id=rollout_id,
+        actor=principal.user_id,
+        request_id=request_id(),
     )
 
 
@@ -217,12 +228,15 @@ def request_review(
     notes: str | None = None,
     rollout_percent: int | None = None,
     allow_breaking: bool = False,
+    rollout_guard: Guard | None = None,
 ) -> Review:
     """Open a review of placing the version in ``environment`` (a key or a person; a
     key's request is its owner's, who cannot approve it). It
     shows the promotion check; a breaking one needs ``allow_breaking`` (and notes),
-    which also lets it apply if the check still finds breaking changes then."""
-    return storage.request_review(
+    which also lets it apply if the check still finds breaking changes then.
+    ``rollout_guard`` (with ``rollout_percent``): the guard of the rollout its approval
+    starts, kept by the review's id until then."""
+    review = storage.request_review(
         principal.org,
         prompt_ref,
         version_ref,
@@ -234,6 +248,9 @@ def request_review(
         allow_breaking=allow_breaking,
         person=acting_person(storage, principal),
     )
+    if rollout_guard is not None and rollout_percent is not None:
+        storage.set_guard(principal.org, review.review_id, rollout_guard)
+    return review
 
 
 def _person(principal: Principal, action: str) -> None:
@@ -255,9 +272,14 @@ def approve_review(
     _person(principal, "approve")
     user = storage.get_user_by_id(principal.org, principal.user_id)
     username = user.username if user is not None else principal.user_id
-    return storage.approve_review(
+    review, applied = storage.approve_review(
         principal.org, review_id, principal.user_id, username, comment, request_id=request_id()
     )
+    if isinstance(applied, Rollout):
+        guard = storage.get_guard(principal.org, review_id)
+        if guard is not None:
+            storage.set_guard(principal.org, applied.rollout_id, guard)
+    return review, applied
 
 
 @requires(SERVICE_WRITE)

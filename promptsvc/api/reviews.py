@@ -13,6 +13,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
+from promptsvc.actions.usage import guard_from
 from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.responses import ReviewPageSchema, ReviewSchema
 from promptsvc.api.versions import NAME_PARAM
@@ -112,6 +113,8 @@ class PromptReviews(View):
         The review shows the promotion check against what the environment holds now
         (breaking); a breaking request is 409 breaking_change unless allow_breaking
         (with notes), which lets the review apply whatever the check finds then.
+        rollout_guard (with rollout_percent) is the guard of the rollout its approval
+        starts (docs/usage.md).
         """
         review = actions.request_review(
             storage(),
@@ -122,6 +125,7 @@ class PromptReviews(View):
             notes=body["notes"],
             rollout_percent=body["rollout_percent"],
             allow_breaking=body["allow_breaking"],
+            rollout_guard=guard_from(body["rollout_guard"]),
         )
         return json_response(_named(review), 201)
 

@@ -12,12 +12,19 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions
+from promptsvc.actions.usage import guard_from, guarded_view
 from promptsvc.api.common import ApiBlueprint, View, names, storage
-from promptsvc.api.responses import PromotionResultSchema, RolloutListSchema, RolloutSchema
+from promptsvc.api.responses import (
+    GuardedRolloutSchema,
+    PromotionResultSchema,
+    RolloutListSchema,
+    RolloutSchema,
+)
 from promptsvc.api.versions import ENVIRONMENT_PARAM, NAME_PARAM, named_rollout
 from promptsvc.auth import current_principal
 from promptsvc.http import json_response
 from promptsvc.inputs import RolloutAbortSchema, RolloutCompleteSchema, RolloutUpdateSchema
+from storage import Rollout
 
 blp = ApiBlueprint(
     "rollouts",
@@ -46,36 +53,52 @@ class Rollouts(View):
 @blp.route("/<name>/rollouts/<environment>", parameters=[NAME_PARAM, ENVIRONMENT_PARAM])
 class RolloutView(View):
     @blp.requires(SERVICE_READ)
-    @blp.returns(200, RolloutSchema)
+    @blp.returns(200, GuardedRolloutSchema)
     @blp.errors(404)
     def get(self, name: str, environment: str) -> Response:
         """Get the rollout in an environment
 
-        404 when the prompt or the environment does not exist, or no rollout runs there.
+        With its guard (null: none) and its arms: what the baseline and the candidate
+        served and how it went, reported since it started (docs/usage.md). 404 when
+        the prompt or the environment does not exist, or no rollout runs there.
         """
         rollout = storage().get_rollout(current_principal().org, name, environment)
-        return json_response(named_rollout(rollout))
+        return json_response(guarded_rollout(rollout))
 
     @blp.requires(SERVICE_WRITE)
     @blp.arguments(RolloutUpdateSchema)
-    @blp.returns(200, RolloutSchema)
+    @blp.returns(200, GuardedRolloutSchema)
     @blp.errors(404, 413, 415)
     def patch(self, body: dict[str, Any], name: str, environment: str) -> Response:
-        """Step a rollout
+        """Step a rollout, or set its guard
 
         A new percent, 1-99 (100 is a completion: POST .../complete). Raising it only
         moves keys from the baseline to the candidate; lowering it moves them back. No
         review is needed, even in a protected environment. Writes rollout.updated.
+        A guard (null: none) replaces the rollout's and is checked at once against the
+        figures so far; it writes no event.
         """
-        rollout = actions.set_rollout_percent(
-            storage(),
-            current_principal(),
-            name,
-            environment,
-            body["percent"],
-            rollout_id=body.get("rollout_id"),
-        )
-        return json_response(named_rollout(rollout))
+        principal, rollout_id = current_principal(), body.get("rollout_id")
+        if "guard" in body:
+            rollout = actions.set_rollout_guard(
+                storage(),
+                principal,
+                name,
+                environment,
+                guard_from(body["guard"]),
+                rollout_id=rollout_id,
+            )
+            rollout_id = rollout.rollout_id
+        if "percent" in body:
+            rollout = actions.set_rollout_percent(
+                storage(), principal, name, environment, body["percent"], rollout_id=rollout_id
+            )
+        return json_response(guarded_rollout(rollout))
+
+
+def guarded_rollout(rollout: Rollout) -> dict[str, Any]:
+    """A running rollout with its guard and arms."""
+    return {**named_rollout(rollout), **guarded_view(storage(), current_principal().org, rollout)}
 
 
 @blp.route("/<name>/rollouts/<environment>/complete", parameters=[NAME_PARAM, ENVIRONMENT_PARAM])
@@ -120,7 +143,7 @@ class Abort(View):
 
         The rollout ends and every caller gets the environment's version (the
         baseline) again; the candidate keeps its status. Answers the rollout as it was
-        when it ended. Writes rollout.aborted. The body is optional.
+        when it ended. Writes rollout.aborted with reason manual. The body is optional.
         """
         rollout = actions.abort_rollout(
             storage(),

@@ -15,6 +15,7 @@ from flask import Response
 
 from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions, includes
+from promptsvc.actions.usage import guard_from
 from promptsvc.api.common import ApiBlueprint, View, names, storage
 from promptsvc.api.reads import ReadFunction, ReadView
 from promptsvc.api.responses import (
@@ -311,6 +312,7 @@ class Promote(View):
         there already, or for any promotion into an environment with a rollout
         (complete or abort it first; the body then has rollout_id).
         archive_previous_production is not used by a start: completion takes its own.
+        rollout_guard (with rollout_percent) gives the rollout a guard (docs/usage.md).
         """
         # Never a review here: the engine answers a protected environment 409
         # review_required (a review is POST .../reviews).
@@ -326,6 +328,7 @@ class Promote(View):
                 environment=body["environment"],
                 allow_breaking=body["allow_breaking"],
                 notes=body["notes"],
+                guard=guard_from(body["rollout_guard"]),
             )
             return json_response(named_rollout(rollout), 201)
         promotion = actions.promote(

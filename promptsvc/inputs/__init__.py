@@ -7,7 +7,8 @@ with the same messages; promptsvc.backup checks names against :data:`NAME_PATTER
 promptsvc.actions takes input these schemas have validated. One module per kind of
 request: :mod:`.versions` (prompts and versions), :mod:`.releases` (promotions,
 rollbacks, environments, reviews, rollouts), :mod:`.accounts` (keys, users, webhooks),
-:mod:`.queries` (query strings and headers), their limits in :mod:`.common`.
+:mod:`.queries` (query strings and headers), :mod:`.usage` (usage reports and queries,
+rollout guards), their limits in :mod:`.common`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ from promptsvc.inputs.releases import (
     RolloutCompleteSchema,
     RolloutUpdateSchema,
 )
+from promptsvc.inputs.usage import (
+    MAX_USAGE_ITEMS,
+    GuardSchema,
+    UsageQuerySchema,
+    UsageReportSchema,
+)
 from promptsvc.inputs.versions import (
     EXAMPLES,
     NAME_PATTERN,
@@ -84,6 +91,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_NOTES",
     "MAX_TAGS",
+    "MAX_USAGE_ITEMS",
     "MAX_WAIT",
     "NAME_PATTERN",
     "ROLLOUT_PERCENT",
@@ -97,6 +105,7 @@ __all__ = [
     "EnvironmentUpdateSchema",
     "EventHeadersSchema",
     "EventQuerySchema",
+    "GuardSchema",
     "KeyCreateSchema",
     "NoBodySchema",
     "PageQuerySchema",
@@ -108,6 +117,8 @@ __all__ = [
     "RolloutAbortSchema",
     "RolloutCompleteSchema",
     "RolloutUpdateSchema",
+    "UsageQuerySchema",
+    "UsageReportSchema",
     "UserCreateSchema",
     "UserUpdateSchema",
     "VersionCreateSchema",

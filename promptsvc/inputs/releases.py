@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from promptsvc.inputs.common import MAX_DESCRIPTION, MAX_NOTES
+from promptsvc.inputs.usage import GuardSchema, guard_field
 from storage.lifecycle import (
     ALLOW_BREAKING_NOTES,
     MAX_APPROVALS,
@@ -114,10 +115,17 @@ ROLLOUT_PERCENT = (
 )
 
 
+ROLLOUT_GUARD = (
+    "With rollout_percent: the rollout's guard (docs/usage.md): it is aborted when the "
+    "candidate does worse than the baseline by more than threshold. Absent or null: none"
+)
+
+
 class PromoteSchema(_Guarded):
     notes = _notes("Changelog text kept in the promotion history")
     environment = _environment_field()
     rollout_percent = _percent(ROLLOUT_PERCENT, load_default=None, allow_none=True)
+    rollout_guard = guard_field(ROLLOUT_GUARD)
     archive_previous_production = fields.Boolean(
         load_default=True,
         metadata={
@@ -130,6 +138,7 @@ class PromoteSchema(_Guarded):
     @validates_schema
     def _acknowledged(self, data: dict[str, Any], **kwargs: Any) -> None:
         _check_acknowledgement(data)
+        _check_guard(data)
 
 
 class RollbackSchema(_Guarded):
@@ -209,6 +218,7 @@ class ReviewCreateSchema(Schema):
         "into the history. false (the default): a breaking request answers 409 "
         "breaking_change, and a review that became breaking since is not applied (409)"
     )
+    rollout_guard = guard_field(ROLLOUT_GUARD)
 
     @validates_schema
     def _checks(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -218,6 +228,12 @@ class ReviewCreateSchema(Schema):
         if isinstance(version, int) and version < 1:
             raise ValidationError("must be at least 1", "version")
         _check_acknowledgement(data)
+        _check_guard(data)
+
+
+def _check_guard(data: dict[str, Any]) -> None:
+    if data.get("rollout_guard") is not None and data.get("rollout_percent") is None:
+        raise ValidationError("needs rollout_percent", "rollout_guard")
 
 
 def _rollout_guard() -> fields.String:
@@ -233,10 +249,21 @@ def _rollout_guard() -> fields.String:
 class RolloutUpdateSchema(Schema):
     percent = _percent(
         "1-99: the share of keyed callers served the candidate. Raising it only moves "
-        "keys from the baseline to the candidate",
-        required=True,
+        "keys from the baseline to the candidate. Absent: unchanged (a guard is given)"
+    )
+    guard = fields.Nested(
+        GuardSchema,
+        allow_none=True,
+        metadata={
+            "description": "The rollout's guard (docs/usage.md); null drops it; absent: unchanged"
+        },
     )
     rollout_id = _rollout_guard()
+
+    @validates_schema
+    def _something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if "percent" not in data and "guard" not in data:
+            raise ValidationError("give percent, guard or both", "percent")
 
 
 class RolloutCompleteSchema(Schema):

@@ -7,6 +7,7 @@
 * :class:`WebhookStore` (webhooks.py): webhooks and their delivery queue;
 * :class:`ReleaseStore` (releases.py): environments and reviews;
 * :class:`RolloutStore` (rollouts.py): gradual rollouts and the environment read;
+* :class:`UsageStore` (usage.py): usage counters and rollout guards;
 * :class:`OrgArchive` (archive.py): an org's data read and written whole.
 
 A backend implements them all, a package with one module per concern: storage/memory
@@ -24,6 +25,7 @@ from storage.interface.identity import IdentityStore
 from storage.interface.prompts import PromptStore
 from storage.interface.releases import ReleaseStore
 from storage.interface.rollouts import RolloutStore
+from storage.interface.usage import UsageStore
 from storage.interface.webhooks import (
     DELIVERY_HISTORY_SIZE,
     MAX_WEBHOOKS,
@@ -43,13 +45,21 @@ __all__ = [
     "RolloutStore",
     "Storage",
     "StorageCore",
+    "UsageStore",
     "WebhookStore",
     "check_webhook_room",
 ]
 
 
 class Storage(
-    PromptStore, ReleaseStore, RolloutStore, IdentityStore, EventStore, WebhookStore, OrgArchive
+    PromptStore,
+    ReleaseStore,
+    RolloutStore,
+    UsageStore,
+    IdentityStore,
+    EventStore,
+    WebhookStore,
+    OrgArchive,
 ):
     """Everything promptsvc keeps. Backends: memory, SQLite, PostgreSQL, Redis, Redis
     Cluster (storage_from_url picks one by its URL)."""

@@ -23,6 +23,7 @@ record and its events in one atomic step:
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage
 from storage.interface.core import StorageCore
@@ -116,10 +117,14 @@ class RolloutStore(StorageCore):
         rollout_id: str | None = None,
         actor: str | None = None,
         request_id: str | None = None,
+        guard: dict[str, Any] | None = None,
     ) -> Rollout:
         """End the rollout, the environment keeping its baseline; returns it as it was
-        when it ended (``updated_at`` the end). Writes ``rollout.aborted``.
-        RolloutNotFound as for :meth:`set_rollout_percent`."""
+        when it ended (``updated_at`` the end). Writes ``rollout.aborted`` with
+        ``reason`` ``manual``, or ``guard`` and these figures when ``guard`` is given
+        (the guard's abort, docs/usage.md). RolloutNotFound as for
+        :meth:`set_rollout_percent`: with ``rollout_id``, several hosts aborting the
+        same rollout end it once."""
 
     @abc.abstractmethod
     def read_environment(

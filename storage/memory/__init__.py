@@ -20,6 +20,7 @@ from storage.memory.login import MemoryLogin
 from storage.memory.prompts import MemoryPrompts
 from storage.memory.releases import MemoryReleases
 from storage.memory.rollouts import MemoryRollouts
+from storage.memory.usage import MemoryUsage
 from storage.memory.webhooks import MemoryWebhooks
 
 __all__ = ["MemoryStorage"]
@@ -29,6 +30,7 @@ class MemoryStorage(
     MemoryPrompts,
     MemoryReleases,
     MemoryRollouts,
+    MemoryUsage,
     MemoryEvents,
     MemoryWebhooks,
     MemoryIdentity,

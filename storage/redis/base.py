@@ -30,11 +30,13 @@ from storage.redis.events import RedisEvents
 from storage.redis.identity import RedisIdentity
 from storage.redis.login import RedisLogin
 from storage.redis.rollouts import RedisRollouts
+from storage.redis.usage import RedisUsage
 from storage.redis.webhooks import RedisWebhooks
 
 
 class BaseRedisStorage(
     RedisRollouts[ClientT],
+    RedisUsage[ClientT],
     RedisEvents[ClientT],
     RedisWebhooks[ClientT],
     RedisIdentity[ClientT],

@@ -243,6 +243,7 @@ def event_fields(e: Event) -> list[str]:
     null ones left out."""
     values = {f.name: getattr(e, f.name) for f in dataclasses.fields(e) if f.name != "id"}
     values["at"] = rfc3339(e.at)
+    values["guard"] = None if e.guard is None else json.dumps(e.guard)
     return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
 
 
@@ -270,6 +271,8 @@ def event(event_id: str, e: Fields) -> Event:
         review_id=e.get("review_id"),
         rollout_id=e.get("rollout_id"),
         percent=int(percent) if percent else None,
+        reason=e.get("reason"),
+        guard=json.loads(e["guard"]) if "guard" in e else None,
     )
 
 

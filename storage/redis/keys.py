@@ -40,6 +40,15 @@ Layout (``P`` = ``ps:{<org>}:p:<prompt_id>``)::
                                           open review's id
     ps:{<org>}:events             stream  the org's event log (one entry per change,
                                           written by the change's own script)
+    ps:{<org>}:usage:<prompt_id>:<span>:<epoch>
+                                  hash    one usage bucket (span hour or day, epoch its
+                                          start in seconds): "<counter>|<version>|
+                                          <rollout_id>|<arm>|<environment>" -> count;
+                                          expires when the retention rule drops it
+    ps:{<org>}:usage-arms:<rollout_id>
+                                  hash    a rollout's arms: "<counter>|<arm>" -> count;
+                                          expires as daily buckets do after its last report
+    ps:{<org>}:guards             hash    rollout (or review) id -> its guard's JSON
     ps:{<org>}:keys               list    client_ids, oldest first
     ps:{<org>}:key:<client_id>    hash    one API key
     ps:{<org>}:users              list    usernames, oldest first (the org exists when
@@ -296,3 +305,20 @@ def open_reviews(org: str) -> str:
 
 def review_sequence(org: str) -> str:
     return org_prefix(org) + "review-seq"
+
+
+def usage_prefix(org: str) -> str:
+    """Prefix of the usage keys; record_usage.lua appends the rest."""
+    return org_prefix(org) + "usage"
+
+
+def usage_bucket(org: str, prompt_id: str, span: str, epoch: int) -> str:
+    return f"{usage_prefix(org)}:{prompt_id}:{span}:{epoch}"
+
+
+def usage_arms(org: str, rollout_id: str) -> str:
+    return f"{usage_prefix(org)}-arms:{rollout_id}"
+
+
+def guards(org: str) -> str:
+    return org_prefix(org) + "guards"

@@ -66,6 +66,7 @@ STANDALONE_SCRIPTS = (
     "finish_delivery",
     "set_environment",
     "apply_change",
+    "record_usage",
 )
 
 

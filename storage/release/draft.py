@@ -87,6 +87,8 @@ class Draft:
         status: str | None = None,
         rollout_id: str | None = None,
         percent: int | None = None,
+        reason: str | None = None,
+        guard: dict[str, Any] | None = None,
     ) -> None:
         """Append the event of this change; ``status``: the event's own (a review's)
         instead of the version's; ``actor`` defaults to the request's."""
@@ -109,6 +111,8 @@ class Draft:
                 review_id=review_id,
                 rollout_id=rollout_id,
                 percent=percent,
+                reason=reason,
+                guard=guard,
             )
         )
 
@@ -123,7 +127,15 @@ class Draft:
             status=review.status,
         )
 
-    def rollout_event(self, kind: str, rollout: Rollout, actor: str | None = None) -> None:
+    def rollout_event(
+        self,
+        kind: str,
+        rollout: Rollout,
+        actor: str | None = None,
+        *,
+        reason: str | None = None,
+        guard: dict[str, Any] | None = None,
+    ) -> None:
         candidate = self.state.versions.get(rollout.candidate_version)
         self.event(
             kind,
@@ -133,4 +145,6 @@ class Draft:
             environment=rollout.environment,
             rollout_id=rollout.rollout_id,
             percent=rollout.percent,
+            reason=reason,
+            guard=guard,
         )

@@ -4,6 +4,7 @@ docs/api.md section 9), and the writes of a promotion and of a rollout's start a
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from storage import contracts, lifecycle
 from storage.ids import new_id
@@ -150,10 +151,14 @@ def begin_rollout(draft: Draft, number: int, environment: str, percent: int) -> 
     return rollout
 
 
-def end_rollout(draft: Draft, rollout: Rollout, kind: str) -> Rollout:
+def end_rollout(
+    draft: Draft, rollout: Rollout, kind: str, guard: dict[str, Any] | None = None
+) -> Rollout:
     """The rollout ends (``kind``: rollout.completed or rollout.aborted), with its
-    event; returns it as it was at the end."""
+    event; returns it as it was at the end. An abort's event says why: ``guard`` with
+    the guard's figures when given, else ``manual``."""
     draft.change.rollouts[rollout.environment] = None
     ended = replace(rollout, updated_at=draft.request.now)
-    draft.rollout_event(kind, ended)
+    reason = None if kind != "rollout.aborted" else "guard" if guard else "manual"
+    draft.rollout_event(kind, ended, reason=reason, guard=guard)
     return ended

@@ -380,6 +380,7 @@ class ReleaseMethods(abc.ABC):
         rollout_id: str | None = None,
         actor: str | None = None,
         request_id: str | None = None,
+        guard: dict[str, Any] | None = None,
     ) -> Rollout:
         return cast(
             Rollout,
@@ -391,5 +392,6 @@ class ReleaseMethods(abc.ABC):
                 request_id,
                 environment=environment,
                 rollout_id=rollout_id,
+                guard=guard,
             ),
         )

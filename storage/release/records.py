@@ -152,8 +152,12 @@ class CompleteRollout(Request):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbortRollout(Request):
+    """``guard``: the figures of the guard that ends it (docs/usage.md); None: a
+    caller's abort."""
+
     environment: str = PRODUCTION
     rollout_id: str | None = None
+    guard: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -81,7 +81,7 @@ def complete_rollout(state: State, request: CompleteRollout) -> Change:
 def abort_rollout(state: State, request: AbortRollout) -> Change:
     draft = Draft(state, request)
     rollout = _rollout(draft, request.environment, request.rollout_id)
-    draft.change.answer = end_rollout(draft, rollout, "rollout.aborted")
+    draft.change.answer = end_rollout(draft, rollout, "rollout.aborted", request.guard)
     return draft.change
 
 

@@ -51,7 +51,7 @@ APPENDED = "promptsvc_appended"
 _EVENT_FIELDS = (
     "type", "prompt_id", "prompt_name", "version", "version_id", "status",
     "previous_version", "actor", "at", "request_id", "environment", "review_id",
-    "rollout_id", "percent",
+    "rollout_id", "percent", "reason",
 )  # fmt: skip
 
 
@@ -106,6 +106,8 @@ def event_record(row: Row[Any]) -> Event:
         review_id=row.review_id,
         rollout_id=row.rollout_id,
         percent=row.percent,
+        reason=row.reason,
+        guard=json.loads(row.guard) if row.guard else None,
     )
 
 
@@ -320,6 +322,7 @@ class Database:
                 "ms": log.last_ms,
                 "seq": first + offset,
                 **{name: getattr(event, name) for name in _EVENT_FIELDS},
+                "guard": None if event.guard is None else json.dumps(event.guard),
             }
             for offset, event in enumerate(found)
         ]

@@ -24,6 +24,7 @@ from storage.sql.prompts import SqlPrompts
 from storage.sql.release_reads import SqlReleaseReads
 from storage.sql.releases import SqlReleases
 from storage.sql.sessions import SqlSessions
+from storage.sql.usage import SqlUsage
 from storage.sql.versions import SqlVersions
 from storage.sql.webhooks import SqlWebhooks
 from storage.times import Clock, utcnow
@@ -75,6 +76,7 @@ class SqlStorage(Storage):
         self.login = SqlLogin(self.db)
         self.sessions = SqlSessions(self.db, self.login)
         self.archive = SqlArchive(self.db, self.environments)
+        self.usage = SqlUsage(self.db)
         self.events.start_listener()
 
     @classmethod
@@ -163,6 +165,13 @@ class SqlStorage(Storage):
     abort_rollout = _To("releases", SqlReleases.abort_rollout)
     read_environment = _To("release_reads", SqlReleaseReads.read_environment)
     read_environment_page = _To("environment_pages", SqlEnvironmentPages.read_environment_page)
+
+    # -- usage and guards
+    record_usage = _To("usage", SqlUsage.record_usage)
+    read_usage = _To("usage", SqlUsage.read_usage)
+    rollout_arms = _To("usage", SqlUsage.rollout_arms)
+    set_guard = _To("usage", SqlUsage.set_guard)
+    get_guard = _To("usage", SqlUsage.get_guard)
 
     # -- events and webhooks
     events_after = _To("events", SqlEvents.events_after)

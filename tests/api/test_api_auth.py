@@ -79,6 +79,8 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("PATCH", "/api/v1/prompts/greeting/rollouts/staging", SERVICE_WRITE, {"percent": 20}, 200),
     ("POST", "/api/v1/prompts/greeting/rollouts/staging/complete", SERVICE_WRITE, None, 200),
     ("POST", "/api/v1/prompts/greeting/rollouts/staging/abort", SERVICE_WRITE, None, 200),
+    ("POST", "/api/v1/usage", SERVICE_READ, {"items": []}, 202),
+    ("GET", "/api/v1/prompts/greeting/usage", SERVICE_READ, None, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 

@@ -74,6 +74,7 @@ NUL_PATHS = [
     ("GET", "/api/v1/prompts/a%00b/reviews"),
     ("GET", "/api/v1/prompts/a%00b/rollouts"),
     ("GET", "/api/v1/prompts/a%00b/rollouts/production"),
+    ("GET", "/api/v1/prompts/a%00b/usage"),
     ("GET", "/api/v1/reviews/rv_%00"),
     ("POST", "/api/v1/reviews/rv_%00/approve"),
     ("POST", "/api/v1/reviews/rv_%00/cancel"),
@@ -106,6 +107,8 @@ NUL_QUERIES = [
     "/api/v1/events?after=1-0%00",
     "/api/v1/prompts/greeting/production?rollout_key=a%00",
     "/api/v1/prompts/greeting/latest?x%00=1",
+    "/api/v1/prompts/greeting/usage?bucket=hour%00",
+    "/api/v1/prompts/greeting/usage?since=2026-01-01T00:00:00Z%00",
 ]
 
 
@@ -128,6 +131,7 @@ NUL_BODIES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/v1/keys", {"role": "Service Read", "description": "d\x00"}),
     ("POST", "/api/v1/users", {"username": "bo\x00b", "role": "Service Read"}),
     ("POST", "/api/v1/webhooks", {"url": "https://example.com/\x00", "description": "x"}),
+    ("POST", "/api/v1/usage", {"items": [{"prompt_id": "pmt_\x00", "version": 1}]}),
 ]
 
 
@@ -265,3 +269,21 @@ def test_a_version_number_out_of_range_is_404(ada: Any, app: Flask) -> None:
         for body in ({"version": int(number[:4000])}, {"version": number[:4000]}):
             response = ada.post("/api/v1/prompts/greeting/reviews", json=body)
             assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
+
+
+def test_usage_of_the_largest_numbers_is_counted_or_skipped(planted: Any) -> None:
+    """The largest version number and counts a report may hold reach every backend's
+    storage (PostgreSQL's 32-bit version column included) without a 500."""
+    prompt_id = planted.get("/api/v1/prompts/greeting").json["prompt_id"]
+    most = 10**9
+    items = [
+        {"prompt_id": prompt_id, "version": 2**63 - 1, "renders": most},
+        {"prompt_id": prompt_id, "version": 1, "renders": most, "ok": most, "errors": most,
+         "score_sum": most, "score_count": most, "environment": "production"},
+    ]  # fmt: skip
+    for _ in range(3):
+        response = planted.post("/api/v1/usage", json={"items": items})
+        assert response.status_code == 202, response.json
+        assert response.json == {"accepted": 1, "skipped": 1}
+    (row,) = planted.get("/api/v1/prompts/greeting/usage").json["items"]
+    assert row["renders"] == 3 * most and row["score_avg"] == 1.0

@@ -202,6 +202,8 @@ RECORDS: dict[type, tuple[str, object, object]] = {
             "rv_1",
             "ro_1",
             25,
+            "guard",
+            {"metric": "score", "threshold": 0.1, "baseline": 0.9, "candidate": 0.7, "samples": 40},
         ),
         Event(
             "1767323045678-1",
@@ -287,16 +289,18 @@ def check(spec: Spec, schema: Spec, value: object, where: str) -> None:
     """``value`` is exactly what the OpenAPI 3.0 ``schema`` describes (for ``oneOf``:
     one of its schemas)."""
     schema = resolve(spec, schema)
-    if "oneOf" in schema:
+    # apispec documents a nullable nested object as anyOf [its schema, null].
+    options = schema.get("oneOf") or schema.get("anyOf")
+    if options:
         problems = []
-        for option in schema["oneOf"]:
+        for option in options:
             try:
                 check(spec, option, value, where)
             except AssertionError as problem:
                 problems.append(str(problem))
             else:
                 return
-        raise AssertionError(f"{where} matches none of oneOf: {problems}")
+        raise AssertionError(f"{where} matches none of its options: {problems}")
     if value is None:
         assert schema.get("nullable") is True, f"{where} is null; its schema is not nullable"
         return
@@ -318,6 +322,12 @@ def check(spec: Spec, schema: Spec, value: object, where: str) -> None:
         assert set(value) == set(properties), f"{where}: fields differ from the schema"
         for name, item in value.items():
             check(spec, properties[name], item, f"{where}.{name}")
+
+
+def is_nullable(spec: Spec, schema: Spec) -> bool:
+    schema = resolve(spec, schema)
+    options = schema.get("anyOf", ())
+    return bool(schema.get("nullable") or any(is_nullable(spec, o) for o in options))
 
 
 def optional_fields(record_type: type) -> set[str]:
@@ -357,7 +367,7 @@ def test_null_exactly_where_the_schema_is_nullable(
 ) -> None:
     name, populated, minimal = RECORDS[record_type]
     properties = spec["components"]["schemas"][name]["properties"]
-    nullable = {field for field, s in properties.items() if resolve(spec, s).get("nullable")}
+    nullable = {field for field, s in properties.items() if is_nullable(spec, s)}
     assert None not in answered(served, populated).values()
     nulls = {field for field, value in answered(served, minimal).items() if value is None}
     assert nulls == nullable
@@ -482,12 +492,29 @@ def test_every_answer_matches_its_documented_schema(spec: Spec, api: Any) -> Non
     call("POST", review + "/cancel", 200, f"/api/v1/reviews/{opened['review_id']}/cancel")
     call("POST", prompts + "/{name}/versions", 201, versions, json={"content": "Hey"})
     started = f"{versions}/3/promote"
-    call("POST", version + "/promote", 201, started, json={"rollout_percent": 10})
+    guard = {"metric": "score", "threshold": 0.5, "min_samples": 10}
+    begun = call(
+        "POST",
+        version + "/promote",
+        201,
+        started,
+        json={"rollout_percent": 10, "rollout_guard": guard},
+    )
     rollouts = prompts + "/{name}/rollouts"
     rollout = rollouts + "/{environment}"
+    pid, rid = begun["prompt_id"], begun["rollout_id"]
+    items = [
+        {"prompt_id": pid, "version": 3, "environment": "production", "rollout_id": rid,
+         "arm": "candidate", "renders": 2, "ok": 1, "score_sum": 0.5, "score_count": 1},
+        {"prompt_id": pid, "version": 2, "renders": 1},
+    ]  # fmt: skip
+    call("POST", "/api/v1/usage", 202, "/api/v1/usage", json={"items": items})
+    call("GET", prompts + "/{name}/usage", 200, f"{prompts}/greeting/usage")
+    call("GET", prompts + "/{name}/usage", 200, f"{prompts}/greeting/usage?bucket=day")
     call("GET", rollouts, 200, f"{prompts}/greeting/rollouts")
     call("GET", rollout, 200, f"{prompts}/greeting/rollouts/production")
     call("PATCH", rollout, 200, f"{prompts}/greeting/rollouts/production", json={"percent": 50})
+    call("PATCH", rollout, 200, f"{prompts}/greeting/rollouts/production", json={"guard": None})
     call("GET", prompts + "/{name}/production", 200, f"{prompts}/greeting/production")
     keyed = f"{prompts}/greeting/environments/production?rollout_key=user-1"
     call("GET", placed, 200, keyed)

@@ -5,7 +5,8 @@ schema, and tests/api/test_api_records.py proves each schema and its record's JS
 the same fields, types and nullability. Request schemas are promptsvc.inputs'. One
 module per kind of record: :mod:`.versions` (versions, prompts, rollouts),
 :mod:`.releases` (promotions, environments, reviews, diffs), :mod:`.admin` (keys, users,
-webhooks), :mod:`.service` (events, errors, status).
+webhooks), :mod:`.service` (events, errors, status), :mod:`.usage` (usage, a rollout's
+guard and arms).
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ from promptsvc.api.responses.releases import (
     SchemaChangesSchema,
 )
 from promptsvc.api.responses.service import ErrorSchema, EventPageSchema, EventSchema, StatusSchema
+from promptsvc.api.responses.usage import (
+    GuardedRolloutSchema,
+    UsagePageSchema,
+    UsageReceiptSchema,
+)
 from promptsvc.api.responses.versions import (
     BreakingChangeSchema,
     EnvironmentPromptsSchema,
@@ -73,6 +79,7 @@ __all__ = [
     "EventPageSchema",
     "EventSchema",
     "ExampleSchema",
+    "GuardedRolloutSchema",
     "HistoryPageSchema",
     "HistoryRecordSchema",
     "ListChangesSchema",
@@ -91,6 +98,8 @@ __all__ = [
     "RolloutSchema",
     "SchemaChangesSchema",
     "StatusSchema",
+    "UsagePageSchema",
+    "UsageReceiptSchema",
     "UserCreatedSchema",
     "UserListSchema",
     "UserSchema",

@@ -10,6 +10,14 @@ from promptsvc.inputs import EVENT_ID_EXAMPLE
 from storage import EVENT_TYPES, REVIEW_STATUSES, STATUSES
 
 
+class GuardFiguresSchema(Schema):
+    metric = fields.String(validate=validate.OneOf(("error_rate", "score")))
+    threshold = fields.Float()
+    baseline = fields.Float(metadata={"description": "The baseline arm's value of the metric"})
+    candidate = fields.Float(metadata={"description": "The candidate arm's value"})
+    samples = fields.Integer(metadata={"description": "Outcomes of the arm with fewer"})
+
+
 class EventSchema(Schema):
     id = fields.String(
         metadata={
@@ -70,6 +78,20 @@ class EventSchema(Schema):
     )
     percent = fields.Integer(
         allow_none=True, metadata={"description": "rollout.*: the rollout's percent; else null"}
+    )
+    reason = fields.String(
+        allow_none=True,
+        validate=validate.OneOf(("manual", "guard")),
+        metadata={
+            "description": "rollout.aborted: guard (its guard found the candidate worse, "
+            "docs/usage.md) or manual (a caller's abort, or an archive or delete that "
+            "ended it); else null"
+        },
+    )
+    guard = fields.Nested(
+        GuardFiguresSchema,
+        allow_none=True,
+        metadata={"description": "rollout.aborted by its guard: the figures; else null"},
     )
 
 

@@ -1,0 +1,114 @@
+"""Usage reports and rollout guards (docs/usage.md): counts added to their buckets, and
+each guarded rollout the report touches checked where the report arrives, so no other
+process watches: a guard's abort goes through the release engine, expecting the
+rollout's id, so hosts that see the same regression at once end the rollout once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from identity.principal import Principal
+from identity.roles import SERVICE_READ, SERVICE_WRITE
+from promptsvc.actions.roles import requires
+from promptsvc.http import request_id
+from storage import PromptNotFound, Rollout, RolloutNotFound, Storage
+from storage.release.guard import breach
+from storage.usage_records import ArmFigures, Guard, UsageItem
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What a report did: items counted and skipped, rollouts its guards ended."""
+
+    accepted: int
+    skipped: int
+    aborted: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "skipped": self.skipped}
+
+
+@requires(SERVICE_READ)
+def report_usage(storage: Storage, principal: Principal, items: list[dict[str, Any]]) -> Receipt:
+    """Count the items (validated by UsageReportSchema) in the buckets of now, then
+    check the guards of the rollouts they name."""
+    found = [UsageItem(**item) for item in items]
+    skipped = storage.record_usage(principal.org, found) if found else 0
+    rollouts = sorted({(i.prompt_id, i.rollout_id) for i in found if i.rollout_id and i.arm})
+    aborted = tuple(
+        rollout_id
+        for prompt_id, rollout_id in rollouts
+        if rollout_id and check_guard(storage, principal.org, prompt_id, rollout_id)
+    )
+    return Receipt(len(found) - skipped, skipped, aborted)
+
+
+def check_guard(storage: Storage, org: str, prompt_id: str, rollout_id: str) -> bool:
+    """End the rollout when its guard finds the candidate worse (storage/release/guard.py);
+    True when this call ended it."""
+    guard = storage.get_guard(org, rollout_id)
+    if guard is None:
+        return False
+    figures = breach(guard, storage.rollout_arms(org, rollout_id))
+    if figures is None:
+        return False
+    rollout = running(storage, org, prompt_id, rollout_id)
+    if rollout is None:
+        return False
+    try:
+        storage.abort_rollout(
+            org,
+            prompt_id,
+            rollout.environment,
+            rollout_id=rollout_id,
+            request_id=request_id(),
+            guard=figures,
+        )
+    except (RolloutNotFound, PromptNotFound):
+        return False  # ended meanwhile: another worker's guard check, or a person
+    return True
+
+
+def running(storage: Storage, org: str, prompt_ref: str, rollout_id: str) -> Rollout | None:
+    try:
+        rollouts: Iterable[Rollout] = storage.list_rollouts(org, prompt_ref)
+    except PromptNotFound:
+        return None
+    return next((r for r in rollouts if r.rollout_id == rollout_id), None)
+
+
+@requires(SERVICE_WRITE)
+def set_rollout_guard(
+    storage: Storage,
+    principal: Principal,
+    prompt_ref: str,
+    environment: str,
+    guard: Guard | None,
+    *,
+    rollout_id: str | None = None,
+) -> Rollout:
+    """Set (or with None, drop) the guard of the environment's rollout (RolloutNotFound
+    when none runs, or another than ``rollout_id``); the guard is checked at once."""
+    rollout = storage.get_rollout(principal.org, prompt_ref, environment)
+    if rollout_id is not None and rollout.rollout_id != rollout_id:
+        raise RolloutNotFound(prompt_ref, environment, rollout_id)
+    storage.set_guard(principal.org, rollout.rollout_id, guard)
+    check_guard(storage, principal.org, rollout.prompt_id, rollout.rollout_id)
+    return rollout
+
+
+def guarded_view(storage: Storage, org: str, rollout: Rollout) -> dict[str, Any]:
+    """The guard of a running rollout and its arms' figures, as its reads show them."""
+    guard = storage.get_guard(org, rollout.rollout_id)
+    arms = storage.rollout_arms(org, rollout.rollout_id)
+    return {
+        "guard": None if guard is None else guard.to_json(),
+        "arms": {arm: arms.get(arm, ArmFigures()).to_json() for arm in ("baseline", "candidate")},
+    }
+
+
+def guard_from(body: dict[str, Any] | None) -> Guard | None:
+    """A guard as GuardSchema loaded it."""
+    return None if body is None else Guard(**body)

@@ -1,0 +1,124 @@
+"""Usage counters and rollout guards on Redis (storage/interface/usage.py): a report
+is one script, record_usage.lua, that adds to the buckets' hashes and the arms' hashes
+with HINCRBY; buckets expire (EXPIRE) when the retention rule drops them. Every key
+carries the org's hash tag (storage/redis/keys.py), so the script runs on Redis
+Cluster unchanged. Lifetimes count from the storage clock's now."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from storage.redis import codec, keys
+from storage.redis.core import ClientT, RedisCore, check, guard
+from storage.usage_records import (
+    KEPT,
+    STEP,
+    ArmFigures,
+    BucketSpan,
+    Guard,
+    UsageItem,
+    UsageRow,
+    bucket_start,
+    bucket_starts,
+    oldest_kept,
+)
+
+
+class RedisUsage(RedisCore[ClientT]):
+    def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
+        now = self.clock()
+        hour, day = bucket_start(now, "hour"), bucket_start(now, "day")
+        # Lifetimes from the storage clock's now (not the server's: a test clock).
+        args: list[str] = [
+            str(_epoch(hour)),
+            str(_seconds(hour + KEPT["hour"] + STEP["hour"] - now)),
+            str(_epoch(day)),
+            str(_seconds(day + KEPT["day"] + STEP["day"] - now)),
+            str(_seconds(KEPT["day"])),
+        ]
+        for item in items:
+            args += [
+                item.prompt_id,
+                str(item.version),
+                item.rollout_id or "",
+                item.arm or "",
+                item.environment or "",
+                *(_number(n) for n in item.counts()),
+            ]
+        prefixes = [keys.prompt_prefix(org), keys.usage_prefix(org)]
+        return int(self._run("record_usage", prefixes, args))
+
+    def read_usage(
+        self, org: str, prompt_ref: str, since: datetime, until: datetime, span: BucketSpan
+    ) -> list[UsageRow]:
+        prompt_id = codec.prompt(
+            check(self._prompt_script("get_prompt", org, [prompt_ref]), prompt_ref)[1]
+        ).prompt_id
+        # Buckets older than the retention rule's are gone: not worth a lookup each.
+        starts = bucket_starts(max(since, oldest_kept(self.clock(), span)), until, span)
+        with guard():
+            pipe = self.client.pipeline(transaction=False)
+            for start in starts:
+                pipe.hgetall(keys.usage_bucket(org, prompt_id, span, _epoch(start)))
+            buckets = pipe.execute()
+        rows: list[UsageRow] = []
+        for start, bucket in zip(starts, buckets, strict=True):
+            by_key: dict[tuple[int, str, str, str], dict[str, str]] = {}
+            for field, value in bucket.items():
+                counter, version, rollout_id, arm, environment = field.split("|", 4)
+                by_key.setdefault((int(version), environment, rollout_id, arm), {})[counter] = value
+            for (version, environment, rollout_id, arm), counts in sorted(by_key.items()):
+                rows.append(
+                    UsageRow(
+                        start,
+                        version,
+                        environment or None,
+                        rollout_id or None,
+                        arm or None,
+                        *_figures(counts),
+                    )
+                )
+        return rows
+
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+        found: dict[str, dict[str, str]] = {}
+        for field, value in self._hgetall(keys.usage_arms(org, rollout_id)).items():
+            counter, arm = field.split("|", 1)
+            found.setdefault(arm, {})[counter] = value
+        return {arm: ArmFigures(*_figures(counts)) for arm, counts in found.items()}
+
+    def set_guard(self, org: str, guarded_id: str, guard_: Guard | None) -> None:
+        with guard():
+            if guard_ is None:
+                self.client.hdel(keys.guards(org), guarded_id)
+            else:
+                self.client.hset(keys.guards(org), guarded_id, json.dumps(guard_.to_json()))
+
+    def get_guard(self, org: str, guarded_id: str) -> Guard | None:
+        with guard():
+            raw = self.client.hget(keys.guards(org), guarded_id)
+        return None if raw is None else Guard(**json.loads(raw))
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.astimezone(UTC).timestamp())
+
+
+def _seconds(span: timedelta) -> int:
+    return max(1, int(span.total_seconds()))
+
+
+def _number(n: float) -> str:
+    return "0" if n == 0 else repr(n)
+
+
+def _figures(counts: dict[str, str]) -> tuple[int, int, int, float, int]:
+    return (
+        int(counts.get("renders", 0)),
+        int(counts.get("ok", 0)),
+        int(counts.get("errors", 0)),
+        float(counts.get("score_sum", 0)),
+        int(counts.get("score_count", 0)),
+    )
