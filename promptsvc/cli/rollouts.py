@@ -29,6 +29,23 @@ Changes need Service Write; every command takes --json for scripts.
 """
 
 
+def guard(text: str) -> dict[str, Any]:
+    """``--guard``: ``METRIC:THRESHOLD[:MIN_SAMPLES]``, as the API's rollout_guard."""
+    metric, _, rest = text.partition(":")
+    threshold, _, samples = rest.partition(":")
+    try:
+        found: dict[str, Any] = {"metric": metric, "threshold": float(threshold)}
+        if samples:
+            found["min_samples"] = int(samples)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "a guard is METRIC:THRESHOLD[:MIN_SAMPLES], e.g. error_rate:0.05:100"
+        ) from None
+    if metric not in ("error_rate", "score"):
+        raise argparse.ArgumentTypeError("the guard's metric is error_rate or score")
+    return found
+
+
 def percent(text: str) -> int:
     """``--percent``: a whole number from 1 to 99."""
     try:
@@ -112,6 +129,14 @@ def register(subparsers: Any) -> None:
         help="only if the environment holds version N now ('none': no version)",
     )
     start.add_argument("--allow-breaking", action="store_true", help=ALLOW_BREAKING)
+    start.add_argument(
+        "--guard",
+        type=guard,
+        metavar="METRIC:THRESHOLD[:MIN]",
+        help="abort by itself when the candidate does worse than the baseline by more "
+        "than THRESHOLD, once each arm has MIN outcomes (default 100): error_rate:0.05 "
+        "or score:0.1:50 (docs/usage.md)",
+    )
 
     step = add_command(
         commands,
@@ -193,6 +218,7 @@ def start_command(client: ServiceClient, args: argparse.Namespace) -> int:
                 args.notes,
                 args.expect,
                 allow_breaking=args.allow_breaking,
+                guard=args.guard,
             ),
             args,
         ),
@@ -265,6 +291,21 @@ def show_command(client: ServiceClient, args: argparse.Namespace) -> int:
     starter = rollout.get("started_by_name") or rollout["started_by"]
     print(f"started: {time_cell(rollout['started_at'])} by {starter}")
     print(f"updated: {time_cell(rollout['updated_at'])}")
+    for arm in ("baseline", "candidate"):
+        figures = rollout["arms"][arm]
+        outcomes = figures["ok"] + figures["errors"]
+        rate = f"{figures['errors'] / outcomes:.1%}" if outcomes else "-"
+        score = "-" if figures["score_avg"] is None else f"{figures['score_avg']:.2f}"
+        print(
+            f"  {arm:<9} {figures['renders']} renders, {outcomes} outcomes, "
+            f"error rate {rate}, mean score {score}"
+        )
+    found = rollout["guard"]
+    if found is not None:
+        print(
+            f"guard: abort when the candidate's {found['metric']} is worse by more than "
+            f"{found['threshold']} (after {found['min_samples']} outcomes per arm)"
+        )
     step = next_step(share)
     where = f"{args.name} --env {args.environment}"
     if step == 100:

@@ -338,11 +338,15 @@ class ServiceClient(PromptClient):
         notes: str | None,
         expect: int | object | None = UNGUARDED,
         allow_breaking: bool = False,
+        guard: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A promotion with ``rollout_percent``: the Rollout it started. The candidate is
         checked against the environment's version as in a promotion (``allow_breaking``
-        with ``notes`` acknowledges breaking changes)."""
+        with ``notes`` acknowledges breaking changes); ``guard``: its rollout_guard
+        (docs/usage.md)."""
         body: dict[str, Any] = {"environment": environment, "rollout_percent": percent}
+        if guard is not None:
+            body["rollout_guard"] = guard
         if notes is not None:
             body["notes"] = notes
         if allow_breaking:

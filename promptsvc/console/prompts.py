@@ -12,6 +12,7 @@ from promptsvc import actions
 from promptsvc.console.common import FormInvalid, load, names, principal, storage
 from promptsvc.console.comparison import holding
 from promptsvc.console.rollouts import panels
+from promptsvc.console.usage import renders_chart
 from promptsvc.inputs import PromptCreateSchema
 from storage import PRODUCTION, Page, Prompt, PromptExists, decode_cursor, encode_cursor
 
@@ -148,6 +149,7 @@ def show(name: str) -> str:
         },
         open_reviews=reviews.items,
         rollouts=panels(prompt),
+        usage=renders_chart(backend, org, prompt.prompt_id, backend.clock()),
     )
 
 

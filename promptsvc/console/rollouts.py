@@ -12,6 +12,7 @@ comes back saying so, nothing changed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from werkzeug.exceptions import BadRequest
@@ -27,6 +28,7 @@ from promptsvc.console.common import (
     storage,
 )
 from promptsvc.console.comparison import comparison, unacknowledged
+from promptsvc.console.usage import rollout_usage
 from promptsvc.inputs import RolloutCompleteSchema, RolloutUpdateSchema
 from promptsvc.rollout import STEPS
 from storage import Prompt, Rollout, RolloutNotFound
@@ -40,13 +42,19 @@ class Panel:
 
     rollout: Rollout
     steps: tuple[int, ...]  # percents above the current one; 100 means "complete"
+    usage: dict[str, Any]  # baseline against candidate, the guard (console/usage.py)
 
 
 def panels(prompt: Prompt) -> list[Panel]:
     """The prompt's rollouts under way, by environment name."""
+    backend, org = storage(), principal().org
     return [
-        Panel(rollout, tuple(step for step in STEPS if step > rollout.percent))
-        for rollout in storage().list_rollouts(principal().org, prompt.prompt_id)
+        Panel(
+            rollout,
+            tuple(step for step in STEPS if step > rollout.percent),
+            rollout_usage(backend, org, rollout),
+        )
+        for rollout in backend.list_rollouts(org, prompt.prompt_id)
     ]
 
 

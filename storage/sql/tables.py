@@ -514,6 +514,18 @@ rate_limit_counters = Table(
 
 # --------------------------------------------------------------------------- usage
 
+
+def _counters() -> list[Column[Any]]:
+    """A usage counter's columns (storage/usage_records.py COUNTERS)."""
+    return [
+        Column("renders", BigInteger, nullable=False),
+        Column("ok", BigInteger, nullable=False),
+        Column("errors", BigInteger, nullable=False),
+        Column("score_sum", Float, nullable=False),
+        Column("score_count", BigInteger, nullable=False),
+    ]
+
+
 # Usage counters per bucket (storage/usage_records.py): one row per prompt, span
 # ("hour" or "day"), bucket start and key; "" stands for a null environment, rollout or
 # arm (a key column cannot be null). Reports add to the rows; old buckets are deleted.
@@ -528,11 +540,7 @@ usage_counts = Table(
     Column("environment", String(64), primary_key=True),
     Column("rollout_id", String(40), primary_key=True),
     Column("arm", String(9), primary_key=True),
-    Column("renders", BigInteger, nullable=False),
-    Column("ok", BigInteger, nullable=False),
-    Column("errors", BigInteger, nullable=False),
-    Column("score_sum", Float, nullable=False),
-    Column("score_count", BigInteger, nullable=False),
+    *_counters(),
     ForeignKeyConstraint(
         ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
     ),
@@ -546,11 +554,7 @@ usage_arms = Table(
     Column("org", String(63), primary_key=True),
     Column("rollout_id", String(40), primary_key=True),
     Column("arm", String(9), primary_key=True),
-    Column("renders", BigInteger, nullable=False),
-    Column("ok", BigInteger, nullable=False),
-    Column("errors", BigInteger, nullable=False),
-    Column("score_sum", Float, nullable=False),
-    Column("score_count", BigInteger, nullable=False),
+    *_counters(),
     Column("updated_at", UtcDateTime, nullable=False),
 )
 

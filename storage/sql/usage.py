@@ -4,16 +4,17 @@ per report, rows written in key order so concurrent reports cannot deadlock."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, select, tuple_
+from sqlalchemy import Connection, Table, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from storage.sql import dialect
 from storage.sql.core import Concern
-from storage.sql.tables import rollout_guards, usage_arms, usage_counts, versions
+from storage.sql.tables import UtcDateTime, rollout_guards, usage_arms, usage_counts, versions
 from storage.usage_records import (
     COUNTERS,
     SPANS,
@@ -35,26 +36,37 @@ class SqlUsage(Concern):
         starts = {span: bucket_start(now, span) for span in SPANS}
         with self.db.write() as connection:
             known = _known_versions(connection, org, items)
-            kept = [item for item in items if (item.prompt_id, item.version) in known]
-            counts: dict[tuple[Any, ...], list[float]] = {}
-            arms: dict[tuple[Any, ...], list[float]] = {}
-            for item in kept:
-                where: tuple[Any, ...] = (
-                    item.version,
-                    item.environment or "",
-                    item.rollout_id or "",
-                )
-                where += (item.arm or "",)
-                for span, start in starts.items():
-                    _add(counts, (org, item.prompt_id, span, start, *where), item)
-                if item.rollout_id and item.arm:
-                    _add(arms, (org, item.rollout_id, item.arm), item)
-            _upsert_adding(connection, usage_counts, counts)
-            _upsert_adding(connection, usage_arms, arms, updated_at=now)
+            # Items summed by key first: a report names each key once, as a rule.
+            by_key: dict[tuple[Any, ...], tuple[float, ...]] = {}
+            skipped = 0
+            for item in items:
+                if (item.prompt_id, item.version) not in known:
+                    skipped += 1
+                    continue
+                key = (item.prompt_id, item.version, item.environment or "",
+                       item.rollout_id or "", item.arm or "")  # fmt: skip
+                found = by_key.get(key)
+                counts: tuple[float, ...] = item.counts()
+                by_key[key] = counts if found is None else _sum(found, counts)
+            arms: dict[tuple[Any, ...], tuple[float, ...]] = {}
+            for (_, _, _, rollout_id, arm), counts in by_key.items():
+                if rollout_id and arm:
+                    found = arms.get((rollout_id, arm))
+                    arms[(rollout_id, arm)] = counts if found is None else _sum(found, counts)
+            times = {span: bound(connection, start) for span, start in starts.items()}
+            rows = [
+                (org, pid, span, start, version, env, rollout_id, arm, *counts)
+                for span, start in times.items()
+                for (pid, version, env, rollout_id, arm), counts in sorted(by_key.items())
+            ]
+            _add_to(connection, usage_counts, rows)
+            when = bound(connection, now)
+            arm_rows = [(org, *key, *counts, when) for key, counts in sorted(arms.items())]
+            _add_to(connection, usage_arms, arm_rows)
             if self._pruned != starts["hour"]:
                 _prune(connection, now)
                 self._pruned = starts["hour"]
-        return len(items) - len(kept)
+        return skipped
 
     def read_usage(
         self, org: str, prompt_ref: str, since: datetime, until: datetime, span: BucketSpan
@@ -123,43 +135,53 @@ class SqlUsage(Concern):
 def _known_versions(
     connection: Connection, org: str, items: Sequence[UsageItem]
 ) -> set[tuple[str, int]]:
-    """Which of the items' (prompt_id, version) the org has."""
-    pairs = sorted({(item.prompt_id, item.version) for item in items})
-    if not pairs:
+    """Which of the items' (prompt_id, version) the org has: every version of the
+    prompts they name (a report names few prompts)."""
+    prompt_ids = sorted({item.prompt_id for item in items})
+    if not prompt_ids:
         return set()
     c = versions.c
     rows = connection.execute(
-        select(c.prompt_id, c.version).where(
-            c.org == org, tuple_(c.prompt_id, c.version).in_(pairs)
-        )
+        select(c.prompt_id, c.version).where(c.org == org, c.prompt_id.in_(prompt_ids))
     ).all()
     return {(row.prompt_id, row.version) for row in rows}
 
 
-def _add(into: dict[tuple[Any, ...], list[float]], key: tuple[Any, ...], item: UsageItem) -> None:
-    found = into.setdefault(key, [0, 0, 0, 0.0, 0])
-    for i, n in enumerate(item.counts()):
-        found[i] += n
+def _sum(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(x + y for x, y in zip(a, b, strict=True))
 
 
-def _upsert_adding(
-    connection: Connection, table: Table, rows: dict[tuple[Any, ...], list[float]], **extra: Any
-) -> None:
-    """Insert each row, or add its counters to the row with the same key."""
-    if not rows:
-        return
-    insert = (postgresql.insert if dialect.is_postgres(connection) else sqlite.insert)(table)
+def bound(connection: Connection, moment: datetime) -> Any:
+    """A time as the driver takes it for a UtcDateTime column (rows sent as they are)."""
+    return UtcDateTime().process_bind_param(moment, connection.dialect)
+
+
+@functools.cache
+def _adding(dialect: str, table: Table) -> str:
+    """The statement that inserts a row of ``table`` (its columns in order) or adds its
+    counters to the row with the same key, in ``dialect``'s SQL with positional
+    parameters: sent with the driver's executemany, as the rows are, since SQLAlchemy's
+    handling of each row's parameters costs more than the database's work here."""
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
     key = [column.name for column in table.primary_key.columns]
     changes = {name: table.c[name] + insert.excluded[name] for name in COUNTERS}
-    changes.update({name: insert.excluded[name] for name in extra})
-    statement = insert.on_conflict_do_update(index_elements=key, set_=changes)
-    connection.execute(
-        statement,
-        [
-            {**dict(zip(key, k, strict=True)), **dict(zip(COUNTERS, v, strict=True)), **extra}
-            for k, v in sorted(rows.items())
-        ],
+    changes.update(
+        {c.name: insert.excluded[c.name] for c in table.c if c.name not in (*key, *COUNTERS)}
     )
+    statement = insert.on_conflict_do_update(index_elements=key, set_=changes)
+    named = (
+        postgresql.dialect(paramstyle="format")
+        if dialect == "postgresql"
+        else sqlite.dialect(paramstyle="qmark")
+    )
+    return str(statement.compile(dialect=named, column_keys=[c.name for c in table.c]))
+
+
+def _add_to(connection: Connection, table: Table, rows: list[tuple[Any, ...]]) -> None:
+    """Insert each row (``table``'s columns in order), or add its counters to the row
+    with the same key."""
+    if rows:
+        connection.exec_driver_sql(_adding(connection.dialect.name, table), rows)
 
 
 def _prune(connection: Connection, now: datetime) -> None:

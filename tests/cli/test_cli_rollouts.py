@@ -91,7 +91,10 @@ def test_json_output_is_the_apis(cli: Cli, service: CliService) -> None:
     started = _json(cli("rollout", "start", "greeting", "latest", "--percent", "40", "--json"))
     assert set(started) >= {"rollout_id", "baseline_version", "candidate_version", "percent"}
     assert started["rollout_id"].startswith("ro_") and started["percent"] == 40
-    assert _json(cli("rollout", "show", "greeting", "--json")) == started
+    shown = _json(cli("rollout", "show", "greeting", "--json"))
+    # The read adds the rollout's guard and arms (docs/usage.md).
+    assert {k: v for k, v in shown.items() if k not in ("guard", "arms")} == started
+    assert shown["guard"] is None and shown["arms"]["candidate"]["renders"] == 0
     stepped = _json(cli("rollout", "set", "greeting", "--percent", "60", "--json"))
     assert (stepped["rollout_id"], stepped["percent"]) == (started["rollout_id"], 60)
     aborted = _json(cli("rollout", "abort", "greeting", "--json"))
@@ -211,3 +214,25 @@ def test_a_breaking_candidate_needs_allow_breaking_to_start_and_complete(
     assert done.status == 0, done.err
     record = service.storage.list_history(ORG, "greeting", 1).items[0]
     assert (record.version_number, record.breaking, record.notes) == (2, True, "all send it")
+
+
+def test_a_rollout_started_with_a_guard_shows_it_and_its_arms(
+    cli: Cli, service: CliService
+) -> None:
+    service.text_prompt("greeting", "one\n", "two\n", production=1)
+    started = cli("rollout", "start", "greeting", "2", "--percent", "5", "--guard", "score:0.1:20")
+    assert started.status == 0, started.err
+    rollout = service.storage.get_rollout(ORG, "greeting", "production")
+    guard = service.storage.get_guard(ORG, rollout.rollout_id)
+    assert guard is not None and guard.to_json() == {
+        "metric": "score",
+        "threshold": 0.1,
+        "min_samples": 20,
+    }
+    shown = cli("rollout", "show", "greeting").out
+    assert "  baseline  0 renders, 0 outcomes, error rate -, mean score -" in shown
+    assert "guard: abort when the candidate's score is worse by more than 0.1" in shown
+    assert _json(cli("rollout", "show", "greeting", "--json"))["guard"]["min_samples"] == 20
+    for bad in ("latency:0.1", "score:x", "score"):
+        refused = cli("rollout", "start", "greeting", "2", "--percent", "5", "--guard", bad)
+        assert refused.status == EXIT_USAGE, (bad, refused.err)
