@@ -14,6 +14,8 @@ Measures ``PromptClient.get_prompt_version`` (and the async twin where noted):
   batch pairs with plain hits, set against ``TARGET_SCHEMA_RATIO``: a contract must not
   cost a hit anything; and of a version with conditional sections, set against
   ``TARGET_SECTIONS_HIT_RATIO``;
+* usage counting on against ``report_usage=False``: a cache hit, and a hit followed by
+  ``render()``, in batch pairs, set against ``TARGET_USAGE_RATIO``;
 * ``render()`` of a version with conditional sections in batch pairs with ``render()``
   of one without (the same placeholders), set against ``TARGET_SECTIONS_RENDER_RATIO``;
 * cold fetch: ``clear_cache()`` then a call, so each one is a full GET (token already
@@ -43,7 +45,6 @@ import statistics
 import sys
 import threading
 import time
-import timeit
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ from flask import Flask
 from werkzeug.serving import make_server
 
 from bench.report import table, write_section
+from bench.sdk_pairs import paired_hits, paired_renders, paired_usage, per_call_us, summary
 from promptsvc.app import create_app
 from promptsvc.client import AsyncPromptClient, PromptClient
 from promptsvc.client.flow import request_headers
@@ -70,11 +72,11 @@ TARGET_ROLLOUT_RATIO = 1.1  # rollout_key hit (a key seen before) median / plain
 TARGET_SCHEMA_RATIO = 1.05  # hit of a version with a variables_schema / plain hit
 TARGET_SECTIONS_HIT_RATIO = 1.05  # hit of a version with sections / plain hit
 TARGET_SECTIONS_RENDER_RATIO = 1.5  # render() of a version with sections / without
+TARGET_USAGE_RATIO = 1.05  # with usage counting on / report_usage=False (hit; hit + render)
 SECTIONS = (
     "{{#formal}}You are {{ persona }}.{{/formal}}{{^formal}}Be {{ persona }}.{{/formal}} "
     "Answer {{ question }} in {{ language }}."
 )
-VALUES = {"persona": "a guide", "question": "why?", "language": "English"}
 ROLLOUT_PERCENT = 40
 SCHEMA = {
     "persona": {"type": "string", "description": "who answers"},
@@ -147,13 +149,6 @@ def start_rollout(app: Flask, candidate: str) -> None:
         raise RuntimeError(f"the rollout did not start: {started.status_code} {started.text}")
 
 
-def per_call_us(stmt: str, namespace: dict[str, object], number: int, repeat: int) -> list[float]:
-    """``repeat`` batches of ``number`` runs of ``stmt`` (timeit: gc off, no wrapper
-    call around the statement); microseconds per run."""
-    timer = timeit.Timer(stmt, globals=namespace)
-    return [t / number * 1e6 for t in timer.repeat(repeat=repeat, number=number)]
-
-
 def samples_us(call: Callable[[], object], n: int) -> list[float]:
     """Each of ``n`` calls timed on its own, in microseconds."""
     out = []
@@ -202,111 +197,12 @@ def async_hits_us(
         gc.enable()
 
 
-def paired_hits(client: PromptClient, repeat: int) -> tuple[list[list[object]], dict[str, float]]:
-    """Rows of hits with ``rollout_key``: a key seen before, and of a version with a
-    contract (each in batches paired with plain hits, each pair's order alternating), a
-    new key each call, and a key on a prompt without a rollout; and the median of the
-    pairs' ratios (to plain), which load on the machine moves far less than it moves
-    either median."""
-    get = client.get_prompt_version
-    assert get("banner").rollout is not None, "banner has no rollout under way"
-    assert "enum" in get("contract").variables_schema["language"], "contract has no schema"
-    get("banner", rollout_key="user-7")
-    plain: list[float] = []
-    seen: list[float] = []
-    plain_too: list[float] = []
-    declared: list[float] = []
-    plain_three: list[float] = []
-    sectioned: list[float] = []
-    for turn in range(repeat):
-        for pair in (
-            [(plain, 'get("greeting")'), (seen, 'get("banner", rollout_key="user-7")')],
-            [(plain_too, 'get("greeting")'), (declared, 'get("contract")')],
-            [(plain_three, 'get("greeting")'), (sectioned, 'get("sections")')],
-        ):
-            for times, stmt in pair if turn % 2 == 0 else reversed(pair):
-                times += per_call_us(stmt, {"get": get}, 2_000, 1)
-    keys = iter([f"user-{n}" for n in range(1_000 * 20)])
-    fresh = per_call_us(
-        'get("banner", rollout_key=next(keys))', {"get": get, "keys": keys}, 1_000, 20
-    )
-    unrolled = per_call_us('get("greeting", rollout_key="user-7")', {"get": get}, 2_000, 50)
-    rows = [
-        summary("cache hit, taking turns with the next row (batches of 2,000)", plain),
-        summary(
-            "cache hit, rollout_key during a rollout, a key seen before (batches of 2,000)", seen
-        ),
-        summary(
-            "cache hit, rollout_key during a rollout, a new key each call (batches of 1,000)", fresh
-        ),
-        summary("cache hit, rollout_key, no rollout under way (batches of 2,000)", unrolled),
-        summary("cache hit, taking turns with the next row (batches of 2,000)", plain_too),
-        summary("cache hit, a version with a variables_schema (batches of 2,000)", declared),
-        summary("cache hit, taking turns with the next row (batches of 2,000)", plain_three),
-        summary("cache hit, a version with conditional sections (batches of 2,000)", sectioned),
-    ]
-    ratios = {
-        "rollout": statistics.median(r / p for r, p in zip(seen, plain, strict=True)),
-        "schema": statistics.median(d / p for d, p in zip(declared, plain_too, strict=True)),
-        "sections_hit": statistics.median(
-            s / p for s, p in zip(sectioned, plain_three, strict=True)
-        ),
-    }
-    return rows, ratios
-
-
-def paired_renders(
-    client: PromptClient, repeat: int
-) -> tuple[list[list[object]], dict[str, float]]:
-    """render() of the version without sections and of the one with them (``formal``
-    true in half the pairs, false in the other half), in batch pairs whose order
-    alternates; the median of the pairs' ratios."""
-    plain_version = client.get_prompt_version("greeting")
-    sectioned_version = client.get_prompt_version("sections")
-    assert "formal" in sectioned_version.variables, "sections has no section variable"
-    namespace: dict[str, object] = {"plain": plain_version, "s": sectioned_version, **VALUES}
-    values = "persona=persona, question=question, language=language"
-    without: list[float] = []
-    sectioned: list[float] = []  # each beside its pair's batch in ``without``
-    by_value: dict[bool, list[float]] = {True: [], False: []}
-    for turn in range(repeat):
-        formal = turn % 4 < 2
-        before = len(sectioned)
-        pair = [
-            (without, f"plain.render({values})"),
-            (sectioned, f"s.render({values}, formal={formal})"),
-        ]
-        for times, stmt in pair if turn % 2 == 0 else reversed(pair):
-            times += per_call_us(stmt, namespace, 500, 1)
-        by_value[formal] += sectioned[before:]
-    rows = [
-        summary("render(), no sections (batches of 500)", without),
-        summary("render(), sections, formal=True (batches of 500)", by_value[True]),
-        summary("render(), sections, formal=False (batches of 500)", by_value[False]),
-    ]
-    ratio = statistics.median(s / p for s, p in zip(sectioned, without, strict=True))
-    return rows, {"sections_render": ratio}
-
-
 def wait_watching(client: PromptClient) -> None:
     deadline = time.monotonic() + 10
     while not client.watching:
         if time.monotonic() > deadline:
             raise RuntimeError("the events stream did not open")
         time.sleep(0.01)
-
-
-def summary(name: str, values: list[float], unit: str = "us") -> list[object]:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-    digits = 3 if ordered[0] < 10 else 0
-    return [
-        name,
-        len(values),
-        f"{statistics.median(values):,.{digits}f} {unit}",
-        f"{ordered[0]:,.{digits}f} {unit}",
-        f"{p95:,.{digits}f} {unit}",
-    ]
 
 
 def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[str, float]]:
@@ -316,6 +212,7 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
         with (
             PromptClient(url, **options) as client,  # the real clock: time.monotonic
             PromptClient(url, watch=True, **options) as watching,
+            PromptClient(url, report_usage=False, **options) as quiet,
         ):
             wait_watching(watching)
             for each in (client, watching):
@@ -339,6 +236,9 @@ def measure(args: argparse.Namespace) -> tuple[list[list[object]], float, dict[s
             render_rows, render_ratios = paired_renders(client, args.hit_repeat)
             rows += render_rows
             paired_ratios |= render_ratios
+            usage_rows, usage_ratios = paired_usage(client, quiet, args.hit_repeat)
+            rows += usage_rows
+            paired_ratios |= usage_ratios
 
         with (
             PromptClient(url, **options) as client,
@@ -417,6 +317,11 @@ def main() -> None:
     sections_render = (
         "met" if ratios["sections_render"] <= TARGET_SECTIONS_RENDER_RATIO else "NOT met"
     )
+    usage_verdict = (
+        "met"
+        if max(ratios["usage_hit"], ratios["usage_render"]) <= TARGET_USAGE_RATIO
+        else "NOT met"
+    )
     body = "\n\n".join(
         [
             f"Load average when the run started: {load:.1f} ({os.cpu_count()} cores; other "
@@ -436,7 +341,11 @@ def main() -> None:
             f"({ratios['sections_hit']:.3f}). Target: render() of a version with sections "
             f"costs at most {TARGET_SECTIONS_RENDER_RATIO}x render() of one without (the same "
             f"placeholders; median of the ratios of batch pairs): **{sections_render}** "
-            f"({ratios['sections_render']:.3f}).",
+            f"({ratios['sections_render']:.3f}). Target: usage counting on costs a cache hit, "
+            f"and a hit followed by render() (which counts), at most {TARGET_USAGE_RATIO}x "
+            f"what they cost with report_usage=False (median of the ratios of batch pairs): "
+            f"**{usage_verdict}** ({ratios['usage_hit']:.3f} hit, "
+            f"{ratios['usage_render']:.3f} hit + render).",
             "A hit is a dict lookup and one clock read: no lock, uuid, logging or datetime. "
             "watch=True adds nothing to it: the events stream is read by a thread (a task "
             "for the async client) that sleeps in a socket read between events, and an "
@@ -456,7 +365,11 @@ def main() -> None:
             "each call, the four request cases taking turns in batches of 10. "
             "render() analyses a content once (its sections, variables and implied "
             "contract are cached by content); a call checks the values and fills the kept "
-            "text in one regex pass.",
+            "text in one regex pass. "
+            "Usage counting adds nothing to a hit (it counts renders, not reads); a render "
+            "of a version a client fetched adds one increment of a defaultdict entry under "
+            "a key made when the version was fetched: no lock, no allocation. The sends "
+            "run in a background thread every usage_interval seconds (30).",
         ]
     )
     print(body)

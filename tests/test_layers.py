@@ -437,11 +437,16 @@ def sdk_dependencies() -> set[str]:
     }
 
 
+# Optional integrations the SDK imports where they are installed, never required
+# (promptsvc/client/tracing.py; tests/client/test_sdk_tracing.py runs it without).
+SDK_OPTIONAL = {"opentelemetry"}
+
+
 def test_the_sdk_imports_nothing_outside_promptsvc() -> None:
     loaded, outside = sdk_imports()
     # The walk follows the SDK into the promptsvc modules it uses.
     assert {"promptsvc.client.sync", "promptsvc.templating.template"} <= loaded
-    allowed = set(sys.stdlib_module_names) | sdk_dependencies() | {"__future__"}
+    allowed = set(sys.stdlib_module_names) | sdk_dependencies() | {"__future__"} | SDK_OPTIONAL
     assert sdk_dependencies() == {"httpx", "httpx_sse"}
     assert outside - allowed == set()
 

@@ -20,8 +20,11 @@ def connect(environ: Mapping[str, str] | None = None, **options: Any) -> Service
     """A client signed in with the saved login (``promptsvc login``) when there is one,
     else with the environment's API key (PROMPTSVC_URL, PROMPTSVC_ACCOUNT_ID,
     PROMPTSVC_KEY_ID, PROMPTSVC_KEY_SECRET). Caching is off: every command reads the
-    service as it is now. ``options`` are PromptClient's other keywords (``watch``)."""
+    service as it is now. Usage is not reported: a person's reads are not an
+    application's traffic (docs/usage.md). ``options`` are PromptClient's other keywords
+    (``watch``)."""
     env = os.environ if environ is None else environ
+    options.setdefault("report_usage", False)
     path = credentials.credentials_path(env)
     login = credentials.load(path)
     missing = [var for var in ENV_VARS if not env.get(var)]

@@ -15,6 +15,7 @@ from promptsvc.client.errors import PromptServiceError, ServerError, TransportEr
 from promptsvc.client.flight import AsyncSingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
 from promptsvc.client.models import Fallback, PromptVersion
+from promptsvc.client.reporting import TaskReporter, send_at_close
 from promptsvc.client.watch import TaskWatcher
 
 T = TypeVar("T")
@@ -31,13 +32,22 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
     call that misses the cache when the client was made outside a running loop.
     ``on_change`` runs in that loop, between events: it must not block.
     With ``preload``, ``await client.ready()`` (or ``async with``) preloads, then starts
-    the watch; the snapshot (``snapshot_path``) is read in the constructor.
+    the watch; the snapshot (``snapshot_path``) is read in the constructor. Usage
+    (``report_usage``) is sent by a task of that loop, started as the watch is;
+    ``record_outcome`` is a plain call, ``await flush_usage()`` sends now and
+    ``aclose()`` sends once more.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> None:
         self._http = httpx.AsyncClient(transport=transport)
         self._token_lock = asyncio.Lock()
         self._flights: AsyncSingleFlight[PromptVersion] = AsyncSingleFlight()
+        self._closed = False
+        self._reporter = (
+            None
+            if self._usage is None
+            else TaskReporter(self.usage_interval, lambda: self._drive(self._report_flow()))
+        )
         self._watcher: TaskWatcher | None = None
         if self._watch is not None:
             self._watcher = TaskWatcher(
@@ -54,9 +64,15 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         self._start_watching()
 
     def _start_watching(self) -> None:
-        if self._watcher is not None and not self._preloading:
-            with contextlib.suppress(RuntimeError):  # no running loop: the first call starts it
+        """Start the watch and the usage reporter in the running loop (none: the first
+        call that misses the cache starts them)."""
+        if self._preloading:
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop
+            if self._watcher is not None:
                 self._watcher.start()
+            if self._reporter is not None:
+                self._reporter.start()
 
     async def ready(self) -> Self:
         """Preload (``preload=``) and start the watch, once; ``async with`` calls it.
@@ -111,10 +127,19 @@ class AsyncPromptClient(BaseClient[httpx.AsyncBaseTransport]):
         """As ``PromptClient.preload``."""
         await self._drive(self._preload_flow())
 
+    async def flush_usage(self) -> None:
+        """As ``PromptClient.flush_usage``."""
+        await self._drive(self._report_flow())
+
     async def aclose(self) -> None:
-        """Stop watching and close pooled connections. The cache and token are kept."""
+        """Stop watching and reporting, send the usage counted since the last send, and
+        close pooled connections. The cache and token are kept."""
         if self._watcher is not None:
             await self._watcher.stop()
+        if self._reporter is not None and not self._closed:
+            await self._reporter.stop()
+            await send_at_close(self.flush_usage)
+        self._closed = True
         await self._http.aclose()
 
     close = aclose

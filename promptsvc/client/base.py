@@ -39,6 +39,7 @@ from promptsvc.client.flow import (
 )
 from promptsvc.client.models import Fallback, ModelError, PromptVersion
 from promptsvc.client.snapshot import Loaded, SnapshotFile
+from promptsvc.client.usage import USAGE_PATH, UsageCounter, read_environment, report_flow, tag
 from promptsvc.client.watch import ChangeListener, Watch
 
 logger = logging.getLogger("promptsvc.client")
@@ -108,11 +109,17 @@ class BaseClient(Generic[TransportT]):
         preload: bool | Sequence[str] = False,
         environment: str = "production",
         snapshot_path: str | os.PathLike[str] | None = None,
+        report_usage: bool = True,
+        usage_interval: float = 30,
         clock: Clock = time.monotonic,
         transport: TransportT | None = None,
     ) -> None:
         if cache_ttl < 0 or timeout <= 0 or max_retries < 0 or retry_backoff < 0:
             raise ValueError("cache_ttl, max_retries and retry_backoff must be >= 0, timeout > 0")
+        if not usage_interval > 0:
+            raise ValueError("usage_interval must be > 0 (seconds)")
+        self._usage = UsageCounter() if report_usage else None
+        self.usage_interval = usage_interval
         self.base_url = base_url.rstrip("/")
         if auth is None:
             if not (account_id and key_id and key_secret):
@@ -147,6 +154,7 @@ class BaseClient(Generic[TransportT]):
         if self._snapshot is not None:
             self._loaded = self._snapshot.load()
             for entry in self._loaded.entries:
+                tag(entry.version, read_environment(entry.path), self._usage)
                 self._cache.put_stale(entry.key, entry.prompt, entry.version, entry.path, 0.0)
             self._cache.on_put = self._remember
         self._open(transport)
@@ -218,6 +226,29 @@ class BaseClient(Generic[TransportT]):
             "entries": len(self._cache),
         }
 
+    def record_outcome(
+        self, version: PromptVersion, ok: bool = True, score: float | None = None
+    ) -> None:
+        """Count an outcome of ``version`` (as this client's reads returned it): ``ok``
+        or an error, and a ``score`` in 0-1 when you have one. Sent with the renders
+        (docs/usage.md); a guarded rollout compares its arms by them. Nothing is
+        counted with ``report_usage=False`` or for a fallback. ValueError for a score
+        outside 0-1."""
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1
+        ):
+            raise ValueError("score must be a number from 0 to 1 (or None)")
+        key = version._usage_key
+        if self._usage is not None and key is not None:
+            self._usage.record(key, bool(ok), score)
+
+    def _report_flow(self) -> Flow[None]:
+        """Send the usage counted so far (nothing with ``report_usage=False``)."""
+        if self._usage is not None:
+            yield from report_flow(
+                self._usage, lambda body: self._call_flow("POST", USAGE_PATH, body=body)
+            )
+
     def _remember(self, key: str, entry: CacheEntry) -> None:
         if self._snapshot is not None:
             self._snapshot.record(key, entry.prompt, entry.path, entry.version)
@@ -282,6 +313,7 @@ class BaseClient(Generic[TransportT]):
                         continue
                     key = cache_key(version.name, label, None)
                     item_path = resolve(version.name, label, None)[0]
+                    tag(version, label, self._usage)
                     self._cache.put(key, version.name, version, None, generation, path=item_path)
                 cursor = body.get("next_cursor")
                 if not isinstance(cursor, str) or not cursor:
@@ -353,6 +385,7 @@ class BaseClient(Generic[TransportT]):
                     found = PromptVersion.from_json(json_or_none(response))
                 except ModelError as exc:
                     raise invalid_response(response, str(exc)) from None
+                tag(found, read_environment(path), self._usage)
                 etag = response.headers.get("ETag")
             else:
                 raise error_for_response(response, production=production)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from promptsvc.client import tracing
 from promptsvc.client.model_config import ConfigError, ModelConfig
 from promptsvc.rollout import bucket
 from promptsvc.templating.contract import VARIABLE_TYPES, implied_schema, is_implied
@@ -210,6 +211,16 @@ class PromptVersion:
     raw: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     # Whether variables_schema says no more than the implied one: render() asks per call.
     _implied: bool = field(init=False, repr=False, compare=False)
+    # Set by the client that fetched it (promptsvc.client.usage.tag): the key its renders
+    # count under, the dict they are counted in (None: not counted), and the attributes
+    # a render sets on the current span (None: no OpenTelemetry).
+    _usage_key: tuple[str, int, str | None, str | None, str | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _tally: dict[Any, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _span_attributes: Mapping[str, str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_implied", is_implied(self.variables_schema))
@@ -352,7 +363,7 @@ class PromptVersion:
         required variable's placeholder is left as it was.
         """
         merged = {**values, **variables} if values else variables
-        return render(
+        rendered = render(
             self.content,
             self.prompt_type,
             merged,
@@ -360,6 +371,17 @@ class PromptVersion:
             self.variables_schema,
             implied=self._implied,
         )
+        self._served()
+        return rendered
+
+    def _served(self) -> None:
+        """Count a render and tell the current span (docs/usage.md); the hot path, so a
+        dict increment and no lock."""
+        tally = self._tally
+        if tally is not None:
+            tally[self._usage_key] += 1
+        if self._span_attributes is not None:
+            tracing.annotate(self._span_attributes)
 
     def to_openai(
         self, values: Mapping[str, object] | None = None, /, **variables: object
@@ -380,6 +402,7 @@ class PromptVersion:
             self.variables_schema,
             implied=self._implied,
         )
+        self._served()
         if isinstance(rendered, str):
             messages = [{"role": "user", "content": rendered}]
         else:

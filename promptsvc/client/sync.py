@@ -15,6 +15,7 @@ from promptsvc.client.errors import PromptServiceError, ServerError, TransportEr
 from promptsvc.client.flight import SingleFlight
 from promptsvc.client.flow import Done, Flow, NeedToken, Sleep, resume
 from promptsvc.client.models import Fallback, PromptVersion
+from promptsvc.client.reporting import ThreadReporter, send_at_close_sync
 from promptsvc.client.watch import ThreadWatcher
 
 T = TypeVar("T")
@@ -66,6 +67,12 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
       then does not raise); the service is asked again every few seconds, and its
       answers replace them. A file that cannot be read whole is ignored with a warning
       (docs/offline.md).
+    * ``report_usage`` (True): count each ``render()``/``to_openai()`` of a version this
+      client fetched, and ``record_outcome()``, and send the counts to
+      ``POST /api/v1/usage`` in a background thread (docs/usage.md); False sends
+      nothing. ``usage_interval`` (30): seconds between sends; ``close()`` and
+      ``flush_usage()`` send too. Counts a send could not deliver wait for the next
+      (at most 10,000 keys).
     * ``clock`` (``time.monotonic``): seconds counter for cache and token expiry; a
       seam for tests.
     * ``auth``: a ``TokenProvider`` instead of the key (it has its own refresh buffer).
@@ -80,6 +87,12 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         self._http = httpx.Client(transport=transport)
         self._token_lock = threading.Lock()
         self._flights: SingleFlight[PromptVersion] = SingleFlight()
+        self._closed = False
+        self._reporter = (
+            None
+            if self._usage is None
+            else ThreadReporter(self.usage_interval, lambda: self._drive(self._report_flow()))
+        )
         self._watcher: ThreadWatcher | None = None
         if self._watch is not None:
             self._watcher = ThreadWatcher(
@@ -97,6 +110,8 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
             raise
         if self._watcher is not None:
             self._watcher.start()
+        if self._reporter is not None:
+            self._reporter.start()
 
     def get_prompt_version(
         self,
@@ -166,10 +181,20 @@ class PromptClient(BaseClient[httpx.BaseTransport]):
         one request per page; raises what the request raised."""
         self._drive(self._preload_flow())
 
+    def flush_usage(self) -> None:
+        """Send the usage counted so far now (as the background send does); raises what
+        the request raised, keeping the counts for the next send."""
+        self._drive(self._report_flow())
+
     def close(self) -> None:
-        """Stop watching and close pooled connections. The cache and token are kept."""
+        """Stop watching and reporting, send the usage counted since the last send, and
+        close pooled connections. The cache and token are kept."""
         if self._watcher is not None:
             self._watcher.stop(CLOSE_WAIT)
+        if self._reporter is not None and not self._closed:
+            self._reporter.stop(CLOSE_WAIT)
+            send_at_close_sync(self.flush_usage)
+        self._closed = True
         self._http.close()
 
     def __enter__(self) -> Self:

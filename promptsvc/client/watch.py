@@ -50,6 +50,7 @@ from promptsvc.client.errors import (
     json_or_none,
 )
 from promptsvc.client.flow import RetryPolicy, request_headers
+from promptsvc.client.tasks import LoopTask
 
 logger = logging.getLogger("promptsvc.client")
 
@@ -286,9 +287,11 @@ class ThreadWatcher:
             response.close()
 
 
-class TaskWatcher:
+class TaskWatcher(LoopTask):
     """Runs a Watch as an asyncio task over an httpx.AsyncClient; arguments as
     ThreadWatcher's, with ``token`` and ``position`` coroutine functions."""
+
+    name = "promptsvc-watch"
 
     def __init__(
         self,
@@ -297,30 +300,11 @@ class TaskWatcher:
         token: Callable[[str | None], Awaitable[str]],
         position: Callable[[], Awaitable[None]],
     ) -> None:
+        super().__init__()
         self.watch = watch
         self._http = http
         self._token = token
         self._position = position
-        self._task: asyncio.Task[None] | None = None
-        self._stopped = False
-
-    def start(self) -> None:
-        """Start in the running loop, unless running or stopped."""
-        if self._stopped or (self._task is not None and not self._task.done()):
-            return
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="promptsvc-watch")
-
-    async def stop(self) -> None:
-        self._stopped = True
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    @property
-    def alive(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     async def _run(self) -> None:
         try:

@@ -45,8 +45,9 @@ AUTHOR = str(uuid.uuid4())
 
 
 class Controlled(Storage):
-    """A backend whose prompt reads can fail (``down``) or wait at ``gate``, and whose
-    event log reads can fail (``events_down``).
+    """A backend whose prompt reads can fail (``down``) or wait at ``gate``, whose
+    event log reads can fail (``events_down``), and whose usage writes can fail
+    (``usage_down``: ``POST /api/v1/usage`` answers 503).
 
     Only the reads the SDK's endpoints use are affected by ``down``, so tokens still
     work; ``events_down`` makes ``GET /api/v1/events`` answer 503.
@@ -54,6 +55,7 @@ class Controlled(Storage):
 
     down = False
     events_down = False
+    usage_down = False
     gate: threading.Event | None = None
 
     def _before_read(self) -> None:
@@ -85,6 +87,11 @@ class Controlled(Storage):
     def read_environment_page(self, org: str, environment: str, *args: Any) -> Any:
         self._before_read()
         return super().read_environment_page(org, environment, *args)
+
+    def record_usage(self, org: str, items: Any) -> int:
+        if self.usage_down:
+            raise StorageUnavailable("usage storage switched off by the test")
+        return int(super().record_usage(org, items))
 
     def events_after(self, org: str, after: str, limit: int) -> list[Event]:
         self._before_events()
@@ -271,6 +278,12 @@ class AsyncAdapter:
 
     def clear_cache(self) -> None:
         self.client.clear_cache()
+
+    def record_outcome(self, *args: Any, **kwargs: Any) -> None:
+        self.client.record_outcome(*args, **kwargs)
+
+    def flush_usage(self) -> None:
+        self.run(self.client.flush_usage())
 
     def cache_info(self) -> dict[str, int]:
         return self.client.cache_info()

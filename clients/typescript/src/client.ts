@@ -3,10 +3,12 @@
 import { ClientCredentialsProvider, SdkTokenProvider, type TokenProvider } from "./auth.js";
 import { type CacheEntry, type Clock, cacheKey, LABELS, PromptCache } from "./cache.js";
 import { type Answer, errorForAnswer, invalidResponse, isRecord, jsonOf, ServerError, TransportError } from "./errors.js";
-import { type FetchLike, monotonic, RetryPolicy, requestHeaders, sendWithRetries } from "./http.js";
-import { type Fallback, ModelError, PromptVersion } from "./prompt-version.js";
+import { type FetchLike, monotonic, type Outgoing, RetryPolicy, requestHeaders, sendWithRetries } from "./http.js";
+import { type Fallback, ModelError, PromptVersion, tagVersion, usageTag } from "./prompt-version.js";
 import { bucket } from "./rollout.js";
 import { parseSnapshot, type Snapshot, type SnapshotItem, type SnapshotStore, snapshotText } from "./snapshot.js";
+import { loadTracing } from "./tracing.js";
+import { type Counted, itemOf, MAX_ITEMS, readEnvironment, USAGE_PATH, UsageCounter } from "./usage.js";
 import { Watcher } from "./watch.js";
 
 /** Where the client reports what it recovered from (stale entries, fallbacks, stream drops). */
@@ -43,6 +45,18 @@ export interface ClientOptions {
    * `@promptsvc/client/node`, or any `{load, save}`): loaded by `ready()`, its versions
    * (marked `is_stale`) are served while the service cannot answer. */
   snapshotStore?: SnapshotStore;
+  /** Count renders and outcomes and send them to the service (true); false sends nothing. */
+  reportUsage?: boolean;
+  /** Seconds between background sends of the usage counted (30); `close()` sends too. */
+  usageInterval?: number;
+}
+
+/** `recordOutcome`'s options. */
+export interface OutcomeOptions {
+  /** Whether the call that used the prompt went well (true) or is an error. */
+  ok?: boolean;
+  /** A score of the result, 0-1. */
+  score?: number | null;
 }
 
 /** `cacheInfo()`: calls answered from the cache, calls that asked the service, versions
@@ -145,6 +159,10 @@ export class PromptClient {
   #eventId: string | null = null;
   #saving: Promise<void> = Promise.resolve();
   readonly #ready: Promise<void>;
+  readonly #usage: UsageCounter | null;
+  readonly #usageTimer: ReturnType<typeof setInterval> | null = null;
+  #sending: Promise<void> = Promise.resolve();
+  #closed = false;
   #hits = 0;
   #misses = 0;
   #staleServed = 0;
@@ -187,6 +205,19 @@ export class PromptClient {
     this.#preloading = preload !== false;
     this.#preload = typeof preload === "boolean" ? null : new Set(preload);
     this.#store = options.snapshotStore ?? null;
+    const { reportUsage = true, usageInterval = 30 } = options;
+    if (!(usageInterval > 0)) throw new RangeError("usageInterval must be > 0 (seconds)");
+    void loadTracing();
+    this.#usage = reportUsage ? new UsageCounter(undefined, (message) => this.#logger.warn(message)) : null;
+    if (this.#usage !== null) {
+      this.#usageTimer = setInterval(() => {
+        this.flushUsage().catch((error: unknown) => {
+          this.#logger.warn(`promptsvc: usage: cannot send now, kept for the next send: ${String(error)}`);
+        });
+      }, usageInterval * 1000);
+      // Node.js: the timer alone does not keep the process alive.
+      (this.#usageTimer as { unref?: () => void }).unref?.();
+    }
     if (!this.#preloading && this.#store === null) {
       this.#watcher?.start();
       this.#ready = Promise.resolve();
@@ -256,7 +287,11 @@ export class PromptClient {
     }
     this.#items = new Map(this.#snapshot.items);
     this.#eventId = this.#snapshot.eventId;
-    for (const entry of this.#snapshot.entries) this.#cache.putStale(entry.key, entry.prompt, entry.stale, 0);
+    await loadTracing();
+    for (const entry of this.#snapshot.entries) {
+      tagVersion(entry.stale, readEnvironment(entry.path), this.#usage);
+      this.#cache.putStale(entry.key, entry.prompt, entry.stale, 0);
+    }
   }
 
   /** Every prompt's version in the environment (or the names asked for) into the cache,
@@ -266,6 +301,7 @@ export class PromptClient {
     let cursor: string | null = null;
     let eventId: string | null = null;
     let first = true;
+    await loadTracing();
     do {
       const generation = this.#cache.generation;
       const answer = await this.#call(cursor === null ? base : `${base}&cursor=${encodeURIComponent(cursor)}`, null);
@@ -286,6 +322,7 @@ export class PromptClient {
           throw error;
         }
         if (this.#preload !== null && !this.#preload.has(version.name)) continue;
+        tagVersion(version, this.#environment, this.#usage);
         const key = cacheKey(version.name, this.#environment, undefined);
         this.#cache.put(key, version.name, version, null, generation);
         this.#items.set(key, { prompt: version.name, path: resolvePath(version.name, this.#environment).path, version: item });
@@ -372,9 +409,63 @@ export class PromptClient {
     this.#cache.clear();
   }
 
-  /** Stop watching. The cache and token are kept; calls still work. */
+  /**
+   * Count an outcome of `version` (as this client's reads returned it): `ok` (true) or
+   * an error, and a `score` in 0-1 when there is one. Sent with the renders
+   * (docs/usage.md); a guarded rollout compares its arms by them. Nothing is counted with
+   * `reportUsage: false` or for a fallback. RangeError for a score outside 0-1.
+   */
+  recordOutcome(version: PromptVersion, options: OutcomeOptions = {}): void {
+    const { ok = true, score = null } = options;
+    if (score !== null && !(typeof score === "number" && score >= 0 && score <= 1)) {
+      throw new RangeError("score must be a number from 0 to 1 (or null)");
+    }
+    const tag = usageTag(version);
+    if (this.#usage !== null && tag !== null) this.#usage.record(tag.key, ok, score);
+  }
+
+  /**
+   * Send the usage counted so far now (as the background send every `usageInterval`
+   * seconds does), at most 500 items a request. Rejects as the request failed, keeping
+   * the counts for the next send; a refusal other than 429 drops them with a warning.
+   */
+  flushUsage(): Promise<void> {
+    const counter = this.#usage;
+    if (counter === null) return Promise.resolve();
+    const send = this.#sending.catch(() => undefined).then(() => this.#sendUsage(counter));
+    this.#sending = send;
+    return send;
+  }
+
+  async #sendUsage(counter: UsageCounter): Promise<void> {
+    const unsent = counter.take();
+    try {
+      while (unsent.size > 0) {
+        const batch: Array<[string, Counted]> = [...unsent].slice(0, MAX_ITEMS);
+        const answer = await this.#call(USAGE_PATH, null, JSON.stringify({ items: batch.map(([, counted]) => itemOf(counted)) }));
+        if (answer.status === 429) throw errorForAnswer(answer);
+        if (answer.status >= 300) {
+          this.#logger.warn(`promptsvc: usage: dropping ${batch.length} items the service refused: ${errorForAnswer(answer).message}`);
+        }
+        for (const [id] of batch) unsent.delete(id);
+      }
+    } finally {
+      counter.giveBack(unsent);
+    }
+  }
+
+  /** Stop watching and reporting, and send the usage counted since the last send. The
+   * cache and token are kept; calls still work. */
   async close(): Promise<void> {
     await this.#watcher?.stop();
+    if (this.#usageTimer !== null) clearInterval(this.#usageTimer);
+    if (this.#usage === null || this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.flushUsage();
+    } catch (error) {
+      this.#logger.warn(`promptsvc: usage: the send at close failed; its counts are lost: ${String(error)}`);
+    }
   }
 
   #pick(version: PromptVersion, rolloutKey: string | undefined): PromptVersion | Promise<PromptVersion> {
@@ -431,6 +522,8 @@ export class PromptClient {
         if (error instanceof ModelError) throw invalidResponse(answer, error.message);
         throw error;
       }
+      await loadTracing();
+      tagVersion(found, readEnvironment(path), this.#usage);
     } else {
       throw errorForAnswer(answer, production);
     }
@@ -442,20 +535,24 @@ export class PromptClient {
     return found;
   }
 
-  /** GET `path` with a token and retries, conditional on `etag`; one fresh token and one
-   * retry after a 401. Returns any answer but a 5xx, which it throws as ServerError. */
-  async #call(path: string, etag: string | null): Promise<Answer> {
+  /** GET `path` with a token and retries, conditional on `etag` (or POST `body`, JSON,
+   * never retried: the service may have counted it); one fresh token and one retry
+   * after a 401. Returns any answer but a 5xx, which it throws as ServerError. */
+  async #call(path: string, etag: string | null, body?: string): Promise<Answer> {
     const deadline = this.#policy.deadline();
     const url = this.baseUrl + path;
+    const policy = body === undefined ? this.#policy : new RetryPolicy(this.#policy.timeout, 0);
     let stale: string | null = null;
     for (;;) {
       const token = await this.#auth.token(this.#fetch, this.#policy, deadline, stale);
-      const build = () => {
+      const build = (): Outgoing => {
         const headers = requestHeaders(token);
         if (etag !== null) headers["If-None-Match"] = etag;
-        return { url, method: "GET" as const, headers };
+        if (body === undefined) return { url, method: "GET", headers };
+        headers["Content-Type"] = "application/json";
+        return { url, method: "POST", headers, body };
       };
-      const answer = await sendWithRetries(this.#fetch, build, this.#policy, deadline);
+      const answer = await sendWithRetries(this.#fetch, build, policy, deadline);
       if (answer.status >= 500) throw errorForAnswer(answer);
       if (answer.status !== 401 || stale !== null) return answer;
       stale = token; // refused (expired early, key rotated): refresh once, retry once

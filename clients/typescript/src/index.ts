@@ -19,6 +19,7 @@ export {
   type ClientOptions,
   type GetOptions,
   type Logger,
+  type OutcomeOptions,
   PromptClient,
   type PromptClientOptions,
 } from "./client.js";

@@ -12,6 +12,8 @@ import {
   resolveValues,
   sectionNames,
 } from "./template.js";
+import { annotate } from "./tracing.js";
+import { type UsageCounter, usageOf, type VersionUsage } from "./usage.js";
 
 /** Fallback content: text, or chat messages. */
 export type FallbackContent = string | readonly ChatMessage[];
@@ -48,6 +50,13 @@ export interface Rollout {
   readonly percent: number;
   readonly candidate: PromptVersion;
 }
+
+/** Give `version` (and its rollout's candidate) the key its renders count under in
+ * `counter` (null: not counted) and its span attributes (docs/usage.md). The client
+ * calls it on each version it fetches (after `loadTracing`); not exported by the package. */
+export let tagVersion: (version: PromptVersion, environment: string | null, counter: UsageCounter | null) => void;
+/** What `tagVersion` gave `version`, null when untagged (a fallback, one not fetched). */
+export let usageTag: (version: PromptVersion) => VersionUsage | null;
 
 /** A response body that is not a PromptVersion; the message names the field. */
 export class ModelError extends Error {
@@ -146,6 +155,23 @@ export class PromptVersion {
    * has not confirmed since. */
   readonly is_stale: boolean;
   readonly #implied: boolean;
+  // Set by the client that fetched it (tagVersion): the key its renders count under, the
+  // tally they go to, and its span attributes. A private field: freezing leaves it.
+  #usage: VersionUsage | null = null;
+
+  static {
+    tagVersion = (version, environment, counter) => {
+      if (version.is_fallback || version.prompt_id === "") return;
+      const rollout = version.rollout;
+      if (rollout === null) {
+        version.#usage = usageOf(version, environment, null, null, counter);
+        return;
+      }
+      version.#usage = usageOf(version, environment, rollout.rollout_id, "baseline", counter);
+      rollout.candidate.#usage = usageOf(rollout.candidate, environment, rollout.rollout_id, "candidate", counter);
+    };
+    usageTag = (version) => version.#usage;
+  }
 
   private constructor(body: Body, rollout: Rollout | null, isFallback: boolean, isStale = false) {
     this.prompt_id = field(body, "prompt_id", isString, "a string");
@@ -244,11 +270,18 @@ export class PromptVersion {
    * section's variable is a boolean): a text prompt gives a string, a chat prompt a
    * list of `{role, content}` messages (narrow on `prompt_type` or the result). Values are checked against `variables_schema`; every problem is
    * reported at once in one TemplateError. Values for variables the prompt lacks are
-   * ignored.
+   * ignored. Each render of a version a client fetched is counted (docs/usage.md) and,
+   * with `@opentelemetry/api` installed, described on the active span.
    */
   render(values: Readonly<Record<string, unknown>> = {}): string | ChatMessage[] {
     const filled = resolveValues(this.variables, this.variables_schema, this.#implied, values);
-    return render(this.content, this.prompt_type, filled);
+    const rendered = render(this.content, this.prompt_type, filled);
+    const usage = this.#usage;
+    if (usage !== null) {
+      if (usage.tally !== null) usage.tally.renders += 1;
+      if (usage.attributes !== null) annotate(usage.attributes);
+    }
+    return rendered;
   }
 
   /**

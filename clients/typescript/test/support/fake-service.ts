@@ -74,6 +74,8 @@ export class FakeService {
   readonly bodies = new Map<string, Record<string, unknown>>();
   readonly scripted: Scripted[] = [];
   readonly streams: EventStream[] = [];
+  /** The items of every `POST /api/v1/usage` answered 202. */
+  readonly usage: unknown[] = [];
   tokenLifetime: number | undefined = 300;
   validTokens = new Set<string>();
   #issued = 0;
@@ -132,6 +134,11 @@ export class FakeService {
     }
     const token = (seen.headers["authorization"] ?? "").replace(/^Bearer /, "");
     if (!this.validTokens.has(token)) return error(401, "unauthorized", "unauthorized");
+    if (seen.method === "POST" && url.pathname === "/api/v1/usage") {
+      const items = (JSON.parse(seen.body) as { items: unknown[] }).items;
+      this.usage.push(...items);
+      return Response.json({ accepted: items.length, skipped: 0 }, { status: 202 });
+    }
     if (url.pathname === "/api/v1/events") {
       if (seen.headers["accept"] !== "text/event-stream") return Response.json({ items: [], last_id: this.lastEventId, reset: false });
       const stream = new EventStream();
