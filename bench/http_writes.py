@@ -39,10 +39,10 @@ from bench.http import (
     METADATA,
     TAGS,
     gunicorn,
-    tree_cpu_seconds,
     write_bootstrap,
 )
 from bench.report import table, write_section
+from bench.wrk import tree_cpu_seconds
 from tests.servers import Server
 
 # promote (and create-version) over HTTP / the bare write, at most.

@@ -8,6 +8,7 @@ docs/benchmarks.md.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import statistics
@@ -39,6 +40,7 @@ def median_ns(call: Callable[[], object], n: int) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     load = os.getloadavg()[0]
     spelled = MOMENT.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert spelled == rfc3339(MOMENT)
