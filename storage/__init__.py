@@ -6,6 +6,7 @@ Callers import what they use from here; backends import from the module that hol
 
 from __future__ import annotations
 
+from storage.archive_records import OrgSnapshot, PromptSnapshot
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.environment_page import (
     DEFAULT_ENVIRONMENT_PAGE,
@@ -55,6 +56,7 @@ from storage.errors import (
     VersionNotFound,
     WebhookNotFound,
 )
+from storage.event_records import Event, EventLogBounds
 from storage.identity_records import ApiKey, SigningKey, User
 from storage.ids import event_position, message_id, new_id, version_number
 from storage.interface import (
@@ -88,15 +90,11 @@ from storage.records import (
     Approval,
     BreakingChange,
     Environment,
-    Event,
-    EventLogBounds,
     InRollout,
-    OrgSnapshot,
     Page,
     Promotion,
     PromotionRecord,
     Prompt,
-    PromptSnapshot,
     PromptType,
     PromptVersion,
     RateLimitSettings,

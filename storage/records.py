@@ -20,7 +20,6 @@ from typing import Any, Generic, Literal, TypeVar
 from promptsvc.templating.contract import BreakingChange, implied_schema
 from promptsvc.templating.includes import Include, Target, own_includes, scan, unique
 from promptsvc.templating.template import TemplateError, section_names
-from storage.identity_records import ApiKey, User
 from storage.times import rfc3339
 
 PromptType = Literal["text", "chat"]
@@ -401,115 +400,6 @@ class Review:
             "content_digest": self.content_digest,
             "affected_prompts": list(self.affected_prompts),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One change in an org's event log.
-
-    ``version``, ``version_id`` and ``status`` (the version's status after the change;
-    for ``review.*`` events the review's) are None for prompt events;
-    ``previous_version`` is the version a promotion replaced in its environment (None
-    when there was none, and for other events). ``environment`` is set on promotions
-    and review events, ``review_id`` on review events and on a promotion a review
-    applied. ``rollout_id`` and ``percent`` are set on ``rollout.*`` events (whose
-    version is the candidate and ``previous_version`` the baseline) and ``rollout_id``
-    on the ``version.promoted`` of a completed rollout. ``actor`` is the user id that
-    made the change and ``request_id`` the request that asked for it, when the caller
-    gave them. A ``rollout.aborted`` says why in ``reason``: ``guard`` (its guard
-    found the candidate worse, docs/usage.md; the figures in ``guard``) or ``manual``
-    (a caller's abort, or an archive or delete that ended it).
-    """
-
-    id: str  # increases within an org (event_position)
-    type: str  # one of EVENT_TYPES
-    prompt_id: str
-    prompt_name: str
-    version: int | None
-    version_id: str | None
-    status: str | None
-    previous_version: int | None
-    actor: str | None
-    at: datetime
-    request_id: str | None
-    environment: str | None = None
-    review_id: str | None = None
-    rollout_id: str | None = None
-    percent: int | None = None
-    reason: str | None = None
-    guard: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "prompt_id": self.prompt_id,
-            "prompt_name": self.prompt_name,
-            "version": self.version,
-            "version_id": self.version_id,
-            "status": self.status,
-            "previous_version": self.previous_version,
-            "actor": self.actor,
-            "at": rfc3339(self.at),
-            "request_id": self.request_id,
-            "environment": self.environment,
-            "review_id": self.review_id,
-            "rollout_id": self.rollout_id,
-            "percent": self.percent,
-            "reason": self.reason,
-            "guard": self.guard,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PromptSnapshot:
-    """One prompt with everything it keeps, as a backup holds it.
-
-    ``next_version`` is the last version number handed out: higher than every kept
-    version when the newest ones were deleted, and it must survive a restore so numbers
-    are never reused. ``versions`` ascend by number; ``history`` is in promotion order,
-    oldest first. ``prompt``'s latest and production numbers follow from ``versions``.
-    """
-
-    prompt: Prompt
-    next_version: int
-    versions: tuple[PromptVersion, ...]
-    history: tuple[PromotionRecord, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class OrgSnapshot:
-    """Everything one org keeps that outlives a login: prompts (by name), API keys and
-    users (each oldest first, secrets and passwords as hashes), environments (as
-    ``list_environments`` gives them: production first) and reviews (in request order,
-    oldest first, each with its ``version_author``). Which version each environment
-    other than production holds is each version's ``placements``. Login flow state
-    (codes, sessions, refresh tokens) is not in it: it lives minutes to days, and a
-    person signs in again."""
-
-    org: str
-    prompts: tuple[PromptSnapshot, ...]
-    api_keys: tuple[ApiKey, ...]
-    users: tuple[User, ...]
-    environments: tuple[Environment, ...] = ()
-    reviews: tuple[Review, ...] = ()
-
-    def is_empty(self) -> bool:
-        return not (self.prompts or self.api_keys or self.users)
-
-
-@dataclass(frozen=True, slots=True)
-class EventLogBounds:
-    """The ids of the oldest and the newest event an org's log keeps (None: empty), and
-    whether it has dropped older events to stay within its bound.
-
-    A reader whose last id is older than ``oldest`` has missed events only when
-    ``trimmed``: a log that never dropped one still holds everything after any id.
-    """
-
-    oldest: str | None
-    newest: str | None
-    trimmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

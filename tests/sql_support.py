@@ -21,7 +21,7 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import text
 
-from storage.sql import schema
+from storage.sql import identity_tables, schema, usage_tables  # noqa: F401  (their tables join metadata)
 from storage.sql.engine import make_engine
 from storage.sql.storage import SqlStorage
 from storage.sql.tables import metadata

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import abc
 
+from storage.archive_records import OrgSnapshot
 from storage.interface.core import StorageCore
-from storage.records import Environment, OrgSnapshot
+from storage.records import Environment
 
 
 def environments_of_export(

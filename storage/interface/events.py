@@ -1,6 +1,6 @@
 """The change events of an org.
 
-Every change of a prompt or a version also appends one :class:`~storage.records.Event`
+Every change of a prompt or a version also appends one :class:`~storage.event_records.Event`
 to its org's event log, in the same atomic step (memory under its lock, Redis inside the
 change's Lua script), so the log holds exactly the changes that happened, in the order
 they happened. A refused change writes none. The log keeps at least the newest
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import abc
 
+from storage.event_records import Event, EventLogBounds
 from storage.interface.core import StorageCore
-from storage.records import Event, EventLogBounds
 
 
 class EventStore(StorageCore):

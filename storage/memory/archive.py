@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storage import lifecycle
+from storage.archive_records import OrgSnapshot, PromptSnapshot
 from storage.errors import OrgNotEmpty
 from storage.interface import OrgArchive
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import OrgSnapshot, PromptSnapshot
 
 
 class MemoryArchive(MemoryCore, OrgArchive):

@@ -8,11 +8,12 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage.errors import PromptNotFound, VersionNotFound
+from storage.event_records import Event
 from storage.identity_records import SigningKey
 from storage.ids import event_position, version_number
 from storage.interface import StorageCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import Event, Prompt, PromptVersion, RateLimitSettings
+from storage.records import Prompt, PromptVersion, RateLimitSettings
 from storage.times import Clock, utcnow
 
 

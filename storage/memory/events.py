@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from storage.event_records import Event, EventLogBounds
 from storage.ids import event_position
 from storage.interface import EventStore
 from storage.memory.core import MemoryCore
-from storage.records import Event, EventLogBounds
 
 
 class MemoryEvents(MemoryCore, EventStore):

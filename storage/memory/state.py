@@ -9,17 +9,10 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from promptsvc.templating.includes import Include
+from storage.event_records import Event
 from storage.identity_records import ApiKey, User
 from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
-from storage.records import (
-    Environment,
-    Event,
-    PromotionRecord,
-    Prompt,
-    PromptVersion,
-    Review,
-    Rollout,
-)
+from storage.records import Environment, PromotionRecord, Prompt, PromptVersion, Review, Rollout
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 

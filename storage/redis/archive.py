@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from storage.archive_records import OrgSnapshot
 from storage.errors import OrgNotEmpty
 from storage.interface import IdentityStore, OrgArchive, ReleaseStore
 from storage.interface.archive import environments_of_export
-from storage.records import OrgSnapshot, Review
+from storage.records import Review
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
 from storage.redis.snapshot import guards, prompt_snapshot, writes

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from storage.event_records import Event
 from storage.identity_records import SigningKey
 from storage.records import (
     PRODUCTION,
     Approval,
     BreakingChange,
     Environment,
-    Event,
     PromotionRecord,
     Prompt,
     PromptVersion,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from storage.event_records import Event, EventLogBounds
 from storage.ids import event_position
 from storage.interface import EventStore
-from storage.records import Event, EventLogBounds
 from storage.redis import codec, keys
 from storage.redis.core import LONGEST_BLOCK, ClientT, RedisCore, guard
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from storage import lifecycle
-from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot, Review
+from storage.archive_records import OrgSnapshot, PromptSnapshot
+from storage.records import PRODUCTION, Review
 from storage.redis import codec, keys
 
 # Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua

@@ -8,7 +8,8 @@ from typing import Any
 
 from storage import lifecycle
 from storage.errors import VersionNotFound
-from storage.records import Environment, Event, PromptVersion, Review, Rollout
+from storage.event_records import Event
+from storage.records import Environment, PromptVersion, Review, Rollout
 from storage.release.records import Change, Request, State
 
 

@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from promptsvc.templating.includes import Include
+from storage.event_records import Event
 from storage.identity_records import User
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import (
     PRODUCTION,
     Environment,
-    Event,
     Promotion,
     PromotionRecord,
     Prompt,

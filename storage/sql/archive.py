@@ -16,13 +16,15 @@ from sqlalchemy import Connection, Row, Table, exists, insert, or_, select, unio
 from sqlalchemy import exc as sa_exc
 
 from storage import lifecycle
+from storage.archive_records import OrgSnapshot, PromptSnapshot
 from storage.errors import OrgNotEmpty
 from storage.interface.archive import environments_of_export
-from storage.records import PRODUCTION, OrgSnapshot, PromptSnapshot
+from storage.records import PRODUCTION
 from storage.sql import dialect
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.environments import SqlEnvironments
 from storage.sql.identity import api_key_record, user_record
+from storage.sql.identity_tables import api_keys, users
 from storage.sql.rows import (
     history_record,
     history_values,
@@ -33,14 +35,12 @@ from storage.sql.rows import (
     version_values,
 )
 from storage.sql.tables import (
-    api_keys,
     environments,
     history,
     includes,
     placements,
     prompts,
     reviews,
-    users,
     versions,
 )
 

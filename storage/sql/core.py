@@ -28,9 +28,10 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
+from storage.event_records import Event
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
-from storage.records import Event, Prompt, PromptVersion
+from storage.records import Prompt, PromptVersion
 from storage.release.records import Neighbours, NoNeighbours
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing

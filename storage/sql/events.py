@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from storage.event_records import Event, EventLogBounds
 from storage.ids import event_position
-from storage.records import Event, EventLogBounds
 from storage.sql import dialect
 from storage.sql.core import Concern, event_id, event_record
 from storage.sql.tables import event_logs, events

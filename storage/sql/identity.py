@@ -19,8 +19,8 @@ from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFoun
 from storage.identity_records import ApiKey, SigningKey, User
 from storage.sql import dialect
 from storage.sql.core import Concern
+from storage.sql.identity_tables import api_keys, instance_secrets, signing_keys, users
 from storage.sql.rows import record_of, values_of
-from storage.sql.tables import api_keys, instance_secrets, signing_keys, users
 
 # The row of ``instance_secrets`` that holds the console's session secret.
 SESSION_SECRET = "session_secret"

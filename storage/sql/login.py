@@ -25,14 +25,14 @@ from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
 from storage.login_records import AuthorizationCode, DeviceAuthorization
 from storage.sql import dialect
 from storage.sql.core import Concern
-from storage.sql.rows import record_of, values_of
-from storage.sql.tables import (
+from storage.sql.identity_tables import (
     authorization_codes,
     device_authorizations,
     realm_sessions,
     refresh_families,
     refresh_tokens,
 )
+from storage.sql.rows import record_of, values_of
 
 # Every this many flow writes, a process drops every expired flow row, so records
 # nobody asks for again (abandoned logins) cannot pile up.

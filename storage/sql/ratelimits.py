@@ -33,7 +33,7 @@ from sqlalchemy import exc as sa_exc
 from storage.records import RateLimitSettings
 from storage.sql import dialect
 from storage.sql.engine import reading, writing
-from storage.sql.tables import rate_limit_counters, rate_limit_entries
+from storage.sql.identity_tables import rate_limit_counters, rate_limit_entries
 
 SCHEME = "promptsvc+sql"
 SWEEP_EVERY = 256

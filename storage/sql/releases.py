@@ -19,8 +19,9 @@ from storage.sql import dialect
 from storage.sql.apply import apply
 from storage.sql.core import Concern
 from storage.sql.identity import user_record
+from storage.sql.identity_tables import users
 from storage.sql.state import load, org_environments
-from storage.sql.tables import environments, placements, prompts, reviews, rollouts, users
+from storage.sql.tables import environments, placements, prompts, reviews, rollouts
 
 
 class SqlReleases(ReleaseMethods, Concern):

@@ -20,9 +20,9 @@ from storage.errors import RefreshTokenReused, SessionNotFound
 from storage.login_records import RealmSession, RefreshToken
 from storage.sql import dialect
 from storage.sql.core import Concern, Database
+from storage.sql.identity_tables import realm_sessions, refresh_families, refresh_tokens
 from storage.sql.login import SqlLogin
 from storage.sql.rows import record_of, values_of
-from storage.sql.tables import realm_sessions, refresh_families, refresh_tokens
 
 
 def _live_session(org: str, session_id: Any, now: datetime) -> Exists:

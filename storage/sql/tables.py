@@ -1,4 +1,6 @@
-"""Every table of the SQL backend, described once (SQLAlchemy Core).
+"""The SQL backend's tables (SQLAlchemy Core) on one ``metadata``: here prompts,
+versions, environments, reviews, rollouts, events and webhooks, with the column types
+every table uses; identity_tables.py and usage_tables.py hold the rest.
 
 The newest migration (storage/sql/migrations/versions) builds exactly this schema;
 tests/storage/sql/test_migrations.py holds the two to each other.
@@ -92,7 +94,7 @@ def utc(value: str | datetime) -> datetime:
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def _org() -> Column[str]:
+def org_column() -> Column[str]:
     return Column("org", String(63), nullable=False)
 
 
@@ -299,7 +301,7 @@ webhooks = Table(
     "webhooks",
     metadata,
     Column("seq", Seq, primary_key=True, autoincrement=True),
-    _org(),
+    org_column(),
     Column("webhook_id", String(40), nullable=False),
     Column("url", Text, nullable=False),
     Column("events", Text, nullable=False),  # JSON list of event types
@@ -329,7 +331,7 @@ delivery_queue = Table(
     "delivery_queue",
     metadata,
     Column("ticket", Seq, primary_key=True, autoincrement=True),
-    _org(),
+    org_column(),
     Column("webhook_id", String(40), nullable=False),
     Column("message_id", String(120), nullable=False),
     Column("event_id", String(42)),
@@ -348,7 +350,7 @@ deliveries = Table(
     "deliveries",
     metadata,
     Column("seq", Seq, primary_key=True, autoincrement=True),
-    _org(),
+    org_column(),
     Column("webhook_id", String(40), nullable=False),
     Column("message_id", String(120), nullable=False),
     Column("event_id", String(42)),
@@ -361,210 +363,4 @@ deliveries = Table(
         ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
     ),
     Index(None, "org", "webhook_id", "seq"),
-)
-
-# --------------------------------------------------------------------------- identity
-
-api_keys = Table(
-    "api_keys",
-    metadata,
-    Column("seq", Seq, primary_key=True, autoincrement=True),
-    _org(),
-    Column("client_id", String(200), nullable=False),
-    Column("secret_hash", Text, nullable=False),
-    Column("role", String(40), nullable=False),
-    Column("user_id", String(64), nullable=False),
-    Column("description", Text),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("revoked", Boolean, nullable=False),
-    Column("owner", String(64)),
-    UniqueConstraint("org", "client_id"),
-)
-
-users = Table(
-    "users",
-    metadata,
-    Column("seq", Seq, primary_key=True, autoincrement=True),
-    _org(),
-    Column("user_id", String(64), nullable=False),
-    Column("username", String(200), nullable=False),
-    Column("role", String(40), nullable=False),
-    Column("disabled", Boolean, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("updated_at", UtcDateTime, nullable=False),
-    Column("password_hash", Text, nullable=False),
-    UniqueConstraint("org", "username"),
-    UniqueConstraint("org", "user_id"),
-)
-
-authorization_codes = Table(
-    "authorization_codes",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("code_hash", String(128), primary_key=True),
-    Column("client_id", String(200), nullable=False),
-    Column("redirect_uri", Text, nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("user_id", String(64), nullable=False),
-    Column("session_id", String(128)),
-    Column("code_challenge", String(200), nullable=False),
-    Column("code_challenge_method", String(16), nullable=False),
-    Column("nonce", Text),
-    Column("auth_time", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-)
-
-device_authorizations = Table(
-    "device_authorizations",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("device_code_hash", String(128), primary_key=True),
-    Column("user_code", String(64), nullable=False),
-    Column("client_id", String(200), nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("interval", Integer, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Column("status", String(10), nullable=False),
-    Column("user_id", String(64)),
-    Column("session_id", String(128)),
-    Column("last_polled_at", UtcDateTime),
-    UniqueConstraint("org", "user_code"),
-)
-
-realm_sessions = Table(
-    "realm_sessions",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("session_id", String(128), primary_key=True),
-    Column("user_id", String(64), nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-)
-
-# A family lives as long as its newest token (``expires_at``) unless revoked.
-refresh_families = Table(
-    "refresh_families",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("family_id", String(64), primary_key=True),
-    Column("session_id", String(128)),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Column("revoked", Boolean, nullable=False),
-    Index(None, "org", "session_id"),
-)
-
-refresh_tokens = Table(
-    "refresh_tokens",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("token_hash", String(128), primary_key=True),
-    Column("family_id", String(64), nullable=False),
-    Column("client_id", String(200), nullable=False),
-    Column("user_id", String(64), nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("session_id", String(128)),
-    Column("issued_at", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Column("used", Boolean, nullable=False),
-    Index(None, "org", "family_id"),
-)
-
-# Global, not per org: token signing keys (oldest first; the last one signs) and the
-# console's session secret.
-signing_keys = Table(
-    "signing_keys",
-    metadata,
-    Column("seq", Seq, primary_key=True, autoincrement=True),
-    Column("kid", String(100), nullable=False, unique=True),
-    Column("private_pem", Text, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-)
-
-instance_secrets = Table(
-    "instance_secrets",
-    metadata,
-    Column("name", String(40), primary_key=True),
-    Column("value", Text, nullable=False),
-)
-
-# --------------------------------------------------------------------------- rate limits
-
-# The counters of rate limits (identity/ratelimit.py), shared by every worker on the
-# database, as the ``limits`` library keeps them elsewhere: moving windows as one row
-# per request counted (dropped once out of their window), fixed windows as a counter.
-rate_limit_entries = Table(
-    "rate_limit_entries",
-    metadata,
-    Column("seq", Seq, primary_key=True, autoincrement=True),
-    Column("key", String(255), nullable=False),
-    Column("at", Float, nullable=False),  # seconds since the epoch
-    Column("expires_at", Float, nullable=False),
-    Index(None, "key", "at"),
-    Index(None, "expires_at"),
-)
-
-rate_limit_counters = Table(
-    "rate_limit_counters",
-    metadata,
-    Column("key", String(255), primary_key=True),
-    Column("count", Integer, nullable=False),
-    Column("expires_at", Float, nullable=False, index=True),
-)
-
-# --------------------------------------------------------------------------- usage
-
-
-def _counters() -> list[Column[Any]]:
-    """A usage counter's columns (storage/usage_records.py COUNTERS)."""
-    return [
-        Column("renders", BigInteger, nullable=False),
-        Column("ok", BigInteger, nullable=False),
-        Column("errors", BigInteger, nullable=False),
-        Column("score_sum", Float, nullable=False),
-        Column("score_count", BigInteger, nullable=False),
-    ]
-
-
-# Usage counters per bucket (storage/usage_records.py): one row per prompt, span
-# ("hour" or "day"), bucket start and key; "" stands for a null environment, rollout or
-# arm (a key column cannot be null). Reports add to the rows; old buckets are deleted.
-usage_counts = Table(
-    "usage_counts",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("prompt_id", String(40), primary_key=True),
-    Column("span", String(4), primary_key=True),
-    Column("bucket_start", UtcDateTime, primary_key=True),
-    Column("version", Integer, primary_key=True),
-    Column("environment", String(64), primary_key=True),
-    Column("rollout_id", String(40), primary_key=True),
-    Column("arm", String(9), primary_key=True),
-    *_counters(),
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
-    Index(None, "span", "bucket_start"),  # the retention rule's deletes
-)
-
-# A rollout's arms, counted since it started (its guard reads them).
-usage_arms = Table(
-    "usage_arms",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("rollout_id", String(40), primary_key=True),
-    Column("arm", String(9), primary_key=True),
-    *_counters(),
-    Column("updated_at", UtcDateTime, nullable=False),
-)
-
-# A rollout's guard, by the rollout's id (or a review's, until it starts the rollout).
-rollout_guards = Table(
-    "rollout_guards",
-    metadata,
-    Column("org", String(63), primary_key=True),
-    Column("guarded_id", String(40), primary_key=True),
-    Column("metric", String(10), nullable=False),
-    Column("threshold", Float, nullable=False),
-    Column("min_samples", Integer, nullable=False),
 )

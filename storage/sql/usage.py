@@ -14,7 +14,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from storage.sql import dialect
 from storage.sql.core import Concern
-from storage.sql.tables import UtcDateTime, rollout_guards, usage_arms, usage_counts, versions
+from storage.sql.tables import UtcDateTime, versions
+from storage.sql.usage_tables import rollout_guards, usage_arms, usage_counts
 from storage.usage_records import (
     COUNTERS,
     SPANS,

@@ -22,7 +22,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import insert, select, text
 
 from promptsvc import cli
-from storage.sql import schema
+from storage.sql import identity_tables, schema, usage_tables  # noqa: F401  (their tables join metadata)
 from storage.sql.engine import make_engine
 from storage.sql.storage import SqlStorage
 from storage.sql.tables import event_logs, metadata

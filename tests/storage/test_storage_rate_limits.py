@@ -23,9 +23,9 @@ from storage import Storage
 from storage.redis import BaseRedisStorage
 from storage.redis.keys import RATE_LIMIT_PREFIX
 from storage.sql import ratelimits
+from storage.sql.identity_tables import rate_limit_counters, rate_limit_entries
 from storage.sql.ratelimits import SqlCounters
 from storage.sql.storage import SqlStorage
-from storage.sql.tables import rate_limit_counters, rate_limit_entries
 from tests.clock import FakeClock
 from tests.storage.test_storage_concurrency import all_at_once
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from storage.sql import identity_tables, usage_tables  # noqa: F401  (their tables join metadata)
 from storage.sql.tables import metadata
 
 connection = context.config.attributes["connection"]
