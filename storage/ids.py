@@ -51,8 +51,5 @@ def event_position(event_id: str) -> tuple[int, int]:
 
 
 def message_id(webhook_id: str, event_id: str) -> str:
-    """The ``webhook-id`` of an event's message to a webhook: the same on every attempt.
-
-    storage/redis/lua/claim_deliveries.lua spells the same.
-    """
+    """The ``webhook-id`` of an event's message to a webhook: the same on every attempt."""
     return f"msg_{webhook_id.removeprefix('wh_')}_{event_id}"

@@ -33,7 +33,6 @@ from storage.interface.webhooks import (
     DELIVERY_HISTORY_SIZE,
     MAX_WEBHOOKS,
     WebhookStore,
-    check_webhook_room,
 )
 from storage.records import PRODUCTION, PromptVersion
 
@@ -51,7 +50,6 @@ __all__ = [
     "StorageCore",
     "UsageStore",
     "WebhookStore",
-    "check_webhook_room",
 ]
 
 

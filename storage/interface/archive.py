@@ -1,4 +1,4 @@
-"""Backup and restore of a whole org."""
+"""Backup and restore of a whole org (export written once in storage/archive_front.py)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,6 @@ import abc
 
 from storage.archive_records import OrgSnapshot
 from storage.interface.core import StorageCore
-from storage.records import Environment
-
-
-def environments_of_export(
-    before: list[Environment], after: list[Environment]
-) -> tuple[Environment, ...]:
-    """The environments of an export that read them before and after its prompts: those
-    listed after, then those deleted meanwhile, so every placement and open review read
-    with a prompt names an environment of the snapshot."""
-    kept = {environment.name for environment in after}
-    return (*after, *(environment for environment in before if environment.name not in kept))
 
 
 class OrgArchive(StorageCore):
@@ -33,7 +22,7 @@ class OrgArchive(StorageCore):
         one atomic step with its versions' placements and its reviews, so it is
         consistent in itself; a prompt created or deleted meanwhile is in the snapshot or
         not. An environment deleted meanwhile is in the snapshot if a prompt read before
-        the deletion was placed in it (environments_of_export). An org without data gives
+        the deletion was placed in it (storage/archive_front.py). An org without data gives
         an empty snapshot (with production, as every org has it)."""
 
     @abc.abstractmethod

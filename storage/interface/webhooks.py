@@ -1,4 +1,5 @@
-"""Webhook subscriptions and their delivery queue."""
+"""Webhook subscriptions and their delivery queue (written once in storage/webhook_front.py
+over each backend's primitives)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import abc
 from datetime import datetime
 from typing import Any
 
-from storage.errors import TooManyWebhooks
 from storage.interface.core import StorageCore
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
@@ -17,14 +17,6 @@ DELIVERY_HISTORY_SIZE = 100
 MAX_WEBHOOKS = 20
 
 
-def check_webhook_room(count: int) -> None:
-    """Raise TooManyWebhooks when an org with ``count`` webhooks may not add one. The
-    Python backends call it inside the atomic step of add_webhook (add_webhook.lua
-    checks the same on Redis)."""
-    if count >= MAX_WEBHOOKS:
-        raise TooManyWebhooks(MAX_WEBHOOKS)
-
-
 class WebhookStore(StorageCore):
     """An org's webhooks, and the queue of messages to deliver to them."""
 
@@ -32,7 +24,7 @@ class WebhookStore(StorageCore):
     def add_webhook(self, org: str, webhook: Webhook) -> None:
         """Subscribe ``webhook``: it gets the org's events written from now on. Raises
         TooManyWebhooks when the org has MAX_WEBHOOKS already, checked in the same
-        atomic step as the addition (:func:`check_webhook_room`)."""
+        atomic step as the addition (storage/webhook_front.py)."""
 
     @abc.abstractmethod
     def list_webhooks(self, org: str) -> list[Webhook]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storage import lifecycle
+from storage.archive_front import ArchiveFront, ExportedPrompt
 from storage.archive_records import OrgSnapshot, PromptSnapshot
 from storage.errors import OrgNotEmpty
 from storage.interface import OrgArchive
@@ -12,36 +13,33 @@ from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
 
 
-class MemoryArchive(MemoryCore, OrgArchive):
-    """An org read and written whole."""
-
-    # -- backup and restore
-
+class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
     def list_orgs(self) -> list[str]:
         with self._lock:
             return sorted(org for org, state in self._orgs.items() if not state.is_empty())
 
-    def export_org(self, org: str) -> OrgSnapshot:
+    def _prompt_refs(self, org: str) -> list[str]:
+        with self._lock:
+            return sorted((self._orgs.get(org) or OrgState()).by_name)
+
+    def _export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
         with self._lock:
             org_state = self._orgs.get(org) or OrgState()
-            prompts = tuple(
-                PromptSnapshot(
-                    prompt=self._prompt(state),
-                    next_version=state.counter,
-                    versions=tuple(state.versions.values()),
-                    history=tuple(state.history),
-                )
-                for _, state in sorted(org_state.by_name.items())
+            state = org_state.by_name.get(ref)
+            if state is None:
+                return None
+            prompt = PromptSnapshot(
+                prompt=self._prompt(state),
+                next_version=state.counter,
+                versions=tuple(state.versions.values()),
+                history=tuple(state.history),
             )
-            keys = tuple(org_state.keys.values())
-            return OrgSnapshot(
-                org,
-                prompts,
-                keys,
-                tuple(org_state.users.values()),
-                tuple(lifecycle.with_production(org_state.environments).values()),
-                tuple(org_state.reviews.values()),
-            )
+            pid = state.prompt.prompt_id
+            return prompt, [
+                (org_state.review_seq[r.review_id], r)
+                for r in org_state.reviews.values()
+                if r.prompt_id == pid
+            ]
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         by_name: dict[str, PromptState] = {}

@@ -1,53 +1,45 @@
-"""Webhooks and their delivery queue in memory."""
+"""Webhooks and their delivery queue in memory: the primitives of storage/webhook_front.py."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
 from dataclasses import replace
-from datetime import datetime
-from typing import Any
 
-from storage.errors import WebhookNotFound
-from storage.ids import event_position, message_id
-from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore, check_webhook_room
+from storage.ids import event_position
+from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
 from storage.memory.core import MemoryCore
 from storage.memory.state import Hooks, OrgState, Queued
+from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
-class MemoryWebhooks(MemoryCore, WebhookStore):
-    """Webhooks and the delivery queue of each org."""
+class MemoryWebhooks(MemoryCore, WebhookFront, WebhookStore):
+    def _hooks(self, org: str) -> Hooks:
+        return self._orgs.setdefault(org, OrgState()).hooks
 
-    def _hooks(self, org: str, webhook_id: str | None = None) -> Hooks:
-        hooks = self._orgs.setdefault(org, OrgState()).hooks
-        if webhook_id is not None and webhook_id not in hooks.webhooks:
-            raise WebhookNotFound(webhook_id)
-        return hooks
-
-    def add_webhook(self, org: str, webhook: Webhook) -> None:
+    def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
             hooks = org_state.hooks
-            check_webhook_room(len(hooks.webhooks))
+            if len(hooks.webhooks) >= room:
+                return False
             if not hooks.webhooks and not hooks.since:
-                hooks.cursor = org_state.last_event  # the first webhook starts from now
+                hooks.cursor = org_state.last_event
             hooks.webhooks[webhook.webhook_id] = webhook
             hooks.since[webhook.webhook_id] = org_state.last_event
             hooks.deliveries[webhook.webhook_id] = deque(maxlen=DELIVERY_HISTORY_SIZE)
+            return True
 
     def list_webhooks(self, org: str) -> list[Webhook]:
         with self._lock:
             return list(self._hooks(org).webhooks.values())
 
-    def get_webhook(self, org: str, webhook_id: str) -> Webhook:
+    def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         with self._lock:
-            return self._hooks(org, webhook_id).webhooks[webhook_id]
-
-    def delete_webhook(self, org: str, webhook_id: str) -> None:
-        with self._lock:
-            hooks = self._hooks(org, webhook_id)
-            del hooks.webhooks[webhook_id], hooks.deliveries[webhook_id]
+            hooks = self._hooks(org)
+            hooks.deliveries.pop(webhook_id, None)
+            return hooks.webhooks.pop(webhook_id, None) is not None
 
     def webhook_orgs(self) -> list[str]:
         with self._lock:
@@ -57,38 +49,28 @@ class MemoryWebhooks(MemoryCore, WebhookStore):
         ticket = str(next(self._tickets))
         hooks.queue[ticket] = Queued(replace(task, ticket=ticket))
 
-    def enqueue_message(
-        self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
-    ) -> None:
+    def _enqueue(self, org: str, task: DeliveryTask) -> bool:
         with self._lock:
-            hooks = self._hooks(org, webhook_id)
-            self._queue(
-                hooks, DeliveryTask("", webhook_id, message_id, None, event_type, 1, payload)
-            )
+            hooks = self._hooks(org)
+            if task.webhook_id in hooks.webhooks:
+                self._queue(hooks, task)
+            return task.webhook_id in hooks.webhooks
 
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
         with self._lock:
             hooks = self._hooks(org)
-            for event in self._events_after(org, hooks.cursor, limit):
-                position = event_position(event.id)
-                for webhook in hooks.webhooks.values():
-                    if position > hooks.since[webhook.webhook_id] and webhook.wants(event.type):
-                        mid = message_id(webhook.webhook_id, event.id)
-                        payload = event.to_json()
-                        task = DeliveryTask(
-                            "", webhook.webhook_id, mid, event.id, event.type, 1, payload
-                        )
-                        self._queue(hooks, task)
-                hooks.cursor = position
-            now, due = self.clock(), []
-            for retry in hooks.retries:
-                if retry[0] <= now:
-                    due.append(retry)
-                    self._queue(hooks, retry[1])
-            for retry in due:
+            events = self._events_after(org, hooks.cursor, limit)
+            since = [(webhook, hooks.since[key]) for key, webhook in hooks.webhooks.items()]
+            for task in fan_out(events, since):
+                self._queue(hooks, task)
+            if events:
+                hooks.cursor = event_position(events[-1].id)
+            now = self.clock()
+            for retry in [retry for retry in hooks.retries if retry[0] <= now]:
                 hooks.retries.remove(retry)
+                self._queue(hooks, retry[1])
             claimed: list[DeliveryTask] = []
             moment = time.monotonic()
             for ticket, queued in list(hooks.queue.items()):
@@ -101,9 +83,7 @@ class MemoryWebhooks(MemoryCore, WebhookStore):
                     claimed.append(queued.task)
             return claimed
 
-    def finish_delivery(
-        self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
-    ) -> None:
+    def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
         with self._lock:
             hooks = self._hooks(org)
             hooks.queue.pop(task.ticket, None)
@@ -111,9 +91,10 @@ class MemoryWebhooks(MemoryCore, WebhookStore):
             if history is None:  # deleted meanwhile
                 return
             history.appendleft(attempt)
-            if retry_at is not None:
-                hooks.retries.append((retry_at, replace(task, attempt=task.attempt + 1)))
+            if retry is not None:
+                hooks.retries.append(retry)
 
-    def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
+    def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self._lock:
-            return list(self._hooks(org, webhook_id).deliveries[webhook_id])[:limit]
+            history = self._hooks(org).deliveries.get(webhook_id)
+            return None if history is None else list(history)[:limit]

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from storage.archive_front import ArchiveFront, ExportedPrompt
 from storage.archive_records import OrgSnapshot
 from storage.errors import OrgNotEmpty
 from storage.interface import IdentityStore, OrgArchive, ReleaseStore
-from storage.interface.archive import environments_of_export
-from storage.records import Review
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
 from storage.redis.snapshot import guards, prompt_snapshot, writes
 
 
-class RedisArchive(RedisCore[ClientT], ReleaseStore, IdentityStore, OrgArchive):
-    """Exports read the org's keys and users through :class:`IdentityStore`, its
-    environments through :class:`ReleaseStore`."""
-
-    # -- backup and restore
+class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore, OrgArchive):
     def list_orgs(self) -> list[str]:
         """The set of orgs, less those whose data is gone.
 
@@ -42,26 +37,14 @@ class RedisArchive(RedisCore[ClientT], ReleaseStore, IdentityStore, OrgArchive):
                 if self.client.exists(*guards(org))  # one slot: one command
             )
 
-    def export_org(self, org: str) -> OrgSnapshot:
-        environments = self.list_environments(org)
+    def _prompt_refs(self, org: str) -> list[str]:
         with guard():
             names: dict[str, str] = self.client.hgetall(keys.names(org))  # type: ignore[assignment]
-        prompts = []
-        reviews: list[tuple[int, Review]] = []
-        for name in sorted(names):
-            reply = self._prompt_script("export_prompt", org, [names[name]])
-            if reply[0] == "ok":  # else deleted since the names were read
-                prompt, its_reviews = prompt_snapshot(reply)
-                prompts.append(prompt)
-                reviews += its_reviews
-        return OrgSnapshot(
-            org,
-            tuple(prompts),
-            tuple(self.list_api_keys(org)),
-            tuple(self.list_users(org)),
-            environments_of_export(environments, self.list_environments(org)),
-            tuple(review for _, review in sorted(reviews, key=lambda found: found[0])),
-        )
+        return [names[name] for name in sorted(names)]
+
+    def _export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
+        reply = self._prompt_script("export_prompt", org, [ref])
+        return prompt_snapshot(reply) if reply[0] == "ok" else None
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         org = snapshot.org

@@ -368,8 +368,8 @@ def delivery(text: str) -> Delivery:
 
 
 def job_value(task: DeliveryTask) -> str:
-    """A message as the queue keeps it (storage/redis/lua/claim_deliveries.lua writes the same
-    keys, with the event's stream fields ``f`` in place of the payload ``p``)."""
+    """A message as the queue keeps it (queues written before fan-out moved to Python
+    hold the event's stream fields ``f`` in place of the payload ``p``)."""
     return json.dumps(
         {
             "w": task.webhook_id,

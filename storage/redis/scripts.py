@@ -61,6 +61,7 @@ STANDALONE_SCRIPTS = (
     "add_webhook",
     "delete_webhook",
     "enqueue_message",
+    "fan_out",
     "claim_deliveries",
     "finish_delivery",
     "set_environment",

@@ -1,41 +1,34 @@
-"""Webhooks and their delivery queue on Redis."""
+"""Webhooks and their delivery queue on Redis: the primitives of storage/webhook_front.py."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
-from typing import Any
-
-from storage.errors import TooManyWebhooks, WebhookNotFound
-from storage.interface import DELIVERY_HISTORY_SIZE, MAX_WEBHOOKS, WebhookStore
+from storage.ids import event_position
+from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
+from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
-class RedisWebhooks(RedisCore[ClientT], WebhookStore):
-    """Webhooks and the delivery queue of each org."""
-
-    # -- webhooks
-
-    def add_webhook(self, org: str, webhook: Webhook) -> None:
+class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
+    def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
         with guard():
             # A set of its own slot, outside the script (a script stays in the org's slot).
             self.client.sadd(keys.WEBHOOK_ORGS, org)
-        added = self._run(
-            "add_webhook",
-            [
-                keys.webhooks(org),
-                keys.webhook_ids(org),
-                keys.webhook_since(org),
-                keys.delivery_cursor(org),
-                keys.events(org),
-                keys.delivery_queue(org),
-            ],
-            [webhook.webhook_id, codec.webhook_value(webhook), MAX_WEBHOOKS],
+        return bool(
+            self._run(
+                "add_webhook",
+                [
+                    keys.webhooks(org),
+                    keys.webhook_ids(org),
+                    keys.webhook_since(org),
+                    keys.delivery_cursor(org),
+                    keys.events(org),
+                    keys.delivery_queue(org),
+                ],
+                [webhook.webhook_id, codec.webhook_value(webhook), room],
+            )
         )
-        if not added:
-            raise TooManyWebhooks(MAX_WEBHOOKS)
 
     def list_webhooks(self, org: str) -> list[Webhook]:
         with guard():
@@ -45,58 +38,63 @@ class RedisWebhooks(RedisCore[ClientT], WebhookStore):
             found: list[str | None] = self.client.hmget(keys.webhooks(org), ids)  # type: ignore[assignment]
         return [codec.webhook(text) for text in found if text is not None]
 
-    def get_webhook(self, org: str, webhook_id: str) -> Webhook:
-        with guard():
-            text: str | None = self.client.hget(keys.webhooks(org), webhook_id)  # type: ignore[assignment]
-        if text is None:
-            raise WebhookNotFound(webhook_id)
-        return codec.webhook(text)
-
-    def delete_webhook(self, org: str, webhook_id: str) -> None:
+    def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         hook_keys = [keys.webhooks(org), keys.webhook_ids(org), keys.webhook_since(org)]
         log = keys.delivery_log(org, webhook_id)
-        if not self._run("delete_webhook", [*hook_keys, log], [webhook_id]):
-            raise WebhookNotFound(webhook_id)
+        return bool(self._run("delete_webhook", [*hook_keys, log], [webhook_id]))
 
     def webhook_orgs(self) -> list[str]:
         with guard():
             return sorted(self.client.smembers(keys.WEBHOOK_ORGS))  # type: ignore[arg-type]
 
-    def enqueue_message(
-        self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
-    ) -> None:
-        job = codec.job_value(
-            DeliveryTask("", webhook_id, message_id, None, event_type, 1, payload)
-        )
+    def _enqueue(self, org: str, task: DeliveryTask) -> bool:
         queue_keys = [keys.webhooks(org), keys.delivery_queue(org)]
-        if not self._run("enqueue_message", queue_keys, [webhook_id, job]):
-            raise WebhookNotFound(webhook_id)
+        return bool(
+            self._run("enqueue_message", queue_keys, [task.webhook_id, codec.job_value(task)])
+        )
+
+    def _fan_out(self, org: str, limit: int) -> None:
+        """Queue the messages of the events after the cursor; fan_out.lua applies them
+        only if the cursor has not moved since (another worker's fan-out won)."""
+        with guard():
+            cursor: str | None = self.client.get(keys.delivery_cursor(org))  # type: ignore[assignment]
+            if cursor is None:
+                return
+            # Webhooks read after the events: one added later has a newer ``since``
+            # than every event read, so it wants none of them.
+            pipe = self.client.pipeline(transaction=False)
+            pipe.xrange(keys.events(org), min="(" + cursor, count=limit)
+            pipe.hgetall(keys.webhooks(org))
+            pipe.hgetall(keys.webhook_since(org))
+            entries, hooks, since = pipe.execute()
+        if not entries:
+            return
+        known = [
+            (codec.webhook(text), event_position(since[webhook_id]))
+            for webhook_id, text in hooks.items()
+            if webhook_id in since
+        ]
+        jobs = [codec.job_value(task) for task in fan_out(codec.events(entries), known)]
+        fan_keys = [keys.delivery_cursor(org), keys.delivery_queue(org)]
+        self._run("fan_out", fan_keys, [cursor, entries[-1][0], *jobs])
 
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
+        self._fan_out(org, limit)
         now_ms = int(self.clock().timestamp() * 1000)
         flat = self._run(
             "claim_deliveries",
-            [
-                keys.events(org),
-                keys.webhooks(org),
-                keys.webhook_since(org),
-                keys.delivery_cursor(org),
-                keys.delivery_queue(org),
-                keys.delivery_retries(org),
-            ],
+            [keys.webhooks(org), keys.delivery_queue(org), keys.delivery_retries(org)],
             [consumer, limit, max(1, int(lease * 1000)), now_ms],
         )
         return [codec.task(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
-    def finish_delivery(
-        self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
-    ) -> None:
-        retry = ["", ""]
-        if retry_at is not None:
-            again = codec.job_value(replace(task, attempt=task.attempt + 1))
-            retry = [str(int(retry_at.timestamp() * 1000)), again]
+    def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
+        history = [codec.delivery_value(attempt), DELIVERY_HISTORY_SIZE]
+        again = ["", ""]
+        if retry is not None:
+            again = [str(int(retry[0].timestamp() * 1000)), codec.job_value(retry[1])]
         self._run(
             "finish_delivery",
             [
@@ -105,21 +103,13 @@ class RedisWebhooks(RedisCore[ClientT], WebhookStore):
                 keys.webhooks(org),
                 keys.delivery_log(org, task.webhook_id),
             ],
-            [
-                task.ticket,
-                task.webhook_id,
-                codec.delivery_value(attempt),
-                DELIVERY_HISTORY_SIZE,
-                *retry,
-            ],
+            [task.ticket, task.webhook_id, *history, *again],
         )
 
-    def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
+    def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with guard():
             pipe = self.client.pipeline(transaction=False)
             pipe.hexists(keys.webhooks(org), webhook_id)
             pipe.lrange(keys.delivery_log(org, webhook_id), 0, limit - 1)
             exists, found = pipe.execute()
-        if not exists:
-            raise WebhookNotFound(webhook_id)
-        return [codec.delivery(text) for text in found]
+        return [codec.delivery(text) for text in found] if exists else None

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, exists, insert, or_, select, union
+from sqlalchemy import Connection, Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
 from storage import lifecycle
+from storage.archive_front import ArchiveFront, ExportedPrompt
 from storage.archive_records import OrgSnapshot, PromptSnapshot
 from storage.errors import OrgNotEmpty
-from storage.interface.archive import environments_of_export
-from storage.records import PRODUCTION
+from storage.identity_records import ApiKey, User
+from storage.records import PRODUCTION, Environment
 from storage.sql import dialect
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.environments import SqlEnvironments
-from storage.sql.identity import api_key_record, user_record
+from storage.sql.identity import SqlIdentity
 from storage.sql.identity_tables import api_keys, users
 from storage.sql.rows import (
     history_record,
@@ -98,10 +99,11 @@ def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[st
     ]
 
 
-class SqlArchive(Concern):
-    def __init__(self, db: Database, environments: SqlEnvironments) -> None:
+class SqlArchive(Concern, ArchiveFront):
+    def __init__(self, db: Database, environments: SqlEnvironments, identity: SqlIdentity) -> None:
         super().__init__(db)
         self.environments = environments
+        self.identity = identity
 
     def list_orgs(self) -> list[str]:
         every = union(select(prompts.c.org), select(api_keys.c.org), select(users.c.org))
@@ -121,69 +123,44 @@ class SqlArchive(Concern):
         ).scalar()
         return bool(found)
 
-    def _export_prompt(
-        self, org: str, prompt_id: str
-    ) -> tuple[PromptSnapshot, list[Row[Any]]] | None:
-        """One prompt with its versions and history, and its reviews' rows; None when it
-        was deleted since."""
-        with self.db.write() as connection:
-            statement = select(prompts).where(
-                prompts.c.org == org, prompts.c.prompt_id == prompt_id
-            )
+    def list_environments(self, org: str) -> list[Environment]:
+        return self.environments.list_environments(org)
+
+    def list_api_keys(self, org: str) -> list[ApiKey]:
+        return self.identity.list_api_keys(org)
+
+    def list_users(self, org: str) -> list[User]:
+        return self.identity.list_users(org)
+
+    def _prompt_refs(self, org: str) -> list[str]:
+        statement = select(prompts.c.prompt_id).where(prompts.c.org == org)
+        with self.db.read() as connection:
+            return list(connection.execute(statement.order_by(prompts.c.name)).scalars())
+
+    def _export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
+        with self.db.write() as connection:  # the prompt's row lock: no change meanwhile
+            statement = select(prompts).where(prompts.c.org == org, prompts.c.prompt_id == ref)
             row = connection.execute(dialect.locked(connection, statement)).first()
             if row is None:
                 return None
-            version_rows = connection.execute(
-                select(versions)
-                .where(versions.c.org == org, versions.c.prompt_id == prompt_id)
-                .order_by(versions.c.version)
-            ).all()
-            history_rows = connection.execute(
-                select(history)
-                .where(history.c.org == org, history.c.prompt_id == prompt_id)
-                .order_by(history.c.position)
-            ).all()
+            found = {}
+            for table, order in ((versions, versions.c.version), (history, history.c.position)):
+                found[table.name] = connection.execute(
+                    select(table)
+                    .where(table.c.org == org, table.c.prompt_id == ref)
+                    .order_by(order)
+                ).all()
             review_rows = connection.execute(
-                select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == prompt_id)
+                select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == ref)
             ).all()
+        version = self.db.version
         snapshot = PromptSnapshot(
             prompt=prompt_record(row),
             next_version=row.counter,
-            versions=tuple(self.db.version(row.name, row.prompt_type, v) for v in version_rows),
-            history=tuple(history_record(h) for h in history_rows),
+            versions=tuple(version(row.name, row.prompt_type, v) for v in found["versions"]),
+            history=tuple(history_record(h) for h in found["history"]),
         )
-        return snapshot, list(review_rows)
-
-    def export_org(self, org: str) -> OrgSnapshot:
-        environments = self.environments.list_environments(org)
-        with self.db.read() as connection:
-            prompt_ids = (
-                connection.execute(
-                    select(prompts.c.prompt_id).where(prompts.c.org == org).order_by(prompts.c.name)
-                )
-                .scalars()
-                .all()
-            )
-            keys = connection.execute(
-                select(api_keys).where(api_keys.c.org == org).order_by(api_keys.c.seq)
-            ).all()
-            user_rows = connection.execute(
-                select(users).where(users.c.org == org).order_by(users.c.seq)
-            ).all()
-        exported = [
-            found
-            for prompt_id in prompt_ids
-            if (found := self._export_prompt(org, prompt_id)) is not None
-        ]
-        review_rows = sorted((r for _, rows in exported for r in rows), key=lambda r: r.seq)
-        return OrgSnapshot(
-            org,
-            tuple(item for item, _ in exported),
-            tuple(api_key_record(row) for row in keys),
-            tuple(user_record(row) for row in user_rows),
-            environments_of_export(environments, self.environments.list_environments(org)),
-            tuple(review_record(row) for row in review_rows),
-        )
+        return snapshot, [(r.seq, review_record(r)) for r in review_rows]
 
     def import_org(self, snapshot: OrgSnapshot) -> None:
         org = snapshot.org

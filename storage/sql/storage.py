@@ -76,7 +76,7 @@ class SqlStorage(NewVersions, Storage):
         self.identity = SqlIdentity(self.db)
         self.login = SqlLogin(self.db)
         self.sessions = SqlSessions(self.db, self.login)
-        self.archive = SqlArchive(self.db, self.environments)
+        self.archive = SqlArchive(self.db, self.environments, self.identity)
         self.usage = SqlUsage(self.db)
         self.events.start_listener()
 

@@ -1,10 +1,8 @@
-"""Webhooks and their delivery queue (Storage.claim_deliveries).
+"""Webhooks and their delivery queue: the primitives of storage/webhook_front.py.
 
-The queue is a table; a claim runs in one transaction: it fans the events written
-since the last claim out to messages (the org's ``webhook_cursors`` row, locked, says
-how far it got), queues the retries that are due, then takes the oldest messages that
-nobody holds, or whose holder's lease ran out. On PostgreSQL concurrent workers pass
-over each other's rows (``FOR UPDATE SKIP LOCKED``, storage/sql/dialect.py).
+A claim is one transaction: fan-out from the org's locked ``webhook_cursors`` row, due
+retries, then messages nobody holds (or held past the lease); on PostgreSQL concurrent
+workers pass over each other's rows (``FOR UPDATE SKIP LOCKED``).
 """
 
 from __future__ import annotations
@@ -16,9 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, or_, select, update
 
-from storage.errors import WebhookNotFound
-from storage.ids import event_position, message_id
-from storage.interface import DELIVERY_HISTORY_SIZE, check_webhook_room
+from storage.interface import DELIVERY_HISTORY_SIZE
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
 from storage.sql.events import _after
@@ -30,6 +26,7 @@ from storage.sql.tables import (
     webhook_cursors,
     webhooks,
 )
+from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
@@ -44,6 +41,19 @@ def _webhook(row: Row[Any]) -> Webhook:
     )
 
 
+def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dict[str, Any]:
+    return {
+        "org": org,
+        "webhook_id": task.webhook_id,
+        "message_id": task.message_id,
+        "event_id": task.event_id,
+        "event_type": task.event_type,
+        "attempt": task.attempt,
+        "payload": json.dumps(task.payload),
+        "due_at": due_at,
+    }
+
+
 def _task(row: Row[Any]) -> DeliveryTask:
     return DeliveryTask(
         ticket=str(row.ticket),
@@ -56,16 +66,22 @@ def _task(row: Row[Any]) -> DeliveryTask:
     )
 
 
-class SqlWebhooks(Concern):
-    def _webhook_row(self, connection: Connection, org: str, webhook_id: str) -> Row[Any]:
-        row = connection.execute(
-            select(webhooks).where(webhooks.c.org == org, webhooks.c.webhook_id == webhook_id)
-        ).first()
-        if row is None:
-            raise WebhookNotFound(webhook_id)
-        return row
+_DELIVERY_FIELDS = tuple(Delivery.__dataclass_fields__)
 
-    def add_webhook(self, org: str, webhook: Webhook) -> None:
+
+def _delivery_values(attempt: Delivery) -> dict[str, Any]:
+    return {key: getattr(attempt, key) for key in _DELIVERY_FIELDS}
+
+
+class SqlWebhooks(Concern, WebhookFront):
+    @staticmethod
+    def _exists(connection: Connection, org: str, webhook_id: str) -> bool:
+        statement = select(webhooks.c.seq).where(
+            webhooks.c.org == org, webhooks.c.webhook_id == webhook_id
+        )
+        return connection.execute(statement).first() is not None
+
+    def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
         with self.db.write() as connection:
             last = connection.execute(
                 select(event_logs.c.last_ms, event_logs.c.last_seq).where(event_logs.c.org == org)
@@ -85,7 +101,8 @@ class SqlWebhooks(Concern):
             count = connection.execute(
                 select(func.count()).select_from(webhooks).where(webhooks.c.org == org)
             ).scalar_one()
-            check_webhook_room(count)
+            if count >= room:
+                return False
             connection.execute(
                 insert(webhooks).values(
                     webhook_id=webhook.webhook_id,
@@ -99,6 +116,7 @@ class SqlWebhooks(Concern):
                     since_seq=since[1],
                 )
             )
+            return True
 
     def list_webhooks(self, org: str) -> list[Webhook]:
         with self.db.read() as connection:
@@ -107,45 +125,27 @@ class SqlWebhooks(Concern):
             ).all()
         return [_webhook(row) for row in rows]
 
-    def get_webhook(self, org: str, webhook_id: str) -> Webhook:
-        with self.db.read() as connection:
-            return _webhook(self._webhook_row(connection, org, webhook_id))
-
-    def delete_webhook(self, org: str, webhook_id: str) -> None:
+    def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         with self.db.write() as connection:
-            self._webhook_row(connection, org, webhook_id)
             # Its queued messages and delivery history go with it (ON DELETE CASCADE).
-            connection.execute(
+            deleted = connection.execute(
                 webhooks.delete().where(webhooks.c.org == org, webhooks.c.webhook_id == webhook_id)
             )
+            return bool(deleted.rowcount)
 
     def webhook_orgs(self) -> list[str]:
         with self.db.read() as connection:
-            return list(
-                connection.execute(select(webhook_cursors.c.org).order_by(webhook_cursors.c.org))
-                .scalars()
-                .all()
-            )
+            statement = select(webhook_cursors.c.org).order_by(webhook_cursors.c.org)
+            return list(connection.execute(statement).scalars().all())
 
-    def enqueue_message(
-        self, org: str, webhook_id: str, message_id: str, event_type: str, payload: dict[str, Any]
-    ) -> None:
+    def _enqueue(self, org: str, task: DeliveryTask) -> bool:
         with self.db.write() as connection:
-            self._webhook_row(connection, org, webhook_id)
-            connection.execute(
-                insert(delivery_queue).values(
-                    org=org,
-                    webhook_id=webhook_id,
-                    message_id=message_id,
-                    event_id=None,
-                    event_type=event_type,
-                    attempt=1,
-                    payload=json.dumps(payload),
-                )
-            )
+            if not self._exists(connection, org, task.webhook_id):
+                return False
+            connection.execute(insert(delivery_queue).values(_queued(org, task)))
+            return True
 
     def _fan_out(self, connection: Connection, org: str, limit: int) -> None:
-        """Queue one message per event since the cursor and webhook that wants it."""
         cursor = connection.execute(
             dialect.locked(connection, select(webhook_cursors).where(webhook_cursors.c.org == org))
         ).first()
@@ -159,24 +159,8 @@ class SqlWebhooks(Concern):
         hooks = connection.execute(
             select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
         ).all()
-        messages = []
-        for row in rows:
-            event = event_record(row)
-            position = event_position(event.id)
-            for hook in hooks:
-                webhook = _webhook(hook)
-                if position > (hook.since_ms, hook.since_seq) and webhook.wants(event.type):
-                    messages.append(
-                        {
-                            "org": org,
-                            "webhook_id": webhook.webhook_id,
-                            "message_id": message_id(webhook.webhook_id, event.id),
-                            "event_id": event.id,
-                            "event_type": event.type,
-                            "attempt": 1,
-                            "payload": json.dumps(event.to_json()),
-                        }
-                    )
+        since = [(_webhook(hook), (hook.since_ms, hook.since_seq)) for hook in hooks]
+        messages = [_queued(org, task) for task in fan_out(map(event_record, rows), since)]
         if messages:
             connection.execute(insert(delivery_queue), messages)
         last = rows[-1]
@@ -241,49 +225,19 @@ class SqlWebhooks(Concern):
                 )
         return [_task(row) for row in rows]
 
-    def finish_delivery(
-        self, org: str, task: DeliveryTask, attempt: Delivery, retry_at: datetime | None
-    ) -> None:
+    def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
         with self.db.write() as connection:
             connection.execute(
                 delivery_queue.delete().where(
                     delivery_queue.c.org == org, delivery_queue.c.ticket == int(task.ticket)
                 )
             )
-            exists = connection.execute(
-                select(webhooks.c.seq).where(
-                    webhooks.c.org == org, webhooks.c.webhook_id == task.webhook_id
-                )
-            ).first()
-            if exists is None:  # deleted meanwhile
+            if not self._exists(connection, org, task.webhook_id):  # deleted meanwhile
                 return
-            connection.execute(
-                insert(deliveries).values(
-                    org=org,
-                    webhook_id=attempt.webhook_id,
-                    message_id=attempt.message_id,
-                    event_id=attempt.event_id,
-                    event_type=attempt.event_type,
-                    attempt=attempt.attempt,
-                    status_code=attempt.status_code,
-                    error=attempt.error,
-                    at=attempt.at,
-                )
-            )
+            connection.execute(insert(deliveries).values(org=org, **_delivery_values(attempt)))
             self._trim_deliveries(connection, org, task.webhook_id)
-            if retry_at is not None:
-                connection.execute(
-                    insert(delivery_queue).values(
-                        org=org,
-                        webhook_id=task.webhook_id,
-                        message_id=task.message_id,
-                        event_id=task.event_id,
-                        event_type=task.event_type,
-                        attempt=task.attempt + 1,
-                        payload=json.dumps(task.payload),
-                        due_at=retry_at,
-                    )
-                )
+            if retry is not None:
+                connection.execute(insert(delivery_queue).values(_queued(org, retry[1], retry[0])))
 
     @staticmethod
     def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
@@ -303,25 +257,14 @@ class SqlWebhooks(Concern):
                 )
             )
 
-    def list_deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery]:
+    def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self.db.read() as connection:
-            self._webhook_row(connection, org, webhook_id)
+            if not self._exists(connection, org, webhook_id):
+                return None
             rows = connection.execute(
                 select(deliveries)
                 .where(deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
                 .order_by(deliveries.c.seq.desc())
-                .limit(min(limit, DELIVERY_HISTORY_SIZE))
+                .limit(limit)
             ).all()
-        return [
-            Delivery(
-                webhook_id=row.webhook_id,
-                message_id=row.message_id,
-                event_id=row.event_id,
-                event_type=row.event_type,
-                attempt=row.attempt,
-                status_code=row.status_code,
-                error=row.error,
-                at=row.at,
-            )
-            for row in rows
-        ]
+        return [Delivery(**{key: getattr(row, key) for key in _DELIVERY_FIELDS}) for row in rows]
