@@ -1,13 +1,17 @@
-"""OrgArchive.export_org written once for every backend, over two primitives: the org's
-prompts in name order, and one prompt read whole in one atomic step."""
+"""OrgArchive's export and import written once for every backend, over primitives: the
+org's prompts in name order, one prompt read whole in one atomic step, and the restore
+of a :class:`RestorePlan` in one atomic step, only into an empty org."""
 
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 
+from storage import lifecycle
 from storage.archive_records import OrgSnapshot, PromptSnapshot
+from storage.errors import OrgNotEmpty
 from storage.identity_records import ApiKey, User
-from storage.records import Environment, Review
+from storage.records import Environment, PromptVersion, Review
 
 # One prompt as an export reads it, with its reviews and their request sequence.
 ExportedPrompt = tuple[PromptSnapshot, list[tuple[int, Review]]]
@@ -20,6 +24,54 @@ def environments_of_export(
     placement and open review read with a prompt names an environment of the snapshot."""
     kept = {environment.name for environment in after}
     return (*after, *(environment for environment in before if environment.name not in kept))
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredPrompt:
+    """A prompt of a snapshot with the counters the operations keep, from its versions."""
+
+    item: PromptSnapshot
+    latest: int | None
+    production: int | None
+    placements: tuple[tuple[str, PromptVersion], ...]  # (environment, version) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePlan:
+    """What every backend writes for a snapshot: ``environments`` are those stored
+    (production only when changed), each with its creation ``seq`` (production 0);
+    ``reviews`` carry their request sequence; ``open_reviews`` index the open ones by
+    (prompt_id, environment, version)."""
+
+    snapshot: OrgSnapshot
+    prompts: tuple[RestoredPrompt, ...]
+    environments: tuple[tuple[int, Environment], ...]
+    reviews: tuple[tuple[int, Review], ...]
+    open_reviews: dict[tuple[str, str, int], str]
+
+
+def restore_plan(snapshot: OrgSnapshot) -> RestorePlan:
+    prompts = []
+    for item in snapshot.prompts:
+        published = [v.version for v in item.versions if v.status == "published"]
+        prompts.append(
+            RestoredPrompt(
+                item,
+                max((v.version for v in item.versions), default=None),
+                published[0] if published else None,
+                tuple((env, v) for v in item.versions for env in v.placements),
+            )
+        )
+    opened = [review for review in snapshot.reviews if review.status == "open"]
+    default = lifecycle.default_production()
+    stored = [e for e in snapshot.environments if e != default]
+    return RestorePlan(
+        snapshot,
+        tuple(prompts),
+        tuple((0 if e.name == default.name else n, e) for n, e in enumerate(stored, start=1)),
+        tuple(enumerate(snapshot.reviews, start=1)),
+        {(r.prompt_id, r.environment, r.version): r.review_id for r in opened},
+    )
 
 
 class ArchiveFront(abc.ABC):
@@ -39,6 +91,16 @@ class ArchiveFront(abc.ABC):
     @abc.abstractmethod
     def _export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
         """The prompt read in one atomic step; None when it was deleted since."""
+
+    @abc.abstractmethod
+    def _restore(self, plan: RestorePlan) -> bool:
+        """Write the plan exactly, with every index and counter, in one atomic step,
+        replacing the org's environments; False, writing nothing, when the org has a
+        prompt, an API key or a user."""
+
+    def import_org(self, snapshot: OrgSnapshot) -> None:
+        if not self._restore(restore_plan(snapshot)):
+            raise OrgNotEmpty(snapshot.org)
 
     def export_org(self, org: str) -> OrgSnapshot:
         before = self.list_environments(org)

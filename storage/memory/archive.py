@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storage import lifecycle
-from storage.archive_front import ArchiveFront, ExportedPrompt
-from storage.archive_records import OrgSnapshot, PromptSnapshot
-from storage.errors import OrgNotEmpty
+from storage.archive_front import ArchiveFront, ExportedPrompt, RestorePlan
+from storage.archive_records import PromptSnapshot
 from storage.interface import OrgArchive
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
@@ -41,45 +39,38 @@ class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
                 if r.prompt_id == pid
             ]
 
-    def import_org(self, snapshot: OrgSnapshot) -> None:
+    def _restore(self, plan: RestorePlan) -> bool:
         by_name: dict[str, PromptState] = {}
-        for item in snapshot.prompts:
+        for restored in plan.prompts:
+            item = restored.item
             versions = sorted(item.versions, key=lambda v: v.version)
-            published = [v.version for v in versions if v.status == "published"]
-            state = PromptState(
+            by_name[item.prompt.name] = PromptState(
                 prompt=replace(item.prompt, latest_version=None, production_version=None),
                 counter=item.next_version,
                 versions={v.version: v for v in versions},
                 numbers={v.version_id: v.version for v in versions},
-                production=published[0] if published else None,
+                production=restored.production,
                 history=list(item.history),
-                placements={env: v.version for v in versions for env in v.placements},
+                placements={env: v.version for env, v in restored.placements},
             )
-            by_name[item.prompt.name] = state
+        snapshot = plan.snapshot
         with self._lock:
             org_state = self._orgs.setdefault(snapshot.org, OrgState())
             if not org_state.is_empty():
-                raise OrgNotEmpty(snapshot.org)
+                return False
             # Into the org's own state: whatever login state it holds stays.
             org_state.by_name = by_name
             org_state.by_id = {state.prompt.prompt_id: state for state in by_name.values()}
             org_state.keys = {key.client_id: key for key in snapshot.api_keys}
             org_state.users = {user.username: user for user in snapshot.users}
             org_state.user_ids = {user.user_id: user.username for user in snapshot.users}
-            org_state.environments = {
-                e.name: e for e in snapshot.environments if e != lifecycle.default_production()
-            }
-            org_state.reviews = {review.review_id: review for review in snapshot.reviews}
-            org_state.review_seq = {
-                review.review_id: seq for seq, review in enumerate(snapshot.reviews, start=1)
-            }
-            org_state.review_counter = len(snapshot.reviews)
+            org_state.environments = {e.name: e for _, e in plan.environments}
+            org_state.reviews = {review.review_id: review for _, review in plan.reviews}
+            org_state.review_seq = {review.review_id: seq for seq, review in plan.reviews}
+            org_state.review_counter = len(plan.reviews)
             org_state.included_by = {}
             for state in by_name.values():
                 for version in state.versions.values():
                     org_state.index_includes(version)
-            org_state.open_reviews = {
-                (r.prompt_id, r.environment, r.version): r.review_id
-                for r in snapshot.reviews
-                if r.status == "open"
-            }
+            org_state.open_reviews = dict(plan.open_reviews)
+            return True

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from storage.archive_front import ArchiveFront, ExportedPrompt
-from storage.archive_records import OrgSnapshot
-from storage.errors import OrgNotEmpty
+from storage.archive_front import ArchiveFront, ExportedPrompt, RestorePlan
 from storage.interface import IdentityStore, OrgArchive, ReleaseStore
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
@@ -46,11 +44,9 @@ class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore
         reply = self._prompt_script("export_prompt", org, [ref])
         return prompt_snapshot(reply) if reply[0] == "ok" else None
 
-    def import_org(self, snapshot: OrgSnapshot) -> None:
-        org = snapshot.org
+    def _restore(self, plan: RestorePlan) -> bool:
+        org = plan.snapshot.org
         self._index_org(org)
         kept = guards(org)
-        args = [len(kept), *kept, *writes(snapshot)]
-        reply = self._run("restore_org", [keys.org_prefix(org)], args)
-        if reply[0] != "ok":
-            raise OrgNotEmpty(org)
+        reply = self._run("restore_org", [keys.org_prefix(org)], [len(kept), *kept, *writes(plan)])
+        return bool(reply[0] == "ok")

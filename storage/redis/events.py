@@ -1,52 +1,37 @@
-"""The change event log on Redis: one stream per org."""
+"""The change event log on Redis: one stream per org, read with XRANGE and XREAD BLOCK."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from storage.event_front import EventFront
 from storage.event_records import Event, EventLogBounds
-from storage.ids import event_position
 from storage.interface import EventStore
 from storage.redis import codec, keys
 from storage.redis.core import LONGEST_BLOCK, ClientT, RedisCore, guard
 
 
-class RedisEvents(RedisCore[ClientT], EventStore):
-    """The event log: one stream per org, read with XRANGE and XREAD BLOCK."""
+def _id(position: tuple[int, int]) -> str:
+    return f"{position[0]}-{position[1]}"
 
-    # -- change events
 
-    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
-        event_position(after)  # InvalidInput for text that is not an id, as on every backend
+class RedisEvents(RedisCore[ClientT], EventFront, EventStore):
+    def _read_events(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
         with guard():
-            entries: Any = self.client.xrange(keys.events(org), min="(" + after, count=limit)
+            entries: Any = self.client.xrange(keys.events(org), min="(" + _id(after), count=limit)
         return codec.events(entries)
+
+    def _await_events(self, org: str, after: tuple[int, int], seconds: float) -> None:
+        # At most half the socket timeout, so the client never takes a wait for a dead
+        # server; BLOCK 0 would wait forever: at least 1 ms.
+        socket_timeout = self._socket_timeout()
+        longest = LONGEST_BLOCK if socket_timeout is None else socket_timeout / 2
+        block = max(1, int(min(seconds, longest) * 1000))
+        with guard():
+            self.client.xread({keys.events(org): _id(after)}, count=1, block=block)
 
     def event_log_bounds(self, org: str) -> EventLogBounds:
         oldest, newest, trimmed = self._run(
             "event_log_bounds", [keys.events(org)], [self.event_log_size]
         )
         return EventLogBounds(oldest or None, newest or None, trimmed == 1)
-
-    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
-        event_position(after)
-        if timeout <= 0:
-            return self.events_after(org, after, limit)
-        deadline = time.monotonic() + timeout
-        # Each XREAD blocks for at most half the socket timeout, so that the client
-        # never mistakes a wait for a dead server.
-        socket_timeout = self._socket_timeout()
-        longest = LONGEST_BLOCK if socket_timeout is None else socket_timeout / 2
-        while True:
-            remaining = deadline - time.monotonic()
-            block = min(remaining, longest)
-            with guard():
-                # BLOCK 0 would wait forever: at least 1 ms.
-                reply: Any = self.client.xread(
-                    {keys.events(org): after}, count=limit, block=max(1, int(block * 1000))
-                )
-            if reply:  # [[stream key, entries]]
-                return codec.events(reply[0][1])
-            if remaining <= longest:
-                return []

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from storage import lifecycle
-from storage.archive_records import OrgSnapshot, PromptSnapshot
+from storage.archive_front import RestorePlan
+from storage.archive_records import PromptSnapshot
 from storage.records import PRODUCTION, Review
 from storage.redis import codec, keys
 
@@ -65,12 +65,14 @@ class Writes:
             self.add(command, key, values[start : start + step])
 
 
-def writes(snapshot: OrgSnapshot) -> list[str]:
-    """Every write that restores ``snapshot``, as restore_org.lua takes them."""
+def writes(plan: RestorePlan) -> list[str]:
+    """Every write that restores ``plan``, as restore_org.lua takes them."""
+    snapshot = plan.snapshot
     org, out = snapshot.org, Writes()
     names: list[str] = []
     listed: list[str] = []
-    for item in snapshot.prompts:
+    for restored in plan.prompts:
+        item = restored.item
         prompt = item.prompt
         pid = prompt.prompt_id
         names += [prompt.name, pid]
@@ -99,9 +101,7 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
             out.add("HSET", keys.history_record(org, pid, hid), codec.record_fields(record))
             sequence += [str(position), hid]
         out.batched("ZADD", keys.history(org, pid), sequence, 2)
-        placed = [
-            value for v in item.versions for env in v.placements for value in (env, v.version_id)
-        ]
+        placed = [value for env, v in restored.placements for value in (env, v.version_id)]
         out.batched("HSET", keys.placements(org, pid), placed, 2)
     out.batched("HSET", keys.names(org), names, 2)
     out.batched("ZADD", keys.prompt_list(org), listed, 2)
@@ -113,35 +113,35 @@ def writes(snapshot: OrgSnapshot) -> list[str]:
     by_id = [value for user in snapshot.users for value in (user.user_id, user.username)]
     out.batched("HSET", keys.user_ids(org), by_id, 2)
     out.batched("RPUSH", keys.users(org), [user.username for user in snapshot.users], 1)
-    _releases(snapshot, out)
+    _releases(plan, out)
     return out.args
 
 
-def _releases(snapshot: OrgSnapshot, out: Writes) -> None:
+def _releases(plan: RestorePlan, out: Writes) -> None:
     """The environments (replacing any the org kept) and the reviews with their indexes
     and request sequence, as set_environment.lua and apply_change.lua keep them."""
-    org = snapshot.org
+    org = plan.snapshot.org
     out.add("DEL", keys.environments(org), [])
     out.add("DEL", keys.environment_order(org), [])
-    stored = [e for e in snapshot.environments if e != lifecycle.default_production()]
-    envs = [value for e in stored for value in (e.name, codec.environment_json(e))]
+    envs = [v for _, e in plan.environments for v in (e.name, codec.environment_json(e))]
     out.batched("HSET", keys.environments(org), envs, 2)
-    created = [e.name for e in stored if e.name != PRODUCTION]
+    created = [e.name for _, e in plan.environments if e.name != PRODUCTION]
     out.batched("RPUSH", keys.environment_order(org), created, 1)
     by_seq: list[str] = []
     by_prompt: dict[str, list[str]] = {}
-    open_reviews: list[str] = []
-    for seq, review in enumerate(snapshot.reviews, start=1):
+    for seq, review in plan.reviews:
         rid = review.review_id
         out.add("SET", keys.review(org, rid), [codec.review_json(review)])
         by_seq += [str(seq), rid]
         by_prompt.setdefault(review.prompt_id, []).extend([str(seq), rid])
-        if review.status == "open":
-            open_key = f"{review.prompt_id}:{review.environment}:{review.version}"
-            open_reviews += [open_key, rid]
     out.batched("ZADD", keys.reviews(org), by_seq, 2)
     for pid, members in by_prompt.items():
         out.batched("ZADD", keys.prompt_reviews(org, pid), members, 2)
+    open_reviews = [
+        value
+        for (pid, env, version), rid in plan.open_reviews.items()
+        for value in (f"{pid}:{env}:{version}", rid)
+    ]
     out.batched("HSET", keys.open_reviews(org), open_reviews, 2)
-    if snapshot.reviews:
-        out.add("SET", keys.review_sequence(org), [str(len(snapshot.reviews))])
+    if plan.reviews:
+        out.add("SET", keys.review_sequence(org), [str(len(plan.reviews))])

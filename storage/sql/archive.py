@@ -15,12 +15,10 @@ from typing import Any
 from sqlalchemy import Connection, Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
-from storage import lifecycle
-from storage.archive_front import ArchiveFront, ExportedPrompt
-from storage.archive_records import OrgSnapshot, PromptSnapshot
-from storage.errors import OrgNotEmpty
+from storage.archive_front import ArchiveFront, ExportedPrompt, RestoredPrompt, RestorePlan
+from storage.archive_records import PromptSnapshot
 from storage.identity_records import ApiKey, User
-from storage.records import PRODUCTION, Environment
+from storage.records import Environment
 from storage.sql import dialect
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.environments import SqlEnvironments
@@ -46,57 +44,45 @@ from storage.sql.tables import (
 )
 
 
-def _prompt_values(org: str, item: PromptSnapshot) -> dict[str, Any]:
-    """The ``prompts`` row, with the counters the operations keep, from the versions."""
-    numbers = [v.version for v in item.versions]
-    published = [v.version for v in item.versions if v.status == "published"]
-    prompt = item.prompt
+def _prompt_values(org: str, restored: RestoredPrompt) -> dict[str, Any]:
+    item = restored.item
     return {
-        "prompt_id": prompt.prompt_id,
+        **{key: getattr(item.prompt, key) for key in _PROMPT_FIELDS},
         "org": org,
-        "name": prompt.name,
-        "prompt_type": prompt.prompt_type,
-        "description": prompt.description,
-        "created_at": prompt.created_at,
-        "updated_at": prompt.updated_at,
         "counter": item.next_version,
-        "latest_version": max(numbers) if numbers else None,
-        "production_version": published[0] if published else None,
+        "latest_version": restored.latest,
+        "production_version": restored.production,
         "promotions": len(item.history),
     }
 
 
-def _releases(org: str, snapshot: OrgSnapshot) -> list[tuple[Table, list[dict[str, Any]]]]:
-    """The rows of the org's environments (production only when changed, at ``seq`` 0 as
-    update_environment keeps it), placements and reviews (``seq`` in request order)."""
-    default = lifecycle.default_production()
-    environment_rows = [
-        {
-            "org": org,
-            "name": e.name,
-            "seq": 0 if e.name == PRODUCTION else position,
-            "required_approvals": e.required_approvals,
-            "description": e.description,
-            "created_at": e.created_at,
-        }
-        for position, e in enumerate(snapshot.environments, start=1)
-        if e != default
-    ]
-    placement_rows = [
-        {"org": org, "prompt_id": v.prompt_id, "environment": env, "version": v.version}
-        for item in snapshot.prompts
-        for v in item.versions
-        for env in v.placements
-    ]
-    review_rows = [
-        {**review_values(org, review), "seq": seq}
-        for seq, review in enumerate(snapshot.reviews, start=1)
-    ]
+_PROMPT_FIELDS = ("prompt_id", "name", "prompt_type", "description", "created_at", "updated_at")
+
+
+def _rows(plan: RestorePlan) -> list[tuple[Table, list[dict[str, Any]]]]:
+    org, snapshot = plan.snapshot.org, plan.snapshot
+    every = [(p, v) for p in plan.prompts for v in p.item.versions]
     return [
-        (environments, environment_rows),
-        (placements, placement_rows),
-        (reviews, review_rows),
-    ]
+        (prompts, [_prompt_values(org, p) for p in plan.prompts]),
+        (versions, [version_values(org, v) for _, v in every]),
+        (includes, [row for _, v in every for row in include_values(org, v)]),
+        (history, [
+            history_values(org, record, position)
+            for p in plan.prompts
+            for position, record in enumerate(p.item.history, start=1)
+        ]),
+        (api_keys, [values_of(key) for key in snapshot.api_keys]),
+        (users, [values_of(user) for user in snapshot.users]),
+        (environments, [
+            {**values_of(e), "org": org, "seq": seq} for seq, e in plan.environments
+        ]),
+        (placements, [
+            {"org": org, "prompt_id": v.prompt_id, "environment": env, "version": v.version}
+            for p in plan.prompts
+            for env, v in p.placements
+        ]),
+        (reviews, [{**review_values(org, r), "seq": seq} for seq, r in plan.reviews]),
+    ]  # fmt: skip
 
 
 class SqlArchive(Concern, ArchiveFront):
@@ -162,42 +148,19 @@ class SqlArchive(Concern, ArchiveFront):
         )
         return snapshot, [(r.seq, review_record(r)) for r in review_rows]
 
-    def import_org(self, snapshot: OrgSnapshot) -> None:
-        org = snapshot.org
+    def _restore(self, plan: RestorePlan) -> bool:
+        org = plan.snapshot.org
         try:
             with self.db.write() as connection:
                 dialect.serialize(connection, f"import_org:{org}")
                 if self._has_data(connection, org):
-                    raise OrgNotEmpty(org)
-                # The snapshot's environments replace any the org kept.
+                    return False
                 connection.execute(environments.delete().where(environments.c.org == org))
-                rows = [_prompt_values(org, item) for item in snapshot.prompts]
-                version_rows = [
-                    version_values(org, v) for item in snapshot.prompts for v in item.versions
-                ]
-                history_rows = [
-                    history_values(org, record, position)
-                    for item in snapshot.prompts
-                    for position, record in enumerate(item.history, start=1)
-                ]
-                include_rows = [
-                    row
-                    for item in snapshot.prompts
-                    for v in item.versions
-                    for row in include_values(org, v)
-                ]
-                for table, values in (
-                    (prompts, rows),
-                    (versions, version_rows),
-                    (includes, include_rows),
-                    (history, history_rows),
-                    (api_keys, [values_of(key) for key in snapshot.api_keys]),
-                    (users, [values_of(user) for user in snapshot.users]),
-                    *_releases(org, snapshot),
-                ):
+                for table, values in _rows(plan):
                     if values:
                         connection.execute(insert(table), values)
         except sa_exc.IntegrityError:
             # A key or user added to the org since the check (PostgreSQL: nothing
             # locks an org's absent rows): the org is not empty any more.
-            raise OrgNotEmpty(org) from None
+            return False
+        return True

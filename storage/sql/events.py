@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 from sqlalchemy import Engine, select
 
+from storage.event_front import EventFront
 from storage.event_records import Event, EventLogBounds
-from storage.ids import event_position
 from storage.sql import dialect
 from storage.sql.core import Concern, event_id, event_record
 from storage.sql.tables import event_logs, events
@@ -68,7 +67,7 @@ class _Listener:
         self._stopped.set()
 
 
-class SqlEvents(Concern):
+class SqlEvents(Concern, EventFront):
     _listener: _Listener | None = None
 
     def start_listener(self) -> None:
@@ -80,15 +79,16 @@ class SqlEvents(Concern):
             self._listener.stop()
             self._listener = None
 
-    def _events_after(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
+    def _read_events(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
         with self.db.read() as connection:
             rows = connection.execute(
                 _after(org, after).order_by(events.c.ms, events.c.seq).limit(limit)
             ).all()
         return [event_record(row) for row in rows]
 
-    def events_after(self, org: str, after: str, limit: int) -> list[Event]:
-        return self._events_after(org, event_position(after), limit)
+    def _await_events(self, org: str, after: tuple[int, int], seconds: float) -> None:
+        with self.db.appended:
+            self.db.appended.wait(min(seconds, dialect.POLL_INTERVAL))
 
     def event_log_bounds(self, org: str) -> EventLogBounds:
         with self.db.read() as connection:
@@ -105,14 +105,3 @@ class SqlEvents(Concern):
                 ).first()
                 ends.append(None if row is None else event_id(row.ms, row.seq))
         return EventLogBounds(ends[0], ends[1], bool(trimmed))
-
-    def wait_for_events(self, org: str, after: str, timeout: float, limit: int) -> list[Event]:
-        position = event_position(after)
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self._events_after(org, position, limit)
-            remaining = deadline - time.monotonic()
-            if found or remaining <= 0:
-                return found
-            with self.db.appended:
-                self.db.appended.wait(min(remaining, dialect.POLL_INTERVAL))
