@@ -227,11 +227,11 @@ class SqlWebhooks(Concern, WebhookFront):
 
     def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
         with self.db.write() as connection:
-            connection.execute(
-                delivery_queue.delete().where(
-                    delivery_queue.c.org == org, delivery_queue.c.ticket == int(task.ticket)
-                )
-            )
+            # The attempt too: SQLite may give a deleted ticket to the retry, and a second
+            # finish of this task must not take the retry off the queue.
+            q = delivery_queue.c
+            claim = (q.org == org) & (q.ticket == int(task.ticket)) & (q.attempt == task.attempt)
+            connection.execute(delivery_queue.delete().where(claim))
             if not self._exists(connection, org, task.webhook_id):  # deleted meanwhile
                 return
             connection.execute(insert(deliveries).values(org=org, **_delivery_values(attempt)))
