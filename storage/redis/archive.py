@@ -11,12 +11,8 @@ from storage.redis.snapshot import guards, prompt_snapshot, writes
 
 class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore, OrgArchive):
     def list_orgs(self) -> list[str]:
-        """The set of orgs, less those whose data is gone.
-
-        Orgs written before the set existed are added to it once, by one SCAN over every
-        primary for their key lists, user lists and names hashes; ``ps:{_global}:orgs:complete``
-        then records that it was done, so later calls read the set alone.
-        """
+        """The set of orgs, less those whose data is gone; orgs written before the set
+        existed join it by one SCAN, once (``ORGS_COMPLETE``)."""
         with guard():
             if not self.client.exists(keys.ORGS_COMPLETE):
                 found = {

@@ -1,13 +1,6 @@
-"""An org's snapshot on Redis: the records of export_prompt.lua's replies, and the
-writes restore_org.lua applies, both in the layout of storage/redis/keys.py.
-
-A restore writes every key the other operations read or change, exactly as they would
-have left it: the names hash and the name list, each prompt's hash with its counters
-(``next``, the last version number handed out, and ``hseq``, the last promotion
-sequence), the version and status indexes, the history index, the placements (``P:env``
-and each version's ``placements``), the API keys and the users in their order, the users
-by id, the environments and the reviews with their indexes and request sequence.
-"""
+"""An org's snapshot on Redis: export_prompt.lua's replies as records, and a restore
+plan as the writes restore_org.lua applies: every key the other operations read or
+change, as they would have left it (storage/redis/keys.py)."""
 
 from __future__ import annotations
 

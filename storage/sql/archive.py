@@ -1,12 +1,6 @@
-"""An org's data read and written whole (backup and restore, promptsvc/backup).
-
-Export reads each prompt in one transaction that holds the prompt's row lock (every
-change of a prompt or its versions takes it first, storage/sql/prompts.py), so each
-prompt is consistent in itself. Import writes the whole org in one transaction, after
-checking that the org has no prompts, keys or users; imports of one org are
-serialized (storage/sql/dialect.py), so of two at once the second finds the first's
-data.
-"""
+"""An org read and written whole: the primitives of storage/archive_front.py. A prompt
+is exported under its row lock (every change takes it first); imports of one org are
+serialized, so of two at once the second finds the first's data."""
 
 from __future__ import annotations
 

@@ -31,42 +31,26 @@ from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 def _webhook(row: Row[Any]) -> Webhook:
-    return Webhook(
-        webhook_id=row.webhook_id,
-        url=row.url,
-        events=tuple(json.loads(row.events)),
-        description=row.description,
-        secret=row.secret,
-        created_at=row.created_at,
-    )
+    events = tuple(json.loads(row.events))
+    return Webhook(row.webhook_id, row.url, events, row.description, row.secret, row.created_at)
+
+
+# The queue's columns that are DeliveryTask's fields as they are.
+_TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt")
+_DELIVERY_FIELDS = tuple(Delivery.__dataclass_fields__)
 
 
 def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dict[str, Any]:
-    return {
-        "org": org,
-        "webhook_id": task.webhook_id,
-        "message_id": task.message_id,
-        "event_id": task.event_id,
-        "event_type": task.event_type,
-        "attempt": task.attempt,
-        "payload": json.dumps(task.payload),
-        "due_at": due_at,
-    }
+    columns = {key: getattr(task, key) for key in _TASK_COLUMNS}
+    return {"org": org, **columns, "payload": json.dumps(task.payload), "due_at": due_at}
 
 
 def _task(row: Row[Any]) -> DeliveryTask:
+    payload = json.loads(row.payload)
+    r = row
     return DeliveryTask(
-        ticket=str(row.ticket),
-        webhook_id=row.webhook_id,
-        message_id=row.message_id,
-        event_id=row.event_id,
-        event_type=row.event_type,
-        attempt=row.attempt,
-        payload=json.loads(row.payload),
+        str(r.ticket), r.webhook_id, r.message_id, r.event_id, r.event_type, r.attempt, payload
     )
-
-
-_DELIVERY_FIELDS = tuple(Delivery.__dataclass_fields__)
 
 
 def _delivery_values(attempt: Delivery) -> dict[str, Any]:
