@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from storage.ids import event_position
 from storage.interface import DELIVERY_HISTORY_SIZE, WebhookStore
 from storage.redis import codec, keys
@@ -60,15 +62,15 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             cursor: str | None = self.client.get(keys.delivery_cursor(org))  # type: ignore[assignment]
             if cursor is None:
                 return
+            entries: Any = self.client.xrange(keys.events(org), min="(" + cursor, count=limit)
+            if not entries:
+                return
             # Webhooks read after the events: one added later has a newer ``since``
             # than every event read, so it wants none of them.
             pipe = self.client.pipeline(transaction=False)
-            pipe.xrange(keys.events(org), min="(" + cursor, count=limit)
             pipe.hgetall(keys.webhooks(org))
             pipe.hgetall(keys.webhook_since(org))
-            entries, hooks, since = pipe.execute()
-        if not entries:
-            return
+            hooks, since = pipe.execute()
         known = [
             (codec.webhook(text), event_position(since[webhook_id]))
             for webhook_id, text in hooks.items()
