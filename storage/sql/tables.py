@@ -450,7 +450,6 @@ refresh_families = Table(
     Column("family_id", String(64), primary_key=True),
     Column("session_id", String(128)),
     Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Index(None, "org", "session_id"),
 )
 
 refresh_tokens = Table(
