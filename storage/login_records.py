@@ -74,3 +74,14 @@ class RefreshToken:
     issued_at: datetime
     expires_at: datetime
     used: bool = False  # rotated already; presenting it again is a replay
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshFamily:
+    """The refresh tokens of one login: alive while this record is (revoking deletes it),
+    and with its session, if it has one."""
+
+    org: str
+    family_id: str
+    session_id: str | None
+    expires_at: datetime  # that of its newest token

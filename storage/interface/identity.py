@@ -17,31 +17,12 @@ class IdentityStore(StorageCore):
     Users are kept like API keys: per org, added once, listed oldest first; their role,
     disabled flag and password hash can change, their username and user id never do.
 
-    The login flows keep four kinds of short-lived state, each with an ``expires_at``
-    set by the caller. Redis drops a record at that moment (a key TTL, counted from
-    the storage clock when the record is written); memory compares ``expires_at`` with
-    the storage clock on every access. An expired record is simply absent.
-
-    * Authorization codes: added, then *taken* once (read and deleted in one step), so
-      of any number of concurrent token requests with one code exactly one gets it.
-    * Device authorizations (RFC 8628): found by device code (the polling client) or
-      user code (the verification page); the person's answer is recorded once
-      (:meth:`decide_device_authorization`); each poll records its time and returns the
-      previous one (for ``slow_down``); once approved, :meth:`consume_device_authorization`
-      hands it out exactly once and deletes it.
-    * Realm sessions: who signed in, until when; :meth:`end_session` (logout) deletes it
-      and revokes every refresh token family started in it.
-    * Refresh tokens, in families: one family per login, started by
-      :meth:`start_refresh_family`, grown by :meth:`rotate_refresh_token` (the presented
-      token is marked used and its successor stored, in one step). Presenting a used
-      token revokes the whole family. A family also dies with its session, and by
-      :meth:`revoke_refresh_family`. A family lives as long as its newest token.
-
-    Everything a client or browser presents as a secret (code, device code, refresh
-    token) is stored and looked up by a digest the caller computes (the ``*_hash``
-    fields), so a copy of storage holds nothing that can be presented. Session ids and
-    user codes are kept as given. Whether a user is disabled is checked by the flows
-    against the user record, not here.
+    The login flows (codes, device authorizations, realm sessions, refresh families) are
+    written once in storage/login_flows.py over each backend's primitives. Each record
+    has an ``expires_at`` set by the caller and is absent once it has passed. What a
+    client or browser presents as a secret is stored and looked up by a digest the
+    caller computes (the ``*_hash`` fields), so a copy of storage holds nothing that can
+    be presented. Whether a user is disabled is the flows' check, not storage's.
     """
 
     # -- orgs and API keys

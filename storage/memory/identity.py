@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
 from storage.identity_records import ApiKey, SigningKey, User
@@ -38,25 +39,20 @@ class MemoryIdentity(MemoryCore, IdentityStore):
             org_state = self._orgs.get(org)
             return list(org_state.keys.values()) if org_state else []
 
-    def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
+    def _change_api_key(self, org: str, client_id: str, **changes: Any) -> ApiKey:
         with self._lock:
             org_state = self._orgs.get(org)
             key = org_state.keys.get(client_id) if org_state else None
             if org_state is None or key is None:
                 raise ApiKeyNotFound(client_id)
-            revoked = replace(key, revoked=True)
-            org_state.keys[client_id] = revoked
-            return revoked
+            org_state.keys[client_id] = key = replace(key, **changes)
+            return key
+
+    def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
+        return self._change_api_key(org, client_id, revoked=True)
 
     def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
-        with self._lock:
-            org_state = self._orgs.get(org)
-            key = org_state.keys.get(client_id) if org_state else None
-            if org_state is None or key is None:
-                raise ApiKeyNotFound(client_id)
-            changed = replace(key, secret_hash=secret_hash)
-            org_state.keys[client_id] = changed
-            return changed
+        return self._change_api_key(org, client_id, secret_hash=secret_hash)
 
     # -- users
 

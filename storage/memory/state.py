@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Any
 
 from promptsvc.templating.includes import Include
 from storage.event_records import Event
 from storage.identity_records import ApiKey, User
-from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmSession, RefreshToken
-from storage.records import Environment, PromotionRecord, Prompt, PromptVersion, Review, Rollout
+from storage.records import (
+    Environment,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+    Review,
+    Rollout,
+)
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
@@ -26,12 +31,6 @@ class PromptState:
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
     placements: dict[str, int] = field(default_factory=dict)  # environment -> number
     rollouts: dict[str, Rollout] = field(default_factory=dict)  # environment -> its rollout
-
-
-@dataclass(slots=True)
-class Family:
-    session_id: str | None
-    expires_at: datetime  # that of its newest token
 
 
 @dataclass(slots=True)
@@ -59,14 +58,10 @@ class OrgState:
     keys: dict[str, ApiKey] = field(default_factory=dict)
     users: dict[str, User] = field(default_factory=dict)  # by username, oldest first
     user_ids: dict[str, str] = field(default_factory=dict)  # user_id -> username
-    # Login flow state; each record expires at its expires_at (see _live).
-    codes: dict[str, AuthorizationCode] = field(default_factory=dict)
-    devices: dict[str, DeviceAuthorization] = field(default_factory=dict)
-    user_codes: dict[str, str] = field(default_factory=dict)  # user_code -> device hash
-    sessions: dict[str, RealmSession] = field(default_factory=dict)
-    session_families: dict[str, set[str]] = field(default_factory=dict)
-    tokens: dict[str, RefreshToken] = field(default_factory=dict)
-    families: dict[str, Family] = field(default_factory=dict)
+    # Login flow records (storage/memory/login.py): (kind, key) -> record, and
+    # (kind, unique value) -> key.
+    flows: dict[tuple[str, str], Any] = field(default_factory=dict)
+    flow_index: dict[tuple[str, str], str] = field(default_factory=dict)
     events: deque[Event] = field(default_factory=deque)  # oldest first
     last_event: tuple[int, int] = (0, 0)  # position of the newest id handed out
     events_dropped: bool = False  # the log went over its bound at least once
@@ -104,24 +99,3 @@ class OrgState:
     def is_empty(self) -> bool:
         """No prompts, keys or users (login state alone does not count)."""
         return not (self.by_name or self.keys or self.users)
-
-
-class Expiring(Protocol):
-    @property
-    def expires_at(self) -> datetime: ...
-
-
-E = TypeVar("E", bound=Expiring)
-
-# Expired flow records are dropped when met, and all of them every this many writes, so
-# records nobody asks for again (abandoned logins) cannot pile up.
-SWEEP_EVERY = 512
-
-
-def live(records: MutableMapping[str, E], key: str, now: datetime) -> E | None:
-    """``records[key]`` unless absent or expired (an expired one is dropped)."""
-    record = records.get(key)
-    if record is not None and record.expires_at <= now:
-        del records[key]
-        return None
-    return record

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import json
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -285,17 +285,23 @@ def rollout(text: str) -> Rollout:
 _DECODE: dict[Any, Any] = {str: str, int: int, bool: lambda text: text == "1", datetime: _time}
 
 
+def flat_value(value: object) -> str | None:
+    """One field of a flat record as its hash holds it."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    return None if value is None else str(value)
+
+
 def flat_fields(record: Any) -> list[str]:
     """A flat record as HSET's ``[field, value, ...]``."""
-    values: dict[str, str | None] = {}
-    for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
-        if isinstance(value, bool):
-            value = "1" if value else "0"
-        elif isinstance(value, datetime):
-            value = rfc3339(value)
-        values[field.name] = None if value is None else str(value)
-    return pairs(values)
+    return flat_pairs({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+
+
+def flat_pairs(values: Mapping[str, object]) -> list[str]:
+    """Fields of a flat record as HSET's ``[field, value, ...]`` (None left out)."""
+    return pairs({name: flat_value(value) for name, value in values.items()})
 
 
 @functools.cache

@@ -34,17 +34,17 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
         found = self._run("list_records", [keys.api_keys(org), keys.api_key(org, "")], [])
         return [codec.flat_record(ApiKey, codec.fields(flat)) for flat in found]
 
-    def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
-        found = self._run("set_api_key_secret", [keys.api_key(org, client_id)], [secret_hash])
+    def _change_api_key(self, org: str, client_id: str, field: str, value: str) -> ApiKey:
+        found = self._run("update_record", [keys.api_key(org, client_id)], [field, value])
         if not found:
             raise ApiKeyNotFound(client_id)
         return codec.flat_record(ApiKey, codec.fields(found))
 
+    def set_api_key_secret(self, org: str, client_id: str, secret_hash: str) -> ApiKey:
+        return self._change_api_key(org, client_id, "secret_hash", secret_hash)
+
     def revoke_api_key(self, org: str, client_id: str) -> ApiKey:
-        found = self._run("revoke_api_key", [keys.api_key(org, client_id)], [])
-        if not found:
-            raise ApiKeyNotFound(client_id)
-        return codec.flat_record(ApiKey, codec.fields(found))
+        return self._change_api_key(org, client_id, "revoked", "1")
 
     # -- users
 
@@ -89,7 +89,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityStore):
                 "updated_at": self._now(),
             }
         )
-        found = self._run("update_user", [keys.user(org, username)], changes)
+        found = self._run("update_record", [keys.user(org, username)], changes)
         if not found:
             raise UserNotFound(username)
         return codec.flat_record(User, codec.fields(found))

@@ -80,15 +80,12 @@ Login flow state; each key expires (PEXPIRE) with its record::
     ps:{<org>}:device:<device_code_hash>  hash    a device authorization
     ps:{<org>}:user-code:<user_code>      string  its device_code_hash
     ps:{<org>}:session:<session_id>       hash    a realm session
-    ps:{<org>}:session-families:<id>      set     family ids started in that session
     ps:{<org>}:refresh:<token_hash>       hash    a refresh token, used or not
-    ps:{<org>}:family:<family_id>         hash    a live refresh family (its session_id);
-                                                  revoking deletes it; it expires with
-                                                  its newest token
+    ps:{<org>}:family:<family_id>         hash    a live refresh family; revoking deletes
+                                                  it; it expires with its newest token
 
-Keys under ``P``, and the family and session keys a refresh token points at, are named
-inside the Lua scripts from the prefixes below, because the id they need is often only
-known there (a prompt resolved from a name, a token's family). The functions below spell
+Keys under ``P`` are named inside the Lua scripts from the prefixes below, because the
+id they need is often only known there (a prompt resolved from a name). The functions below spell
 the same layout for Python and the tests.
 """
 
@@ -194,48 +191,10 @@ def user_ids(org: str) -> str:
     return org_prefix(org) + "user-ids"
 
 
-def authorization_code(org: str, code_hash: str) -> str:
-    return org_prefix(org) + "code:" + code_hash
-
-
-def device(org: str, device_code_hash: str) -> str:
-    return device_prefix(org) + device_code_hash
-
-
-def device_prefix(org: str) -> str:
-    return org_prefix(org) + "device:"
-
-
-def user_code(org: str, code: str) -> str:
-    return user_code_prefix(org) + code
-
-
-def user_code_prefix(org: str) -> str:
-    return org_prefix(org) + "user-code:"
-
-
-def session(org: str, session_id: str) -> str:
-    return session_prefix(org) + session_id
-
-
-def session_prefix(org: str) -> str:
-    return org_prefix(org) + "session:"
-
-
-def session_families(org: str, session_id: str) -> str:
-    return org_prefix(org) + "session-families:" + session_id
-
-
-def refresh_token(org: str, token_hash: str) -> str:
-    return org_prefix(org) + "refresh:" + token_hash
-
-
-def family(org: str, family_id: str) -> str:
-    return family_prefix(org) + family_id
-
-
-def family_prefix(org: str) -> str:
-    return org_prefix(org) + "family:"
+def flow(org: str, name: str, key: str = "") -> str:
+    """A login flow record (``name`` a storage.login_flows.Kind's), or a unique value's
+    index (``name`` the field, dashed); with no key, the prefix of them all."""
+    return org_prefix(org) + name + ":" + key
 
 
 def webhooks(org: str) -> str:

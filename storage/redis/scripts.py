@@ -30,8 +30,6 @@ PROMPT_SCRIPTS = (
     "list_rollouts",
     "load_state",
 )
-# Scripts of one refresh token share the helpers of _refresh.lua the same way.
-REFRESH_SCRIPTS = ("get_refresh_token", "rotate_refresh_token")
 
 # The scripts that create a prompt or a version: each also writes the change's event,
 # with the helper of _events.lua in front of it and the arguments of event_context().
@@ -40,22 +38,14 @@ CHANGE_SCRIPTS = frozenset({"create_prompt", "create_version"})
 STANDALONE_SCRIPTS = (
     "create_prompt",
     "add_api_key",
-    "revoke_api_key",
-    "set_api_key_secret",
     "list_records",
     "ensure_signing_key",
     "add_user",
     "get_user_by_id",
-    "update_user",
-    "add_expiring",
-    "take_authorization_code",
-    "add_device_authorization",
-    "get_device_authorization_by_user_code",
-    "decide_device_authorization",
-    "poll_device_authorization",
-    "consume_device_authorization",
-    "end_session",
-    "start_refresh_family",
+    "update_record",
+    "flow_add",
+    "flow_get_by_unique",
+    "flow_change",
     "restore_org",
     "event_log_bounds",
     "add_webhook",
@@ -84,10 +74,8 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     def text(name: str) -> str:
         return (events if name in CHANGE_SCRIPTS else "") + source(name)
 
-    registered = {}
-    for helpers, names in (("_common", PROMPT_SCRIPTS), ("_refresh", REFRESH_SCRIPTS)):
-        shared = source(helpers)
-        registered.update({name: script_class(client, shared + text(name)) for name in names})
+    common = source("_common")
+    registered = {name: script_class(client, common + text(name)) for name in PROMPT_SCRIPTS}
     registered.update({name: script_class(client, text(name)) for name in STANDALONE_SCRIPTS})
     return registered
 

@@ -1,10 +1,7 @@
-"""API keys and users of each org; the signing keys and the console's session secret,
-shared by every worker and host on the database.
-
-Keys and users list oldest first (their ``seq``); a taken client id or username is
-the table's unique constraint. Of many workers offering a first signing key or a
-session secret at once, exactly one candidate is kept: the session secret is an insert
-that ignores a conflict, the first signing key an insert under a lock on the table's
+"""API keys and users of each org (oldest first, by ``seq``; a taken client id or
+username is the unique constraint); the signing keys and the console's session secret.
+Of many workers offering a first one at once, one candidate is kept: the secret is an
+insert ignoring a conflict, the first signing key an insert under a lock on the table's
 name (storage/sql/dialect.py), since there is no row yet to lock.
 """
 

@@ -84,7 +84,7 @@ realm_sessions = Table(
     Column("expires_at", UtcDateTime, nullable=False, index=True),
 )
 
-# A family lives as long as its newest token (``expires_at``) unless revoked.
+# A family lives as long as its newest token (``expires_at``); revoking deletes it.
 refresh_families = Table(
     "refresh_families",
     metadata,
@@ -92,8 +92,6 @@ refresh_families = Table(
     Column("family_id", String(64), primary_key=True),
     Column("session_id", String(128)),
     Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Column("revoked", Boolean, nullable=False),
-    Index(None, "org", "session_id"),
 )
 
 refresh_tokens = Table(

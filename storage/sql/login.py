@@ -1,28 +1,19 @@
-"""Login flow state, part one: authorization codes and device authorizations (the
-rules are in IdentityStore's docstring); realm sessions and refresh token families are
-storage/sql/sessions.py.
+"""The login flows' primitives in SQL (the rules are storage/login_flows.py's): a table
+per kind, reads asking for ``expires_at > now``.
 
-Every record has an ``expires_at`` (the storage clock): reads ask for ``expires_at >
-now``, so an expired record is simply absent; expired rows go when met by a write,
-and all of them every ``SWEEP_EVERY`` flow writes of a process.
-
-Each step that must happen once is one transaction that either deletes with
-``RETURNING`` (taking a code, consuming a device authorization: of concurrent callers
-one gets the row, the others find none) or locks the rows it reads before changing
-them (deciding and polling a device). On SQLite every writing transaction holds the
-database from its start (storage/sql/engine.py).
+A conditional change reads the row locked (PostgreSQL; on SQLite every writing
+transaction holds the database from its start) and changes it in the same transaction,
+so of concurrent callers one sees the row as expected and the others see it changed.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import Connection, Table, insert, or_, select, true, update
 from sqlalchemy import exc as sa_exc
 
-from storage.errors import DeviceAlreadyDecided, DeviceCodeExists
-from storage.login_records import AuthorizationCode, DeviceAuthorization
+from storage.login_flows import KINDS, SWEEP_EVERY, Kind, R
 from storage.sql import dialect
 from storage.sql.core import Concern
 from storage.sql.identity_tables import (
@@ -34,180 +25,75 @@ from storage.sql.identity_tables import (
 )
 from storage.sql.rows import record_of, values_of
 
-# Every this many flow writes, a process drops every expired flow row, so records
-# nobody asks for again (abandoned logins) cannot pile up.
-SWEEP_EVERY = 512
-_FLOW_TABLES = (
-    authorization_codes,
-    device_authorizations,
-    realm_sessions,
-    refresh_tokens,
-    refresh_families,
-)
+TABLES: dict[str, Table] = {
+    "code": authorization_codes,
+    "device": device_authorizations,
+    "session": realm_sessions,
+    "refresh": refresh_tokens,
+    "family": refresh_families,
+}
+assert set(TABLES) == {kind.name for kind in KINDS}
 
 
 class SqlLogin(Concern):
     _flow_writes = 0
 
-    def added(self, connection: Connection, now: datetime) -> None:
-        """Count a flow write; every SWEEP_EVERY-th drops every expired flow row."""
+    def _sweep_now_and_then(self, connection: Connection) -> None:
         self._flow_writes += 1
         if self._flow_writes % SWEEP_EVERY == 0:
-            for table in _FLOW_TABLES:
-                connection.execute(table.delete().where(table.c.expires_at <= now))
+            for table in TABLES.values():
+                connection.execute(table.delete().where(table.c.expires_at <= self.db.clock()))
 
-    # -- authorization codes
-
-    def add_authorization_code(self, code: AuthorizationCode) -> None:
-        codes = authorization_codes.c
-        with self.db.write() as connection:
-            self.added(connection, self.db.clock())
-            connection.execute(
-                authorization_codes.delete().where(
-                    codes.org == code.org, codes.code_hash == code.code_hash
-                )
-            )
-            connection.execute(insert(authorization_codes).values(**values_of(code)))
-
-    def take_authorization_code(self, org: str, code_hash: str) -> AuthorizationCode | None:
-        now = self.db.clock()
-        codes = authorization_codes.c
-        with self.db.write() as connection:
-            row = connection.execute(
-                authorization_codes.delete()
-                .where(codes.org == org, codes.code_hash == code_hash)
-                .returning(*authorization_codes.c)
-            ).first()
-        return (
-            record_of(AuthorizationCode, row) if row is not None and row.expires_at > now else None
-        )
-
-    # -- device authorizations
-
-    def _find_device(
-        self,
-        connection: Connection,
-        org: str,
-        *,
-        device_code_hash: str = "",
-        user_code: str = "",
-    ) -> Row[Any] | None:
-        """The live device authorization with this device code (or user code), locked
-        for the transaction (PostgreSQL)."""
-        devices = device_authorizations.c
-        key = (
-            devices.user_code == user_code
-            if user_code
-            else devices.device_code_hash == device_code_hash
-        )
-        statement = select(device_authorizations).where(
-            devices.org == org, key, devices.expires_at > self.db.clock()
-        )
-        return connection.execute(dialect.locked(connection, statement)).first()
-
-    def add_device_authorization(self, device: DeviceAuthorization) -> None:
-        now = self.db.clock()
-        devices = device_authorizations.c
+    def flow_add(self, kind: Kind[R], record: R, *, only_new: bool = False) -> bool:
+        table, values = TABLES[kind.name], values_of(record)
+        same = [table.c[kind.key] == values[kind.key]]
+        if kind.unique is not None:
+            same.append(table.c[kind.unique] == values[kind.unique])
+        # Only an expired record gives way to a new one; any record to a replacement.
+        gone = table.c.expires_at <= self.db.clock() if only_new else true()
         try:
             with self.db.write() as connection:
-                self.added(connection, now)
-                # An expired record frees its codes.
+                self._sweep_now_and_then(connection)
                 connection.execute(
-                    device_authorizations.delete().where(
-                        devices.org == device.org,
-                        or_(
-                            devices.device_code_hash == device.device_code_hash,
-                            devices.user_code == device.user_code,
-                        ),
-                        devices.expires_at <= now,
-                    )
+                    table.delete().where(table.c.org == values["org"], or_(*same), gone)
                 )
-                connection.execute(insert(device_authorizations).values(**values_of(device)))
+                connection.execute(insert(table).values(**values))
         except sa_exc.IntegrityError:
-            raise DeviceCodeExists("device code or user code in use") from None
+            return False
+        return True
 
-    def get_device_authorization(
-        self, org: str, device_code_hash: str
-    ) -> DeviceAuthorization | None:
-        devices = device_authorizations.c
+    def flow_get(self, kind: Kind[R], org: str, value: str, *, by_unique: bool = False) -> R | None:
+        table = TABLES[kind.name]
+        field = kind.unique if by_unique and kind.unique else kind.key
         row = self.db.read_one(
-            select(device_authorizations).where(
-                devices.org == org,
-                devices.device_code_hash == device_code_hash,
-                devices.expires_at > self.db.clock(),
+            select(table).where(
+                table.c.org == org, table.c[field] == value, table.c.expires_at > self.db.clock()
             )
         )
-        return None if row is None else record_of(DeviceAuthorization, row)
+        return None if row is None else record_of(kind.record, row)
 
-    def get_device_authorization_by_user_code(
-        self, org: str, user_code: str
-    ) -> DeviceAuthorization | None:
-        devices = device_authorizations.c
-        row = self.db.read_one(
-            select(device_authorizations).where(
-                devices.org == org,
-                devices.user_code == user_code,
-                devices.expires_at > self.db.clock(),
-            )
-        )
-        return None if row is None else record_of(DeviceAuthorization, row)
-
-    def decide_device_authorization(
+    def flow_change(
         self,
+        kind: Kind[R],
         org: str,
-        user_code: str,
+        key: str,
         *,
-        approved: bool,
-        user_id: str,
-        session_id: str | None = None,
-    ) -> DeviceAuthorization | None:
-        devices = device_authorizations.c
+        expect: Mapping[str, object] | None = None,
+        changes: Mapping[str, object] | None = None,
+        delete: bool = False,
+    ) -> tuple[R | None, bool]:
+        table = TABLES[kind.name]
+        this = (table.c.org == org, table.c[kind.key] == key)
         with self.db.write() as connection:
-            row = self._find_device(connection, org, user_code=user_code)
+            found = select(table).where(*this, table.c.expires_at > self.db.clock())
+            row = connection.execute(dialect.locked(connection, found)).first()
             if row is None:
-                return None
-            if row.status != "pending":
-                raise DeviceAlreadyDecided(f"device authorization is {row.status} already")
-            decided = connection.execute(
-                update(device_authorizations)
-                .where(devices.org == org, devices.device_code_hash == row.device_code_hash)
-                .values(
-                    status="approved" if approved else "denied",
-                    user_id=user_id,
-                    session_id=session_id,
-                )
-                .returning(*device_authorizations.c)
-            ).one()
-        return record_of(DeviceAuthorization, decided)
-
-    def poll_device_authorization(
-        self, org: str, device_code_hash: str
-    ) -> DeviceAuthorization | None:
-        devices = device_authorizations.c
-        with self.db.write() as connection:
-            row = self._find_device(connection, org, device_code_hash=device_code_hash)
-            if row is None:
-                return None
-            connection.execute(
-                update(device_authorizations)
-                .where(devices.org == org, devices.device_code_hash == device_code_hash)
-                .values(last_polled_at=self.db.clock())
-            )
-        return record_of(DeviceAuthorization, row)
-
-    def consume_device_authorization(
-        self, org: str, device_code_hash: str
-    ) -> DeviceAuthorization | None:
-        devices = device_authorizations.c
-        with self.db.write() as connection:
-            row = connection.execute(
-                device_authorizations.delete()
-                .where(
-                    devices.org == org,
-                    devices.device_code_hash == device_code_hash,
-                    devices.status == "approved",
-                    devices.expires_at > self.db.clock(),
-                )
-                .returning(*device_authorizations.c)
-            ).first()
-        return None if row is None else record_of(DeviceAuthorization, row)
+                return None, False
+            record = record_of(kind.record, row)
+            if any(getattr(record, name) != value for name, value in (expect or {}).items()):
+                return record, False
+            if delete:
+                connection.execute(table.delete().where(*this))
+            elif changes:
+                connection.execute(update(table).where(*this).values(**changes))
+        return record, True

@@ -1,22 +1,14 @@
-"""Rate-limit counters in the database, shared by every worker and host on it.
+"""Rate-limit counters in the database, shared by every worker and host on it: a
+``limits`` storage (``promptsvc+sql://``, registered by ``STORAGE_SCHEME`` the way
+``limits`` documents custom storages) over the SQL backend's engine, since ``limits``
+has none for SQL.
 
-flask-limiter keeps its counters in a storage of the ``limits`` library, built from a
-URI and options (identity/ratelimit.py, ``Storage.rate_limit_settings``). ``limits``
-has no SQL storage, so this is one: :class:`SqlCounters` registers the scheme
-``promptsvc+sql`` the way ``limits`` documents for custom storages (a
-``limits.storage.Storage`` subclass naming it in ``STORAGE_SCHEME``), and takes the
-SQL backend's engine as an option.
-
-* Moving windows (the strategy promptsvc uses): one ``rate_limit_entries`` row per
-  request counted. A hit is one transaction: it drops the key's entries that left the
-  window, counts the rest and adds the new ones only if the limit has room. Hits on one
-  key are serialized (SQLite: the writer holds the database; PostgreSQL: an advisory
-  lock on the key, storage/sql/dialect.py), so concurrent hits never pass the limit.
-* Fixed windows: a ``rate_limit_counters`` row per key, incremented by one upsert that
-  starts a new window when the old one has expired.
-
-Times are the real clock (``time.time()``), as in every ``limits`` storage. Rows of keys
-nobody hits again are dropped every ``SWEEP_EVERY`` hits of a process.
+Moving windows (what promptsvc uses) are a row per request counted; a hit drops the
+key's rows that left the window, counts the rest and adds only if the limit has room,
+serialized per key (SQLite's writer lock, PostgreSQL's advisory lock) so concurrent
+hits never pass the limit. Fixed windows are a counter row per key, one upsert per hit.
+Times are ``time.time()``, as in every ``limits`` storage; rows of keys nobody hits
+again go every ``SWEEP_EVERY`` hits of a process.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from sqlalchemy import Engine, text
 
 from storage.drafts import NewVersions
 from storage.interface import Storage
+from storage.login_flows import LoginFlows
 from storage.neighbours import StoredNeighbours
 from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
@@ -24,7 +25,6 @@ from storage.sql.login import SqlLogin
 from storage.sql.prompts import SqlPrompts
 from storage.sql.release_reads import SqlReleaseReads
 from storage.sql.releases import SqlReleases
-from storage.sql.sessions import SqlSessions
 from storage.sql.usage import SqlUsage
 from storage.sql.versions import SqlVersions
 from storage.sql.webhooks import SqlWebhooks
@@ -58,7 +58,7 @@ class _To(Generic[P, R]):
         return bound
 
 
-class SqlStorage(NewVersions, Storage):
+class SqlStorage(NewVersions, LoginFlows, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
@@ -75,7 +75,6 @@ class SqlStorage(NewVersions, Storage):
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
         self.login = SqlLogin(self.db)
-        self.sessions = SqlSessions(self.db, self.login)
         self.archive = SqlArchive(self.db, self.environments, self.identity)
         self.usage = SqlUsage(self.db)
         self.events.start_listener()
@@ -205,23 +204,10 @@ class SqlStorage(NewVersions, Storage):
     add_signing_key = _To("identity", SqlIdentity.add_signing_key)
     remove_signing_key = _To("identity", SqlIdentity.remove_signing_key)
     ensure_session_secret = _To("identity", SqlIdentity.ensure_session_secret)
-    add_authorization_code = _To("login", SqlLogin.add_authorization_code)
-    take_authorization_code = _To("login", SqlLogin.take_authorization_code)
-    add_device_authorization = _To("login", SqlLogin.add_device_authorization)
-    get_device_authorization = _To("login", SqlLogin.get_device_authorization)
-    get_device_authorization_by_user_code = _To(
-        "login", SqlLogin.get_device_authorization_by_user_code
-    )
-    decide_device_authorization = _To("login", SqlLogin.decide_device_authorization)
-    poll_device_authorization = _To("login", SqlLogin.poll_device_authorization)
-    consume_device_authorization = _To("login", SqlLogin.consume_device_authorization)
-    add_session = _To("sessions", SqlSessions.add_session)
-    get_session = _To("sessions", SqlSessions.get_session)
-    end_session = _To("sessions", SqlSessions.end_session)
-    start_refresh_family = _To("sessions", SqlSessions.start_refresh_family)
-    get_refresh_token = _To("sessions", SqlSessions.get_refresh_token)
-    rotate_refresh_token = _To("sessions", SqlSessions.rotate_refresh_token)
-    revoke_refresh_family = _To("sessions", SqlSessions.revoke_refresh_family)
+    # The login flows are LoginFlows' rules over these.
+    _flow_add = _To("login", SqlLogin.flow_add)
+    _flow_get = _To("login", SqlLogin.flow_get)
+    _flow_change = _To("login", SqlLogin.flow_change)
 
     # -- an org whole
     list_orgs = _To("archive", SqlArchive.list_orgs)

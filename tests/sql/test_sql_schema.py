@@ -25,13 +25,14 @@ from promptsvc import cli
 from storage.sql import identity_tables, schema, usage_tables  # noqa: F401  (their tables join metadata)
 from storage.sql.engine import make_engine
 from storage.sql.storage import SqlStorage
-from storage.sql.tables import event_logs, metadata
+from storage.sql.tables import event_logs, metadata, refresh_tokens
 from tests import sql_support
 from tests.servers import free_port, gunicorn_command, promptsvc_command
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+LATER = datetime(2999, 1, 1, tzinfo=UTC)
 
 
 def test_the_newest_migration_builds_the_tables_as_described(empty_url: str) -> None:
@@ -117,6 +118,22 @@ def _first_revision_data(url: str) -> None:
             ),
             {"org": ORG, "ms": ms},
         )
+        # A live refresh family and a revoked one (before 0010 revoking set a flag).
+        for family, revoked in (("live", False), ("revoked", True)):
+            connection.execute(
+                text(
+                    "INSERT INTO refresh_families (org, family_id, expires_at, revoked) "
+                    "VALUES (:org, :family, :at, :revoked)"
+                ),
+                {"org": ORG, "family": family, "at": LATER, "revoked": revoked},
+            )
+            connection.execute(
+                insert(refresh_tokens).values(
+                    org=ORG, token_hash=f"rt-{family}", family_id=family, client_id="cli",
+                    user_id=USER, scope="openid", session_id=None, issued_at=AT,
+                    expires_at=LATER, used=False,
+                )
+            )  # fmt: skip
     engine.dispose()
 
 
@@ -129,6 +146,7 @@ def test_a_first_revision_database_with_data_is_upgraded(empty_url: str) -> None
         assert schema.current(engine, "test") == schema.head() != "0001"
         with engine.connect() as connection:
             kept = connection.execute(select(event_logs.c.kept)).scalar()
+            tokens = connection.execute(select(refresh_tokens.c.token_hash)).scalars().all()
         engine.dispose()
         assert kept == 4  # counted from the events by the migration
         production = store.get_production(ORG, "greeting")
@@ -147,6 +165,10 @@ def test_a_first_revision_database_with_data_is_upgraded(empty_url: str) -> None
         events = store.events_after(ORG, "0-0", 10)
         assert len(events) == 6 and events[-1].type == "version.promoted"
         assert store.event_log_bounds(ORG).newest == events[-1].id
+        # A revoked family stays revoked, its tokens gone with it; a live one lives.
+        assert store.get_refresh_token(ORG, "rt-live") is not None
+        assert store.get_refresh_token(ORG, "rt-revoked") is None
+        assert tokens == ["rt-live"]
     finally:
         store.close()
 

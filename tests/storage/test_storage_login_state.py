@@ -24,8 +24,8 @@ from storage import (
     SessionNotFound,
     Storage,
 )
+from storage.login_flows import SWEEP_EVERY
 from storage.memory import MemoryStorage
-from storage.memory.state import SWEEP_EVERY
 from storage.redis import BaseRedisStorage
 from tests.storage.test_storage_concurrency import all_at_once
 
@@ -426,7 +426,6 @@ def test_memory_drops_expired_records_nobody_asks_for(clock) -> None:
     for i in range(SWEEP_EVERY):
         store.add_authorization_code(code(store, f"fresh-{i}", lifetime=60))
     state = store._orgs[ORG]
-    assert "abandoned" not in state.codes and len(state.codes) == SWEEP_EVERY
-    for kept in (state.devices, state.user_codes, state.sessions, state.session_families,
-                 state.tokens, state.families):  # fmt: skip
-        assert kept == {}
+    assert {kind for kind, _ in state.flows} == {"code"}
+    assert ("code", "abandoned") not in state.flows and len(state.flows) == SWEEP_EVERY
+    assert state.flow_index == {}

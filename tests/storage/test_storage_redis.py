@@ -110,14 +110,13 @@ PEOPLE_KEYS = {
     keys.user_ids(ORG),
 }
 EXPIRING_KEYS = {
-    keys.authorization_code(ORG, "c0de"),
-    keys.device(ORG, "dev"),
-    keys.user_code(ORG, "WDJBMJHT"),
-    keys.session(ORG, "s1"),
-    keys.session_families(ORG, "s1"),
-    keys.refresh_token(ORG, "rt1"),
-    keys.refresh_token(ORG, "rt2"),
-    keys.family(ORG, "fam"),
+    keys.flow(ORG, "code", "c0de"),
+    keys.flow(ORG, "device", "dev"),
+    keys.flow(ORG, "user-code", "WDJBMJHT"),
+    keys.flow(ORG, "session", "s1"),
+    keys.flow(ORG, "refresh", "rt1"),
+    keys.flow(ORG, "refresh", "rt2"),
+    keys.flow(ORG, "family", "fam"),
 }
 
 
@@ -222,7 +221,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua", "_refresh.lua"}
+    helpers = {"_common.lua", "_events.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
