@@ -22,10 +22,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import insert, select, text
 
 from promptsvc import cli
-from storage.sql import identity_tables, schema, usage_tables  # noqa: F401  (their tables join metadata)
+from storage.sql import schema, usage_tables  # noqa: F401  (their tables join metadata)
 from storage.sql.engine import make_engine
+from storage.sql.identity_tables import refresh_tokens
 from storage.sql.storage import SqlStorage
-from storage.sql.tables import event_logs, metadata, refresh_tokens
+from storage.sql.tables import event_logs, metadata
 from tests import sql_support
 from tests.servers import free_port, gunicorn_command, promptsvc_command
 
