@@ -5,8 +5,14 @@ unarchive, delete of a version or a prompt) are decided by the release engine
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import replace
 
+from promptsvc.templating.includes import Include
+from promptsvc.templating.template import TemplateError
+from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
@@ -31,6 +37,22 @@ def _selector(where: str) -> tuple[str, str]:
     if where.isdigit():
         return scripts.selector(where)
     return ("production", "") if where == PRODUCTION else ("environment", where)
+
+
+def _pin(include: Include) -> list[str | int]:
+    """create_version.lua's [name, number] for an include (0: no number pinned)."""
+    return [include.name, include.ref if isinstance(include.ref, int) else 0]
+
+
+def _includes_either_way(draft: PromptVersion) -> set[Include]:
+    """The includes ``draft`` writes as a text or as a chat prompt (its type is read in
+    the script that stores it): a superset of its own."""
+    if not draft.included_names:  # most versions: no parse
+        return set()
+    found = set(replace(draft, prompt_type="text").own_includes)
+    with suppress(TemplateError):  # not chat messages
+        found |= set(replace(draft, prompt_type="chat").own_includes)
+    return found
 
 
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
@@ -91,9 +113,17 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     def _add_version(
         self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
     ) -> PromptVersion:
-        args = [prompt_ref, draft.version_id, *codec.version_fields(draft)]
+        # What it includes is looked up in the step that writes: deleted since the
+        # caller's checks, the write is refused (and a deletion deciding meanwhile
+        # decides again: the script moves each included prompt's revision).
+        wanted = [_pin(i) for i in _includes_either_way(draft)]
+        args = [prompt_ref, draft.version_id, json.dumps(wanted), *codec.version_fields(draft)]
         at = rfc3339(draft.created_at)
         reply = self._prompt_change("create_version", org, args, draft.created_by, request_id, at)
+        if reply[0] == "include_gone":
+            gone = [wanted[int(i) - 1] for i in reply[2:]]
+            typed = replace(draft, prompt_type=reply[1])
+            release.check_included_present(typed, lambda i: _pin(i) not in gone)
         check(reply, prompt_ref)
         # Built here rather than read back: the script would only echo the content.
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
