@@ -40,10 +40,8 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         with self._lock:
             return self._environment(self._orgs.get(org), name)
 
-    def create_environment(
-        self, org: str, name: str, required_approvals: int = 0, description: str | None = None
-    ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.clock())
+    def _add_environment(self, org: str, environment: Environment) -> Environment:
+        name = environment.name
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
             if name == PRODUCTION or name in org_state.environments:

@@ -16,7 +16,6 @@ from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
-from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.records import (
     PRODUCTION,
@@ -60,30 +59,21 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
 
     # -- prompts
 
-    def create_prompt(
-        self,
-        org: str,
-        name: str,
-        prompt_type: str = "text",
-        description: str | None = None,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
+    def _add_prompt(
+        self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
-        now = self.clock()
-        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
         self._index_org(org)
         created = self._change_script(
             "create_prompt",
             [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
-            [name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+            [prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt)],
             org,
             actor,
             request_id,
-            rfc3339(now),
+            rfc3339(prompt.created_at),
         )
         if not created:
-            raise PromptExists(name)
+            raise PromptExists(prompt.name)
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
