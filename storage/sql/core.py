@@ -34,8 +34,9 @@ from storage.records import Event, Prompt, PromptVersion
 from storage.release.records import Neighbours, NoNeighbours
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
-from storage.sql.read_lane import ReadLane
-from storage.sql.tables import event_logs, events, prompts, utc
+from storage.sql.read_lane import VERSION_FIELDS, ReadLane
+from storage.sql.tables import event_logs, events, prompts
+from storage.stored import stored_version
 from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
@@ -207,29 +208,7 @@ class Database:
         found = self._versions_memo.get(key)
         if found is not None:
             return found
-        version = PromptVersion(
-            prompt_id=row.prompt_id,
-            version_id=row.version_id,
-            name=name,
-            version=row.version,
-            content=row.content,
-            variables=tuple(json.loads(row.variables)),
-            status=row.status,
-            prompt_type=prompt_type,
-            metadata=json.loads(row.metadata),
-            tags=tuple(json.loads(row.tags)),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            promoted_at=row.promoted_at,
-            promoted_by=row.promoted_by,
-            created_by=row.created_by,
-            placements=tuple(json.loads(row.placements)) if row.placements else (),
-            variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
-            examples=tuple(json.loads(row.examples)) if row.examples else (),
-            frozen=bool(row.frozen),
-            authors=tuple(json.loads(row.authors)) if row.authors else (row.created_by,),
-            config=json.loads(row.config) if row.config else None,
-        )
+        version = stored_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         size += len(row.variables_schema or "") + len(row.examples or "") + len(row.config or "")
         return self._versions_memo.put(key, version, size)
@@ -242,32 +221,8 @@ class Database:
         found = self._versions_memo.get(row)
         if found is not None:
             return found
-        (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
-        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements, schema, examples, frozen, authors, config = row[15:21]
-        version = PromptVersion(
-            prompt_id=prompt_id,
-            version_id=version_id,
-            name=name,
-            version=number,
-            content=content,
-            variables=tuple(json.loads(variables)),
-            status=status,
-            prompt_type=prompt_type,
-            metadata=json.loads(metadata),
-            tags=tuple(json.loads(tags)),
-            created_at=utc(created_at),
-            updated_at=utc(updated_at),
-            promoted_at=None if promoted_at is None else utc(promoted_at),
-            promoted_by=promoted_by,
-            created_by=created_by,
-            placements=tuple(json.loads(placements)) if placements else (),
-            variables_schema=json.loads(schema) if schema else None,
-            examples=tuple(json.loads(examples)) if examples else (),
-            frozen=bool(frozen),
-            authors=tuple(json.loads(authors)) if authors else (created_by,),
-            config=json.loads(config) if config else None,
-        )
+        version = stored_version(row)
+        content, metadata, schema, examples, config = (row[i] for i in (5, 8, 16, 17, 20))
         size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
         size += len(config or "")
         return self._versions_memo.put(row, version, size)

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Row
 
 from storage.records import (
-    PRODUCTION,
-    Approval,
-    BreakingChange,
     PromotionRecord,
     PromptVersion,
     Review,
     Rollout,
 )
+from storage.stored import decoded
 from storage.times import rfc3339
 
 T = TypeVar("T")
@@ -82,21 +79,18 @@ def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
     ]
 
 
+class _Columns:
+    """A row (or a row rebuilt as a namespace) read by column name, as decoded reads."""
+
+    def __init__(self, row: Any) -> None:
+        self.row = row
+
+    def get(self, name: str) -> Any:
+        return getattr(self.row, name, None)
+
+
 def history_record(row: Row[Any]) -> PromotionRecord:
-    return PromotionRecord(
-        history_id=row.history_id,
-        prompt_id=row.prompt_id,
-        version_number=row.version_number,
-        promoted_by=row.promoted_by,
-        promoted_at=row.promoted_at,
-        previous_version=row.previous_version,
-        notes=row.notes,
-        environment=row.environment or PRODUCTION,
-        review_id=row.review_id,
-        approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
-        rollout_id=row.rollout_id,
-        breaking=bool(row.breaking),
-    )
+    return decoded(PromotionRecord, _Columns(row))
 
 
 def history_values(org: str, record: PromotionRecord, position: int) -> dict[str, Any]:
@@ -167,36 +161,10 @@ def review_values(org: str, review: Review) -> dict[str, Any]:
 
 
 def review_record(row: Row[Any]) -> Review:
-    b = json.loads(row.body)
-    return Review(
-        review_id=row.review_id,
-        prompt_id=row.prompt_id,
-        prompt_name=b["prompt_name"],
-        version=row.version,
-        version_id=b["version_id"],
-        environment=row.environment,
-        status=row.status,
-        requested_by=b["requested_by"],
-        requested_at=datetime.fromisoformat(b["requested_at"]),
-        notes=b["notes"],
-        expected_version=b["expected_version"],
-        required_approvals=b["required_approvals"],
-        approvals=tuple(
-            Approval(a["user_id"], a["username"], datetime.fromisoformat(a["at"]), a["comment"])
-            for a in b["approvals"]
-        ),
-        rejected_by=b["rejected_by"],
-        decided_at=row.decided_at,
-        rollout_percent=b["rollout_percent"],
-        version_author=b["version_author"],
-        rejection_comment=b["rejection_comment"],
-        allow_breaking=b.get("allow_breaking", False),
-        breaking=tuple(BreakingChange(**change) for change in b.get("breaking", ())),
-        # Reviews kept from before digests and people.
-        content_digest=b.get("content_digest", ""),
-        requested_by_person=b.get("requested_by_person"),
-        affected_prompts=tuple(b.get("affected_prompts") or ()),
-    )
+    """From the row's columns and its ``body`` (reviews kept from before digests and
+    people lack those: the record's defaults)."""
+    columns = ("review_id", "prompt_id", "version", "environment", "status", "decided_at")
+    return decoded(Review, json.loads(row.body), **{c: getattr(row, c) for c in columns})
 
 
 def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
@@ -217,15 +185,4 @@ def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
 
 def rollout_record(row: Row[Any]) -> Rollout:
     """A ``rollouts`` row joined to its candidate's ``version_id``."""
-    return Rollout(
-        rollout_id=row.rollout_id,
-        prompt_id=row.prompt_id,
-        environment=row.environment,
-        baseline_version=row.baseline_version,
-        candidate_version=row.candidate_version,
-        candidate_id=row.version_id,
-        percent=row.percent,
-        started_by=row.started_by,
-        started_at=row.started_at,
-        updated_at=row.updated_at,
-    )
+    return decoded(Rollout, _Columns(row), candidate_id=row.version_id)
