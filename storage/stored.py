@@ -7,12 +7,12 @@ import dataclasses
 import functools
 import json
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from storage.records import PromptVersion
+from storage.records import PromptVersion, Review
 
 T = TypeVar("T")
 
@@ -103,15 +103,17 @@ def _plan(cls: Any) -> tuple[tuple[str, Any, bool, bool], ...]:
 
 
 def decoded(cls: type[T], stored: Any, **known: Any) -> T:
-    """The record ``cls`` from its stored fields (a hash's, a stream entry's or a JSON
-    object's; ``known`` given as they are). A missing field is None where it may be,
-    its default where it has one, else KeyError; "" is None for an optional non-text."""
+    """The record ``cls`` from its stored fields (a hash's, a stream entry's, a JSON
+    object's, or a row's columns; ``known`` given as they are). A missing field is None
+    where it may be, its default where it has one, else KeyError; "" is None for an
+    optional non-text."""
     values: dict[str, Any] = dict(known)
     kind: Any = cls  # a class is hashable, which mypy does not see through type[T]
+    mapping = isinstance(stored, Mapping)
     for name, decode, optional, default in _plan(kind):
         if name in known:
             continue
-        value = stored.get(name)
+        value = stored.get(name) if mapping else getattr(stored, name, None)
         if value is None or (optional and value == "" and decode is not str):
             if not optional and not default:
                 raise KeyError(name)
@@ -120,3 +122,10 @@ def decoded(cls: type[T], stored: Any, **known: Any) -> T:
         else:
             values[name] = decode(value)
     return cls(**values)
+
+
+def review_json(r: Review) -> str:
+    """A review as JSON, with what its answer leaves out (``version_author``, the
+    person who asked): a Redis review key, a SQL review's ``body``."""
+    kept = {"version_author": r.version_author, "requested_by_person": r.requested_by_person}
+    return json.dumps({**r.to_json(), **kept})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 
 from storage import lifecycle, release
 from storage.cursors import decode_number_cursor, encode_cursor
@@ -119,31 +120,20 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
     ) -> Page[Review]:
         before = decode_number_cursor(cursor)
         with self._lock:
-            org_state = self._orgs.get(org)
-            prompt_id = (
-                None if prompt_ref is None else self._state(org, prompt_ref).prompt.prompt_id
+            prompt = None if prompt_ref is None else self._state(org, prompt_ref).prompt
+            org_state = self._orgs.get(org) or OrgState()
+            seq = org_state.review_seq
+            wanted = (
+                (seq[r.review_id], r)
+                for r in reversed(org_state.reviews.values())
+                if (before is None or seq[r.review_id] < before)
+                and (prompt is None or r.prompt_id == prompt.prompt_id)
+                and status in (None, r.status)
+                and environment in (None, r.environment)
             )
-            found: list[Review] = []
-            more = False
-            reviews = org_state.reviews if org_state else {}
-            for review_id in reversed(reviews):
-                assert org_state is not None
-                seq = org_state.review_seq[review_id]
-                review = reviews[review_id]
-                if before is not None and seq >= before:
-                    continue
-                if (
-                    (prompt_id is not None and review.prompt_id != prompt_id)
-                    or (status is not None and review.status != status)
-                    or (environment is not None and review.environment != environment)
-                ):
-                    continue
-                if len(found) == limit:
-                    more = True
-                    break
-                found.append(review)
-            last = org_state.review_seq[found[-1].review_id] if more and org_state else None
-        return Page(found, encode_cursor(str(last)) if last is not None else None)
+            found = list(islice(wanted, limit + 1))
+        items = [review for _, review in found[:limit]]
+        return Page(items, encode_cursor(str(found[limit - 1][0])) if len(found) > limit else None)
 
     # -- helpers (lock held)
 

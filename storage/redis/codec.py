@@ -26,6 +26,7 @@ from storage.records import (
     Rollout,
 )
 from storage.stored import STORED, decoded, stored_version
+from storage.stored import review_json as review_json  # a review key (change.py, snapshot.py)
 from storage.times import rfc3339
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
@@ -284,12 +285,6 @@ def environment_json(e: Environment) -> str:
 def review(text: str) -> Review:
     """From a review's JSON (:func:`review_json`)."""
     return decoded(Review, json.loads(text))
-
-
-def review_json(r: Review) -> str:
-    """A review's JSON as the review scripts keep it (``version_author`` included)."""
-    kept = {"version_author": r.version_author, "requested_by_person": r.requested_by_person}
-    return json.dumps({**r.to_json(), **kept})
 
 
 def rollout_json(r: Rollout) -> str:

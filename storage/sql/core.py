@@ -36,7 +36,7 @@ from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import VERSION_FIELDS, ReadLane
 from storage.sql.tables import event_logs, events, prompts
-from storage.stored import stored_version
+from storage.stored import decoded, stored_version
 from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
@@ -78,38 +78,11 @@ def event_id(ms: int, seq: int) -> str:
 
 
 def prompt_record(row: Row[Any]) -> Prompt:
-    return Prompt(
-        prompt_id=row.prompt_id,
-        name=row.name,
-        prompt_type=row.prompt_type,
-        description=row.description,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        latest_version=row.latest_version,
-        production_version=row.production_version,
-    )
+    return decoded(Prompt, row)
 
 
 def event_record(row: Row[Any]) -> Event:
-    return Event(
-        id=event_id(row.ms, row.seq),
-        type=row.type,
-        prompt_id=row.prompt_id,
-        prompt_name=row.prompt_name,
-        version=row.version,
-        version_id=row.version_id,
-        status=row.status,
-        previous_version=row.previous_version,
-        actor=row.actor,
-        at=row.at,
-        request_id=row.request_id,
-        environment=row.environment,
-        review_id=row.review_id,
-        rollout_id=row.rollout_id,
-        percent=row.percent,
-        reason=row.reason,
-        guard=json.loads(row.guard) if row.guard else None,
-    )
+    return decoded(Event, row, id=event_id(row.ms, row.seq))
 
 
 class Database:

@@ -15,8 +15,7 @@ from storage.records import (
     Review,
     Rollout,
 )
-from storage.stored import decoded
-from storage.times import rfc3339
+from storage.stored import decoded, review_json
 
 T = TypeVar("T")
 
@@ -79,18 +78,8 @@ def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
     ]
 
 
-class _Columns:
-    """A row (or a row rebuilt as a namespace) read by column name, as decoded reads."""
-
-    def __init__(self, row: Any) -> None:
-        self.row = row
-
-    def get(self, name: str) -> Any:
-        return getattr(self.row, name, None)
-
-
 def history_record(row: Row[Any]) -> PromotionRecord:
-    return decoded(PromotionRecord, _Columns(row))
+    return decoded(PromotionRecord, row)
 
 
 def history_values(org: str, record: PromotionRecord, position: int) -> dict[str, Any]:
@@ -113,39 +102,6 @@ def history_values(org: str, record: PromotionRecord, position: int) -> dict[str
     }
 
 
-def _review_body(review: Review) -> str:
-    """What the ``reviews`` columns do not hold, as JSON."""
-    return json.dumps(
-        {
-            "prompt_name": review.prompt_name,
-            "version_id": review.version_id,
-            "requested_by": review.requested_by,
-            "requested_at": rfc3339(review.requested_at),
-            "notes": review.notes,
-            "expected_version": review.expected_version,
-            "required_approvals": review.required_approvals,
-            "approvals": [
-                {
-                    "user_id": a.user_id,
-                    "username": a.username,
-                    "at": rfc3339(a.at),
-                    "comment": a.comment,
-                }
-                for a in review.approvals
-            ],
-            "rejected_by": review.rejected_by,
-            "rejection_comment": review.rejection_comment,
-            "rollout_percent": review.rollout_percent,
-            "version_author": review.version_author,
-            "allow_breaking": review.allow_breaking,
-            "breaking": [change.to_json() for change in review.breaking],
-            "content_digest": review.content_digest,
-            "requested_by_person": review.requested_by_person,
-            "affected_prompts": list(review.affected_prompts),
-        }
-    )
-
-
 def review_values(org: str, review: Review) -> dict[str, Any]:
     """The ``reviews`` row of ``review`` but its ``seq`` (its place in the org's order)."""
     return {
@@ -156,7 +112,7 @@ def review_values(org: str, review: Review) -> dict[str, Any]:
         "version": review.version,
         "status": review.status,
         "decided_at": review.decided_at,
-        "body": _review_body(review),
+        "body": review_json(review),
     }
 
 
@@ -185,4 +141,4 @@ def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
 
 def rollout_record(row: Row[Any]) -> Rollout:
     """A ``rollouts`` row joined to its candidate's ``version_id``."""
-    return decoded(Rollout, _Columns(row), candidate_id=row.version_id)
+    return decoded(Rollout, row, candidate_id=row.version_id)
