@@ -9,8 +9,6 @@ from storage import lifecycle, release
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     EnvironmentExists,
-    NoProductionVersion,
-    NothingInEnvironment,
     ReviewNotFound,
 )
 from storage.interface import ReleaseStore
@@ -93,14 +91,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         with self._lock:
-            state = self._state(org, prompt_ref)
-            self._environment(self._orgs[org], environment)
-            number = self._current(state, environment)
-            if number is None:
-                if environment == PRODUCTION:
-                    raise NoProductionVersion(prompt_ref)
-                raise NothingInEnvironment(prompt_ref, environment)
-            return state.versions[number]
+            return self._held(org, prompt_ref, environment)[1]
 
     # -- reviews
 
