@@ -231,15 +231,10 @@ class Database:
         self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
-        """Write ``found`` (the events of one change, at one instant, their ``id``
-        unset) in the change's transaction, in order.
-
-        Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
-        never lower than the last one whatever the clock does. The org's ``event_logs``
-        row is locked until commit (the upsert that advances it), so ids are handed out
-        in commit order and a reader never sees a higher id before a lower one. Two
-        statements: that upsert, and the insert.
-        """
+        """Write ``found`` (one change's events, ``id`` unset) in its transaction.
+        Ids as Redis makes them (ms-seq, never lower than the last whatever the clock
+        does); the upsert of the org's ``event_logs`` row locks it until commit, so ids
+        are handed out in commit order and no reader sees a higher id before a lower."""
         at = int(found[0].at.timestamp() * 1000)
         params = {"org": org, "at": at, "n": len(found)}
         log = connection.execute(self._log_advance, params).one()
