@@ -43,14 +43,14 @@ def _pin(include: Include) -> list[str | int]:
     return [include.name, include.ref if isinstance(include.ref, int) else 0]
 
 
-def _includes_either_way(draft: PromptVersion) -> set[Include]:
-    """The includes ``draft`` writes as a text or as a chat prompt (its type is read in
-    the script that stores it): a superset of its own."""
-    if not draft.included_names:  # most versions: no parse
-        return set()
-    found = set(replace(draft, prompt_type="text").own_includes)
-    with suppress(TemplateError):  # not chat messages
-        found |= set(replace(draft, prompt_type="chat").own_includes)
+def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
+    """What ``draft`` includes were its prompt a text or a chat prompt, as
+    create_version.lua's ``[name, number]`` lists (the script reads the prompt's type)."""
+    found: dict[str, list[list[str | int]]] = {"text": [], "chat": []}
+    if draft.included_names:  # most versions: no parse
+        for prompt_type, pins in found.items():
+            with suppress(TemplateError):  # not chat messages
+                pins += [_pin(i) for i in replace(draft, prompt_type=prompt_type).own_includes]
     return found
 
 
@@ -106,12 +106,12 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         # What it includes is looked up in the step that writes: deleted since the
         # caller's checks, the write is refused (and a deletion deciding meanwhile
         # decides again: the script moves each included prompt's revision).
-        wanted = [_pin(i) for i in _includes_either_way(draft)]
+        wanted = _includes_by_type(draft)
         args = [prompt_ref, draft.version_id, json.dumps(wanted), *codec.version_fields(draft)]
         at = rfc3339(draft.created_at)
         reply = self._prompt_change("create_version", org, args, draft.created_by, request_id, at)
         if reply[0] == "include_gone":
-            gone = [wanted[int(i) - 1] for i in reply[2:]]
+            gone = [wanted[reply[1]][int(i) - 1] for i in reply[2:]]
             typed = replace(draft, prompt_type=reply[1])
             release.check_included_present(typed, lambda i: _pin(i) not in gone)
         check(reply, prompt_ref)

@@ -4,18 +4,20 @@
 -- a version never gives its number back.
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref          ARGV[2]  new version id
--- ARGV[3]  the includes that must exist: JSON list of [name, number] (0: any version)
+-- ARGV[3]  the includes that must exist, by the prompt's type: JSON {"text": [[name,
+--          number], ...], "chat": [...]} (number 0: any version)
 -- ARGV[4..] the version's hash fields and values (storage/redis/codec.py version_fields);
 --          its "includes" (the prompts its content includes) enter the reverse index
 -- + the org's event stream and the event context, as _events.lua says
 -- Returns {"ok", prompt values, number}, {"no_prompt"} or {"include_gone", prompt type,
--- index...} (1-based, into ARGV[3]: deleted since the caller's checks).
+-- index...} (1-based, into that type's list: deleted since the caller's checks).
 local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
 end
+local prompt_type = redis.call("HGET", pkey(pid), "prompt_type")
 local gone, found = {}, {}
-for i, include in ipairs(cjson.decode(ARGV[3])) do
+for i, include in ipairs(cjson.decode(ARGV[3])[prompt_type] or {}) do
   local ipid = redis.call("HGET", NAMES, include[1])
   if ipid ~= pid then -- what a version says of its own prompt is the cycle check's
     if not ipid or (include[2] ~= 0 and not resolve_version(ipid, "number", include[2])) then
@@ -26,7 +28,7 @@ for i, include in ipairs(cjson.decode(ARGV[3])) do
   end
 end
 if #gone > 0 then
-  return { "include_gone", redis.call("HGET", pkey(pid), "prompt_type"), unpack(gone) }
+  return { "include_gone", prompt_type, unpack(gone) }
 end
 local vid, now = ARGV[2], ARGV[#ARGV - 1]
 local number = redis.call("HINCRBY", pkey(pid), "next", 1)
