@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from storage import lifecycle
+from storage.ids import new_id
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt, PromptVersion
@@ -33,7 +34,6 @@ class PromptStore(StorageCore):
     """
 
     # -- prompts
-    @abc.abstractmethod
     def create_prompt(
         self,
         org: str,
@@ -45,6 +45,15 @@ class PromptStore(StorageCore):
         request_id: str | None = None,
     ) -> Prompt:
         """Create a prompt. Raises PromptExists. The caller validated the name."""
+        now = self.clock()
+        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+        return self._add_prompt(org, prompt, actor, request_id)
+
+    @abc.abstractmethod
+    def _add_prompt(
+        self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
+    ) -> Prompt:
+        """Store the new ``prompt`` with its event in one step. Raises PromptExists."""
 
     @abc.abstractmethod
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:

@@ -29,12 +29,17 @@ class ReleaseStore(StorageCore):
     def get_environment(self, org: str, name: str) -> Environment:
         """Raises EnvironmentNotFound."""
 
-    @abc.abstractmethod
     def create_environment(
         self, org: str, name: str, required_approvals: int = 0, description: str | None = None
     ) -> Environment:
         """Raises EnvironmentExists (production included). The caller validated the name
         (storage.lifecycle.environment_name_problem) and 0 <= required_approvals <= 3."""
+        environment = Environment(name, required_approvals, description, self.clock())
+        return self._add_environment(org, environment)
+
+    @abc.abstractmethod
+    def _add_environment(self, org: str, environment: Environment) -> Environment:
+        """Store the new ``environment``. Raises EnvironmentExists."""
 
     @abc.abstractmethod
     def update_environment(

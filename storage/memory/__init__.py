@@ -1,14 +1,7 @@
-"""In-process storage: dicts under one lock, for ``promptsvc serve`` and tests.
-
-It gives the same guarantees as the durable backends (storage/sql, storage/redis: the
-storage suite runs every case on each), but lives inside one process and keeps nothing
-when it exits: gunicorn with several workers needs SQLite (one host), PostgreSQL or
-Redis.
-
-One module per concern, each a mixin of one capability of storage/interface over the
-state of storage/memory/state.py, all under the one lock of storage/memory/core.py; the
-release rules are decided by storage/release and applied by storage/memory/promotion.py.
-"""
+"""In-process storage: dicts under one lock, for ``promptsvc serve`` and tests. The
+durable backends' guarantees (the storage suite runs on each), but one process only,
+and nothing kept when it exits. One mixin per concern over storage/memory/state.py;
+release changes decided by storage/release, applied by storage/memory/promotion.py."""
 
 from __future__ import annotations
 

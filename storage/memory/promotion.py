@@ -9,10 +9,10 @@ from typing import Any
 
 from promptsvc.templating.includes import Include
 from storage import lifecycle, release
-from storage.errors import ReviewNotFound
+from storage.errors import NoProductionVersion, NothingInEnvironment, ReviewNotFound
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import PRODUCTION, Environment, PromptVersion, Review
+from storage.records import PRODUCTION, Environment, InRollout, PromptVersion, Review
 from storage.release.methods import ReleaseMethods, Target
 
 
@@ -85,6 +85,29 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         if environment == PRODUCTION:
             return state.production
         return state.placements.get(environment)
+
+    def _held(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> tuple[PromptState, PromptVersion]:
+        """The prompt's state and the version ``environment`` holds (lock held)."""
+        state = self._state(org, prompt_ref)
+        self._environment(self._orgs[org], environment)
+        number = self._current(state, environment)
+        if number is None:
+            if environment == PRODUCTION:
+                raise NoProductionVersion(prompt_ref)
+            raise NothingInEnvironment(prompt_ref, environment)
+        return state, state.versions[number]
+
+    @staticmethod
+    def _with_rollout(
+        state: PromptState, version: PromptVersion, environment: str
+    ) -> PromptVersion | InRollout:
+        """The read of ``environment`` holding ``version``: with its rollout, if any."""
+        rollout = state.rollouts.get(environment)
+        if rollout is None:
+            return version
+        return InRollout(version, rollout, state.versions[rollout.candidate_version])
 
     @staticmethod
     def _forget_reviews(org_state: OrgState, prompt_id: str) -> None:

@@ -8,7 +8,6 @@ from storage import release
 from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
-from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
@@ -20,25 +19,17 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
 
     # -- prompts
 
-    def create_prompt(
-        self,
-        org: str,
-        name: str,
-        prompt_type: str = "text",
-        description: str | None = None,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
+    def _add_prompt(
+        self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
-        now = self.clock()
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
-            if name in org_state.by_name:
-                raise PromptExists(name)
-            prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+            if prompt.name in org_state.by_name:
+                raise PromptExists(prompt.name)
             state = PromptState(prompt)
-            org_state.by_name[name] = state
+            org_state.by_name[prompt.name] = state
             org_state.by_id[prompt.prompt_id] = state
+            now = prompt.created_at
             self._record(org_state, "prompt.created", prompt, None, actor, request_id, now)
             return prompt
 

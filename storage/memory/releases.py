@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 
 from storage import lifecycle, release
 from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     EnvironmentExists,
-    NoProductionVersion,
-    NothingInEnvironment,
     ReviewNotFound,
 )
 from storage.interface import ReleaseStore
@@ -40,10 +39,8 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
         with self._lock:
             return self._environment(self._orgs.get(org), name)
 
-    def create_environment(
-        self, org: str, name: str, required_approvals: int = 0, description: str | None = None
-    ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.clock())
+    def _add_environment(self, org: str, environment: Environment) -> Environment:
+        name = environment.name
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
             if name == PRODUCTION or name in org_state.environments:
@@ -94,14 +91,7 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         with self._lock:
-            state = self._state(org, prompt_ref)
-            self._environment(self._orgs[org], environment)
-            number = self._current(state, environment)
-            if number is None:
-                if environment == PRODUCTION:
-                    raise NoProductionVersion(prompt_ref)
-                raise NothingInEnvironment(prompt_ref, environment)
-            return state.versions[number]
+            return self._held(org, prompt_ref, environment)[1]
 
     # -- reviews
 
@@ -121,31 +111,20 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
     ) -> Page[Review]:
         before = decode_number_cursor(cursor)
         with self._lock:
-            org_state = self._orgs.get(org)
-            prompt_id = (
-                None if prompt_ref is None else self._state(org, prompt_ref).prompt.prompt_id
+            prompt = None if prompt_ref is None else self._state(org, prompt_ref).prompt
+            org_state = self._orgs.get(org) or OrgState()
+            seq = org_state.review_seq
+            wanted = (
+                (seq[r.review_id], r)
+                for r in reversed(org_state.reviews.values())
+                if (before is None or seq[r.review_id] < before)
+                and (prompt is None or r.prompt_id == prompt.prompt_id)
+                and status in (None, r.status)
+                and environment in (None, r.environment)
             )
-            found: list[Review] = []
-            more = False
-            reviews = org_state.reviews if org_state else {}
-            for review_id in reversed(reviews):
-                assert org_state is not None
-                seq = org_state.review_seq[review_id]
-                review = reviews[review_id]
-                if before is not None and seq >= before:
-                    continue
-                if (
-                    (prompt_id is not None and review.prompt_id != prompt_id)
-                    or (status is not None and review.status != status)
-                    or (environment is not None and review.environment != environment)
-                ):
-                    continue
-                if len(found) == limit:
-                    more = True
-                    break
-                found.append(review)
-            last = org_state.review_seq[found[-1].review_id] if more and org_state else None
-        return Page(found, encode_cursor(str(last)) if last is not None else None)
+            found = list(islice(wanted, limit + 1))
+        items = [review for _, review in found[:limit]]
+        return Page(items, encode_cursor(str(found[limit - 1][0])) if len(found) > limit else None)
 
     # -- helpers (lock held)
 

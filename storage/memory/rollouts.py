@@ -3,13 +3,15 @@ storage/release."""
 
 from __future__ import annotations
 
+from itertools import islice
+
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
-from storage.errors import NoProductionVersion, NothingInEnvironment, RolloutNotFound
+from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
 from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import PromptState
-from storage.records import PRODUCTION, InRollout, PromptVersion, Rollout
+from storage.records import InRollout, PromptVersion, Rollout
 
 
 class MemoryRollouts(MemoryPromotion, RolloutStore):
@@ -26,18 +28,7 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         self, org: str, prompt_ref: str, environment: str
     ) -> PromptVersion | InRollout:
         with self._lock:
-            state = self._state(org, prompt_ref)
-            self._environment(self._orgs[org], environment)
-            number = self._current(state, environment)
-            if number is None:
-                if environment == PRODUCTION:
-                    raise NoProductionVersion(prompt_ref)
-                raise NothingInEnvironment(prompt_ref, environment)
-            version = state.versions[number]
-            rollout = state.rollouts.get(environment)
-            if rollout is None:
-                return version
-            return InRollout(version, rollout, state.versions[rollout.candidate_version])
+            return self._with_rollout(*self._held(org, prompt_ref, environment), environment)
 
     def read_environment_page(
         self,
@@ -46,33 +37,24 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         limit: int = DEFAULT_ENVIRONMENT_PAGE,
         cursor: str | None = None,
     ) -> EnvironmentPage:
-        after = decode_cursor(cursor) if cursor else None
-        items: list[PromptVersion | InRollout] = []
-        more = False
+        after = decode_cursor(cursor) if cursor else ""
         with self._lock:
             org_state = self._orgs.get(org)
             self._environment(org_state, environment)
             if org_state is None:
                 return EnvironmentPage(environment, None, [])
-            for name in sorted(org_state.by_name):
-                if after is not None and name <= after:
-                    continue
-                state = org_state.by_name[name]
-                number = self._current(state, environment)
-                if number is None:
-                    continue
-                if len(items) == limit:
-                    more = True
-                    break
-                version = state.versions[number]
-                rollout = state.rollouts.get(environment)
-                if rollout is None:
-                    items.append(version)
-                else:
-                    candidate = state.versions[rollout.candidate_version]
-                    items.append(InRollout(version, rollout, candidate))
+            held = (
+                (state, number)
+                for name, state in sorted(org_state.by_name.items())
+                if name > after and (number := self._current(state, environment)) is not None
+            )
+            found = [
+                self._with_rollout(state, state.versions[number], environment)
+                for state, number in islice(held, limit + 1)
+            ]
             event_id = org_state.events[-1].id if org_state.events else None
-        next_cursor = encode_cursor(item_name(items[-1])) if more else None
+        items = found[:limit]
+        next_cursor = encode_cursor(item_name(items[-1])) if len(found) > limit else None
         return EnvironmentPage(environment, event_id, items, next_cursor)
 
     # -- helpers (lock held)

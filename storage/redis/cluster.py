@@ -1,25 +1,12 @@
-"""Redis Cluster storage: ``redis+cluster://host:port[,host:port...][?options]``.
+"""Redis Cluster storage: ``redis+cluster://host:port[,host:port...][?options]``
+(docs/deployment.md, "Redis Cluster").
 
-The Redis backends' operations and Lua scripts (``BaseRedisStorage``, storage/redis/base.py)
-on redis-py's ``RedisCluster``. Nothing here shards or replicates: Redis Cluster does. It
-works because every key of one org carries the org's hash tag (``ps:{<org>}:...``,
-storage/redis/keys.py), so all of an org's keys sit in one slot and every Lua script touches
-one slot; different orgs hash to different slots and so spread over the primaries.
-
-What differs from one server is supplied through the base's override points: the
-client (:meth:`ClusterStorage.from_url`); the scripts, as :class:`SlotScript` (redis-py
-sends each EVALSHA to the primary of its slot; when that node answers NOSCRIPT, because
-a restarted node or a replica a failover promoted has an empty script cache, the script
-is loaded on that node and run again); version reads (``_read_reply``: a replica when
-asked to, else a read lane to the slot's primary, else the cluster client); readiness
-(:meth:`ClusterStorage.ping`); the rate limiter's counters (limits' cluster storage
-on the same nodes); and the socket timeout that bounds each blocking read of the event
-log (the nodes' own).
-
-The URL (any one reachable node is enough to discover the cluster) and its options,
-``read_from_replicas``, ``socket_timeout`` and ``socket_connect_timeout``, are
-docs/deployment.md's ("Redis Cluster"). Connecting needs one answering node:
-:meth:`ClusterStorage.from_url` raises :class:`StorageUnavailable` when none does.
+The Redis backends' operations on redis-py's ``RedisCluster``. Every key of one org
+carries the org's hash tag (storage/redis/keys.py), so each Lua script touches one slot
+and orgs spread over the primaries. What differs from one server is given through
+RedisCore's override points: scripts that reload on the node that answered NOSCRIPT
+(:class:`SlotScript`), version reads on a replica or a read lane to the slot's primary,
+readiness while one primary is down, and the rate limiter on the same nodes.
 """
 
 from __future__ import annotations

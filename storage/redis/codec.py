@@ -9,19 +9,15 @@ lists and dicts are JSON.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import typing
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
 from storage.event_records import Event
 from storage.identity_records import SigningKey
 from storage.records import (
-    PRODUCTION,
-    Approval,
-    BreakingChange,
     Environment,
     PromotionRecord,
     Prompt,
@@ -29,6 +25,8 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.stored import STORED, decoded, stored_version
+from storage.stored import review_json as review_json  # a review key (change.py, snapshot.py)
 from storage.times import rfc3339
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
@@ -62,30 +60,16 @@ def pairs(values: dict[str, str | None]) -> list[str]:
 def prompt(summary: Sequence[object]) -> Prompt:
     """From a script's ``{prompt fields, latest, production}`` summary."""
     flat, latest, production = summary
-    f = fields(flat)  # type: ignore[arg-type]
-    return Prompt(
-        prompt_id=f["prompt_id"],
-        name=f["name"],
-        prompt_type=f["prompt_type"],
-        description=f.get("description"),
-        created_at=_time(f["created_at"]),
-        updated_at=_time(f["updated_at"]),
+    return decoded(
+        Prompt,
+        fields(flat),  # type: ignore[arg-type]
         latest_version=_number(latest),  # type: ignore[arg-type]
         production_version=_number(production),  # type: ignore[arg-type]
     )
 
 
 def prompt_fields(p: Prompt) -> list[str]:
-    return pairs(
-        {
-            "prompt_id": p.prompt_id,
-            "name": p.name,
-            "prompt_type": p.prompt_type,
-            "description": p.description,
-            "created_at": rfc3339(p.created_at),
-            "updated_at": rfc3339(p.updated_at),
-        }
-    )
+    return flat_fields(replace(p, latest_version=None, production_version=None))
 
 
 # The order of the values the scripts answer for a version (storage/redis/lua/_common.lua).
@@ -124,32 +108,19 @@ def version_of(prompt_values: Sequence[str | None], values: Sequence[str | None]
 
 def version(p: Fields, v: Fields) -> PromptVersion:
     """From the parent prompt's fields and the version's fields."""
-    promoted_at = v.get("promoted_at")
-    return PromptVersion(
-        prompt_id=p["prompt_id"],
-        version_id=v["version_id"],
-        name=p["name"],
-        version=int(v["version"]),
-        content=v["content"],
-        variables=tuple(json.loads(v["variables"])),
-        status=v["status"],
-        prompt_type=p["prompt_type"],
-        metadata=json.loads(v["metadata"]),
-        tags=tuple(json.loads(v["tags"])),
-        created_at=_time(v["created_at"]),
-        updated_at=_time(v["updated_at"]),
-        promoted_at=_time(promoted_at) if promoted_at else None,
-        promoted_by=v.get("promoted_by"),
-        created_by=v["created_by"],
-        placements=tuple(json.loads(v["placements"])) if "placements" in v else (),
-        variables_schema=json.loads(v["variables_schema"]) if "variables_schema" in v else None,
-        examples=tuple(json.loads(v["examples"])) if "examples" in v else (),
-        # Versions stored before the flag get it from lua/load_state.lua at their
-        # prompt's first change; until then, those placed once are frozen all the same.
-        frozen=v.get("frozen") == "1" or "promoted_at" in v or "placements" in v,
-        authors=tuple(json.loads(v["authors"])) if "authors" in v else (v["created_by"],),
-        config=json.loads(v["config"]) if "config" in v else None,
+    # Versions stored before the flag get it from lua/load_state.lua at their prompt's
+    # first change; until then, those placed once are frozen all the same.
+    frozen = v.get("frozen") == "1" or "promoted_at" in v or "placements" in v
+    own = (v.get(name) for name in STORED[3:18])
+    values = (
+        p["name"],
+        p["prompt_type"],
+        p["prompt_id"],
+        *own,
+        frozen,
+        *(v.get(n) for n in STORED[19:]),
     )
+    return stored_version(values)
 
 
 def _json_list(value: Any) -> str:
@@ -207,21 +178,7 @@ def record_fields(r: PromotionRecord) -> list[str]:
 
 
 def record(h: Fields) -> PromotionRecord:
-    previous = h.get("previous_version")
-    return PromotionRecord(
-        history_id=h["history_id"],
-        prompt_id=h["prompt_id"],
-        version_number=int(h["version_number"]),
-        promoted_by=h["promoted_by"],
-        promoted_at=_time(h["promoted_at"]),
-        previous_version=int(previous) if previous else None,
-        notes=h.get("notes"),
-        environment=h.get("environment", PRODUCTION),
-        review_id=h.get("review_id"),
-        approved_by=tuple(json.loads(h["approved_by"])) if "approved_by" in h else (),
-        rollout_id=h.get("rollout_id"),
-        breaking=h.get("breaking") == "1",
-    )
+    return decoded(PromotionRecord, h)
 
 
 def event_fields(e: Event) -> list[str]:
@@ -240,49 +197,12 @@ def events(entries: Sequence[Any]) -> list[Event]:
 
 def event(event_id: str, e: Fields) -> Event:
     """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
-    version, previous, percent = e.get("version"), e.get("previous_version"), e.get("percent")
-    return Event(
-        id=event_id,
-        type=e["type"],
-        prompt_id=e["prompt_id"],
-        prompt_name=e["prompt_name"],
-        version=int(version) if version else None,
-        version_id=e.get("version_id"),
-        status=e.get("status"),
-        previous_version=int(previous) if previous else None,
-        actor=e.get("actor"),
-        at=_time(e["at"]),
-        request_id=e.get("request_id"),
-        environment=e.get("environment"),
-        review_id=e.get("review_id"),
-        rollout_id=e.get("rollout_id"),
-        percent=int(percent) if percent else None,
-        reason=e.get("reason"),
-        guard=json.loads(e["guard"]) if "guard" in e else None,
-    )
+    return decoded(Event, e, id=event_id)
 
 
 def rollout(text: str) -> Rollout:
     """From a rollout's JSON (:func:`rollout_json` writes it)."""
-    r = json.loads(text)
-    return Rollout(
-        rollout_id=r["rollout_id"],
-        prompt_id=r["prompt_id"],
-        environment=r["environment"],
-        baseline_version=int(r["baseline_version"]),
-        candidate_version=int(r["candidate_version"]),
-        candidate_id=r["candidate_id"],
-        percent=int(r["percent"]),
-        started_by=r["started_by"],
-        started_at=_time(r["started_at"]),
-        updated_at=_time(r["updated_at"]),
-    )
-
-
-# The records kept as one hash each (API keys, users, sign-in records), one field per
-# record field, each spelled by its type: text as it is, an int in decimal, a bool "1" or
-# "0", a time as rfc3339 writes it; None is no field (an empty time reads as None too).
-_DECODE: dict[Any, Any] = {str: str, int: int, bool: lambda text: text == "1", datetime: _time}
+    return decoded(Rollout, json.loads(text))
 
 
 def flat_value(value: object) -> str | None:
@@ -304,26 +224,8 @@ def flat_pairs(values: Mapping[str, object]) -> list[str]:
     return pairs({name: flat_value(value) for name, value in values.items()})
 
 
-@functools.cache
-def _decoders(cls: Any) -> tuple[tuple[str, Any, bool], ...]:
-    """Each field of ``cls``: its name, how its text decodes, and whether it may be None."""
-    hints = typing.get_type_hints(cls)
-    found = []
-    for field in dataclasses.fields(cls):
-        kinds = [kind for kind in typing.get_args(hints[field.name]) if kind is not type(None)]
-        optional = len(kinds) < len(typing.get_args(hints[field.name]))
-        found.append((field.name, _DECODE[kinds[0] if optional else hints[field.name]], optional))
-    return tuple(found)
-
-
-def flat_record(cls: type[T], f: Fields) -> T:
-    """The flat record ``cls`` of a hash's fields (KeyError when a required one is missing)."""
-    values: dict[str, Any] = {}
-    kind: Any = cls  # a class is hashable, which mypy does not see through type[T]
-    for name, decode, optional in _decoders(kind):
-        text = f[name] if not optional else f.get(name)
-        values[name] = None if text is None or (text == "" and decode is _time) else decode(text)
-    return cls(**values)
+# The identity and login records are flat hashes: the same decoding.
+flat_record = decoded
 
 
 def signing_key_value(key: SigningKey) -> str:
@@ -334,8 +236,7 @@ def signing_key_value(key: SigningKey) -> str:
 
 
 def signing_key(text: str) -> SigningKey:
-    data = json.loads(text)
-    return SigningKey(data["kid"], data["private_pem"], _time(data["created_at"]))
+    return decoded(SigningKey, json.loads(text))
 
 
 def webhook_value(webhook: Webhook) -> str:
@@ -344,15 +245,7 @@ def webhook_value(webhook: Webhook) -> str:
 
 
 def webhook(text: str) -> Webhook:
-    data = json.loads(text)
-    return Webhook(
-        webhook_id=data["webhook_id"],
-        url=data["url"],
-        events=tuple(data["events"]),
-        description=data["description"],
-        secret=data["secret"],
-        created_at=_time(data["created_at"]),
-    )
+    return decoded(Webhook, json.loads(text))
 
 
 def delivery_value(attempt: Delivery) -> str:
@@ -360,17 +253,7 @@ def delivery_value(attempt: Delivery) -> str:
 
 
 def delivery(text: str) -> Delivery:
-    data = json.loads(text)
-    return Delivery(
-        webhook_id=data["webhook_id"],
-        message_id=data["message_id"],
-        event_id=data["event_id"],
-        event_type=data["event_type"],
-        attempt=data["attempt"],
-        status_code=data["status_code"],
-        error=data["error"],
-        at=_time(data["at"]),
-    )
+    return decoded(Delivery, json.loads(text))
 
 
 def job_value(task: DeliveryTask) -> str:
@@ -395,72 +278,18 @@ def task(ticket: str, text: str) -> DeliveryTask:
 
 
 def environment(text: str) -> Environment:
-    e = json.loads(text)
-    created = e.get("created_at")
-    return Environment(
-        name=e["name"],
-        required_approvals=int(e["required_approvals"]),
-        description=e.get("description"),
-        created_at=_time(created) if created else None,
-    )
+    return decoded(Environment, json.loads(text))
 
 
 def environment_json(e: Environment) -> str:
     return json.dumps(
-        {
-            "name": e.name,
-            "required_approvals": e.required_approvals,
-            "description": e.description,
-            "created_at": None if e.created_at is None else rfc3339(e.created_at),
-        }
+        {**dataclasses.asdict(e), "created_at": e.created_at and rfc3339(e.created_at)}
     )
 
 
 def review(text: str) -> Review:
-    """From a review's JSON (:func:`review_json`; reviews written by earlier Lua scripts
-    hold ``{}`` for an empty list, as Lua's cjson writes it)."""
-    r = json.loads(text)
-    decided = r.get("decided_at")
-    return Review(
-        review_id=r["review_id"],
-        prompt_id=r["prompt_id"],
-        prompt_name=r["prompt_name"],
-        version=int(r["version"]),
-        version_id=r["version_id"],
-        environment=r["environment"],
-        status=r["status"],
-        requested_by=r["requested_by"],
-        requested_at=_time(r["requested_at"]),
-        notes=r.get("notes"),
-        expected_version=_optional_int(r.get("expected_version")),
-        required_approvals=int(r["required_approvals"]),
-        approvals=tuple(
-            Approval(a["user_id"], a["username"], _time(a["at"]), a.get("comment"))
-            for a in (r.get("approvals") or [])
-        ),
-        rejected_by=r.get("rejected_by"),
-        decided_at=_time(decided) if decided else None,
-        rollout_percent=_optional_int(r.get("rollout_percent")),
-        version_author=r["version_author"],
-        rejection_comment=r.get("rejection_comment"),
-        allow_breaking=bool(r.get("allow_breaking")),
-        # cjson writes an empty list as {}.
-        breaking=tuple(BreakingChange(**c) for c in (r.get("breaking") or [])),
-        content_digest=r.get("content_digest") or "",
-        requested_by_person=r.get("requested_by_person"),
-        # cjson writes an empty list as {}.
-        affected_prompts=tuple(r.get("affected_prompts") or ()),
-    )
-
-
-def _optional_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def review_json(r: Review) -> str:
-    """A review's JSON as the review scripts keep it (``version_author`` included)."""
-    kept = {"version_author": r.version_author, "requested_by_person": r.requested_by_person}
-    return json.dumps({**r.to_json(), **kept})
+    """From a review's JSON (:func:`review_json`)."""
+    return decoded(Review, json.loads(text))
 
 
 def rollout_json(r: Rollout) -> str:

@@ -110,24 +110,9 @@ RACE = "the prompt kept changing while this change was decided: try again"
 
 
 class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
-    """The Redis backends' shared body: every operation is a Lua script (or, for a few
-    reads and the signing keys, plain commands) sent through one redis-py client.
-
-    :class:`RedisStorage` (one server) and ``ClusterStorage`` (storage/redis/cluster.py) differ
-    only through these override points; nothing here asks which backend it runs as:
-
-    * :meth:`from_url` builds the client, and the backend on it, from a storage URL;
-    * :meth:`_register_scripts` gives the script objects :meth:`_run` calls (EVALSHA,
-      with the NOSCRIPT reload that suits the deployment);
-    * :meth:`_read_reply` sends read_version.lua, the hot read, where it is answered
-      fastest (a read lane, a replica);
-    * :meth:`ping` says whether the backend can serve, :meth:`rate_limit_settings` points
-      the rate limiter at the same servers;
-    * :meth:`_socket_timeout` tells how long a blocking read (``XREAD BLOCK``, for
-      :meth:`wait_for_events`) may wait on one command;
-    * a backend that opens connections besides ``client`` (read lanes) extends
-      :meth:`close`.
-    """
+    """The Redis backends' shared body over one redis-py client. The one-server and
+    the cluster backend differ only through the override points below (and
+    :meth:`close`, for connections of their own); nothing here asks which one runs."""
 
     def __init__(self, client: ClientT, clock: Clock = utcnow) -> None:
         """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""

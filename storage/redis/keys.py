@@ -85,13 +85,14 @@ Login flow state; each key expires (PEXPIRE) with its record::
                                                   it; it expires with its newest token
 
 Keys under ``P`` are named inside the Lua scripts from the prefixes below, because the
-id they need is often only known there (a prompt resolved from a name). The functions below spell
-the same layout for Python and the tests.
+id they need is often only known there (a prompt resolved from a name). The functions
+below spell the same layout for Python and the tests.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 SIGNING_ORDER = "ps:{_global}:signing"
 SIGNING_KEYS = "ps:{_global}:signing:keys"
@@ -116,25 +117,54 @@ def org_prefix(org: str) -> str:
     return f"ps:{{{org}}}:"
 
 
-def names(org: str) -> str:
-    return org_prefix(org) + "names"
+def _of_org(name: str) -> Callable[[str], str]:
+    """An org's key ``name`` (ending in ":": the prefix of such keys)."""
+    return lambda org: f"ps:{{{org}}}:{name}"
 
 
-def prompt_list(org: str) -> str:
-    return org_prefix(org) + "prompts"
+def _in_org(prefix: str) -> Callable[[str, str], str]:
+    """An org's keys ``<prefix><id>``, one per id."""
+    return lambda org, item: f"ps:{{{org}}}:{prefix}{item}"
 
 
-def prompt_prefix(org: str) -> str:
-    """Prefix of every per-prompt key; the scripts append ``<prompt_id>[...]``."""
-    return org_prefix(org) + "p:"
+def _of_prompt(suffix: str) -> Callable[[str, str], str]:
+    """A key of one prompt: ``P<suffix>``."""
+    return lambda org, prompt_id: f"ps:{{{org}}}:p:{prompt_id}{suffix}"
 
 
-def prompt(org: str, prompt_id: str) -> str:
-    return prompt_prefix(org) + prompt_id
-
-
-def versions(org: str, prompt_id: str) -> str:
-    return prompt(org, prompt_id) + ":versions"
+names = _of_org("names")
+prompt_list = _of_org("prompts")
+prompt_prefix = _of_org("p:")  # the scripts append ``<prompt_id>[...]``
+events = _of_org("events")
+api_keys = _of_org("keys")
+api_key = _in_org("key:")
+users = _of_org("users")
+user = _in_org("user:")
+user_prefix = _of_org("user:")
+user_ids = _of_org("user-ids")
+webhooks = _of_org("webhooks")
+webhook_ids = _of_org("webhook-ids")
+webhook_since = _of_org("webhook-since")
+delivery_cursor = _of_org("wh:cursor")
+delivery_queue = _of_org("wh:queue")
+delivery_retries = _of_org("wh:retry")
+delivery_log = _in_org("wh:log:")
+environments = _of_org("envs")
+environment_order = _of_org("env-order")
+environment_revision = _of_org("env-rev")
+review = _in_org("review:")
+reviews = _of_org("reviews")
+open_reviews = _of_org("open-reviews")
+review_sequence = _of_org("review-seq")
+included_by = _in_org("included-by:")  # every version whose content includes the name
+guards = _of_org("guards")
+usage_prefix = _of_org("usage")  # record_usage.lua appends the rest
+prompt = _of_prompt("")
+versions = _of_prompt(":versions")
+history = _of_prompt(":history")
+placements = _of_prompt(":env")
+rollouts = _of_prompt(":rollouts")
+prompt_reviews = _of_prompt(":reviews")
 
 
 def status_index(org: str, prompt_id: str, status: str) -> str:
@@ -145,50 +175,8 @@ def version(org: str, prompt_id: str, version_id: str) -> str:
     return prompt(org, prompt_id) + ":v:" + version_id
 
 
-def included_by(org: str, name: str) -> str:
-    """The reverse index of includes: every version whose content includes ``name``."""
-    return org_prefix(org) + "included-by:" + name
-
-
-def includer(prompt_id: str, version_id: str) -> str:
-    """A member of :func:`included_by`: one version of one prompt."""
-    return prompt_id + ":" + version_id
-
-
-def history(org: str, prompt_id: str) -> str:
-    return prompt(org, prompt_id) + ":history"
-
-
 def history_record(org: str, prompt_id: str, history_id: str) -> str:
     return prompt(org, prompt_id) + ":h:" + history_id
-
-
-def events(org: str) -> str:
-    return org_prefix(org) + "events"
-
-
-def api_keys(org: str) -> str:
-    return org_prefix(org) + "keys"
-
-
-def api_key(org: str, client_id: str) -> str:
-    return org_prefix(org) + "key:" + client_id
-
-
-def users(org: str) -> str:
-    return org_prefix(org) + "users"
-
-
-def user(org: str, username: str) -> str:
-    return user_prefix(org) + username
-
-
-def user_prefix(org: str) -> str:
-    return org_prefix(org) + "user:"
-
-
-def user_ids(org: str) -> str:
-    return org_prefix(org) + "user-ids"
 
 
 def flow(org: str, name: str, key: str = "") -> str:
@@ -197,77 +185,9 @@ def flow(org: str, name: str, key: str = "") -> str:
     return org_prefix(org) + name + ":" + key
 
 
-def webhooks(org: str) -> str:
-    return org_prefix(org) + "webhooks"
-
-
-def webhook_ids(org: str) -> str:
-    return org_prefix(org) + "webhook-ids"
-
-
-def webhook_since(org: str) -> str:
-    return org_prefix(org) + "webhook-since"
-
-
-def delivery_cursor(org: str) -> str:
-    return org_prefix(org) + "wh:cursor"
-
-
-def delivery_queue(org: str) -> str:
-    return org_prefix(org) + "wh:queue"
-
-
-def delivery_retries(org: str) -> str:
-    return org_prefix(org) + "wh:retry"
-
-
-def delivery_log(org: str, webhook_id: str) -> str:
-    return org_prefix(org) + "wh:log:" + webhook_id
-
-
-def environments(org: str) -> str:
-    return org_prefix(org) + "envs"
-
-
-def environment_order(org: str) -> str:
-    return org_prefix(org) + "env-order"
-
-
-def environment_revision(org: str) -> str:
-    return org_prefix(org) + "env-rev"
-
-
-def review(org: str, review_id: str) -> str:
-    return org_prefix(org) + "review:" + review_id
-
-
-def placements(org: str, prompt_id: str) -> str:
-    return prompt(org, prompt_id) + ":env"
-
-
-def rollouts(org: str, prompt_id: str) -> str:
-    return prompt(org, prompt_id) + ":rollouts"
-
-
-def reviews(org: str) -> str:
-    return org_prefix(org) + "reviews"
-
-
-def prompt_reviews(org: str, prompt_id: str) -> str:
-    return prompt(org, prompt_id) + ":reviews"
-
-
-def open_reviews(org: str) -> str:
-    return org_prefix(org) + "open-reviews"
-
-
-def review_sequence(org: str) -> str:
-    return org_prefix(org) + "review-seq"
-
-
-def usage_prefix(org: str) -> str:
-    """Prefix of the usage keys; record_usage.lua appends the rest."""
-    return org_prefix(org) + "usage"
+def includer(prompt_id: str, version_id: str) -> str:
+    """A member of :func:`included_by`: one version of one prompt."""
+    return prompt_id + ":" + version_id
 
 
 def usage_bucket(org: str, prompt_id: str, span: str, epoch: int) -> str:
@@ -276,7 +196,3 @@ def usage_bucket(org: str, prompt_id: str, span: str, epoch: int) -> str:
 
 def usage_arms(org: str, rollout_id: str) -> str:
     return f"{usage_prefix(org)}-arms:{rollout_id}"
-
-
-def guards(org: str) -> str:
-    return org_prefix(org) + "guards"

@@ -5,12 +5,17 @@ unarchive, delete of a version or a prompt) are decided by the release engine
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import replace
 
+from promptsvc.templating.includes import Include
+from promptsvc.templating.template import TemplateError
+from storage import release
 from storage.cursors import decode_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
-from storage.ids import new_id
 from storage.interface import PromptStore
 from storage.records import (
     PRODUCTION,
@@ -33,35 +38,42 @@ def _selector(where: str) -> tuple[str, str]:
     return ("production", "") if where == PRODUCTION else ("environment", where)
 
 
+def _pin(include: Include) -> list[str | int]:
+    """create_version.lua's [name, number] for an include (0: no number pinned)."""
+    return [include.name, include.ref if isinstance(include.ref, int) else 0]
+
+
+def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
+    """What ``draft`` includes were its prompt a text or a chat prompt, as
+    create_version.lua's ``[name, number]`` lists (the script reads the prompt's type)."""
+    found: dict[str, list[list[str | int]]] = {"text": [], "chat": []}
+    if draft.included_names:  # most versions: no parse
+        for prompt_type, pins in found.items():
+            with suppress(TemplateError):  # not chat messages
+                pins += [_pin(i) for i in replace(draft, prompt_type=prompt_type).own_includes]
+    return found
+
+
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     """Prompts, versions and promotions."""
 
     # -- prompts
 
-    def create_prompt(
-        self,
-        org: str,
-        name: str,
-        prompt_type: str = "text",
-        description: str | None = None,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
+    def _add_prompt(
+        self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
-        now = self.clock()
-        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
         self._index_org(org)
         created = self._change_script(
             "create_prompt",
             [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
-            [name, prompt.prompt_id, *codec.prompt_fields(prompt)],
+            [prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt)],
             org,
             actor,
             request_id,
-            rfc3339(now),
+            rfc3339(prompt.created_at),
         )
         if not created:
-            raise PromptExists(name)
+            raise PromptExists(prompt.name)
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
@@ -91,9 +103,17 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     def _add_version(
         self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None
     ) -> PromptVersion:
-        args = [prompt_ref, draft.version_id, *codec.version_fields(draft)]
+        # What it includes is looked up in the step that writes: deleted since the
+        # caller's checks, the write is refused (and a deletion deciding meanwhile
+        # decides again: the script moves each included prompt's revision).
+        wanted = _includes_by_type(draft)
+        args = [prompt_ref, draft.version_id, json.dumps(wanted), *codec.version_fields(draft)]
         at = rfc3339(draft.created_at)
         reply = self._prompt_change("create_version", org, args, draft.created_by, request_id, at)
+        if reply[0] == "include_gone":
+            gone = [wanted[reply[1]][int(i) - 1] for i in reply[2:]]
+            typed = replace(draft, prompt_type=reply[1])
+            release.check_included_present(typed, lambda i: _pin(i) not in gone)
         check(reply, prompt_ref)
         # Built here rather than read back: the script would only echo the content.
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])

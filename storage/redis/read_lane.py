@@ -1,31 +1,17 @@
 """The hot read (read_version.lua) sent over redis-py connections of its own.
 
-Why: GET production/latest/version is one EVALSHA, and redis-py's client layer around
-that command (pool checkout and release under a lock, command-name lookups, metrics
-hooks, the retry wrapper) costs the calling process about as much CPU as the round trip
-itself. On the read path every LLM call waits on, that difference decides whether the
-API keeps up with a bare Flask endpoint.
+Why: redis-py's client layer around one EVALSHA (pool checkout under a lock, command
+lookups, hooks, the retry wrapper) costs the process about as much CPU as the round
+trip, on the read every LLM call waits on. A :class:`ReadLane` keeps idle connections
+made as the client's pool makes them, taken and given back with ``list.pop``/``append``
+(atomic under the GIL: no lock), as many as there have been concurrent reads.
 
-So the read goes through :class:`ReadLane`: a stack of idle connections made exactly as
-the client's pool makes them (same host, db, credentials, TLS, timeouts and parser),
-taken and given back with ``list.pop``/``list.append`` (atomic under the GIL, so no lock).
-A lane holds as many connections as there have been concurrent reads in the process (at
-most the worker's threads), on top of the client's pool.
-
-Failure handling mirrors redis-py's, for a read-only script:
-
-- A connection the server closed while it sat idle (Redis restarted, ``timeout`` in
-  redis.conf, CLIENT KILL) fails on first use with ``ConnectionError``; the read is sent
-  once more on a new connection. Unlike a changing script (storage/redis/core.py, NO_RETRY),
-  a read can be sent twice without harm.
-- NOSCRIPT (a restarted or flushed server): the script is loaded on that server through
-  the client and the read sent again on the same connection.
-- Any other failure drops the connection (it may still have a reply in flight) and
-  propagates; storage/redis/core.py turns outages into ``StorageUnavailable``.
-
-On Redis Cluster (storage/redis/cluster.py) there is one lane per primary, to the node
-redis-py's slot map names for the org's slot; anything that calls for the cluster
-client's routing (MOVED, a node down) sends the read through that client instead.
+Failures as redis-py handles them for a read-only script: a connection the server
+closed while idle is tried once more on a new one (a read may be sent twice, unlike a
+change: core.py NO_RETRY); NOSCRIPT loads the script and sends again; anything else
+drops the connection and propagates. On Redis Cluster there is one lane per primary
+(storage/redis/cluster.py), and anything needing the cluster client's routing goes
+through it.
 """
 
 from __future__ import annotations

@@ -62,11 +62,9 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
             raise EnvironmentNotFound(name)
         return codec.environment(reply[1])
 
-    def create_environment(
-        self, org: str, name: str, required_approvals: int = 0, description: str | None = None
-    ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.clock())
-        return self._set_environment(org, name, ["create", codec.environment_json(environment)])
+    def _add_environment(self, org: str, environment: Environment) -> Environment:
+        args = ["create", codec.environment_json(environment)]
+        return self._set_environment(org, environment.name, args)
 
     def update_environment(
         self,

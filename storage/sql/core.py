@@ -35,8 +35,9 @@ from storage.records import Prompt, PromptVersion
 from storage.release.records import Neighbours, NoNeighbours
 from storage.sql import dialect, read_lane
 from storage.sql.engine import reading, writing
-from storage.sql.read_lane import ReadLane
-from storage.sql.tables import event_logs, events, prompts, utc
+from storage.sql.read_lane import VERSION_FIELDS, ReadLane
+from storage.sql.tables import event_logs, events, prompts
+from storage.stored import decoded, stored_version
 from storage.times import Clock, utcnow
 
 # Driver errors that mean "the database did not answer" (down, unreachable, a lock
@@ -78,38 +79,11 @@ def event_id(ms: int, seq: int) -> str:
 
 
 def prompt_record(row: Row[Any]) -> Prompt:
-    return Prompt(
-        prompt_id=row.prompt_id,
-        name=row.name,
-        prompt_type=row.prompt_type,
-        description=row.description,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        latest_version=row.latest_version,
-        production_version=row.production_version,
-    )
+    return decoded(Prompt, row)
 
 
 def event_record(row: Row[Any]) -> Event:
-    return Event(
-        id=event_id(row.ms, row.seq),
-        type=row.type,
-        prompt_id=row.prompt_id,
-        prompt_name=row.prompt_name,
-        version=row.version,
-        version_id=row.version_id,
-        status=row.status,
-        previous_version=row.previous_version,
-        actor=row.actor,
-        at=row.at,
-        request_id=row.request_id,
-        environment=row.environment,
-        review_id=row.review_id,
-        rollout_id=row.rollout_id,
-        percent=row.percent,
-        reason=row.reason,
-        guard=json.loads(row.guard) if row.guard else None,
-    )
+    return decoded(Event, row, id=event_id(row.ms, row.seq))
 
 
 class Database:
@@ -208,29 +182,7 @@ class Database:
         found = self._versions_memo.get(key)
         if found is not None:
             return found
-        version = PromptVersion(
-            prompt_id=row.prompt_id,
-            version_id=row.version_id,
-            name=name,
-            version=row.version,
-            content=row.content,
-            variables=tuple(json.loads(row.variables)),
-            status=row.status,
-            prompt_type=prompt_type,
-            metadata=json.loads(row.metadata),
-            tags=tuple(json.loads(row.tags)),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            promoted_at=row.promoted_at,
-            promoted_by=row.promoted_by,
-            created_by=row.created_by,
-            placements=tuple(json.loads(row.placements)) if row.placements else (),
-            variables_schema=json.loads(row.variables_schema) if row.variables_schema else None,
-            examples=tuple(json.loads(row.examples)) if row.examples else (),
-            frozen=bool(row.frozen),
-            authors=tuple(json.loads(row.authors)) if row.authors else (row.created_by,),
-            config=json.loads(row.config) if row.config else None,
-        )
+        version = stored_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
         size = len(row.content) + len(row.metadata) + len(row.tags) + 512
         size += len(row.variables_schema or "") + len(row.examples or "") + len(row.config or "")
         return self._versions_memo.put(key, version, size)
@@ -243,32 +195,8 @@ class Database:
         found = self._versions_memo.get(row)
         if found is not None:
             return found
-        (name, prompt_type, prompt_id, number, version_id, content, variables, status) = row[:8]
-        (metadata, tags, created_at, updated_at, promoted_at, promoted_by, created_by) = row[8:15]
-        placements, schema, examples, frozen, authors, config = row[15:21]
-        version = PromptVersion(
-            prompt_id=prompt_id,
-            version_id=version_id,
-            name=name,
-            version=number,
-            content=content,
-            variables=tuple(json.loads(variables)),
-            status=status,
-            prompt_type=prompt_type,
-            metadata=json.loads(metadata),
-            tags=tuple(json.loads(tags)),
-            created_at=utc(created_at),
-            updated_at=utc(updated_at),
-            promoted_at=None if promoted_at is None else utc(promoted_at),
-            promoted_by=promoted_by,
-            created_by=created_by,
-            placements=tuple(json.loads(placements)) if placements else (),
-            variables_schema=json.loads(schema) if schema else None,
-            examples=tuple(json.loads(examples)) if examples else (),
-            frozen=bool(frozen),
-            authors=tuple(json.loads(authors)) if authors else (created_by,),
-            config=json.loads(config) if config else None,
-        )
+        version = stored_version(row)
+        content, metadata, schema, examples, config = (row[i] for i in (5, 8, 16, 17, 20))
         size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
         size += len(config or "")
         return self._versions_memo.put(row, version, size)
@@ -304,15 +232,10 @@ class Database:
         self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
-        """Write ``found`` (the events of one change, at one instant, their ``id``
-        unset) in the change's transaction, in order.
-
-        Ids as Redis makes them: milliseconds, and a sequence within one millisecond,
-        never lower than the last one whatever the clock does. The org's ``event_logs``
-        row is locked until commit (the upsert that advances it), so ids are handed out
-        in commit order and a reader never sees a higher id before a lower one. Two
-        statements: that upsert, and the insert.
-        """
+        """Write ``found`` (one change's events, ``id`` unset) in its transaction.
+        Ids as Redis makes them (ms-seq, never lower than the last whatever the clock
+        does); the upsert of the org's ``event_logs`` row locks it until commit, so ids
+        are handed out in commit order and no reader sees a higher id before a lower."""
         at = int(found[0].at.timestamp() * 1000)
         params = {"org": org, "at": at, "n": len(found)}
         log = connection.execute(self._log_advance, params).one()

@@ -35,10 +35,8 @@ class SqlEnvironments(Concern):
         ).scalar()
         return int(last or 0) + 1
 
-    def create_environment(
-        self, org: str, name: str, required_approvals: int = 0, description: str | None = None
-    ) -> Environment:
-        environment = Environment(name, required_approvals, description, self.db.clock())
+    def add_environment(self, org: str, environment: Environment) -> Environment:
+        name = environment.name
         with self.db.write() as connection:
             found = connection.execute(
                 select(environments.c.name).where(
@@ -52,8 +50,8 @@ class SqlEnvironments(Concern):
                     org=org,
                     name=name,
                     seq=self._next_seq(connection, org),
-                    required_approvals=required_approvals,
-                    description=description,
+                    required_approvals=environment.required_approvals,
+                    description=environment.description,
                     created_at=environment.created_at,
                 )
             )

@@ -8,7 +8,6 @@ from sqlalchemy import exc as sa_exc
 
 from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists, PromptNotFound
-from storage.ids import new_id
 from storage.records import Page, Prompt
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
@@ -23,27 +22,19 @@ _BY_NAME, _BY_ID = (
 class SqlPrompts(Concern):
     """Prompts (with storage/sql/versions.py and releases.py: the PromptStore)."""
 
-    def create_prompt(
-        self,
-        org: str,
-        name: str,
-        prompt_type: str = "text",
-        description: str | None = None,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
+    def add_prompt(
+        self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
-        now = self.db.clock()
-        prompt = Prompt(new_id("pmt_"), name, prompt_type, description, now, now, None, None)
+        now = prompt.created_at
         try:
             with self.db.write() as connection:
                 connection.execute(
                     insert(prompts).values(
                         prompt_id=prompt.prompt_id,
                         org=org,
-                        name=name,
-                        prompt_type=prompt_type,
-                        description=description,
+                        name=prompt.name,
+                        prompt_type=prompt.prompt_type,
+                        description=prompt.description,
                         created_at=now,
                         updated_at=now,
                         counter=0,
@@ -54,7 +45,7 @@ class SqlPrompts(Concern):
                     connection, org, "prompt.created", prompt, None, actor, request_id, now
                 )
         except sa_exc.IntegrityError:
-            raise PromptExists(name) from None
+            raise PromptExists(prompt.name) from None
         return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Row
 
 from storage.records import (
-    PRODUCTION,
-    Approval,
-    BreakingChange,
     PromotionRecord,
     PromptVersion,
     Review,
     Rollout,
 )
-from storage.times import rfc3339
+from storage.stored import decoded, review_json
 
 T = TypeVar("T")
 
@@ -83,20 +79,7 @@ def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
 
 
 def history_record(row: Row[Any]) -> PromotionRecord:
-    return PromotionRecord(
-        history_id=row.history_id,
-        prompt_id=row.prompt_id,
-        version_number=row.version_number,
-        promoted_by=row.promoted_by,
-        promoted_at=row.promoted_at,
-        previous_version=row.previous_version,
-        notes=row.notes,
-        environment=row.environment or PRODUCTION,
-        review_id=row.review_id,
-        approved_by=tuple(json.loads(row.approved_by)) if row.approved_by else (),
-        rollout_id=row.rollout_id,
-        breaking=bool(row.breaking),
-    )
+    return decoded(PromotionRecord, row)
 
 
 def history_values(org: str, record: PromotionRecord, position: int) -> dict[str, Any]:
@@ -119,39 +102,6 @@ def history_values(org: str, record: PromotionRecord, position: int) -> dict[str
     }
 
 
-def _review_body(review: Review) -> str:
-    """What the ``reviews`` columns do not hold, as JSON."""
-    return json.dumps(
-        {
-            "prompt_name": review.prompt_name,
-            "version_id": review.version_id,
-            "requested_by": review.requested_by,
-            "requested_at": rfc3339(review.requested_at),
-            "notes": review.notes,
-            "expected_version": review.expected_version,
-            "required_approvals": review.required_approvals,
-            "approvals": [
-                {
-                    "user_id": a.user_id,
-                    "username": a.username,
-                    "at": rfc3339(a.at),
-                    "comment": a.comment,
-                }
-                for a in review.approvals
-            ],
-            "rejected_by": review.rejected_by,
-            "rejection_comment": review.rejection_comment,
-            "rollout_percent": review.rollout_percent,
-            "version_author": review.version_author,
-            "allow_breaking": review.allow_breaking,
-            "breaking": [change.to_json() for change in review.breaking],
-            "content_digest": review.content_digest,
-            "requested_by_person": review.requested_by_person,
-            "affected_prompts": list(review.affected_prompts),
-        }
-    )
-
-
 def review_values(org: str, review: Review) -> dict[str, Any]:
     """The ``reviews`` row of ``review`` but its ``seq`` (its place in the org's order)."""
     return {
@@ -162,41 +112,15 @@ def review_values(org: str, review: Review) -> dict[str, Any]:
         "version": review.version,
         "status": review.status,
         "decided_at": review.decided_at,
-        "body": _review_body(review),
+        "body": review_json(review),
     }
 
 
 def review_record(row: Row[Any]) -> Review:
-    b = json.loads(row.body)
-    return Review(
-        review_id=row.review_id,
-        prompt_id=row.prompt_id,
-        prompt_name=b["prompt_name"],
-        version=row.version,
-        version_id=b["version_id"],
-        environment=row.environment,
-        status=row.status,
-        requested_by=b["requested_by"],
-        requested_at=datetime.fromisoformat(b["requested_at"]),
-        notes=b["notes"],
-        expected_version=b["expected_version"],
-        required_approvals=b["required_approvals"],
-        approvals=tuple(
-            Approval(a["user_id"], a["username"], datetime.fromisoformat(a["at"]), a["comment"])
-            for a in b["approvals"]
-        ),
-        rejected_by=b["rejected_by"],
-        decided_at=row.decided_at,
-        rollout_percent=b["rollout_percent"],
-        version_author=b["version_author"],
-        rejection_comment=b["rejection_comment"],
-        allow_breaking=b.get("allow_breaking", False),
-        breaking=tuple(BreakingChange(**change) for change in b.get("breaking", ())),
-        # Reviews kept from before digests and people.
-        content_digest=b.get("content_digest", ""),
-        requested_by_person=b.get("requested_by_person"),
-        affected_prompts=tuple(b.get("affected_prompts") or ()),
-    )
+    """From the row's columns and its ``body`` (reviews kept from before digests and
+    people lack those: the record's defaults)."""
+    columns = ("review_id", "prompt_id", "version", "environment", "status", "decided_at")
+    return decoded(Review, json.loads(row.body), **{c: getattr(row, c) for c in columns})
 
 
 def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
@@ -217,15 +141,4 @@ def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
 
 def rollout_record(row: Row[Any]) -> Rollout:
     """A ``rollouts`` row joined to its candidate's ``version_id``."""
-    return Rollout(
-        rollout_id=row.rollout_id,
-        prompt_id=row.prompt_id,
-        environment=row.environment,
-        baseline_version=row.baseline_version,
-        candidate_version=row.candidate_version,
-        candidate_id=row.version_id,
-        percent=row.percent,
-        started_by=row.started_by,
-        started_at=row.started_at,
-        updated_at=row.updated_at,
-    )
+    return decoded(Rollout, row, candidate_id=row.version_id)

@@ -124,7 +124,7 @@ class SqlStorage(NewVersions, LoginFlows, Storage):
         return ratelimits.settings(self.db.engine)
 
     # -- prompts, versions, promotions
-    create_prompt = _To("prompts", SqlPrompts.create_prompt)
+    _add_prompt = _To("prompts", SqlPrompts.add_prompt)
     get_prompt = _To("prompts", SqlPrompts.get_prompt)
     list_prompts = _To("prompts", SqlPrompts.list_prompts)
     delete_prompt = _To("releases", SqlReleases.delete_prompt)
@@ -145,7 +145,7 @@ class SqlStorage(NewVersions, LoginFlows, Storage):
     # -- environments and reviews
     list_environments = _To("environments", SqlEnvironments.list_environments)
     get_environment = _To("environments", SqlEnvironments.get_environment)
-    create_environment = _To("environments", SqlEnvironments.create_environment)
+    _add_environment = _To("environments", SqlEnvironments.add_environment)
     update_environment = _To("environments", SqlEnvironments.update_environment)
     get_in_environment = _To("environments", SqlEnvironments.get_in_environment)
     delete_environment = _To("releases", SqlReleases.delete_environment)

@@ -184,7 +184,7 @@ def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any
         vid = f"v_{_:032x}"
         fields = ["version_id", vid, "content", "c", "variables", "[]", "status", "draft"]
         fields += ["metadata", "{}", "tags", "[]", "created_by", USER]
-        args = ["big", vid, *fields, "created_at", now, "updated_at", now]
+        args = ["big", vid, "[]", *fields, "created_at", now, "updated_at", now]
         prompt_keys = [keys.names(ORG), keys.prompt_prefix(ORG)]
         script(keys=[*prompt_keys, *event_keys], args=[*args, *event_args])
     assert redis_storage.get_latest(ORG, "big").version == 1200
