@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from storage.memory.core import MemoryCore
+from storage.memory.state import OrgState
 from storage.times import Clock, utcnow
 from storage.usage_records import (
     SPANS,
@@ -43,11 +44,10 @@ class Counts:
 
 @dataclass(slots=True)
 class UsageBook:
-    """One org's counters and guards."""
+    """One org's counters."""
 
     buckets: dict[BucketKey, Counts] = field(default_factory=dict)
     arms: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (rollout_id, arm)
-    guards: dict[str, Guard] = field(default_factory=dict)
     pruned: datetime | None = None  # the hour of the last pruning
 
 
@@ -117,15 +117,12 @@ class MemoryUsage(MemoryCore):
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self._lock:
-            guards = self._usage.setdefault(org, UsageBook()).guards
-            if guard is None:
-                guards.pop(guarded_id, None)
-            else:
-                guards[guarded_id] = guard
+            self._orgs.setdefault(org, OrgState()).keep_guard(guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         with self._lock:
-            return self._usage.get(org, UsageBook()).guards.get(guarded_id)
+            org_state = self._orgs.get(org)
+            return None if org_state is None else org_state.guards.get(guarded_id)
 
 
 def row_order(row: UsageRow) -> tuple[object, ...]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Connection, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from storage.sql import dialect
@@ -113,16 +113,8 @@ class SqlUsage(Concern):
         }
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
-        c = rollout_guards.c
         with self.db.write() as connection:
-            if guard is None:
-                connection.execute(
-                    delete(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
-                )
-                return
-            fields = guard.to_json()
-            row = {"org": org, "guarded_id": guarded_id, **fields}
-            connection.execute(dialect.upsert(connection, rollout_guards, row, **fields))
+            keep_guard(connection, org, guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         c = rollout_guards.c
@@ -130,6 +122,27 @@ class SqlUsage(Concern):
             select(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
         )
         return None if row is None else Guard(row.metric, row.threshold, row.min_samples)
+
+
+def keep_guard(connection: Connection, org: str, guarded_id: str, guard: Guard | None) -> None:
+    """Keep ``guard`` for the rollout or review ``guarded_id`` (None: drop it)."""
+    c = rollout_guards.c
+    if guard is None:
+        connection.execute(delete(rollout_guards).where(c.org == org, c.guarded_id == guarded_id))
+        return
+    fields = guard.to_json()
+    row = {"org": org, "guarded_id": guarded_id, **fields}
+    connection.execute(dialect.upsert(connection, rollout_guards, row, **fields))
+
+
+def move_guard(connection: Connection, org: str, review_id: str, rollout_id: str) -> None:
+    """The guard kept under ``review_id`` becomes ``rollout_id``'s."""
+    c = rollout_guards.c
+    connection.execute(
+        update(rollout_guards)
+        .where(c.org == org, c.guarded_id == review_id)
+        .values(guarded_id=rollout_id)
+    )
 
 
 def _known_versions(
