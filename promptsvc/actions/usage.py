@@ -18,7 +18,7 @@ from promptsvc.http import request_id
 from storage import PromptNotFound, Rollout, RolloutNotFound, Storage
 from storage.release.guard import breach
 from storage.times import rfc3339
-from storage.usage_records import ArmFigures, Guard, UsageItem
+from storage.usage_records import Counts, Guard, UsageItem
 
 ENDINGS = ("rollout.completed", "rollout.aborted")
 
@@ -110,7 +110,7 @@ def guarded_view(storage: Storage, org: str, rollout: Rollout) -> dict[str, Any]
     arms = storage.rollout_arms(org, rollout.rollout_id)
     return {
         "guard": None if guard is None else guard.to_json(),
-        "arms": {arm: arms.get(arm, ArmFigures()).to_json() for arm in ("baseline", "candidate")},
+        "arms": {arm: arms.get(arm, Counts()).to_json() for arm in ("baseline", "candidate")},
     }
 
 
