@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from identity.people import standing
 from identity.principal import Principal
-from identity.roles import SERVICE_READ, SERVICE_WRITE
+from identity.roles import SERVICE_READ, SERVICE_WRITE, role_includes
 from promptsvc.actions.roles import requires
+from promptsvc.errors import Forbidden
 from promptsvc.http import request_id
 from storage import PromptNotFound, Rollout, RolloutNotFound, Storage
 from storage.release.guard import breach
@@ -95,7 +97,14 @@ def set_rollout_guard(
     rollout_id: str | None = None,
 ) -> Rollout:
     """Set (or with None, drop) the guard of the environment's rollout (RolloutNotFound
-    when none runs, or another than ``rollout_id``); the guard is checked at once."""
+    when none runs, or another than ``rollout_id``); the guard is checked at once.
+    A person's token counts as their user stands now (identity.people.standing), as
+    for an approval: dropping a guard takes a rollout's safety away, so a user since
+    disabled or demoted below Service Write is refused though the token still says
+    otherwise."""
+    current = standing(storage, principal)
+    if current is None or not role_includes(current.role, SERVICE_WRITE):
+        raise Forbidden(SERVICE_WRITE)
     rollout = storage.get_rollout(principal.org, prompt_ref, environment)
     if rollout_id is not None and rollout.rollout_id != rollout_id:
         raise RolloutNotFound(prompt_ref, environment, rollout_id)
