@@ -41,15 +41,21 @@ def page(browser: Any, server: Server, tmp_path: Path) -> Page:
     return Page(browser, server.base_url, tmp_path, ORG, PASSWORD)
 
 
-def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
-    page: Page, server: Server
-) -> None:
+def key_client(server: Server) -> httpx.Client:
+    """An API client with the Write key's token."""
     api = httpx.Client(base_url=server.base_url, timeout=30)
     token = api.post(
         "/v1/auth/sdk-token",
         json={"account_id": ORG, "key_id": KEY_ID, "key_secret": KEY_SECRET},
     ).json()["access_token"]
     api.headers["Authorization"] = f"Bearer {token}"
+    return api
+
+
+def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
+    page: Page, server: Server
+) -> None:
+    api = key_client(server)
     prompt = api.post("/api/v1/prompts", json={"name": "greeting"}).json()
     for content in ("Hello {{name}}", "Hi {{name}}"):
         api.post("/api/v1/prompts/greeting/versions", json={"content": content})
@@ -101,12 +107,7 @@ def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
 
 
 def test_a_persons_abort_shows_who_aborted(page: Page, server: Server) -> None:
-    api = httpx.Client(base_url=server.base_url, timeout=30)
-    token = api.post(
-        "/v1/auth/sdk-token",
-        json={"account_id": ORG, "key_id": KEY_ID, "key_secret": KEY_SECRET},
-    ).json()["access_token"]
-    api.headers["Authorization"] = f"Bearer {token}"
+    api = key_client(server)
     api.post("/api/v1/prompts", json={"name": "farewell"})
     for content in ("Bye", "Ciao"):
         api.post("/api/v1/prompts/farewell/versions", json={"content": content})
