@@ -44,6 +44,16 @@ def test_a_rollout_starts_with_its_guard_in_one_step(prompt: Storage) -> None:
     assert prompt.get_guard(ORG, rollout.rollout_id) == GUARD
 
 
+@pytest.mark.parametrize("end", ["abort", "complete"])
+def test_a_rollouts_guard_goes_when_it_ends(prompt: Storage, end: str) -> None:
+    rollout = prompt.start_rollout(ORG, "greeting", "2", "production", 10, AUTHOR, guard=GUARD)
+    if end == "abort":
+        prompt.abort_rollout(ORG, "greeting", "production")
+    else:
+        prompt.complete_rollout(ORG, "greeting", "production", AUTHOR)
+    assert prompt.get_guard(ORG, rollout.rollout_id) is None
+
+
 def test_a_refused_start_keeps_no_guard(prompt: Storage) -> None:
     running = prompt.start_rollout(ORG, "greeting", "2", "production", 10, AUTHOR)
     with pytest.raises(RolloutInProgress):
