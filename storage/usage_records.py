@@ -12,7 +12,8 @@ as the daily buckets are kept, so its guard reads them in one step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -55,6 +56,66 @@ def oldest_kept(now: datetime, span: str) -> datetime:
 
 
 @dataclass(frozen=True, slots=True)
+class Counts:
+    """What was counted under one key: in a report's item, a bucket, or a rollout's arm
+    since it started (what its guard reads)."""
+
+    renders: int = 0
+    ok: int = 0
+    errors: int = 0
+    score_sum: float = 0.0
+    score_count: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.renders + other.renders,
+            self.ok + other.ok,
+            self.errors + other.errors,
+            self.score_sum + other.score_sum,
+            self.score_count + other.score_count,
+        )
+
+    def values(self) -> tuple[int, int, int, float, int]:
+        """The counters in :data:`COUNTERS` order."""
+        return (self.renders, self.ok, self.errors, self.score_sum, self.score_count)
+
+    @classmethod
+    def parse(cls, fields: Mapping[str, str]) -> Counts:
+        """From counters stored as text by name (a missing one is 0)."""
+        return cls(
+            int(fields.get("renders", 0)),
+            int(fields.get("ok", 0)),
+            int(fields.get("errors", 0)),
+            float(fields.get("score_sum", 0)),
+            int(fields.get("score_count", 0)),
+        )
+
+    @property
+    def outcomes(self) -> int:
+        return self.ok + self.errors
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.errors / self.outcomes if self.outcomes else None
+
+    @property
+    def score_avg(self) -> float | None:
+        return self.score_sum / self.score_count if self.score_count else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "renders": self.renders,
+            "ok": self.ok,
+            "errors": self.errors,
+            "score_avg": self.score_avg,
+        }
+
+
+# (prompt_id, version, environment, rollout_id, arm): what counts are kept under.
+UsageKey = tuple[str, int, str | None, str | None, str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class UsageItem:
     """One key's counts in one report (validated: counts 0-10^9, ``score_sum`` at most
     ``score_count``). ``version`` is the version's number."""
@@ -70,12 +131,53 @@ class UsageItem:
     score_sum: float = 0.0
     score_count: int = 0
 
-    def counts(self) -> tuple[int, int, int, float, int]:
-        return (self.renders, self.ok, self.errors, self.score_sum, self.score_count)
+    @property
+    def key(self) -> UsageKey:
+        return (self.prompt_id, self.version, self.environment, self.rollout_id, self.arm)
+
+    def counts(self) -> Counts:
+        return Counts(self.renders, self.ok, self.errors, self.score_sum, self.score_count)
 
 
-def score_avg(score_sum: float, score_count: int) -> float | None:
-    return score_sum / score_count if score_count else None
+@dataclass(slots=True)
+class Tally:
+    """A report summed by key, and by rollout arm, with the items skipped."""
+
+    keys: dict[UsageKey, Counts] = field(default_factory=dict)
+    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (rollout_id, arm)
+    skipped: int = 0
+
+
+def tally(items: Iterable[UsageItem], known: Callable[[str, int], bool]) -> Tally:
+    """Sum ``items`` by key and by arm; an item whose (prompt_id, version) is not
+    ``known`` to the org is skipped."""
+    found = Tally()
+    for item in items:
+        if not known(item.prompt_id, item.version):
+            found.skipped += 1
+            continue
+        counts = item.counts()
+        found.keys[item.key] = found.keys.get(item.key, Counts()) + counts
+        if item.rollout_id is not None and item.arm is not None:
+            arm = (item.rollout_id, item.arm)
+            found.arms[arm] = found.arms.get(arm, Counts()) + counts
+    return found
+
+
+class Pruning:
+    """When a writer drops what the retention rule no longer keeps: at most once an
+    hour per process (the rule is in days; pruning costs a scan)."""
+
+    def __init__(self) -> None:
+        self._hour: datetime | None = None
+
+    def due(self, now: datetime) -> dict[str, datetime] | None:
+        """The oldest bucket start each span keeps, when pruning is due; else None."""
+        hour = bucket_start(now, "hour")
+        if hour == self._hour:
+            return None
+        self._hour = hour
+        return {span: oldest_kept(now, span) for span in SPANS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +189,30 @@ class UsageRow:
     environment: str | None
     rollout_id: str | None
     arm: str | None
-    renders: int
-    ok: int
-    errors: int
-    score_sum: float
-    score_count: int
+    counts: Counts
+
+    @classmethod
+    def stored(
+        cls,
+        start: datetime,
+        version: int,
+        environment: str,
+        rollout_id: str,
+        arm: str,
+        counts: Counts,
+    ) -> UsageRow:
+        """A row as SQL and Redis keep it, "" for null (a key's part cannot be null)."""
+        return cls(start, version, environment or None, rollout_id or None, arm or None, counts)
+
+    def order(self) -> tuple[object, ...]:
+        """Oldest bucket first, then version, environment, rollout, arm (nulls first)."""
+        return (
+            self.bucket_start,
+            self.version,
+            self.environment or "",
+            self.rollout_id or "",
+            self.arm or "",
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,41 +221,7 @@ class UsageRow:
             "environment": self.environment,
             "rollout_id": self.rollout_id,
             "arm": self.arm,
-            "renders": self.renders,
-            "ok": self.ok,
-            "errors": self.errors,
-            "score_avg": score_avg(self.score_sum, self.score_count),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ArmFigures:
-    """One arm of a rollout: its counts since the rollout started."""
-
-    renders: int = 0
-    ok: int = 0
-    errors: int = 0
-    score_sum: float = 0.0
-    score_count: int = 0
-
-    @property
-    def outcomes(self) -> int:
-        return self.ok + self.errors
-
-    @property
-    def error_rate(self) -> float | None:
-        return self.errors / self.outcomes if self.outcomes else None
-
-    @property
-    def score_avg(self) -> float | None:
-        return score_avg(self.score_sum, self.score_count)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "renders": self.renders,
-            "ok": self.ok,
-            "errors": self.errors,
-            "score_avg": self.score_avg,
+            **self.counts.to_json(),
         }
 
 

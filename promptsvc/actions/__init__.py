@@ -52,7 +52,7 @@ from promptsvc.actions.releases import (
     update_environment,
 )
 from promptsvc.actions.roles import ROLE_ATTRIBUTE, allowed, requires
-from promptsvc.actions.usage import report_usage, set_rollout_guard
+from promptsvc.actions.usage import ended_rollouts, report_usage, set_rollout_guard
 
 __all__ = [
     "KEEP",
@@ -72,6 +72,7 @@ __all__ = [
     "delete_prompt",
     "delete_version",
     "edit_version",
+    "ended_rollouts",
     "list_keys",
     "list_users",
     "promote",

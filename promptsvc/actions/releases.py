@@ -96,8 +96,8 @@ def start_rollout(
     """A promotion with a percent: the version is served to ``percent`` of the
     environment's keyed callers, which keeps its version (storage/interface/rollouts.py).
     The promotion check against that version runs as for a promotion. ``guard``: the
-    rollout's guard (docs/usage.md), kept as soon as it has started."""
-    rollout = storage.start_rollout(
+    rollout's guard (docs/usage.md), kept in the same step as the start."""
+    return storage.start_rollout(
         principal.org,
         prompt_ref,
         version_ref,
@@ -108,10 +108,8 @@ def start_rollout(
         request_id=request_id(),
         allow_breaking=allow_breaking,
         notes=notes,
+        guard=guard,
     )
-    if guard is not None:
-        storage.set_guard(principal.org, rollout.rollout_id, guard)
-    return rollout
 
 
 @requires(SERVICE_WRITE)
@@ -236,7 +234,7 @@ def request_review(
     which also lets it apply if the check still finds breaking changes then.
     ``rollout_guard`` (with ``rollout_percent``): the guard of the rollout its approval
     starts, kept by the review's id until then."""
-    review = storage.request_review(
+    return storage.request_review(
         principal.org,
         prompt_ref,
         version_ref,
@@ -247,10 +245,8 @@ def request_review(
         request_id=request_id(),
         allow_breaking=allow_breaking,
         person=acting_person(storage, principal),
+        guard=rollout_guard,
     )
-    if rollout_guard is not None and rollout_percent is not None:
-        storage.set_guard(principal.org, review.review_id, rollout_guard)
-    return review
 
 
 def _person(principal: Principal, action: str) -> None:
@@ -272,14 +268,9 @@ def approve_review(
     _person(principal, "approve")
     user = storage.get_user_by_id(principal.org, principal.user_id)
     username = user.username if user is not None else principal.user_id
-    review, applied = storage.approve_review(
+    return storage.approve_review(
         principal.org, review_id, principal.user_id, username, comment, request_id=request_id()
     )
-    if isinstance(applied, Rollout):
-        guard = storage.get_guard(principal.org, review_id)
-        if guard is not None:
-            storage.set_guard(principal.org, applied.rollout_id, guard)
-    return review, applied
 
 
 @requires(SERVICE_WRITE)

@@ -381,7 +381,7 @@ def release(
 
 def _review(client: ServiceClient, args: argparse.Namespace, rollout_percent: int | None) -> int:
     """Open a review of the version (or find the open one); with ``rollout_percent`` its
-    approval starts a rollout."""
+    approval starts a rollout, with ``rollout start``'s ``--guard`` if given."""
     version = client.get_version(args.name, args.ref)
     try:
         review = client.request_review(
@@ -391,6 +391,7 @@ def _review(client: ServiceClient, args: argparse.Namespace, rollout_percent: in
             args.notes,
             rollout_percent=rollout_percent,
             allow_breaking=args.allow_breaking,
+            rollout_guard=getattr(args, "guard", None),
         )
         opened = True
     except ReviewOpen as exc:

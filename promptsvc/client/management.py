@@ -298,14 +298,18 @@ class ServiceClient(PromptClient):
         *,
         rollout_percent: int | None = None,
         allow_breaking: bool = False,
+        rollout_guard: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Open a review; with ``rollout_percent`` its approval starts a rollout;
-        ``allow_breaking`` acknowledges breaking changes (with ``notes``)."""
+        """Open a review; with ``rollout_percent`` its approval starts a rollout (with
+        ``rollout_guard``, docs/usage.md); ``allow_breaking`` acknowledges breaking
+        changes (with ``notes``)."""
         body: dict[str, Any] = {"version": version, "environment": environment}
         if notes is not None:
             body["notes"] = notes
         if rollout_percent is not None:
             body["rollout_percent"] = rollout_percent
+        if rollout_guard is not None:
+            body["rollout_guard"] = rollout_guard
         if allow_breaking:
             body["allow_breaking"] = True
         result: dict[str, Any] = self.call("POST", f"{self.prompt_path(name)}/reviews", body=body)

@@ -1,5 +1,6 @@
 """Prompts: the list (with search by name), creating one, a prompt's page (its versions,
-what each environment holds, open reviews, rollouts under way, history), deleting one."""
+what each environment holds, open reviews, rollouts under way and ended, history),
+deleting one."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ HISTORY_PER_PAGE = 10
 SEARCH_SCAN_LIMIT = 5000
 STATUS_FILTERS = ("draft", "published", "archived")
 OPEN_REVIEWS_SHOWN = 20
+ENDED_ROLLOUTS_SHOWN = 10
 
 
 def search(org: str, text: str, cursor: str | None) -> Page[Prompt]:
@@ -153,6 +155,9 @@ def show(name: str) -> str:
             {v.name for v in backend.list_includers(org, prompt.name)} - {prompt.name}
         ),
         usage=renders_chart(backend, org, prompt.prompt_id, backend.clock()),
+        ended_rollouts=actions.ended_rollouts(
+            backend, principal(), prompt.prompt_id, ENDED_ROLLOUTS_SHOWN
+        ),
     )
 
 

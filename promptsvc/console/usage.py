@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 
 from storage import Rollout, Storage
 from storage.release.guard import closeness
-from storage.usage_records import ArmFigures, Guard, bucket_start, bucket_starts
+from storage.usage_records import Counts, Guard, bucket_start, bucket_starts
 
 DAYS = 7
 # Versions drawn apart, the most rendered first; the rest share one colour.
@@ -37,8 +37,8 @@ def renders_chart(storage: Storage, org: str, prompt_id: str, now: datetime) -> 
     by_day: dict[datetime, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     totals: dict[int, int] = defaultdict(int)
     for row in storage.read_usage(org, prompt_id, first, now, "day"):
-        by_day[row.bucket_start][row.version] += row.renders
-        totals[row.version] += row.renders
+        by_day[row.bucket_start][row.version] += row.counts.renders
+        totals[row.version] += row.counts.renders
     ranked = sorted(totals, key=lambda v: (-totals[v], v))
     shown = ranked[:SHOWN_VERSIONS]
     colour = {v: COLOURS[i] for i, v in enumerate(shown)}
@@ -87,7 +87,7 @@ def rollout_usage(storage: Storage, org: str, rollout: Rollout) -> dict[str, Any
     arms = storage.rollout_arms(org, rollout.rollout_id)
     guard: Guard | None = storage.get_guard(org, rollout.rollout_id)
     figures = {
-        name: _arm(arms.get(name, ArmFigures()), version)
+        name: _arm(arms.get(name, Counts()), version)
         for name, version in (
             ("baseline", rollout.baseline_version),
             ("candidate", rollout.candidate_version),
@@ -100,7 +100,7 @@ def rollout_usage(storage: Storage, org: str, rollout: Rollout) -> dict[str, Any
     }
 
 
-def _arm(figures: ArmFigures, version: int) -> dict[str, Any]:
+def _arm(figures: Counts, version: int) -> dict[str, Any]:
     return {
         "version": version,
         "renders": figures.renders,

@@ -29,6 +29,14 @@ class DeliveryQuerySchema(Schema):
     )
 
 
+class LimitQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=DEFAULT_LIMIT,
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "How many, newest first, 1-200"},
+    )
+
+
 class PageQuerySchema(Schema):
     limit = fields.Integer(
         load_default=DEFAULT_LIMIT,

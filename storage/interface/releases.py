@@ -15,6 +15,7 @@ import abc
 
 from storage.interface.core import StorageCore
 from storage.records import Environment, Page, Promotion, PromptVersion, Review, Rollout
+from storage.usage_records import Guard
 
 
 class ReleaseStore(StorageCore):
@@ -90,10 +91,13 @@ class ReleaseStore(StorageCore):
         request_id: str | None = None,
         allow_breaking: bool = False,
         person: str | None = None,
+        guard: Guard | None = None,
     ) -> Review:
         """Open a review of placing the version in ``environment``, expecting what the
         environment holds now, needing the environment's ``required_approvals`` (at
-        least 1). Raises PromptNotFound, VersionNotFound, EnvironmentNotFound,
+        least 1). ``guard`` (with ``rollout_percent``) is kept under the review's id in
+        the same step, and becomes the guard of the rollout its approval starts.
+        Raises PromptNotFound, VersionNotFound, EnvironmentNotFound,
         ReviewExists (an open review of the same version and environment), and the
         version's own refusal to enter the environment (LifecycleError; with
         ``rollout_percent``, 1-99, the refusal to start a rollout there). Writes

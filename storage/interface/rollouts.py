@@ -29,6 +29,7 @@ from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import InRollout, Promotion, PromptVersion, Rollout
+from storage.usage_records import Guard
 
 
 class RolloutStore(StorageCore):
@@ -48,6 +49,7 @@ class RolloutStore(StorageCore):
         request_id: str | None = None,
         allow_breaking: bool = False,
         notes: str | None = None,
+        guard: Guard | None = None,
     ) -> Rollout:
         """Start serving the version to ``percent`` (1-99) of ``environment``'s keyed
         callers. The checks of a promotion apply (PromptNotFound, VersionNotFound,
@@ -57,8 +59,8 @@ class RolloutStore(StorageCore):
         RolloutInProgress when it has a rollout already, and the promotion check of
         the candidate against the baseline (storage/contracts.py: BreakingPromotion
         unless ``allow_breaking``, which needs ``notes``: InvalidInput; the notes are
-        not kept). Nothing changes but the rollout and its ``rollout.started`` event:
-        the candidate keeps its status."""
+        not kept). Nothing changes but the rollout, its ``guard`` (docs/usage.md) and
+        its ``rollout.started`` event, in one step: the candidate keeps its status."""
 
     @abc.abstractmethod
     def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:

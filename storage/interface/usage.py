@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from storage.interface.core import StorageCore
-from storage.usage_records import ArmFigures, BucketSpan, Guard, UsageItem, UsageRow
+from storage.usage_records import BucketSpan, Counts, Guard, UsageItem, UsageRow
 
 
 class UsageStore(StorageCore):
@@ -37,7 +37,7 @@ class UsageStore(StorageCore):
         oldest first, then by version, environment, rollout and arm. PromptNotFound."""
 
     @abc.abstractmethod
-    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         """What was counted for the rollout's arms, by arm (an arm nothing was counted
         for is left out)."""
 

@@ -204,6 +204,11 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         for review in change.reviews:
             self._save_review(org_state, review)
         state.history.extend(change.history)
+        for guarded_id, guard in change.guards.items():
+            org_state.keep_guard(guarded_id, guard)
+        for review_id, rollout_id in change.moved_guards.items():
+            if (moved := org_state.guards.pop(review_id, None)) is not None:
+                org_state.guards[rollout_id] = moved
         if change.touched:
             state.prompt = replace(state.prompt, updated_at=request.now)
         for event in change.events:

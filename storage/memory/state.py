@@ -18,6 +18,7 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.usage_records import Guard
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
@@ -76,6 +77,14 @@ class OrgState:
     # The reverse index of includes: prompt name -> (prompt_id, number) of every
     # version whose own content includes it (PromptVersion.included_names).
     included_by: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    guards: dict[str, Guard] = field(default_factory=dict)  # by rollout or review id
+
+    def keep_guard(self, guarded_id: str, guard: Guard | None) -> None:
+        """Keep ``guard`` for the rollout or review ``guarded_id`` (None: drop it)."""
+        if guard is None:
+            self.guards.pop(guarded_id, None)
+        else:
+            self.guards[guarded_id] = guard
 
     def index_includes(self, version: PromptVersion, keep: bool = True) -> None:
         """Enter ``version``'s includes in the reverse index (``keep`` False: take

@@ -7,77 +7,59 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from storage.memory.core import MemoryCore
+from storage.memory.state import OrgState
 from storage.times import Clock, utcnow
 from storage.usage_records import (
     SPANS,
-    ArmFigures,
     BucketSpan,
+    Counts,
     Guard,
+    Pruning,
     UsageItem,
+    UsageKey,
     UsageRow,
     bucket_start,
-    oldest_kept,
+    tally,
 )
-
-# (prompt_id, span, bucket_start, version, environment, rollout_id, arm)
-BucketKey = tuple[str, str, datetime, int, str | None, str | None, str | None]
-
-
-@dataclass(slots=True)
-class Counts:
-    renders: int = 0
-    ok: int = 0
-    errors: int = 0
-    score_sum: float = 0.0
-    score_count: int = 0
-    at: datetime | None = None  # the last report added (arms: pruned by it)
-
-    def add(self, item: UsageItem, now: datetime) -> None:
-        self.renders += item.renders
-        self.ok += item.ok
-        self.errors += item.errors
-        self.score_sum += item.score_sum
-        self.score_count += item.score_count
-        self.at = now
 
 
 @dataclass(slots=True)
 class UsageBook:
-    """One org's counters and guards."""
+    """One org's counters: buckets by (span, start) then key, arms by (rollout, arm)
+    with the last report that added to each (the retention rule drops arms by it)."""
 
-    buckets: dict[BucketKey, Counts] = field(default_factory=dict)
-    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (rollout_id, arm)
-    guards: dict[str, Guard] = field(default_factory=dict)
-    pruned: datetime | None = None  # the hour of the last pruning
+    buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
+    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
+    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
 
 
 class MemoryUsage(MemoryCore):
     def __init__(self, clock: Clock = utcnow) -> None:
         super().__init__(clock)
         self._usage: dict[str, UsageBook] = {}
+        self._pruning = Pruning()
 
     def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
         now = self.clock()
-        starts = {span: bucket_start(now, span) for span in SPANS}
-        skipped = 0
         with self._lock:
-            org_state = self._orgs.get(org)
+            prompts = (self._orgs.get(org) or OrgState()).by_id
+
+            def known(prompt_id: str, version: int) -> bool:
+                return prompt_id in prompts and version in prompts[prompt_id].versions
+
+            found = tally(items, known)
             book = self._usage.setdefault(org, UsageBook())
-            for item in items:
-                state = None if org_state is None else org_state.by_id.get(item.prompt_id)
-                if state is None or item.version not in state.versions:
-                    skipped += 1
-                    continue
-                where = (item.version, item.environment, item.rollout_id, item.arm)
-                for span, start in starts.items():
-                    key = (item.prompt_id, span, start, *where)
-                    book.buckets.setdefault(key, Counts()).add(item, now)
-                if item.rollout_id is not None and item.arm is not None:
-                    book.arms.setdefault((item.rollout_id, item.arm), Counts()).add(item, now)
-            if book.pruned != starts["hour"]:
-                _prune(book, now)
-                book.pruned = starts["hour"]
-        return skipped
+            for span in SPANS:
+                bucket = book.buckets.setdefault((span, bucket_start(now, span)), {})
+                for key, counts in found.keys.items():
+                    bucket[key] = bucket.get(key, Counts()) + counts
+            for arm, counts in found.arms.items():
+                book.arms[arm] = book.arms.get(arm, Counts()) + counts
+                book.arms_seen[arm] = now
+            if (oldest := self._pruning.due(now)) is not None:
+                for usage in self._usage.values():
+                    _prune(usage, oldest)
+        return found.skipped
 
     def read_usage(
         self, org: str, prompt_ref: str, since: datetime, until: datetime, span: BucketSpan
@@ -87,62 +69,32 @@ class MemoryUsage(MemoryCore):
             prompt_id = self._state(org, prompt_ref).prompt.prompt_id
             book = self._usage.get(org, UsageBook())
             found = [
-                UsageRow(
-                    start,
-                    version,
-                    environment,
-                    rollout_id,
-                    arm,
-                    c.renders,
-                    c.ok,
-                    c.errors,
-                    c.score_sum,
-                    c.score_count,
-                )
-                for (pid, kind, start, version, environment, rollout_id, arm), c in list(
-                    book.buckets.items()
-                )
-                if pid == prompt_id and kind == span and first <= start < until
+                UsageRow(start, version, environment, rollout_id, arm, counts)
+                for (kind, start), bucket in book.buckets.items()
+                if kind == span and first <= start < until
+                for (pid, version, environment, rollout_id, arm), counts in bucket.items()
+                if pid == prompt_id
             ]
-        return sorted(found, key=row_order)
+        return sorted(found, key=UsageRow.order)
 
-    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         with self._lock:
             book = self._usage.get(org, UsageBook())
-            return {
-                arm: ArmFigures(c.renders, c.ok, c.errors, c.score_sum, c.score_count)
-                for (rid, arm), c in book.arms.items()
-                if rid == rollout_id
-            }
+            return {arm: c for (rid, arm), c in book.arms.items() if rid == rollout_id}
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self._lock:
-            guards = self._usage.setdefault(org, UsageBook()).guards
-            if guard is None:
-                guards.pop(guarded_id, None)
-            else:
-                guards[guarded_id] = guard
+            self._orgs.setdefault(org, OrgState()).keep_guard(guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         with self._lock:
-            return self._usage.get(org, UsageBook()).guards.get(guarded_id)
+            org_state = self._orgs.get(org)
+            return None if org_state is None else org_state.guards.get(guarded_id)
 
 
-def row_order(row: UsageRow) -> tuple[object, ...]:
-    """Oldest bucket first, then version, environment, rollout and arm (nulls first)."""
-    return (
-        row.bucket_start,
-        row.version,
-        row.environment or "",
-        row.rollout_id or "",
-        row.arm or "",
-    )
-
-
-def _prune(book: UsageBook, now: datetime) -> None:
+def _prune(book: UsageBook, oldest: dict[str, datetime]) -> None:
     """Drop what the retention rule no longer keeps."""
-    oldest: dict[str, datetime] = {span: oldest_kept(now, span) for span in SPANS}
-    for bucket in [key for key in book.buckets if key[2] < oldest[key[1]]]:
-        del book.buckets[bucket]
-    for arm in [key for key, c in book.arms.items() if c.at is not None and c.at < oldest["day"]]:
-        del book.arms[arm]
+    for span, start in [key for key in book.buckets if key[1] < oldest[key[0]]]:
+        del book.buckets[(span, start)]
+    for arm in [arm for arm, seen in book.arms_seen.items() if seen < oldest["day"]]:
+        del book.arms[arm], book.arms_seen[arm]

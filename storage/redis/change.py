@@ -4,6 +4,7 @@ key layout of storage/redis/keys.py (keys after the org prefix ``ps:{<org>}:``).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from storage.records import PRODUCTION, Review
@@ -87,6 +88,13 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
         out.append(["ZADD", f"{prompt}:history", "$seq", hid])
     if change.touched:
         out.append(["HSET", prompt, "updated_at", rfc3339(now)])
+    for guarded_id, guard in change.guards.items():
+        if guard is None:
+            out.append(["HDEL", "guards", guarded_id])
+        else:
+            out.append(["HSET", "guards", guarded_id, json.dumps(guard.to_json())])
+    for review_id, rollout_id in change.moved_guards.items():
+        out.append(["HMOVE", "guards", review_id, rollout_id])
     return out
 
 

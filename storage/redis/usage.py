@@ -15,8 +15,8 @@ from storage.redis.core import ClientT, RedisCore, check, guard
 from storage.usage_records import (
     KEPT,
     STEP,
-    ArmFigures,
     BucketSpan,
+    Counts,
     Guard,
     UsageItem,
     UsageRow,
@@ -45,7 +45,7 @@ class RedisUsage(RedisCore[ClientT]):
                 item.rollout_id or "",
                 item.arm or "",
                 item.environment or "",
-                *(_number(n) for n in item.counts()),
+                *(_number(n) for n in item.counts().values()),
             ]
         prefixes = [keys.prompt_prefix(org), keys.usage_prefix(org)]
         return int(self._run("record_usage", prefixes, args))
@@ -69,25 +69,18 @@ class RedisUsage(RedisCore[ClientT]):
             for field, value in bucket.items():
                 counter, version, rollout_id, arm, environment = field.split("|", 4)
                 by_key.setdefault((int(version), environment, rollout_id, arm), {})[counter] = value
-            for (version, environment, rollout_id, arm), counts in sorted(by_key.items()):
-                rows.append(
-                    UsageRow(
-                        start,
-                        version,
-                        environment or None,
-                        rollout_id or None,
-                        arm or None,
-                        *_figures(counts),
-                    )
-                )
+            rows += [
+                UsageRow.stored(start, *key, Counts.parse(counts))
+                for key, counts in sorted(by_key.items())
+            ]
         return rows
 
-    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         found: dict[str, dict[str, str]] = {}
         for field, value in self._hgetall(keys.usage_arms(org, rollout_id)).items():
             counter, arm = field.split("|", 1)
             found.setdefault(arm, {})[counter] = value
-        return {arm: ArmFigures(*_figures(counts)) for arm, counts in found.items()}
+        return {arm: Counts.parse(counts) for arm, counts in found.items()}
 
     def set_guard(self, org: str, guarded_id: str, guard_: Guard | None) -> None:
         with guard():
@@ -112,13 +105,3 @@ def _seconds(span: timedelta) -> int:
 
 def _number(n: float) -> str:
     return "0" if n == 0 else repr(n)
-
-
-def _figures(counts: dict[str, str]) -> tuple[int, int, int, float, int]:
-    return (
-        int(counts.get("renders", 0)),
-        int(counts.get("ok", 0)),
-        int(counts.get("errors", 0)),
-        float(counts.get("score_sum", 0)),
-        int(counts.get("score_count", 0)),
-    )

@@ -168,6 +168,7 @@ def end_rollout(
     event; returns it as it was at the end. An abort's event says why: ``guard`` with
     the guard's figures when given, else ``manual``."""
     draft.change.rollouts[rollout.environment] = None
+    draft.change.guards[rollout.rollout_id] = None  # a guard is of a running rollout
     ended = replace(rollout, updated_at=draft.request.now)
     reason = None if kind != "rollout.aborted" else "guard" if guard else "manual"
     draft.rollout_event(kind, ended, reason=reason, guard=guard)

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from storage.usage_records import ArmFigures, Guard
+from storage.usage_records import Counts, Guard
 
 # Rates and means are floats: 0.8 - 0.7 is 0.10000000000000009, which must not count
 # as worse by more than a threshold of 0.1.
 TOLERANCE = 1e-9
 
 
-def breach(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any] | None:
+def breach(guard: Guard, arms: Mapping[str, Counts]) -> dict[str, Any] | None:
     """The guard's figures when they end the rollout, else None.
 
     Once both arms have at least ``min_samples`` outcomes: the candidate's error rate
@@ -32,7 +32,7 @@ def breach(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any] | Non
     }
 
 
-def closeness(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any]:
+def closeness(guard: Guard, arms: Mapping[str, Counts]) -> dict[str, Any]:
     """How close the guard is to ending the rollout, for the console: the outcomes the
     arms still need, and by how much the candidate is worse now (None: not known)."""
     samples, _, _, worse_by = _compare(guard, arms)
@@ -40,11 +40,11 @@ def closeness(guard: Guard, arms: Mapping[str, ArmFigures]) -> dict[str, Any]:
 
 
 def _compare(
-    guard: Guard, arms: Mapping[str, ArmFigures]
+    guard: Guard, arms: Mapping[str, Counts]
 ) -> tuple[int, float | None, float | None, float | None]:
     """The outcomes of the arm with fewer, the two arms' values of the metric, and by
     how much the candidate's is worse (negative: better; None: a value is missing)."""
-    baseline, candidate = arms.get("baseline", ArmFigures()), arms.get("candidate", ArmFigures())
+    baseline, candidate = arms.get("baseline", Counts()), arms.get("candidate", Counts())
     samples = min(baseline.outcomes, candidate.outcomes)
     if guard.metric == "error_rate":
         base, cand = baseline.error_rate, candidate.error_rate

@@ -36,6 +36,7 @@ from storage.release.records import (
     StartRollout,
     UnarchiveVersion,
 )
+from storage.usage_records import Guard
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +226,7 @@ class ReleaseMethods(abc.ABC):
         request_id: str | None = None,
         allow_breaking: bool = False,
         person: str | None = None,
+        guard: Guard | None = None,
     ) -> Review:
         return cast(
             Review,
@@ -238,6 +240,7 @@ class ReleaseMethods(abc.ABC):
                 notes=notes,
                 rollout_percent=rollout_percent,
                 allow_breaking=allow_breaking,
+                guard=guard,
             ),
         )
 
@@ -307,6 +310,7 @@ class ReleaseMethods(abc.ABC):
         request_id: str | None = None,
         allow_breaking: bool = False,
         notes: str | None = None,
+        guard: Guard | None = None,
     ) -> Rollout:
         return cast(
             Rollout,
@@ -321,6 +325,7 @@ class ReleaseMethods(abc.ABC):
                 expected=expected,
                 allow_breaking=allow_breaking,
                 notes=notes,
+                guard=guard,
             ),
         )
 

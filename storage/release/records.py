@@ -27,6 +27,7 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.usage_records import Guard
 
 
 class Neighbours(Protocol):
@@ -126,12 +127,15 @@ class Rollback(Request):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartRollout(Request):
+    """``guard``: the rollout's guard (docs/usage.md), kept in the same step."""
+
     version: int
     environment: str = PRODUCTION
     percent: int
     expected: Expected = UNGUARDED
     allow_breaking: bool = False
     notes: str | None = None
+    guard: Guard | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,11 +166,15 @@ class AbortRollout(Request):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestReview(Request):
+    """``guard`` (with ``rollout_percent``): the guard of the rollout its approval
+    starts, kept under the review's id until then."""
+
     version: int
     environment: str = PRODUCTION
     notes: str | None = None
     rollout_percent: int | None = None
     allow_breaking: bool = False
+    guard: Guard | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,7 +256,11 @@ class Change:
     * ``history``: promotion records to append, in order;
     * ``events``: to append in this order, each with ``id`` "" (the backend numbers
       them as it appends);
-    * ``touched``: set the prompt's ``updated_at`` to the request's ``now``.
+    * ``touched``: set the prompt's ``updated_at`` to the request's ``now``;
+    * ``guards``: the id of a rollout or review -> its guard (docs/usage.md), None: drop
+      it; ``moved_guards``: a review's id -> the id of the rollout its approval started,
+      whose guard the review's becomes (kept with the change, so no rollout runs
+      without the guard it was started with).
 
     ``answer`` is what the storage method returns. ``refusal``, when set, is raised
     after the writes are applied (a review found stale keeps the approval and the
@@ -268,5 +280,7 @@ class Change:
     history: list[PromotionRecord] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     touched: bool = False
+    guards: dict[str, Guard | None] = field(default_factory=dict)
+    moved_guards: dict[str, str] = field(default_factory=dict)
     answer: Promotion | Rollout | Review | PromptVersion | tuple[Any, ...] | None = None
     refusal: Exception | None = None

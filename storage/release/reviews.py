@@ -74,6 +74,8 @@ def request_review(state: State, request: RequestReview) -> Change:
         affected_prompts=affected_prompts(draft, environment),
     )
     draft.change.new_reviews.append(review)
+    if request.guard is not None and request.rollout_percent is not None:
+        draft.change.guards[review.review_id] = request.guard
     draft.review_event("review.requested", review)
     draft.change.answer = review
     return draft.change
@@ -121,7 +123,9 @@ def approve_review(state: State, request: ApproveReview) -> Change:
     applied = _closed(review, "applied", request)
     _decided(draft, applied, "review.approved", None)
     if review.rollout_percent is not None:
-        result: object = begin_rollout(draft, number, environment, review.rollout_percent)
+        rollout = begin_rollout(draft, number, environment, review.rollout_percent)
+        draft.change.moved_guards[review.review_id] = rollout.rollout_id
+        result: object = rollout
     else:
         result = enter(draft, number, environment, review.notes, review=applied, breaking=breaking)
     draft.review_event("review.applied", applied)

@@ -37,7 +37,10 @@ def start_rollout(state: State, request: StartRollout) -> Change:
     check_entry(draft, number, environment, "start", request.expected)
     check_baseline(draft, number, environment)
     check_contract(draft, number, environment, request.allow_breaking)
-    draft.change.answer = begin_rollout(draft, number, environment, request.percent)
+    rollout = begin_rollout(draft, number, environment, request.percent)
+    if request.guard is not None:
+        draft.change.guards[rollout.rollout_id] = request.guard
+    draft.change.answer = rollout
     return draft.change
 
 

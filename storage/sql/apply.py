@@ -23,6 +23,7 @@ from storage.sql.rows import (
 )
 from storage.sql.state import of_prompt
 from storage.sql.tables import history, includes, placements, prompts, reviews, rollouts, versions
+from storage.sql.usage import keep_guard, move_guard
 
 
 # Built once; the row is named by w_org, w_prompt_id (and w_number), the values set are
@@ -154,6 +155,10 @@ def apply(
             ],
         )
         moved["promotions"] = prompt.promotions + len(change.history)
+    for guarded_id, guard in change.guards.items():
+        keep_guard(connection, org, guarded_id, guard)
+    for review_id, rollout_id in change.moved_guards.items():
+        move_guard(connection, org, review_id, rollout_id)
     if change.touched:
         moved["updated_at"] = now
     if moved:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Connection, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from storage.sql import dialect
@@ -19,55 +19,49 @@ from storage.sql.usage_tables import rollout_guards, usage_arms, usage_counts
 from storage.usage_records import (
     COUNTERS,
     SPANS,
-    ArmFigures,
     BucketSpan,
+    Counts,
     Guard,
+    Pruning,
     UsageItem,
     UsageRow,
     bucket_start,
-    oldest_kept,
+    tally,
 )
 
 
 class SqlUsage(Concern):
-    _pruned: datetime | None = None  # the hour this process last pruned in
+    @functools.cached_property
+    def _pruning(self) -> Pruning:
+        return Pruning()
 
     def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
         now = self.db.clock()
-        starts = {span: bucket_start(now, span) for span in SPANS}
         with self.db.write() as connection:
             known = _known_versions(connection, org, items)
-            # Items summed by key first: a report names each key once, as a rule.
-            by_key: dict[tuple[Any, ...], tuple[float, ...]] = {}
-            skipped = 0
-            for item in items:
-                if (item.prompt_id, item.version) not in known:
-                    skipped += 1
-                    continue
-                key = (item.prompt_id, item.version, item.environment or "",
-                       item.rollout_id or "", item.arm or "")  # fmt: skip
-                found = by_key.get(key)
-                counts: tuple[float, ...] = item.counts()
-                by_key[key] = counts if found is None else _sum(found, counts)
-            arms: dict[tuple[Any, ...], tuple[float, ...]] = {}
-            for (_, _, _, rollout_id, arm), counts in by_key.items():
-                if rollout_id and arm:
-                    found = arms.get((rollout_id, arm))
-                    arms[(rollout_id, arm)] = counts if found is None else _sum(found, counts)
-            times = {span: bound(connection, start) for span, start in starts.items()}
+            found = tally(items, lambda prompt_id, version: (prompt_id, version) in known)
+            # Rows in key order, so concurrent reports cannot deadlock; null as "".
+            by_key = sorted(
+                ((tuple("" if part is None else part for part in key), counts)
+                 for key, counts in found.keys.items()),
+                key=lambda pair: pair[0],
+            )  # fmt: skip
             rows = [
-                (org, pid, span, start, version, env, rollout_id, arm, *counts)
-                for span, start in times.items()
-                for (pid, version, env, rollout_id, arm), counts in sorted(by_key.items())
-            ]
+                (org, pid, span, bound(connection, bucket_start(now, span)), version, env,
+                 rollout_id, arm, *counts.values())
+                for span in SPANS
+                for (pid, version, env, rollout_id, arm), counts in by_key
+            ]  # fmt: skip
             _add_to(connection, usage_counts, rows)
             when = bound(connection, now)
-            arm_rows = [(org, *key, *counts, when) for key, counts in sorted(arms.items())]
+            arm_rows = [
+                (org, *key, *counts.values(), when)
+                for key, counts in sorted(found.arms.items(), key=lambda pair: pair[0])
+            ]
             _add_to(connection, usage_arms, arm_rows)
-            if self._pruned != starts["hour"]:
-                _prune(connection, now)
-                self._pruned = starts["hour"]
-        return skipped
+            if (oldest := self._pruning.due(now)) is not None:
+                _prune(connection, oldest)
+        return found.skipped
 
     def read_usage(
         self, org: str, prompt_ref: str, since: datetime, until: datetime, span: BucketSpan
@@ -87,43 +81,24 @@ class SqlUsage(Concern):
                 .order_by(c.bucket_start, c.version, c.environment, c.rollout_id, c.arm)
             ).all()
         return [
-            UsageRow(
-                row.bucket_start,
-                row.version,
-                row.environment or None,
-                row.rollout_id or None,
-                row.arm or None,
-                row.renders,
-                row.ok,
-                row.errors,
-                row.score_sum,
-                row.score_count,
+            UsageRow.stored(
+                row.bucket_start, row.version, row.environment, row.rollout_id, row.arm,
+                _counts(row),
             )
             for row in rows
-        ]
+        ]  # fmt: skip
 
-    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, ArmFigures]:
+    def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         c = usage_arms.c
         with self.db.read() as connection:
             rows = connection.execute(
                 select(usage_arms).where(c.org == org, c.rollout_id == rollout_id)
             ).all()
-        return {
-            row.arm: ArmFigures(row.renders, row.ok, row.errors, row.score_sum, row.score_count)
-            for row in rows
-        }
+        return {row.arm: _counts(row) for row in rows}
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
-        c = rollout_guards.c
         with self.db.write() as connection:
-            if guard is None:
-                connection.execute(
-                    delete(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
-                )
-                return
-            fields = guard.to_json()
-            row = {"org": org, "guarded_id": guarded_id, **fields}
-            connection.execute(dialect.upsert(connection, rollout_guards, row, **fields))
+            keep_guard(connection, org, guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         c = rollout_guards.c
@@ -131,6 +106,27 @@ class SqlUsage(Concern):
             select(rollout_guards).where(c.org == org, c.guarded_id == guarded_id)
         )
         return None if row is None else Guard(row.metric, row.threshold, row.min_samples)
+
+
+def keep_guard(connection: Connection, org: str, guarded_id: str, guard: Guard | None) -> None:
+    """Keep ``guard`` for the rollout or review ``guarded_id`` (None: drop it)."""
+    c = rollout_guards.c
+    if guard is None:
+        connection.execute(delete(rollout_guards).where(c.org == org, c.guarded_id == guarded_id))
+        return
+    fields = guard.to_json()
+    row = {"org": org, "guarded_id": guarded_id, **fields}
+    connection.execute(dialect.upsert(connection, rollout_guards, row, **fields))
+
+
+def move_guard(connection: Connection, org: str, review_id: str, rollout_id: str) -> None:
+    """The guard kept under ``review_id`` becomes ``rollout_id``'s."""
+    c = rollout_guards.c
+    connection.execute(
+        update(rollout_guards)
+        .where(c.org == org, c.guarded_id == review_id)
+        .values(guarded_id=rollout_id)
+    )
 
 
 def _known_versions(
@@ -148,8 +144,8 @@ def _known_versions(
     return {(row.prompt_id, row.version) for row in rows}
 
 
-def _sum(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
-    return tuple(x + y for x, y in zip(a, b, strict=True))
+def _counts(row: Any) -> Counts:
+    return Counts(*(getattr(row, name) for name in COUNTERS))
 
 
 def bound(connection: Connection, moment: datetime) -> Any:
@@ -185,11 +181,9 @@ def _add_to(connection: Connection, table: Table, rows: list[tuple[Any, ...]]) -
         connection.exec_driver_sql(_adding(connection.dialect.name, table), rows)
 
 
-def _prune(connection: Connection, now: datetime) -> None:
+def _prune(connection: Connection, oldest: dict[str, datetime]) -> None:
     """Drop what the retention rule no longer keeps."""
     c = usage_counts.c
-    for span in SPANS:
-        connection.execute(
-            delete(usage_counts).where(c.span == span, c.bucket_start < oldest_kept(now, span))
-        )
-    connection.execute(delete(usage_arms).where(usage_arms.c.updated_at < oldest_kept(now, "day")))
+    for span, start in oldest.items():
+        connection.execute(delete(usage_counts).where(c.span == span, c.bucket_start < start))
+    connection.execute(delete(usage_arms).where(usage_arms.c.updated_at < oldest["day"]))

@@ -1,7 +1,9 @@
 """Usage in a real browser (headless Chromium) against ``promptsvc serve``: the prompt
 page charts renders per version over 7 days (inline SVG, nothing fetched), and a
 running rollout shows baseline against candidate with its guard; once reports show the
-candidate worse, the guard aborts it and the page shows the baseline alone again.
+candidate worse, the guard aborts it and the page shows the baseline alone again, and
+the abort among the ended rollouts with the guard's figures; a person's abort shows
+who aborted.
 """
 
 from __future__ import annotations
@@ -39,15 +41,21 @@ def page(browser: Any, server: Server, tmp_path: Path) -> Page:
     return Page(browser, server.base_url, tmp_path, ORG, PASSWORD)
 
 
-def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
-    page: Page, server: Server
-) -> None:
+def key_client(server: Server) -> httpx.Client:
+    """An API client with the Write key's token."""
     api = httpx.Client(base_url=server.base_url, timeout=30)
     token = api.post(
         "/v1/auth/sdk-token",
         json={"account_id": ORG, "key_id": KEY_ID, "key_secret": KEY_SECRET},
     ).json()["access_token"]
     api.headers["Authorization"] = f"Bearer {token}"
+    return api
+
+
+def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
+    page: Page, server: Server
+) -> None:
+    api = key_client(server)
     prompt = api.post("/api/v1/prompts", json={"name": "greeting"}).json()
     for content in ("Hello {{name}}", "Hi {{name}}"):
         api.post("/api/v1/prompts/greeting/versions", json={"content": content})
@@ -89,6 +97,29 @@ def test_the_prompt_page_charts_usage_and_a_guard_aborts_the_rollout(
     page.open("/console/prompts/greeting")
     assert not page.driver.find_elements("css selector", "#rollouts")
     assert "v1 40 renders" in page.find("#usage .usage-legend").text
+    ended = page.find(f"#ended-rollouts tr[data-rollout-id={started['rollout_id']}]").text
+    assert "aborted by its guard" in ended
+    assert "Error rate: candidate 0.3 against baseline 0" in ended
+    assert "threshold 0.1, 20 outcomes per arm" in ended
     events = api.get("/api/v1/events", params={"after": "0-0", "limit": 100}).json()["items"]
     (aborted,) = [e for e in events if e["type"] == "rollout.aborted"]
     assert aborted["reason"] == "guard"
+
+
+def test_a_persons_abort_shows_who_aborted(page: Page, server: Server) -> None:
+    api = key_client(server)
+    api.post("/api/v1/prompts", json={"name": "farewell"})
+    for content in ("Bye", "Ciao"):
+        api.post("/api/v1/prompts/farewell/versions", json={"content": content})
+    api.post("/api/v1/prompts/farewell/versions/1/promote")
+    started = api.post(
+        "/api/v1/prompts/farewell/versions/2/promote", json={"rollout_percent": 30}
+    ).json()
+    page.sign_in("wes")
+    page.open("/console/prompts/farewell")
+    assert not page.driver.find_elements("css selector", "#ended-rollouts")
+    page.click("Abort: v1 for everyone", kind="button")
+    page.open("/console/prompts/farewell")
+    ended = page.find(f"#ended-rollouts tr[data-rollout-id={started['rollout_id']}]").text
+    assert "aborted by wes" in ended and "a manual abort" in ended
+    assert "v2 at 30% over v1" in ended

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage import PromptNotFound, RolloutNotFound, Storage
-from storage.usage_records import ArmFigures, Guard, UsageItem
+from storage.usage_records import Counts, Guard, UsageItem
 from tests.clock import FakeClock
 
 ORG = "acme"
@@ -29,7 +29,16 @@ def prompt_id(storage: Storage) -> str:
 
 def hours(storage: Storage, start: datetime, end: datetime) -> list[tuple[object, ...]]:
     return [
-        (r.bucket_start, r.version, r.environment, r.rollout_id, r.arm, r.renders, r.ok, r.errors)
+        (
+            r.bucket_start,
+            r.version,
+            r.environment,
+            r.rollout_id,
+            r.arm,
+            r.counts.renders,
+            r.counts.ok,
+            r.counts.errors,
+        )
         for r in storage.read_usage(ORG, "greeting", start, end, "hour")
     ]
 
@@ -53,7 +62,10 @@ def test_reports_add_to_the_bucket_of_the_hour_and_the_day(
         (hour, 1, "production", None, None, 10, 6, 2)
     ]
     daily = storage.read_usage(ORG, prompt_id, day, day + timedelta(days=1), "day")
-    assert [(r.bucket_start, r.version, r.renders) for r in daily] == [(day, 1, 10), (day, 2, 2)]
+    assert [(r.bucket_start, r.version, r.counts.renders) for r in daily] == [
+        (day, 1, 10),
+        (day, 2, 2),
+    ]
     assert daily[1].to_json()["score_avg"] == 0.75
     assert daily[0].to_json()["score_avg"] is None
 
@@ -68,7 +80,7 @@ def test_unknown_prompts_and_versions_are_skipped(storage: Storage, prompt_id: s
     assert storage.record_usage("other-org", [UsageItem(prompt_id, 1, renders=1)]) == 1
     now = datetime(2026, 1, 2, 3, tzinfo=UTC)
     found = storage.read_usage(ORG, "greeting", now, now + timedelta(hours=1), "hour")
-    assert [r.renders for r in found] == [1]
+    assert [r.counts.renders for r in found] == [1]
     with pytest.raises(PromptNotFound):
         storage.read_usage(ORG, "nothing", now, now, "hour")
 
@@ -84,7 +96,7 @@ def test_the_retention_rule_drops_old_buckets(
     hourly = storage.read_usage(ORG, "greeting", long_ago, start + timedelta(days=1), "hour")
     assert hourly == []  # the first report's hour is past 30 days
     daily = storage.read_usage(ORG, "greeting", long_ago, clock.now + timedelta(days=1), "day")
-    assert [r.renders for r in daily] == [1, 2]
+    assert [r.counts.renders for r in daily] == [1, 2]
 
 
 def test_a_rollouts_arms_count_what_was_reported_for_it(storage: Storage, prompt_id: str) -> None:
@@ -99,8 +111,8 @@ def test_a_rollouts_arms_count_what_was_reported_for_it(storage: Storage, prompt
         ],
     )
     assert storage.rollout_arms(ORG, rid) == {
-        "baseline": ArmFigures(4, 3, 1, 1.0, 2),
-        "candidate": ArmFigures(3, 2, 1, 0.5, 1),
+        "baseline": Counts(4, 3, 1, 1.0, 2),
+        "candidate": Counts(3, 2, 1, 0.5, 1),
     }
     assert storage.rollout_arms(ORG, "ro_other") == {}
 

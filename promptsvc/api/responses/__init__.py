@@ -43,6 +43,7 @@ from promptsvc.api.responses.releases import (
 )
 from promptsvc.api.responses.service import ErrorSchema, EventPageSchema, EventSchema, StatusSchema
 from promptsvc.api.responses.usage import (
+    EndedRolloutListSchema,
     GuardedRolloutSchema,
     UsagePageSchema,
     UsageReceiptSchema,
@@ -72,6 +73,7 @@ __all__ = [
     "DeliverySchema",
     "DiffSchema",
     "DiffSideSchema",
+    "EndedRolloutListSchema",
     "EnvironmentListSchema",
     "EnvironmentPromptsSchema",
     "EnvironmentSchema",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from promptsvc.api.responses.common import timestamp
+from promptsvc.api.responses.service import GuardFiguresSchema
 from promptsvc.api.responses.versions import RolloutSchema
 from storage.usage_records import ARMS
 
@@ -66,3 +67,30 @@ class GuardedRolloutSchema(RolloutSchema):
     arms = fields.Nested(
         ArmsSchema, metadata={"description": "What each arm served and reported since it started"}
     )
+
+
+class EndedRolloutSchema(Schema):
+    rollout_id = fields.String()
+    environment = fields.String()
+    baseline_version = fields.Integer(allow_none=True)
+    candidate_version = fields.Integer(allow_none=True)
+    percent = fields.Integer(allow_none=True, metadata={"description": "The percent at its end"})
+    outcome = fields.String(validate=validate.OneOf(("completed", "aborted")))
+    reason = fields.String(
+        allow_none=True,
+        validate=validate.OneOf(("guard", "manual")),
+        metadata={"description": "Why it was aborted (guard or manual); null: completed"},
+    )
+    guard = fields.Nested(
+        GuardFiguresSchema, allow_none=True, metadata={"description": "A guard's abort's figures"}
+    )
+    ended_by = fields.String(
+        allow_none=True, metadata={"description": "Who ended it; null for a guard's abort"}
+    )
+    ended_by_name = fields.String(allow_none=True)
+    ended_at = timestamp("When it ended")
+    request_id = fields.String(allow_none=True)
+
+
+class EndedRolloutListSchema(Schema):
+    items = fields.List(fields.Nested(EndedRolloutSchema), metadata={"description": "Newest first"})

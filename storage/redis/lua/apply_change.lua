@@ -11,7 +11,8 @@
 --          nothing is written
 -- ARGV[2]  writes: JSON list of [command, key, argument...] (key after the prefix), run
 --          in order; an argument "$seq" stands for the reply of the last INCR/HINCRBY;
---          the command DROP_PROMPT is drop_prompt below
+--          the command DROP_PROMPT is drop_prompt below; HMOVE key from to moves a
+--          hash's field (a review's guard to the rollout its approval started)
 -- ARGV[3]  events: JSON list of field lists, appended to the stream in order
 -- ARGV[4]  the least number of events to keep
 -- Returns {"ok", event id...} or {"changed"} (a guard did not hold: read again, decide
@@ -83,6 +84,12 @@ for _, write in ipairs(cjson.decode(ARGV[2])) do
   local command = write[1]
   if command == "DROP_PROMPT" then
     drop_prompt(ORG .. write[2], write[3])
+  elseif command == "HMOVE" then
+    local value = redis.call("HGET", ORG .. write[2], write[3])
+    if value then
+      redis.call("HSET", ORG .. write[2], write[4], value)
+      redis.call("HDEL", ORG .. write[2], write[3])
+    end
   else
     if not WRITES[command] then
       return redis.error_reply("apply_change: no write " .. tostring(command))
