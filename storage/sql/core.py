@@ -171,7 +171,16 @@ class Database:
 
     def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
-        connection when a pooled one turns out closed (the server restarted)."""
+        connection when a pooled one turns out closed (the server restarted). A
+        statement built once runs on the read lane's connections (storage/sql/direct.py)."""
+        params = params or {}
+        compiled = direct.compiled_for(self.engine.dialect, statement, params)
+        if compiled is not None and not self.engine.dispatch.before_cursor_execute:
+            postgres = self.lane.postgres
+            rows = self.lane.driver(
+                lambda lane: direct.query(compiled, lane.connection if postgres else lane, params)
+            )
+            return rows[0] if rows else None
         for attempt in (1, 2):
             try:
                 with self.read_engine.connect() as connection:

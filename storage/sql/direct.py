@@ -2,22 +2,27 @@
 
 Why: SQLAlchemy's execution of a built statement costs the calling process about 50 us
 (cache key, execution context, events, result wrapping) against a few for the driver,
-and a promotion sends eight. Here each statement is compiled by SQLAlchemy once per
-dialect and set of parameter names; a run binds through the compiled statement's own
-type processors and sends the same SQL on the driver connection of the SQLAlchemy
-connection, in its transaction. Driver errors become SQLAlchemy's (storage/sql/core.py
-turns those into storage errors), and a connection that lost its server is
-invalidated as SQLAlchemy would. While a listener watches the engine's statements
-(the counts of bench/sql_round_trips.py, tests), statements go through SQLAlchemy.
+and a promotion sends eight. Here a statement built once (from the second time the
+same object runs: one built per call goes through SQLAlchemy, whose cache suits it) is
+compiled by SQLAlchemy once per dialect and set of parameter names; a run binds through
+the compiled statement's own type processors and sends the same SQL on the driver
+connection of the SQLAlchemy connection, in its transaction. Driver errors become
+SQLAlchemy's (storage/sql/core.py turns those into storage errors), and a connection
+that lost its server is invalidated as SQLAlchemy would. While a listener watches the
+engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
+through SQLAlchemy.
+Single reads outside a transaction (storage/sql/core.py ``read_one``) run the same way
+on the read lane's connections (storage/sql/read_lane.py).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Dialect
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql import ClauseElement
 
@@ -27,9 +32,7 @@ _REQUIRED = object()
 class _Compiled:
     """A statement compiled for one dialect and parameter names."""
 
-    def __init__(self, connection: Connection, statement: ClauseElement, keys: list[str]) -> None:
-        dialect = connection.dialect
-        self.statement = statement  # kept: its id names it in the cache
+    def __init__(self, dialect: Dialect, statement: ClauseElement, keys: list[str]) -> None:
         compiled: Any = statement.compile(dialect=dialect, column_keys=keys)
         self.sql: str = compiled.string
         self.positional: bool = compiled.positional
@@ -49,6 +52,9 @@ class _Compiled:
         self.results: list[Callable[[Any], Any] | None] = [
             c[3]._cached_result_processor(dialect, None) for c in columns
         ]
+        # psycopg prepares a statement run often; not on the read lane's connections,
+        # which hold the statements they prepare themselves (storage/sql/read_lane.py).
+        self.no_prepare = {"prepare": False} if dialect.name == "postgresql" else {}
         # What this path cannot do as SQLAlchemy would: Python-side column defaults, IN
         # lists expanded at run time, escaped parameter names.
         self.usable = not (
@@ -86,22 +92,47 @@ class _Compiled:
         ]
 
 
-_compiled: dict[tuple[int, str, tuple[str, ...]], _Compiled] = {}
+# Per statement object (gone with it), per dialect and parameter names; None: seen once.
+_compiled: weakref.WeakKeyDictionary[Any, dict[tuple[str, tuple[str, ...]], _Compiled]]
+_compiled = weakref.WeakKeyDictionary()
+
+
+def compiled_for(dialect: Dialect, statement: Any, params: dict[str, Any]) -> _Compiled | None:
+    """``statement`` compiled for ``dialect`` and these parameter names, when it runs
+    here: seen before, and nothing of SQLAlchemy's execution needed."""
+    forms = _compiled.get(statement)
+    if forms is None:
+        _compiled[statement] = {}  # once: maybe built for this call alone
+        return None
+    key = (dialect.name, tuple(params))
+    compiled = forms.get(key)
+    if compiled is None:
+        compiled = forms[key] = _Compiled(dialect, statement, list(params))
+    return compiled if compiled.usable else None
+
+
+def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]:
+    """The rows of ``compiled`` run with ``params`` on a driver connection."""
+    cursor = driver.cursor()
+    try:
+        cursor.execute(compiled.sql, compiled.bind(params), **compiled.no_prepare)
+        if compiled.row is None or cursor.description is None:
+            return []
+        return compiled.rows(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def run(
     connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
 ) -> list[Any]:
-    """Run ``statement`` (built once, kept for the life of the process) with
-    ``params`` (a list: one statement for every row, the driver's ``executemany``) in
+    """Run ``statement`` (built once: see the module's docstring) with ``params`` (a
+    list: one statement for every row, the driver's ``executemany``) in
     ``connection``'s transaction; the rows it returns, if any, with attribute access."""
     rows = params if isinstance(params, list) else None
     first: dict[str, Any] = params if isinstance(params, dict) else params[0]
-    key = (id(statement), connection.dialect.name, tuple(first))
-    compiled = _compiled.get(key)
-    if compiled is None:
-        compiled = _compiled[key] = _Compiled(connection, statement, list(first))
-    if not compiled.usable or connection.dispatch.before_cursor_execute:
+    compiled = compiled_for(connection.dialect, statement, first)
+    if compiled is None or connection.dispatch.before_cursor_execute:
         result = connection.execute(statement, params)
         return list(result.all()) if result.returns_rows else []
     fairy: Any = connection.connection

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
@@ -167,7 +168,7 @@ class ReadLane:
         self._engine = engine
         dialect = engine.dialect.name
         self._sql = READS
-        self._postgres = dialect == "postgresql"
+        self.postgres = dialect == "postgresql"
         self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
         self._rows: Memo[tuple[Any, ...], tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
@@ -217,6 +218,12 @@ class ReadLane:
         self, statement: tuple[str, Statement], params: dict[str, Any]
     ) -> list[tuple[Any, ...]]:
         """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
+        return self.driver(lambda connection: self._execute(connection, statement, params))
+
+    def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
+        """What ``read`` answers on one of the lane's connections (a lane connection:
+        its driver connection is ``.connection`` on PostgreSQL), sent once more on a
+        new connection when an idle one turns out closed."""
         if self._pid != os.getpid():
             # A forked child must not use its parent's connections.
             self._idle = []
@@ -227,13 +234,13 @@ class ReadLane:
             connection, reused = self._new_connection(), False
         try:
             try:
-                rows = self._execute(connection, statement, params)
+                rows = read(connection)
             except self._errors:
                 if not reused:
                     raise
                 self._discard(connection)  # closed while idle: once more, on a new one
                 connection = self._new_connection()
-                rows = self._execute(connection, statement, params)
+                rows = read(connection)
         except self._errors:
             self._discard(connection)
             raise StorageUnavailable("the database did not answer") from None
@@ -246,7 +253,7 @@ class ReadLane:
     def _execute(
         self, connection: Any, statement: tuple[str, Statement], params: dict[str, Any]
     ) -> list[tuple[Any, ...]]:
-        if self._postgres:
+        if self.postgres:
             return connection.execute(statement[1], params)
         return connection.execute(statement[0], params).fetchall()
 
@@ -258,7 +265,7 @@ class ReadLane:
         connection = pooled.driver_connection
         assert connection is not None
         pooled.detach()  # ours from now on: the pool neither resets nor reuses it
-        if self._postgres:
+        if self.postgres:
             connection.autocommit = True
             return _PgConnection(connection, self._rows)
         return connection
