@@ -109,6 +109,8 @@ class SqlVersions(Concern):
     def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
         """The reads of a version's includes (Storage.read_many) in one statement on the
         read lane; a ``pmt_`` ref not found by name is read again by id."""
+        if not reads:
+            return []
         picks: list[tuple[str, dict[str, Any]]] = []
         for name, where in reads:
             if where.isdigit():
