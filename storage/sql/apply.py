@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, Connection, Row, bindparam, func, insert, 
 
 from storage.records import PRODUCTION
 from storage.release import Change
-from storage.sql import dialect
+from storage.sql import dialect, direct
 from storage.sql.core import Database
 from storage.sql.rows import (
     history_values,
@@ -77,7 +77,8 @@ def apply(
         # One statement for every version changed: each row gets every field any of
         # them changed, from the version as the change leaves it.
         names = {name for fields in change.versions.values() for name in fields}
-        connection.execute(
+        direct.run(
+            connection,
             _UPDATE_VERSION,
             [
                 {
@@ -147,7 +148,8 @@ def apply(
         )
     if change.history:
         first = prompt.promotions + 1
-        connection.execute(
+        direct.run(
+            connection,
             _INSERT_HISTORY,
             [
                 history_values(org, record, position)
@@ -162,6 +164,6 @@ def apply(
     if change.touched:
         moved["updated_at"] = now
     if moved:
-        connection.execute(_UPDATE_PROMPT, {**row, **moved})
+        direct.run(connection, _UPDATE_PROMPT, {**row, **moved})
     if change.events:
         db.append_events(connection, org, change.events)

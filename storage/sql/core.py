@@ -33,7 +33,7 @@ from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Prompt, PromptVersion
 from storage.release.records import Neighbours, NoNeighbours
-from storage.sql import dialect, read_lane
+from storage.sql import dialect, direct, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import VERSION_FIELDS, ReadLane
 from storage.sql.tables import event_logs, events, prompts
@@ -146,7 +146,16 @@ class Database:
 
     def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
-        connection when a pooled one turns out closed (the server restarted)."""
+        connection when a pooled one turns out closed (the server restarted). A
+        statement built once runs on the read lane's connections (storage/sql/direct.py)."""
+        params = params or {}
+        compiled = direct.compiled_for(self.engine.dialect, statement, params)
+        if compiled is not None and not self.engine.dispatch.before_cursor_execute:
+            postgres = self.lane.postgres
+            rows = self.lane.driver(
+                lambda lane: direct.query(compiled, lane.connection if postgres else lane, params)
+            )
+            return rows[0] if rows else None
         for attempt in (1, 2):
             try:
                 with self.read_engine.connect() as connection:
@@ -168,12 +177,12 @@ class Database:
         every change of a prompt or its versions takes this lock first."""
         by = _LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY
         params = {"org": org, "ref": prompt_ref}
-        row = connection.execute(by[prompts.c.name], params).first()
-        if row is None and prompt_ref.startswith("pmt_"):
-            row = connection.execute(by[prompts.c.prompt_id], params).first()
-        if row is None:
+        rows = direct.run(connection, by[prompts.c.name], params)
+        if not rows and prompt_ref.startswith("pmt_"):
+            rows = direct.run(connection, by[prompts.c.prompt_id], params)
+        if not rows:
             raise PromptNotFound(prompt_ref)
-        return row
+        return rows[0]
 
     def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
         """The version a ``versions`` row holds; memoized by the whole row, so any
@@ -238,7 +247,7 @@ class Database:
         are handed out in commit order and no reader sees a higher id before a lower."""
         at = int(found[0].at.timestamp() * 1000)
         params = {"org": org, "at": at, "n": len(found)}
-        log = connection.execute(self._log_advance, params).one()
+        (log,) = direct.run(connection, self._log_advance, params)
         first = log.last_seq - len(found) + 1
         rows = [
             {
@@ -250,7 +259,7 @@ class Database:
             }
             for offset, event in enumerate(found)
         ]
-        connection.execute(_INSERT_EVENTS, rows)
+        direct.run(connection, _INSERT_EVENTS, rows)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(

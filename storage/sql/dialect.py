@@ -23,6 +23,8 @@ from sqlalchemy import Connection, Select, Table, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
+from storage.sql import direct
+
 # The channel PostgreSQL's NOTIFY uses for new events; the payload is the org.
 EVENTS_CHANNEL = "promptsvc_events"
 # How often a waiter looks for new events when nobody can tell it (SQLite, or a
@@ -76,13 +78,10 @@ def serialize(connection: Connection, name: str) -> None:
         )
 
 
+_NOTIFY = text("SELECT pg_notify(:channel, :org)")
+
+
 def notify_events(connection: Connection, org: str) -> None:
     """Tell listeners in every process that ``org`` has new events (at commit)."""
     if is_postgres(connection):
-        connection.execute(
-            text("SELECT pg_notify(:channel, :org)"),
-            {
-                "channel": EVENTS_CHANNEL,
-                "org": org,
-            },
-        )
+        direct.run(connection, _NOTIFY, {"channel": EVENTS_CHANNEL, "org": org})

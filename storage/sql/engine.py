@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 # Seconds a SQLite writer waits for the lock another one holds before giving up.
 SQLITE_BUSY_TIMEOUT = 30
@@ -136,7 +136,14 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
 
 def _sqlite_begin(connection: Connection) -> None:
     immediate = connection.get_execution_options().get(WRITE, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    sql = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+    if connection.dispatch.before_cursor_execute:  # watched (statement counts): as usual
+        connection.exec_driver_sql(sql)
+        return
+    try:  # straight to the driver: SQLAlchemy's execution costs more than the BEGIN
+        connection.connection.driver_connection.execute(sql)  # type: ignore[union-attr]
+    except sqlite3.Error as error:  # as SQLAlchemy's would be (a lock held too long: 503)
+        raise DBAPIError.instance(sql, None, error, sqlite3.Error) from error
 
 
 @contextmanager

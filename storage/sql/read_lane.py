@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
@@ -90,7 +91,11 @@ READS.update(
         for pick in ("production", "environment")
     }
 )
-
+# The most mixes of reads :meth:`ReadLane.many` keeps a statement for (each prepared on
+# every PostgreSQL connection of the lane).
+MAX_BATCHES = 256
+# The parameters of one read, numbered in a batch (the org is every read's).
+_PARAM = r":(ref|number|version_id|environment)\b"
 
 Statement = tuple[bytes, bytes, tuple[str, ...]]
 
@@ -129,7 +134,7 @@ class _PgConnection:
     def info(self) -> Any:
         return self.connection.info
 
-    def execute(self, statement: Statement, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    def execute(self, statement: Statement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         name, sql, names = statement
         if name not in self._prepared:
             prepared = self.pgconn.prepare(name, sql, None)
@@ -140,13 +145,14 @@ class _PgConnection:
         result = self.pgconn.exec_prepared(name, values)
         if result.status != self._ok:
             raise self._error(result.error_message.decode(errors="replace"))
-        if result.ntuples == 0:
-            return None
-        raw = tuple([result.get_value(0, column) for column in range(result.nfields)])
+        return [self._row(result, i) for i in range(result.ntuples)]
+
+    def _row(self, result: Any, i: int) -> tuple[Any, ...]:
+        raw = tuple([result.get_value(i, column) for column in range(result.nfields)])
         row = self._rows.get(raw)
         if row is None:
             self._transformer.set_pgresult(result)
-            row = self._transformer.load_row(0, tuple)
+            row = self._transformer.load_row(i, tuple)
             self._transformer.set_pgresult(None)
             row = self._rows.put(raw, row, sum(len(v) for v in raw if v is not None) + 256)
         return row
@@ -162,15 +168,62 @@ class ReadLane:
         self._engine = engine
         dialect = engine.dialect.name
         self._sql = READS
-        self._postgres = dialect == "postgresql"
+        self.postgres = dialect == "postgresql"
         self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
         self._rows: Memo[tuple[Any, ...], tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
         self._idle: list[Any] = []
+        # The UNION ALL statements of :meth:`many`, by their reads' picks.
+        self._batches: dict[tuple[str, ...], tuple[str, Statement]] = {}
         self._pid = os.getpid()
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
+        rows = self._rows_of(self._statement(key), params)
+        return rows[0] if rows else None
+
+    def many(self, reads: list[tuple[str, dict[str, Any]]]) -> list[tuple[Any, ...] | None]:
+        """The row of each ``(pick, params)`` by prompt name (a READS key ``("name",
+        pick)``, all of one org), or None; one statement (a UNION ALL of the reads, each
+        row led by its read's position), so a read of includes costs one round trip."""
+        picks = tuple(pick for pick, _ in reads)
+        statement = self._batches.get(picks)
+        if statement is None:
+            if len(self._batches) >= MAX_BATCHES:  # an unusual mix: read by read
+                return [self(("name", pick), read) for pick, read in reads]
+            statement = self._batches[picks] = self._batch(picks)
+        params: dict[str, Any] = {"org": reads[0][1]["org"]}
+        for i, (_, read) in enumerate(reads):
+            params.update({f"{name}{i}": v for name, v in read.items() if name != "org"})
+        found: list[tuple[Any, ...] | None] = [None] * len(reads)
+        for row in self._rows_of(statement, params):
+            found[row[0]] = row[1:]
+        return found
+
+    def _batch(self, picks: tuple[str, ...]) -> tuple[str, Statement]:
+        """The UNION ALL of the reads ``picks``, their parameters numbered by position."""
+        branches = []
+        for i, pick in enumerate(picks):
+            sql = re.sub(
+                r":(ref|number|version_id|environment)\b", rf":\g<1>{i}", READS["name", pick]
+            )
+            branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
+        sql = " UNION ALL ".join(branches)
+        return sql, _numbered(("many", str(len(self._batches))), sql)
+
+    def _statement(self, key: tuple[str, str]) -> tuple[str, Statement]:
+        return self._sql[key], self._numbered[key]
+
+    def _rows_of(
+        self, statement: tuple[str, Statement], params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
+        return self.driver(lambda connection: self._execute(connection, statement, params))
+
+    def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
+        """What ``read`` answers on one of the lane's connections (a lane connection:
+        its driver connection is ``.connection`` on PostgreSQL), sent once more on a
+        new connection when an idle one turns out closed."""
         if self._pid != os.getpid():
             # A forked child must not use its parent's connections.
             self._idle = []
@@ -181,13 +234,13 @@ class ReadLane:
             connection, reused = self._new_connection(), False
         try:
             try:
-                row = self._execute(connection, key, params)
+                rows = read(connection)
             except self._errors:
                 if not reused:
                     raise
                 self._discard(connection)  # closed while idle: once more, on a new one
                 connection = self._new_connection()
-                row = self._execute(connection, key, params)
+                rows = read(connection)
         except self._errors:
             self._discard(connection)
             raise StorageUnavailable("the database did not answer") from None
@@ -195,12 +248,14 @@ class ReadLane:
             self._discard(connection)
             raise
         self._idle.append(connection)
-        return row
+        return rows
 
-    def _execute(self, connection: Any, key: tuple[str, str], params: dict[str, Any]) -> Any:
-        if self._postgres:
-            return connection.execute(self._numbered[key], params)
-        return connection.execute(self._sql[key], params).fetchone()
+    def _execute(
+        self, connection: Any, statement: tuple[str, Statement], params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        if self.postgres:
+            return connection.execute(statement[1], params)
+        return connection.execute(statement[0], params).fetchall()
 
     def _new_connection(self) -> Any:
         try:
@@ -210,7 +265,7 @@ class ReadLane:
         connection = pooled.driver_connection
         assert connection is not None
         pooled.detach()  # ours from now on: the pool neither resets nor reuses it
-        if self._postgres:
+        if self.postgres:
             connection.autocommit = True
             return _PgConnection(connection, self._rows)
         return connection

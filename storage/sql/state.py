@@ -45,7 +45,7 @@ from storage.ids import version_number
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
 from storage.release.records import Neighbours
-from storage.sql import read_lane
+from storage.sql import direct, read_lane
 from storage.sql.core import Database, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
 from storage.sql.tables import (
@@ -285,7 +285,7 @@ def load(
         placed[PRODUCTION] = prompt.production_version
     found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
     statement = _LOADS[connection.dialect.name, with_history]
-    for kind, document in connection.execute(statement, params):
+    for kind, document in direct.run(connection, statement, params):
         found[kind].append(json.loads(document))
     for values in found[VERSION]:
         version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))

@@ -133,6 +133,7 @@ class SqlStorage(NewVersions, LoginFlows, Storage):
     get_version = _To("versions", SqlVersions.get_version)
     get_latest = _To("versions", SqlVersions.get_latest)
     get_production = _To("versions", SqlVersions.get_production)
+    read_many = _To("versions", SqlVersions.read_many)
     list_versions = _To("versions", SqlVersions.list_versions)
     edit_version = _To("releases", SqlReleases.edit_version)
     archive_version = _To("releases", SqlReleases.archive_version)

@@ -9,7 +9,7 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
@@ -20,8 +20,8 @@ from storage.cursors import decode_number_cursor, encode_cursor
 from storage.drafts import numbered
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import version_number
-from storage.records import Page, PromptVersion
-from storage.sql import dialect
+from storage.records import PRODUCTION, Page, PromptVersion
+from storage.sql import dialect, direct
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.rows import include_values, version_values
 from storage.sql.state import MAX_NUMBER, of_prompt
@@ -106,6 +106,28 @@ class SqlVersions(Concern):
             row = self.db.lane(("id", pick), {"org": org, "ref": prompt_ref, **params})
         return None if row is None else self.db.lane_version(row)
 
+    def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
+        """The reads of a version's includes (Storage.read_many) in one statement on the
+        read lane; a ``pmt_`` ref not found by name is read again by id."""
+        if not reads:
+            return []
+        picks: list[tuple[str, dict[str, Any]]] = []
+        for name, where in reads:
+            if where.isdigit():
+                number = int(where)
+                number_or_none = number if number <= MAX_NUMBER else None
+                picks.append(("number", {"org": org, "ref": name, "number": number_or_none}))
+            elif where == PRODUCTION:
+                picks.append(("production", {"org": org, "ref": name}))
+            else:
+                picks.append(("environment", {"org": org, "ref": name, "environment": where}))
+        found: list[PromptVersion | None] = []
+        for (pick, params), row in zip(picks, self.db.lane.many(picks), strict=True):
+            if row is None and params["ref"].startswith("pmt_"):
+                row = self.db.lane(("id", pick), params)
+            found.append(None if row is None else self.db.lane_version(row))
+        return found
+
     def prompt_exists(self, org: str, prompt_ref: str) -> None:
         """Raise PromptNotFound unless the prompt exists (after a version read missed)."""
         with self.db.read() as connection:
@@ -171,8 +193,9 @@ class SqlVersions(Concern):
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
             version = numbered(draft, number, prompt.prompt_id, prompt.name, prompt.prompt_type)
-            connection.execute(_INSERT_VERSION, version_values(org, version))
-            connection.execute(
+            direct.run(connection, _INSERT_VERSION, version_values(org, version))
+            direct.run(
+                connection,
                 _NUMBERED,
                 {
                     "w_org": org,

@@ -1,0 +1,164 @@
+"""The hot statements of a change sent straight on its transaction's driver connection.
+
+Why: SQLAlchemy's execution of a built statement costs the calling process about 50 us
+(cache key, execution context, events, result wrapping) against a few for the driver,
+and a promotion sends eight. Here a statement built once (from the second time the
+same object runs: one built per call goes through SQLAlchemy, whose cache suits it) is
+compiled by SQLAlchemy once per dialect and set of parameter names; a run binds through
+the compiled statement's own type processors and sends the same SQL on the driver
+connection of the SQLAlchemy connection, in its transaction. Driver errors become
+SQLAlchemy's (storage/sql/core.py turns those into storage errors), and a connection
+that lost its server is invalidated as SQLAlchemy would. While a listener watches the
+engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
+through SQLAlchemy.
+Single reads outside a transaction (storage/sql/core.py ``read_one``) run the same way
+on the read lane's connections (storage/sql/read_lane.py).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Dialect
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.sql import ClauseElement
+
+_REQUIRED = object()
+
+
+class _Compiled:
+    """A statement compiled for one dialect and parameter names."""
+
+    def __init__(self, dialect: Dialect, statement: ClauseElement, keys: list[str]) -> None:
+        compiled: Any = statement.compile(dialect=dialect, column_keys=keys)
+        self.sql: str = compiled.string
+        self.positional: bool = compiled.positional
+        processors = compiled._bind_processors
+        # (name in the SQL, parameter key, its value when not given, type processor)
+        self.binds = [
+            (
+                name,
+                bind.key,
+                _REQUIRED if bind.required else bind.effective_value,
+                processors.get(name),
+            )
+            for name, bind in ((name, compiled.binds[name]) for name in self._order(compiled))
+        ]
+        columns = compiled._result_columns
+        self.row: Any = namedtuple("Row", [c[0] for c in columns]) if columns else None
+        self.results: list[Callable[[Any], Any] | None] = [
+            c[3]._cached_result_processor(dialect, None) for c in columns
+        ]
+        # psycopg prepares a statement run often; not on the read lane's connections,
+        # which hold the statements they prepare themselves (storage/sql/read_lane.py).
+        self.no_prepare = {"prepare": False} if dialect.name == "postgresql" else {}
+        # What this path cannot do as SQLAlchemy would: Python-side column defaults, IN
+        # lists expanded at run time, escaped parameter names.
+        self.usable = not (
+            compiled.insert_prefetch
+            or compiled.update_prefetch
+            or compiled.escaped_bind_names
+            or any(bind.expanding for bind in compiled.binds.values())
+        )
+
+    @staticmethod
+    def _order(compiled: Any) -> list[str]:
+        if compiled.positional:
+            return list(compiled.positiontup)
+        return list(compiled.binds)
+
+    def bind(self, params: dict[str, Any]) -> Any:
+        values = []
+        for _name, key, default, process in self.binds:
+            value = params.get(key, default)
+            if value is _REQUIRED:
+                raise sa_exc.ArgumentError(f"a value is required for bind parameter {key!r}")
+            values.append(value if process is None else process(value))
+        if self.positional:
+            return tuple(values)
+        return {bind[0]: value for bind, value in zip(self.binds, values, strict=True)}
+
+    def rows(self, raw: Sequence[Sequence[Any]]) -> list[Any]:
+        assert self.row is not None
+        make, results = self.row._make, self.results
+        if not any(results):
+            return [make(values) for values in raw]
+        return [
+            make([v if f is None else f(v) for f, v in zip(results, values, strict=True)])
+            for values in raw
+        ]
+
+
+# Per statement object (gone with it), per dialect and parameter names; None: seen once.
+_compiled: weakref.WeakKeyDictionary[Any, dict[tuple[str, tuple[str, ...]], _Compiled]]
+_compiled = weakref.WeakKeyDictionary()
+
+
+def compiled_for(dialect: Dialect, statement: Any, params: dict[str, Any]) -> _Compiled | None:
+    """``statement`` compiled for ``dialect`` and these parameter names, when it runs
+    here: seen before, and nothing of SQLAlchemy's execution needed."""
+    forms = _compiled.get(statement)
+    if forms is None:
+        _compiled[statement] = {}  # once: maybe built for this call alone
+        return None
+    key = (dialect.name, tuple(params))
+    compiled = forms.get(key)
+    if compiled is None:
+        compiled = forms[key] = _Compiled(dialect, statement, list(params))
+    return compiled if compiled.usable else None
+
+
+def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]:
+    """The rows of ``compiled`` run with ``params`` on a driver connection."""
+    cursor = driver.cursor()
+    try:
+        cursor.execute(compiled.sql, compiled.bind(params), **compiled.no_prepare)
+        if compiled.row is None or cursor.description is None:
+            return []
+        return compiled.rows(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def run(
+    connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
+) -> list[Any]:
+    """Run ``statement`` (built once: see the module's docstring) with ``params`` (a
+    list: one statement for every row, the driver's ``executemany``) in
+    ``connection``'s transaction; the rows it returns, if any, with attribute access."""
+    rows = params if isinstance(params, list) else None
+    first: dict[str, Any] = params if isinstance(params, dict) else params[0]
+    compiled = compiled_for(connection.dialect, statement, first)
+    if compiled is None or connection.dispatch.before_cursor_execute:
+        result = connection.execute(statement, params)
+        return list(result.all()) if result.returns_rows else []
+    fairy: Any = connection.connection
+    cursor = fairy.dbapi_connection.cursor()
+    bound: Any = None
+    try:
+        if rows is not None and len(rows) > 1:
+            bound = [compiled.bind(row) for row in rows]
+            cursor.executemany(compiled.sql, bound)
+        else:  # (psycopg's executemany prepares the statement on the server)
+            bound = compiled.bind(first)
+            cursor.execute(compiled.sql, bound)
+        if compiled.row is None or cursor.description is None:
+            return []  # (a text statement's rows are not asked for)
+        return compiled.rows(cursor.fetchall())
+    except connection.dialect.loaded_dbapi.Error as error:
+        lost = connection.dialect.is_disconnect(error, fairy.dbapi_connection, cursor)
+        if lost:
+            connection.invalidate(error)
+        raise sa_exc.DBAPIError.instance(
+            compiled.sql,
+            bound,
+            error,
+            connection.dialect.loaded_dbapi.Error,
+            connection_invalidated=lost,
+            dialect=connection.dialect,
+        ) from error
+    finally:
+        cursor.close()
