@@ -256,11 +256,49 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
                     continue
                 raise
             writes = change.writes(loaded, decided, now)
-            if self._apply(org, loaded.guards, writes, change.events(decided)):
+            guards = loaded.guards + self._include_guards(org, decided, writes)
+            if self._apply(org, guards, writes, change.events(decided)):
                 if decided.refusal is not None:
                     raise decided.refusal
                 return decided.answer
         raise Conflict(RACE)
+
+    def _include_guards(
+        self, org: str, decided: release.Change, writes: list[Write]
+    ) -> list[Guard]:
+        """An edit's new includes, looked up now and guarded in the step that writes: a
+        prompt (or pinned version) deleted since the caller's checks refuses the edit,
+        and each included prompt's revision moves (``writes``), so a deletion deciding
+        meanwhile decides again, as create_version.lua does for a new version."""
+        edited = [decided.updated[n] for n, f in decided.versions.items() if "content" in f]
+        names = sorted({i.name for v in edited for i in v.own_includes if i.name != v.name})
+        if not names:
+            return []
+        found = cast("list[str | None]", self.client.hmget(keys.names(org), names))
+        pids = dict(zip(names, found, strict=True))
+        guards: list[Guard] = []
+        kept: set[tuple[str, int | str | None]] = set()
+        for name, pid in pids.items():
+            guards.append(["names", name, pid])
+            if pid is None:
+                continue
+            rev = cast("str | None", self.client.hget(keys.prompt(org, pid), "rev"))
+            guards.append([f"p:{pid}", "rev", rev])
+            if rev is not None:  # absent: load_state.lua sets it (and the frozen flags)
+                writes.append(["HINCRBY", f"p:{pid}", "rev", "1"])
+            kept.add((name, None))
+            for include in (i for v in edited for i in v.own_includes if i.name == name):
+                number = include.ref
+                if isinstance(number, int) and self.client.zrangebyscore(
+                    keys.versions(org, pid), number, number
+                ):
+                    kept.add((name, number))
+        for version in edited:
+            release.check_included_present(
+                version,
+                lambda i: (i.name, i.ref if isinstance(i.ref, int) else None) in kept,
+            )
+        return guards
 
     def _with_neighbours(self, org: str, state: release.State) -> release.State:
         """``state`` with the org's other prompts read through this storage's reads."""

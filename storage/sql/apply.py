@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, bindparam, func, insert, select, update
 
+from storage import release
 from storage.records import PRODUCTION
 from storage.release import Change
 from storage.sql import dialect, direct
@@ -24,6 +25,7 @@ from storage.sql.rows import (
 from storage.sql.state import of_prompt
 from storage.sql.tables import history, includes, placements, prompts, reviews, rollouts, versions
 from storage.sql.usage import keep_guard, move_guard
+from storage.sql.versions import present_includes
 
 
 # Built once; the row is named by w_org, w_prompt_id (and w_number), the values set are
@@ -74,6 +76,10 @@ def apply(
     org = prompt.org
     row = {"w_org": org, "w_prompt_id": prompt.prompt_id}
     if change.versions:
+        for number, fields in change.versions.items():
+            version = change.updated[number]
+            if "content" in fields and version.included_names:  # gone since the checks?
+                release.check_included_present(version, present_includes(connection, org, version))
         # One statement for every version changed: each row gets every field any of
         # them changed, from the version as the change leaves it.
         names = {name for fields in change.versions.values() for name in fields}

@@ -58,7 +58,9 @@ def includers(db: Database, connection: Connection, org: str, name: str) -> list
     return [db.version(row.p_name, row.p_type, row) for row in rows]
 
 
-def _present(connection: Connection, org: str, version: PromptVersion) -> Callable[[Include], bool]:
+def present_includes(
+    connection: Connection, org: str, version: PromptVersion
+) -> Callable[[Include], bool]:
     """Whether each include of ``version`` names a prompt (and an ``@N`` version) that
     exists, the prompts' rows locked against deletion until commit (PostgreSQL)."""
     names = sorted(version.included_names)
@@ -205,7 +207,7 @@ class SqlVersions(Concern):
                 },
             )
             if version.included_names:
-                release.check_included_present(version, _present(connection, org, version))
+                release.check_included_present(version, present_includes(connection, org, version))
                 connection.execute(insert(includes), include_values(org, version))
             self.db.append_event(
                 connection,

@@ -349,6 +349,38 @@ def test_deleting_what_a_new_version_includes_is_one_or_the_other(
             storage.delete_prompt(ORG, "safety")
 
 
+@pytest.mark.parametrize("written", ["{{> safety}}", "{{> safety@1}}"])
+def test_deleting_what_an_edit_adds_is_one_or_the_other(storage: Storage, written: str) -> None:
+    """The same for an edit of a draft that adds the include: either the deletion is
+    refused (``in_use``) or the edit is (``was deleted``) and the draft keeps its text."""
+    for round_ in range(12):
+        storage.create_prompt(ORG, "safety")
+        storage.create_version(ORG, "safety", "Be safe.", USER)
+        storage.create_version(ORG, "safety", "Be safe, v2.", USER)
+        storage.promote(ORG, "safety", "2", USER)
+        page = f"page{round_}"
+        storage.create_prompt(ORG, page)
+        storage.create_version(ORG, page, "Hi", USER)
+        gone = (
+            (lambda: storage.delete_prompt(ORG, "safety"))
+            if round_ % 2 == 0 or "@" not in written
+            else (lambda: storage.delete_version(ORG, "safety", "1"))
+        )
+        deleted, edited = _race(
+            gone, lambda page=page: storage.edit_version(ORG, page, "1", written)
+        )
+        assert (deleted is None) != (edited is None), (deleted, edited)
+        if deleted is None:
+            assert isinstance(edited, InvalidInput) and "was deleted" in str(edited)
+            assert storage.get_version(ORG, page, "1").content == "Hi"
+            storage.delete_prompt(ORG, page)
+        else:
+            assert isinstance(deleted, InUse) and deleted.extras() == {"used_by": [page]}
+            storage.delete_prompt(ORG, page)
+        if storage.list_includers(ORG, "safety") == [] and _exists(storage, "safety"):
+            storage.delete_prompt(ORG, "safety")
+
+
 def _exists(storage: Storage, name: str) -> bool:
     return name in [p.name for p in storage.list_prompts(ORG).items]
 
