@@ -81,6 +81,7 @@ ENDPOINTS: list[tuple[str, str, str, Any, int]] = [
     ("POST", "/api/v1/prompts/greeting/rollouts/staging/abort", SERVICE_WRITE, None, 200),
     ("POST", "/api/v1/usage", SERVICE_READ, {"items": []}, 202),
     ("GET", "/api/v1/prompts/greeting/usage", SERVICE_READ, None, 200),
+    ("GET", "/api/v1/prompts/greeting/history/rollouts", SERVICE_READ, None, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 
