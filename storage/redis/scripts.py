@@ -37,10 +37,9 @@ PROMPT_SCRIPTS = (
 CHANGE_SCRIPTS = frozenset({"create_prompt", "create_version"})
 STANDALONE_SCRIPTS = (
     "create_prompt",
-    "add_api_key",
+    "add_record",
     "list_records",
-    "ensure_signing_key",
-    "add_user",
+    "add_signing_key",
     "get_user_by_id",
     "update_record",
     "flow_add",
