@@ -5,6 +5,7 @@ user id -> username."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from storage.identity_front import IdentityFront, Rec
@@ -40,7 +41,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         hash_of = _KEYS[kind.name][1]
         if not by_unique:
             return _one(kind, self._hgetall(hash_of(org, value)))
-        found = self._run("get_user_by_id", [keys.user_ids(org), hash_of(org, "")], [value])
+        found = self._run("get_by_unique", [keys.user_ids(org), hash_of(org, "")], [value])
         return _one(kind, codec.fields(found))
 
     def _record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
@@ -52,8 +53,10 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
     ) -> Rec | None:
         hash_key = _KEYS[kind.name][1](org, key)
-        found = self._run("update_record", [hash_key], codec.flat_pairs(changes))
-        return _one(kind, codec.fields(found))
+        # flow_change.lua with nothing expected and no expiry: set them if it exists.
+        args = ["", "0", "", 0, *codec.flat_pairs(changes)]
+        before = _one(kind, codec.fields(self._run("flow_change", [hash_key] * 2, args)[0]))
+        return None if before is None else replace(before, **changes)  # type: ignore[arg-type]
 
     def _has_records(self, kind: Kind[Any], org: str) -> bool:
         with guard():
