@@ -1,5 +1,6 @@
 """The identity primitives in SQL (the rules are storage/identity_front.py's): a table
-per kind, oldest first by ``seq``, a taken key the unique constraint. Of workers
+per kind, oldest first by ``seq``, read and changed as the login flows' tables are
+(storage/sql/login.py), a taken key the unique constraint. Of workers
 offering a first signing key at once, one is kept: an insert under a lock on the
 table's name (storage/sql/dialect.py), since there is no row yet to lock.
 """
@@ -7,53 +8,38 @@ table's name (storage/sql/dialect.py), since there is no row yet to lock.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Row, Table, bindparam, exists, insert, select, update
-from sqlalchemy import exc as sa_exc
+from sqlalchemy import Row, exists, insert, select
 
 from storage.identity_front import Rec
 from storage.identity_records import SigningKey, User
 from storage.login_flows import Kind
 from storage.sql import dialect
-from storage.sql.core import Concern
-from storage.sql.identity_tables import api_keys, instance_secrets, signing_keys, users
+from storage.sql.identity_tables import instance_secrets, signing_keys
+from storage.sql.login import TABLES, SqlLogin
 from storage.sql.rows import record_of, values_of
 
-TABLES: dict[str, Table] = {"key": api_keys, "user": users}
 # The row of ``instance_secrets`` that holds the console's session secret.
 SESSION_SECRET = "session_secret"
-# Built once, so they take the read lane (storage/sql/direct.py): every write by a key
-# reads it.
-_BY_FIELD = {
-    (name, field): select(table).where(
-        table.c.org == bindparam("org"), table.c[field] == bindparam("value")
-    )
-    for name, table in TABLES.items()
-    for field in ("client_id", "username", "user_id")
-    if field in table.c
-}
 
 
 def user_record(row: Row[Any]) -> User:
     return record_of(User, row)
 
 
-class SqlIdentity(Concern):
-    def record_add(self, kind: Kind[Rec], record: Rec) -> bool:
-        try:
-            with self.db.write() as connection:
-                connection.execute(insert(TABLES[kind.name]).values(**values_of(record)))
-        except sa_exc.IntegrityError:
-            return False
-        return True
+class SqlIdentity(SqlLogin):
+    record_get = SqlLogin.flow_get
 
-    def record_get(
-        self, kind: Kind[Rec], org: str, value: str, *, by_unique: bool = False
+    def record_add(self, kind: Kind[Rec], record: Rec) -> bool:
+        return self.flow_add(kind, record)  # a taken key is the unique constraint
+
+    def record_change(
+        self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
     ) -> Rec | None:
-        field = kind.unique if by_unique and kind.unique else kind.key
-        row = self.db.read_one(_BY_FIELD[kind.name, field], {"org": org, "value": value})
-        return None if row is None else record_of(kind.record, row)
+        before = self.flow_change(kind, org, key, changes=changes)[0]
+        return None if before is None else replace(before, **changes)  # type: ignore[arg-type]
 
     def record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
         table = TABLES[kind.name]
@@ -62,19 +48,6 @@ class SqlIdentity(Concern):
                 select(table).where(table.c.org == org).order_by(table.c.seq)
             ).all()
         return [record_of(kind.record, row) for row in rows]
-
-    def record_change(
-        self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
-    ) -> Rec | None:
-        table = TABLES[kind.name]
-        with self.db.write() as connection:
-            row = connection.execute(
-                update(table)
-                .where(table.c.org == org, table.c[kind.key] == key)
-                .values(**changes)
-                .returning(*table.c)
-            ).first()
-        return None if row is None else record_of(kind.record, row)
 
     def has_records(self, kind: Kind[Any], org: str) -> bool:
         table = TABLES[kind.name]
