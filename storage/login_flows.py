@@ -42,15 +42,17 @@ class FlowRecord(Protocol):
 
 
 R = TypeVar("R", bound=FlowRecord)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Kind(Generic[R]):
-    """One kind of flow record: ``name`` (its table or key segment), the field naming
-    a record in its org, and another field unique in the org, if any."""
+class Kind(Generic[T]):
+    """One kind of record (a flow's, or storage/identity_front.py's): ``name`` (its
+    table or key segment), the field naming a record in its org, and another field
+    unique in the org, if any."""
 
     name: str
-    record: type[R]
+    record: type[T]
     key: str
     unique: str | None = None
 

@@ -12,17 +12,14 @@ from storage.login_records import AuthorizationCode, DeviceAuthorization, RealmS
 
 
 class IdentityStore(StorageCore):
-    """API keys and people of each org, and the state of their logins.
+    """API keys and people of each org, and the state of their logins; written once
+    in storage/identity_front.py and storage/login_flows.py over each backend's
+    primitives.
 
-    Users are kept like API keys: per org, added once, listed oldest first; their role,
-    disabled flag and password hash can change, their username and user id never do.
-
-    The login flows (codes, device authorizations, realm sessions, refresh families) are
-    written once in storage/login_flows.py over each backend's primitives. Each record
-    has an ``expires_at`` set by the caller and is absent once it has passed. What a
-    client or browser presents as a secret is stored and looked up by a digest the
-    caller computes (the ``*_hash`` fields), so a copy of storage holds nothing that can
-    be presented. Whether a user is disabled is the flows' check, not storage's.
+    A login flow record is absent once its ``expires_at`` (set by the caller) has
+    passed. A secret a client or browser presents is kept only as the digest the caller
+    computes (the ``*_hash`` fields), so a copy of storage holds nothing presentable.
+    Whether a user is disabled is the flows' check, not storage's.
     """
 
     # -- orgs and API keys
@@ -55,8 +52,7 @@ class IdentityStore(StorageCore):
 
     @abc.abstractmethod
     def add_user(self, user: User) -> None:
-        """Store a new user. Raises UserExists if the username is taken in that org
-        (user ids are uuids and never collide)."""
+        """Store a new user. Raises UserExists if the username is taken in that org."""
 
     @abc.abstractmethod
     def get_user(self, org: str, username: str) -> User | None:
@@ -80,8 +76,8 @@ class IdentityStore(StorageCore):
         disabled: bool | None = None,
         password_hash: str | None = None,
     ) -> User:
-        """Change what is given (None leaves a field alone); ``updated_at`` moves to now
-        even when nothing else changes. Returns the user as stored. Raises UserNotFound."""
+        """Change what is given (None leaves it; username and user id never change);
+        ``updated_at`` moves to now. Returns the user as stored. Raises UserNotFound."""
 
     # -- authorization codes
 
@@ -201,11 +197,8 @@ class IdentityStore(StorageCore):
 
     @abc.abstractmethod
     def ensure_signing_key(self, candidate: SigningKey) -> SigningKey:
-        """Keep ``candidate`` only if no key is kept yet; return the key that signs.
-
-        Many workers starting at once each offer a candidate; exactly one wins, and all
-        of them get the winner back.
-        """
+        """Keep ``candidate`` only if no key is kept yet; return the key that signs
+        (of workers starting at once, exactly one candidate wins and all get it)."""
 
     @abc.abstractmethod
     def add_signing_key(self, key: SigningKey) -> None:
@@ -218,8 +211,5 @@ class IdentityStore(StorageCore):
     # -- the web console's session secret (global, not per org)
     @abc.abstractmethod
     def ensure_session_secret(self, candidate: str) -> str:
-        """Keep ``candidate`` only if no session secret is kept yet; return the kept one.
-
-        Like :meth:`ensure_signing_key`: of many workers starting at once, exactly one
-        candidate wins and every worker signs sessions with it.
-        """
+        """Keep ``candidate`` only if no secret is kept yet; return the kept one (one
+        candidate wins, as in :meth:`ensure_signing_key`)."""

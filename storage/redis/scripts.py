@@ -37,14 +37,11 @@ PROMPT_SCRIPTS = (
 CHANGE_SCRIPTS = frozenset({"create_prompt", "create_version"})
 STANDALONE_SCRIPTS = (
     "create_prompt",
-    "add_api_key",
+    "add_record",
     "list_records",
-    "ensure_signing_key",
-    "add_user",
-    "get_user_by_id",
-    "update_record",
+    "add_signing_key",
+    "get_by_unique",
     "flow_add",
-    "flow_get_by_unique",
     "flow_change",
     "restore_org",
     "event_log_bounds",

@@ -11,6 +11,7 @@ from sqlalchemy import exc as sa_exc
 
 from storage.archive_front import ArchiveFront, ExportedPrompt, RestoredPrompt, RestorePlan
 from storage.archive_records import PromptSnapshot
+from storage.identity_front import API_KEYS, USERS
 from storage.identity_records import ApiKey, User
 from storage.records import Environment
 from storage.sql import dialect
@@ -107,10 +108,10 @@ class SqlArchive(Concern, ArchiveFront):
         return self.environments.list_environments(org)
 
     def list_api_keys(self, org: str) -> list[ApiKey]:
-        return self.identity.list_api_keys(org)
+        return self.identity.record_list(API_KEYS, org)
 
     def list_users(self, org: str) -> list[User]:
-        return self.identity.list_users(org)
+        return self.identity.record_list(USERS, org)
 
     def _prompt_refs(self, org: str) -> list[str]:
         statement = select(prompts.c.prompt_id).where(prompts.c.org == org)

@@ -1,5 +1,6 @@
-"""The login flows' primitives in SQL (the rules are storage/login_flows.py's): a table
-per kind, reads asking for ``expires_at > now``.
+"""The login flows' primitives in SQL (the rules are storage/login_flows.py's), which
+SqlIdentity also uses for keys and users: a table per kind, reads of a flow's asking for
+``expires_at > now``.
 
 A conditional change reads the row locked (PostgreSQL; on SQLite every writing
 transaction holds the database from its start) and changes it in the same transaction,
@@ -9,19 +10,23 @@ so of concurrent callers one sees the row as expected and the others see it chan
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, insert, or_, select, true, update
+from sqlalchemy import Connection, Table, bindparam, insert, or_, select, true, update
 from sqlalchemy import exc as sa_exc
 
-from storage.login_flows import KINDS, SWEEP_EVERY, Kind, R
+from storage.identity_front import RECORD_KINDS
+from storage.login_flows import KINDS, SWEEP_EVERY, Kind
 from storage.sql import dialect
 from storage.sql.core import Concern
 from storage.sql.identity_tables import (
+    api_keys,
     authorization_codes,
     device_authorizations,
     realm_sessions,
     refresh_families,
     refresh_tokens,
+    users,
 )
 from storage.sql.rows import record_of, values_of
 
@@ -31,8 +36,28 @@ TABLES: dict[str, Table] = {
     "session": realm_sessions,
     "refresh": refresh_tokens,
     "family": refresh_families,
+    "key": api_keys,
+    "user": users,
 }
-assert set(TABLES) == {kind.name for kind in KINDS}
+assert set(TABLES) == {kind.name for kind in (*KINDS, *RECORD_KINDS)}
+R = TypeVar("R")
+
+
+def _by(table: Table, field: str) -> Any:
+    where = [table.c.org == bindparam("org"), table.c[field] == bindparam("value")]
+    if "expires_at" in table.c:
+        where.append(table.c.expires_at > bindparam("now"))
+    return select(table).where(*where)
+
+
+# Built once, so they take the read lane (storage/sql/direct.py): every write by a key
+# reads it.
+_BY = {
+    (kind.name, field): _by(TABLES[kind.name], field)
+    for kind in (*KINDS, *RECORD_KINDS)
+    for field in (kind.key, kind.unique)
+    if field is not None
+}
 
 
 class SqlLogin(Concern):
@@ -41,7 +66,7 @@ class SqlLogin(Concern):
     def _sweep_now_and_then(self, connection: Connection) -> None:
         self._flow_writes += 1
         if self._flow_writes % SWEEP_EVERY == 0:
-            for table in TABLES.values():
+            for table in (TABLES[kind.name] for kind in KINDS):
                 connection.execute(table.delete().where(table.c.expires_at <= self.db.clock()))
 
     def flow_add(self, kind: Kind[R], record: R, *, only_new: bool = False) -> bool:
@@ -49,27 +74,26 @@ class SqlLogin(Concern):
         same = [table.c[kind.key] == values[kind.key]]
         if kind.unique is not None:
             same.append(table.c[kind.unique] == values[kind.unique])
-        # Only an expired record gives way to a new one; any record to a replacement.
-        gone = table.c.expires_at <= self.db.clock() if only_new else true()
         try:
             with self.db.write() as connection:
-                self._sweep_now_and_then(connection)
-                connection.execute(
-                    table.delete().where(table.c.org == values["org"], or_(*same), gone)
-                )
+                # Only an expired flow record gives way to a new one; any to a
+                # replacement; a key or user to none.
+                if "expires_at" in table.c:
+                    self._sweep_now_and_then(connection)
+                    gone = table.c.expires_at <= self.db.clock() if only_new else true()
+                    where = (table.c.org == values["org"], or_(*same), gone)
+                    connection.execute(table.delete().where(*where))
                 connection.execute(insert(table).values(**values))
         except sa_exc.IntegrityError:
             return False
         return True
 
     def flow_get(self, kind: Kind[R], org: str, value: str, *, by_unique: bool = False) -> R | None:
-        table = TABLES[kind.name]
         field = kind.unique if by_unique and kind.unique else kind.key
-        row = self.db.read_one(
-            select(table).where(
-                table.c.org == org, table.c[field] == value, table.c.expires_at > self.db.clock()
-            )
-        )
+        params: dict[str, Any] = {"org": org, "value": value}
+        if "expires_at" in TABLES[kind.name].c:
+            params["now"] = self.db.clock()
+        row = self.db.read_one(_BY[kind.name, field], params)
         return None if row is None else record_of(kind.record, row)
 
     def flow_change(
@@ -85,7 +109,9 @@ class SqlLogin(Concern):
         table = TABLES[kind.name]
         this = (table.c.org == org, table.c[kind.key] == key)
         with self.db.write() as connection:
-            found = select(table).where(*this, table.c.expires_at > self.db.clock())
+            found = select(table).where(*this)
+            if "expires_at" in table.c:
+                found = found.where(table.c.expires_at > self.db.clock())
             row = connection.execute(dialect.locked(connection, found)).first()
             if row is None:
                 return None, False

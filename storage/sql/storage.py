@@ -9,6 +9,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from sqlalchemy import Engine, text
 
 from storage.drafts import NewVersions
+from storage.identity_front import IdentityFront
 from storage.interface import Storage
 from storage.login_flows import LoginFlows
 from storage.neighbours import StoredNeighbours
@@ -58,7 +59,7 @@ class _To(Generic[P, R]):
         return bound
 
 
-class SqlStorage(NewVersions, LoginFlows, Storage):
+class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
@@ -189,20 +190,14 @@ class SqlStorage(NewVersions, LoginFlows, Storage):
     list_deliveries = _To("webhooks", SqlWebhooks.list_deliveries)
 
     # -- identity: keys, users, signing keys; login flows; realm sessions
-    org_exists = _To("identity", SqlIdentity.org_exists)
-    add_api_key = _To("identity", SqlIdentity.add_api_key)
-    get_api_key = _To("identity", SqlIdentity.get_api_key)
-    list_api_keys = _To("identity", SqlIdentity.list_api_keys)
-    revoke_api_key = _To("identity", SqlIdentity.revoke_api_key)
-    set_api_key_secret = _To("identity", SqlIdentity.set_api_key_secret)
-    add_user = _To("identity", SqlIdentity.add_user)
-    get_user = _To("identity", SqlIdentity.get_user)
-    get_user_by_id = _To("identity", SqlIdentity.get_user_by_id)
-    list_users = _To("identity", SqlIdentity.list_users)
-    update_user = _To("identity", SqlIdentity.update_user)
+    # API keys, users and the rest are IdentityFront's rules over these.
+    _record_add = _To("identity", SqlIdentity.record_add)
+    _record_get = _To("identity", SqlIdentity.record_get)
+    _record_list = _To("identity", SqlIdentity.record_list)
+    _record_change = _To("identity", SqlIdentity.record_change)
+    _has_records = _To("identity", SqlIdentity.has_records)
     signing_keys = _To("identity", SqlIdentity.signing_keys)
-    ensure_signing_key = _To("identity", SqlIdentity.ensure_signing_key)
-    add_signing_key = _To("identity", SqlIdentity.add_signing_key)
+    _add_signing_key = _To("identity", SqlIdentity.add_signing_key)
     remove_signing_key = _To("identity", SqlIdentity.remove_signing_key)
     ensure_session_secret = _To("identity", SqlIdentity.ensure_session_secret)
     # The login flows are LoginFlows' rules over these.
