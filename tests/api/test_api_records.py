@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from flask import Flask
 
+import storage.archive_records
+import storage.event_records
 import storage.identity_records
 import storage.records
 import storage.webhook_records
@@ -343,7 +345,13 @@ def optional_fields(record_type: type) -> set[str]:
 def test_every_record_with_json_is_checked() -> None:
     described = {
         value
-        for module in (storage.records, storage.identity_records, storage.webhook_records)
+        for module in (
+            storage.records,
+            storage.identity_records,
+            storage.webhook_records,
+            storage.event_records,
+            storage.archive_records,
+        )
         for value in vars(module).values()
         if dataclasses.is_dataclass(value) and hasattr(value, "to_json")
     }
