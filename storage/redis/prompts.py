@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import replace
+from typing import Any
 
 from promptsvc.templating.includes import Include
 from promptsvc.templating.template import TemplateError
@@ -137,6 +138,14 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         return [
             self._memoized(reply[1], reply[2]) if reply[0] == "ok" else None for reply in replies
         ]
+
+    def _included(self, reply: Sequence[Any]) -> dict[tuple[str, str], PromptVersion | None]:
+        """The includes read_version.lua read with a version (its reply's sixth
+        element), by (name, where) as read_many reads them."""
+        return {
+            (entry[0], entry[1]): self._memoized(entry[2], entry[3]) if len(entry) > 2 else None
+            for entry in (reply[5] if len(reply) > 5 else ())
+        }
 
     def _memoized(
         self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
