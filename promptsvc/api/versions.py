@@ -170,14 +170,14 @@ def latest(storage: Storage, org: str, name: str) -> Read:
 
     The version with the highest number, whatever its status.
     """
-    return storage.get_latest(org, name), {}
+    return storage.read_version_including(org, name, None)
 
 
 @blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM], methods=["GET"])
 @read_endpoint
 def version(storage: Storage, org: str, name: str, versionId: str) -> Read:
     """Get a specific version"""
-    return storage.get_version(org, name, versionId), {}
+    return storage.read_version_including(org, name, versionId)
 
 
 @blp.route("/<name>/versions", parameters=[NAME_PARAM])

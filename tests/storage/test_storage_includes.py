@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from promptsvc.templating.includes import Include
-from storage import BreakingPromotion, IncludeRefused, InUse, InvalidInput, Storage
+from storage import BreakingPromotion, IncludeRefused, InUse, InvalidInput, NotFound, Storage
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -408,6 +408,14 @@ def test_an_environment_read_may_bring_its_includes(storage: Storage) -> None:
         assert dict(read) == _as_read(storage, read)
     found, read = storage.read_environment_including(ORG, "safety", "production")
     assert found == storage.get_production(ORG, "safety") and dict(read) == {}
+    for ref in (None, "1", "v_none"):
+        if ref == "v_none":
+            with pytest.raises(NotFound):
+                storage.read_version_including(ORG, "support", ref)
+            continue
+        version, read = storage.read_version_including(ORG, "support", ref)
+        assert version == storage.get_version(ORG, "support", "1")
+        assert dict(read) == _as_read(storage, read)
 
 
 def test_a_redis_read_brings_every_include_in_its_round_trip(
@@ -425,6 +433,10 @@ def test_a_redis_read_brings_every_include_in_its_round_trip(
     storage.promote(ORG, "support", "1", USER, environment="staging")
     _, read = storage.read_environment_including(ORG, "support", "staging")
     assert set(read) == {("safety", "staging"), ("tone", "staging")}
+    assert dict(read) == _as_read(storage, read)
+    storage.promote(ORG, "safety", "1", USER)
+    _, read = storage.read_version_including(ORG, "support", "1")  # floating: production's
+    assert set(read) == {("safety", "production"), ("tone", "staging")}
     assert dict(read) == _as_read(storage, read)
     storage.start_rollout(ORG, "support", "2", "staging", 10, USER)
     found, read = storage.read_environment_including(ORG, "support", "staging")
