@@ -59,7 +59,7 @@ def pin_tree(root: int, cpus: set[int]) -> None:
 def wrk(
     url: str, seconds: float, connections: int, threads: int, token: str | None, server: int
 ) -> WrkResult:
-    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--latency"]
     if token:
         args += ["-H", f"Authorization: Bearer {token}"]
     cpu_before = tree_cpu_seconds(server)

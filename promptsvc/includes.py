@@ -25,6 +25,7 @@ from promptsvc.templating.includes import (
 from promptsvc.templating.template import TemplateError, section_names
 from storage import (
     EnvironmentNotFound,
+    IncludeReads,
     InRollout,
     InvalidInput,
     PromptNotFound,
@@ -42,8 +43,16 @@ class StoredLookup:
     floating include the version ``environment`` holds. Each include is read once; a
     chat prompt, an unknown prompt, environment or version resolve to None."""
 
-    def __init__(self, storage: Storage, org: str, environment: str = PRODUCTION) -> None:
-        self.neighbours = StoredNeighbours(storage, org)
+    def __init__(
+        self,
+        storage: Storage,
+        org: str,
+        environment: str = PRODUCTION,
+        read: IncludeReads | None = None,
+    ) -> None:
+        """``read``: what includes resolve to as read with the version (by (name,
+        where): Storage.read_environment_including), not read again."""
+        self.neighbours = StoredNeighbours(storage, org, read)
         self.environment = environment
         # What each include asked resolved to, in the order asked.
         self.answers: dict[Include, PromptVersion | None] = {}
@@ -99,11 +108,13 @@ def read_json(
     found: PromptVersion | InRollout,
     environment: str = PRODUCTION,
     candidate: bool = False,
+    read: IncludeReads | None = None,
 ) -> dict[str, Any]:
     """The body of a read in ``environment`` (production for latest, by id or number,
-    lists) of ``found``, includes resolved there; during a rollout the version served
-    (``candidate`` or the baseline) and the rollout's candidate alike."""
-    lookup = StoredLookup(storage, org, environment)
+    lists) of ``found``, includes resolved there (``read``: as read with it); during a
+    rollout the version served (``candidate`` or the baseline) and the rollout's
+    candidate alike."""
+    lookup = StoredLookup(storage, org, environment, read)
     if not isinstance(found, InRollout):
         return resolved_json(found, lookup)
     served = found.candidate if candidate else found.baseline

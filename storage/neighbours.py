@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from promptsvc.templating.includes import Include
-from storage.records import PromptVersion
+from storage.records import IncludeReads, PromptVersion
 
 if TYPE_CHECKING:
     from storage.interface import Storage
@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 class StoredNeighbours:
     """``storage``'s other prompts of ``org``, read when asked."""
 
-    def __init__(self, storage: Storage, org: str) -> None:
+    def __init__(self, storage: Storage, org: str, read: IncludeReads | None = None) -> None:
+        """``read``: what includes resolve to, already read (by (name, where))."""
         self.storage = storage
         self.org = org
+        self._read = read or {}
         self._resolved: dict[tuple[Include, str], PromptVersion | None] = {}
         self._includers: dict[str, Sequence[PromptVersion]] = {}
 
@@ -30,15 +32,20 @@ class StoredNeighbours:
         return self._resolved[key]
 
     def prefetch(self, includes: Sequence[Include], environment: str) -> None:
-        """Read what ``includes`` resolve to that is not read yet, at once
-        (``Storage.read_many``)."""
+        """Read what ``includes`` resolve to that is not read yet (nor given), at
+        once (``Storage.read_many``)."""
         wanted = [i for i in dict.fromkeys(includes) if (i, environment) not in self._resolved]
         if not wanted:
             return
         reads = [(i.name, str(i.ref or environment)) for i in wanted]
-        for include, found in zip(wanted, self.storage.read_many(self.org, reads), strict=True):
-            text = found is not None and found.prompt_type == "text"
-            self._resolved[(include, environment)] = found if text else None
+        missing = [where for where in reads if where not in self._read]
+        found = dict(
+            zip(missing, self.storage.read_many(self.org, missing) if missing else [], strict=True)
+        )
+        for include, where in zip(wanted, reads, strict=True):
+            version = self._read[where] if where in self._read else found[where]
+            text = version is not None and version.prompt_type == "text"
+            self._resolved[(include, environment)] = version if text else None
 
     def includers(self, name: str) -> Sequence[PromptVersion]:
         if name not in self._includers:

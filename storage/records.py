@@ -12,6 +12,7 @@ tests/api/test_api_records.py holds every record's JSON to its schema.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -292,6 +293,10 @@ class Rollout:
             "started_at": rfc3339(self.started_at),
             "updated_at": rfc3339(self.updated_at),
         }
+
+
+# What includes resolve to, by (prompt name, where) as Storage.read_many reads them.
+IncludeReads = Mapping[tuple[str, str], "PromptVersion | None"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,15 +43,18 @@ from promptsvc.auth import authorize
 from promptsvc.http import etag_answer, etag_of, json_body
 from promptsvc.request_guard import check_query
 from promptsvc.rollout import assign
-from storage import PRODUCTION, InRollout, PromptVersion, Storage
+from storage import PRODUCTION, IncludeReads, InRollout, PromptVersion, Storage
 from storage.memo import Memo
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-# read(storage, org, **path arguments): the version an endpoint answers with (an
-# environment read during a rollout: the InRollout).
-ReadFunction = Callable[..., PromptVersion | InRollout]
+# What a read endpoint answers with: the version (an environment read during a rollout:
+# the InRollout) and what its includes resolve to as far as read with it (Redis: in the
+# same round trip; storage.IncludeReads).
+Read = tuple[PromptVersion | InRollout, IncludeReads]
+# read(storage, org, **path arguments) -> its Read.
+ReadFunction = Callable[..., Read]
 Answer = tuple[str, list[tuple[str, str]], bytes]  # status, headers, body
 Route = tuple[ReadFunction, Mapping[str, Any]]
 
@@ -138,10 +141,10 @@ def answer(
         check_query(query)
     identity, storage = app.extensions["identity"], app.extensions["promptsvc.storage"]
     principal = authorize(identity, environ.get("HTTP_AUTHORIZATION"), SERVICE_READ)
-    found = read(storage, principal.org, **path)
+    found, included = read(storage, principal.org, **path)
     key = rollout_key(query) if isinstance(found, InRollout) else None
     environment = path.get("environment", PRODUCTION)
-    body, etag = read_body(storage, principal.org, found, environment, key)
+    body, etag = read_body(storage, principal.org, found, environment, key, included)
     return etag_answer(environ.get("HTTP_IF_NONE_MATCH"), body, etag)
 
 
@@ -151,18 +154,20 @@ def read_body(
     found: PromptVersion | InRollout,
     environment: str,
     key: str | None = None,
+    included: IncludeReads | None = None,
 ) -> tuple[bytes, str]:
     """The body and ETag of a read of ``environment`` that found ``found`` (``key``: the
-    caller's rollout key). Memoized per version; with includes, while each resolves
-    to the same version (a rollout's read with includes is built each time)."""
+    caller's rollout key; ``included``: its includes as read with it). Memoized per
+    version; with includes, while each resolves to the same version (a rollout's read
+    with includes is built each time)."""
     if isinstance(found, InRollout):
         if not (includes.has_includes(found.baseline) or includes.has_includes(found.candidate)):
             return rollout_body(found, key)
         rollout = found.rollout
         served = key is not None and assign(rollout.rollout_id, key, rollout.percent)
-        body = json_body(includes.read_json(storage, org, found, environment, served))
+        body = json_body(includes.read_json(storage, org, found, environment, served, included))
     else:
-        return resolved_body(storage, org, found, environment) or version_body(found)
+        return resolved_body(storage, org, found, environment, included) or version_body(found)
     return body, etag_of(body)
 
 
@@ -176,17 +181,22 @@ _resolved_bodies: Memo[
 
 
 def resolved_body(
-    storage: Storage, org: str, version: PromptVersion, environment: str
+    storage: Storage,
+    org: str,
+    version: PromptVersion,
+    environment: str,
+    included: IncludeReads | None = None,
 ) -> tuple[bytes, str] | None:
     """The body and ETag of a read of ``version`` in ``environment`` when it has
-    includes (else None): remembered while every include resolves to the same version."""
+    includes (else None; ``included``: as read with it): remembered while every include
+    resolves to the same version."""
     key = (id(version), environment)
     hit = _resolved_bodies.get(key)
     if hit is None or hit[0] is not version:
         if not includes.has_includes(version):
             return None
         hit = None
-    lookup = includes.StoredLookup(storage, org, environment)
+    lookup = includes.StoredLookup(storage, org, environment, included)
     if hit is not None and lookup.same_answers(hit[1]):
         return hit[2], hit[3]
     body = json_body(includes.resolved_json(version, lookup))

@@ -17,7 +17,7 @@ from identity.roles import SERVICE_READ, SERVICE_WRITE
 from promptsvc import actions, includes
 from promptsvc.actions.usage import guard_from
 from promptsvc.api.common import ApiBlueprint, View, names, storage
-from promptsvc.api.reads import ReadFunction, ReadView
+from promptsvc.api.reads import Read, ReadFunction, ReadView
 from promptsvc.api.responses import (
     PromotionResultSchema,
     PromptVersionInRolloutSchema,
@@ -40,8 +40,6 @@ from storage import (
     PRODUCTION,
     UNGUARDED,
     Expected,
-    InRollout,
-    PromptVersion,
     Rollout,
     Storage,
 )
@@ -130,13 +128,13 @@ def named_rollout(rollout: Rollout, who: Names | None = None) -> dict[str, Any]:
 @blp.route("/<name>/production", parameters=[NAME_PARAM], methods=["GET"])
 @functools.partial(read_endpoint, environment=True)
 @_environment_read
-def production(storage: Storage, org: str, name: str) -> PromptVersion | InRollout:
+def production(storage: Storage, org: str, name: str) -> Read:
     """Get the production version
 
     The published version of the prompt (status published, is_production true).
     404 when the prompt does not exist or has no production version.
     """
-    return storage.read_environment(org, name, PRODUCTION)
+    return storage.read_environment_including(org, name, PRODUCTION)
 
 
 ENVIRONMENT_PARAM = {
@@ -155,33 +153,31 @@ ENVIRONMENT_PARAM = {
 )
 @functools.partial(read_endpoint, environment=True)
 @_environment_read
-def in_environment(
-    storage: Storage, org: str, name: str, environment: str
-) -> PromptVersion | InRollout:
+def in_environment(storage: Storage, org: str, name: str, environment: str) -> Read:
     """Get the version in an environment
 
     The version the environment holds for the prompt (production: the published one).
     404 when the prompt or the environment does not exist, or the environment holds no
     version of the prompt.
     """
-    return storage.read_environment(org, name, environment)
+    return storage.read_environment_including(org, name, environment)
 
 
 @blp.route("/<name>/latest", parameters=[NAME_PARAM], methods=["GET"])
 @read_endpoint
-def latest(storage: Storage, org: str, name: str) -> PromptVersion:
+def latest(storage: Storage, org: str, name: str) -> Read:
     """Get the latest version
 
     The version with the highest number, whatever its status.
     """
-    return storage.get_latest(org, name)
+    return storage.read_version_including(org, name, None)
 
 
 @blp.route("/<name>/versions/<versionId>", parameters=[NAME_PARAM, VERSION_PARAM], methods=["GET"])
 @read_endpoint
-def version(storage: Storage, org: str, name: str, versionId: str) -> PromptVersion:
+def version(storage: Storage, org: str, name: str, versionId: str) -> Read:
     """Get a specific version"""
-    return storage.get_version(org, name, versionId)
+    return storage.read_version_including(org, name, versionId)
 
 
 @blp.route("/<name>/versions", parameters=[NAME_PARAM])

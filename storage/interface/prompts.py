@@ -17,7 +17,15 @@ from storage import lifecycle
 from storage.ids import new_id
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import PRODUCTION, Page, Promotion, PromotionRecord, Prompt, PromptVersion
+from storage.records import (
+    PRODUCTION,
+    IncludeReads,
+    Page,
+    Promotion,
+    PromotionRecord,
+    Prompt,
+    PromptVersion,
+)
 
 # Promotion records read per call when the whole history is needed.
 HISTORY_PAGE = 500
@@ -130,6 +138,16 @@ class PromptStore(StorageCore):
     @abc.abstractmethod
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
         """The published version. Raises PromptNotFound / NoProductionVersion."""
+
+    def read_version_including(
+        self, org: str, prompt_ref: str, version_ref: str | None
+    ) -> tuple[PromptVersion, IncludeReads]:
+        """:meth:`get_version` (``version_ref`` None: :meth:`get_latest`), with what its
+        includes resolve to (floating ones in production) as far as the backend reads
+        them in the same step, as RolloutStore.read_environment_including."""
+        if version_ref is None:
+            return self.get_latest(org, prompt_ref), {}
+        return self.get_version(org, prompt_ref, version_ref), {}
 
     @abc.abstractmethod
     def list_versions(

@@ -28,7 +28,7 @@ from typing import Any
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
-from storage.records import InRollout, Promotion, PromptVersion, Rollout
+from storage.records import IncludeReads, InRollout, Promotion, PromptVersion, Rollout
 from storage.usage_records import Guard
 
 
@@ -135,6 +135,16 @@ class RolloutStore(StorageCore):
         """The hot read of an environment: the version it holds, or, while a rollout
         runs there, that version with the rollout and its candidate (one snapshot where
         the backend can). Raises as :meth:`ReleaseStore.get_in_environment`."""
+
+    def read_environment_including(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> tuple[PromptVersion | InRollout, IncludeReads]:
+        """:meth:`read_environment`, with what the includes of the versions read
+        resolve to (floating ones in ``environment``) as far as the backend reads them
+        in the same step (Redis: the same script): a read of a prompt with includes in
+        one round trip. What is not there the caller reads (storage/neighbours.py); by
+        default nothing is."""
+        return self.read_environment(org, prompt_ref, environment), {}
 
     @abc.abstractmethod
     def read_environment_page(

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import replace
+from typing import Any
 
 from promptsvc.templating.includes import Include
 from promptsvc.templating.template import TemplateError
@@ -20,6 +21,7 @@ from storage.interface import PromptStore
 from storage.records import (
     PRODUCTION,
     STATUSES,
+    IncludeReads,
     Page,
     PromotionRecord,
     Prompt,
@@ -119,16 +121,19 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         prompt = codec.named(codec.PROMPT_OF_VERSION, reply[1])
         return numbered(draft, int(reply[2]), **prompt)
 
-    def _read(self, org: str, prompt_ref: str, mode: str, value: str, ref: str) -> PromptVersion:
+    def _read(
+        self, org: str, prompt_ref: str, mode: str, value: str, ref: str, including: bool = False
+    ) -> tuple[PromptVersion, IncludeReads]:
         """read_version.lua's answer as a PromptVersion, the decoding memoized on every
         stored field of it (storage/memo.py): the same stored version gives the same
-        object, so callers can memoize by identity what they derive from it."""
+        object, so callers can memoize by identity what they derive from it. With
+        ``including``, what its includes resolve to (floating ones in production), read
+        by the same script."""
+        args = [prompt_ref, mode, value, PRODUCTION] if including else [prompt_ref, mode, value]
         with guard():
-            reply = self._read_reply(
-                [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
-            )
+            reply = self._read_reply([keys.names(org), keys.prompt_prefix(org)], args)
         check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
-        return self._memoized(reply[1], reply[2])
+        return self._memoized(reply[1], reply[2]), self._included(reply)
 
     def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
         args = [[name, *_selector(where)] for name, where in reads]
@@ -137,6 +142,14 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         return [
             self._memoized(reply[1], reply[2]) if reply[0] == "ok" else None for reply in replies
         ]
+
+    def _included(self, reply: Sequence[Any]) -> IncludeReads:
+        """The includes read_version.lua read with a version (its reply's sixth
+        element), by (name, where) as read_many reads them."""
+        return {
+            (entry[0], entry[1]): self._memoized(entry[2], entry[3]) if len(entry) > 2 else None
+            for entry in (reply[5] if len(reply) > 5 else ())
+        }
 
     def _memoized(
         self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
@@ -150,13 +163,21 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
-        return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)
+        return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)[0]
 
     def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
-        return self._read(org, prompt_ref, "latest", "", "latest")
+        return self._read(org, prompt_ref, "latest", "", "latest")[0]
 
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
-        return self._read(org, prompt_ref, "production", "", "production")
+        return self._read(org, prompt_ref, "production", "", "production")[0]
+
+    def read_version_including(
+        self, org: str, prompt_ref: str, version_ref: str | None
+    ) -> tuple[PromptVersion, IncludeReads]:
+        if version_ref is None:
+            return self._read(org, prompt_ref, "latest", "", "latest", including=True)
+        mode, value = scripts.selector(version_ref)
+        return self._read(org, prompt_ref, mode, value, version_ref, including=True)
 
     def list_versions(
         self,

@@ -127,7 +127,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         if environment == PRODUCTION:
             return self.get_production(org, prompt_ref)
-        return self._read(org, prompt_ref, "environment", environment, environment)
+        return self._read(org, prompt_ref, "environment", environment, environment)[0]
 
     # -- reviews
 

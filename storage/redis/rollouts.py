@@ -11,7 +11,7 @@ from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
-from storage.records import PRODUCTION, InRollout, PromptVersion, Rollout
+from storage.records import PRODUCTION, IncludeReads, InRollout, PromptVersion, Rollout
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, check, guard
 from storage.redis.releases import RedisReleases
@@ -33,20 +33,33 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
     def read_environment(
         self, org: str, prompt_ref: str, environment: str
     ) -> PromptVersion | InRollout:
+        return self._read_in(org, prompt_ref, environment, includes=False)[0]
+
+    def read_environment_including(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> tuple[PromptVersion | InRollout, IncludeReads]:
+        return self._read_in(org, prompt_ref, environment, includes=True)
+
+    def _read_in(
+        self, org: str, prompt_ref: str, environment: str, includes: bool
+    ) -> tuple[PromptVersion | InRollout, IncludeReads]:
+        """read_version.lua's environment read; with ``includes``, what the includes
+        of the versions read resolve to, read by the same script."""
         if environment == PRODUCTION:
-            mode, value = "production", ""
+            args = [prompt_ref, "production", ""]
         else:
-            mode, value = "environment", environment
+            args = [prompt_ref, "environment", environment]
         with guard():
             reply = self._read_reply(
-                [keys.names(org), keys.prompt_prefix(org)], [prompt_ref, mode, value]
+                [keys.names(org), keys.prompt_prefix(org)],
+                [*args, environment] if includes else args,
             )
         check(reply, prompt_ref, environment, environment=environment)
         version = self._memoized(reply[1], reply[2])
-        if len(reply) == 3:
-            return version
-        candidate = self._memoized(reply[1], reply[4])
-        return InRollout(version, codec.rollout(reply[3]), candidate)
+        found: PromptVersion | InRollout = version
+        if len(reply) > 3 and reply[3] is not None:
+            found = InRollout(version, codec.rollout(reply[3]), self._memoized(reply[1], reply[4]))
+        return found, self._included(reply)
 
     def read_environment_page(
         self,

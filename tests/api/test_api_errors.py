@@ -138,7 +138,7 @@ def test_unhandled_exception_is_a_generic_500_logged_with_traceback(
     def explode(*_: Any, **__: Any) -> None:
         raise RuntimeError("password=hunter2 at redis://10.0.0.1")
 
-    monkeypatch.setattr(backend, "read_environment", explode)
+    monkeypatch.setattr(backend, "read_environment_including", explode)
     r = api.get("/api/v1/prompts/greeting/production", headers={"X-Request-ID": "req-500"})
     assert_error(r, 500, "internal_server_error")
     assert r.json["message"] == "internal server error"

@@ -302,3 +302,40 @@ def test_a_change_breaking_an_includer_is_a_409_naming_it(world: Any) -> None:
     assert review.status_code == 201, review.json
     assert [c.get("prompt") for c in review.json["breaking"]] == [None, "page"]
     assert review.json["affected_prompts"] == ["page"]
+
+
+PAGE_READS = ("production", "environments/staging", "latest", "versions/1")
+
+
+def _evalshas(backend: Any) -> int:
+    stats = backend.client.info("commandstats")
+    calls: int = stats.get("cmdstat_evalsha", {}).get("calls", 0)
+    return calls
+
+
+def test_a_composed_read_on_redis_is_one_round_trip(
+    world: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of a prompt whose includes nest (production, an environment, latest, by
+    number) reads them in its own script on Redis (read_version.lua): the same answer
+    as when they are read apart."""
+    world.create_version("safety", "Be safe, v2.")
+    world.create_prompt("tone")
+    world.create_version("tone", "Kind. {{> safety}}")
+    world.create_version("page", "{{> tone}} {{> safety@1}} {{> safety@staging}}")
+    for name, number in (("safety", 2), ("tone", 1), ("page", 1)):
+        world.promote(name, number, json={"environment": "staging"})
+    for name, number in (("safety", 1), ("tone", 1), ("page", 1)):
+        world.promote(name, number)
+    paths = [f"{READ}/page/{where}" for where in PAGE_READS]
+    apart = [world.get(path).json for path in paths]
+    assert apart[0]["content"] == "Kind. Be safe. Be safe. Be safe, v2."
+    assert apart[1]["content"] == "Kind. Be safe, v2. Be safe. Be safe, v2."
+    assert apart[2] == apart[3] == apart[0]  # latest and by number: production's
+    if type(backend).__name__ != "RedisStorage":
+        return
+    monkeypatch.setattr(backend, "read_many", lambda *_: pytest.fail("read apart"))
+    for path, answer in zip(paths, apart, strict=True):
+        before = _evalshas(backend)
+        assert world.get(path).json == answer
+        assert _evalshas(backend) - before == 1

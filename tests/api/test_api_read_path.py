@@ -208,8 +208,9 @@ def test_storage_failures_are_mapped_by_the_error_module(
         raise error
 
     api.tokens(SERVICE_READ)
-    # The production read is the environment read (it carries a rollout when one runs).
-    monkeypatch.setattr(backend, "read_environment", failing)
+    # The production read is the environment read (it carries a rollout when one runs,
+    # and on Redis what the version includes).
+    monkeypatch.setattr(backend, "read_environment_including", failing)
     r = api.get("/api/v1/prompts/greeting/production", role=SERVICE_READ)
     assert r.status_code == status
     assert r.json["code"] == r.json["error"] == code

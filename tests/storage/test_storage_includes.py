@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from promptsvc.templating.includes import Include
-from storage import BreakingPromotion, IncludeRefused, InUse, InvalidInput, Storage
+from storage import BreakingPromotion, IncludeRefused, InUse, InvalidInput, NotFound, Storage
 
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
@@ -417,3 +417,67 @@ def test_read_many_reads_each_include_at_once(storage: Storage) -> None:
         and found[0].version_id == storage.get_production(ORG, "safety").version_id
     )
     assert storage.read_many(ORG, []) == []
+
+
+def _as_read(storage: Storage, read: Any) -> dict[tuple[str, str], Any]:
+    """What read_many answers for each (name, where) of ``read``."""
+    return dict(zip(read, storage.read_many(ORG, list(read)), strict=True))
+
+
+def test_an_environment_read_may_bring_its_includes(storage: Storage) -> None:
+    """Storage.read_environment_including: the read, and what its includes resolve to
+    as far as the backend read them with it, each as read_many reads it."""
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    for name, environment in (("safety", "production"), ("tone", "production")):
+        storage.promote(ORG, name, "1", USER, environment=environment)
+    for name in ("safety", "tone", "support"):
+        storage.promote(ORG, name, "1", USER, environment="staging")
+    storage.promote(ORG, "support", "1", USER)
+    for environment in ("production", "staging"):
+        found, read = storage.read_environment_including(ORG, "support", environment)
+        assert found == storage.read_environment(ORG, "support", environment)
+        assert dict(read) == _as_read(storage, read)
+    found, read = storage.read_environment_including(ORG, "safety", "production")
+    assert found == storage.get_production(ORG, "safety") and dict(read) == {}
+    for ref in (None, "1", "v_none"):
+        if ref == "v_none":
+            with pytest.raises(NotFound):
+                storage.read_version_including(ORG, "support", ref)
+            continue
+        version, read = storage.read_version_including(ORG, "support", ref)
+        assert version == storage.get_version(ORG, "support", "1")
+        assert dict(read) == _as_read(storage, read)
+
+
+def test_a_redis_read_brings_every_include_in_its_round_trip(
+    redis_storage: Storage,
+) -> None:
+    """read_version.lua resolves the includes of what it read, every level down,
+    floating ones in the environment read, pinned ones as written, a rollout's
+    candidate's too, so that the read of a composed prompt is one round trip."""
+    storage = redis_storage
+    world(storage)
+    storage.create_environment(ORG, "staging")
+    storage.create_version(ORG, "support", "{{>sales }} {{> safety}}", USER)
+    for name in ("safety", "tone", "sales"):
+        storage.promote(ORG, name, "1", USER, environment="staging")
+    storage.promote(ORG, "support", "1", USER, environment="staging")
+    _, read = storage.read_environment_including(ORG, "support", "staging")
+    assert set(read) == {("safety", "staging"), ("tone", "staging")}
+    assert dict(read) == _as_read(storage, read)
+    storage.promote(ORG, "safety", "1", USER)
+    _, read = storage.read_version_including(ORG, "support", "1")  # floating: production's
+    assert set(read) == {("safety", "production"), ("tone", "staging")}
+    assert dict(read) == _as_read(storage, read)
+    storage.start_rollout(ORG, "support", "2", "staging", 10, USER)
+    found, read = storage.read_environment_including(ORG, "support", "staging")
+    assert type(found).__name__ == "InRollout"
+    assert set(read) == {
+        ("safety", "staging"),
+        ("tone", "staging"),
+        ("sales", "staging"),
+        ("safety", "1"),
+    }
+    assert dict(read) == _as_read(storage, read)
+    assert all(version is not None for version in read.values())
