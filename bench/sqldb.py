@@ -17,7 +17,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text, insert, text
+import psycopg
+from psycopg import sql
+from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text, insert, make_url, text
 
 from storage.sql.engine import make_engine, writing
 from tests.servers import free_port
@@ -55,8 +57,21 @@ def sqlite_url(directory: Path, name: str = "bench.db") -> str:
     return f"sqlite:///{directory / name}"
 
 
+def _ensure_database(url: str) -> None:
+    """Make the database of ``url`` when it is missing (a new machine has none)."""
+    target = make_url(url)
+    admin = target.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+        if not conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (target.database,)
+        ).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(target.database)))
+
+
 def empty_postgres(url: str) -> None:
-    """Drop every table of the database at ``url`` (its ``public`` schema)."""
+    """Drop every table of the database at ``url`` (its ``public`` schema), making the
+    database first if it is missing."""
+    _ensure_database(url)
     engine = make_engine(url)
     try:
         with engine.begin() as connection:
