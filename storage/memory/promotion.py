@@ -168,9 +168,8 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         change: release.Change,
         request: release.Request,
     ) -> None:
-        for number, fields in change.versions.items():
-            if "content" in fields:  # what it now includes may be gone since the checks
-                release.check_included_present(change.updated[number], org_state.holds)
+        for version in change.rewritten():  # what it includes may be gone since the checks
+            release.check_included_present(version, org_state.holds)
         if change.deleted_prompt:
             del org_state.by_name[state.prompt.name]
             del org_state.by_id[state.prompt.prompt_id]

@@ -270,7 +270,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         prompt (or pinned version) deleted since the caller's checks refuses the edit,
         and each included prompt's revision moves (``writes``), so a deletion deciding
         meanwhile decides again, as create_version.lua does for a new version."""
-        edited = [decided.updated[n] for n, f in decided.versions.items() if "content" in f]
+        edited = decided.rewritten()
         names = sorted({i.name for v in edited for i in v.own_includes if i.name != v.name})
         if not names:
             return []

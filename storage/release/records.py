@@ -284,3 +284,8 @@ class Change:
     moved_guards: dict[str, str] = field(default_factory=dict)
     answer: Promotion | Rollout | Review | PromptVersion | tuple[Any, ...] | None = None
     refusal: Exception | None = None
+
+    def rewritten(self) -> list[PromptVersion]:
+        """The versions this change gives new content: what they include must still
+        exist when the backend writes them (``check_included_present``)."""
+        return [self.updated[n] for n, fields in self.versions.items() if "content" in fields]

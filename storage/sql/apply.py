@@ -75,11 +75,10 @@ def apply(
     """Make ``change`` to ``prompt`` (its row locked by this transaction)."""
     org = prompt.org
     row = {"w_org": org, "w_prompt_id": prompt.prompt_id}
+    for version in change.rewritten():  # what it includes may be gone since the checks
+        if version.included_names:
+            release.check_included_present(version, present_includes(connection, org, version))
     if change.versions:
-        for number, fields in change.versions.items():
-            version = change.updated[number]
-            if "content" in fields and version.included_names:  # gone since the checks?
-                release.check_included_present(version, present_includes(connection, org, version))
         # One statement for every version changed: each row gets every field any of
         # them changed, from the version as the change leaves it.
         names = {name for fields in change.versions.values() for name in fields}
