@@ -23,9 +23,9 @@ from redis.typing import EncodableT, KeyT
 
 from storage.errors import StorageUnavailable
 from storage.records import RateLimitSettings
-from storage.redis import keys, scripts
+from storage.redis import keys
 from storage.redis.base import BaseRedisStorage
-from storage.redis.core import NO_RETRY, UNAVAILABLE
+from storage.redis.core import NO_RETRY, UNAVAILABLE, unreachable
 from storage.redis.read_lane import ReadLane
 from storage.times import Clock, utcnow
 
@@ -107,18 +107,6 @@ def _seconds(name: str, value: str) -> float:
     return seconds
 
 
-def unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` means a node could not be reached, as opposed to a bad request.
-
-    Besides redis-py's connection errors, RedisCluster raises two exceptions that are
-    not ``RedisError``: SlotNotCoveredError, and RedisClusterException("Redis Cluster
-    cannot be connected") chained to the connection error of the last node it tried.
-    """
-    if isinstance(exc, (*UNAVAILABLE, SlotNotCoveredError)):
-        return True
-    return isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, UNAVAILABLE)
-
-
 def _client(options: dict[str, Any], replicas: bool) -> RedisCluster:
     kwargs: dict[str, Any] = {
         "startup_nodes": [ClusterNode(host, port) for host, port in options["nodes"]],
@@ -169,7 +157,7 @@ class SlotScript(Script):
 
 
 # What a read on a primary's lane raises when the cluster client must take over.
-_REROUTE: tuple[type[Exception], ...] = (*UNAVAILABLE, AskError, SlotNotCoveredError)
+_REROUTE: tuple[type[Exception], ...] = (*UNAVAILABLE, AskError)
 
 # What a node that cannot answer raises (RedisCluster wraps some of it).
 _NO_ANSWER: tuple[type[Exception], ...] = (*UNAVAILABLE, RedisClusterException)
@@ -177,6 +165,8 @@ _NO_ANSWER: tuple[type[Exception], ...] = (*UNAVAILABLE, RedisClusterException)
 
 class ClusterStorage(BaseRedisStorage[RedisCluster]):
     """Storage on a Redis Cluster: the Redis backends' scripts, routed by slot."""
+
+    script_class = SlotScript
 
     def __init__(
         self,
@@ -214,9 +204,6 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
             ) from None
         return cls(client, clock=clock, replica_client=replica_client)
 
-    def _register_scripts(self) -> dict[str, Script]:
-        return scripts.register(self.client, SlotScript)
-
     def ping(self) -> None:
         """Ready when the cluster answers: one primary down fails only its own orgs'
         requests, so readiness asks the primaries in turn until one replies."""
@@ -235,18 +222,12 @@ class ClusterStorage(BaseRedisStorage[RedisCluster]):
         if self.replica_client is not None:
             self.replica_client.close()
 
-    def _socket_timeout(self) -> float | None:
-        timeout: float | None = self.client.get_connection_kwargs().get("socket_timeout")
-        return timeout
-
     def rate_limit_settings(self) -> RateLimitSettings:
         """limits' cluster storage on this cluster's nodes, with the client's timeouts
         and credentials (limits opens its own ``RedisCluster``)."""
         nodes = ",".join(f"{node.host}:{node.port}" for node in self.client.get_nodes())
         options: dict[str, Any] = {"key_prefix": keys.RATE_LIMIT_PREFIX}
-        node = self.client.get_default_node()
-        connection = node.redis_connection if node is not None else None
-        given = connection.connection_pool.connection_kwargs if connection is not None else {}
+        given = self.client.get_connection_kwargs()
         for name in ("socket_timeout", "socket_connect_timeout", "username", "password"):
             if given.get(name) is not None:
                 options[name] = given[name]

@@ -9,8 +9,9 @@ lists and dicts are JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -37,10 +38,6 @@ T = TypeVar("T")
 def fields(flat: Sequence[str]) -> Fields:
     """HGETALL's flat ``[field, value, ...]`` list as a dict."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 def _number(text: str | int) -> int | None:
@@ -155,36 +152,22 @@ def encoded(values: dict[str, Any]) -> dict[str, str | None]:
 
 
 def record_fields(r: PromotionRecord) -> list[str]:
-    """A promotion record's hash as apply_change.lua writes it."""
-    return pairs(
-        {
-            "history_id": r.history_id,
-            "prompt_id": r.prompt_id,
-            "version_number": str(r.version_number),
-            "promoted_by": r.promoted_by,
-            "promoted_at": rfc3339(r.promoted_at),
-            "previous_version": None if r.previous_version is None else str(r.previous_version),
-            "notes": r.notes,
-            "environment": r.environment,
-            "review_id": r.review_id,
-            # Compact, as records written by earlier Lua scripts spell it.
-            "approved_by": (
-                json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
-            ),
-            "rollout_id": r.rollout_id,
-            "breaking": "1" if r.breaking else None,
-        }
-    )
+    """A promotion record's hash as apply_change.lua writes it: ``approved_by`` (compact,
+    as records written by earlier Lua scripts spell it) only with a review, ``breaking``
+    only when set."""
+    approved = json.dumps(list(r.approved_by), separators=(",", ":")) if r.review_id else None
+    breaking = "1" if r.breaking else None
+    return flat_pairs({**_values(r), "approved_by": approved, "breaking": breaking})
 
 
-def record(h: Fields) -> PromotionRecord:
-    return decoded(PromotionRecord, h)
+record = functools.partial(decoded, PromotionRecord)
 
 
 def event_fields(e: Event) -> list[str]:
     """An event as its stream entry (what :func:`event` reads): every field but the id,
     null ones left out."""
-    values = {f.name: getattr(e, f.name) for f in dataclasses.fields(e) if f.name != "id"}
+    values = _values(e)
+    del values["id"]
     values["at"] = rfc3339(e.at)
     values["guard"] = None if e.guard is None else json.dumps(e.guard)
     return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
@@ -200,11 +183,6 @@ def event(event_id: str, e: Fields) -> Event:
     return decoded(Event, e, id=event_id)
 
 
-def rollout(text: str) -> Rollout:
-    """From a rollout's JSON (:func:`rollout_json` writes it)."""
-    return decoded(Rollout, json.loads(text))
-
-
 def flat_value(value: object) -> str | None:
     """One field of a flat record as its hash holds it."""
     if isinstance(value, bool):
@@ -214,9 +192,13 @@ def flat_value(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _values(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
 def flat_fields(record: Any) -> list[str]:
     """A flat record as HSET's ``[field, value, ...]``."""
-    return flat_pairs({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+    return flat_pairs(_values(record))
 
 
 def flat_pairs(values: Mapping[str, object]) -> list[str]:
@@ -235,25 +217,13 @@ def signing_key_value(key: SigningKey) -> str:
     )
 
 
-def signing_key(text: str) -> SigningKey:
-    return decoded(SigningKey, json.loads(text))
-
-
 def webhook_value(webhook: Webhook) -> str:
     """The JSON kept under the webhook's id, secret included (never shown to clients)."""
     return json.dumps({**webhook.to_json(), "secret": webhook.secret})
 
 
-def webhook(text: str) -> Webhook:
-    return decoded(Webhook, json.loads(text))
-
-
 def delivery_value(attempt: Delivery) -> str:
     return json.dumps({**attempt.to_json(), "webhook_id": attempt.webhook_id})
-
-
-def delivery(text: str) -> Delivery:
-    return decoded(Delivery, json.loads(text))
 
 
 def job_value(task: DeliveryTask) -> str:
@@ -277,21 +247,25 @@ def task(ticket: str, text: str) -> DeliveryTask:
     return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)
 
 
-def environment(text: str) -> Environment:
-    return decoded(Environment, json.loads(text))
-
-
 def environment_json(e: Environment) -> str:
     return json.dumps(
         {**dataclasses.asdict(e), "created_at": e.created_at and rfc3339(e.created_at)}
     )
 
 
-def review(text: str) -> Review:
-    """From a review's JSON (:func:`review_json`)."""
-    return decoded(Review, json.loads(text))
-
-
 def rollout_json(r: Rollout) -> str:
     """A rollout's JSON as P:rollouts keeps it (``candidate_id`` included)."""
     return json.dumps({**r.to_json(), "candidate_id": r.candidate_id})
+
+
+def _from_json(cls: type[T]) -> Callable[[str], T]:
+    """The record ``cls`` from the JSON a key or a hash field keeps (written above)."""
+    return lambda text: decoded(cls, json.loads(text))
+
+
+environment = _from_json(Environment)
+review = _from_json(Review)  # review_json (storage/stored.py) writes it
+rollout = _from_json(Rollout)
+signing_key = _from_json(SigningKey)
+webhook = _from_json(Webhook)
+delivery = _from_json(Delivery)

@@ -11,11 +11,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import redis
 from redis.backoff import NoBackoff
 from redis.commands.core import Script
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from storage import release
@@ -67,19 +68,27 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
 )
 
 
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means Redis could not be reached, as opposed to a bad request.
+
+    RedisCluster reports "no node answers" as RedisClusterException("Redis Cluster
+    cannot be connected"), which is not a RedisError, chained to the connection error of
+    the last node it tried; anything else of that kind is a bug, not an outage.
+    """
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, UNAVAILABLE)
+
+
 @contextmanager
 def guard() -> Iterator[None]:
     try:
         yield
-    except UNAVAILABLE:
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
         # No host, port or reason: callers answer 503 and must not leak the address.
         raise StorageUnavailable("storage unavailable") from None
-    except redis.exceptions.RedisClusterException as exc:
-        # RedisCluster reports "no node answers" as this (not a RedisError), chained to
-        # the connection error; anything else of this kind is a bug, not an outage.
-        if isinstance(exc.__cause__, UNAVAILABLE):
-            raise StorageUnavailable("storage unavailable") from None
-        raise
 
 
 def check(reply: Any, prompt_ref: str, version_ref: str = "", environment: str = PRODUCTION) -> Any:
@@ -122,21 +131,14 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
                 f"{type(self).__name__} needs a client made with decode_responses=True"
             )
         self.client = client
-        self._scripts: dict[str, Script] = self._register_scripts()
+        self._scripts: dict[str, Script] = scripts.register(client, self.script_class)
         self._versions: Memo[tuple[str | None, ...], PromptVersion] = Memo()
 
     # -- override points
 
-    @classmethod
-    @abc.abstractmethod
-    def from_url(cls, url: str, clock: Clock = utcnow) -> Self:
-        """The backend on a new client for ``url`` (``storage_from_url`` picks the class
-        by the URL's scheme)."""
-
-    @abc.abstractmethod
-    def _register_scripts(self) -> dict[str, Script]:
-        """Every script of storage/redis/lua on ``self.client``, by name
-        (storage/redis/scripts.py)."""
+    # What runs each script: redis-py's Script loads it again wherever a server
+    # answers NOSCRIPT and runs it again (storage/redis/scripts.py).
+    script_class: type[Script] = Script
 
     @abc.abstractmethod
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
@@ -148,12 +150,13 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         sends them at once: one round trip)."""
         return [self._read_reply(keys_, one) for one in args]
 
-    @abc.abstractmethod
-    def _socket_timeout(self) -> float | None:
-        """Seconds the client waits for any reply (None: no limit)."""
-
     def close(self) -> None:
         self.client.close()
+
+    def _socket_timeout(self) -> float | None:
+        """Seconds the client waits for any reply (None: no limit)."""
+        timeout: float | None = self.client.get_connection_kwargs().get("socket_timeout")
+        return timeout
 
     # -- plumbing
 

@@ -15,65 +15,28 @@ from storage.cursors import decode_number_cursor
 from storage.ids import version_number
 from storage.redis import keys
 
-# Scripts of one prompt get the org's names hash and per-prompt prefix as KEYS[1] and
-# KEYS[2], and share the helpers of _common.lua, which is put in front of each of them.
-PROMPT_SCRIPTS = (
-    "get_prompt",
-    "list_prompts",
-    "create_version",
-    "read_version",
-    "read_environment_page",
-    "list_versions",
-    "list_history",
-    "export_prompt",
-    "list_reviews",
-    "list_rollouts",
-    "load_state",
-)
-
-# The scripts that create a prompt or a version: each also writes the change's event,
-# with the helper of _events.lua in front of it and the arguments of event_context().
-# The release changes are apply_change.lua's, events included.
-CHANGE_SCRIPTS = frozenset({"create_prompt", "create_version"})
-STANDALONE_SCRIPTS = (
-    "create_prompt",
-    "add_record",
-    "list_records",
-    "add_signing_key",
-    "get_by_unique",
-    "flow_add",
-    "flow_change",
-    "restore_org",
-    "event_log_bounds",
-    "add_webhook",
-    "delete_webhook",
-    "enqueue_message",
-    "fan_out",
-    "claim_deliveries",
-    "finish_delivery",
-    "set_environment",
-    "apply_change",
-    "record_usage",
-)
-
-
-def source(name: str) -> str:
-    """The text of storage/redis/lua/<name>.lua."""
-    return (resources.files("storage.redis") / "lua" / f"{name}.lua").read_text()
+# What a script's header says (storage/redis/lua/*.lua) puts helpers in front of it: a
+# script of one prompt ("see _common.lua") gets the org's names hash and per-prompt
+# prefix as KEYS[1] and KEYS[2], and _common.lua's helpers; a script that creates a
+# prompt or a version ("as _events.lua says") also writes the change's event, with
+# _events.lua's helper and the arguments of event_context(). The release changes are
+# apply_change.lua's, events included.
+HELPERS = (("_common", "KEYS[1], KEYS[2]  see _common.lua"), ("_events", "as _events.lua says"))
 
 
 def register(client: Any, script_class: type[Script] = Script) -> dict[str, Script]:
-    """Every script, by name, as a ``script_class`` on ``client``: redis-py's ``Script``
-    (what ``client.register_script`` makes) runs it with EVALSHA and loads it again when
-    a server answers NOSCRIPT; a subclass may reload it differently."""
-    events = source("_events")
-
-    def text(name: str) -> str:
-        return (events if name in CHANGE_SCRIPTS else "") + source(name)
-
-    common = source("_common")
-    registered = {name: script_class(client, common + text(name)) for name in PROMPT_SCRIPTS}
-    registered.update({name: script_class(client, text(name)) for name in STANDALONE_SCRIPTS})
+    """Every script of storage/redis/lua, by name, as a ``script_class`` on ``client``:
+    redis-py's ``Script`` (what ``client.register_script`` makes) runs it with EVALSHA and
+    loads it again when a server answers NOSCRIPT; a subclass may reload it differently."""
+    lua = resources.files("storage.redis") / "lua"
+    texts = {
+        f.name.removesuffix(".lua"): f.read_text() for f in lua.iterdir() if f.name.endswith(".lua")
+    }
+    registered = {}
+    for name, text in texts.items():
+        if not name.startswith("_"):
+            helpers = [texts[helper] for helper, marker in HELPERS if marker in text]
+            registered[name] = script_class(client, "".join([*helpers, text]))
     return registered
 
 

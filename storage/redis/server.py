@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 import redis
-from redis.commands.core import Script
 
 from storage.records import RateLimitSettings
-from storage.redis import keys, scripts
+from storage.redis import keys
 from storage.redis.base import BaseRedisStorage
 from storage.redis.core import NO_RETRY, guard
 from storage.redis.read_lane import ReadLane
@@ -38,20 +37,12 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
         )
         return cls(client, clock=clock)
 
-    def _register_scripts(self) -> dict[str, Script]:
-        # redis-py's Script: on NOSCRIPT it loads the script and runs it again.
-        return scripts.register(self.client)
-
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
         """read_version.lua's raw reply, sent over the read lane."""
         return self._read_lane(keys_, args)
 
     def _read_replies(self, keys_: list[str], args: Sequence[list[str]]) -> list[Any]:
         return self._read_lane.many(keys_, args)
-
-    def _socket_timeout(self) -> float | None:
-        timeout: float | None = self.client.connection_pool.connection_kwargs.get("socket_timeout")
-        return timeout
 
     def ping(self) -> None:
         with guard():
