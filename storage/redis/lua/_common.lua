@@ -96,6 +96,12 @@ local function resolve(ref, mode, value)
   return pid, vid
 end
 
+-- The bound of a range that starts after ``cursor`` (exclusive), or at ``from`` when the
+-- cursor is "" (from the start).
+local function after(cursor, from)
+  return cursor == "" and from or "(" .. cursor
+end
+
 -- The published version's id, or nil.
 local function production(pid)
   return redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0)[1]

@@ -12,28 +12,19 @@
 -- change and its event are one atomic step and a refused change writes none. The
 -- stream carries the org's hash tag like every other key of the script.
 
--- Append the change's event; nil arguments are left out of the entry (null fields).
--- Returns the event's id.
-local function emit(kind, pid, name, number, vid, status, previous, environment, review_id,
-                    rollout_id, percent)
+-- Append the change's event (a prompt's creation: no number, version id or status);
+-- nil and "" values are left out of the entry (null fields). Returns the event's id.
+local function emit(kind, pid, name, number, vid, status)
   local n = #ARGV
   local entry = { "type", kind, "prompt_id", pid, "prompt_name", name, "at", ARGV[n - 1] }
-  local function add(field, value)
-    if value ~= nil and value ~= "" then
-      entry[#entry + 1] = field
-      entry[#entry + 1] = tostring(value)
+  local optional = { "version", number, "version_id", vid, "status", status,
+    "actor", ARGV[n - 3], "request_id", ARGV[n - 2] }
+  for i = 1, 9, 2 do
+    if optional[i + 1] ~= nil and optional[i + 1] ~= "" then
+      entry[#entry + 1] = optional[i]
+      entry[#entry + 1] = tostring(optional[i + 1])
     end
   end
-  add("version", number)
-  add("version_id", vid)
-  add("status", status)
-  add("previous_version", previous)
-  add("environment", environment)
-  add("review_id", review_id)
-  add("rollout_id", rollout_id)
-  add("percent", percent)
-  add("actor", ARGV[n - 3])
-  add("request_id", ARGV[n - 2])
   -- "~": trimming drops whole stream nodes, so at least ARGV[n] entries always stay.
   return redis.call("XADD", KEYS[#KEYS], "MAXLEN", "~", ARGV[n], "*", unpack(entry))
 end

@@ -8,13 +8,8 @@ local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
 end
-local max = "+inf"
-if ARGV[2] ~= "" then
-  max = "(" .. ARGV[2]
-end
-local found = redis.call(
-  "ZREVRANGEBYSCORE", pkey(pid, ":history"), max, "-inf", "WITHSCORES", "LIMIT", 0, tonumber(ARGV[3])
-)
+local found = redis.call("ZREVRANGEBYSCORE", pkey(pid, ":history"), after(ARGV[2], "+inf"), "-inf",
+  "WITHSCORES", "LIMIT", 0, tonumber(ARGV[3]))
 local out = { "ok" }
 for i = 1, #found, 2 do
   out[#out + 1] = { found[i + 1], redis.call("HGETALL", pkey(pid, ":h:" .. found[i])) }

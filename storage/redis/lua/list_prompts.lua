@@ -4,12 +4,9 @@
 -- ARGV[1]  list names after this one ("" = from the start)
 -- ARGV[2]  how many to return (the caller asks one more than its page to see if more follow)
 -- Returns a list of {prompt fields, latest, production}.
-local min = "-"
-if ARGV[1] ~= "" then
-  min = "(" .. ARGV[1]
-end
 local out = {}
-for i, name in ipairs(redis.call("ZRANGEBYLEX", KEYS[3], min, "+", "LIMIT", 0, tonumber(ARGV[2]))) do
+local names = redis.call("ZRANGEBYLEX", KEYS[3], after(ARGV[1], "-"), "+", "LIMIT", 0, tonumber(ARGV[2]))
+for i, name in ipairs(names) do
   out[i] = prompt_summary(redis.call("HGET", NAMES, name))
 end
 return out

@@ -14,10 +14,7 @@ if ARGV[1] ~= "" then
   end
   index = pkey(pid, ":reviews")
 end
-local max = "+inf"
-if ARGV[4] ~= "" then
-  max = "(" .. ARGV[4]
-end
+local max = after(ARGV[4], "+inf")
 local want = tonumber(ARGV[5])
 local out = { "ok" }
 local offset = 0

@@ -15,10 +15,7 @@ if ARGV[2] ~= "-" then
   if ARGV[2] ~= "" then
     index = pkey(pid, ":versions:" .. ARGV[2])
   end
-  local max = "+inf"
-  if ARGV[3] ~= "" then
-    max = "(" .. ARGV[3]
-  end
+  local max = after(ARGV[3], "+inf")
   local vids = redis.call("ZREVRANGEBYSCORE", index, max, "-inf", "LIMIT", 0, tonumber(ARGV[4]))
   for i, vid in ipairs(vids) do
     out[i] = version_values(pid, vid)

@@ -31,6 +31,21 @@ local pid = resolve_prompt(ref)
 if not pid then
   return { "no_prompt" }
 end
+local placed = redis.call("HGETALL", pkey(pid, ":env"))
+local rollouts = redis.call("HVALS", pkey(pid, ":rollouts"))
+-- Calls f with each version held: the published, the placed ones, and each rollout's
+-- candidate and baseline (nil for none).
+local function each_held(f)
+  f(production(pid))
+  for i = 2, #placed, 2 do
+    f(placed[i])
+  end
+  for _, raw in ipairs(rollouts) do
+    local rollout = cjson.decode(raw)
+    f(rollout.candidate_id)
+    f(resolve_version(pid, "number", tostring(rollout.baseline_version)))
+  end
+end
 if not redis.call("HGET", pkey(pid), "rev") then
   local function freeze(vid)
     if vid and redis.call("EXISTS", vkey(pid, vid)) == 1 then
@@ -41,15 +56,7 @@ if not redis.call("HGET", pkey(pid), "rev") then
     local number = redis.call("HGET", pkey(pid, ":h:" .. hid), "version_number")
     freeze(resolve_version(pid, "number", number))
   end
-  freeze(production(pid))
-  for _, vid in ipairs(redis.call("HVALS", pkey(pid, ":env"))) do
-    freeze(vid)
-  end
-  for _, raw in ipairs(redis.call("HVALS", pkey(pid, ":rollouts"))) do
-    local rollout = cjson.decode(raw)
-    freeze(rollout.candidate_id)
-    freeze(resolve_version(pid, "number", tostring(rollout.baseline_version)))
-  end
+  each_held(freeze)
   for _, rid in ipairs(redis.call("ZRANGE", pkey(pid, ":reviews"), 0, -1)) do
     local raw = redis.call("GET", ORG .. "review:" .. rid)
     if raw then
@@ -77,17 +84,7 @@ if ARGV[2] ~= "" then
   want(vid)
   asked = redis.call("HGET", vkey(pid, vid), "version")
 end
-want(production(pid))
-local placed = redis.call("HGETALL", pkey(pid, ":env"))
-for i = 2, #placed, 2 do
-  want(placed[i])
-end
-local rollouts = redis.call("HVALS", pkey(pid, ":rollouts"))
-for _, raw in ipairs(rollouts) do
-  local rollout = cjson.decode(raw)
-  want(rollout.candidate_id)
-  want(resolve_version(pid, "number", tostring(rollout.baseline_version)))
-end
+each_held(want)
 -- The prompt's open reviews, in request order (the org's open index, filtered).
 local open = redis.call("HGETALL", ORG .. "open-reviews")
 local mine = {}

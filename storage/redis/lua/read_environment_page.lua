@@ -20,7 +20,7 @@ end
 local wanted, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local newest = redis.call("XREVRANGE", KEYS[4], "+", "-", "COUNT", 1)[1]
 local out = { "ok", newest and newest[1] or "", "" }
-local min = ARGV[2] == "" and "-" or "(" .. ARGV[2]
+local min = after(ARGV[2], "-")
 local scanned, found = 0, 0
 local batch = 200
 while found < wanted do
