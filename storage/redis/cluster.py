@@ -74,19 +74,17 @@ def parse_url(url: str) -> dict[str, Any]:
 
 
 def _host_port(item: str) -> tuple[str, int]:
-    item = item.strip()
-    if item.startswith("["):  # [IPv6]:port
-        host, _, rest = item[1:].partition("]")
-        port_text = rest.removeprefix(":")
-    else:
-        host, _, port_text = item.rpartition(":") if ":" in item else (item, "", "")
-    if not host:
+    """``host[:port]`` or ``[IPv6][:port]``, as urllib reads a URL's netloc."""
+    parts = urlsplit("//" + item.strip())
+    if not parts.hostname:
         raise ValueError(f"{SCHEME} URL: empty host in {item!r}")
-    if not port_text:
-        return host, DEFAULT_PORT
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or over 65535
+        port = 0
+    if port == 0:
         raise ValueError(f"{SCHEME} URL: bad port in {item!r}")
-    return host, int(port_text)
+    return parts.hostname, port or DEFAULT_PORT
 
 
 def _flag(name: str, value: str) -> bool:

@@ -132,6 +132,11 @@ def _of_prompt(suffix: str) -> Callable[[str, str], str]:
     return lambda org, prompt_id: f"ps:{{{org}}}:p:{prompt_id}{suffix}"
 
 
+def _in_prompt(infix: str) -> Callable[[str, str, str], str]:
+    """A prompt's keys ``P<infix><id>``, one per id (a status, a version, a record)."""
+    return lambda org, prompt_id, item: f"ps:{{{org}}}:p:{prompt_id}{infix}{item}"
+
+
 names = _of_org("names")
 prompt_list = _of_org("prompts")
 prompt_prefix = _of_org("p:")  # the scripts append ``<prompt_id>[...]``
@@ -164,18 +169,9 @@ history = _of_prompt(":history")
 placements = _of_prompt(":env")
 rollouts = _of_prompt(":rollouts")
 prompt_reviews = _of_prompt(":reviews")
-
-
-def status_index(org: str, prompt_id: str, status: str) -> str:
-    return prompt(org, prompt_id) + ":versions:" + status
-
-
-def version(org: str, prompt_id: str, version_id: str) -> str:
-    return prompt(org, prompt_id) + ":v:" + version_id
-
-
-def history_record(org: str, prompt_id: str, history_id: str) -> str:
-    return prompt(org, prompt_id) + ":h:" + history_id
+status_index = _in_prompt(":versions:")
+version = _in_prompt(":v:")
+history_record = _in_prompt(":h:")
 
 
 def flow(org: str, name: str, key: str = "") -> str:

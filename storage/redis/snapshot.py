@@ -70,11 +70,9 @@ def writes(plan: RestorePlan) -> list[str]:
         pid = prompt.prompt_id
         names += [prompt.name, pid]
         listed += ["0", prompt.name]
-        counters = []
-        if item.next_version:
-            counters += ["next", str(item.next_version)]
-        if item.history:
-            counters += ["hseq", str(len(item.history))]
+        counters = codec.flat_pairs(
+            {"next": item.next_version or None, "hseq": len(item.history) or None}
+        )
         out.add("HSET", keys.prompt(org, pid), [*codec.prompt_fields(prompt), *counters])
         by_number: list[str] = []
         by_status: dict[str, list[str]] = {}

@@ -36,8 +36,9 @@ local function vkey(pid, vid)
   return PREFIX .. pid .. ":v:" .. vid
 end
 
-local function prompt_name(pid)
-  return redis.call("HGET", pkey(pid), "name")
+-- The published version's id, or nil.
+local function production(pid)
+  return redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0)[1]
 end
 
 -- A name or a pmt_ id -> the prompt id, or nil when there is no such prompt.
@@ -58,7 +59,7 @@ end
 -- "none" (a ref that can name no version). Returns the version id or nil.
 local function resolve_version(pid, mode, value)
   if mode == "production" then
-    return redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0)[1]
+    return production(pid)
   elseif mode == "latest" then
     return redis.call("ZRANGE", pkey(pid, ":versions"), -1, -1)[1]
   elseif mode == "number" then
@@ -100,11 +101,6 @@ end
 -- cursor is "" (from the start).
 local function after(cursor, from)
   return cursor == "" and from or "(" .. cursor
-end
-
--- The published version's id, or nil.
-local function production(pid)
-  return redis.call("ZRANGE", pkey(pid, ":versions:published"), 0, 0)[1]
 end
 
 -- A version as two lists of values, in the order storage/redis/codec.py reads them (values

@@ -25,11 +25,7 @@ for _, guard in ipairs(cjson.decode(ARGV[1])) do
   else
     value = redis.call("HGET", ORG .. guard[1], guard[2])
   end
-  local wanted = guard[3]
-  if wanted == cjson.null then
-    wanted = false
-  end
-  if value ~= wanted then
+  if value ~= (guard[3] ~= cjson.null and guard[3]) then -- null: absent (false)
     return { "changed" }
   end
 end
@@ -96,10 +92,7 @@ for _, write in ipairs(cjson.decode(ARGV[2])) do
     end
     local args = { ORG .. write[2] }
     for i = 3, #write do
-      local arg = write[i]
-      if arg == "$seq" then
-        arg = seq
-      end
+      local arg = write[i] == "$seq" and seq or write[i]
       -- DEL takes more keys, each after the prefix.
       if command == "DEL" then
         arg = ORG .. arg

@@ -15,7 +15,8 @@ local pid = resolve_prompt(ARGV[1])
 if not pid then
   return { "no_prompt" }
 end
-local prompt_type = redis.call("HGET", pkey(pid), "prompt_type")
+local prompt = prompt_values(pid) -- prompt_id, name, prompt_type
+local prompt_type = prompt[3]
 local gone, found = {}, {}
 for i, include in ipairs(cjson.decode(ARGV[3])[prompt_type] or {}) do
   local ipid = redis.call("HGET", NAMES, include[1])
@@ -49,5 +50,5 @@ for ipid in pairs(found) do
     redis.call("HINCRBY", pkey(ipid), "rev", 1)
   end
 end
-emit("version.created", pid, prompt_name(pid), number, vid, "draft")
-return { "ok", prompt_values(pid), number }
+emit("version.created", pid, prompt[2], number, vid, "draft")
+return { "ok", prompt, number }
