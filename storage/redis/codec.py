@@ -69,28 +69,10 @@ def prompt_fields(p: Prompt) -> list[str]:
     return flat_fields(replace(p, latest_version=None, production_version=None))
 
 
-# The order of the values the scripts answer for a version (storage/redis/lua/_common.lua).
+# The order of the values the scripts answer for a version (storage/redis/lua/_common.lua):
+# the prompt's, then the version's own as STORED has them, its id first.
 PROMPT_OF_VERSION = ("prompt_id", "name", "prompt_type")
-VERSION_FIELDS = (
-    "version_id",
-    "version",
-    "content",
-    "variables",
-    "status",
-    "metadata",
-    "tags",
-    "created_at",
-    "updated_at",
-    "promoted_at",
-    "promoted_by",
-    "created_by",
-    "placements",
-    "variables_schema",
-    "examples",
-    "frozen",
-    "authors",
-    "config",
-)
+VERSION_FIELDS = ("version_id", "version", *STORED[5:])
 
 
 def named(names: Sequence[str], values: Sequence[str | None]) -> Fields:

@@ -39,7 +39,7 @@ from storage.redis import change, codec, keys, scripts, state
 from storage.redis.change import Write
 from storage.redis.state import Guard, Loaded
 from storage.release.methods import ReleaseMethods, Target
-from storage.times import Clock, rfc3339, utcnow
+from storage.times import Clock, utcnow
 
 if TYPE_CHECKING:
     from storage.interface import Storage
@@ -177,7 +177,8 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         request_id: str | None,
         now: str,
     ) -> Any:
-        """A script of scripts.CHANGE_SCRIPTS, with its event's keys and arguments."""
+        """A script that writes its change's event (storage/redis/lua/_events.lua), with
+        the event's keys and arguments."""
         event_keys, event_args = scripts.event_context(
             org, actor, request_id, now, self.event_log_size
         )
@@ -191,9 +192,8 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         actor: str | None,
         request_id: str | None,
         now: str,
-        *extra: str,
     ) -> Any:
-        prompt_keys = [keys.names(org), keys.prompt_prefix(org), *extra]
+        prompt_keys = [keys.names(org), keys.prompt_prefix(org)]
         return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
 
     def _load(
@@ -318,9 +318,6 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
             [*args, str(self.event_log_size)],
         )
         return bool(reply[0] == "ok")
-
-    def _now(self) -> str:
-        return rfc3339(self.clock())
 
     def _index_org(self, org: str) -> None:
         # Before the org's own write: the set is in another slot, so the two cannot be

@@ -61,12 +61,6 @@ class Loaded:
     guards: list[Guard]
 
     @property
-    def asked(self) -> int:
-        """The number of the version the request named (loaded with a version ref)."""
-        assert self.number is not None
-        return self.number
-
-    @property
     def prompt_id(self) -> str:
         return self.state.prompt.prompt_id
 
