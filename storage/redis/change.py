@@ -57,17 +57,12 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
         for status in ("draft", "published", "archived"):
             out.append(["ZREM", f"{prompt}:versions:{status}", vid])
     for environment, held in change.placements.items():
-        if environment == PRODUCTION:
-            continue  # production is the published version: its status says it
-        if held is None:
-            out.append(["HDEL", f"{prompt}:env", environment])
-        else:
-            out.append(["HSET", f"{prompt}:env", environment, loaded.version_id(held)])
+        if environment != PRODUCTION:  # production is the published version's status
+            held_id = None if held is None else loaded.version_id(held)
+            out.append(_put(f"{prompt}:env", environment, held_id))
     for environment, rollout in change.rollouts.items():
-        if rollout is None:
-            out.append(["HDEL", f"{prompt}:rollouts", environment])
-        else:
-            out.append(["HSET", f"{prompt}:rollouts", environment, codec.rollout_json(rollout)])
+        raw = None if rollout is None else codec.rollout_json(rollout)
+        out.append(_put(f"{prompt}:rollouts", environment, raw))
     for review in change.new_reviews:
         rid = review.review_id
         out.append(["INCR", "review-seq"])
@@ -89,13 +84,16 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
     if change.touched:
         out.append(["HSET", prompt, "updated_at", rfc3339(now)])
     for guarded_id, guard in change.guards.items():
-        if guard is None:
-            out.append(["HDEL", "guards", guarded_id])
-        else:
-            out.append(["HSET", "guards", guarded_id, json.dumps(guard.to_json())])
+        guard_json = None if guard is None else json.dumps(guard.to_json())
+        out.append(_put("guards", guarded_id, guard_json))
     for review_id, rollout_id in change.moved_guards.items():
         out.append(["HMOVE", "guards", review_id, rollout_id])
     return out
+
+
+def _put(key: str, field: str, value: str | None) -> Write:
+    """Set a hash's field, or delete it when ``value`` is None."""
+    return ["HDEL", key, field] if value is None else ["HSET", key, field, value]
 
 
 def _open_key(review: Review) -> str:
