@@ -106,13 +106,11 @@ def _seconds(name: str, value: str) -> float:
 
 
 def _client(options: dict[str, Any], replicas: bool) -> RedisCluster:
+    given = ("username", "password", "socket_timeout", "socket_connect_timeout")
     kwargs: dict[str, Any] = {
         "startup_nodes": [ClusterNode(host, port) for host, port in options["nodes"]],
-        "username": options["username"],
-        "password": options["password"],
+        **{name: options[name] for name in given},
         "decode_responses": True,
-        "socket_timeout": options["socket_timeout"],
-        "socket_connect_timeout": options["socket_connect_timeout"],
         # No resending: a script whose reply was lost would run twice (storage.redis).
         # MOVED/ASK redirections are followed all the same; they are not retries.
         "retry": NO_RETRY,

@@ -47,11 +47,7 @@ def _number(text: str | int) -> int | None:
 
 def pairs(values: dict[str, str | None]) -> list[str]:
     """The non-null entries as a flat list, the way HSET takes them."""
-    flat: list[str] = []
-    for name, value in values.items():
-        if value is not None:
-            flat += [name, value]
-    return flat
+    return [item for name, value in values.items() if value is not None for item in (name, value)]
 
 
 def prompt(summary: Sequence[object]) -> Prompt:

@@ -5,7 +5,8 @@
 -- ARGV[2]  how many to return (the caller asks one more than its page to see if more follow)
 -- Returns a list of {prompt fields, latest, production}.
 local out = {}
-local names = redis.call("ZRANGEBYLEX", KEYS[3], after(ARGV[1], "-"), "+", "LIMIT", 0, tonumber(ARGV[2]))
+local names = redis.call("ZRANGEBYLEX", KEYS[3], after(ARGV[1], "-"), "+", "LIMIT", 0,
+  tonumber(ARGV[2]))
 for i, name in ipairs(names) do
   out[i] = prompt_summary(redis.call("HGET", NAMES, name))
 end
