@@ -87,24 +87,19 @@ end
 each_held(want)
 -- The prompt's open reviews, in request order (the org's open index, filtered).
 local open = redis.call("HGETALL", ORG .. "open-reviews")
-local mine = {}
+local ordered = {}
 for i = 1, #open, 2 do
-  if string.sub(open[i], 1, #pid + 1) == pid .. ":" and open[i + 1] ~= ARGV[4] then
-    mine[#mine + 1] = open[i + 1]
-  end
-end
-local reviews = {}
-if #mine > 0 then
-  local ordered = {}
-  for _, rid in ipairs(mine) do
+  local rid = open[i + 1]
+  if string.sub(open[i], 1, #pid + 1) == pid .. ":" and rid ~= ARGV[4] then
     ordered[#ordered + 1] = { tonumber(redis.call("ZSCORE", ORG .. "reviews", rid)) or 0, rid }
   end
-  table.sort(ordered, function(a, b)
-    return a[1] < b[1]
-  end)
-  for _, found in ipairs(ordered) do
-    reviews[#reviews + 1] = redis.call("GET", ORG .. "review:" .. found[2])
-  end
+end
+table.sort(ordered, function(a, b)
+  return a[1] < b[1]
+end)
+local reviews = {}
+for i, found in ipairs(ordered) do
+  reviews[i] = redis.call("GET", ORG .. "review:" .. found[2])
 end
 if review_raw then
   reviews[#reviews + 1] = review_raw
