@@ -1,4 +1,5 @@
--- _common.lua: helpers prepended to every per-prompt script; not an operation itself.
+-- _common.lua: helpers prepended to every per-prompt script (its header says "see
+-- _common.lua": storage/redis/scripts.py); not an operation itself.
 --
 -- Every per-prompt script gets
 --   KEYS[1]  ps:{<org>}:names   hash: prompt name -> prompt id

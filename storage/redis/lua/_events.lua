@@ -1,5 +1,6 @@
--- _events.lua: the event helper, put in front of every script that changes a prompt or
--- a version (storage/redis/scripts.py); not an operation itself.
+-- _events.lua: the event helper, put in front of every script that creates a prompt or
+-- a version (its header says "as _events.lua says": storage/redis/scripts.py); not an
+-- operation itself.
 --
 -- Such a script gets, after its own KEYS and ARGV (so each script's own numbering
 -- stays as its header says):
