@@ -45,16 +45,22 @@ from storage.times import Clock, utcnow
 UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
 
+@contextmanager
+def answered() -> Iterator[None]:
+    """Raise :data:`UNAVAILABLE` errors as StorageUnavailable."""
+    try:
+        yield
+    except UNAVAILABLE:
+        raise StorageUnavailable("the database did not answer") from None
+
+
 # Set on a connection whose transaction appended an event (waiters are woken at commit).
 APPENDED = "promptsvc_appended"
 
 
-# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq).
-_EVENT_FIELDS = (
-    "type", "prompt_id", "prompt_name", "version", "version_id", "status",
-    "previous_version", "actor", "at", "request_id", "environment", "review_id",
-    "rollout_id", "percent", "reason",
-)  # fmt: skip
+# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq;
+# the guard's figures are JSON).
+_EVENT_FIELDS = tuple(c.name for c in events.c if c.name not in ("org", "ms", "seq", "guard"))
 
 
 _INSERT_EVENTS = insert(events)
@@ -125,12 +131,9 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One atomic change: the write lock from the start, commit at the end."""
-        try:
-            with writing(self.engine) as connection:
-                yield connection
-                appended = connection.info.pop(APPENDED, False)
-        except UNAVAILABLE:
-            raise StorageUnavailable("the database did not answer") from None
+        with answered(), writing(self.engine) as connection:
+            yield connection
+            appended = connection.info.pop(APPENDED, False)
         if appended:
             with self.appended:
                 self.appended.notify_all()
@@ -138,11 +141,8 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """Several reads that see one snapshot."""
-        try:
-            with reading(self.engine) as connection:
-                yield connection
-        except UNAVAILABLE:
-            raise StorageUnavailable("the database did not answer") from None
+        with answered(), reading(self.engine) as connection:
+            yield connection
 
     def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
@@ -156,19 +156,15 @@ class Database:
                 lambda lane: direct.query(compiled, lane.connection if postgres else lane, params)
             )
             return rows[0] if rows else None
-        for attempt in (1, 2):
+        with answered():
             try:
                 with self.read_engine.connect() as connection:
                     return connection.execute(statement, params).first()
             except sa_exc.DBAPIError as exc:
-                if exc.connection_invalidated and attempt == 1:
-                    continue
-                if isinstance(exc, UNAVAILABLE):
-                    raise StorageUnavailable("the database did not answer") from None
-                raise
-            except sa_exc.TimeoutError:
-                raise StorageUnavailable("the database did not answer") from None
-        raise AssertionError("unreachable")
+                if not exc.connection_invalidated:
+                    raise
+            with self.read_engine.connect() as connection:
+                return connection.execute(statement, params).first()
 
     # -- records
 
@@ -185,29 +181,20 @@ class Database:
         return rows[0]
 
     def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
-        """The version a ``versions`` row holds; memoized by the whole row, so any
-        change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
-        key = (name, prompt_type, *row)
-        found = self._versions_memo.get(key)
-        if found is not None:
-            return found
-        version = stored_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
-        size = len(row.content) + len(row.metadata) + len(row.tags) + 512
-        size += len(row.variables_schema or "") + len(row.examples or "") + len(row.config or "")
-        return self._versions_memo.put(key, version, size)
+        """The version a ``versions`` row holds (:meth:`lane_version`)."""
+        return self.lane_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
 
     def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
         """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
-        those columns."""
+        those columns, so any change (a new ``updated_at`` at least) is decoded afresh
+        (storage/memo.py)."""
         if len(row) > read_lane.VERSION_WIDTH:
             row = row[: read_lane.VERSION_WIDTH]
         found = self._versions_memo.get(row)
         if found is not None:
             return found
         version = stored_version(row)
-        content, metadata, schema, examples, config = (row[i] for i in (5, 8, 16, 17, 20))
-        size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
-        size += len(config or "")
+        size = 512 + sum(len(row[i] or "") for i in (5, 8, 9, 16, 17, 20))  # text columns
         return self._versions_memo.put(row, version, size)
 
     # -- the event log
