@@ -23,6 +23,7 @@ from sqlalchemy import (
     case,
     insert,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy import exc as sa_exc
@@ -258,9 +259,7 @@ class Database:
             ).one()
             dropped = connection.execute(
                 events.delete().where(
-                    events.c.org == org,
-                    (events.c.ms < oldest_kept.ms)
-                    | ((events.c.ms == oldest_kept.ms) & (events.c.seq < oldest_kept.seq)),
+                    events.c.org == org, tuple_(events.c.ms, events.c.seq) < tuple(oldest_kept)
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})

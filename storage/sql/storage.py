@@ -17,7 +17,6 @@ from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
 from storage.sql.core import Database
-from storage.sql.engine import describe, make_engine
 from storage.sql.environment_page import SqlEnvironmentPages
 from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
@@ -82,15 +81,8 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> SqlStorage:
-        """Open the database at ``url``, bringing its schema up to date (under a lock:
-        one process upgrades, the others wait). SchemaError when it cannot be used."""
-        engine = make_engine(url)
-        try:
-            schema.upgrade(engine, describe(url))
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine, clock=clock)
+        """Open the database at ``url`` (:func:`storage.sql.schema.opened`)."""
+        return cls(schema.opened(url), clock=clock)
 
     # The clock and the event log's size live in the shared Database (tests set them).
     @property
