@@ -31,10 +31,9 @@ def user_record(row: Row[Any]) -> User:
 
 
 class SqlIdentity(SqlLogin):
-    record_get = SqlLogin.flow_get
-
-    def record_add(self, kind: Kind[Rec], record: Rec) -> bool:
-        return self.flow_add(kind, record)  # a taken key is the unique constraint
+    """Also the login flows' primitives (SqlLogin), which keys and users use too: a
+    record is added by ``flow_add`` (a taken key is the unique constraint) and read
+    by ``flow_get``."""
 
     def record_change(
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
