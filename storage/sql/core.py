@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
-from storage.event_records import Event
+from storage.event_records import Event, change_event
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Prompt, PromptVersion
@@ -211,21 +211,8 @@ class Database:
         request_id: str | None,
         now: datetime,
     ) -> None:
-        """Write the event of a prompt's or a new version's change (release changes:
-        the events storage/release made, :meth:`append_events`)."""
-        event = Event(
-            id="",
-            type=kind,
-            prompt_id=prompt.prompt_id,
-            prompt_name=prompt.name,
-            version=None if version is None else version.version,
-            version_id=None if version is None else version.version_id,
-            status=None if version is None else version.status,
-            previous_version=None,
-            actor=actor,
-            at=now,
-            request_id=request_id,
-        )
+        """Write the event of a prompt's or a new version's change."""
+        event = change_event(kind, prompt, version, actor, request_id, now)
         self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
