@@ -182,21 +182,26 @@ class Database:
         return rows[0]
 
     def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
-        """The version a ``versions`` row holds (:meth:`lane_version`)."""
-        return self.lane_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
+        """The version a ``versions`` row holds; memoized by the whole row, so any
+        change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
+        key = (name, prompt_type, *row)
+        found = self._versions_memo.get(key)
+        if found is not None:  # before any getattr: a Row's cost about 1 us each
+            return found
+        return self._decoded(key, (name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
 
     def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
         """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
-        those columns, so any change (a new ``updated_at`` at least) is decoded afresh
-        (storage/memo.py)."""
+        those columns."""
         if len(row) > read_lane.VERSION_WIDTH:
             row = row[: read_lane.VERSION_WIDTH]
         found = self._versions_memo.get(row)
-        if found is not None:
-            return found
-        version = stored_version(row)
-        size = 512 + sum(len(row[i] or "") for i in (5, 8, 9, 16, 17, 20))  # text columns
-        return self._versions_memo.put(row, version, size)
+        return self._decoded(row, row) if found is None else found
+
+    def _decoded(self, key: tuple[Any, ...], values: tuple[Any, ...]) -> PromptVersion:
+        """The version of ``values`` (in STORED's order), memoized under ``key``."""
+        size = 512 + sum(len(values[i] or "") for i in (5, 8, 9, 16, 17, 20))  # its text
+        return self._versions_memo.put(key, stored_version(values), size)
 
     # -- the event log
 
