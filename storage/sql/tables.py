@@ -45,6 +45,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 # What UtcDateTime reads; the read lane reads rows without SQLAlchemy and calls it itself.
 from storage.stored import utc
+from storage.times import rfc3339
 
 # Constraint names spelled out, so migrations can name what they change on every dialect.
 metadata = MetaData(
@@ -77,13 +78,9 @@ class UtcDateTime(TypeDecorator[datetime]):
         return dialect.type_descriptor(DateTime(timezone=True))
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        if dialect.name == "sqlite":
-            return value.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z"
-        return value
+        if value is not None and dialect.name == "sqlite":
+            return rfc3339(value)  # a naive time is taken to be UTC, as below
+        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         return None if value is None else utc(value)
