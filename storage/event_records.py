@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.times import rfc3339
+
+if TYPE_CHECKING:
+    from storage.records import Prompt, PromptVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,31 @@ class Event:
             "reason": self.reason,
             "guard": self.guard,
         }
+
+
+def change_event(
+    kind: str,
+    prompt: Prompt,
+    version: PromptVersion | None,
+    actor: str | None,
+    request_id: str | None,
+    at: datetime,
+) -> Event:
+    """The event of a prompt's or a new version's change (the release engine's changes
+    bring their events whole); the backend gives its ``id`` as it appends it."""
+    return Event(
+        id="",
+        type=kind,
+        prompt_id=prompt.prompt_id,
+        prompt_name=prompt.name,
+        version=None if version is None else version.version,
+        version_id=None if version is None else version.version_id,
+        status=None if version is None else version.status,
+        previous_version=None,
+        actor=actor,
+        at=at,
+        request_id=request_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,9 @@ STORED = (
 )  # fmt: skip
 
 
-def _time(value: str | datetime) -> datetime:
+def utc(value: str | datetime) -> datetime:
+    """A stored time (ISO text, or a datetime from the database) as an aware UTC
+    datetime."""
     if isinstance(value, str):
         return datetime.fromisoformat(value)
     return value if value.tzinfo is UTC else value.astimezone(UTC)
@@ -46,9 +48,9 @@ def stored_version(values: Sequence[Any]) -> PromptVersion:
         prompt_type=prompt_type,
         metadata=json.loads(metadata),
         tags=tuple(json.loads(tags)),
-        created_at=_time(created_at),
-        updated_at=_time(updated_at),
-        promoted_at=_time(promoted_at) if promoted_at else None,
+        created_at=utc(created_at),
+        updated_at=utc(updated_at),
+        promoted_at=utc(promoted_at) if promoted_at else None,
         promoted_by=promoted_by,
         created_by=created_by,
         placements=tuple(json.loads(placements)) if placements else (),
@@ -76,7 +78,7 @@ def _decoder(kind: Any) -> Any:
     if kind is bool:
         return _bool
     if kind is datetime:
-        return _time
+        return utc
     if typing.get_origin(kind) is tuple:
         item = _decoder(typing.get_args(kind)[0])
         return lambda value: tuple(item(i) for i in _items(value))

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage.errors import PromptNotFound, VersionNotFound
-from storage.event_records import Event
+from storage.event_records import Event, change_event
 from storage.identity_records import SigningKey
 from storage.ids import event_position, version_number
 from storage.interface import StorageCore
@@ -75,24 +75,8 @@ class MemoryCore(StorageCore):
         request_id: str | None,
         now: datetime,
     ) -> None:
-        """Append the event of a change to a prompt made under the lock (the release
-        engine's changes bring their events whole)."""
-        self._append(
-            org_state,
-            Event(
-                id="",
-                type=kind,
-                prompt_id=prompt.prompt_id,
-                prompt_name=prompt.name,
-                version=version.version if version else None,
-                version_id=version.version_id if version else None,
-                status=version.status if version else None,
-                previous_version=None,
-                actor=actor,
-                at=now,
-                request_id=request_id,
-            ),
-        )
+        """Append the event of a change to a prompt made under the lock."""
+        self._append(org_state, change_event(kind, prompt, version, actor, request_id, now))
 
     def _append(self, org_state: OrgState, event: Event) -> None:
         """Append ``event`` (its ``id`` given here) and wake the waiters."""

@@ -23,12 +23,13 @@ from sqlalchemy import (
     case,
     insert,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
-from storage.event_records import Event
+from storage.event_records import Event, change_event
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Prompt, PromptVersion
@@ -45,16 +46,22 @@ from storage.times import Clock, utcnow
 UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
 
+@contextmanager
+def answered() -> Iterator[None]:
+    """Raise :data:`UNAVAILABLE` errors as StorageUnavailable."""
+    try:
+        yield
+    except UNAVAILABLE:
+        raise StorageUnavailable("the database did not answer") from None
+
+
 # Set on a connection whose transaction appended an event (waiters are woken at commit).
 APPENDED = "promptsvc_appended"
 
 
-# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq).
-_EVENT_FIELDS = (
-    "type", "prompt_id", "prompt_name", "version", "version_id", "status",
-    "previous_version", "actor", "at", "request_id", "environment", "review_id",
-    "rollout_id", "percent", "reason",
-)  # fmt: skip
+# The columns of ``events`` an Event's fields fill as they are (the id is ms and seq;
+# the guard's figures are JSON).
+_EVENT_FIELDS = tuple(c.name for c in events.c if c.name not in ("org", "ms", "seq", "guard"))
 
 
 _INSERT_EVENTS = insert(events)
@@ -125,12 +132,9 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One atomic change: the write lock from the start, commit at the end."""
-        try:
-            with writing(self.engine) as connection:
-                yield connection
-                appended = connection.info.pop(APPENDED, False)
-        except UNAVAILABLE:
-            raise StorageUnavailable("the database did not answer") from None
+        with answered(), writing(self.engine) as connection:
+            yield connection
+            appended = connection.info.pop(APPENDED, False)
         if appended:
             with self.appended:
                 self.appended.notify_all()
@@ -138,11 +142,8 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """Several reads that see one snapshot."""
-        try:
-            with reading(self.engine) as connection:
-                yield connection
-        except UNAVAILABLE:
-            raise StorageUnavailable("the database did not answer") from None
+        with answered(), reading(self.engine) as connection:
+            yield connection
 
     def read_one(self, statement: Any, params: dict[str, Any] | None = None) -> Row[Any] | None:
         """One statement's first row, outside any transaction; sent once more on a new
@@ -156,19 +157,15 @@ class Database:
                 lambda lane: direct.query(compiled, lane.connection if postgres else lane, params)
             )
             return rows[0] if rows else None
-        for attempt in (1, 2):
+        with answered():
             try:
                 with self.read_engine.connect() as connection:
                     return connection.execute(statement, params).first()
             except sa_exc.DBAPIError as exc:
-                if exc.connection_invalidated and attempt == 1:
-                    continue
-                if isinstance(exc, UNAVAILABLE):
-                    raise StorageUnavailable("the database did not answer") from None
-                raise
-            except sa_exc.TimeoutError:
-                raise StorageUnavailable("the database did not answer") from None
-        raise AssertionError("unreachable")
+                if not exc.connection_invalidated:
+                    raise
+            with self.read_engine.connect() as connection:
+                return connection.execute(statement, params).first()
 
     # -- records
 
@@ -189,12 +186,9 @@ class Database:
         change (a new ``updated_at`` at least) is decoded afresh (storage/memo.py)."""
         key = (name, prompt_type, *row)
         found = self._versions_memo.get(key)
-        if found is not None:
+        if found is not None:  # before any getattr: a Row's cost about 1 us each
             return found
-        version = stored_version((name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
-        size = len(row.content) + len(row.metadata) + len(row.tags) + 512
-        size += len(row.variables_schema or "") + len(row.examples or "") + len(row.config or "")
-        return self._versions_memo.put(key, version, size)
+        return self._decoded(key, (name, prompt_type, *(getattr(row, f) for f in VERSION_FIELDS)))
 
     def lane_version(self, row: tuple[Any, ...]) -> PromptVersion:
         """The version a read lane row holds (read_lane.COLUMNS, first), memoized by
@@ -202,13 +196,12 @@ class Database:
         if len(row) > read_lane.VERSION_WIDTH:
             row = row[: read_lane.VERSION_WIDTH]
         found = self._versions_memo.get(row)
-        if found is not None:
-            return found
-        version = stored_version(row)
-        content, metadata, schema, examples, config = (row[i] for i in (5, 8, 16, 17, 20))
-        size = len(content) + len(metadata) + len(schema or "") + len(examples or "") + 512
-        size += len(config or "")
-        return self._versions_memo.put(row, version, size)
+        return self._decoded(row, row) if found is None else found
+
+    def _decoded(self, key: tuple[Any, ...], values: tuple[Any, ...]) -> PromptVersion:
+        """The version of ``values`` (in STORED's order), memoized under ``key``."""
+        size = 512 + sum(len(values[i] or "") for i in (5, 8, 9, 16, 17, 20))  # its text
+        return self._versions_memo.put(key, stored_version(values), size)
 
     # -- the event log
 
@@ -223,21 +216,8 @@ class Database:
         request_id: str | None,
         now: datetime,
     ) -> None:
-        """Write the event of a prompt's or a new version's change (release changes:
-        the events storage/release made, :meth:`append_events`)."""
-        event = Event(
-            id="",
-            type=kind,
-            prompt_id=prompt.prompt_id,
-            prompt_name=prompt.name,
-            version=None if version is None else version.version,
-            version_id=None if version is None else version.version_id,
-            status=None if version is None else version.status,
-            previous_version=None,
-            actor=actor,
-            at=now,
-            request_id=request_id,
-        )
+        """Write the event of a prompt's or a new version's change."""
+        event = change_event(kind, prompt, version, actor, request_id, now)
         self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
@@ -271,9 +251,7 @@ class Database:
             ).one()
             dropped = connection.execute(
                 events.delete().where(
-                    events.c.org == org,
-                    (events.c.ms < oldest_kept.ms)
-                    | ((events.c.ms == oldest_kept.ms) & (events.c.seq < oldest_kept.seq)),
+                    events.c.org == org, tuple_(events.c.ms, events.c.seq) < tuple(oldest_kept)
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})

@@ -45,9 +45,7 @@ def locked(connection: Connection, statement: Select[Any], read: bool = False) -
 def skip_locked(connection: Connection, statement: Select[Any]) -> Select[Any]:
     """``statement`` locking the rows it reads and passing over rows another
     transaction holds (PostgreSQL); SQLite's writer holds everything already."""
-    if is_postgres(connection):
-        return statement.with_for_update(skip_locked=True)
-    return statement
+    return statement.with_for_update(skip_locked=True) if is_postgres(connection) else statement
 
 
 def insert_ignoring_conflict(connection: Connection, table: Table, **values: Any) -> None:

@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, tuple_
 
 from storage.event_front import EventFront
 from storage.event_records import Event, EventLogBounds
@@ -25,11 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def _after(org: str, after: tuple[int, int]) -> Any:
-    ms, seq = after
-    return select(events).where(
-        events.c.org == org,
-        (events.c.ms > ms) | ((events.c.ms == ms) & (events.c.seq > seq)),
-    )
+    return select(events).where(events.c.org == org, tuple_(events.c.ms, events.c.seq) > after)
 
 
 class _Listener:

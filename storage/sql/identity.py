@@ -19,21 +19,21 @@ from storage.login_flows import Kind
 from storage.sql import dialect
 from storage.sql.identity_tables import instance_secrets, signing_keys
 from storage.sql.login import TABLES, SqlLogin
-from storage.sql.rows import record_of, values_of
+from storage.sql.rows import values_of
+from storage.stored import decoded
 
 # The row of ``instance_secrets`` that holds the console's session secret.
 SESSION_SECRET = "session_secret"
 
 
 def user_record(row: Row[Any]) -> User:
-    return record_of(User, row)
+    return decoded(User, row)
 
 
 class SqlIdentity(SqlLogin):
-    record_get = SqlLogin.flow_get
-
-    def record_add(self, kind: Kind[Rec], record: Rec) -> bool:
-        return self.flow_add(kind, record)  # a taken key is the unique constraint
+    """Also the login flows' primitives (SqlLogin), which keys and users use too: a
+    record is added by ``flow_add`` (a taken key is the unique constraint) and read
+    by ``flow_get``."""
 
     def record_change(
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
@@ -47,7 +47,7 @@ class SqlIdentity(SqlLogin):
             rows = connection.execute(
                 select(table).where(table.c.org == org).order_by(table.c.seq)
             ).all()
-        return [record_of(kind.record, row) for row in rows]
+        return [decoded(kind.record, row) for row in rows]
 
     def has_records(self, kind: Kind[Any], org: str) -> bool:
         table = TABLES[kind.name]
@@ -56,7 +56,7 @@ class SqlIdentity(SqlLogin):
     def signing_keys(self) -> list[SigningKey]:
         with self.db.read() as connection:
             rows = connection.execute(select(signing_keys).order_by(signing_keys.c.seq)).all()
-        return [record_of(SigningKey, row) for row in rows]
+        return [decoded(SigningKey, row) for row in rows]
 
     def add_signing_key(self, key: SigningKey, *, only_first: bool) -> SigningKey:
         with self.db.write() as connection:
@@ -64,7 +64,7 @@ class SqlIdentity(SqlLogin):
             newest = select(signing_keys).order_by(signing_keys.c.seq.desc()).limit(1)
             row = connection.execute(newest).first()
             if only_first and row is not None:
-                return record_of(SigningKey, row)
+                return decoded(SigningKey, row)
             connection.execute(insert(signing_keys).values(**values_of(key)))
         return key
 

@@ -28,7 +28,8 @@ from storage.sql.identity_tables import (
     refresh_tokens,
     users,
 )
-from storage.sql.rows import record_of, values_of
+from storage.sql.rows import values_of
+from storage.stored import decoded
 
 TABLES: dict[str, Table] = {
     "code": authorization_codes,
@@ -94,7 +95,7 @@ class SqlLogin(Concern):
         if "expires_at" in TABLES[kind.name].c:
             params["now"] = self.db.clock()
         row = self.db.read_one(_BY[kind.name, field], params)
-        return None if row is None else record_of(kind.record, row)
+        return None if row is None else decoded(kind.record, row)
 
     def flow_change(
         self,
@@ -115,7 +116,7 @@ class SqlLogin(Concern):
             row = connection.execute(dialect.locked(connection, found)).first()
             if row is None:
                 return None, False
-            record = record_of(kind.record, row)
+            record = decoded(kind.record, row)
             if any(getattr(record, name) != value for name, value in (expect or {}).items()):
                 return record, False
             if delete:

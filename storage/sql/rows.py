@@ -1,23 +1,21 @@
-"""The release tables' rows as the records of storage/records.py, both ways: versions,
-promotion history, reviews and rollouts (prompts and events: storage/sql/core.py)."""
+"""The tables' rows as the records of storage/records.py and back: a row holds its
+record's fields in the same-named columns (:func:`row_of`), decoded by
+:func:`storage.stored.decoded`; here what is stored otherwise (JSON, a review's
+``body``, a rollout's candidate id). Prompts and events: storage/sql/core.py.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Row
+from sqlalchemy import Row, Table
 
-from storage.records import (
-    PromotionRecord,
-    PromptVersion,
-    Review,
-    Rollout,
-)
+from storage.records import PromotionRecord, PromptVersion, Review, Rollout
+from storage.sql.tables import history, reviews, rollouts, versions
 from storage.stored import decoded, review_json
-
-T = TypeVar("T")
 
 
 def _json_or_null(value: Any) -> str | None:
@@ -37,14 +35,23 @@ _VERSION_CODECS: dict[str, Any] = {
 }
 
 
-def record_of(cls: type[T], row: Row[Any]) -> T:
-    """The record ``cls`` of a row whose columns are named as its fields (API keys, users,
-    sign-in records: each column's type reads it as the field holds it)."""
-    return cls(**{field.name: getattr(row, field.name) for field in dataclasses.fields(cls)})  # type: ignore[arg-type]
+@functools.cache
+def _shared(table: Table, cls: type) -> tuple[str, ...]:
+    """The columns of ``table`` named as a field of ``cls``, in the table's order."""
+    fields = {field.name for field in dataclasses.fields(cls)}
+    return tuple(column.name for column in table.c if column.name in fields)
+
+
+def row_of(table: Table, record: Any, **given: Any) -> dict[str, Any]:
+    """The row of ``table`` holding ``record``: each column its same-named field as it
+    is, then the ``given`` columns."""
+    kind: Any = type(record)  # a class is hashable, which mypy does not see through type[T]
+    return {**{name: getattr(record, name) for name in _shared(table, kind)}, **given}
 
 
 def values_of(record: Any) -> dict[str, Any]:
-    """The row of such a record, column by field."""
+    """The row of a record whose every field is a column (API keys, users, sign-in
+    records, environments)."""
     return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
 
 
@@ -58,16 +65,7 @@ def version_columns(fields: dict[str, Any]) -> dict[str, Any]:
 
 def version_values(org: str, version: PromptVersion) -> dict[str, Any]:
     """The whole ``versions`` row of ``version``."""
-    fields = {
-        name: getattr(version, name)
-        for name in (
-            "prompt_id", "version", "version_id", "content", "variables", "status",
-            "metadata", "tags", "created_at", "updated_at", "promoted_at", "promoted_by",
-            "created_by", "placements", "variables_schema", "examples", "frozen", "authors",
-            "config",
-        )
-    }  # fmt: skip
-    return {"org": org, **version_columns(fields)}
+    return version_columns(row_of(versions, version, org=org))
 
 
 def include_values(org: str, version: PromptVersion) -> list[dict[str, Any]]:
@@ -84,36 +82,14 @@ def history_record(row: Row[Any]) -> PromotionRecord:
 
 def history_values(org: str, record: PromotionRecord, position: int) -> dict[str, Any]:
     """The ``history`` row of ``record``, the prompt's ``position``-th promotion."""
-    return {
-        "org": org,
-        "prompt_id": record.prompt_id,
-        "position": position,
-        "history_id": record.history_id,
-        "version_number": record.version_number,
-        "promoted_by": record.promoted_by,
-        "promoted_at": record.promoted_at,
-        "previous_version": record.previous_version,
-        "notes": record.notes,
-        "environment": record.environment,
-        "review_id": record.review_id,
-        "approved_by": json.dumps(list(record.approved_by)) if record.review_id else None,
-        "breaking": record.breaking,
-        "rollout_id": record.rollout_id,
-    }
+    approved_by = json.dumps(list(record.approved_by)) if record.review_id else None
+    return row_of(history, record, org=org, position=position, approved_by=approved_by)
 
 
 def review_values(org: str, review: Review) -> dict[str, Any]:
-    """The ``reviews`` row of ``review`` but its ``seq`` (its place in the org's order)."""
-    return {
-        "org": org,
-        "review_id": review.review_id,
-        "prompt_id": review.prompt_id,
-        "environment": review.environment,
-        "version": review.version,
-        "status": review.status,
-        "decided_at": review.decided_at,
-        "body": review_json(review),
-    }
+    """The ``reviews`` row of ``review`` but its ``seq`` (its place in the org's order):
+    the columns filtered and changed in SQL, and the whole review as JSON."""
+    return row_of(reviews, review, org=org, body=review_json(review))
 
 
 def review_record(row: Row[Any]) -> Review:
@@ -125,18 +101,7 @@ def review_record(row: Row[Any]) -> Review:
 
 def rollout_values(org: str, rollout: Rollout) -> dict[str, Any]:
     """The ``rollouts`` row of ``rollout`` (its candidate's id is the version's)."""
-    return {
-        "org": org,
-        "prompt_id": rollout.prompt_id,
-        "environment": rollout.environment,
-        "rollout_id": rollout.rollout_id,
-        "baseline_version": rollout.baseline_version,
-        "candidate_version": rollout.candidate_version,
-        "percent": rollout.percent,
-        "started_by": rollout.started_by,
-        "started_at": rollout.started_at,
-        "updated_at": rollout.updated_at,
-    }
+    return row_of(rollouts, rollout, org=org)
 
 
 def rollout_record(row: Row[Any]) -> Rollout:

@@ -68,10 +68,6 @@ def head() -> str:
     return _revisions()[0]
 
 
-def _known(revision: str) -> bool:
-    return revision in _revisions()[1]
-
-
 @contextmanager
 def _translated(where: str) -> Iterator[None]:
     """Driver errors at start-up, said for people."""
@@ -143,7 +139,7 @@ def _check(connection: Connection, where: str) -> str | None:
             f"{where} is not a promptsvc database: it has other tables ({shown}) and no "
             "promptsvc schema; point PROMPTSVC_STORAGE_URL at a new file or database"
         )
-    if not _known(revision):
+    if revision not in _revisions()[1]:
         raise SchemaError(
             f"{where} has schema revision {revision!r}, newer than this promptsvc knows "
             f"(its newest is {head()!r}): run the promptsvc that wrote it, or a newer one"
@@ -200,12 +196,20 @@ def current(engine: Engine, where: str) -> str | None:
             return _check(connection, where)
 
 
+def opened(url: str) -> Engine:
+    """An engine on the database at ``url``, its schema brought up to date (under a
+    lock: one process upgrades, the others wait). SchemaError when it cannot be used."""
+    engine = make_engine(url)
+    try:
+        upgrade(engine, describe(url))
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 def prepare(url: str) -> None:
     """Check the database at ``url`` and bring it to the newest schema, then close
     every connection: gunicorn's master does this before it forks its workers, so a
     refusal is said once, and no database handle crosses the fork."""
-    engine = make_engine(url)
-    try:
-        upgrade(engine, describe(url))
-    finally:
-        engine.dispose()
+    opened(url).dispose()

@@ -17,12 +17,10 @@ from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
 from storage.sql.core import Database
-from storage.sql.engine import describe, make_engine
 from storage.sql.environment_page import SqlEnvironmentPages
 from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
-from storage.sql.login import SqlLogin
 from storage.sql.prompts import SqlPrompts
 from storage.sql.release_reads import SqlReleaseReads
 from storage.sql.releases import SqlReleases
@@ -36,13 +34,16 @@ R = TypeVar("R")
 
 
 class _To(Generic[P, R]):
-    """A method of ``Storage`` answered by the same-named method of one concern object
-    (the attribute ``part``); typed as that method, so mypy checks it against the
+    """A method of ``Storage`` answered by ``method`` of one concern object (the
+    attribute ``part``); typed as that method, so mypy checks it against the
     interface. The bound method is kept on the instance after the first call."""
 
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
         self.part = part
-        self.name = method.__name__
+        self.name = self.attribute = method.__name__
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.attribute = attribute  # may differ from the method's name
 
     @overload
     def __get__(self, store: None, owner: type) -> _To[P, R]: ...
@@ -54,8 +55,8 @@ class _To(Generic[P, R]):
         bound = getattr(getattr(store, self.part), self.name)
         # Cached on the instance, so later calls skip this lookup; not where a subclass
         # overrides the method, whose override the cache would hide.
-        if getattr(type(store), self.name, None) is self:
-            store.__dict__[self.name] = bound
+        if getattr(type(store), self.attribute, None) is self:
+            store.__dict__[self.attribute] = bound
         return bound
 
 
@@ -75,22 +76,14 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
-        self.login = SqlLogin(self.db)
         self.archive = SqlArchive(self.db, self.environments, self.identity)
         self.usage = SqlUsage(self.db)
         self.events.start_listener()
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> SqlStorage:
-        """Open the database at ``url``, bringing its schema up to date (under a lock:
-        one process upgrades, the others wait). SchemaError when it cannot be used."""
-        engine = make_engine(url)
-        try:
-            schema.upgrade(engine, describe(url))
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine, clock=clock)
+        """Open the database at ``url`` (:func:`storage.sql.schema.opened`)."""
+        return cls(schema.opened(url), clock=clock)
 
     # The clock and the event log's size live in the shared Database (tests set them).
     @property
@@ -191,8 +184,8 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
 
     # -- identity: keys, users, signing keys; login flows; realm sessions
     # API keys, users and the rest are IdentityFront's rules over these.
-    _record_add = _To("identity", SqlIdentity.record_add)
-    _record_get = _To("identity", SqlIdentity.record_get)
+    _record_add = _To("identity", SqlIdentity.flow_add)
+    _record_get = _To("identity", SqlIdentity.flow_get)
     _record_list = _To("identity", SqlIdentity.record_list)
     _record_change = _To("identity", SqlIdentity.record_change)
     _has_records = _To("identity", SqlIdentity.has_records)
@@ -201,9 +194,9 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     remove_signing_key = _To("identity", SqlIdentity.remove_signing_key)
     ensure_session_secret = _To("identity", SqlIdentity.ensure_session_secret)
     # The login flows are LoginFlows' rules over these.
-    _flow_add = _To("login", SqlLogin.flow_add)
-    _flow_get = _To("login", SqlLogin.flow_get)
-    _flow_change = _To("login", SqlLogin.flow_change)
+    _flow_add = _To("identity", SqlIdentity.flow_add)
+    _flow_get = _To("identity", SqlIdentity.flow_get)
+    _flow_change = _To("identity", SqlIdentity.flow_change)
 
     # -- an org whole
     list_orgs = _To("archive", SqlArchive.list_orgs)

@@ -43,6 +43,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+# What UtcDateTime reads; the read lane reads rows without SQLAlchemy and calls it itself.
+from storage.stored import utc
+from storage.times import rfc3339
+
 # Constraint names spelled out, so migrations can name what they change on every dialect.
 metadata = MetaData(
     naming_convention={
@@ -74,28 +78,23 @@ class UtcDateTime(TypeDecorator[datetime]):
         return dialect.type_descriptor(DateTime(timezone=True))
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        if dialect.name == "sqlite":
-            return value.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z"
-        return value
+        if value is not None and dialect.name == "sqlite":
+            return rfc3339(value)  # a naive time is taken to be UTC, as below
+        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         return None if value is None else utc(value)
 
 
-def utc(value: str | datetime) -> datetime:
-    """A stored time as an aware UTC datetime (what UtcDateTime reads; storage/sql's
-    read lane reads rows without SQLAlchemy and calls it itself)."""
-    if isinstance(value, str):
-        return datetime.fromisoformat(value)
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
-
-
 def org_column() -> Column[str]:
     return Column("org", String(63), nullable=False)
+
+
+def prompt_key() -> ForeignKeyConstraint:
+    """The key of a table whose rows belong to a prompt: they go with it."""
+    return ForeignKeyConstraint(
+        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
+    )
 
 
 # --------------------------------------------------------------------------- prompts
@@ -144,9 +143,7 @@ versions = Table(
     Column("frozen", Boolean, nullable=False, server_default=false()),
     Column("authors", Text),  # JSON list of who wrote it (null: created_by alone)
     Column("config", Text),  # JSON object: the model configuration as given (null: none)
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
     UniqueConstraint("org", "version_id"),
 )
 
@@ -183,9 +180,7 @@ history = Table(
     Column("approved_by", Text),  # JSON list of user ids (null: none)
     Column("breaking", Boolean),  # null: not breaking (records before contracts)
     Column("rollout_id", String(40)),  # the rollout this promotion completed
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
     UniqueConstraint("org", "history_id"),
 )
 
@@ -212,9 +207,7 @@ placements = Table(
     Column("prompt_id", String(40), primary_key=True),
     Column("environment", String(32), primary_key=True),
     Column("version", Integer, nullable=False),
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
 )
 
 # Reviews: the columns filtered and changed in SQL, the rest as JSON (storage/sql/rows.py).
@@ -230,9 +223,7 @@ reviews = Table(
     Column("status", String(10), nullable=False),
     Column("decided_at", UtcDateTime),
     Column("body", Text, nullable=False),  # the rest of the review, JSON
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
     Index(None, "org", "seq"),
 )
 
@@ -251,9 +242,7 @@ rollouts = Table(
     Column("started_by", String(64), nullable=False),
     Column("started_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
 )
 
 # --------------------------------------------------------------------------- events
@@ -324,6 +313,23 @@ webhook_cursors = Table(
     Column("seq", BigInteger, nullable=False),
 )
 
+
+def _message() -> list[Any]:
+    """What a delivery, queued or made, says of its message and webhook (it goes with
+    the webhook)."""
+    return [
+        org_column(),
+        Column("webhook_id", String(40), nullable=False),
+        Column("message_id", String(120), nullable=False),
+        Column("event_id", String(42)),
+        Column("event_type", String(32), nullable=False),
+        Column("attempt", Integer, nullable=False),
+        ForeignKeyConstraint(
+            ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
+        ),
+    ]
+
+
 # Messages to deliver. ``due_at`` (storage clock) holds back a retry until then;
 # ``claimed_at`` (seconds since the epoch, the real clock, like a Redis lease) is when a
 # worker took it, and a claim older than the lease is taken again.
@@ -331,18 +337,10 @@ delivery_queue = Table(
     "delivery_queue",
     metadata,
     Column("ticket", Seq, primary_key=True, autoincrement=True),
-    org_column(),
-    Column("webhook_id", String(40), nullable=False),
-    Column("message_id", String(120), nullable=False),
-    Column("event_id", String(42)),
-    Column("event_type", String(32), nullable=False),
-    Column("attempt", Integer, nullable=False),
+    *_message(),
     Column("payload", Text, nullable=False),  # JSON
     Column("due_at", UtcDateTime),
     Column("claimed_at", Float),
-    ForeignKeyConstraint(
-        ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
-    ),
     Index(None, "org", "ticket"),
 )
 
@@ -350,17 +348,9 @@ deliveries = Table(
     "deliveries",
     metadata,
     Column("seq", Seq, primary_key=True, autoincrement=True),
-    org_column(),
-    Column("webhook_id", String(40), nullable=False),
-    Column("message_id", String(120), nullable=False),
-    Column("event_id", String(42)),
-    Column("event_type", String(32), nullable=False),
-    Column("attempt", Integer, nullable=False),
+    *_message(),
     Column("status_code", Integer),
     Column("error", Text),
     Column("at", UtcDateTime, nullable=False),
-    ForeignKeyConstraint(
-        ["org", "webhook_id"], ["webhooks.org", "webhooks.webhook_id"], ondelete="CASCADE"
-    ),
     Index(None, "org", "webhook_id", "seq"),
 )

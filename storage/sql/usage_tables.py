@@ -9,14 +9,13 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Float,
-    ForeignKeyConstraint,
     Index,
     Integer,
     String,
     Table,
 )
 
-from storage.sql.tables import UtcDateTime, metadata
+from storage.sql.tables import UtcDateTime, metadata, prompt_key
 
 
 def _counters() -> list[Column[Any]]:
@@ -45,9 +44,7 @@ usage_counts = Table(
     Column("rollout_id", String(40), primary_key=True),
     Column("arm", String(9), primary_key=True),
     *_counters(),
-    ForeignKeyConstraint(
-        ["org", "prompt_id"], ["prompts.org", "prompts.prompt_id"], ondelete="CASCADE"
-    ),
+    prompt_key(),
     Index(None, "span", "bucket_start"),  # the retention rule's deletes
 )
 
