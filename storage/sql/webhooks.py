@@ -18,7 +18,7 @@ from storage.interface import DELIVERY_HISTORY_SIZE
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
 from storage.sql.events import _after
-from storage.sql.rows import record_of, values_of
+from storage.sql.rows import values_of
 from storage.sql.tables import (
     deliveries,
     delivery_queue,
@@ -27,6 +27,7 @@ from storage.sql.tables import (
     webhook_cursors,
     webhooks,
 )
+from storage.stored import decoded
 from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
@@ -237,4 +238,4 @@ class SqlWebhooks(Concern, WebhookFront):
                 .order_by(deliveries.c.seq.desc())
                 .limit(limit)
             ).all()
-        return [record_of(Delivery, row) for row in rows]
+        return [decoded(Delivery, row) for row in rows]
