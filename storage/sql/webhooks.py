@@ -212,21 +212,18 @@ class SqlWebhooks(Concern, WebhookFront):
 
     @staticmethod
     def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
-        oldest_kept = connection.execute(
+        """Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null)."""
+        hook = (deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
+        oldest_kept = (
             select(deliveries.c.seq)
-            .where(deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
+            .where(*hook)
             .order_by(deliveries.c.seq.desc())
             .offset(DELIVERY_HISTORY_SIZE - 1)
             .limit(1)
-        ).scalar()
-        if oldest_kept is not None:
-            connection.execute(
-                deliveries.delete().where(
-                    deliveries.c.org == org,
-                    deliveries.c.webhook_id == webhook_id,
-                    deliveries.c.seq < oldest_kept,
-                )
-            )
+        )
+        connection.execute(
+            deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept.scalar_subquery())
+        )
 
     def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self.db.read() as connection:
