@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from storage.errors import ApiKeyExists, ApiKeyNotFound, UserExists, UserNotFound
@@ -47,7 +48,7 @@ class IdentityFront(IdentityStore):
     def _record_change(
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
     ) -> Rec | None:
-        """In one step: set ``changes`` on the record; it as changed, None when absent."""
+        """In one step: set ``changes`` on the record; it as it was, None when absent."""
 
     @abc.abstractmethod
     def _has_records(self, kind: Kind[Any], org: str) -> bool: ...
@@ -72,8 +73,14 @@ class IdentityFront(IdentityStore):
     def list_api_keys(self, org: str) -> list[ApiKey]:
         return self._record_list(API_KEYS, org)
 
+    def _changed(
+        self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
+    ) -> Rec | None:
+        before = self._record_change(kind, org, key, changes)
+        return None if before is None else replace(before, **changes)  # type: ignore[arg-type]
+
     def _change_api_key(self, org: str, client_id: str, **changes: object) -> ApiKey:
-        key = self._record_change(API_KEYS, org, client_id, changes)
+        key = self._changed(API_KEYS, org, client_id, changes)
         if key is None:
             raise ApiKeyNotFound(client_id)
         return key
@@ -109,7 +116,7 @@ class IdentityFront(IdentityStore):
         # Only these three and the time; a username and a user id never change.
         given = {"role": role, "disabled": disabled, "password_hash": password_hash}
         changes = {k: v for k, v in given.items() if v is not None}
-        user = self._record_change(USERS, org, username, {**changes, "updated_at": self.clock()})
+        user = self._changed(USERS, org, username, {**changes, "updated_at": self.clock()})
         if user is None:
             raise UserNotFound(username)
         return user

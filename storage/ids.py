@@ -50,6 +50,11 @@ def event_position(event_id: str) -> tuple[int, int]:
     return position
 
 
+def event_id(ms: int, seq: int) -> str:
+    """The id of the event at the log position ``(ms, seq)`` (inverse of event_position)."""
+    return f"{ms}-{seq}"
+
+
 def message_id(webhook_id: str, event_id: str) -> str:
     """The ``webhook-id`` of an event's message to a webhook: the same on every attempt."""
     return f"msg_{webhook_id.removeprefix('wh_')}_{event_id}"

@@ -10,7 +10,7 @@ from datetime import datetime
 from storage.errors import PromptNotFound, VersionNotFound
 from storage.event_records import Event, change_event
 from storage.identity_records import SigningKey
-from storage.ids import event_position, version_number
+from storage.ids import event_id, event_position, version_number
 from storage.interface import StorageCore
 from storage.memory.state import OrgState, PromptState
 from storage.records import Prompt, PromptVersion, RateLimitSettings
@@ -86,7 +86,7 @@ class MemoryCore(StorageCore):
         last_ms, last_seq = org_state.last_event
         position = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
         org_state.last_event = position
-        org_state.events.append(replace(event, id=f"{position[0]}-{position[1]}"))
+        org_state.events.append(replace(event, id=event_id(*position)))
         while len(org_state.events) > self.event_log_size:
             org_state.events.popleft()
             org_state.events_dropped = True

@@ -49,9 +49,10 @@ class MemoryIdentity(MemoryCore, IdentityFront):
     ) -> Rec | None:
         with self._lock:
             records = _records(self._orgs.get(org) or OrgState(), kind)
-            if key in records:
-                records[key] = replace(records[key], **changes)
-            return records.get(key)
+            before = records.get(key)
+            if before is not None:
+                records[key] = replace(before, **changes)
+            return before
 
     def _has_records(self, kind: Kind[Any], org: str) -> bool:
         return bool(self._record_list(kind, org))

@@ -7,22 +7,20 @@ from itertools import islice
 
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
-from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
 from storage.memory.promotion import MemoryPromotion
-from storage.memory.state import PromptState
 from storage.records import InRollout, PromptVersion, Rollout
+from storage.rollout_front import RolloutReads
 
 
-class MemoryRollouts(MemoryPromotion, RolloutStore):
-    def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
-        with self._lock:
-            return self._rollout(org, prompt_ref, environment, None)[1]
-
-    def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
+class MemoryRollouts(MemoryPromotion, RolloutReads, RolloutStore):
+    def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         with self._lock:
             rollouts = self._state(org, prompt_ref).rollouts
-            return [rollouts[name] for name in sorted(rollouts)]
+            if environment is None:
+                return list(rollouts.values())
+            self._environment(self._orgs[org], environment)
+            return [rollouts[environment]] if environment in rollouts else []
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str
@@ -56,17 +54,3 @@ class MemoryRollouts(MemoryPromotion, RolloutStore):
         items = found[:limit]
         next_cursor = encode_cursor(item_name(items[-1])) if len(found) > limit else None
         return EnvironmentPage(environment, event_id, items, next_cursor)
-
-    # -- helpers (lock held)
-
-    def _rollout(
-        self, org: str, prompt_ref: str, environment: str, rollout_id: str | None
-    ) -> tuple[PromptState, Rollout]:
-        """The prompt's state and its rollout in ``environment`` (``rollout_id``: only
-        that one)."""
-        state = self._state(org, prompt_ref)
-        self._environment(self._orgs[org], environment)
-        rollout = state.rollouts.get(environment)
-        if rollout is None or rollout_id not in (None, rollout.rollout_id):
-            raise RolloutNotFound(prompt_ref, environment, rollout_id)
-        return state, rollout

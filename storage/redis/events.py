@@ -8,19 +8,16 @@ import redis
 
 from storage.event_front import EventFront
 from storage.event_records import Event, EventLogBounds
+from storage.ids import event_id
 from storage.interface import EventStore
 from storage.redis import codec, keys
 from storage.redis.core import LONGEST_BLOCK, ClientT, RedisCore, guard
 
 
-def _id(position: tuple[int, int]) -> str:
-    return f"{position[0]}-{position[1]}"
-
-
 class RedisEvents(RedisCore[ClientT], EventFront, EventStore):
     def _read_events(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
         with guard():
-            entries: Any = self.client.xrange(keys.events(org), min="(" + _id(after), count=limit)
+            entries: Any = self.client.xrange(keys.events(org), "(" + event_id(*after), count=limit)
         return codec.events(entries)
 
     def _await_events(self, org: str, after: tuple[int, int], seconds: float) -> None:
@@ -30,7 +27,7 @@ class RedisEvents(RedisCore[ClientT], EventFront, EventStore):
         longest = LONGEST_BLOCK if socket_timeout is None else socket_timeout / 2
         block = max(1, int(min(seconds, longest) * 1000))
         with guard():
-            self.client.xread({keys.events(org): _id(after)}, count=1, block=block)
+            self.client.xread({keys.events(org): event_id(*after)}, count=1, block=block)
 
     def event_log_bounds(self, org: str) -> EventLogBounds:
         """XINFO STREAM, one command: the newest id is the last one ever added, even of a

@@ -5,7 +5,6 @@ user id -> username."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from storage.identity_front import IdentityFront, Rec
@@ -55,8 +54,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         hash_key = _KEYS[kind.name][1](org, key)
         # flow_change.lua with nothing expected and no expiry: set them if it exists.
         args = ["", "0", "", 0, *codec.flat_pairs(changes)]
-        before = _one(kind, codec.fields(self._run("flow_change", [hash_key] * 2, args)[0]))
-        return None if before is None else replace(before, **changes)  # type: ignore[arg-type]
+        return _one(kind, codec.fields(self._run("flow_change", [hash_key] * 2, args)[0]))
 
     def _has_records(self, kind: Kind[Any], org: str) -> bool:
         with guard():

@@ -5,30 +5,29 @@ and its candidate while one runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from storage.cursors import decode_cursor, encode_cursor
 from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
-from storage.errors import RolloutNotFound
 from storage.interface import RolloutStore
 from storage.records import PRODUCTION, IncludeReads, InRollout, PromptVersion, Rollout
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, check, guard
 from storage.redis.releases import RedisReleases
+from storage.rollout_front import RolloutReads
 
 # Names one page's script looks at at least (skipping prompts without a version in the
 # environment) before it answers with what it found.
 SCAN_AT_LEAST = 2000
 
 
-class RedisRollouts(RedisReleases[ClientT], RolloutStore):
-    def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
-        reply = self._listed(org, prompt_ref, environment)
-        return codec.rollout(reply[1])
-
-    def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
-        found = [codec.rollout(raw) for raw in self._listed(org, prompt_ref, "")[1:]]
-        return sorted(found, key=lambda rollout: rollout.environment)
+class RedisRollouts(RedisReleases[ClientT], RolloutReads, RolloutStore):
+    def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
+        reply = self._prompt_script("list_rollouts", org, [prompt_ref, environment or ""])
+        if reply[0] == "no_rollout":
+            return []
+        return [
+            codec.rollout(raw)
+            for raw in check(reply, prompt_ref, environment=environment or "")[1:]
+        ]
 
     def read_environment(
         self, org: str, prompt_ref: str, environment: str
@@ -90,15 +89,3 @@ class RedisRollouts(RedisReleases[ClientT], RolloutStore):
         else:  # a scan stopped by its cap goes on after the last name it looked at
             next_cursor = encode_cursor(reply[2]) if reply[2] else None
         return EnvironmentPage(environment, reply[1] or None, items, next_cursor)
-
-    # -- helpers
-
-    def _listed(self, org: str, prompt_ref: str, environment: str) -> Any:
-        reply = self._prompt_script("list_rollouts", org, [prompt_ref, environment])
-        return self._checked(reply, prompt_ref, environment, None)
-
-    @staticmethod
-    def _checked(reply: Any, prompt_ref: str, environment: str, rollout_id: str | None) -> Any:
-        if reply[0] == "no_rollout":
-            raise RolloutNotFound(prompt_ref, environment, rollout_id)
-        return check(reply, prompt_ref, environment=environment)

@@ -63,24 +63,16 @@ class RedisUsage(RedisCore[ClientT]):
             for start in starts:
                 pipe.hgetall(keys.usage_bucket(org, prompt_id, span, _epoch(start)))
             buckets = pipe.execute()
-        rows: list[UsageRow] = []
-        for start, bucket in zip(starts, buckets, strict=True):
-            by_key: dict[tuple[int, str, str, str], dict[str, str]] = {}
-            for field, value in bucket.items():
-                counter, version, rollout_id, arm, environment = field.split("|", 4)
-                by_key.setdefault((int(version), environment, rollout_id, arm), {})[counter] = value
-            rows += [
-                UsageRow.stored(start, *key, Counts.parse(counts))
-                for key, counts in sorted(by_key.items())
-            ]
-        return rows
+        rows = [
+            UsageRow.stored(start, int(version), environment, rollout_id, arm, counts)
+            for start, bucket in zip(starts, buckets, strict=True)
+            for where, counts in _counts_by(bucket).items()
+            for version, rollout_id, arm, environment in [where.split("|", 3)]
+        ]
+        return sorted(rows, key=UsageRow.order)
 
     def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
-        found: dict[str, dict[str, str]] = {}
-        for field, value in self._hgetall(keys.usage_arms(org, rollout_id)).items():
-            counter, arm = field.split("|", 1)
-            found.setdefault(arm, {})[counter] = value
-        return {arm: Counts.parse(counts) for arm, counts in found.items()}
+        return _counts_by(self._hgetall(keys.usage_arms(org, rollout_id)))
 
     def set_guard(self, org: str, guarded_id: str, guard_: Guard | None) -> None:
         with guard():
@@ -93,6 +85,15 @@ class RedisUsage(RedisCore[ClientT]):
         with guard():
             raw = self.client.hget(keys.guards(org), guarded_id)
         return None if raw is None else Guard(**json.loads(raw))
+
+
+def _counts_by(fields: dict[str, str]) -> dict[str, Counts]:
+    """Counters kept as ``<counter>|<where>`` fields (record_usage.lua), by where."""
+    found: dict[str, dict[str, str]] = {}
+    for field, value in fields.items():
+        counter, where = field.split("|", 1)
+        found.setdefault(where, {})[counter] = value
+    return {where: Counts.parse(counts) for where, counts in found.items()}
 
 
 def _epoch(moment: datetime) -> int:

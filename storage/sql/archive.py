@@ -42,16 +42,13 @@ from storage.sql.tables import (
 def _prompt_values(org: str, restored: RestoredPrompt) -> dict[str, Any]:
     item = restored.item
     return {
-        **{key: getattr(item.prompt, key) for key in _PROMPT_FIELDS},
+        **values_of(item.prompt),
         "org": org,
         "counter": item.next_version,
         "latest_version": restored.latest,
         "production_version": restored.production,
         "promotions": len(item.history),
     }
-
-
-_PROMPT_FIELDS = ("prompt_id", "name", "prompt_type", "description", "created_at", "updated_at")
 
 
 def _rows(plan: RestorePlan) -> list[tuple[Table, list[dict[str, Any]]]]:

@@ -30,6 +30,7 @@ from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
 from storage.event_records import Event, change_event
+from storage.ids import event_id
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Prompt, PromptVersion
@@ -79,10 +80,6 @@ _PROMPT_BY = {
 _LOCKED_PROMPT_BY = {
     column: statement.with_for_update() for column, statement in _PROMPT_BY.items()
 }
-
-
-def event_id(ms: int, seq: int) -> str:
-    return f"{ms}-{seq}"
 
 
 def prompt_record(row: Row[Any]) -> Prompt:

@@ -8,7 +8,6 @@ table's name (storage/sql/dialect.py), since there is no row yet to lock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Row, exists, insert, select
@@ -38,8 +37,7 @@ class SqlIdentity(SqlLogin):
     def record_change(
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
     ) -> Rec | None:
-        before = self.flow_change(kind, org, key, changes=changes)[0]
-        return None if before is None else replace(before, **changes)  # type: ignore[arg-type]
+        return self.flow_change(kind, org, key, changes=changes)[0]
 
     def record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
         table = TABLES[kind.name]

@@ -11,7 +11,6 @@ from storage.errors import (
     NoProductionVersion,
     NothingInEnvironment,
     ReviewNotFound,
-    RolloutNotFound,
 )
 from storage.records import (
     PRODUCTION,
@@ -22,6 +21,7 @@ from storage.records import (
     Review,
     Rollout,
 )
+from storage.rollout_front import RolloutReads
 from storage.sql.core import Concern
 from storage.sql.read_lane import VERSION_WIDTH, lane_in_rollout
 from storage.sql.rows import history_record, review_record, rollout_record
@@ -29,7 +29,7 @@ from storage.sql.state import MAX_NUMBER, environment_named, of_prompt, with_can
 from storage.sql.tables import history, reviews, rollouts
 
 
-class SqlReleaseReads(Concern):
+class SqlReleaseReads(Concern, RolloutReads):
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
     ) -> Page[PromotionRecord]:
@@ -84,27 +84,14 @@ class SqlReleaseReads(Concern):
         more = len(rows) > limit
         return Page(items, encode_cursor(str(rows[limit - 1].seq)) if more else None)
 
-    def get_rollout(self, org: str, prompt_ref: str, environment: str) -> Rollout:
+    def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
-            environment_named(connection, org, environment)
-            row = connection.execute(
-                with_candidate_id().where(
-                    of_prompt(rollouts, prompt), rollouts.c.environment == environment
-                )
-            ).first()
-        if row is None:
-            raise RolloutNotFound(prompt_ref, environment, None)
-        return rollout_record(row)
-
-    def list_rollouts(self, org: str, prompt_ref: str) -> list[Rollout]:
-        with self.db.read() as connection:
-            prompt = self.db.find_prompt(connection, org, prompt_ref)
-            rows = connection.execute(
-                with_candidate_id()
-                .where(of_prompt(rollouts, prompt))
-                .order_by(rollouts.c.environment)
-            ).all()
+            statement = with_candidate_id().where(of_prompt(rollouts, prompt))
+            if environment is not None:
+                environment_named(connection, org, environment)
+                statement = statement.where(rollouts.c.environment == environment)
+            rows = connection.execute(statement).all()
         return [rollout_record(row) for row in rows]
 
     def read_environment(

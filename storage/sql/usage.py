@@ -16,6 +16,7 @@ from storage.sql import dialect
 from storage.sql.core import Concern
 from storage.sql.tables import UtcDateTime, versions
 from storage.sql.usage_tables import rollout_guards, usage_arms, usage_counts
+from storage.stored import decoded
 from storage.usage_records import (
     COUNTERS,
     SPANS,
@@ -83,7 +84,7 @@ class SqlUsage(Concern):
         return [
             UsageRow.stored(
                 row.bucket_start, row.version, row.environment, row.rollout_id, row.arm,
-                _counts(row),
+                decoded(Counts, row),
             )
             for row in rows
         ]  # fmt: skip
@@ -94,7 +95,7 @@ class SqlUsage(Concern):
             rows = connection.execute(
                 select(usage_arms).where(c.org == org, c.rollout_id == rollout_id)
             ).all()
-        return {row.arm: _counts(row) for row in rows}
+        return {row.arm: decoded(Counts, row) for row in rows}
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self.db.write() as connection:
@@ -142,10 +143,6 @@ def _known_versions(
         select(c.prompt_id, c.version).where(c.org == org, c.prompt_id.in_(prompt_ids))
     ).all()
     return {(row.prompt_id, row.version) for row in rows}
-
-
-def _counts(row: Any) -> Counts:
-    return Counts(*(getattr(row, name) for name in COUNTERS))
 
 
 def bound(connection: Connection, moment: datetime) -> Any:

@@ -18,6 +18,7 @@ from storage.interface import DELIVERY_HISTORY_SIZE
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
 from storage.sql.events import _after
+from storage.sql.rows import values_of
 from storage.sql.tables import (
     deliveries,
     delivery_queue,
@@ -26,6 +27,7 @@ from storage.sql.tables import (
     webhook_cursors,
     webhooks,
 )
+from storage.stored import decoded
 from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
@@ -37,7 +39,6 @@ def _webhook(row: Row[Any]) -> Webhook:
 
 # The queue's columns that are DeliveryTask's fields as they are.
 _TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt")
-_DELIVERY_FIELDS = tuple(Delivery.__dataclass_fields__)
 
 
 def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dict[str, Any]:
@@ -51,10 +52,6 @@ def _task(row: Row[Any]) -> DeliveryTask:
     return DeliveryTask(
         str(r.ticket), r.webhook_id, r.message_id, r.event_id, r.event_type, r.attempt, payload
     )
-
-
-def _delivery_values(attempt: Delivery) -> dict[str, Any]:
-    return {key: getattr(attempt, key) for key in _DELIVERY_FIELDS}
 
 
 class SqlWebhooks(Concern, WebhookFront):
@@ -87,19 +84,9 @@ class SqlWebhooks(Concern, WebhookFront):
             ).scalar_one()
             if count >= room:
                 return False
-            connection.execute(
-                insert(webhooks).values(
-                    webhook_id=webhook.webhook_id,
-                    org=org,
-                    url=webhook.url,
-                    events=json.dumps(list(webhook.events)),
-                    description=webhook.description,
-                    secret=webhook.secret,
-                    created_at=webhook.created_at,
-                    since_ms=since[0],
-                    since_seq=since[1],
-                )
-            )
+            row = {**values_of(webhook), "org": org, "events": json.dumps(webhook.events)}
+            row.update(since_ms=since[0], since_seq=since[1])
+            connection.execute(insert(webhooks).values(row))
             return True
 
     def list_webhooks(self, org: str) -> list[Webhook]:
@@ -218,28 +205,25 @@ class SqlWebhooks(Concern, WebhookFront):
             connection.execute(delivery_queue.delete().where(claim))
             if not self._exists(connection, org, task.webhook_id):  # deleted meanwhile
                 return
-            connection.execute(insert(deliveries).values(org=org, **_delivery_values(attempt)))
+            connection.execute(insert(deliveries).values(org=org, **values_of(attempt)))
             self._trim_deliveries(connection, org, task.webhook_id)
             if retry is not None:
                 connection.execute(insert(delivery_queue).values(_queued(org, retry[1], retry[0])))
 
     @staticmethod
     def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
-        oldest_kept = connection.execute(
+        """Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null)."""
+        hook = (deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
+        oldest_kept = (
             select(deliveries.c.seq)
-            .where(deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
+            .where(*hook)
             .order_by(deliveries.c.seq.desc())
             .offset(DELIVERY_HISTORY_SIZE - 1)
             .limit(1)
-        ).scalar()
-        if oldest_kept is not None:
-            connection.execute(
-                deliveries.delete().where(
-                    deliveries.c.org == org,
-                    deliveries.c.webhook_id == webhook_id,
-                    deliveries.c.seq < oldest_kept,
-                )
-            )
+        )
+        connection.execute(
+            deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept.scalar_subquery())
+        )
 
     def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self.db.read() as connection:
@@ -251,4 +235,4 @@ class SqlWebhooks(Concern, WebhookFront):
                 .order_by(deliveries.c.seq.desc())
                 .limit(limit)
             ).all()
-        return [Delivery(**{key: getattr(row, key) for key in _DELIVERY_FIELDS}) for row in rows]
+        return [decoded(Delivery, row) for row in rows]
