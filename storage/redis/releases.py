@@ -8,23 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from storage import lifecycle, release
-from storage.cursors import encode_cursor
 from storage.errors import (
     Conflict,
     EnvironmentExists,
     EnvironmentNotFound,
     PromptNotFound,
-    ReviewNotFound,
 )
 from storage.interface import ReleaseStore
-from storage.records import (
-    PRODUCTION,
-    Environment,
-    Page,
-    PromptVersion,
-    Review,
-)
-from storage.redis import change, codec, keys, scripts
+from storage.records import PRODUCTION, Environment, PromptVersion, Review
+from storage.redis import change, codec, keys
 from storage.redis.change import Write
 from storage.redis.core import ATTEMPTS, RACE, REVIEW_ID, ClientT, check, guard
 from storage.redis.prompts import RedisPrompts
@@ -37,17 +29,11 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     # -- environments
 
-    def list_environments(self, org: str) -> list[Environment]:
+    def _stored_environments(self, org: str) -> dict[str, Environment]:
         with guard():
             stored: Any = self.client.hgetall(keys.environments(org))
             order: Any = self.client.lrange(keys.environment_order(org), 0, -1)
-        found = {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
-        return list(lifecycle.with_production(found).values())
-
-    def get_environment(self, org: str, name: str) -> Environment:
-        with guard():
-            raw: Any = self.client.hget(keys.environments(org), name)
-        return lifecycle.environment_in({} if raw is None else {name: codec.environment(raw)}, name)
+        return {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
 
     def _set_environment(self, org: str, name: str, args: list[str]) -> Environment:
         self._index_org(org)
@@ -66,40 +52,28 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         args = ["create", codec.environment_json(environment)]
         return self._set_environment(org, environment.name, args)
 
-    def update_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        required_approvals: int | None = None,
-        description: str | None = None,
+    def _change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
-        what = "keep" if description is None else "set" if description else "clear"
+        description = change.description
         args = [
             "update",
-            "" if required_approvals is None else str(required_approvals),
-            what,
+            "" if change.required_approvals is None else str(change.required_approvals),
+            "keep" if description is None else "set" if description else "clear",
             description or "",
             codec.environment_json(lifecycle.default_production()),
         ]
         return self._set_environment(org, name, args)
 
-    def delete_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
+    def _delete_environment(self, org: str, leave: release.LeaveEnvironment) -> None:
         """Every prompt leaves the environment as the release engine decides, and the
         environment goes, in one apply_change.lua guarded by every prompt's revision."""
-        now = self.clock()
+        name = leave.environment
         for _ in range(ATTEMPTS):
             with guard():
                 prompt_ids: Any = self.client.hvals(keys.names(org))
                 revision: Any = self.client.get(keys.environment_revision(org))
-            release.check_delete_environment({e.name: e for e in self.list_environments(org)}, name)
+            release.check_delete_environment(self._stored_environments(org), name)
             guards: list[Guard] = [["env-rev", None, revision]]
             writes: list[Write] = []
             events: list[list[str]] = []
@@ -108,12 +82,9 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
                     loaded = self._load(org, prompt_id)
                 except PromptNotFound:
                     continue  # deleted since: nothing of it to leave
-                leave = release.LeaveEnvironment(
-                    now=now, actor=release.Actor(actor), request_id=request_id, environment=name
-                )
                 decided = release.decide(self._with_neighbours(org, loaded.state), leave)
                 guards += loaded.guards
-                writes += change.writes(loaded, decided, now)
+                writes += change.writes(loaded, decided, leave.now)
                 events += change.events(decided)
             writes += [
                 ["HDEL", "envs", name],
@@ -131,33 +102,23 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     # -- reviews
 
-    def get_review(self, org: str, review_id: str) -> Review:
+    def _review_of(self, org: str, review_id: str) -> Review | None:
         if not REVIEW_ID.fullmatch(review_id):
-            raise ReviewNotFound(review_id)
+            return None
         with guard():
             raw: Any = self.client.get(keys.review(org, review_id))
-        if raw is None:
-            raise ReviewNotFound(review_id)
-        return codec.review(raw)
+        return None if raw is None else codec.review(raw)
 
-    def list_reviews(
+    def _reviews_below(
         self,
         org: str,
-        *,
-        prompt_ref: str | None = None,
-        status: str | None = None,
-        environment: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[Review]:
-        args = [
-            prompt_ref or "",
-            status or "",
-            environment or "",
-            scripts.position(cursor),
-            limit + 1,
-        ]
+        prompt_ref: str | None,
+        status: str | None,
+        environment: str | None,
+        before: int | None,
+        count: int,
+    ) -> list[tuple[int, Review]]:
+        position = "" if before is None else str(before)
+        args = [prompt_ref or "", status or "", environment or "", position, count]
         found = check(self._prompt_script("list_reviews", org, args), prompt_ref or "")[1:]
-        page = found[:limit]
-        items = [codec.review(json_) for _, json_ in page]
-        return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+        return [(int(seq), codec.review(json_)) for seq, json_ in found]

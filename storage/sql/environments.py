@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from storage import lifecycle
 from storage.errors import EnvironmentExists, NothingInEnvironment
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.sql.core import Concern, Database
@@ -20,13 +21,9 @@ class SqlEnvironments(Concern):
         super().__init__(db)
         self.versions = versions
 
-    def list_environments(self, org: str) -> list[Environment]:
+    def stored_environments(self, org: str) -> dict[str, Environment]:
         with self.db.read() as connection:
-            return list(org_environments(connection, org).values())
-
-    def get_environment(self, org: str, name: str) -> Environment:
-        with self.db.read() as connection:
-            return environment_named(connection, org, name)
+            return org_environments(connection, org)
 
     @staticmethod
     def _next_seq(connection: Connection, org: str) -> int:
@@ -57,22 +54,11 @@ class SqlEnvironments(Concern):
             )
         return environment
 
-    def update_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        required_approvals: int | None = None,
-        description: str | None = None,
+    def change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
         with self.db.write() as connection:
-            current = environment_named(connection, org, name)
-            changed = Environment(
-                name,
-                current.required_approvals if required_approvals is None else required_approvals,
-                current.description if description is None else (description or None),
-                current.created_at,
-            )
+            changed = change.applied(environment_named(connection, org, name))
             values = {
                 "required_approvals": changed.required_approvals,
                 "description": changed.description,

@@ -6,9 +6,8 @@ from __future__ import annotations
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy import exc as sa_exc
 
-from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists, PromptNotFound
-from storage.records import Page, Prompt
+from storage.records import Prompt
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
 
@@ -57,12 +56,8 @@ class SqlPrompts(Concern):
             raise PromptNotFound(prompt_ref)
         return prompt_record(row)
 
-    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
-        statement = select(prompts).where(prompts.c.org == org)
-        if cursor:
-            statement = statement.where(prompts.c.name > decode_cursor(cursor))
+    def prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
+        statement = select(prompts).where(prompts.c.org == org, prompts.c.name > after)
         with self.db.read() as connection:
-            rows = connection.execute(statement.order_by(prompts.c.name).limit(limit + 1)).all()
-        items = [prompt_record(row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(items, encode_cursor(items[-1].name) if more else None)
+            rows = connection.execute(statement.order_by(prompts.c.name).limit(count)).all()
+        return [prompt_record(row) for row in rows]

@@ -16,11 +16,10 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 
 from promptsvc.templating.includes import Include
 from storage import release
-from storage.cursors import decode_number_cursor, encode_cursor
 from storage.drafts import numbered
 from storage.errors import NoProductionVersion, VersionNotFound
 from storage.ids import version_number
-from storage.records import PRODUCTION, Page, PromptVersion
+from storage.records import PRODUCTION, PromptVersion
 from storage.sql import dialect, direct
 from storage.sql.core import Concern, Database, prompt_record
 from storage.sql.rows import include_values, version_values
@@ -161,15 +160,9 @@ class SqlVersions(Concern):
             raise NoProductionVersion(prompt_ref)
         return found
 
-    def list_versions(
-        self,
-        org: str,
-        prompt_ref: str,
-        status: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[PromptVersion]:
-        before = decode_number_cursor(cursor)
+    def versions_below(
+        self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
+    ) -> list[PromptVersion]:
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(versions).where(of_prompt(versions, prompt))
@@ -178,11 +171,9 @@ class SqlVersions(Concern):
             if status is not None:
                 statement = statement.where(versions.c.status == status)
             rows = connection.execute(
-                statement.order_by(versions.c.version.desc()).limit(limit + 1)
+                statement.order_by(versions.c.version.desc()).limit(count)
             ).all()
-        found = [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+        return [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows]
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self.db.read() as connection:
