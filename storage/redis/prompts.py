@@ -81,7 +81,9 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         return codec.prompt(reply[1])
 
     def _prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
-        found = self._prompt_script("list_prompts", org, [after, count], keys.prompt_list(org))
+        found = self._prompt_script(
+            "list_prompts", org, [f"({after}" if after else "-", count], keys.prompt_list(org)
+        )
         return [codec.prompt(summary) for summary in found]
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
@@ -178,13 +180,13 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
     ) -> list[PromptVersion]:
         wanted = "" if status is None else status if status in STATUSES else "-"
-        args = [prompt_ref, wanted, "" if before is None else str(before), count]
+        args = [prompt_ref, wanted, scripts.below(before), count]
         reply = check(self._prompt_script("list_versions", org, args), prompt_ref)
         return [codec.version_of(reply[1], values) for values in reply[2]]
 
     def _history_below(
         self, org: str, prompt_ref: str, before: int | None, count: int
     ) -> list[tuple[int, PromotionRecord]]:
-        args = [prompt_ref, "" if before is None else str(before), count]
+        args = [prompt_ref, scripts.below(before), count]
         found = check(self._prompt_script("list_history", org, args), prompt_ref)[1:]
         return [(int(seq), codec.record(codec.fields(flat))) for seq, flat in found]

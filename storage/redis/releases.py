@@ -11,12 +11,11 @@ from storage import lifecycle, release
 from storage.errors import (
     Conflict,
     EnvironmentExists,
-    EnvironmentNotFound,
     PromptNotFound,
 )
 from storage.interface import ReleaseStore
 from storage.records import PRODUCTION, Environment, PromptVersion, Review
-from storage.redis import change, codec, keys
+from storage.redis import change, codec, keys, scripts
 from storage.redis.change import Write
 from storage.redis.core import ATTEMPTS, RACE, REVIEW_ID, ClientT, check, guard
 from storage.redis.prompts import RedisPrompts
@@ -35,35 +34,30 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
             order: Any = self.client.lrange(keys.environment_order(org), 0, -1)
         return {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
 
-    def _set_environment(self, org: str, name: str, args: list[str]) -> Environment:
+    def _set_environment(self, org: str, environment: Environment, replaced: str) -> bool:
+        """Store ``environment`` unless what is stored under its name has changed from
+        ``replaced`` ("": nothing), in one step (set_environment.lua)."""
         self._index_org(org)
-        reply = self._run(
-            "set_environment",
-            [keys.environments(org), keys.environment_order(org), keys.environment_revision(org)],
-            [name, *args],
-        )
-        if reply[0] == "exists":
-            raise EnvironmentExists(name)
-        if reply[0] == "no_environment":
-            raise EnvironmentNotFound(name)
-        return codec.environment(reply[1])
+        keys_ = [keys.environments(org), keys.environment_order(org)]
+        args = [environment.name, replaced, codec.environment_json(environment)]
+        return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
-        args = ["create", codec.environment_json(environment)]
-        return self._set_environment(org, environment.name, args)
+        if environment.name == PRODUCTION or not self._set_environment(org, environment, ""):
+            raise EnvironmentExists(environment.name)
+        return environment
 
     def _change_environment(
         self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
-        description = change.description
-        args = [
-            "update",
-            "" if change.required_approvals is None else str(change.required_approvals),
-            "keep" if description is None else "set" if description else "clear",
-            description or "",
-            codec.environment_json(lifecycle.default_production()),
-        ]
-        return self._set_environment(org, name, args)
+        for _ in range(ATTEMPTS):
+            with guard():
+                raw: Any = self.client.hget(keys.environments(org), name)
+            stored = {} if raw is None else {name: codec.environment(raw)}
+            changed = change.applied(lifecycle.environment_in(stored, name))
+            if self._set_environment(org, changed, raw or ""):
+                return changed
+        raise Conflict(RACE)
 
     def _delete_environment(self, org: str, leave: release.LeaveEnvironment) -> None:
         """Every prompt leaves the environment as the release engine decides, and the
@@ -118,7 +112,6 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         before: int | None,
         count: int,
     ) -> list[tuple[int, Review]]:
-        position = "" if before is None else str(before)
-        args = [prompt_ref or "", status or "", environment or "", position, count]
+        args = [prompt_ref or "", status or "", environment or "", scripts.below(before), count]
         found = check(self._prompt_script("list_reviews", org, args), prompt_ref or "")[1:]
         return [(int(seq), codec.review(json_)) for seq, json_ in found]
