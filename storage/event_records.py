@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from storage.records import Prompt, PromptVersion
 from storage.times import rfc3339
 
 
@@ -65,6 +66,27 @@ class Event:
             "reason": self.reason,
             "guard": self.guard,
         }
+
+
+def created_event(
+    record: Prompt | PromptVersion, actor: str | None, request_id: str | None
+) -> Event:
+    """The event of a new prompt or a new version, ``id`` unset (a release change's
+    events are storage/release's)."""
+    version = record if isinstance(record, PromptVersion) else None
+    return Event(
+        id="",
+        type="prompt.created" if version is None else "version.created",
+        prompt_id=record.prompt_id,
+        prompt_name=record.name,
+        version=None if version is None else version.version,
+        version_id=None if version is None else version.version_id,
+        status=None if version is None else version.status,
+        previous_version=None,
+        actor=actor,
+        at=record.created_at,
+        request_id=request_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import replace
-from datetime import datetime
 
 from storage.errors import PromptNotFound, VersionNotFound
 from storage.event_records import Event
@@ -13,7 +12,7 @@ from storage.identity_records import SigningKey
 from storage.ids import event_position, version_number
 from storage.interface import StorageCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import Prompt, PromptVersion, RateLimitSettings
+from storage.records import Prompt, RateLimitSettings
 from storage.times import Clock, utcnow
 
 
@@ -64,35 +63,6 @@ class MemoryCore(StorageCore):
     def _prompt(state: PromptState) -> Prompt:
         latest = next(reversed(state.versions)) if state.versions else None
         return replace(state.prompt, latest_version=latest, production_version=state.production)
-
-    def _record(
-        self,
-        org_state: OrgState,
-        kind: str,
-        prompt: Prompt,
-        version: PromptVersion | None,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        """Append the event of a change to a prompt made under the lock (the release
-        engine's changes bring their events whole)."""
-        self._append(
-            org_state,
-            Event(
-                id="",
-                type=kind,
-                prompt_id=prompt.prompt_id,
-                prompt_name=prompt.name,
-                version=version.version if version else None,
-                version_id=version.version_id if version else None,
-                status=version.status if version else None,
-                previous_version=None,
-                actor=actor,
-                at=now,
-                request_id=request_id,
-            ),
-        )
 
     def _append(self, org_state: OrgState, event: Event) -> None:
         """Append ``event`` (its ``id`` given here) and wake the waiters."""

@@ -8,6 +8,7 @@ from itertools import islice
 from storage import release
 from storage.drafts import NewVersions, numbered
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
+from storage.event_records import created_event
 from storage.interface import PromptStore
 from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
@@ -29,8 +30,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             state = PromptState(prompt)
             org_state.by_name[prompt.name] = state
             org_state.by_id[prompt.prompt_id] = state
-            now = prompt.created_at
-            self._record(org_state, "prompt.created", prompt, None, actor, request_id, now)
+            self._append(org_state, created_event(prompt, actor, request_id))
             return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
@@ -66,10 +66,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)
             state.prompt = replace(state.prompt, updated_at=draft.created_at)
-            org_state, actor, now = self._orgs[org], draft.created_by, draft.created_at
-            self._record(
-                org_state, "version.created", state.prompt, version, actor, request_id, now
-            )
+            self._append(self._orgs[org], created_event(version, draft.created_by, request_id))
             return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:

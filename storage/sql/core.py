@@ -10,7 +10,6 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -211,34 +210,6 @@ class Database:
         return self._versions_memo.put(row, version, size)
 
     # -- the event log
-
-    def append_event(
-        self,
-        connection: Connection,
-        org: str,
-        kind: str,
-        prompt: Prompt,
-        version: PromptVersion | None,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        """Write the event of a prompt's or a new version's change (release changes:
-        the events storage/release made, :meth:`append_events`)."""
-        event = Event(
-            id="",
-            type=kind,
-            prompt_id=prompt.prompt_id,
-            prompt_name=prompt.name,
-            version=None if version is None else version.version,
-            version_id=None if version is None else version.version_id,
-            status=None if version is None else version.status,
-            previous_version=None,
-            actor=actor,
-            at=now,
-            request_id=request_id,
-        )
-        self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
         """Write ``found`` (one change's events, ``id`` unset) in its transaction.

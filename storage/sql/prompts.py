@@ -7,6 +7,7 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptExists, PromptNotFound
+from storage.event_records import created_event
 from storage.records import Prompt
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
@@ -40,9 +41,7 @@ class SqlPrompts(Concern):
                         promotions=0,
                     )
                 )
-                self.db.append_event(
-                    connection, org, "prompt.created", prompt, None, actor, request_id, now
-                )
+                self.db.append_events(connection, org, [created_event(prompt, actor, request_id)])
         except sa_exc.IntegrityError:
             raise PromptExists(prompt.name) from None
         return prompt

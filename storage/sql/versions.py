@@ -18,10 +18,11 @@ from promptsvc.templating.includes import Include
 from storage import release
 from storage.drafts import numbered
 from storage.errors import NoProductionVersion, VersionNotFound
+from storage.event_records import created_event
 from storage.ids import version_number
 from storage.records import PRODUCTION, PromptVersion
 from storage.sql import dialect, direct
-from storage.sql.core import Concern, Database, prompt_record
+from storage.sql.core import Concern, Database
 from storage.sql.rows import include_values, version_values
 from storage.sql.state import MAX_NUMBER, of_prompt
 from storage.sql.tables import includes, prompts, versions
@@ -200,14 +201,6 @@ class SqlVersions(Concern):
             if version.included_names:
                 release.check_included_present(version, present_includes(connection, org, version))
                 connection.execute(insert(includes), include_values(org, version))
-            self.db.append_event(
-                connection,
-                org,
-                "version.created",
-                prompt_record(prompt),
-                version,
-                draft.created_by,
-                request_id,
-                draft.created_at,
-            )
+            event = created_event(version, draft.created_by, request_id)
+            self.db.append_events(connection, org, [event])
         return version
