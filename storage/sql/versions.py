@@ -1,5 +1,6 @@
-"""Versions: numbering (a new draft) and the reads (production, latest, by ref, the
-list); every other change of a version is a release change (storage/sql/releases.py).
+"""Versions: numbering (a new draft) and the reads (production, latest, by ref, in an
+environment, the list); every other change of a version is a release change
+(storage/sql/releases.py).
 
 The hot read (production, latest or one version of a prompt) is one indexed statement
 outside any transaction, on the read lane's own connections (storage/sql/read_lane.py):
@@ -17,14 +18,14 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from promptsvc.templating.includes import Include
 from storage import release
 from storage.drafts import numbered
-from storage.errors import NoProductionVersion, VersionNotFound
+from storage.errors import NoProductionVersion, NothingInEnvironment, VersionNotFound
 from storage.event_records import created_event
 from storage.ids import version_number
 from storage.records import PRODUCTION, PromptVersion
 from storage.sql import dialect, direct
 from storage.sql.core import Concern, Database
 from storage.sql.rows import include_values, version_values
-from storage.sql.state import MAX_NUMBER, of_prompt
+from storage.sql.state import MAX_NUMBER, environment_named, of_prompt
 from storage.sql.tables import includes, prompts, versions
 
 # A new version's statements, built once (building one costs more than running it).
@@ -175,6 +176,17 @@ class SqlVersions(Concern):
                 statement.order_by(versions.c.version.desc()).limit(count)
             ).all()
         return [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows]
+
+    def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
+        if environment == PRODUCTION:
+            return self.get_production(org, prompt_ref)
+        found = self.read_version(org, prompt_ref, "environment", environment=environment)
+        if found is None:
+            with self.db.read() as connection:
+                self.db.find_prompt(connection, org, prompt_ref)
+                environment_named(connection, org, environment)
+            raise NothingInEnvironment(prompt_ref, environment)
+        return found
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self.db.read() as connection:
