@@ -5,6 +5,7 @@ of a :class:`RestorePlan` in one atomic step, only into an empty org."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from storage import lifecycle
@@ -75,8 +76,9 @@ def restore_plan(snapshot: OrgSnapshot) -> RestorePlan:
 
 
 class ArchiveFront(abc.ABC):
-    @abc.abstractmethod
-    def list_environments(self, org: str) -> list[Environment]: ...
+    # ReleaseStore's, which comes after this mixin in a backend's MRO: an abstract
+    # method here would hide it.
+    list_environments: Callable[[str], list[Environment]]
 
     @abc.abstractmethod
     def list_api_keys(self, org: str) -> list[ApiKey]: ...

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from storage.errors import InvalidInput
 from storage.ids import version_number
+from storage.records import Page
+
+T = TypeVar("T")
 
 
 def encode_cursor(position: str) -> str:
@@ -41,3 +46,10 @@ def decode_number_cursor(cursor: str | None) -> int | None:
     if number is None:
         raise InvalidInput("invalid cursor")
     return number
+
+
+def page(found: Sequence[tuple[Any, T]], limit: int) -> Page[T]:
+    """The first ``limit`` of ``found`` (position, item) pairs, read one more than
+    ``limit`` to know whether more follow; if so, the cursor of the last one's position."""
+    cursor = encode_cursor(str(found[limit - 1][0])) if len(found) > limit else None
+    return Page([item for _, item in found[:limit]], cursor)

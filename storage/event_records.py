@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from storage.records import Prompt, PromptVersion
 from storage.times import rfc3339
-
-if TYPE_CHECKING:
-    from storage.records import Prompt, PromptVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,27 +68,23 @@ class Event:
         }
 
 
-def change_event(
-    kind: str,
-    prompt: Prompt,
-    version: PromptVersion | None,
-    actor: str | None,
-    request_id: str | None,
-    at: datetime,
+def created_event(
+    record: Prompt | PromptVersion, actor: str | None, request_id: str | None
 ) -> Event:
-    """The event of a prompt's or a new version's change (the release engine's changes
-    bring their events whole); the backend gives its ``id`` as it appends it."""
+    """The event of a new prompt or a new version, ``id`` unset (a release change's
+    events are storage/release's)."""
+    version = record if isinstance(record, PromptVersion) else None
     return Event(
         id="",
-        type=kind,
-        prompt_id=prompt.prompt_id,
-        prompt_name=prompt.name,
+        type="prompt.created" if version is None else "version.created",
+        prompt_id=record.prompt_id,
+        prompt_name=record.name,
         version=None if version is None else version.version,
         version_id=None if version is None else version.version_id,
         status=None if version is None else version.status,
         previous_version=None,
         actor=actor,
-        at=at,
+        at=record.created_at,
         request_id=request_id,
     )
 

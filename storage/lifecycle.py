@@ -43,6 +43,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias
 
 from storage.errors import (
@@ -262,6 +263,22 @@ def environment_in(stored: Mapping[str, Environment], name: str) -> Environment:
     if found is None:
         raise EnvironmentNotFound(name)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentChange:
+    """What ``update_environment`` changes: what is not None (``description=""``
+    clears it)."""
+
+    required_approvals: int | None = None
+    description: str | None = None
+
+    def applied(self, environment: Environment) -> Environment:
+        if self.required_approvals is not None:
+            environment = replace(environment, required_approvals=self.required_approvals)
+        if self.description is not None:
+            environment = replace(environment, description=self.description or None)
+        return environment
 
 
 def check_unprotected(environment: Environment) -> None:

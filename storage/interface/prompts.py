@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from storage import lifecycle
+from storage.cursors import decode_cursor, decode_number_cursor, page
 from storage.ids import new_id
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
@@ -67,9 +68,14 @@ class PromptStore(StorageCore):
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
         """By name or ``pmt_`` id. Raises PromptNotFound."""
 
-    @abc.abstractmethod
     def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
         """Prompts ordered by name. Raises InvalidInput for a cursor it did not issue."""
+        found = self._prompts_after(org, decode_cursor(cursor) if cursor else "", limit + 1)
+        return page([(prompt.name, prompt) for prompt in found], limit)
+
+    @abc.abstractmethod
+    def _prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
+        """Up to ``count`` prompts named after ``after`` ("": from the first), by name."""
 
     @abc.abstractmethod
     def delete_prompt(
@@ -149,7 +155,6 @@ class PromptStore(StorageCore):
             return self.get_latest(org, prompt_ref), {}
         return self.get_version(org, prompt_ref, version_ref), {}
 
-    @abc.abstractmethod
     def list_versions(
         self,
         org: str,
@@ -159,6 +164,16 @@ class PromptStore(StorageCore):
         cursor: str | None = None,
     ) -> Page[PromptVersion]:
         """Newest first, optionally only one status."""
+        before = decode_number_cursor(cursor)
+        found = self._versions_below(org, prompt_ref, status, before, limit + 1)
+        return page([(version.version, version) for version in found], limit)
+
+    @abc.abstractmethod
+    def _versions_below(
+        self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
+    ) -> list[PromptVersion]:
+        """Up to ``count`` versions numbered below ``before`` (None: any) of ``status``
+        (None: any), newest first. Raises PromptNotFound."""
 
     @abc.abstractmethod
     def edit_version(
@@ -316,8 +331,17 @@ class PromptStore(StorageCore):
         """Delete a draft or archived version (out of every environment); numbering is
         unchanged. Published: LifecycleError."""
 
-    @abc.abstractmethod
     def list_history(
         self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
     ) -> Page[PromotionRecord]:
         """Promotion records, newest promotion first."""
+        before = decode_number_cursor(cursor)
+        return page(self._history_below(org, prompt_ref, before, limit + 1), limit)
+
+    @abc.abstractmethod
+    def _history_below(
+        self, org: str, prompt_ref: str, before: int | None, count: int
+    ) -> list[tuple[int, PromotionRecord]]:
+        """(position, record) of up to ``count`` promotion records positioned below
+        ``before`` (None: any; positions count promotions from 1), newest first. Raises
+        PromptNotFound."""

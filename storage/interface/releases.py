@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import abc
 
+from storage import lifecycle
+from storage.cursors import decode_number_cursor, page
+from storage.errors import ReviewNotFound
 from storage.interface.core import StorageCore
 from storage.records import Environment, Page, Promotion, PromptVersion, Review, Rollout
+from storage.release.records import Actor, LeaveEnvironment
 from storage.usage_records import Guard
 
 
@@ -22,13 +26,18 @@ class ReleaseStore(StorageCore):
     """Environments, placements and reviews of one org at a time."""
 
     # -- environments
-    @abc.abstractmethod
     def list_environments(self, org: str) -> list[Environment]:
         """Production first, then the others in the order they were created."""
+        return list(lifecycle.with_production(self._stored_environments(org)).values())
 
-    @abc.abstractmethod
     def get_environment(self, org: str, name: str) -> Environment:
         """Raises EnvironmentNotFound."""
+        return lifecycle.environment_in(self._stored_environments(org), name)
+
+    @abc.abstractmethod
+    def _stored_environments(self, org: str) -> dict[str, Environment]:
+        """The environments the org stores by name, oldest first (production only once
+        changed)."""
 
     def create_environment(
         self, org: str, name: str, required_approvals: int = 0, description: str | None = None
@@ -42,7 +51,6 @@ class ReleaseStore(StorageCore):
     def _add_environment(self, org: str, environment: Environment) -> Environment:
         """Store the new ``environment``. Raises EnvironmentExists."""
 
-    @abc.abstractmethod
     def update_environment(
         self,
         org: str,
@@ -54,8 +62,16 @@ class ReleaseStore(StorageCore):
         """Change what is not None (``description=""`` clears it); production too. Open
         reviews keep the number of approvals they were opened with. Raises
         EnvironmentNotFound."""
+        change = lifecycle.EnvironmentChange(required_approvals, description)
+        return self._change_environment(org, name, change)
 
     @abc.abstractmethod
+    def _change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
+    ) -> Environment:
+        """In one step: ``change`` applied to the environment (production as every org
+        has it when not stored) and stored; the result. Raises EnvironmentNotFound."""
+
     def delete_environment(
         self,
         org: str,
@@ -69,6 +85,16 @@ class ReleaseStore(StorageCore):
         ``review.cancelled`` event for each (in request order), and aborts its rollouts,
         writing ``rollout.aborted`` for each (``actor`` and ``request_id`` as given).
         Production: LifecycleError. Raises EnvironmentNotFound."""
+        leave = LeaveEnvironment(
+            now=self.clock(), actor=Actor(actor), request_id=request_id, environment=name
+        )
+        self._delete_environment(org, leave)
+
+    @abc.abstractmethod
+    def _delete_environment(self, org: str, leave: LeaveEnvironment) -> None:
+        """In one atomic step: refused as ``storage.release.check_delete_environment``
+        says, else every prompt leaves the environment as the release engine decides
+        ``leave``, and the environment goes."""
 
     @abc.abstractmethod
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
@@ -109,11 +135,16 @@ class ReleaseStore(StorageCore):
         ``allow_breaking``, which needs ``notes`` (InvalidInput) and lets the review
         apply whatever the check finds when it is applied."""
 
-    @abc.abstractmethod
     def get_review(self, org: str, review_id: str) -> Review:
         """Raises ReviewNotFound."""
+        review = self._review_of(org, review_id)
+        if review is None:
+            raise ReviewNotFound(review_id)
+        return review
 
     @abc.abstractmethod
+    def _review_of(self, org: str, review_id: str) -> Review | None: ...
+
     def list_reviews(
         self,
         org: str,
@@ -126,6 +157,22 @@ class ReleaseStore(StorageCore):
     ) -> Page[Review]:
         """Newest request first, optionally of one prompt (PromptNotFound), status or
         environment."""
+        before = decode_number_cursor(cursor)
+        found = self._reviews_below(org, prompt_ref, status, environment, before, limit + 1)
+        return page(found, limit)
+
+    @abc.abstractmethod
+    def _reviews_below(
+        self,
+        org: str,
+        prompt_ref: str | None,
+        status: str | None,
+        environment: str | None,
+        before: int | None,
+        count: int,
+    ) -> list[tuple[int, Review]]:
+        """(request sequence, review) of up to ``count`` reviews requested below
+        ``before`` (None: any), as :meth:`list_reviews` selects them, newest first."""
 
     @abc.abstractmethod
     def approve_review(

@@ -25,7 +25,8 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage
+from storage.cursors import decode_cursor, encode_cursor
+from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.interface.core import StorageCore
 from storage.lifecycle import UNGUARDED, Expected
 from storage.records import IncludeReads, InRollout, Promotion, PromptVersion, Rollout
@@ -146,7 +147,6 @@ class RolloutStore(StorageCore):
         default nothing is."""
         return self.read_environment(org, prompt_ref, environment), {}
 
-    @abc.abstractmethod
     def read_environment_page(
         self,
         org: str,
@@ -160,3 +160,19 @@ class RolloutStore(StorageCore):
         round trip where the backend can (SQL: one statement; Redis: one script). A
         page may hold fewer items than ``limit`` and still have a ``next_cursor``.
         EnvironmentNotFound; InvalidInput for a cursor this method did not hand out."""
+        after = decode_cursor(cursor) if cursor else ""
+        event_id, found, resume = self._environment_page(org, environment, after, limit + 1)
+        items = found[:limit]
+        if len(found) > limit:
+            resume = item_name(items[-1])
+        next_cursor = None if resume is None else encode_cursor(resume)
+        return EnvironmentPage(environment, event_id, items, next_cursor)
+
+    @abc.abstractmethod
+    def _environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
+        """In one read: the org's newest event id, and the reads of up to ``count``
+        prompts named after ``after`` that have a version in ``environment``, by name;
+        with the name to resume after when the read stopped short of ``count`` (None:
+        it did not). Raises EnvironmentNotFound."""

@@ -5,15 +5,14 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import replace
-from datetime import datetime
 
 from storage.errors import PromptNotFound, VersionNotFound
-from storage.event_records import Event, change_event
+from storage.event_records import Event
 from storage.identity_records import SigningKey
 from storage.ids import event_id, event_position, version_number
 from storage.interface import StorageCore
 from storage.memory.state import OrgState, PromptState
-from storage.records import Prompt, PromptVersion, RateLimitSettings
+from storage.records import Prompt, RateLimitSettings
 from storage.times import Clock, utcnow
 
 
@@ -64,19 +63,6 @@ class MemoryCore(StorageCore):
     def _prompt(state: PromptState) -> Prompt:
         latest = next(reversed(state.versions)) if state.versions else None
         return replace(state.prompt, latest_version=latest, production_version=state.production)
-
-    def _record(
-        self,
-        org_state: OrgState,
-        kind: str,
-        prompt: Prompt,
-        version: PromptVersion | None,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        """Append the event of a change to a prompt made under the lock."""
-        self._append(org_state, change_event(kind, prompt, version, actor, request_id, now))
 
     def _append(self, org_state: OrgState, event: Event) -> None:
         """Append ``event`` (its ``id`` given here) and wake the waiters."""

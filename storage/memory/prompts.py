@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 
 from storage import release
-from storage.cursors import decode_cursor, decode_number_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
+from storage.event_records import created_event
 from storage.interface import PromptStore
 from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
-from storage.records import Page, PromotionRecord, Prompt, PromptVersion
+from storage.records import PromotionRecord, Prompt, PromptVersion
 
 
 class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
@@ -29,25 +30,18 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             state = PromptState(prompt)
             org_state.by_name[prompt.name] = state
             org_state.by_id[prompt.prompt_id] = state
-            now = prompt.created_at
-            self._record(org_state, "prompt.created", prompt, None, actor, request_id, now)
+            self._append(org_state, created_event(prompt, actor, request_id))
             return prompt
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
         with self._lock:
             return self._prompt(self._state(org, prompt_ref))
 
-    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
-        after = decode_cursor(cursor) if cursor else None
+    def _prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
         with self._lock:
-            org_state = self._orgs.get(org)
-            names = sorted(org_state.by_name) if org_state else []
-            if after is not None:
-                names = [n for n in names if n > after]
-            page = names[:limit]
-            items = [self._prompt(org_state.by_name[n]) for n in page] if org_state else []
-        more = len(names) > limit
-        return Page(items, encode_cursor(page[-1]) if more else None)
+            org_state = self._orgs.get(org) or OrgState()
+            names = sorted(n for n in org_state.by_name if n > after)[:count]
+            return [self._prompt(org_state.by_name[n]) for n in names]
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self._lock:
@@ -72,10 +66,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)
             state.prompt = replace(state.prompt, updated_at=draft.created_at)
-            org_state, actor, now = self._orgs[org], draft.created_by, draft.created_at
-            self._record(
-                org_state, "version.created", state.prompt, version, actor, request_id, now
-            )
+            self._append(self._orgs[org], created_event(version, draft.created_by, request_id))
             return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
@@ -97,39 +88,23 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
                 raise NoProductionVersion(prompt_ref)
             return state.versions[state.production]
 
-    def list_versions(
-        self,
-        org: str,
-        prompt_ref: str,
-        status: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[PromptVersion]:
-        before = decode_number_cursor(cursor)
+    def _versions_below(
+        self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
+    ) -> list[PromptVersion]:
         with self._lock:
-            state = self._state(org, prompt_ref)
-            found: list[PromptVersion] = []
-            more = False
-            for number in reversed(state.versions):
-                if before is not None and number >= before:
-                    continue
-                version = state.versions[number]
-                if status is not None and version.status != status:
-                    continue
-                if len(found) == limit:
-                    more = True
-                    break
-                found.append(version)
-        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+            versions = self._state(org, prompt_ref).versions
+            wanted = (
+                versions[number]
+                for number in reversed(versions)
+                if (before is None or number < before) and status in (None, versions[number].status)
+            )
+            return list(islice(wanted, count))
 
-    def list_history(
-        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
-    ) -> Page[PromotionRecord]:
-        # Positions are 1-based promotion sequence numbers; pages go newest first.
-        before = decode_number_cursor(cursor)
+    def _history_below(
+        self, org: str, prompt_ref: str, before: int | None, count: int
+    ) -> list[tuple[int, PromotionRecord]]:
         with self._lock:
             history = self._state(org, prompt_ref).history
             end = len(history) if before is None else min(before - 1, len(history))
-            start = max(end - limit, 0)
-            items = list(reversed(history[start:end]))
-        return Page(items, encode_cursor(str(start + 1)) if start > 0 else None)
+            start = max(end - count, 0)
+            return [(n, history[n - 1]) for n in range(end, start, -1)]

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import islice
 
 from storage import lifecycle, release
-from storage.cursors import decode_number_cursor, encode_cursor
-from storage.errors import (
-    EnvironmentExists,
-    ReviewNotFound,
-)
+from storage.errors import EnvironmentExists
 from storage.interface import ReleaseStore
 from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import OrgState
-from storage.records import (
-    PRODUCTION,
-    Environment,
-    Page,
-    PromptVersion,
-    Review,
-)
+from storage.records import PRODUCTION, Environment, PromptVersion, Review
 
 
 class MemoryReleases(MemoryPromotion, ReleaseStore):
@@ -28,16 +17,10 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
 
     # -- environments
 
-    def list_environments(self, org: str) -> list[Environment]:
+    def _stored_environments(self, org: str) -> dict[str, Environment]:
         with self._lock:
             org_state = self._orgs.get(org)
-            return list(
-                lifecycle.with_production(org_state.environments if org_state else {}).values()
-            )
-
-    def get_environment(self, org: str, name: str) -> Environment:
-        with self._lock:
-            return self._environment(self._orgs.get(org), name)
+            return dict(org_state.environments) if org_state else {}
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
         name = environment.name
@@ -48,46 +31,28 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
             org_state.environments[name] = environment
         return environment
 
-    def update_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        required_approvals: int | None = None,
-        description: str | None = None,
+    def _change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
         with self._lock:
             org_state = self._orgs.setdefault(org, OrgState())
-            environment = self._environment(org_state, name)
-            if required_approvals is not None:
-                environment = replace(environment, required_approvals=required_approvals)
-            if description is not None:
-                environment = replace(environment, description=description or None)
+            environment = change.applied(self._environment(org_state, name))
             org_state.environments[name] = environment
             return environment
 
-    def delete_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        now = self.clock()
+    def _delete_environment(self, org: str, leave: release.LeaveEnvironment) -> None:
         with self._lock:
             org_state = self._orgs.get(org)
-            release.check_delete_environment(org_state.environments if org_state else {}, name)
-            assert org_state is not None
-            request = release.LeaveEnvironment(
-                now=now, actor=release.Actor(actor), request_id=request_id, environment=name
+            release.check_delete_environment(
+                org_state.environments if org_state else {}, leave.environment
             )
+            assert org_state is not None
             # Every prompt may leave, or none does (in_use refuses the whole deletion).
             for state in org_state.by_name.values():
-                self._decide(org, state, request, only_check=True)
-            del org_state.environments[name]
+                self._decide(org, state, leave, only_check=True)
+            del org_state.environments[leave.environment]
             for state in list(org_state.by_name.values()):
-                self._decide(org, state, request)
+                self._decide(org, state, leave)
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
         with self._lock:
@@ -95,21 +60,20 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
 
     # -- reviews
 
-    def get_review(self, org: str, review_id: str) -> Review:
+    def _review_of(self, org: str, review_id: str) -> Review | None:
         with self._lock:
-            return self._review(self._orgs.get(org), review_id)
+            org_state = self._orgs.get(org)
+            return org_state.reviews.get(review_id) if org_state else None
 
-    def list_reviews(
+    def _reviews_below(
         self,
         org: str,
-        *,
-        prompt_ref: str | None = None,
-        status: str | None = None,
-        environment: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[Review]:
-        before = decode_number_cursor(cursor)
+        prompt_ref: str | None,
+        status: str | None,
+        environment: str | None,
+        before: int | None,
+        count: int,
+    ) -> list[tuple[int, Review]]:
         with self._lock:
             prompt = None if prompt_ref is None else self._state(org, prompt_ref).prompt
             org_state = self._orgs.get(org) or OrgState()
@@ -122,14 +86,4 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 and status in (None, r.status)
                 and environment in (None, r.environment)
             )
-            found = list(islice(wanted, limit + 1))
-        items = [review for _, review in found[:limit]]
-        return Page(items, encode_cursor(str(found[limit - 1][0])) if len(found) > limit else None)
-
-    # -- helpers (lock held)
-
-    @staticmethod
-    def _review(org_state: OrgState | None, review_id: str) -> Review:
-        if org_state is None or review_id not in org_state.reviews:
-            raise ReviewNotFound(review_id)
-        return org_state.reviews[review_id]
+            return list(islice(wanted, count))

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from itertools import islice
 
-from storage.cursors import decode_cursor, encode_cursor
-from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.interface import RolloutStore
 from storage.memory.promotion import MemoryPromotion
 from storage.records import InRollout, PromptVersion, Rollout
@@ -28,19 +26,14 @@ class MemoryRollouts(MemoryPromotion, RolloutReads, RolloutStore):
         with self._lock:
             return self._with_rollout(*self._held(org, prompt_ref, environment), environment)
 
-    def read_environment_page(
-        self,
-        org: str,
-        environment: str,
-        limit: int = DEFAULT_ENVIRONMENT_PAGE,
-        cursor: str | None = None,
-    ) -> EnvironmentPage:
-        after = decode_cursor(cursor) if cursor else ""
+    def _environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
         with self._lock:
             org_state = self._orgs.get(org)
             self._environment(org_state, environment)
             if org_state is None:
-                return EnvironmentPage(environment, None, [])
+                return None, [], None
             held = (
                 (state, number)
                 for name, state in sorted(org_state.by_name.items())
@@ -48,9 +41,6 @@ class MemoryRollouts(MemoryPromotion, RolloutReads, RolloutStore):
             )
             found = [
                 self._with_rollout(state, state.versions[number], environment)
-                for state, number in islice(held, limit + 1)
+                for state, number in islice(held, count)
             ]
-            event_id = org_state.events[-1].id if org_state.events else None
-        items = found[:limit]
-        next_cursor = encode_cursor(item_name(items[-1])) if len(found) > limit else None
-        return EnvironmentPage(environment, event_id, items, next_cursor)
+            return org_state.events[-1].id if org_state.events else None, found, None

@@ -14,7 +14,6 @@ from typing import Any
 from promptsvc.templating.includes import Include
 from promptsvc.templating.template import TemplateError
 from storage import release
-from storage.cursors import decode_cursor, encode_cursor
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
 from storage.interface import PromptStore
@@ -22,7 +21,6 @@ from storage.records import (
     PRODUCTION,
     STATUSES,
     IncludeReads,
-    Page,
     PromotionRecord,
     Prompt,
     PromptVersion,
@@ -82,12 +80,11 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         reply = check(self._prompt_script("get_prompt", org, [prompt_ref]), prompt_ref)
         return codec.prompt(reply[1])
 
-    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
-        after = decode_cursor(cursor) if cursor else ""
-        found = self._prompt_script("list_prompts", org, [after, limit + 1], keys.prompt_list(org))
-        items = [codec.prompt(summary) for summary in found[:limit]]
-        more = len(found) > limit
-        return Page(items, encode_cursor(items[-1].name) if more else None)
+    def _prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
+        found = self._prompt_script(
+            "list_prompts", org, [f"({after}" if after else "-", count], keys.prompt_list(org)
+        )
+        return [codec.prompt(summary) for summary in found]
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with guard():
@@ -179,27 +176,17 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         mode, value = scripts.selector(version_ref)
         return self._read(org, prompt_ref, mode, value, version_ref, including=True)
 
-    def list_versions(
-        self,
-        org: str,
-        prompt_ref: str,
-        status: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[PromptVersion]:
-        before = scripts.position(cursor)
+    def _versions_below(
+        self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
+    ) -> list[PromptVersion]:
         wanted = "" if status is None else status if status in STATUSES else "-"
-        args = [prompt_ref, wanted, before, limit + 1]
+        args = [prompt_ref, wanted, scripts.below(before), count]
         reply = check(self._prompt_script("list_versions", org, args), prompt_ref)
-        items = [codec.version_of(reply[1], values) for values in reply[2][:limit]]
-        more = len(reply[2]) > limit
-        return Page(items, encode_cursor(str(items[-1].version)) if more else None)
+        return [codec.version_of(reply[1], values) for values in reply[2]]
 
-    def list_history(
-        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
-    ) -> Page[PromotionRecord]:
-        args = [prompt_ref, scripts.position(cursor), limit + 1]
+    def _history_below(
+        self, org: str, prompt_ref: str, before: int | None, count: int
+    ) -> list[tuple[int, PromotionRecord]]:
+        args = [prompt_ref, scripts.below(before), count]
         found = check(self._prompt_script("list_history", org, args), prompt_ref)[1:]
-        page = found[:limit]
-        items = [codec.record(codec.fields(flat)) for _, flat in page]
-        return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+        return [(int(seq), codec.record(codec.fields(flat))) for seq, flat in found]

@@ -8,22 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from storage import lifecycle, release
-from storage.cursors import encode_cursor
 from storage.errors import (
     Conflict,
     EnvironmentExists,
-    EnvironmentNotFound,
     PromptNotFound,
-    ReviewNotFound,
 )
 from storage.interface import ReleaseStore
-from storage.records import (
-    PRODUCTION,
-    Environment,
-    Page,
-    PromptVersion,
-    Review,
-)
+from storage.records import PRODUCTION, Environment, PromptVersion, Review
 from storage.redis import change, codec, keys, scripts
 from storage.redis.change import Write
 from storage.redis.core import ATTEMPTS, RACE, REVIEW_ID, ClientT, check, guard
@@ -37,69 +28,46 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     # -- environments
 
-    def list_environments(self, org: str) -> list[Environment]:
+    def _stored_environments(self, org: str) -> dict[str, Environment]:
         with guard():
             stored: Any = self.client.hgetall(keys.environments(org))
             order: Any = self.client.lrange(keys.environment_order(org), 0, -1)
-        found = {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
-        return list(lifecycle.with_production(found).values())
+        return {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
 
-    def get_environment(self, org: str, name: str) -> Environment:
-        with guard():
-            raw: Any = self.client.hget(keys.environments(org), name)
-        return lifecycle.environment_in({} if raw is None else {name: codec.environment(raw)}, name)
-
-    def _set_environment(self, org: str, name: str, args: list[str]) -> Environment:
+    def _set_environment(self, org: str, environment: Environment, replaced: str) -> bool:
+        """Store ``environment`` unless what is stored under its name has changed from
+        ``replaced`` ("": nothing), in one step (set_environment.lua)."""
         self._index_org(org)
-        reply = self._run(
-            "set_environment",
-            [keys.environments(org), keys.environment_order(org), keys.environment_revision(org)],
-            [name, *args],
-        )
-        if reply[0] == "exists":
-            raise EnvironmentExists(name)
-        if reply[0] == "no_environment":
-            raise EnvironmentNotFound(name)
-        return codec.environment(reply[1])
+        keys_ = [keys.environments(org), keys.environment_order(org)]
+        args = [environment.name, replaced, codec.environment_json(environment)]
+        return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
-        args = ["create", codec.environment_json(environment)]
-        return self._set_environment(org, environment.name, args)
+        if environment.name == PRODUCTION or not self._set_environment(org, environment, ""):
+            raise EnvironmentExists(environment.name)
+        return environment
 
-    def update_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        required_approvals: int | None = None,
-        description: str | None = None,
+    def _change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
-        what = "keep" if description is None else "set" if description else "clear"
-        args = [
-            "update",
-            "" if required_approvals is None else str(required_approvals),
-            what,
-            description or "",
-            codec.environment_json(lifecycle.default_production()),
-        ]
-        return self._set_environment(org, name, args)
+        for _ in range(ATTEMPTS):
+            with guard():
+                raw: Any = self.client.hget(keys.environments(org), name)
+            stored = {} if raw is None else {name: codec.environment(raw)}
+            changed = change.applied(lifecycle.environment_in(stored, name))
+            if self._set_environment(org, changed, raw or ""):
+                return changed
+        raise Conflict(RACE)
 
-    def delete_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
+    def _delete_environment(self, org: str, leave: release.LeaveEnvironment) -> None:
         """Every prompt leaves the environment as the release engine decides, and the
         environment goes, in one apply_change.lua guarded by every prompt's revision."""
-        now = self.clock()
+        name = leave.environment
         for _ in range(ATTEMPTS):
             with guard():
                 prompt_ids: Any = self.client.hvals(keys.names(org))
                 revision: Any = self.client.get(keys.environment_revision(org))
-            release.check_delete_environment({e.name: e for e in self.list_environments(org)}, name)
+            release.check_delete_environment(self._stored_environments(org), name)
             guards: list[Guard] = [["env-rev", None, revision]]
             writes: list[Write] = []
             events: list[list[str]] = []
@@ -108,12 +76,9 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
                     loaded = self._load(org, prompt_id)
                 except PromptNotFound:
                     continue  # deleted since: nothing of it to leave
-                leave = release.LeaveEnvironment(
-                    now=now, actor=release.Actor(actor), request_id=request_id, environment=name
-                )
                 decided = release.decide(self._with_neighbours(org, loaded.state), leave)
                 guards += loaded.guards
-                writes += change.writes(loaded, decided, now)
+                writes += change.writes(loaded, decided, leave.now)
                 events += change.events(decided)
             writes += [
                 ["HDEL", "envs", name],
@@ -131,33 +96,22 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     # -- reviews
 
-    def get_review(self, org: str, review_id: str) -> Review:
+    def _review_of(self, org: str, review_id: str) -> Review | None:
         if not REVIEW_ID.fullmatch(review_id):
-            raise ReviewNotFound(review_id)
+            return None
         with guard():
             raw: Any = self.client.get(keys.review(org, review_id))
-        if raw is None:
-            raise ReviewNotFound(review_id)
-        return codec.review(raw)
+        return None if raw is None else codec.review(raw)
 
-    def list_reviews(
+    def _reviews_below(
         self,
         org: str,
-        *,
-        prompt_ref: str | None = None,
-        status: str | None = None,
-        environment: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[Review]:
-        args = [
-            prompt_ref or "",
-            status or "",
-            environment or "",
-            scripts.position(cursor),
-            limit + 1,
-        ]
+        prompt_ref: str | None,
+        status: str | None,
+        environment: str | None,
+        before: int | None,
+        count: int,
+    ) -> list[tuple[int, Review]]:
+        args = [prompt_ref or "", status or "", environment or "", scripts.below(before), count]
         found = check(self._prompt_script("list_reviews", org, args), prompt_ref or "")[1:]
-        page = found[:limit]
-        items = [codec.review(json_) for _, json_ in page]
-        return Page(items, encode_cursor(str(page[-1][0])) if len(found) > limit else None)
+        return [(int(seq), codec.review(json_)) for seq, json_ in found]

@@ -5,8 +5,6 @@ and its candidate while one runs."""
 
 from __future__ import annotations
 
-from storage.cursors import decode_cursor, encode_cursor
-from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.interface import RolloutStore
 from storage.records import PRODUCTION, IncludeReads, InRollout, PromptVersion, Rollout
 from storage.redis import codec, keys
@@ -60,32 +58,24 @@ class RedisRollouts(RedisReleases[ClientT], RolloutReads, RolloutStore):
             found = InRollout(version, codec.rollout(reply[3]), self._memoized(reply[1], reply[4]))
         return found, self._included(reply)
 
-    def read_environment_page(
-        self,
-        org: str,
-        environment: str,
-        limit: int = DEFAULT_ENVIRONMENT_PAGE,
-        cursor: str | None = None,
-    ) -> EnvironmentPage:
-        after = decode_cursor(cursor) if cursor else ""
+    def _environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
         reply = self._prompt_script(
             "read_environment_page",
             org,
-            [environment, after, limit + 1, max(4 * limit, SCAN_AT_LEAST)],
+            [environment, after, count, max(4 * (count - 1), SCAN_AT_LEAST)],
             keys.prompt_list(org),
             keys.events(org),
         )
         check(reply, "", environment=environment)
         items: list[PromptVersion | InRollout] = []
-        for entry in reply[3 : 3 + limit]:
+        for entry in reply[3:]:
             version = self._memoized(entry[0], entry[1])
             if len(entry) == 2:
                 items.append(version)
             else:
                 candidate = self._memoized(entry[0], entry[3])
                 items.append(InRollout(version, codec.rollout(entry[2]), candidate))
-        if len(reply) > 3 + limit:
-            next_cursor: str | None = encode_cursor(item_name(items[-1]))
-        else:  # a scan stopped by its cap goes on after the last name it looked at
-            next_cursor = encode_cursor(reply[2]) if reply[2] else None
-        return EnvironmentPage(environment, reply[1] or None, items, next_cursor)
+        # A scan stopped by its cap goes on after the last name it looked at.
+        return reply[1] or None, items, reply[2] or None

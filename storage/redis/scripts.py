@@ -11,7 +11,6 @@ from typing import Any
 
 from redis.commands.core import Script
 
-from storage.cursors import decode_number_cursor
 from storage.ids import version_number
 from storage.redis import keys
 
@@ -57,7 +56,6 @@ def selector(version_ref: str) -> tuple[str, str]:
     return "none", ""  # can name no version: the script still checks the prompt first
 
 
-def position(cursor: str | None) -> str:
-    """A number/sequence cursor as the script's exclusive bound ("" = from the top)."""
-    number = decode_number_cursor(cursor)
-    return "" if number is None else str(number)
+def below(number: int | None) -> str:
+    """The ZREVRANGEBYSCORE bound of the scores below ``number`` (None: every one)."""
+    return "+inf" if number is None else f"({number}"

@@ -102,7 +102,7 @@ class SqlArchive(Concern, ArchiveFront):
         return bool(found)
 
     def list_environments(self, org: str) -> list[Environment]:
-        return self.environments.list_environments(org)
+        return list(self.environments.stored_environments(org).values())
 
     def list_api_keys(self, org: str) -> list[ApiKey]:
         return self.identity.record_list(API_KEYS, org)

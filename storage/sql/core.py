@@ -10,7 +10,6 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -29,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 
 from storage.errors import PromptNotFound, StorageUnavailable
-from storage.event_records import Event, change_event
+from storage.event_records import Event
 from storage.ids import event_id
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
@@ -201,21 +200,6 @@ class Database:
         return self._versions_memo.put(key, stored_version(values), size)
 
     # -- the event log
-
-    def append_event(
-        self,
-        connection: Connection,
-        org: str,
-        kind: str,
-        prompt: Prompt,
-        version: PromptVersion | None,
-        actor: str | None,
-        request_id: str | None,
-        now: datetime,
-    ) -> None:
-        """Write the event of a prompt's or a new version's change."""
-        event = change_event(kind, prompt, version, actor, request_id, now)
-        self.append_events(connection, org, [event])
 
     def append_events(self, connection: Connection, org: str, found: list[Event]) -> None:
         """Write ``found`` (one change's events, ``id`` unset) in its transaction.

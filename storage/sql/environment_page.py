@@ -9,8 +9,6 @@ from typing import Any
 
 from sqlalchemy import text
 
-from storage.cursors import decode_cursor, encode_cursor
-from storage.environment_page import DEFAULT_ENVIRONMENT_PAGE, EnvironmentPage, item_name
 from storage.records import PRODUCTION, InRollout, PromptVersion
 from storage.sql.core import Concern, event_id
 from storage.sql.read_lane import COLUMNS, ROLLOUT_COLUMNS, VERSION_WIDTH, lane_in_rollout
@@ -52,16 +50,11 @@ _CANDIDATE_END = _ROLLOUT_END + VERSION_WIDTH
 
 
 class SqlEnvironmentPages(Concern):
-    def read_environment_page(
-        self,
-        org: str,
-        environment: str,
-        limit: int = DEFAULT_ENVIRONMENT_PAGE,
-        cursor: str | None = None,
-    ) -> EnvironmentPage:
-        after = decode_cursor(cursor) if cursor else ""
+    def environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], None]:
         pick = "production" if environment == PRODUCTION else "environment"
-        params = {"org": org, "environment": environment, "after": after, "limit": limit + 1}
+        params = {"org": org, "environment": environment, "after": after, "limit": count}
         with self.db.read() as connection:
             rows = [tuple(row) for row in connection.execute(_PAGES[pick], params)]
             if not rows:  # only here can the environment be unknown (placements need one)
@@ -69,15 +62,10 @@ class SqlEnvironmentPages(Concern):
                 last = connection.execute(
                     event_logs.select().where(event_logs.c.org == org)
                 ).first()
-                newest = None if last is None else event_id(last.last_ms, last.last_seq)
-                return EnvironmentPage(environment, newest, [])
-        items = [self._item(row, environment) for row in rows[:limit]]
+                return None if last is None else event_id(last.last_ms, last.last_seq), [], None
         last_ms, last_seq = rows[0][_CANDIDATE_END:]
         newest = None if last_ms is None else event_id(last_ms, last_seq)
-        more = len(rows) > limit
-        return EnvironmentPage(
-            environment, newest, items, encode_cursor(item_name(items[-1])) if more else None
-        )
+        return newest, [self._item(row, environment) for row in rows], None
 
     def _item(self, row: tuple[Any, ...], environment: str) -> PromptVersion | InRollout:
         version = self.db.lane_version(row[:VERSION_WIDTH])

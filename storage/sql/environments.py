@@ -1,32 +1,24 @@
-"""Environments: the org's list, their creation and change, and the version each holds
-for a prompt (moved by release changes, which delete them too: storage/sql/releases.py)."""
+"""Environments: the org's list, their creation and change (release changes move what
+each holds for a prompt, and delete them: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from storage.errors import EnvironmentExists, NothingInEnvironment
-from storage.records import PRODUCTION, Environment, PromptVersion
-from storage.sql.core import Concern, Database
+from storage import lifecycle
+from storage.errors import EnvironmentExists
+from storage.records import PRODUCTION, Environment
+from storage.sql.core import Concern
 from storage.sql.state import environment_named, org_environments
 from storage.sql.tables import environments
-from storage.sql.versions import SqlVersions
 
 
 class SqlEnvironments(Concern):
     """Environments of an org, each change in one transaction."""
 
-    def __init__(self, db: Database, versions: SqlVersions) -> None:
-        super().__init__(db)
-        self.versions = versions
-
-    def list_environments(self, org: str) -> list[Environment]:
+    def stored_environments(self, org: str) -> dict[str, Environment]:
         with self.db.read() as connection:
-            return list(org_environments(connection, org).values())
-
-    def get_environment(self, org: str, name: str) -> Environment:
-        with self.db.read() as connection:
-            return environment_named(connection, org, name)
+            return org_environments(connection, org)
 
     @staticmethod
     def _next_seq(connection: Connection, org: str) -> int:
@@ -57,22 +49,11 @@ class SqlEnvironments(Concern):
             )
         return environment
 
-    def update_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        required_approvals: int | None = None,
-        description: str | None = None,
+    def change_environment(
+        self, org: str, name: str, change: lifecycle.EnvironmentChange
     ) -> Environment:
         with self.db.write() as connection:
-            current = environment_named(connection, org, name)
-            changed = Environment(
-                name,
-                current.required_approvals if required_approvals is None else required_approvals,
-                current.description if description is None else (description or None),
-                current.created_at,
-            )
+            changed = change.applied(environment_named(connection, org, name))
             values = {
                 "required_approvals": changed.required_approvals,
                 "description": changed.description,
@@ -89,14 +70,3 @@ class SqlEnvironments(Concern):
                     )
                 )
         return changed
-
-    def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
-        if environment == PRODUCTION:
-            return self.versions.get_production(org, prompt_ref)
-        found = self.versions.read_version(org, prompt_ref, "environment", environment=environment)
-        if found is not None:
-            return found
-        with self.db.read() as connection:
-            self.db.find_prompt(connection, org, prompt_ref)
-            environment_named(connection, org, environment)
-        raise NothingInEnvironment(prompt_ref, environment)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy import exc as sa_exc
 
-from storage.cursors import decode_cursor, encode_cursor
 from storage.errors import PromptExists, PromptNotFound
-from storage.records import Page, Prompt
+from storage.event_records import created_event
+from storage.records import Prompt
 from storage.sql.core import Concern, prompt_record
 from storage.sql.tables import prompts
 
@@ -41,9 +41,7 @@ class SqlPrompts(Concern):
                         promotions=0,
                     )
                 )
-                self.db.append_event(
-                    connection, org, "prompt.created", prompt, None, actor, request_id, now
-                )
+                self.db.append_events(connection, org, [created_event(prompt, actor, request_id)])
         except sa_exc.IntegrityError:
             raise PromptExists(prompt.name) from None
         return prompt
@@ -57,12 +55,8 @@ class SqlPrompts(Concern):
             raise PromptNotFound(prompt_ref)
         return prompt_record(row)
 
-    def list_prompts(self, org: str, limit: int = 50, cursor: str | None = None) -> Page[Prompt]:
-        statement = select(prompts).where(prompts.c.org == org)
-        if cursor:
-            statement = statement.where(prompts.c.name > decode_cursor(cursor))
+    def prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
+        statement = select(prompts).where(prompts.c.org == org, prompts.c.name > after)
         with self.db.read() as connection:
-            rows = connection.execute(statement.order_by(prompts.c.name).limit(limit + 1)).all()
-        items = [prompt_record(row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(items, encode_cursor(items[-1].name) if more else None)
+            rows = connection.execute(statement.order_by(prompts.c.name).limit(count)).all()
+        return [prompt_record(row) for row in rows]

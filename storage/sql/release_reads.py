@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from storage.cursors import decode_number_cursor, encode_cursor
 from storage.errors import (
     NoProductionVersion,
     NothingInEnvironment,
-    ReviewNotFound,
 )
 from storage.records import (
     PRODUCTION,
     InRollout,
-    Page,
     PromotionRecord,
     PromptVersion,
     Review,
@@ -30,42 +27,34 @@ from storage.sql.tables import history, reviews, rollouts
 
 
 class SqlReleaseReads(Concern, RolloutReads):
-    def list_history(
-        self, org: str, prompt_ref: str, limit: int = 50, cursor: str | None = None
-    ) -> Page[PromotionRecord]:
-        # Positions are 1-based promotion sequence numbers; pages go newest first.
-        before = decode_number_cursor(cursor)
+    def history_below(
+        self, org: str, prompt_ref: str, before: int | None, count: int
+    ) -> list[tuple[int, PromotionRecord]]:
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(history).where(of_prompt(history, prompt))
             if before is not None and before <= MAX_NUMBER:  # every row is below a larger one
                 statement = statement.where(history.c.position < before)
             rows = connection.execute(
-                statement.order_by(history.c.position.desc()).limit(limit)
+                statement.order_by(history.c.position.desc()).limit(count)
             ).all()
-        items = [history_record(row) for row in rows]
-        more = bool(rows) and rows[-1].position > 1
-        return Page(items, encode_cursor(str(rows[-1].position)) if more else None)
+        return [(row.position, history_record(row)) for row in rows]
 
-    def get_review(self, org: str, review_id: str) -> Review:
+    def review_of(self, org: str, review_id: str) -> Review | None:
         row = self.db.read_one(
             select(reviews).where(reviews.c.org == org, reviews.c.review_id == review_id)
         )
-        if row is None:
-            raise ReviewNotFound(review_id)
-        return review_record(row)
+        return None if row is None else review_record(row)
 
-    def list_reviews(
+    def reviews_below(
         self,
         org: str,
-        *,
-        prompt_ref: str | None = None,
-        status: str | None = None,
-        environment: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[Review]:
-        before = decode_number_cursor(cursor)
+        prompt_ref: str | None,
+        status: str | None,
+        environment: str | None,
+        before: int | None,
+        count: int,
+    ) -> list[tuple[int, Review]]:
         with self.db.read() as connection:
             statement = select(reviews).where(reviews.c.org == org)
             if prompt_ref is not None:
@@ -77,12 +66,8 @@ class SqlReleaseReads(Concern, RolloutReads):
                 statement = statement.where(reviews.c.environment == environment)
             if before is not None:
                 statement = statement.where(reviews.c.seq < before)
-            rows = connection.execute(
-                statement.order_by(reviews.c.seq.desc()).limit(limit + 1)
-            ).all()
-        items = [review_record(row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(items, encode_cursor(str(rows[limit - 1].seq)) if more else None)
+            rows = connection.execute(statement.order_by(reviews.c.seq.desc()).limit(count)).all()
+        return [(row.seq, review_record(row)) for row in rows]
 
     def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         with self.db.read() as connection:

@@ -98,19 +98,12 @@ class SqlReleases(ReleaseMethods, Concern):
 
     # -- environments
 
-    def delete_environment(
-        self,
-        org: str,
-        name: str,
-        *,
-        actor: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
+    def delete_environment(self, org: str, leave: release.LeaveEnvironment) -> None:
         """Each prompt the environment touches leaves it (its rollout aborted, its open
         reviews cancelled, its placement gone: storage/release decides), the prompts
         locked at once in id order, so two deletions take them in the same order; then
         its row goes."""
-        now = self.db.clock()
+        name = leave.environment
         with self.db.write() as connection:
             release.check_delete_environment(org_environments(connection, org), name)
             touched = union(
@@ -146,12 +139,9 @@ class SqlReleases(ReleaseMethods, Concern):
                     .group_by(reviews.c.prompt_id)
                 ).all()
             )
-            request = release.LeaveEnvironment(
-                now=now, actor=Actor(actor), request_id=request_id, environment=name
-            )
             for prompt in sorted(locked, key=lambda row: first.get(row.prompt_id, 2**62)):
                 state, _ = load(self.db, connection, prompt)
-                apply(self.db, connection, prompt, release.decide(state, request), now)
+                apply(self.db, connection, prompt, release.decide(state, leave), leave.now)
             connection.execute(
                 environments.delete().where(environments.c.org == org, environments.c.name == name)
             )

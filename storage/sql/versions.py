@@ -1,5 +1,6 @@
-"""Versions: numbering (a new draft) and the reads (production, latest, by ref, the
-list); every other change of a version is a release change (storage/sql/releases.py).
+"""Versions: numbering (a new draft) and the reads (production, latest, by ref, in an
+environment, the list); every other change of a version is a release change
+(storage/sql/releases.py).
 
 The hot read (production, latest or one version of a prompt) is one indexed statement
 outside any transaction, on the read lane's own connections (storage/sql/read_lane.py):
@@ -16,15 +17,15 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 
 from promptsvc.templating.includes import Include
 from storage import release
-from storage.cursors import decode_number_cursor, encode_cursor
 from storage.drafts import numbered
-from storage.errors import NoProductionVersion, VersionNotFound
+from storage.errors import NoProductionVersion, NothingInEnvironment, VersionNotFound
+from storage.event_records import created_event
 from storage.ids import version_number
-from storage.records import PRODUCTION, Page, PromptVersion
+from storage.records import PRODUCTION, PromptVersion
 from storage.sql import dialect, direct
-from storage.sql.core import Concern, Database, prompt_record
+from storage.sql.core import Concern, Database
 from storage.sql.rows import include_values, version_values
-from storage.sql.state import MAX_NUMBER, of_prompt
+from storage.sql.state import MAX_NUMBER, environment_named, of_prompt
 from storage.sql.tables import includes, prompts, versions
 
 # A new version's statements, built once (building one costs more than running it).
@@ -161,15 +162,9 @@ class SqlVersions(Concern):
             raise NoProductionVersion(prompt_ref)
         return found
 
-    def list_versions(
-        self,
-        org: str,
-        prompt_ref: str,
-        status: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> Page[PromptVersion]:
-        before = decode_number_cursor(cursor)
+    def versions_below(
+        self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
+    ) -> list[PromptVersion]:
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             statement = select(versions).where(of_prompt(versions, prompt))
@@ -178,11 +173,20 @@ class SqlVersions(Concern):
             if status is not None:
                 statement = statement.where(versions.c.status == status)
             rows = connection.execute(
-                statement.order_by(versions.c.version.desc()).limit(limit + 1)
+                statement.order_by(versions.c.version.desc()).limit(count)
             ).all()
-        found = [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(found, encode_cursor(str(found[-1].version)) if more else None)
+        return [self.db.version(prompt.name, prompt.prompt_type, row) for row in rows]
+
+    def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
+        if environment == PRODUCTION:
+            return self.get_production(org, prompt_ref)
+        found = self.read_version(org, prompt_ref, "environment", environment=environment)
+        if found is None:
+            with self.db.read() as connection:
+                self.db.find_prompt(connection, org, prompt_ref)
+                environment_named(connection, org, environment)
+            raise NothingInEnvironment(prompt_ref, environment)
+        return found
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self.db.read() as connection:
@@ -209,14 +213,6 @@ class SqlVersions(Concern):
             if version.included_names:
                 release.check_included_present(version, present_includes(connection, org, version))
                 connection.execute(insert(includes), include_values(org, version))
-            self.db.append_event(
-                connection,
-                org,
-                "version.created",
-                prompt_record(prompt),
-                version,
-                draft.created_by,
-                request_id,
-                draft.created_at,
-            )
+            event = created_event(version, draft.created_by, request_id)
+            self.db.append_events(connection, org, [event])
         return version

@@ -3,7 +3,7 @@
 -- KEYS[1], KEYS[2]  see _common.lua
 -- ARGV[1]  prompt ref ("" = every prompt)
 -- ARGV[2]  status ("" = any)        ARGV[3]  environment ("" = any)
--- ARGV[4]  list sequences below this one ("" = from the newest)
+-- ARGV[4]  the highest sequence to list: "(N" (below N) or "+inf"
 -- ARGV[5]  how many to return (one more than the page, to see if more follow)
 -- Returns {"ok", {sequence, review JSON}, ...} or {"no_prompt"}.
 local index = ORG .. "reviews"
@@ -14,12 +14,11 @@ if ARGV[1] ~= "" then
   end
   index = pkey(pid, ":reviews")
 end
-local max = after(ARGV[4], "+inf")
 local want = tonumber(ARGV[5])
 local out = { "ok" }
 local offset = 0
 while #out - 1 < want do
-  local found = redis.call("ZREVRANGEBYSCORE", index, max, "-inf", "WITHSCORES", "LIMIT", offset, 100)
+  local found = redis.call("ZREVRANGEBYSCORE", index, ARGV[4], "-inf", "WITHSCORES", "LIMIT", offset, 100)
   if #found == 0 then
     break
   end
