@@ -23,7 +23,6 @@ through it.
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 from collections.abc import Sequence
@@ -34,6 +33,8 @@ import redis
 from redis._parsers.base import BaseParser
 from redis.commands.core import Script
 from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
+
+from storage import forks
 
 # What hiredis answers while a reply is incomplete (a reply is never this object).
 _MORE = object()
@@ -112,14 +113,14 @@ class ReadLane:
         self._connection_kwargs = pool.connection_kwargs
         self._script = script
         self._idle: list[Any] = []
-        self._pid = os.getpid()
+        self._generation = forks.generation()
 
     def __call__(self, keys: Sequence[str], args: Sequence[str]) -> Any:
-        if self._pid != os.getpid():
+        if self._generation != forks.generation():
             # A forked child must not talk on its parent's sockets; they stay open for
             # the parent (closing them here would shut them down for it too).
             self._idle = []
-            self._pid = os.getpid()
+            self._generation = forks.generation()
         try:
             connection, reused = self._idle.pop(), True
         except IndexError:
@@ -147,7 +148,7 @@ class ReadLane:
         """The replies of one read per ``calls`` (its args), all on ``keys``, sent at
         once on one connection: one round trip. Should any fail, each is sent alone
         (which reloads a missing script and retries a stale connection)."""
-        if self._pid != os.getpid() or len(calls) < 2:
+        if self._generation != forks.generation() or len(calls) < 2:
             return [self(keys, args) for args in calls]
         try:
             connection = self._idle.pop()

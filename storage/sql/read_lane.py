@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
 
+from storage import forks
 from storage.errors import StorageUnavailable
 from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
@@ -196,7 +196,7 @@ class ReadLane:
         self._idle: list[Any] = []
         # The UNION ALL statements of :meth:`many`, by their reads' picks.
         self._batches: dict[tuple[str, ...], tuple[str, Statement]] = {}
-        self._pid = os.getpid()
+        self._generation = forks.generation()
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
@@ -245,10 +245,10 @@ class ReadLane:
         """What ``read`` answers on one of the lane's connections (a lane connection:
         its driver connection is ``.connection`` on PostgreSQL), sent once more on a
         new connection when an idle one turns out closed."""
-        if self._pid != os.getpid():
+        if self._generation != forks.generation():
             # A forked child must not use its parent's connections.
             self._idle = []
-            self._pid = os.getpid()
+            self._generation = forks.generation()
         try:
             connection, reused = self._idle.pop(), True
         except IndexError:
