@@ -2,7 +2,7 @@
 
 * :class:`RequestIds`, WSGI middleware around the whole app, gives every request its id:
   the client's ``X-Request-ID`` when it is a safe token (1-128 characters of
-  ``[A-Za-z0-9._:-]``), else a new uuid4. Untrusted ids never reach logs or headers as
+  ``[A-Za-z0-9._:-]``), else a new random uuid4. Untrusted ids never reach logs or headers as
   they came. Every response carries it, whichever part of the app answered, and so does
   the access log line (logger ``promptsvc.access``, on in ``promptsvc serve``).
 * :class:`SecurityHeaders`, inside it, adds ``X-Content-Type-Options: nosniff``,
@@ -23,10 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import re
 import sys
 import time
-import uuid
 from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -51,8 +51,12 @@ DEFAULT_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "no-referrer"),
 )
+_DEFAULT_NAMES = frozenset(name.lower() for name, _ in DEFAULT_HEADERS)
 # A year, the usual value; no includeSubDomains: other hosts of the domain are not ours.
 HSTS = ("Strict-Transport-Security", "max-age=31536000")
+# The version (4) and variant (RFC 9562) bits of a uuid4, and the bits they replace.
+_UUID4_KEEP = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
 
@@ -67,7 +71,19 @@ def request_id() -> str:
 
 def choose_request_id(given: str | None) -> str:
     """The client's id when it is a safe token, else a new uuid4."""
-    return given if given and _SAFE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+    return given if given and _SAFE_REQUEST_ID.fullmatch(given) else new_request_id()
+
+
+def new_request_id() -> str:
+    """A random uuid4, as ``str(uuid.uuid4())`` writes it.
+
+    Its bits come from :mod:`random` (reseeded in every forked worker) rather than the
+    OS: a request id correlates log lines and is no secret (a client may choose its
+    own), and ``uuid.uuid4()`` costs a system call, which lets go of the GIL, and a
+    UUID object on every request.
+    """
+    h = f"{random.getrandbits(128) & _UUID4_KEEP | _UUID4_SET:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class RequestIds:
@@ -112,8 +128,12 @@ class SecurityHeaders:
         https = environ.get("wsgi.url_scheme") == "https"
 
         def start(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            present = {name.lower() for name, _ in headers}
-            headers.extend(pair for pair in DEFAULT_HEADERS if pair[0].lower() not in present)
+            present = [name for name, _ in headers if name.lower() in _DEFAULT_NAMES]
+            if present:  # the answer set some of its own
+                lowered = {name.lower() for name in present}
+                headers.extend(pair for pair in DEFAULT_HEADERS if pair[0].lower() not in lowered)
+            else:
+                headers.extend(DEFAULT_HEADERS)
             if https:
                 headers.append(HSTS)
             return start_response(line, headers, exc_info)

@@ -24,18 +24,26 @@ Failures: a connection the server closed while it sat idle (PostgreSQL restarted
 ended the session) fails on first use; the read is sent once more on a new connection,
 which is harmless for a read. Any other failure drops the connection and turns into
 StorageUnavailable when the database does not answer.
+
+On SQLite the sqlite3 module lets go of the GIL around every call into the library it
+makes, one per column of a row among them, and on a busy worker each of them can hand
+the GIL to another thread and cost a context switch (docs/benchmarks.md, "http"). So a
+row comes back as one column, the JSON array SQLite's ``json_array`` makes of its
+values (the same values, in the same order), bound by position, and is decoded only when
+that exact text was not seen before: about a fifth of the calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
 
+from storage import forks
 from storage.errors import StorageUnavailable
 from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
@@ -98,6 +106,9 @@ MAX_BATCHES = 256
 _PARAM = r":(ref|number|version_id|environment)\b"
 
 Statement = tuple[bytes, bytes, tuple[str, ...]]
+# A select list of one branch: what follows SELECT up to the prompts table, not across
+# another SELECT (a subquery, or the next branch of a UNION ALL).
+_SELECT_LIST = re.compile(r"SELECT ((?:(?!SELECT ).)+?) FROM prompts p")
 
 
 def _numbered(key: tuple[str, str], sql: str) -> Statement:
@@ -112,6 +123,13 @@ def _numbered(key: tuple[str, str], sql: str) -> Statement:
 
     numbered = re.sub(r":(\w+)", number, sql).encode()
     return f"promptsvc_{key[0]}_{key[1]}".encode(), numbered, tuple(names)
+
+
+def _sqlite(statement: Statement) -> str:
+    """A statement as SQLite runs it on the lane: parameters ``?1``, ``?2``... (bound by
+    position), each row as one column, the JSON array of its values."""
+    sql = statement[1].decode().replace("$", "?")
+    return _SELECT_LIST.sub(r"SELECT json_array(\1) FROM prompts p", sql)
 
 
 class _PgConnection:
@@ -170,12 +188,15 @@ class ReadLane:
         self._sql = READS
         self.postgres = dialect == "postgresql"
         self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
-        self._rows: Memo[tuple[Any, ...], tuple[Any, ...]] = Memo()
+        if not self.postgres:
+            self._sql = {key: _sqlite(numbered) for key, numbered in self._numbered.items()}
+        # Decoded rows by their raw values (PostgreSQL) or JSON text (SQLite).
+        self._rows: Memo[Any, tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
         self._idle: list[Any] = []
         # The UNION ALL statements of :meth:`many`, by their reads' picks.
         self._batches: dict[tuple[str, ...], tuple[str, Statement]] = {}
-        self._pid = os.getpid()
+        self._generation = forks.generation()
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
@@ -208,8 +229,8 @@ class ReadLane:
                 r":(ref|number|version_id|environment)\b", rf":\g<1>{i}", READS["name", pick]
             )
             branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
-        sql = " UNION ALL ".join(branches)
-        return sql, _numbered(("many", str(len(self._batches))), sql)
+        numbered = _numbered(("many", str(len(self._batches))), " UNION ALL ".join(branches))
+        return ("" if self.postgres else _sqlite(numbered)), numbered
 
     def _statement(self, key: tuple[str, str]) -> tuple[str, Statement]:
         return self._sql[key], self._numbered[key]
@@ -224,10 +245,10 @@ class ReadLane:
         """What ``read`` answers on one of the lane's connections (a lane connection:
         its driver connection is ``.connection`` on PostgreSQL), sent once more on a
         new connection when an idle one turns out closed."""
-        if self._pid != os.getpid():
+        if self._generation != forks.generation():
             # A forked child must not use its parent's connections.
             self._idle = []
-            self._pid = os.getpid()
+            self._generation = forks.generation()
         try:
             connection, reused = self._idle.pop(), True
         except IndexError:
@@ -255,7 +276,16 @@ class ReadLane:
     ) -> list[tuple[Any, ...]]:
         if self.postgres:
             return connection.execute(statement[1], params)
-        return connection.execute(statement[0], params).fetchall()
+        sql, (_, _, names) = statement
+        found = connection.execute(sql, [params[name] for name in names]).fetchall()
+        return [self._row(text) for (text,) in found]
+
+    def _row(self, text: str) -> tuple[Any, ...]:
+        """The values of a SQLite row from their JSON array (see the module docstring)."""
+        row = self._rows.get(text)
+        if row is None:
+            row = self._rows.put(text, tuple(json.loads(text)), len(text) + 256)
+        return row
 
     def _new_connection(self) -> Any:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 from flask import Flask
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
-from promptsvc.http import LOG_FORMAT, RequestIdFilter
+from promptsvc.http import LOG_FORMAT, RequestIdFilter, new_request_id
 from storage import Storage, StorageUnavailable
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -215,6 +216,24 @@ def test_request_id_generated_on_every_kind_of_response(api: Any) -> None:
     ids = [r.headers["X-Request-ID"] for r in responses]
     assert all(UUID.match(i) for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+def test_a_forked_worker_makes_request_ids_of_its_own() -> None:
+    # gunicorn forks its workers: were the ids' random state not reseeded in each,
+    # two workers would hand out the same ids.
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, new_request_id().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode()
+    os.close(read)
+    assert UUID.match(child)
+    assert child != new_request_id()
 
 
 def test_log_lines_carry_the_request_id(api: Any, app: Flask, log_lines: io.StringIO) -> None:
