@@ -259,7 +259,7 @@ class Database:
             }
             for offset, event in enumerate(found)
         ]
-        direct.run(connection, _INSERT_EVENTS, rows)
+        direct.run(connection, _INSERT_EVENTS, rows, defer=True)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(

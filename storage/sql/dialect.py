@@ -84,4 +84,4 @@ _NOTIFY = text("SELECT pg_notify(:channel, :org)")
 def notify_events(connection: Connection, org: str) -> None:
     """Tell listeners in every process that ``org`` has new events (at commit)."""
     if is_postgres(connection):
-        direct.run(connection, _NOTIFY, {"channel": EVENTS_CHANNEL, "org": org})
+        direct.run(connection, _NOTIFY, {"channel": EVENTS_CHANNEL, "org": org}, defer=True)

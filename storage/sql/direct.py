@@ -11,6 +11,11 @@ SQLAlchemy's (storage/sql/core.py turns those into storage errors), and a connec
 that lost its server is invalidated as SQLAlchemy would. While a listener watches the
 engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
 through SQLAlchemy.
+On PostgreSQL a write's statements whose rows it does not read (``defer``) wait, and go
+in one round trip (psycopg's pipeline mode) with the next statement whose rows it reads,
+or with the COMMIT (storage/sql/engine.py ``writing``); one of SQLAlchemy's sends them
+first (the engine's ``before_execute``). An error of one is raised then, in the same
+transaction, which rolls back.
 Single reads outside a transaction (storage/sql/core.py ``read_one``) run the same way
 on the read lane's connections (storage/sql/read_lane.py).
 """
@@ -27,6 +32,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql import ClauseElement
 
 _REQUIRED = object()
+# The statements a PostgreSQL transaction deferred (connection.info): (compiled, bound).
+DEFERRED = "promptsvc_deferred"
 
 
 class _Compiled:
@@ -124,28 +131,61 @@ def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]
 
 
 def run(
-    connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
+    connection: Connection,
+    statement: Any,
+    params: dict[str, Any] | list[dict[str, Any]],
+    defer: bool = False,
 ) -> list[Any]:
     """Run ``statement`` (built once: see the module's docstring) with ``params`` (a
     list: one statement for every row, the driver's ``executemany``) in
-    ``connection``'s transaction; the rows it returns, if any, with attribute access."""
+    ``connection``'s transaction; the rows it returns, if any, with attribute access.
+    ``defer``: the caller reads no rows; on PostgreSQL the statement waits to go with
+    the next one sent, or with the COMMIT (:func:`commit`)."""
     rows = params if isinstance(params, list) else None
     first: dict[str, Any] = params if isinstance(params, dict) else params[0]
     compiled = compiled_for(connection.dialect, statement, first)
     if compiled is None or connection.dispatch.before_cursor_execute:
-        result = connection.execute(statement, params)
+        result = connection.execute(statement, params)  # (sends the deferred first: flush)
         return list(result.all()) if result.returns_rows else []
+    bound = [compiled.bind(row) for row in rows] if rows is not None else compiled.bind(first)
+    if defer and connection.dialect.name == "postgresql":
+        connection.info.setdefault(DEFERRED, []).append((compiled, bound))
+        return []
+    return _send(connection, [*connection.info.pop(DEFERRED, ()), (compiled, bound)])
+
+
+def flush(connection: Connection, *_: Any) -> None:
+    """Send the statements deferred on ``connection`` (before one of SQLAlchemy's)."""
+    if queued := connection.info.pop(DEFERRED, None):
+        _send(connection, queued)
+
+
+def commit(connection: Connection) -> None:
+    """Send the deferred statements, and the COMMIT with them; SQLAlchemy's commit that
+    follows finds the transaction ended, and sends nothing."""
+    if queued := connection.info.pop(DEFERRED, None):
+        _send(connection, [*queued, (None, None)])
+
+
+def discard(connection: Connection) -> None:
+    """Forget what a transaction that rolled back deferred."""
+    connection.info.pop(DEFERRED, None)
+
+
+def _send(connection: Connection, queued: list[tuple[Any, Any]]) -> list[Any]:
+    """Run each (compiled, bound) of ``queued`` (None: COMMIT), more than one in one
+    round trip (psycopg's pipeline mode); the rows of the last."""
     fairy: Any = connection.connection
     cursor = fairy.dbapi_connection.cursor()
-    bound: Any = None
+    compiled, bound = queued[-1]
     try:
-        if rows is not None and len(rows) > 1:
-            bound = [compiled.bind(row) for row in rows]
-            cursor.executemany(compiled.sql, bound)
-        else:  # (psycopg's executemany prepares the statement on the server)
-            bound = compiled.bind(first)
-            cursor.execute(compiled.sql, bound)
-        if compiled.row is None or cursor.description is None:
+        if len(queued) == 1:
+            _execute(cursor, compiled, bound)
+        else:
+            with fairy.dbapi_connection.pipeline():
+                for compiled, bound in queued:
+                    _execute(cursor, compiled, bound)
+        if compiled is None or compiled.row is None or cursor.description is None:
             return []  # (a text statement's rows are not asked for)
         return compiled.rows(cursor.fetchall())
     except connection.dialect.loaded_dbapi.Error as error:
@@ -153,7 +193,7 @@ def run(
         if lost:
             connection.invalidate(error)
         raise sa_exc.DBAPIError.instance(
-            compiled.sql,
+            "COMMIT" if compiled is None else compiled.sql,
             bound,
             error,
             connection.dialect.loaded_dbapi.Error,
@@ -162,3 +202,12 @@ def run(
         ) from error
     finally:
         cursor.close()
+
+
+def _execute(cursor: Any, compiled: _Compiled | None, bound: Any) -> None:
+    if compiled is None:  # psycopg tracks the transaction's end from the server's answer
+        cursor.execute("COMMIT")
+    elif isinstance(bound, list) and len(bound) > 1:
+        cursor.executemany(compiled.sql, bound)
+    else:  # (psycopg's executemany prepares the statement on the server)
+        cursor.execute(compiled.sql, bound[0] if isinstance(bound, list) else bound)
