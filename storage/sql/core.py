@@ -74,6 +74,12 @@ _LOCKED_PROMPT_BY = {
 }
 
 
+def prompt_by(connection: Connection, column: Any) -> Any:
+    """The statement of a prompt's row by ``column`` (name or prompt_id), locked in a
+    PostgreSQL transaction; parameters org and ref."""
+    return (_LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY)[column]
+
+
 def event_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
 
@@ -175,11 +181,10 @@ class Database:
     def find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""
-        by = _LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY
         params = {"org": org, "ref": prompt_ref}
-        rows = direct.run(connection, by[prompts.c.name], params)
+        rows = direct.run(connection, prompt_by(connection, prompts.c.name), params)
         if not rows and prompt_ref.startswith("pmt_"):
-            rows = direct.run(connection, by[prompts.c.prompt_id], params)
+            rows = direct.run(connection, prompt_by(connection, prompts.c.prompt_id), params)
         if not rows:
             raise PromptNotFound(prompt_ref)
         return rows[0]

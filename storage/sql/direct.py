@@ -141,17 +141,37 @@ def run(
     ``connection``'s transaction; the rows it returns, if any, with attribute access.
     ``defer``: the caller reads no rows; on PostgreSQL the statement waits to go with
     the next one sent, or with the COMMIT (:func:`commit`)."""
-    rows = params if isinstance(params, list) else None
+    (compiled, bound) = _bound(connection, statement, params)
+    if compiled is None:
+        result = connection.execute(statement, params)  # (sends the deferred first: flush)
+        return list(result.all()) if result.returns_rows else []
+    if defer and connection.dialect.name == "postgresql":
+        connection.info.setdefault(DEFERRED, []).append((compiled, bound, False))
+        return []
+    return _send(connection, [*connection.info.pop(DEFERRED, ()), (compiled, bound, True)])[0]
+
+
+def run_all(connection: Connection, statements: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
+    """The rows of each (statement, params), run in order as :func:`run` does; on
+    PostgreSQL in one round trip."""
+    sent = [(*_bound(connection, statement, params), True) for statement, params in statements]
+    if connection.dialect.name != "postgresql" or any(c is None for c, _, _ in sent):
+        return [run(connection, statement, params) for statement, params in statements]
+    return _send(connection, [*connection.info.pop(DEFERRED, ()), *sent])
+
+
+def _bound(
+    connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
+) -> tuple[_Compiled | None, Any]:
+    """``statement`` compiled and ``params`` bound for the driver; (None, None): it
+    goes through SQLAlchemy (new, or the engine watched)."""
     first: dict[str, Any] = params if isinstance(params, dict) else params[0]
     compiled = compiled_for(connection.dialect, statement, first)
     if compiled is None or connection.dispatch.before_cursor_execute:
-        result = connection.execute(statement, params)  # (sends the deferred first: flush)
-        return list(result.all()) if result.returns_rows else []
-    bound = [compiled.bind(row) for row in rows] if rows is not None else compiled.bind(first)
-    if defer and connection.dialect.name == "postgresql":
-        connection.info.setdefault(DEFERRED, []).append((compiled, bound))
-        return []
-    return _send(connection, [*connection.info.pop(DEFERRED, ()), (compiled, bound)])
+        return None, None
+    if isinstance(params, list):
+        return compiled, [compiled.bind(row) for row in params]
+    return compiled, compiled.bind(params)
 
 
 def flush(connection: Connection, *_: Any) -> None:
@@ -164,7 +184,7 @@ def commit(connection: Connection) -> None:
     """Send the deferred statements, and the COMMIT with them; SQLAlchemy's commit that
     follows finds the transaction ended, and sends nothing."""
     if queued := connection.info.pop(DEFERRED, None):
-        _send(connection, [*queued, (None, None)])
+        _send(connection, [*queued, (None, None, False)])
 
 
 def discard(connection: Connection) -> None:
@@ -172,24 +192,30 @@ def discard(connection: Connection) -> None:
     connection.info.pop(DEFERRED, None)
 
 
-def _send(connection: Connection, queued: list[tuple[Any, Any]]) -> list[Any]:
-    """Run each (compiled, bound) of ``queued`` (None: COMMIT), more than one in one
-    round trip (psycopg's pipeline mode); the rows of the last."""
+def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
+    """Run each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT),
+    more than one in one round trip (psycopg's pipeline mode); the rows of each wanted."""
     fairy: Any = connection.connection
-    cursor = fairy.dbapi_connection.cursor()
-    compiled, bound = queued[-1]
+    driver = fairy.dbapi_connection
+    cursors = [driver.cursor() for _ in queued]
+    compiled, bound = None, None
     try:
         if len(queued) == 1:
-            _execute(cursor, compiled, bound)
+            compiled, bound, _ = queued[0]
+            _execute(cursors[0], compiled, bound)
         else:
-            with fairy.dbapi_connection.pipeline():
-                for compiled, bound in queued:
+            with driver.pipeline():
+                for cursor, (compiled, bound, _) in zip(cursors, queued, strict=True):
                     _execute(cursor, compiled, bound)
-        if compiled is None or compiled.row is None or cursor.description is None:
-            return []  # (a text statement's rows are not asked for)
-        return compiled.rows(cursor.fetchall())
+        return [
+            []  # (a text statement's rows are not asked for)
+            if compiled is None or compiled.row is None or cursor.description is None
+            else compiled.rows(cursor.fetchall())
+            for cursor, (compiled, bound, wanted) in zip(cursors, queued, strict=True)
+            if wanted
+        ]
     except connection.dialect.loaded_dbapi.Error as error:
-        lost = connection.dialect.is_disconnect(error, fairy.dbapi_connection, cursor)
+        lost = connection.dialect.is_disconnect(error, driver, cursors[-1])
         if lost:
             connection.invalidate(error)
         raise sa_exc.DBAPIError.instance(
@@ -201,7 +227,8 @@ def _send(connection: Connection, queued: list[tuple[Any, Any]]) -> list[Any]:
             dialect=connection.dialect,
         ) from error
     finally:
-        cursor.close()
+        for cursor in cursors:
+            cursor.close()
 
 
 def _execute(cursor: Any, compiled: _Compiled | None, bound: Any) -> None:

@@ -20,7 +20,7 @@ from storage.sql.apply import apply
 from storage.sql.core import Concern
 from storage.sql.identity import user_record
 from storage.sql.identity_tables import users
-from storage.sql.state import load, org_environments
+from storage.sql.state import load, locked, org_environments
 from storage.sql.tables import environments, placements, prompts, reviews, rollouts
 
 
@@ -65,17 +65,24 @@ class SqlReleases(ReleaseMethods, Concern):
                     ).first()
                     actor = replace(actor, record=None if row is None else user_record(row))
                 fields["review_id"] = target.review_id
+                state, number = load(
+                    self.db,
+                    connection,
+                    prompt,
+                    version_ref=target.version_ref,
+                    review_id=target.review_id,
+                    with_history=target.history,
+                )
             else:
                 assert target.prompt_ref is not None
-                prompt = self.db.find_prompt(connection, org, target.prompt_ref)
-            state, number = load(
-                self.db,
-                connection,
-                prompt,
-                version_ref=target.version_ref,
-                review_id=target.review_id,
-                with_history=target.history,
-            )
+                prompt, state, number = locked(
+                    self.db,
+                    connection,
+                    org,
+                    target.prompt_ref,
+                    version_ref=target.version_ref,
+                    with_history=target.history,
+                )
             if target.version_ref is not None:
                 if number is None:
                     raise VersionNotFound(target.prompt_ref or prompt.name, target.version_ref)

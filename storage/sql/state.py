@@ -24,7 +24,6 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Integer,
     Row,
     Text,
     and_,
@@ -46,7 +45,7 @@ from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
 from storage.release.records import Neighbours
 from storage.sql import direct, read_lane
-from storage.sql.core import Database, prompt_record
+from storage.sql.core import Database, prompt_by, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
 from storage.sql.tables import (
     UtcDateTime,
@@ -113,9 +112,15 @@ def environment_named(connection: Connection, org: str, name: str) -> Environmen
     return found
 
 
+# The prompt the parameters ``org`` and ``name`` name: so the load needs nothing of the
+# locked row, and goes in the lock's round trip on PostgreSQL (:func:`locked`).
+_NAMED = (prompts.c.org == bindparam("org")) & (prompts.c.name == bindparam("name"))
+_PROMPT_ID = select(prompts.c.prompt_id).where(_NAMED).scalar_subquery()
+
+
 def _of_the_prompt(table: Any) -> ColumnElement[bool]:
-    """The rows of ``table`` of the prompt the parameters ``org`` and ``prompt_id`` name."""
-    return (table.c.org == bindparam("org")) & (table.c.prompt_id == bindparam("prompt_id"))
+    """The rows of ``table`` of the prompt the parameters ``org`` and ``name`` name."""
+    return (table.c.org == bindparam("org")) & (table.c.prompt_id == _PROMPT_ID)
 
 
 _VERSION = select(versions).where(
@@ -139,7 +144,7 @@ class _Versions(Mapping[int, PromptVersion]):
 
     def __getitem__(self, number: int) -> PromptVersion:
         if number not in self.loaded:
-            key = {"org": self._prompt.org, "prompt_id": self._prompt.prompt_id, "number": number}
+            key = {"org": self._prompt.org, "name": self._prompt.name, "number": number}
             row = self._connection.execute(_VERSION, key).first()
             if row is None:
                 self.loaded[number] = None
@@ -161,9 +166,9 @@ class _Versions(Mapping[int, PromptVersion]):
 # The load is one statement: a row per thing it reads, each a kind and the thing as a
 # JSON document made by the database (json_array / json_object on SQLite,
 # json_build_array / json_build_object on PostgreSQL), so rows of every table travel
-# in one result. Parameters: org, prompt_id, name (the prompt's, whose includers are
-# read), review_id (the review a decision names, or null), number and version_id (the
-# version a request names, or null) and production (the published number, or null).
+# in one result. Parameters: org, name (the prompt's, whose includers are read too),
+# review_id (the review a decision names, or null), number and version_id (the version
+# a request names, or null).
 VERSION, INCLUDER, ROLLOUT, REVIEW, ENVIRONMENT, HISTORY = range(6)
 _REVIEWED = or_(reviews.c.status == "open", reviews.c.review_id == bindparam("review_id"))
 # One set of numbers, each then found by the primary key (no scan of the versions).
@@ -179,7 +184,7 @@ _IN_USE = union(
             versions.c.version_id == bindparam("version_id"),
         ),
     ),
-    select(bindparam("production", type_=Integer)),
+    select(prompts.c.production_version).where(_NAMED),
 )
 # A version as the read lane reads it (read_lane.COLUMNS, without the prompt's name
 # and type for the prompt's own versions).
@@ -231,10 +236,12 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
     return union_all(*branches)
 
 
+# Per dialect, without and with the history.
 _LOADS = {
-    (dialect, with_history): _load_statement(dialect, with_history)
+    dialect: {
+        with_history: _load_statement(dialect, with_history) for with_history in (False, True)
+    }
     for dialect in ("sqlite", "postgresql")
-    for with_history in (False, True)
 }
 
 
@@ -267,25 +274,66 @@ def load(
 ) -> tuple[State, int | None]:
     """The state of ``prompt`` (its row locked), and the number of the version
     ``version_ref`` names (None: no such version). One statement."""
+    statement, params = _load(connection, prompt.org, prompt.name, version_ref, review_id)
+    rows = direct.run(connection, statement[with_history], params)
+    return _state(db, connection, prompt, params, rows)
+
+
+def locked(
+    db: Database,
+    connection: Connection,
+    org: str,
+    prompt_ref: str,
+    *,
+    version_ref: str | None = None,
+    with_history: bool = False,
+) -> tuple[Row[Any], State, int | None]:
+    """The prompt ``prompt_ref`` names, its row locked (storage/sql/core.py
+    ``find_prompt``), and :func:`load`'s answer; by name, on PostgreSQL the lock and the
+    load go in one round trip: the load, a statement of its own, starts once the lock is
+    held, and sees what was committed before."""
+    statement, params = _load(connection, org, prompt_ref, version_ref, None)
+    lock = (prompt_by(connection, prompts.c.name), {"org": org, "ref": prompt_ref})
+    found, rows = direct.run_all(connection, [lock, (statement[with_history], params)])
+    if not found:  # (by id)
+        prompt = db.find_prompt(connection, org, prompt_ref)
+        return prompt, *load(
+            db, connection, prompt, version_ref=version_ref, with_history=with_history
+        )
+    return found[0], *_state(db, connection, found[0], params, rows)
+
+
+def _load(
+    connection: Connection,
+    org: str,
+    name: str,
+    version_ref: str | None,
+    review_id: str | None,
+) -> tuple[dict[bool, Any], dict[str, Any]]:
+    """The load's statements (without and with the history) and parameters."""
     number = None if version_ref is None else version_number(version_ref)
-    version_id = version_ref if version_ref and version_ref.startswith("v_") else None
     params = {
-        "org": prompt.org,
-        "prompt_id": prompt.prompt_id,
-        "name": prompt.name,
+        "org": org,
+        "name": name,
         "review_id": review_id,
         "number": None if number is None or number > MAX_NUMBER else number,
-        "version_id": version_id,
-        "production": prompt.production_version,
+        "version_id": version_ref if version_ref and version_ref.startswith("v_") else None,
     }
+    return _LOADS[connection.dialect.name], params
+
+
+def _state(
+    db: Database, connection: Connection, prompt: Row[Any], params: dict[str, Any], sent: list[Any]
+) -> tuple[State, int | None]:
+    """The state of ``prompt`` from the rows the load ``sent``, and the version named."""
+    version_id = params["version_id"]
     loaded = _Versions(db, connection, prompt)
     named = None
     placed: dict[str, int] = {}
     if prompt.production_version is not None:
         placed[PRODUCTION] = prompt.production_version
     found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
-    statement = _LOADS[connection.dialect.name, with_history]
-    for kind, document in direct.run(connection, statement, params):
+    for kind, document in sent:
         found[kind].append(json.loads(document))
     for values in found[VERSION]:
         version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))
