@@ -263,63 +263,39 @@ def _lane_row(values: list[Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def load(
-    db: Database,
-    connection: Connection,
-    prompt: Row[Any],
-    *,
-    version_ref: str | None = None,
-    review_id: str | None = None,
-    with_history: bool = False,
-) -> tuple[State, int | None]:
-    """The state of ``prompt`` (its row locked), and the number of the version
-    ``version_ref`` names (None: no such version). One statement."""
-    statement, params = _load(connection, prompt.org, prompt.name, version_ref, review_id)
-    rows = direct.run(connection, statement[with_history], params)
-    return _state(db, connection, prompt, params, rows)
-
-
-def locked(
+def locked_state(
     db: Database,
     connection: Connection,
     org: str,
     prompt_ref: str,
     *,
     version_ref: str | None = None,
+    review_id: str | None = None,
     with_history: bool = False,
 ) -> tuple[Row[Any], State, int | None]:
     """The prompt ``prompt_ref`` names, its row locked (storage/sql/core.py
-    ``find_prompt``), and :func:`load`'s answer; by name, on PostgreSQL the lock and the
-    load go in one round trip: the load, a statement of its own, starts once the lock is
-    held, and sees what was committed before."""
-    statement, params = _load(connection, org, prompt_ref, version_ref, None)
-    lock = (prompt_by(connection, prompts.c.name), {"org": org, "ref": prompt_ref})
-    found, rows = direct.run_all(connection, [lock, (statement[with_history], params)])
-    if not found:  # (by id)
-        prompt = db.find_prompt(connection, org, prompt_ref)
-        return prompt, *load(
-            db, connection, prompt, version_ref=version_ref, with_history=with_history
-        )
-    return found[0], *_state(db, connection, found[0], params, rows)
-
-
-def _load(
-    connection: Connection,
-    org: str,
-    name: str,
-    version_ref: str | None,
-    review_id: str | None,
-) -> tuple[dict[bool, Any], dict[str, Any]]:
-    """The load's statements (without and with the history) and parameters."""
+    ``find_prompt``), its state, and the number of the version ``version_ref`` names
+    (None: no such version). By name, on PostgreSQL the lock and the load go in one
+    round trip: the load, a statement of its own, starts once the lock is held, and
+    sees what was committed before."""
     number = None if version_ref is None else version_number(version_ref)
     params = {
         "org": org,
-        "name": name,
+        "name": prompt_ref,
         "review_id": review_id,
         "number": None if number is None or number > MAX_NUMBER else number,
         "version_id": version_ref if version_ref and version_ref.startswith("v_") else None,
     }
-    return _LOADS[connection.dialect.name], params
+    load = _LOADS[connection.dialect.name][with_history]
+    lock = prompt_by(connection, prompts.c.name)
+    found, sent = direct.run_all(
+        connection, [(lock, {"org": org, "ref": prompt_ref}), (load, params)]
+    )
+    if not found:  # by id: then by its name
+        prompt = db.find_prompt(connection, org, prompt_ref)
+        sent = direct.run(connection, load, {**params, "name": prompt.name})
+        return prompt, *_state(db, connection, prompt, params, sent)
+    return found[0], *_state(db, connection, found[0], params, sent)
 
 
 def _state(
