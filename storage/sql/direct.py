@@ -25,6 +25,7 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
@@ -32,7 +33,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql import ClauseElement
 
 _REQUIRED = object()
-# The statements a PostgreSQL transaction deferred (connection.info): (compiled, bound).
+# The statements a PostgreSQL transaction deferred (connection.info): _send's.
 DEFERRED = "promptsvc_deferred"
 
 
@@ -140,7 +141,7 @@ def run(
     list: one statement for every row, the driver's ``executemany``) in
     ``connection``'s transaction; the rows it returns, if any, with attribute access.
     ``defer``: the caller reads no rows; on PostgreSQL the statement waits to go with
-    the next one sent, or with the COMMIT (:func:`commit`)."""
+    the next one sent, or with the COMMIT (:func:`flush`)."""
     (compiled, bound) = _bound(connection, statement, params)
     if compiled is None:
         result = connection.execute(statement, params)  # (sends the deferred first: flush)
@@ -163,33 +164,24 @@ def run_all(connection: Connection, statements: list[tuple[Any, dict[str, Any]]]
 def _bound(
     connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
 ) -> tuple[_Compiled | None, Any]:
-    """``statement`` compiled and ``params`` bound for the driver; (None, None): it
-    goes through SQLAlchemy (new, or the engine watched)."""
-    first: dict[str, Any] = params if isinstance(params, dict) else params[0]
-    compiled = compiled_for(connection.dialect, statement, first)
+    """``statement`` compiled and ``params`` bound for the driver (a list of more than
+    one row: its ``executemany``); (None, None): it goes through SQLAlchemy (new, or
+    the engine watched)."""
+    rows = params if isinstance(params, list) else [params]
+    compiled = compiled_for(connection.dialect, statement, rows[0])
     if compiled is None or connection.dispatch.before_cursor_execute:
         return None, None
-    if isinstance(params, list):
-        return compiled, [compiled.bind(row) for row in params]
-    return compiled, compiled.bind(params)
+    bound = [compiled.bind(row) for row in rows]
+    return compiled, bound if len(bound) > 1 else bound[0]
 
 
-def flush(connection: Connection, *_: Any) -> None:
-    """Send the statements deferred on ``connection`` (before one of SQLAlchemy's)."""
-    if queued := connection.info.pop(DEFERRED, None):
-        _send(connection, queued)
-
-
-def commit(connection: Connection) -> None:
-    """Send the deferred statements, and the COMMIT with them; SQLAlchemy's commit that
-    follows finds the transaction ended, and sends nothing."""
-    if queued := connection.info.pop(DEFERRED, None):
-        _send(connection, [*queued, (None, None, False)])
-
-
-def discard(connection: Connection) -> None:
-    """Forget what a transaction that rolled back deferred."""
-    connection.info.pop(DEFERRED, None)
+def flush(connection: Connection, *_: Any, commit: bool = False) -> None:
+    """Send the statements deferred on ``connection`` (before one of SQLAlchemy's);
+    ``commit``: and the COMMIT with them (SQLAlchemy's commit that follows finds the
+    transaction ended, and sends nothing)."""
+    queued = connection.info.pop(DEFERRED, [])
+    if queued:
+        _send(connection, [*queued, (None, None, False)] if commit else queued)
 
 
 def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
@@ -200,13 +192,14 @@ def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[l
     cursors = [driver.cursor() for _ in queued]
     compiled, bound = None, None
     try:
-        if len(queued) == 1:
-            compiled, bound, _ = queued[0]
-            _execute(cursors[0], compiled, bound)
-        else:
-            with driver.pipeline():
-                for cursor, (compiled, bound, _) in zip(cursors, queued, strict=True):
-                    _execute(cursor, compiled, bound)
+        with driver.pipeline() if len(queued) > 1 else nullcontext():
+            for cursor, (compiled, bound, _) in zip(cursors, queued, strict=True):
+                if compiled is None:  # psycopg tracks the transaction's end from the server
+                    cursor.execute("COMMIT")
+                elif isinstance(bound, list):  # (psycopg's prepares the statement)
+                    cursor.executemany(compiled.sql, bound)
+                else:
+                    cursor.execute(compiled.sql, bound)
         return [
             []  # (a text statement's rows are not asked for)
             if compiled is None or compiled.row is None or cursor.description is None
@@ -229,12 +222,3 @@ def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[l
     finally:
         for cursor in cursors:
             cursor.close()
-
-
-def _execute(cursor: Any, compiled: _Compiled | None, bound: Any) -> None:
-    if compiled is None:  # psycopg tracks the transaction's end from the server's answer
-        cursor.execute("COMMIT")
-    elif isinstance(bound, list) and len(bound) > 1:
-        cursor.executemany(compiled.sql, bound)
-    else:  # (psycopg's executemany prepares the statement on the server)
-        cursor.execute(compiled.sql, bound[0] if isinstance(bound, list) else bound)

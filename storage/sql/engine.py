@@ -160,9 +160,9 @@ def writing(engine: Engine) -> Iterator[Connection]:
         try:
             with connection.begin():
                 yield connection
-                direct.commit(connection)  # PostgreSQL: with the statements deferred
+                direct.flush(connection, commit=True)  # PostgreSQL: what it deferred
         finally:
-            direct.discard(connection)
+            connection.info.pop(direct.DEFERRED, None)  # (rolled back)
 
 
 @contextmanager
