@@ -68,12 +68,11 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
-def _the_version(table: Any, number: Any) -> ColumnElement[bool]:
-    """``versions`` joined to the rows of ``table`` whose column ``number`` names one."""
+def _the_version(table: Any, number: Any, of: Any = versions) -> ColumnElement[bool]:
+    """``versions`` (``of``) joined to the rows of ``table`` whose column ``number``
+    names one."""
     return and_(
-        versions.c.org == table.c.org,
-        versions.c.prompt_id == table.c.prompt_id,
-        versions.c.version == number,
+        of.c.org == table.c.org, of.c.prompt_id == table.c.prompt_id, of.c.version == number
     )
 
 
@@ -113,9 +112,17 @@ def environment_named(connection: Connection, org: str, name: str) -> Environmen
 
 
 # The prompt the parameters ``org`` and ``name`` name: so the load needs nothing of the
-# locked row, and goes in the lock's round trip on PostgreSQL (:func:`locked`).
-_NAMED = (prompts.c.org == bindparam("org")) & (prompts.c.name == bindparam("name"))
-_PROMPT_ID = select(prompts.c.prompt_id).where(_NAMED).scalar_subquery()
+# locked row, and goes in the lock's round trip on PostgreSQL (:func:`locked_state`).
+# A CTE read once, which keeps the load's SQL short: psycopg parses a statement of over
+# 4 KB afresh each time it runs (its cache's bound), about 100 us.
+_NAMED = (
+    select(prompts.c.prompt_id, prompts.c.production_version)
+    .where(prompts.c.org == bindparam("org"), prompts.c.name == bindparam("name"))
+    .cte("n")
+)
+_PROMPT_ID = select(_NAMED.c.prompt_id).scalar_subquery()
+# (and versions as ``v`` in it)
+_v = versions.alias("v")
 
 
 def _of_the_prompt(table: Any) -> ColumnElement[bool]:
@@ -177,18 +184,18 @@ _IN_USE = union(
     select(rollouts.c.candidate_version).where(_of_the_prompt(rollouts)),
     select(rollouts.c.baseline_version).where(_of_the_prompt(rollouts)),
     select(reviews.c.version).where(_of_the_prompt(reviews), _REVIEWED),
-    select(versions.c.version).where(
-        _of_the_prompt(versions),
+    select(_v.c.version).where(
+        _of_the_prompt(_v),
         or_(
-            versions.c.version == bindparam("number"),
-            versions.c.version_id == bindparam("version_id"),
+            _v.c.version == bindparam("number"),
+            _v.c.version_id == bindparam("version_id"),
         ),
     ),
-    select(prompts.c.production_version).where(_NAMED),
+    select(_NAMED.c.production_version),
 )
 # A version as the read lane reads it (read_lane.COLUMNS, without the prompt's name
 # and type for the prompt's own versions).
-_VERSION_COLUMNS = [versions.c[name] for name in read_lane.VERSION_FIELDS]
+_VERSION_COLUMNS = [_v.c[name] for name in read_lane.VERSION_FIELDS]
 _TIMES = {
     table.name: tuple(c.name for c in table.c if isinstance(c.type, UtcDateTime))
     for table in (rollouts, reviews, environments, history)
@@ -214,19 +221,18 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
 
     branches = [
         select(*document(VERSION, *_VERSION_COLUMNS)).where(
-            _of_the_prompt(versions), versions.c.version.in_(_IN_USE)
+            _of_the_prompt(_v), _v.c.version.in_(_IN_USE)
         ),
         select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
         .select_from(
-            includes.join(versions, _the_version(includes, includes.c.version)).join(
+            includes.join(_v, _the_version(includes, includes.c.version, _v)).join(
                 _includer,
-                (_includer.c.org == versions.c.org)
-                & (_includer.c.prompt_id == versions.c.prompt_id),
+                (_includer.c.org == _v.c.org) & (_includer.c.prompt_id == _v.c.prompt_id),
             )
         )
         .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
-        select(*record(ROLLOUT, *rollouts.c, versions.c.version_id))
-        .select_from(rollouts.join(versions, _the_version(rollouts, rollouts.c.candidate_version)))
+        select(*record(ROLLOUT, *rollouts.c, _v.c.version_id))
+        .select_from(rollouts.join(_v, _the_version(rollouts, rollouts.c.candidate_version, _v)))
         .where(_of_the_prompt(rollouts)),
         select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
         select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),
