@@ -1,8 +1,9 @@
 """One prompt's release state (storage/release's ``State``), read inside the change's
-transaction after the prompt's row is locked (storage/sql/core.py ``find_prompt``), so
-nothing it holds moves before the change is applied.
+transaction once the prompt's row is locked (storage/sql/core.py ``find_prompt``), so
+nothing it holds moves before the change is applied; on PostgreSQL in the lock's round
+trip (:func:`locked_state`).
 
-One statement (:func:`load`): the versions a decision may read (the one the request
+One statement: the versions a decision may read (the one the request
 names, the published one, every placed one, the rollouts' and the reviews'; each
 carries the environments that hold it, so the placements need no statement of their
 own), the versions of other prompts that include this one (what the rules of includes
