@@ -115,7 +115,7 @@ class Database:
             last_ms=case((later, at), else_=event_logs.c.last_ms),
             last_seq=case((later, n - 1), else_=event_logs.c.last_seq + n),
             kept=event_logs.c.kept + n,
-        ).returning(*event_logs.c)
+        ).returning(*event_logs.c, *dialect.notified(engine.dialect.name, bindparam("org")))
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.lane = ReadLane(engine)
@@ -282,7 +282,6 @@ class Database:
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})
-        dialect.notify_events(connection, org)
         connection.info[APPENDED] = True
 
 
