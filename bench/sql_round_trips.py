@@ -7,13 +7,17 @@ PostgreSQL database at ``--postgres-url`` (bench/sqldb.py). A SQLAlchemy
 ``before_cursor_execute`` listener counts the statements sent (SQLite's ``BEGIN
 IMMEDIATE`` included, PostgreSQL's implicit ``BEGIN`` not) and a ``commit`` listener the
 commits: on PostgreSQL each is a round trip to the server, and so is the ``BEGIN`` that
-psycopg sends before a transaction's first statement. The last row is the benches'
-bare write (one INSERT in one transaction, bench/sqldb.py), for scale.
+psycopg sends before a transaction's first statement. The listener turns off what
+storage/sql/direct.py does, so the PostgreSQL round trips are counted in a second run
+without it: the ``ReadyForQuery`` messages in libpq's trace of the connections (one
+per statement sent alone, one per batch sent in pipeline mode). The last row is the
+benches' bare write (one INSERT in one transaction, bench/sqldb.py), for scale.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +34,28 @@ USER = "u-author"
 APPROVER = "u-approver"
 
 
-def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, int]:
+def _round_trips(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int]:
+    with tempfile.NamedTemporaryFile("r") as trace:
+        fd = os.open(trace.name, os.O_WRONLY | os.O_APPEND)
+
+        def checkout(driver: Any, *_: Any) -> None:
+            driver.pgconn.trace(fd)
+
+        def checkin(driver: Any, *_: Any) -> None:
+            driver.pgconn.untrace()
+
+        event.listen(store.engine, "checkout", checkout)
+        event.listen(store.engine, "checkin", checkin)
+        try:
+            operation()
+        finally:
+            event.remove(store.engine, "checkout", checkout)
+            event.remove(store.engine, "checkin", checkin)
+            os.close(fd)
+        return (sum("\tB\t" in line and "ReadyForQuery" in line for line in trace),)
+
+
+def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, ...]:
     counts = {"statements": 0, "commits": 0}
 
     def statement(*_: Any) -> None:
@@ -49,7 +74,7 @@ def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, int]:
     return counts["statements"], counts["commits"]
 
 
-def measure(url: str) -> dict[str, tuple[int, int]]:
+def measure(url: str, count: Any = _count) -> dict[str, tuple[int, ...]]:
     store = SqlStorage.from_url(url)
     try:
         store.create_prompt(ORG, "p")
@@ -58,19 +83,19 @@ def measure(url: str) -> dict[str, tuple[int, int]]:
             store.promote(ORG, "p", str(number), USER)
         store.create_environment(ORG, "staging", 1)
         store.create_version(ORG, "p", "hello again {{name}}", USER)
-        found: dict[str, tuple[int, int]] = {}
-        found["create_version"] = _count(
+        found: dict[str, tuple[int, ...]] = {}
+        found["create_version"] = count(
             store, lambda: store.create_version(ORG, "p", "hello {{name}}!", USER)
         )
-        found["promote"] = _count(store, lambda: store.promote(ORG, "p", "5", USER))
-        found["rollback"] = _count(store, lambda: store.rollback(ORG, "p", USER))
+        found["promote"] = count(store, lambda: store.promote(ORG, "p", "5", USER))
+        found["rollback"] = count(store, lambda: store.rollback(ORG, "p", USER))
         review = store.request_review(ORG, "p", "4", "staging", USER)
-        found["approve (applies)"] = _count(
+        found["approve (applies)"] = count(
             store, lambda: store.approve_review(ORG, review.review_id, APPROVER, "approver")
         )
         # For scale: the benches' bare single-row commit (bench/sqldb.py).
         sqldb.make_bare_writes(store.engine)
-        found["bare write (one INSERT)"] = _count(
+        found["bare write (one INSERT)"] = count(
             store, lambda: sqldb.bare_write(store.engine, "hello")
         )
         return found
@@ -84,11 +109,14 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         sqlite = measure(sqldb.sqlite_url(Path(directory)))
-    sqldb.empty_postgres(args.postgres_url)
-    try:
-        postgres = measure(args.postgres_url)
-    finally:
+    postgres = {}
+    for count in (_count, _round_trips):
         sqldb.empty_postgres(args.postgres_url)
+        try:
+            for name, counted in measure(args.postgres_url, count).items():
+                postgres[name] = postgres.get(name, ()) + counted
+        finally:
+            sqldb.empty_postgres(args.postgres_url)
     rows = [[name, *sqlite[name], *postgres[name]] for name in sqlite]
     print(
         table(
@@ -98,6 +126,7 @@ def main() -> None:
                 "SQLite commits",
                 "PostgreSQL statements",
                 "PostgreSQL commits",
+                "PostgreSQL round trips",
             ],
             rows,
         )

@@ -95,6 +95,7 @@ def apply(
                 }
                 for number in change.versions
             ],
+            defer=True,
         )
         for number, fields in change.versions.items():
             if "content" in fields:  # its includes may change: index them again
@@ -160,6 +161,7 @@ def apply(
                 history_values(org, record, position)
                 for position, record in enumerate(change.history, start=first)
             ],
+            defer=True,
         )
         moved["promotions"] = prompt.promotions + len(change.history)
     for guarded_id, guard in change.guards.items():
@@ -169,6 +171,6 @@ def apply(
     if change.touched:
         moved["updated_at"] = now
     if moved:
-        direct.run(connection, _UPDATE_PROMPT, {**row, **moved})
+        direct.run(connection, _UPDATE_PROMPT, {**row, **moved}, defer=True)
     if change.events:
         db.append_events(connection, org, change.events)

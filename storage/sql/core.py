@@ -81,6 +81,12 @@ _LOCKED_PROMPT_BY = {
 }
 
 
+def prompt_by(connection: Connection, column: Any) -> Any:
+    """The statement of a prompt's row by ``column`` (name or prompt_id), locked in a
+    PostgreSQL transaction; parameters org and ref."""
+    return (_LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY)[column]
+
+
 def prompt_record(row: Row[Any]) -> Prompt:
     return decoded(Prompt, row)
 
@@ -112,7 +118,7 @@ class Database:
             last_ms=case((later, at), else_=event_logs.c.last_ms),
             last_seq=case((later, n - 1), else_=event_logs.c.last_seq + n),
             kept=event_logs.c.kept + n,
-        ).returning(*event_logs.c)
+        ).returning(*event_logs.c, *dialect.notified(engine.dialect.name, bindparam("org")))
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.lane = ReadLane(engine)
@@ -168,11 +174,10 @@ class Database:
     def find_prompt(self, connection: Connection, org: str, prompt_ref: str) -> Row[Any]:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""
-        by = _LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY
         params = {"org": org, "ref": prompt_ref}
-        rows = direct.run(connection, by[prompts.c.name], params)
+        rows = direct.run(connection, prompt_by(connection, prompts.c.name), params)
         if not rows and prompt_ref.startswith("pmt_"):
-            rows = direct.run(connection, by[prompts.c.prompt_id], params)
+            rows = direct.run(connection, prompt_by(connection, prompts.c.prompt_id), params)
         if not rows:
             raise PromptNotFound(prompt_ref)
         return rows[0]
@@ -220,7 +225,7 @@ class Database:
             }
             for offset, event in enumerate(found)
         ]
-        direct.run(connection, _INSERT_EVENTS, rows)
+        direct.run(connection, _INSERT_EVENTS, rows, defer=True)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
             oldest_kept = connection.execute(
@@ -236,7 +241,6 @@ class Database:
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})
-        dialect.notify_events(connection, org)
         connection.info[APPENDED] = True
 
 

@@ -10,8 +10,9 @@
 * Serializing a step that no row can lock (the row does not exist yet): PostgreSQL
   takes a transaction-scoped advisory lock on the step's name; on SQLite the writer
   holds the whole database already.
-* New events: PostgreSQL tells listeners in other processes with ``NOTIFY`` (sent at
-  commit); SQLite has no such channel, and waiters poll (storage/sql/events.py).
+* New events: PostgreSQL tells listeners in other processes with ``pg_notify`` (sent
+  at commit), in what the event log's upsert returns (storage/sql/core.py); SQLite has
+  no such channel, and waiters poll (storage/sql/events.py).
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table, text
+from sqlalchemy import Connection, Select, Table, func, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
-
-from storage.sql import direct
 
 # The channel PostgreSQL's NOTIFY uses for new events; the payload is the org.
 EVENTS_CHANNEL = "promptsvc_events"
@@ -76,10 +75,11 @@ def serialize(connection: Connection, name: str) -> None:
         )
 
 
-_NOTIFY = text("SELECT pg_notify(:channel, :org)")
-
-
-def notify_events(connection: Connection, org: str) -> None:
-    """Tell listeners in every process that ``org`` has new events (at commit)."""
-    if is_postgres(connection):
-        direct.run(connection, _NOTIFY, {"channel": EVENTS_CHANNEL, "org": org})
+def notified(dialect_name: str, org: Any) -> list[Any]:
+    """What a statement that appends events returns to tell listeners in every process
+    that ``org`` has new events (PostgreSQL's ``pg_notify``, sent at commit)."""
+    return (
+        [func.pg_notify(EVENTS_CHANNEL, org).label("notified")]
+        if dialect_name == "postgresql"
+        else []
+    )

@@ -11,6 +11,11 @@ SQLAlchemy's (storage/sql/core.py turns those into storage errors), and a connec
 that lost its server is invalidated as SQLAlchemy would. While a listener watches the
 engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
 through SQLAlchemy.
+On PostgreSQL a write's statements whose rows it does not read (``defer``) wait, and go
+in one round trip (psycopg's pipeline mode) with the next statement whose rows it reads,
+or with the COMMIT (storage/sql/engine.py ``writing``); one of SQLAlchemy's sends them
+first (the engine's ``before_execute``). An error of one is raised then, in the same
+transaction, which rolls back.
 Single reads outside a transaction (storage/sql/core.py ``read_one``) run the same way
 on the read lane's connections (storage/sql/read_lane.py).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
@@ -27,6 +33,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql import ClauseElement
 
 _REQUIRED = object()
+# The statements a PostgreSQL transaction deferred (connection.info): _send's.
+DEFERRED = "promptsvc_deferred"
 
 
 class _Compiled:
@@ -124,36 +132,87 @@ def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]
 
 
 def run(
-    connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
+    connection: Connection,
+    statement: Any,
+    params: dict[str, Any] | list[dict[str, Any]],
+    defer: bool = False,
 ) -> list[Any]:
     """Run ``statement`` (built once: see the module's docstring) with ``params`` (a
     list: one statement for every row, the driver's ``executemany``) in
-    ``connection``'s transaction; the rows it returns, if any, with attribute access."""
-    rows = params if isinstance(params, list) else None
-    first: dict[str, Any] = params if isinstance(params, dict) else params[0]
-    compiled = compiled_for(connection.dialect, statement, first)
-    if compiled is None or connection.dispatch.before_cursor_execute:
-        result = connection.execute(statement, params)
+    ``connection``'s transaction; the rows it returns, if any, with attribute access.
+    ``defer``: the caller reads no rows; on PostgreSQL the statement waits to go with
+    the next one sent, or with the COMMIT (:func:`flush`)."""
+    (compiled, bound) = _bound(connection, statement, params)
+    if compiled is None:
+        result = connection.execute(statement, params)  # (sends the deferred first: flush)
         return list(result.all()) if result.returns_rows else []
+    if defer and connection.dialect.name == "postgresql":
+        connection.info.setdefault(DEFERRED, []).append((compiled, bound, False))
+        return []
+    return _send(connection, [*connection.info.pop(DEFERRED, ()), (compiled, bound, True)])[0]
+
+
+def run_all(connection: Connection, statements: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
+    """The rows of each (statement, params), run in order as :func:`run` does; on
+    PostgreSQL in one round trip."""
+    sent = [(*_bound(connection, statement, params), True) for statement, params in statements]
+    if connection.dialect.name != "postgresql" or any(c is None for c, _, _ in sent):
+        return [run(connection, statement, params) for statement, params in statements]
+    return _send(connection, [*connection.info.pop(DEFERRED, ()), *sent])
+
+
+def _bound(
+    connection: Connection, statement: Any, params: dict[str, Any] | list[dict[str, Any]]
+) -> tuple[_Compiled | None, Any]:
+    """``statement`` compiled and ``params`` bound for the driver (a list of more than
+    one row: its ``executemany``); (None, None): it goes through SQLAlchemy (new, or
+    the engine watched)."""
+    rows = params if isinstance(params, list) else [params]
+    compiled = compiled_for(connection.dialect, statement, rows[0])
+    if compiled is None or connection.dispatch.before_cursor_execute:
+        return None, None
+    bound = [compiled.bind(row) for row in rows]
+    return compiled, bound if len(bound) > 1 else bound[0]
+
+
+def flush(connection: Connection, *_: Any, commit: bool = False) -> None:
+    """Send the statements deferred on ``connection`` (before one of SQLAlchemy's);
+    ``commit``: and the COMMIT with them (SQLAlchemy's commit that follows finds the
+    transaction ended, and sends nothing)."""
+    queued = connection.info.pop(DEFERRED, [])
+    if queued:
+        _send(connection, [*queued, (None, None, False)] if commit else queued)
+
+
+def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
+    """Run each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT),
+    more than one in one round trip (psycopg's pipeline mode); the rows of each wanted."""
     fairy: Any = connection.connection
-    cursor = fairy.dbapi_connection.cursor()
-    bound: Any = None
+    driver = fairy.dbapi_connection
+    cursors = [driver.cursor() for _ in queued]
+    compiled, bound = None, None
     try:
-        if rows is not None and len(rows) > 1:
-            bound = [compiled.bind(row) for row in rows]
-            cursor.executemany(compiled.sql, bound)
-        else:  # (psycopg's executemany prepares the statement on the server)
-            bound = compiled.bind(first)
-            cursor.execute(compiled.sql, bound)
-        if compiled.row is None or cursor.description is None:
-            return []  # (a text statement's rows are not asked for)
-        return compiled.rows(cursor.fetchall())
+        with driver.pipeline() if len(queued) > 1 else nullcontext():
+            for cursor, (compiled, bound, _) in zip(cursors, queued, strict=True):
+                if compiled is None:  # psycopg tracks the transaction's end from the server
+                    cursor.execute("COMMIT")
+                elif isinstance(bound, list):  # (psycopg's prepares the statement)
+                    cursor.executemany(compiled.sql, bound)
+                else:
+                    cursor.execute(compiled.sql, bound)
+        return [
+            []  # (a text statement's rows are not asked for)
+            if compiled is None or compiled.row is None or cursor.description is None
+            else compiled.rows(cursor.fetchall())
+            for cursor, (compiled, bound, wanted) in zip(cursors, queued, strict=True)
+            if wanted
+        ]
     except connection.dialect.loaded_dbapi.Error as error:
-        lost = connection.dialect.is_disconnect(error, fairy.dbapi_connection, cursor)
+        lost = connection.dialect.is_disconnect(error, driver, cursors[-1])
         if lost:
             connection.invalidate(error)
         raise sa_exc.DBAPIError.instance(
-            compiled.sql,
+            "COMMIT" if compiled is None else compiled.sql,
             bound,
             error,
             connection.dialect.loaded_dbapi.Error,
@@ -161,4 +220,5 @@ def run(
             dialect=connection.dialect,
         ) from error
     finally:
-        cursor.close()
+        for cursor in cursors:
+            cursor.close()

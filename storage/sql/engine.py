@@ -33,6 +33,8 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from storage.sql import direct
+
 # Seconds a SQLite writer waits for the lock another one holds before giving up.
 SQLITE_BUSY_TIMEOUT = 30
 # Seconds to wait for PostgreSQL to accept a connection: a server that is down must
@@ -110,7 +112,7 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(
+    engine = create_engine(
         sa_url,
         connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT},
         pool_size=POOL_SIZE,
@@ -119,6 +121,9 @@ def make_engine(url: str) -> Engine:
         # READ COMMITTED, PostgreSQL's default; writers lock what they change.
         isolation_level="READ COMMITTED",
     )
+    # A statement of SQLAlchemy's goes after those a write deferred (storage/sql/direct.py).
+    event.listen(engine, "before_execute", direct.flush)
+    return engine
 
 
 def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -152,8 +157,12 @@ def writing(engine: Engine) -> Iterator[Connection]:
     leaving the block, or rolls back on an exception."""
     with engine.connect() as connection:
         connection.execution_options(**{WRITE: True})
-        with connection.begin():
-            yield connection
+        try:
+            with connection.begin():
+                yield connection
+                direct.flush(connection, commit=True)  # PostgreSQL: what it deferred
+        finally:
+            connection.info.pop(direct.DEFERRED, None)  # (rolled back)
 
 
 @contextmanager

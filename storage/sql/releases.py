@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select, union
+from sqlalchemy import func, select, union
 
 from storage import release
-from storage.errors import PromptNotFound, ReviewNotFound, VersionNotFound
+from storage.errors import ReviewNotFound, VersionNotFound
 from storage.release import Actor, Request
 from storage.release.methods import ReleaseMethods, Target
 from storage.sql import dialect
@@ -20,21 +20,13 @@ from storage.sql.apply import apply
 from storage.sql.core import Concern
 from storage.sql.identity import user_record
 from storage.sql.identity_tables import users
-from storage.sql.state import load, org_environments
+from storage.sql.state import locked_state, org_environments
 from storage.sql.tables import environments, placements, prompts, reviews, rollouts
 
 
 class SqlReleases(ReleaseMethods, Concern):
     """The release changes (storage/release/methods.py), each decided by
     storage/release and applied in one transaction."""
-
-    @staticmethod
-    def _locked_by_id(connection: Connection, org: str, prompt_id: str) -> Row[Any]:
-        statement = select(prompts).where(prompts.c.org == org, prompts.c.prompt_id == prompt_id)
-        row = connection.execute(dialect.locked(connection, statement)).first()
-        if row is None:
-            raise PromptNotFound(prompt_id)
-        return row
 
     def _release(
         self,
@@ -50,32 +42,38 @@ class SqlReleases(ReleaseMethods, Concern):
         (a stale review keeps its status)."""
         now = self.db.clock()
         with self.db.write() as connection:
+            prompt_ref, review = target.prompt_ref, None
             if target.review_id is not None:
-                prompt_id = connection.execute(
-                    select(reviews.c.prompt_id).where(
-                        reviews.c.org == org, reviews.c.review_id == target.review_id
+                review = connection.execute(
+                    select(reviews.c.prompt_id, prompts.c.name)
+                    .join(
+                        prompts,
+                        (prompts.c.org == reviews.c.org)
+                        & (prompts.c.prompt_id == reviews.c.prompt_id),
                     )
-                ).scalar()
-                if prompt_id is None:
+                    .where(reviews.c.org == org, reviews.c.review_id == target.review_id)
+                ).first()
+                if review is None:
                     raise ReviewNotFound(target.review_id)
-                prompt = self._locked_by_id(connection, org, prompt_id)
+                prompt_ref = review.name
                 if target.approver:
                     row = connection.execute(
                         select(users).where(users.c.org == org, users.c.user_id == actor.identity)
                     ).first()
                     actor = replace(actor, record=None if row is None else user_record(row))
                 fields["review_id"] = target.review_id
-            else:
-                assert target.prompt_ref is not None
-                prompt = self.db.find_prompt(connection, org, target.prompt_ref)
-            state, number = load(
+            assert prompt_ref is not None
+            prompt, state, number = locked_state(
                 self.db,
                 connection,
-                prompt,
+                org,
+                prompt_ref,
                 version_ref=target.version_ref,
                 review_id=target.review_id,
                 with_history=target.history,
             )
+            if review is not None and review.prompt_id != prompt.prompt_id:
+                raise ReviewNotFound(fields["review_id"])  # its prompt gone, another named so
             if target.version_ref is not None:
                 if number is None:
                     raise VersionNotFound(target.prompt_ref or prompt.name, target.version_ref)
@@ -140,7 +138,7 @@ class SqlReleases(ReleaseMethods, Concern):
                 ).all()
             )
             for prompt in sorted(locked, key=lambda row: first.get(row.prompt_id, 2**62)):
-                state, _ = load(self.db, connection, prompt)
+                _, state, _ = locked_state(self.db, connection, org, prompt.name)
                 apply(self.db, connection, prompt, release.decide(state, leave), leave.now)
             connection.execute(
                 environments.delete().where(environments.c.org == org, environments.c.name == name)

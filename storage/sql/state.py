@@ -1,8 +1,9 @@
 """One prompt's release state (storage/release's ``State``), read inside the change's
-transaction after the prompt's row is locked (storage/sql/core.py ``find_prompt``), so
-nothing it holds moves before the change is applied.
+transaction once the prompt's row is locked (storage/sql/core.py ``find_prompt``), so
+nothing it holds moves before the change is applied; on PostgreSQL in the lock's round
+trip (:func:`locked_state`).
 
-One statement (:func:`load`): the versions a decision may read (the one the request
+One statement: the versions a decision may read (the one the request
 names, the published one, every placed one, the rollouts' and the reviews'; each
 carries the environments that hold it, so the placements need no statement of their
 own), the versions of other prompts that include this one (what the rules of includes
@@ -24,7 +25,6 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Integer,
     Row,
     Text,
     and_,
@@ -46,7 +46,7 @@ from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
 from storage.release.records import Neighbours
 from storage.sql import direct, read_lane
-from storage.sql.core import Database, prompt_record
+from storage.sql.core import Database, prompt_by, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
 from storage.sql.tables import (
     UtcDateTime,
@@ -69,12 +69,11 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
-def _the_version(table: Any, number: Any) -> ColumnElement[bool]:
-    """``versions`` joined to the rows of ``table`` whose column ``number`` names one."""
+def _the_version(table: Any, number: Any, of: Any = versions) -> ColumnElement[bool]:
+    """``versions`` (``of``) joined to the rows of ``table`` whose column ``number``
+    names one."""
     return and_(
-        versions.c.org == table.c.org,
-        versions.c.prompt_id == table.c.prompt_id,
-        versions.c.version == number,
+        of.c.org == table.c.org, of.c.prompt_id == table.c.prompt_id, of.c.version == number
     )
 
 
@@ -113,9 +112,23 @@ def environment_named(connection: Connection, org: str, name: str) -> Environmen
     return found
 
 
+# The prompt the parameters ``org`` and ``name`` name: so the load needs nothing of the
+# locked row, and goes in the lock's round trip on PostgreSQL (:func:`locked_state`).
+# A CTE read once, which keeps the load's SQL short: psycopg parses a statement of over
+# 4 KB afresh each time it runs (its cache's bound), about 100 us.
+_NAMED = (
+    select(prompts.c.prompt_id, prompts.c.production_version)
+    .where(prompts.c.org == bindparam("org"), prompts.c.name == bindparam("name"))
+    .cte("n")
+)
+_PROMPT_ID = select(_NAMED.c.prompt_id).scalar_subquery()
+# (and versions as ``v`` in it)
+_v = versions.alias("v")
+
+
 def _of_the_prompt(table: Any) -> ColumnElement[bool]:
-    """The rows of ``table`` of the prompt the parameters ``org`` and ``prompt_id`` name."""
-    return (table.c.org == bindparam("org")) & (table.c.prompt_id == bindparam("prompt_id"))
+    """The rows of ``table`` of the prompt the parameters ``org`` and ``name`` name."""
+    return (table.c.org == bindparam("org")) & (table.c.prompt_id == _PROMPT_ID)
 
 
 _VERSION = select(versions).where(
@@ -139,7 +152,7 @@ class _Versions(Mapping[int, PromptVersion]):
 
     def __getitem__(self, number: int) -> PromptVersion:
         if number not in self.loaded:
-            key = {"org": self._prompt.org, "prompt_id": self._prompt.prompt_id, "number": number}
+            key = {"org": self._prompt.org, "name": self._prompt.name, "number": number}
             row = self._connection.execute(_VERSION, key).first()
             if row is None:
                 self.loaded[number] = None
@@ -161,9 +174,9 @@ class _Versions(Mapping[int, PromptVersion]):
 # The load is one statement: a row per thing it reads, each a kind and the thing as a
 # JSON document made by the database (json_array / json_object on SQLite,
 # json_build_array / json_build_object on PostgreSQL), so rows of every table travel
-# in one result. Parameters: org, prompt_id, name (the prompt's, whose includers are
-# read), review_id (the review a decision names, or null), number and version_id (the
-# version a request names, or null) and production (the published number, or null).
+# in one result. Parameters: org, name (the prompt's, whose includers are read too),
+# review_id (the review a decision names, or null), number and version_id (the version
+# a request names, or null).
 VERSION, INCLUDER, ROLLOUT, REVIEW, ENVIRONMENT, HISTORY = range(6)
 _REVIEWED = or_(reviews.c.status == "open", reviews.c.review_id == bindparam("review_id"))
 # One set of numbers, each then found by the primary key (no scan of the versions).
@@ -172,18 +185,18 @@ _IN_USE = union(
     select(rollouts.c.candidate_version).where(_of_the_prompt(rollouts)),
     select(rollouts.c.baseline_version).where(_of_the_prompt(rollouts)),
     select(reviews.c.version).where(_of_the_prompt(reviews), _REVIEWED),
-    select(versions.c.version).where(
-        _of_the_prompt(versions),
+    select(_v.c.version).where(
+        _of_the_prompt(_v),
         or_(
-            versions.c.version == bindparam("number"),
-            versions.c.version_id == bindparam("version_id"),
+            _v.c.version == bindparam("number"),
+            _v.c.version_id == bindparam("version_id"),
         ),
     ),
-    select(bindparam("production", type_=Integer)),
+    select(_NAMED.c.production_version),
 )
 # A version as the read lane reads it (read_lane.COLUMNS, without the prompt's name
 # and type for the prompt's own versions).
-_VERSION_COLUMNS = [versions.c[name] for name in read_lane.VERSION_FIELDS]
+_VERSION_COLUMNS = [_v.c[name] for name in read_lane.VERSION_FIELDS]
 _TIMES = {
     table.name: tuple(c.name for c in table.c if isinstance(c.type, UtcDateTime))
     for table in (rollouts, reviews, environments, history)
@@ -209,19 +222,18 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
 
     branches = [
         select(*document(VERSION, *_VERSION_COLUMNS)).where(
-            _of_the_prompt(versions), versions.c.version.in_(_IN_USE)
+            _of_the_prompt(_v), _v.c.version.in_(_IN_USE)
         ),
         select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
         .select_from(
-            includes.join(versions, _the_version(includes, includes.c.version)).join(
+            includes.join(_v, _the_version(includes, includes.c.version, _v)).join(
                 _includer,
-                (_includer.c.org == versions.c.org)
-                & (_includer.c.prompt_id == versions.c.prompt_id),
+                (_includer.c.org == _v.c.org) & (_includer.c.prompt_id == _v.c.prompt_id),
             )
         )
         .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
-        select(*record(ROLLOUT, *rollouts.c, versions.c.version_id))
-        .select_from(rollouts.join(versions, _the_version(rollouts, rollouts.c.candidate_version)))
+        select(*record(ROLLOUT, *rollouts.c, _v.c.version_id))
+        .select_from(rollouts.join(_v, _the_version(rollouts, rollouts.c.candidate_version, _v)))
         .where(_of_the_prompt(rollouts)),
         select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
         select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),
@@ -231,10 +243,12 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
     return union_all(*branches)
 
 
+# Per dialect, without and with the history.
 _LOADS = {
-    (dialect, with_history): _load_statement(dialect, with_history)
+    dialect: {
+        with_history: _load_statement(dialect, with_history) for with_history in (False, True)
+    }
     for dialect in ("sqlite", "postgresql")
-    for with_history in (False, True)
 }
 
 
@@ -256,36 +270,53 @@ def _lane_row(values: list[Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def load(
+def locked_state(
     db: Database,
     connection: Connection,
-    prompt: Row[Any],
+    org: str,
+    prompt_ref: str,
     *,
     version_ref: str | None = None,
     review_id: str | None = None,
     with_history: bool = False,
-) -> tuple[State, int | None]:
-    """The state of ``prompt`` (its row locked), and the number of the version
-    ``version_ref`` names (None: no such version). One statement."""
+) -> tuple[Row[Any], State, int | None]:
+    """The prompt ``prompt_ref`` names, its row locked (storage/sql/core.py
+    ``find_prompt``), its state, and the number of the version ``version_ref`` names
+    (None: no such version). By name, on PostgreSQL the lock and the load go in one
+    round trip: the load, a statement of its own, starts once the lock is held, and
+    sees what was committed before."""
     number = None if version_ref is None else version_number(version_ref)
-    version_id = version_ref if version_ref and version_ref.startswith("v_") else None
     params = {
-        "org": prompt.org,
-        "prompt_id": prompt.prompt_id,
-        "name": prompt.name,
+        "org": org,
+        "name": prompt_ref,
         "review_id": review_id,
         "number": None if number is None or number > MAX_NUMBER else number,
-        "version_id": version_id,
-        "production": prompt.production_version,
+        "version_id": version_ref if version_ref and version_ref.startswith("v_") else None,
     }
+    load = _LOADS[connection.dialect.name][with_history]
+    lock = prompt_by(connection, prompts.c.name)
+    found, sent = direct.run_all(
+        connection, [(lock, {"org": org, "ref": prompt_ref}), (load, params)]
+    )
+    if not found:  # by id: then by its name
+        prompt = db.find_prompt(connection, org, prompt_ref)
+        sent = direct.run(connection, load, {**params, "name": prompt.name})
+        return prompt, *_state(db, connection, prompt, params, sent)
+    return found[0], *_state(db, connection, found[0], params, sent)
+
+
+def _state(
+    db: Database, connection: Connection, prompt: Row[Any], params: dict[str, Any], sent: list[Any]
+) -> tuple[State, int | None]:
+    """The state of ``prompt`` from the rows the load ``sent``, and the version named."""
+    version_id = params["version_id"]
     loaded = _Versions(db, connection, prompt)
     named = None
     placed: dict[str, int] = {}
     if prompt.production_version is not None:
         placed[PRODUCTION] = prompt.production_version
     found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
-    statement = _LOADS[connection.dialect.name, with_history]
-    for kind, document in direct.run(connection, statement, params):
+    for kind, document in sent:
         found[kind].append(json.loads(document))
     for values in found[VERSION]:
         version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))

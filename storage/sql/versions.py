@@ -199,7 +199,7 @@ class SqlVersions(Concern):
             prompt = self.db.find_prompt(connection, org, prompt_ref)
             number = prompt.counter + 1
             version = numbered(draft, number, prompt.prompt_id, prompt.name, prompt.prompt_type)
-            direct.run(connection, _INSERT_VERSION, version_values(org, version))
+            direct.run(connection, _INSERT_VERSION, version_values(org, version), defer=True)
             direct.run(
                 connection,
                 _NUMBERED,
@@ -209,6 +209,7 @@ class SqlVersions(Concern):
                     "number": number,
                     "updated_at": draft.created_at,
                 },
+                defer=True,
             )
             if version.included_names:
                 release.check_included_present(version, present_includes(connection, org, version))

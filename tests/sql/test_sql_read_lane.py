@@ -133,3 +133,14 @@ def test_a_row_changed_in_any_column_is_read_afresh(empty_url: str) -> None:
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_promotions_state_load_stays_in_psycopgs_statement_cache() -> None:
+    # psycopg parses a statement over this length afresh on every run (about 100 us).
+    from psycopg import _queries
+    from sqlalchemy.dialects import postgresql
+
+    from storage.sql.state import _LOADS
+
+    sql = _LOADS["postgresql"][False].compile(dialect=postgresql.psycopg.dialect()).string
+    assert len(sql.encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
