@@ -9,6 +9,7 @@ from storage import lifecycle
 from storage.errors import EnvironmentExists
 from storage.records import PRODUCTION, Environment
 from storage.sql.core import Concern
+from storage.sql.rows import values_of
 from storage.sql.state import environment_named, org_environments
 from storage.sql.tables import environments
 
@@ -37,16 +38,9 @@ class SqlEnvironments(Concern):
             ).first()
             if name == PRODUCTION or found is not None:
                 raise EnvironmentExists(name)
-            connection.execute(
-                insert(environments).values(
-                    org=org,
-                    name=name,
-                    seq=self._next_seq(connection, org),
-                    required_approvals=environment.required_approvals,
-                    description=environment.description,
-                    created_at=environment.created_at,
-                )
-            )
+            seq = self._next_seq(connection, org)
+            row = {**values_of(environment), "org": org, "seq": seq}
+            connection.execute(insert(environments).values(row))
         return environment
 
     def change_environment(

@@ -31,12 +31,6 @@ from storage.stored import decoded
 from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
-
-def _webhook(row: Row[Any]) -> Webhook:
-    events = tuple(json.loads(row.events))
-    return Webhook(row.webhook_id, row.url, events, row.description, row.secret, row.created_at)
-
-
 # The queue's columns that are DeliveryTask's fields as they are.
 _TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt")
 
@@ -44,14 +38,6 @@ _TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt"
 def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dict[str, Any]:
     columns = {key: getattr(task, key) for key in _TASK_COLUMNS}
     return {"org": org, **columns, "payload": json.dumps(task.payload), "due_at": due_at}
-
-
-def _task(row: Row[Any]) -> DeliveryTask:
-    payload = json.loads(row.payload)
-    r = row
-    return DeliveryTask(
-        str(r.ticket), r.webhook_id, r.message_id, r.event_id, r.event_type, r.attempt, payload
-    )
 
 
 class SqlWebhooks(Concern, WebhookFront):
@@ -89,12 +75,15 @@ class SqlWebhooks(Concern, WebhookFront):
             connection.execute(insert(webhooks).values(row))
             return True
 
+    @staticmethod
+    def _hooks(connection: Connection, org: str) -> list[Row[Any]]:
+        """The org's webhook rows, oldest first."""
+        statement = select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
+        return list(connection.execute(statement).all())
+
     def list_webhooks(self, org: str) -> list[Webhook]:
         with self.db.read() as connection:
-            rows = connection.execute(
-                select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
-            ).all()
-        return [_webhook(row) for row in rows]
+            return [decoded(Webhook, row) for row in self._hooks(connection, org)]
 
     def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         with self.db.write() as connection:
@@ -127,10 +116,8 @@ class SqlWebhooks(Concern, WebhookFront):
         ).all()
         if not rows:
             return
-        hooks = connection.execute(
-            select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
-        ).all()
-        since = [(_webhook(hook), (hook.since_ms, hook.since_seq)) for hook in hooks]
+        hooks = self._hooks(connection, org)
+        since = [(decoded(Webhook, hook), (hook.since_ms, hook.since_seq)) for hook in hooks]
         messages = [_queued(org, task) for task in fan_out(map(event_record, rows), since)]
         if messages:
             connection.execute(insert(delivery_queue), messages)
@@ -194,7 +181,7 @@ class SqlWebhooks(Concern, WebhookFront):
                     .where(q.ticket.in_([row.ticket for row in rows]))
                     .values(claimed_at=moment, due_at=None)
                 )
-        return [_task(row) for row in rows]
+        return [decoded(DeliveryTask, row) for row in rows]
 
     def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
         with self.db.write() as connection:
