@@ -3,7 +3,7 @@ each holds for a prompt, and delete them: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from storage import lifecycle
 from storage.errors import EnvironmentExists
@@ -21,13 +21,6 @@ class SqlEnvironments(Concern):
         with self.db.read() as connection:
             return org_environments(connection, org)
 
-    @staticmethod
-    def _next_seq(connection: Connection, org: str) -> int:
-        last = connection.execute(
-            select(func.max(environments.c.seq)).where(environments.c.org == org)
-        ).scalar()
-        return int(last or 0) + 1
-
     def add_environment(self, org: str, environment: Environment) -> Environment:
         name = environment.name
         with self.db.write() as connection:
@@ -38,8 +31,10 @@ class SqlEnvironments(Concern):
             ).first()
             if name == PRODUCTION or found is not None:
                 raise EnvironmentExists(name)
-            seq = self._next_seq(connection, org)
-            row = {**values_of(environment), "org": org, "seq": seq}
+            last = connection.execute(
+                select(func.max(environments.c.seq)).where(environments.c.org == org)
+            ).scalar()
+            row = {**values_of(environment), "org": org, "seq": int(last or 0) + 1}
             connection.execute(insert(environments).values(row))
         return environment
 

@@ -166,13 +166,14 @@ class SqlWebhooks(Concern, WebhookFront):
             moment = time.time()
             q = delivery_queue.c
             rows = connection.execute(
-                dialect.skip_locked(
+                dialect.locked(
                     connection,
                     select(delivery_queue)
                     .where(self._claimable(org, moment, lease, now))
                     # What a dead worker left past its lease first, then new messages.
                     .order_by(q.claimed_at.is_(None), q.ticket)
                     .limit(limit),
+                    skip=True,
                 )
             ).all()
             if rows:
