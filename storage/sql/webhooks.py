@@ -60,11 +60,7 @@ class SqlWebhooks(Concern, WebhookFront):
             )
             # The cursor row, locked, makes the org's additions one at a time, so the
             # count below cannot be passed by a racing one (SQLite's writer is alone).
-            connection.execute(
-                dialect.locked(
-                    connection, select(webhook_cursors.c.org).where(webhook_cursors.c.org == org)
-                )
-            )
+            self._cursor(connection, org, lock=True)
             count = connection.execute(
                 select(func.count()).select_from(webhooks).where(webhooks.c.org == org)
             ).scalar_one()
@@ -74,6 +70,15 @@ class SqlWebhooks(Concern, WebhookFront):
             row.update(since_ms=since[0], since_seq=since[1])
             connection.execute(insert(webhooks).values(row))
             return True
+
+    @staticmethod
+    def _cursor(connection: Connection, org: str, lock: bool = False) -> tuple[int, int] | None:
+        """The newest event fanned out to the org's messages (the row locked: ``lock``)."""
+        c = webhook_cursors.c
+        statement = select(c.ms, c.seq).where(c.org == org)
+        row = connection.execute(dialect.locked(connection, statement) if lock else statement)
+        found = row.first()
+        return None if found is None else (found.ms, found.seq)
 
     @staticmethod
     def _hooks(connection: Connection, org: str) -> list[Row[Any]]:
@@ -106,13 +111,11 @@ class SqlWebhooks(Concern, WebhookFront):
             return True
 
     def _fan_out(self, connection: Connection, org: str, limit: int) -> None:
-        cursor = connection.execute(
-            dialect.locked(connection, select(webhook_cursors).where(webhook_cursors.c.org == org))
-        ).first()
+        cursor = self._cursor(connection, org, lock=True)
         if cursor is None:
             return
         rows = connection.execute(
-            _after(org, (cursor.ms, cursor.seq)).order_by(events.c.ms, events.c.seq).limit(limit)
+            _after(org, cursor).order_by(events.c.ms, events.c.seq).limit(limit)
         ).all()
         if not rows:
             return
@@ -141,14 +144,10 @@ class SqlWebhooks(Concern, WebhookFront):
         """Whether a claim would find anything: new events or claimable messages. Read
         first, without the write lock, since idle workers ask several times a second."""
         with self.db.read() as connection:
-            cursor = connection.execute(
-                select(webhook_cursors.c.ms, webhook_cursors.c.seq).where(
-                    webhook_cursors.c.org == org
-                )
-            ).first()
+            cursor = self._cursor(connection, org)
             if cursor is None:
                 return False
-            if connection.execute(_after(org, (cursor.ms, cursor.seq)).limit(1)).first():
+            if connection.execute(_after(org, cursor).limit(1)).first():
                 return True
             claimable = self._claimable(org, time.time(), lease, now)
             statement = select(delivery_queue.c.ticket).where(claimable).limit(1)
