@@ -3,11 +3,12 @@ each holds for a prompt, and delete them: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select
 
 from storage import lifecycle
 from storage.errors import EnvironmentExists
 from storage.records import PRODUCTION, Environment
+from storage.sql import dialect
 from storage.sql.core import Concern
 from storage.sql.rows import values_of
 from storage.sql.state import environment_named, org_environments
@@ -43,19 +44,8 @@ class SqlEnvironments(Concern):
     ) -> Environment:
         with self.db.write() as connection:
             changed = change.applied(environment_named(connection, org, name))
-            values = {
-                "required_approvals": changed.required_approvals,
-                "description": changed.description,
-            }
-            updated = connection.execute(
-                update(environments)
-                .where(environments.c.org == org, environments.c.name == name)
-                .values(**values)
-            ).rowcount
-            if not updated:  # production as every org has it: stored from now on
-                connection.execute(
-                    insert(environments).values(
-                        org=org, name=name, seq=0, created_at=None, **values
-                    )
-                )
+            # Production as every org has it (no row yet) is stored from now on.
+            row = {**values_of(changed), "org": org, "seq": 0}
+            changes = {key: row[key] for key in ("required_approvals", "description")}
+            connection.execute(dialect.upsert(connection, environments, row, **changes))
         return changed
