@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, tuple_, update
 
 from promptsvc.templating.includes import Include
 from storage import release
@@ -73,20 +73,13 @@ def present_includes(
             dialect.locked(connection, statement.order_by(prompts.c.name), read=True)
         ).all()
     )
-    pinned = {(i.name, i.ref) for i in version.own_includes if isinstance(i.ref, int)}
+    pins = [i for i in version.own_includes if isinstance(i.ref, int)]
     kept: set[tuple[str, int]] = set()
-    for name, number in pinned:
-        if (
-            name in found
-            and connection.execute(
-                select(versions.c.version).where(
-                    versions.c.org == org,
-                    versions.c.prompt_id == found[name],
-                    versions.c.version == number,
-                )
-            ).first()
-        ):
-            kept.add((name, number))
+    if pinned := {(found[i.name], i.ref) for i in pins if i.name in found}:
+        key = (versions.c.prompt_id, versions.c.version)
+        held = select(*key).where(versions.c.org == org, tuple_(*key).in_(sorted(pinned)))
+        by_id = {prompt_id: name for name, prompt_id in found.items()}
+        kept = {(by_id[prompt_id], number) for prompt_id, number in connection.execute(held)}
 
     def present(include: Include) -> bool:
         if isinstance(include.ref, int):
