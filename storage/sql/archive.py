@@ -77,6 +77,10 @@ def _rows(plan: RestorePlan) -> list[tuple[Table, list[dict[str, Any]]]]:
     ]  # fmt: skip
 
 
+# The tables whose rows make an org exist (an import wants none).
+_ORG_DATA = (prompts, api_keys, users)
+
+
 class SqlArchive(Concern, ArchiveFront):
     def __init__(self, db: Database, environments: SqlEnvironments, identity: SqlIdentity) -> None:
         super().__init__(db)
@@ -84,22 +88,14 @@ class SqlArchive(Concern, ArchiveFront):
         self.identity = identity
 
     def list_orgs(self) -> list[str]:
-        every = union(select(prompts.c.org), select(api_keys.c.org), select(users.c.org))
+        every = union(*(select(table.c.org) for table in _ORG_DATA))
         with self.db.read() as connection:
             return sorted(connection.execute(every).scalars().all())
 
     @staticmethod
     def _has_data(connection: Connection, org: str) -> bool:
-        found = connection.execute(
-            select(
-                or_(
-                    exists().where(prompts.c.org == org),
-                    exists().where(api_keys.c.org == org),
-                    exists().where(users.c.org == org),
-                )
-            )
-        ).scalar()
-        return bool(found)
+        found = or_(*(exists().where(table.c.org == org) for table in _ORG_DATA))
+        return bool(connection.execute(select(found)).scalar())
 
     def list_environments(self, org: str) -> list[Environment]:
         return list(self.environments.stored_environments(org).values())
@@ -122,15 +118,12 @@ class SqlArchive(Concern, ArchiveFront):
             if row is None:
                 return None
             found = {}
-            for table, order in ((versions, versions.c.version), (history, history.c.position)):
+            for table, order in ((versions, "version"), (history, "position"), (reviews, "seq")):
                 found[table.name] = connection.execute(
                     select(table)
                     .where(table.c.org == org, table.c.prompt_id == ref)
-                    .order_by(order)
+                    .order_by(table.c[order])
                 ).all()
-            review_rows = connection.execute(
-                select(reviews).where(reviews.c.org == org, reviews.c.prompt_id == ref)
-            ).all()
         version = self.db.version
         snapshot = PromptSnapshot(
             prompt=prompt_record(row),
@@ -138,7 +131,7 @@ class SqlArchive(Concern, ArchiveFront):
             versions=tuple(version(row.name, row.prompt_type, v) for v in found["versions"]),
             history=tuple(history_record(h) for h in found["history"]),
         )
-        return snapshot, [(r.seq, review_record(r)) for r in review_rows]
+        return snapshot, [(r.seq, review_record(r)) for r in found["reviews"]]
 
     def _restore(self, plan: RestorePlan) -> bool:
         org = plan.snapshot.org

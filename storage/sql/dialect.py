@@ -35,16 +35,15 @@ def is_postgres(connection: Connection) -> bool:
     return connection.dialect.name == "postgresql"
 
 
-def locked(connection: Connection, statement: Select[Any], read: bool = False) -> Select[Any]:
+def locked(
+    connection: Connection, statement: Select[Any], read: bool = False, skip: bool = False
+) -> Select[Any]:
     """``statement`` locking the rows it reads until commit (PostgreSQL; ``read``: a
-    shared lock, which only a writer of the rows waits for)."""
-    return statement.with_for_update(read=read) if is_postgres(connection) else statement
-
-
-def skip_locked(connection: Connection, statement: Select[Any]) -> Select[Any]:
-    """``statement`` locking the rows it reads and passing over rows another
-    transaction holds (PostgreSQL); SQLite's writer holds everything already."""
-    return statement.with_for_update(skip_locked=True) if is_postgres(connection) else statement
+    shared lock, which only a writer of the rows waits for; ``skip``: passing over rows
+    another transaction holds). SQLite's writer holds everything already."""
+    if not is_postgres(connection):
+        return statement
+    return statement.with_for_update(read=read, skip_locked=skip)
 
 
 def insert_ignoring_conflict(connection: Connection, table: Table, **values: Any) -> None:

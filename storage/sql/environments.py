@@ -3,12 +3,14 @@ each holds for a prompt, and delete them: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import func, insert, select
 
 from storage import lifecycle
 from storage.errors import EnvironmentExists
 from storage.records import PRODUCTION, Environment
+from storage.sql import dialect
 from storage.sql.core import Concern
+from storage.sql.rows import values_of
 from storage.sql.state import environment_named, org_environments
 from storage.sql.tables import environments
 
@@ -20,13 +22,6 @@ class SqlEnvironments(Concern):
         with self.db.read() as connection:
             return org_environments(connection, org)
 
-    @staticmethod
-    def _next_seq(connection: Connection, org: str) -> int:
-        last = connection.execute(
-            select(func.max(environments.c.seq)).where(environments.c.org == org)
-        ).scalar()
-        return int(last or 0) + 1
-
     def add_environment(self, org: str, environment: Environment) -> Environment:
         name = environment.name
         with self.db.write() as connection:
@@ -37,16 +32,11 @@ class SqlEnvironments(Concern):
             ).first()
             if name == PRODUCTION or found is not None:
                 raise EnvironmentExists(name)
-            connection.execute(
-                insert(environments).values(
-                    org=org,
-                    name=name,
-                    seq=self._next_seq(connection, org),
-                    required_approvals=environment.required_approvals,
-                    description=environment.description,
-                    created_at=environment.created_at,
-                )
-            )
+            last = connection.execute(
+                select(func.max(environments.c.seq)).where(environments.c.org == org)
+            ).scalar()
+            row = {**values_of(environment), "org": org, "seq": int(last or 0) + 1}
+            connection.execute(insert(environments).values(row))
         return environment
 
     def change_environment(
@@ -54,19 +44,8 @@ class SqlEnvironments(Concern):
     ) -> Environment:
         with self.db.write() as connection:
             changed = change.applied(environment_named(connection, org, name))
-            values = {
-                "required_approvals": changed.required_approvals,
-                "description": changed.description,
-            }
-            updated = connection.execute(
-                update(environments)
-                .where(environments.c.org == org, environments.c.name == name)
-                .values(**values)
-            ).rowcount
-            if not updated:  # production as every org has it: stored from now on
-                connection.execute(
-                    insert(environments).values(
-                        org=org, name=name, seq=0, created_at=None, **values
-                    )
-                )
+            # Production as every org has it (no row yet) is stored from now on.
+            row = {**values_of(changed), "org": org, "seq": 0}
+            changes = {key: row[key] for key in ("required_approvals", "description")}
+            connection.execute(dialect.upsert(connection, environments, row, **changes))
         return changed

@@ -10,6 +10,7 @@ from storage.errors import PromptExists, PromptNotFound
 from storage.event_records import created_event
 from storage.records import Prompt
 from storage.sql.core import Concern, prompt_record
+from storage.sql.rows import row_of
 from storage.sql.tables import prompts
 
 # A prompt by name, then by id: each one statement outside any transaction.
@@ -25,22 +26,10 @@ class SqlPrompts(Concern):
     def add_prompt(
         self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
-        now = prompt.created_at
+        row = row_of(prompts, prompt, org=org, counter=0, promotions=0)
         try:
             with self.db.write() as connection:
-                connection.execute(
-                    insert(prompts).values(
-                        prompt_id=prompt.prompt_id,
-                        org=org,
-                        name=prompt.name,
-                        prompt_type=prompt.prompt_type,
-                        description=prompt.description,
-                        created_at=now,
-                        updated_at=now,
-                        counter=0,
-                        promotions=0,
-                    )
-                )
+                connection.execute(insert(prompts).values(row))
                 self.db.append_events(connection, org, [created_event(prompt, actor, request_id)])
         except sa_exc.IntegrityError:
             raise PromptExists(prompt.name) from None

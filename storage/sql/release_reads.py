@@ -24,6 +24,7 @@ from storage.sql.read_lane import VERSION_WIDTH, lane_in_rollout
 from storage.sql.rows import history_record, review_record, rollout_record
 from storage.sql.state import MAX_NUMBER, environment_named, of_prompt, with_candidate_id
 from storage.sql.tables import history, reviews, rollouts
+from storage.sql.versions import absent, lane_row
 
 
 class SqlReleaseReads(Concern, RolloutReads):
@@ -60,10 +61,9 @@ class SqlReleaseReads(Concern, RolloutReads):
             if prompt_ref is not None:
                 prompt = self.db.find_prompt(connection, org, prompt_ref)
                 statement = statement.where(reviews.c.prompt_id == prompt.prompt_id)
-            if status is not None:
-                statement = statement.where(reviews.c.status == status)
-            if environment is not None:
-                statement = statement.where(reviews.c.environment == environment)
+            for column, value in (("status", status), ("environment", environment)):
+                if value is not None:
+                    statement = statement.where(reviews.c[column] == value)
             if before is not None:
                 statement = statement.where(reviews.c.seq < before)
             rows = connection.execute(statement.order_by(reviews.c.seq.desc()).limit(count)).all()
@@ -84,16 +84,12 @@ class SqlReleaseReads(Concern, RolloutReads):
     ) -> PromptVersion | InRollout:
         pick = "production+rollout" if environment == PRODUCTION else "environment+rollout"
         params = {"org": org, "ref": prompt_ref, "environment": environment}
-        row = self.db.lane(("name", pick), params)
-        if row is None and prompt_ref.startswith("pmt_"):
-            row = self.db.lane(("id", pick), params)
+        row = lane_row(self.db, pick, params)
         if row is None:
-            with self.db.read() as connection:
-                self.db.find_prompt(connection, org, prompt_ref)
-                environment_named(connection, org, environment)
+            error: Exception = NothingInEnvironment(prompt_ref, environment)
             if environment == PRODUCTION:
-                raise NoProductionVersion(prompt_ref)
-            raise NothingInEnvironment(prompt_ref, environment)
+                error = NoProductionVersion(prompt_ref)
+            absent(self.db, org, prompt_ref, error, environment)
         version = self.db.lane_version(row)
         columns = row[VERSION_WIDTH:]
         if columns[0] is None:

@@ -11,9 +11,9 @@ the prompt row joined to the version row, decoded through a memo keyed by the wh
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, tuple_, update
 
 from promptsvc.templating.includes import Include
 from storage import release
@@ -73,20 +73,13 @@ def present_includes(
             dialect.locked(connection, statement.order_by(prompts.c.name), read=True)
         ).all()
     )
-    pinned = {(i.name, i.ref) for i in version.own_includes if isinstance(i.ref, int)}
+    pins = [i for i in version.own_includes if isinstance(i.ref, int)]
     kept: set[tuple[str, int]] = set()
-    for name, number in pinned:
-        if (
-            name in found
-            and connection.execute(
-                select(versions.c.version).where(
-                    versions.c.org == org,
-                    versions.c.prompt_id == found[name],
-                    versions.c.version == number,
-                )
-            ).first()
-        ):
-            kept.add((name, number))
+    if pinned := {(found[i.name], i.ref) for i in pins if i.name in found}:
+        key = (versions.c.prompt_id, versions.c.version)
+        held = select(*key).where(versions.c.org == org, tuple_(*key).in_(sorted(pinned)))
+        by_id = {prompt_id: name for name, prompt_id in found.items()}
+        kept = {(by_id[prompt_id], number) for prompt_id, number in connection.execute(held)}
 
     def present(include: Include) -> bool:
         if isinstance(include.ref, int):
@@ -96,17 +89,36 @@ def present_includes(
     return present
 
 
+def lane_row(db: Database, pick: str, params: dict[str, Any]) -> Any:
+    """The read lane's row for ``pick`` (storage/sql/read_lane.py) of the prompt named
+    ``params["ref"]``, else of the one with that ``pmt_`` id; None when there is none.
+    One statement per try."""
+    row = db.lane(("name", pick), params)
+    if row is None and params["ref"].startswith("pmt_"):
+        row = db.lane(("id", pick), params)
+    return row
+
+
+def absent(
+    db: Database, org: str, prompt_ref: str, error: Exception, environment: str | None = None
+) -> NoReturn:
+    """After a version read missed: raise PromptNotFound (or EnvironmentNotFound) if
+    the prompt (or ``environment``) does not exist, else ``error``."""
+    with db.read() as connection:
+        db.find_prompt(connection, org, prompt_ref)
+        if environment is not None:
+            environment_named(connection, org, environment)
+    raise error
+
+
 class SqlVersions(Concern):
     # -- reads
 
     def read_version(
         self, org: str, prompt_ref: str, pick: str, **params: Any
     ) -> PromptVersion | None:
-        """The version ``pick`` names (storage/sql/read_lane.py), by prompt name or
-        else id; None when there is none. One statement per try, on the read lane."""
-        row = self.db.lane(("name", pick), {"org": org, "ref": prompt_ref, **params})
-        if row is None and prompt_ref.startswith("pmt_"):
-            row = self.db.lane(("id", pick), {"org": org, "ref": prompt_ref, **params})
+        """The version ``pick`` names (:func:`lane_row`); None when there is none."""
+        row = lane_row(self.db, pick, {"org": org, "ref": prompt_ref, **params})
         return None if row is None else self.db.lane_version(row)
 
     def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
@@ -131,11 +143,6 @@ class SqlVersions(Concern):
             found.append(None if row is None else self.db.lane_version(row))
         return found
 
-    def prompt_exists(self, org: str, prompt_ref: str) -> None:
-        """Raise PromptNotFound unless the prompt exists (after a version read missed)."""
-        with self.db.read() as connection:
-            self.db.find_prompt(connection, org, prompt_ref)
-
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         number = version_number(version_ref)
         found = None
@@ -143,24 +150,15 @@ class SqlVersions(Concern):
             found = self.read_version(org, prompt_ref, "number", number=number)
         elif number is None and version_ref.startswith("v_"):
             found = self.read_version(org, prompt_ref, "version_id", version_id=version_ref)
-        if found is None:
-            self.prompt_exists(org, prompt_ref)
-            raise VersionNotFound(prompt_ref, version_ref)
-        return found
+        return found or absent(self.db, org, prompt_ref, VersionNotFound(prompt_ref, version_ref))
 
     def get_latest(self, org: str, prompt_ref: str) -> PromptVersion:
         found = self.read_version(org, prompt_ref, "latest")
-        if found is None:
-            self.prompt_exists(org, prompt_ref)
-            raise VersionNotFound(prompt_ref, "latest")
-        return found
+        return found or absent(self.db, org, prompt_ref, VersionNotFound(prompt_ref, "latest"))
 
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
         found = self.read_version(org, prompt_ref, "production")
-        if found is None:
-            self.prompt_exists(org, prompt_ref)
-            raise NoProductionVersion(prompt_ref)
-        return found
+        return found or absent(self.db, org, prompt_ref, NoProductionVersion(prompt_ref))
 
     def versions_below(
         self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int
@@ -181,12 +179,9 @@ class SqlVersions(Concern):
         if environment == PRODUCTION:
             return self.get_production(org, prompt_ref)
         found = self.read_version(org, prompt_ref, "environment", environment=environment)
-        if found is None:
-            with self.db.read() as connection:
-                self.db.find_prompt(connection, org, prompt_ref)
-                environment_named(connection, org, environment)
-            raise NothingInEnvironment(prompt_ref, environment)
-        return found
+        return found or absent(
+            self.db, org, prompt_ref, NothingInEnvironment(prompt_ref, environment), environment
+        )
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with self.db.read() as connection:

@@ -31,12 +31,6 @@ from storage.stored import decoded
 from storage.webhook_front import Retry, WebhookFront, fan_out
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
-
-def _webhook(row: Row[Any]) -> Webhook:
-    events = tuple(json.loads(row.events))
-    return Webhook(row.webhook_id, row.url, events, row.description, row.secret, row.created_at)
-
-
 # The queue's columns that are DeliveryTask's fields as they are.
 _TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt")
 
@@ -44,14 +38,6 @@ _TASK_COLUMNS = ("webhook_id", "message_id", "event_id", "event_type", "attempt"
 def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dict[str, Any]:
     columns = {key: getattr(task, key) for key in _TASK_COLUMNS}
     return {"org": org, **columns, "payload": json.dumps(task.payload), "due_at": due_at}
-
-
-def _task(row: Row[Any]) -> DeliveryTask:
-    payload = json.loads(row.payload)
-    r = row
-    return DeliveryTask(
-        str(r.ticket), r.webhook_id, r.message_id, r.event_id, r.event_type, r.attempt, payload
-    )
 
 
 class SqlWebhooks(Concern, WebhookFront):
@@ -74,11 +60,7 @@ class SqlWebhooks(Concern, WebhookFront):
             )
             # The cursor row, locked, makes the org's additions one at a time, so the
             # count below cannot be passed by a racing one (SQLite's writer is alone).
-            connection.execute(
-                dialect.locked(
-                    connection, select(webhook_cursors.c.org).where(webhook_cursors.c.org == org)
-                )
-            )
+            self._cursor(connection, org, lock=True)
             count = connection.execute(
                 select(func.count()).select_from(webhooks).where(webhooks.c.org == org)
             ).scalar_one()
@@ -89,12 +71,24 @@ class SqlWebhooks(Concern, WebhookFront):
             connection.execute(insert(webhooks).values(row))
             return True
 
+    @staticmethod
+    def _cursor(connection: Connection, org: str, lock: bool = False) -> tuple[int, int] | None:
+        """The newest event fanned out to the org's messages (the row locked: ``lock``)."""
+        c = webhook_cursors.c
+        statement = select(c.ms, c.seq).where(c.org == org)
+        row = connection.execute(dialect.locked(connection, statement) if lock else statement)
+        found = row.first()
+        return None if found is None else (found.ms, found.seq)
+
+    @staticmethod
+    def _hooks(connection: Connection, org: str) -> list[Row[Any]]:
+        """The org's webhook rows, oldest first."""
+        statement = select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
+        return list(connection.execute(statement).all())
+
     def list_webhooks(self, org: str) -> list[Webhook]:
         with self.db.read() as connection:
-            rows = connection.execute(
-                select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
-            ).all()
-        return [_webhook(row) for row in rows]
+            return [decoded(Webhook, row) for row in self._hooks(connection, org)]
 
     def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         with self.db.write() as connection:
@@ -117,20 +111,16 @@ class SqlWebhooks(Concern, WebhookFront):
             return True
 
     def _fan_out(self, connection: Connection, org: str, limit: int) -> None:
-        cursor = connection.execute(
-            dialect.locked(connection, select(webhook_cursors).where(webhook_cursors.c.org == org))
-        ).first()
+        cursor = self._cursor(connection, org, lock=True)
         if cursor is None:
             return
         rows = connection.execute(
-            _after(org, (cursor.ms, cursor.seq)).order_by(events.c.ms, events.c.seq).limit(limit)
+            _after(org, cursor).order_by(events.c.ms, events.c.seq).limit(limit)
         ).all()
         if not rows:
             return
-        hooks = connection.execute(
-            select(webhooks).where(webhooks.c.org == org).order_by(webhooks.c.seq)
-        ).all()
-        since = [(_webhook(hook), (hook.since_ms, hook.since_seq)) for hook in hooks]
+        hooks = self._hooks(connection, org)
+        since = [(decoded(Webhook, hook), (hook.since_ms, hook.since_seq)) for hook in hooks]
         messages = [_queued(org, task) for task in fan_out(map(event_record, rows), since)]
         if messages:
             connection.execute(insert(delivery_queue), messages)
@@ -154,14 +144,10 @@ class SqlWebhooks(Concern, WebhookFront):
         """Whether a claim would find anything: new events or claimable messages. Read
         first, without the write lock, since idle workers ask several times a second."""
         with self.db.read() as connection:
-            cursor = connection.execute(
-                select(webhook_cursors.c.ms, webhook_cursors.c.seq).where(
-                    webhook_cursors.c.org == org
-                )
-            ).first()
+            cursor = self._cursor(connection, org)
             if cursor is None:
                 return False
-            if connection.execute(_after(org, (cursor.ms, cursor.seq)).limit(1)).first():
+            if connection.execute(_after(org, cursor).limit(1)).first():
                 return True
             claimable = self._claimable(org, time.time(), lease, now)
             statement = select(delivery_queue.c.ticket).where(claimable).limit(1)
@@ -179,13 +165,14 @@ class SqlWebhooks(Concern, WebhookFront):
             moment = time.time()
             q = delivery_queue.c
             rows = connection.execute(
-                dialect.skip_locked(
+                dialect.locked(
                     connection,
                     select(delivery_queue)
                     .where(self._claimable(org, moment, lease, now))
                     # What a dead worker left past its lease first, then new messages.
                     .order_by(q.claimed_at.is_(None), q.ticket)
                     .limit(limit),
+                    skip=True,
                 )
             ).all()
             if rows:
@@ -194,7 +181,7 @@ class SqlWebhooks(Concern, WebhookFront):
                     .where(q.ticket.in_([row.ticket for row in rows]))
                     .values(claimed_at=moment, due_at=None)
                 )
-        return [_task(row) for row in rows]
+        return [decoded(DeliveryTask, row) for row in rows]
 
     def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
         with self.db.write() as connection:
