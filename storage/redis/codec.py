@@ -184,24 +184,12 @@ def flat_pairs(values: Mapping[str, object]) -> list[str]:
     return pairs({name: flat_value(value) for name, value in values.items()})
 
 
-# The identity and login records are flat hashes: the same decoding.
-flat_record = decoded
-
-
-def signing_key_value(key: SigningKey) -> str:
-    """The JSON kept under the key's kid, private key included (never shown to clients)."""
-    return json.dumps(
-        {"kid": key.kid, "private_pem": key.private_pem, "created_at": rfc3339(key.created_at)}
-    )
-
-
-def webhook_value(webhook: Webhook) -> str:
-    """The JSON kept under the webhook's id, secret included (never shown to clients)."""
-    return json.dumps({**webhook.to_json(), "secret": webhook.secret})
-
-
-def delivery_value(attempt: Delivery) -> str:
-    return json.dumps({**attempt.to_json(), "webhook_id": attempt.webhook_id})
+def stored_json(record: Any) -> str:
+    """A record as the JSON a key or a hash field keeps (what :func:`_from_json` reads):
+    every field, secrets included (a signing key's, a webhook's: never shown to
+    clients), times as :func:`storage.times.rfc3339` spells them."""
+    values = _values(record).items()
+    return json.dumps({n: rfc3339(v) if isinstance(v, datetime) else v for n, v in values})
 
 
 def job_value(task: DeliveryTask) -> str:
@@ -225,15 +213,7 @@ def task(ticket: str, text: str) -> DeliveryTask:
     return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)
 
 
-def environment_json(e: Environment) -> str:
-    return json.dumps(
-        {**dataclasses.asdict(e), "created_at": e.created_at and rfc3339(e.created_at)}
-    )
-
-
-def rollout_json(r: Rollout) -> str:
-    """A rollout's JSON as P:rollouts keeps it (``candidate_id`` included)."""
-    return json.dumps({**r.to_json(), "candidate_id": r.candidate_id})
+environment_json = stored_json  # storage/redis/releases.py's name for it
 
 
 def _from_json(cls: type[T]) -> Callable[[str], T]:
