@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from storage.memory.core import MemoryCore
-from storage.memory.state import OrgState
+from storage.memory.state import OrgState, put
 from storage.times import Clock, utcnow
 from storage.usage_records import (
     SPANS,
@@ -84,7 +84,7 @@ class MemoryUsage(MemoryCore):
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self._lock:
-            self._orgs.setdefault(org, OrgState()).keep_guard(guarded_id, guard)
+            put(self._orgs.setdefault(org, OrgState()).guards, guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         with self._lock:
