@@ -19,7 +19,7 @@ from storage.records import (
     Review,
     Rollout,
 )
-from storage.usage_records import Guard
+from storage.usage_records import Counts, Guard, UsageKey
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 K = TypeVar("K")
@@ -69,6 +69,16 @@ class Hooks:
 
 
 @dataclass(slots=True)
+class UsageBook:
+    """One org's counters: buckets by (span, start) then key, arms by (rollout, arm)
+    with the last report that added to each (the retention rule drops arms by it)."""
+
+    buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
+    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
+    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class OrgState:
     by_name: dict[str, PromptState] = field(default_factory=dict)
     by_id: dict[str, PromptState] = field(default_factory=dict)
@@ -92,6 +102,7 @@ class OrgState:
     # version whose own content includes it (PromptVersion.included_names).
     included_by: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     guards: dict[str, Guard] = field(default_factory=dict)  # by rollout or review id
+    usage: UsageBook = field(default_factory=UsageBook)
 
     def index_includes(self, version: PromptVersion, keep: bool = True) -> None:
         """Enter ``version``'s includes in the reverse index (``keep`` False: take

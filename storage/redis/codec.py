@@ -192,25 +192,20 @@ def stored_json(record: Any) -> str:
     return json.dumps({n: rfc3339(v) if isinstance(v, datetime) else v for n, v in values})
 
 
+# A queued message's JSON: the DeliveryTask's fields but its ticket, by short names.
+_JOB = dict(w="webhook_id", m="message_id", e="event_id", t="event_type", a="attempt", p="payload")
+
+
 def job_value(task: DeliveryTask) -> str:
-    """A message as the queue keeps it (queues written before fan-out moved to Python
-    hold the event's stream fields ``f`` in place of the payload ``p``)."""
-    return json.dumps(
-        {
-            "w": task.webhook_id,
-            "m": task.message_id,
-            "e": task.event_id,
-            "t": task.event_type,
-            "a": task.attempt,
-            "p": task.payload,
-        }
-    )
+    """A message as the queue keeps it."""
+    return json.dumps({short: getattr(task, name) for short, name in _JOB.items()})
 
 
 def task(ticket: str, text: str) -> DeliveryTask:
     job = json.loads(text)
-    payload = job["p"] if "p" in job else event(job["e"], fields(job["f"])).to_json()
-    return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)
+    if "p" not in job:  # queued before fan-out moved to Python: the event's stream fields
+        job["p"] = event(job["e"], fields(job["f"])).to_json()
+    return DeliveryTask(ticket, **{name: job[short] for short, name in _JOB.items()})
 
 
 environment_json = stored_json  # storage/redis/releases.py's name for it
