@@ -9,6 +9,7 @@ from storage.archive_records import PromptSnapshot
 from storage.interface import OrgArchive
 from storage.memory.core import MemoryCore
 from storage.memory.state import OrgState, PromptState
+from storage.records import PRODUCTION
 
 
 class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
@@ -44,14 +45,16 @@ class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
         for restored in plan.prompts:
             item = restored.item
             versions = sorted(item.versions, key=lambda v: v.version)
+            placements = {env: v.version for env, v in restored.placements}
+            if restored.production is not None:
+                placements[PRODUCTION] = restored.production
             by_name[item.prompt.name] = PromptState(
                 prompt=replace(item.prompt, latest_version=None, production_version=None),
                 counter=item.next_version,
                 versions={v.version: v for v in versions},
                 numbers={v.version_id: v.version for v in versions},
-                production=restored.production,
                 history=list(item.history),
-                placements={env: v.version for env, v in restored.placements},
+                placements=placements,
             )
         snapshot = plan.snapshot
         with self._lock:
@@ -72,5 +75,4 @@ class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
             for state in by_name.values():
                 for version in state.versions.values():
                     org_state.index_includes(version)
-            org_state.open_reviews = dict(plan.open_reviews)
             return True

@@ -34,12 +34,9 @@ class MemoryLogin(MemoryCore, LoginFlows):
 
     def _sweep(self, now: datetime) -> None:
         for state in self._orgs.values():
-            expired = [k for k, record in state.flows.items() if record.expires_at <= now]
-            for kind_name, key in expired:
-                del state.flows[(kind_name, key)]
-            for unique, key in list(state.flow_index.items()):
-                if (unique[0], key) not in state.flows:
-                    del state.flow_index[unique]
+            state.flows = {k: r for k, r in state.flows.items() if r.expires_at > now}
+            index = state.flow_index.items()
+            state.flow_index = {u: key for u, key in index if (u[0], key) in state.flows}
 
     def _flow_add(self, kind: Kind[R], record: R, *, only_new: bool = False) -> bool:
         now = self.clock()

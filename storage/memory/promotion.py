@@ -11,7 +11,7 @@ from promptsvc.templating.includes import Include
 from storage import lifecycle, release
 from storage.errors import NoProductionVersion, NothingInEnvironment, ReviewNotFound
 from storage.memory.core import MemoryCore
-from storage.memory.state import OrgState, PromptState
+from storage.memory.state import OrgState, PromptState, put
 from storage.records import PRODUCTION, Environment, InRollout, PromptVersion, Review
 from storage.release.methods import ReleaseMethods, Target
 
@@ -29,8 +29,7 @@ class MemoryNeighbours:
             return None
         if isinstance(include.ref, int):
             return state.versions.get(include.ref)
-        where = include.ref or environment
-        number = state.production if where == PRODUCTION else state.placements.get(where)
+        number = state.placements.get(include.ref or environment)
         return None if number is None else state.versions.get(number)
 
     def includers(self, name: str) -> Sequence[PromptVersion]:
@@ -82,8 +81,6 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
     @staticmethod
     def _current(state: PromptState, environment: str) -> int | None:
         """The number of the version ``environment`` holds, or None."""
-        if environment == PRODUCTION:
-            return state.production
         return state.placements.get(environment)
 
     def _held(
@@ -116,8 +113,6 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
             if review.prompt_id == prompt_id:
                 del org_state.reviews[review_id]
                 del org_state.review_seq[review_id]
-        for key in [key for key in org_state.open_reviews if key[0] == prompt_id]:
-            del org_state.open_reviews[key]
 
     def _decide(
         self,
@@ -134,19 +129,16 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         org_state = self._orgs[org]
         prompt_id = state.prompt.prompt_id
         reviews = {
-            review_id: org_state.reviews[review_id]
-            for key, review_id in org_state.open_reviews.items()
-            if key[0] == prompt_id
+            r.review_id: r
+            for r in org_state.reviews.values()
+            if r.prompt_id == prompt_id and r.status == "open"
         }
         if review is not None:
             reviews[review.review_id] = review
-        placements = dict(state.placements)
-        if state.production is not None:
-            placements[PRODUCTION] = state.production
         view = release.State(
             prompt=state.prompt,
             versions=state.versions,
-            placements=placements,
+            placements=state.placements,
             environments=org_state.environments,
             rollouts=state.rollouts,
             reviews=reviews,
@@ -185,29 +177,18 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
             del state.numbers[deleted.version_id]
             org_state.index_includes(deleted, keep=False)
         for environment, held in change.placements.items():
-            if environment == PRODUCTION:
-                state.production = held
-            elif held is None:
-                state.placements.pop(environment, None)
-            else:
-                state.placements[environment] = held
+            put(state.placements, environment, held)
         for environment, rollout in change.rollouts.items():
-            if rollout is None:
-                state.rollouts.pop(environment, None)
-            else:
-                state.rollouts[environment] = rollout
+            put(state.rollouts, environment, rollout)
         for review in change.new_reviews:
             org_state.review_counter += 1
             org_state.reviews[review.review_id] = review
             org_state.review_seq[review.review_id] = org_state.review_counter
-            org_state.open_reviews[(review.prompt_id, review.environment, review.version)] = (
-                review.review_id
-            )
         for review in change.reviews:
-            self._save_review(org_state, review)
+            org_state.reviews[review.review_id] = review
         state.history.extend(change.history)
         for guarded_id, guard in change.guards.items():
-            org_state.keep_guard(guarded_id, guard)
+            put(org_state.guards, guarded_id, guard)
         for review_id, rollout_id in change.moved_guards.items():
             if (moved := org_state.guards.pop(review_id, None)) is not None:
                 org_state.guards[rollout_id] = moved
@@ -215,12 +196,3 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
             state.prompt = replace(state.prompt, updated_at=request.now)
         for event in change.events:
             self._append(org_state, event)
-
-    @staticmethod
-    def _save_review(org_state: OrgState, review: Review) -> None:
-        """Keep ``review``; a closed one leaves the index of open reviews."""
-        org_state.reviews[review.review_id] = review
-        if review.status != "open":
-            key = (review.prompt_id, review.environment, review.version)
-            if org_state.open_reviews.get(key) == review.review_id:
-                del org_state.open_reviews[key]

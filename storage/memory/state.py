@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from promptsvc.templating.includes import Include
 from storage.event_records import Event
 from storage.identity_records import ApiKey, User
 from storage.records import (
+    PRODUCTION,
     Environment,
     PromotionRecord,
     Prompt,
@@ -18,8 +19,19 @@ from storage.records import (
     Review,
     Rollout,
 )
-from storage.usage_records import Guard
+from storage.usage_records import Counts, Guard, UsageKey
 from storage.webhook_records import Delivery, DeliveryTask, Webhook
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def put(mapping: dict[K, V], key: K, value: V | None) -> None:
+    """Keep ``value`` under ``key``; None: drop what is there."""
+    if value is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = value
 
 
 @dataclass(slots=True)
@@ -28,10 +40,14 @@ class PromptState:
     counter: int = 0  # last number handed out; never goes down
     versions: dict[int, PromptVersion] = field(default_factory=dict)  # ascending numbers
     numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
-    production: int | None = None
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
     placements: dict[str, int] = field(default_factory=dict)  # environment -> number
     rollouts: dict[str, Rollout] = field(default_factory=dict)  # environment -> its rollout
+
+    @property
+    def production(self) -> int | None:
+        """The published version's number (production's placement), or None."""
+        return self.placements.get(PRODUCTION)
 
 
 @dataclass(slots=True)
@@ -50,6 +66,16 @@ class Hooks:
     queue: dict[str, Queued] = field(default_factory=dict)  # by ticket, oldest first
     retries: list[tuple[datetime, DeliveryTask]] = field(default_factory=list)
     deliveries: dict[str, deque[Delivery]] = field(default_factory=dict)  # newest first
+
+
+@dataclass(slots=True)
+class UsageBook:
+    """One org's counters: buckets by (span, start) then key, arms by (rollout, arm)
+    with the last report that added to each (the retention rule drops arms by it)."""
+
+    buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
+    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
+    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -72,19 +98,11 @@ class OrgState:
     reviews: dict[str, Review] = field(default_factory=dict)  # oldest request first
     review_seq: dict[str, int] = field(default_factory=dict)  # review_id -> request sequence
     review_counter: int = 0  # last sequence handed out
-    # (prompt_id, environment, version number) -> the open review's id
-    open_reviews: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # The reverse index of includes: prompt name -> (prompt_id, number) of every
     # version whose own content includes it (PromptVersion.included_names).
     included_by: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     guards: dict[str, Guard] = field(default_factory=dict)  # by rollout or review id
-
-    def keep_guard(self, guarded_id: str, guard: Guard | None) -> None:
-        """Keep ``guard`` for the rollout or review ``guarded_id`` (None: drop it)."""
-        if guard is None:
-            self.guards.pop(guarded_id, None)
-        else:
-            self.guards[guarded_id] = guard
+    usage: UsageBook = field(default_factory=UsageBook)
 
     def index_includes(self, version: PromptVersion, keep: bool = True) -> None:
         """Enter ``version``'s includes in the reverse index (``keep`` False: take

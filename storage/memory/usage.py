@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from storage.memory.core import MemoryCore
-from storage.memory.state import OrgState
+from storage.memory.state import OrgState, UsageBook, put
 from storage.times import Clock, utcnow
 from storage.usage_records import (
     SPANS,
@@ -16,39 +15,27 @@ from storage.usage_records import (
     Guard,
     Pruning,
     UsageItem,
-    UsageKey,
     UsageRow,
     bucket_start,
     tally,
 )
 
 
-@dataclass(slots=True)
-class UsageBook:
-    """One org's counters: buckets by (span, start) then key, arms by (rollout, arm)
-    with the last report that added to each (the retention rule drops arms by it)."""
-
-    buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
-    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
-    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
-
-
 class MemoryUsage(MemoryCore):
     def __init__(self, clock: Clock = utcnow) -> None:
         super().__init__(clock)
-        self._usage: dict[str, UsageBook] = {}
         self._pruning = Pruning()
 
     def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
         now = self.clock()
         with self._lock:
-            prompts = (self._orgs.get(org) or OrgState()).by_id
+            org_state = self._orgs.setdefault(org, OrgState())
+            prompts, book = org_state.by_id, org_state.usage
 
             def known(prompt_id: str, version: int) -> bool:
                 return prompt_id in prompts and version in prompts[prompt_id].versions
 
             found = tally(items, known)
-            book = self._usage.setdefault(org, UsageBook())
             for span in SPANS:
                 bucket = book.buckets.setdefault((span, bucket_start(now, span)), {})
                 for key, counts in found.keys.items():
@@ -57,8 +44,8 @@ class MemoryUsage(MemoryCore):
                 book.arms[arm] = book.arms.get(arm, Counts()) + counts
                 book.arms_seen[arm] = now
             if (oldest := self._pruning.due(now)) is not None:
-                for usage in self._usage.values():
-                    _prune(usage, oldest)
+                for state in self._orgs.values():
+                    _prune(state.usage, oldest)
         return found.skipped
 
     def read_usage(
@@ -67,7 +54,7 @@ class MemoryUsage(MemoryCore):
         first = bucket_start(since, span)
         with self._lock:
             prompt_id = self._state(org, prompt_ref).prompt.prompt_id
-            book = self._usage.get(org, UsageBook())
+            book = self._orgs[org].usage
             found = [
                 UsageRow(start, version, environment, rollout_id, arm, counts)
                 for (kind, start), bucket in book.buckets.items()
@@ -79,12 +66,12 @@ class MemoryUsage(MemoryCore):
 
     def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         with self._lock:
-            book = self._usage.get(org, UsageBook())
+            book = (self._orgs.get(org) or OrgState()).usage
             return {arm: c for (rid, arm), c in book.arms.items() if rid == rollout_id}
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self._lock:
-            self._orgs.setdefault(org, OrgState()).keep_guard(guarded_id, guard)
+            put(self._orgs.setdefault(org, OrgState()).guards, guarded_id, guard)
 
     def get_guard(self, org: str, guarded_id: str) -> Guard | None:
         with self._lock:

@@ -61,7 +61,7 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
             held_id = None if held is None else loaded.version_id(held)
             out.append(_put(f"{prompt}:env", environment, held_id))
     for environment, rollout in change.rollouts.items():
-        raw = None if rollout is None else codec.rollout_json(rollout)
+        raw = None if rollout is None else codec.stored_json(rollout)
         out.append(_put(f"{prompt}:rollouts", environment, raw))
     for review in change.new_reviews:
         rid = review.review_id

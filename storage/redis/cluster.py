@@ -60,16 +60,9 @@ def parse_url(url: str) -> dict[str, Any]:
         "socket_connect_timeout": DEFAULT_TIMEOUT,
     }
     for name, values in parse_qs(parts.query, keep_blank_values=True).items():
-        value = values[-1]
-        if name == "read_from_replicas":
-            options[name] = _flag(name, value)
-        elif name in ("socket_timeout", "socket_connect_timeout"):
-            options[name] = _seconds(name, value)
-        else:
-            raise ValueError(
-                f"unknown {SCHEME} option {name!r}: "
-                "use read_from_replicas, socket_timeout or socket_connect_timeout"
-            )
+        if name not in _OPTIONS:
+            raise ValueError(f"unknown {SCHEME} option {name!r}: use one of {', '.join(_OPTIONS)}")
+        options[name] = _OPTIONS[name](name, values[-1])
     return options
 
 
@@ -103,6 +96,14 @@ def _seconds(name: str, value: str) -> float:
     if not 0 < seconds <= 60:
         raise ValueError(f"{SCHEME} option {name} must be seconds in (0, 60], got {value!r}")
     return seconds
+
+
+# The options a URL may give, each read by its function (ValueError for a bad value).
+_OPTIONS = {
+    "read_from_replicas": _flag,
+    "socket_timeout": _seconds,
+    "socket_connect_timeout": _seconds,
+}
 
 
 def _client(options: dict[str, Any], replicas: bool) -> RedisCluster:

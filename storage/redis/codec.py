@@ -184,56 +184,31 @@ def flat_pairs(values: Mapping[str, object]) -> list[str]:
     return pairs({name: flat_value(value) for name, value in values.items()})
 
 
-# The identity and login records are flat hashes: the same decoding.
-flat_record = decoded
+def stored_json(record: Any) -> str:
+    """A record as the JSON a key or a hash field keeps (what :func:`_from_json` reads):
+    every field, secrets included (a signing key's, a webhook's: never shown to
+    clients), times as :func:`storage.times.rfc3339` spells them."""
+    values = _values(record).items()
+    return json.dumps({n: rfc3339(v) if isinstance(v, datetime) else v for n, v in values})
 
 
-def signing_key_value(key: SigningKey) -> str:
-    """The JSON kept under the key's kid, private key included (never shown to clients)."""
-    return json.dumps(
-        {"kid": key.kid, "private_pem": key.private_pem, "created_at": rfc3339(key.created_at)}
-    )
-
-
-def webhook_value(webhook: Webhook) -> str:
-    """The JSON kept under the webhook's id, secret included (never shown to clients)."""
-    return json.dumps({**webhook.to_json(), "secret": webhook.secret})
-
-
-def delivery_value(attempt: Delivery) -> str:
-    return json.dumps({**attempt.to_json(), "webhook_id": attempt.webhook_id})
+# A queued message's JSON: the DeliveryTask's fields but its ticket, by short names.
+_JOB = dict(w="webhook_id", m="message_id", e="event_id", t="event_type", a="attempt", p="payload")
 
 
 def job_value(task: DeliveryTask) -> str:
-    """A message as the queue keeps it (queues written before fan-out moved to Python
-    hold the event's stream fields ``f`` in place of the payload ``p``)."""
-    return json.dumps(
-        {
-            "w": task.webhook_id,
-            "m": task.message_id,
-            "e": task.event_id,
-            "t": task.event_type,
-            "a": task.attempt,
-            "p": task.payload,
-        }
-    )
+    """A message as the queue keeps it."""
+    return json.dumps({short: getattr(task, name) for short, name in _JOB.items()})
 
 
 def task(ticket: str, text: str) -> DeliveryTask:
     job = json.loads(text)
-    payload = job["p"] if "p" in job else event(job["e"], fields(job["f"])).to_json()
-    return DeliveryTask(ticket, job["w"], job["m"], job["e"], job["t"], job["a"], payload)
+    if "p" not in job:  # queued before fan-out moved to Python: the event's stream fields
+        job["p"] = event(job["e"], fields(job["f"])).to_json()
+    return DeliveryTask(ticket, **{name: job[short] for short, name in _JOB.items()})
 
 
-def environment_json(e: Environment) -> str:
-    return json.dumps(
-        {**dataclasses.asdict(e), "created_at": e.created_at and rfc3339(e.created_at)}
-    )
-
-
-def rollout_json(r: Rollout) -> str:
-    """A rollout's JSON as P:rollouts keeps it (``candidate_id`` included)."""
-    return json.dumps({**r.to_json(), "candidate_id": r.candidate_id})
+environment_json = stored_json  # storage/redis/releases.py's name for it
 
 
 def _from_json(cls: type[T]) -> Callable[[str], T]:

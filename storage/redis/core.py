@@ -53,9 +53,6 @@ NO_RETRY = Retry(NoBackoff(), 0)
 
 ClientT = TypeVar("ClientT", bound="redis.Redis | redis.RedisCluster")
 
-# The longest XREAD BLOCK when the client has no socket timeout to stay under.
-LONGEST_BLOCK = 5.0
-
 # Errors that mean "Redis cannot serve this now", not "this request is wrong".
 UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.ConnectionError,  # includes BusyLoadingError (LOADING) and MaxConnectionsError
@@ -152,11 +149,6 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
 
     def close(self) -> None:
         self.client.close()
-
-    def _socket_timeout(self) -> float | None:
-        """Seconds the client waits for any reply (None: no limit)."""
-        timeout: float | None = self.client.get_connection_kwargs().get("socket_timeout")
-        return timeout
 
     # -- plumbing
 

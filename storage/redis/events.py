@@ -11,7 +11,10 @@ from storage.event_records import Event, EventLogBounds
 from storage.ids import event_id
 from storage.interface import EventStore
 from storage.redis import codec, keys
-from storage.redis.core import LONGEST_BLOCK, ClientT, RedisCore, guard
+from storage.redis.core import ClientT, RedisCore, guard
+
+# The longest XREAD BLOCK when the client has no socket timeout to stay under.
+LONGEST_BLOCK = 5.0
 
 
 class RedisEvents(RedisCore[ClientT], EventFront, EventStore):
@@ -23,7 +26,7 @@ class RedisEvents(RedisCore[ClientT], EventFront, EventStore):
     def _await_events(self, org: str, after: tuple[int, int], seconds: float) -> None:
         # At most half the socket timeout, so the client never takes a wait for a dead
         # server; BLOCK 0 would wait forever: at least 1 ms.
-        socket_timeout = self._socket_timeout()
+        socket_timeout = self.client.get_connection_kwargs().get("socket_timeout")
         longest = LONGEST_BLOCK if socket_timeout is None else socket_timeout / 2
         block = max(1, int(min(seconds, longest) * 1000))
         with guard():

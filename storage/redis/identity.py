@@ -12,6 +12,7 @@ from storage.identity_records import SigningKey
 from storage.login_flows import Kind
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore, guard
+from storage.stored import decoded
 
 # Each kind's list of ids and its records' hashes.
 _KEYS: dict[str, tuple[Callable[[str], str], Callable[[str, str], str]]] = {
@@ -21,7 +22,7 @@ _KEYS: dict[str, tuple[Callable[[str], str], Callable[[str, str], str]]] = {
 
 
 def _one(kind: Kind[Rec], found: codec.Fields) -> Rec | None:
-    return codec.flat_record(kind.record, found) if found else None
+    return decoded(kind.record, found) if found else None
 
 
 class RedisIdentity(RedisCore[ClientT], IdentityFront):
@@ -46,7 +47,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
     def _record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
         ids, hash_of = _KEYS[kind.name]
         found = self._run("list_records", [ids(org), hash_of(org, "")], [])
-        return [codec.flat_record(kind.record, codec.fields(flat)) for flat in found]
+        return [decoded(kind.record, codec.fields(flat)) for flat in found]
 
     def _record_change(
         self, kind: Kind[Rec], org: str, key: str, changes: Mapping[str, object]
@@ -69,7 +70,7 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         return [codec.signing_key(by_kid[kid]) for kid in kids if kid in by_kid]
 
     def _add_signing_key(self, key: SigningKey, *, only_first: bool) -> SigningKey:
-        args = [key.kid, codec.signing_key_value(key), "1" if only_first else "0"]
+        args = [key.kid, codec.stored_json(key), "1" if only_first else "0"]
         found = self._run("add_signing_key", [keys.SIGNING_ORDER, keys.SIGNING_KEYS], args)
         return codec.signing_key(found)
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from storage.login_flows import Kind, LoginFlows, R
 from storage.redis import codec, keys
 from storage.redis.core import ClientT, RedisCore
+from storage.stored import decoded
 
 
 def _index(kind: Kind[R]) -> str:
@@ -20,7 +21,7 @@ class RedisLogin(RedisCore[ClientT], LoginFlows):
     @staticmethod
     def _record(kind: Kind[R], found: codec.Fields) -> R | None:
         try:
-            return codec.flat_record(kind.record, found) if found else None
+            return decoded(kind.record, found) if found else None
         except KeyError:  # written by a release that kept other fields: signed out
             return None
 

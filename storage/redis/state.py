@@ -13,6 +13,7 @@ from storage.identity_records import User
 from storage.records import PRODUCTION, PromptVersion
 from storage.redis import codec
 from storage.release import State
+from storage.stored import decoded
 
 # A guard as apply_change.lua takes it: [key after the org prefix, hash field or None
 # (a string key), the value it must still have or None (absent)].
@@ -102,7 +103,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     rollouts = [codec.rollout(raw) for raw in rollouts_raw]
     reviews = [codec.review(raw) for raw in reviews_raw]
     user_fields = codec.fields(user_flat)
-    record: User | None = codec.flat_record(User, user_fields) if user_fields else None
+    record: User | None = decoded(User, user_fields) if user_fields else None
     key = f"p:{pid}"
     guards: list[Guard] = [
         [key, "name", prompt.name],

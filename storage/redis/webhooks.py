@@ -13,24 +13,27 @@ from storage.webhook_records import Delivery, DeliveryTask, Webhook
 
 
 class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
+    def _hooks(self, script: str, org: str, args: list[Any], webhook_id: str = "") -> Any:
+        """A webhook script (lua/add_webhook.lua ...): every one takes the org's webhook
+        keys in this order, the delivery log of ``webhook_id`` among them."""
+        hook_keys = [
+            keys.webhooks(org),
+            keys.webhook_ids(org),
+            keys.webhook_since(org),
+            keys.delivery_cursor(org),
+            keys.delivery_queue(org),
+            keys.delivery_retries(org),
+            keys.delivery_log(org, webhook_id),
+            keys.events(org),
+        ]
+        return self._run(script, hook_keys, args)
+
     def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
         with guard():
             # A set of its own slot, outside the script (a script stays in the org's slot).
             self.client.sadd(keys.WEBHOOK_ORGS, org)
-        return bool(
-            self._run(
-                "add_webhook",
-                [
-                    keys.webhooks(org),
-                    keys.webhook_ids(org),
-                    keys.webhook_since(org),
-                    keys.delivery_cursor(org),
-                    keys.events(org),
-                    keys.delivery_queue(org),
-                ],
-                [webhook.webhook_id, codec.webhook_value(webhook), room],
-            )
-        )
+        args = [webhook.webhook_id, codec.stored_json(webhook), room]
+        return bool(self._hooks("add_webhook", org, args))
 
     def list_webhooks(self, org: str) -> list[Webhook]:
         with guard():
@@ -41,19 +44,15 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
         return [codec.webhook(text) for text in found if text is not None]
 
     def _delete_webhook(self, org: str, webhook_id: str) -> bool:
-        hook_keys = [keys.webhooks(org), keys.webhook_ids(org), keys.webhook_since(org)]
-        log = keys.delivery_log(org, webhook_id)
-        return bool(self._run("delete_webhook", [*hook_keys, log], [webhook_id]))
+        return bool(self._hooks("delete_webhook", org, [webhook_id], webhook_id))
 
     def webhook_orgs(self) -> list[str]:
         with guard():
             return sorted(self.client.smembers(keys.WEBHOOK_ORGS))  # type: ignore[arg-type]
 
     def _enqueue(self, org: str, task: DeliveryTask) -> bool:
-        queue_keys = [keys.webhooks(org), keys.delivery_queue(org)]
-        return bool(
-            self._run("enqueue_message", queue_keys, [task.webhook_id, codec.job_value(task)])
-        )
+        args = [task.webhook_id, codec.job_value(task)]
+        return bool(self._hooks("enqueue_message", org, args))
 
     def _fan_out(self, org: str, limit: int) -> None:
         """Queue the messages of the events after the cursor; fan_out.lua applies them
@@ -77,36 +76,24 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             if webhook_id in since
         ]
         jobs = [codec.job_value(task) for task in fan_out(codec.events(entries), known)]
-        fan_keys = [keys.delivery_cursor(org), keys.delivery_queue(org)]
-        self._run("fan_out", fan_keys, [cursor, entries[-1][0], *jobs])
+        self._hooks("fan_out", org, [cursor, entries[-1][0], *jobs])
 
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float
     ) -> list[DeliveryTask]:
         self._fan_out(org, limit)
         now_ms = int(self.clock().timestamp() * 1000)
-        flat = self._run(
-            "claim_deliveries",
-            [keys.webhooks(org), keys.delivery_queue(org), keys.delivery_retries(org)],
-            [consumer, limit, max(1, int(lease * 1000)), now_ms],
-        )
+        args = [consumer, limit, max(1, int(lease * 1000)), now_ms]
+        flat = self._hooks("claim_deliveries", org, args)
         return [codec.task(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
     def _finish(self, org: str, task: DeliveryTask, attempt: Delivery, retry: Retry | None) -> None:
-        history = [codec.delivery_value(attempt), DELIVERY_HISTORY_SIZE]
+        history = [codec.stored_json(attempt), DELIVERY_HISTORY_SIZE]
         again = ["", ""]
         if retry is not None:
             again = [str(int(retry[0].timestamp() * 1000)), codec.job_value(retry[1])]
-        self._run(
-            "finish_delivery",
-            [
-                keys.delivery_queue(org),
-                keys.delivery_retries(org),
-                keys.webhooks(org),
-                keys.delivery_log(org, task.webhook_id),
-            ],
-            [task.ticket, task.webhook_id, *history, *again],
-        )
+        args = [task.ticket, task.webhook_id, *history, *again]
+        self._hooks("finish_delivery", org, args, task.webhook_id)
 
     def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with guard():

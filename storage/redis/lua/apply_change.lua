@@ -92,12 +92,7 @@ for _, write in ipairs(cjson.decode(ARGV[2])) do
     end
     local args = { ORG .. write[2] }
     for i = 3, #write do
-      local arg = write[i] == "$seq" and seq or write[i]
-      -- DEL takes more keys, each after the prefix.
-      if command == "DEL" then
-        arg = ORG .. arg
-      end
-      args[#args + 1] = arg
+      args[#args + 1] = write[i] == "$seq" and seq or write[i]
     end
     local reply = redis.call(command, unpack(args))
     if command == "INCR" or command == "HINCRBY" then
