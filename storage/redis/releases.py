@@ -29,9 +29,12 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
     # -- environments
 
     def _stored_environments(self, org: str) -> dict[str, Environment]:
+        # One round trip, and the hash and the order as of one moment.
         with guard():
-            stored: Any = self.client.hgetall(keys.environments(org))
-            order: Any = self.client.lrange(keys.environment_order(org), 0, -1)
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hgetall(keys.environments(org))
+            pipe.lrange(keys.environment_order(org), 0, -1)
+            stored, order = pipe.execute()
         return {n: codec.environment(stored[n]) for n in [PRODUCTION, *order] if n in stored}
 
     def _set_environment(self, org: str, environment: Environment, replaced: str) -> bool:
