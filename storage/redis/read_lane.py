@@ -112,19 +112,10 @@ class ReadLane:
         self._connection_class = pool.connection_class
         self._connection_kwargs = pool.connection_kwargs
         self._script = script
-        self._idle: list[Any] = []
-        self._generation = forks.generation()
+        self._idle: forks.Idle[_Wire] = forks.Idle(self._new_connection)
 
     def __call__(self, keys: Sequence[str], args: Sequence[str]) -> Any:
-        if self._generation != forks.generation():
-            # A forked child must not talk on its parent's sockets; they stay open for
-            # the parent (closing them here would shut them down for it too).
-            self._idle = []
-            self._generation = forks.generation()
-        try:
-            connection, reused = self._idle.pop(), True
-        except IndexError:
-            connection, reused = self._new_connection(), False
+        connection, reused = self._idle.take()
         command = _evalsha(self._script.sha, keys, args)
         try:
             try:
@@ -136,24 +127,21 @@ class ReadLane:
                 connection = self._new_connection()
                 reply = self._send(connection, command)
         except redis.ResponseError:
-            self._idle.append(connection)  # the server answered: the connection is fine
+            self._idle.give(connection)  # the server answered: the connection is fine
             raise
         except BaseException:
             connection.disconnect()
             raise
-        self._idle.append(connection)
+        self._idle.give(connection)
         return reply
 
     def many(self, keys: Sequence[str], calls: Sequence[Sequence[str]]) -> list[Any]:
         """The replies of one read per ``calls`` (its args), all on ``keys``, sent at
         once on one connection: one round trip. Should any fail, each is sent alone
         (which reloads a missing script and retries a stale connection)."""
-        if self._generation != forks.generation() or len(calls) < 2:
+        if len(calls) < 2:
             return [self(keys, args) for args in calls]
-        try:
-            connection = self._idle.pop()
-        except IndexError:
-            connection = self._new_connection()
+        connection, _ = self._idle.take()
         sha = self._script.sha
         packed = b"".join(_evalsha(sha, keys, args) for args in calls)
         replies: list[Any] = []
@@ -170,7 +158,7 @@ class ReadLane:
         except BaseException:
             connection.disconnect()
             raise
-        self._idle.append(connection)
+        self._idle.give(connection)
         if any(reply is None for reply in replies):
             return [self(keys, args) for args in calls]
         return replies
@@ -190,6 +178,5 @@ class ReadLane:
     def close(self) -> None:
         """Close the idle connections (a later read opens new ones, as redis-py's pool
         does after ``close()``)."""
-        idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection in self._idle.drain():
             connection.disconnect()

@@ -193,10 +193,9 @@ class ReadLane:
         # Decoded rows by their raw values (PostgreSQL) or JSON text (SQLite).
         self._rows: Memo[Any, tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
-        self._idle: list[Any] = []
+        self._idle: forks.Idle[Any] = forks.Idle(self._new_connection)
         # The UNION ALL statements of :meth:`many`, by their reads' picks.
         self._batches: dict[tuple[str, ...], tuple[str, Statement]] = {}
-        self._generation = forks.generation()
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
@@ -245,14 +244,7 @@ class ReadLane:
         """What ``read`` answers on one of the lane's connections (a lane connection:
         its driver connection is ``.connection`` on PostgreSQL), sent once more on a
         new connection when an idle one turns out closed."""
-        if self._generation != forks.generation():
-            # A forked child must not use its parent's connections.
-            self._idle = []
-            self._generation = forks.generation()
-        try:
-            connection, reused = self._idle.pop(), True
-        except IndexError:
-            connection, reused = self._new_connection(), False
+        connection, reused = self._idle.take()
         try:
             try:
                 rows = read(connection)
@@ -268,7 +260,7 @@ class ReadLane:
         except BaseException:
             self._discard(connection)
             raise
-        self._idle.append(connection)
+        self._idle.give(connection)
         return rows
 
     def _execute(
@@ -306,8 +298,7 @@ class ReadLane:
             connection.close()
 
     def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection in self._idle.drain():
             self._discard(connection)
 
 

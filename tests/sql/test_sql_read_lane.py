@@ -72,7 +72,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
         store.create_prompt(ORG, "greeting")
         store.create_version(ORG, "greeting", "hello", USER)
         assert store.get_latest(ORG, "greeting").content == "hello"
-        pids = [connection.info.backend_pid for connection in store.db.lane._idle]
+        pids = [connection.info.backend_pid for connection in store.db.lane._idle.connections]
         assert pids
         admin = make_engine(postgres_schema.url)
         with admin.begin() as connection:
@@ -80,7 +80,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
                 connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         admin.dispose()
         assert store.get_latest(ORG, "greeting").content == "hello"
-        assert [c.info.backend_pid for c in store.db.lane._idle] != pids
+        assert [c.info.backend_pid for c in store.db.lane._idle.connections] != pids
     finally:
         store.close()
 
@@ -98,7 +98,7 @@ def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
         store.create_version(ORG, "greeting", "hello", USER)
         store.promote(ORG, "greeting", "1", USER)
         assert store.get_production(ORG, "greeting").content == "hello"
-        (lane_connection,) = store.db.lane._idle
+        (lane_connection,) = store.db.lane._idle.connections
         psycopg_connection = lane_connection.connection
 
         def no_cursor(*args: object, **kwargs: object) -> None:
@@ -108,7 +108,9 @@ def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
         for _ in range(20):
             assert store.get_production(ORG, "greeting").version == 1
         monkeypatch.undo()
-        assert store.db.lane._idle == [lane_connection]  # the same connection throughout
+        assert store.db.lane._idle.connections == [
+            lane_connection
+        ]  # the same connection throughout
         prepared = psycopg_connection.execute(
             "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
         ).fetchall()

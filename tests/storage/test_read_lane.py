@@ -131,7 +131,7 @@ def test_redis_down_is_storage_unavailable_and_reads_resume(
     admin.client_kill_filter(_id=idle["id"])
     with pytest.raises(StorageUnavailable, match=r"^storage unavailable$"):
         store.get_production(ORG, "greeting")
-    assert lane._idle == []
+    assert lane._idle.connections == []
     lane._connection_kwargs = {
         **lane._connection_kwargs,
         "port": admin.connection_pool.connection_kwargs["port"],
