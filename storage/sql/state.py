@@ -16,7 +16,7 @@ through the storage's reads (storage/neighbours.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from operator import attrgetter
 from types import SimpleNamespace
@@ -38,13 +38,12 @@ from sqlalchemy import (
     union_all,
 )
 
-from promptsvc.templating.includes import Include
 from storage import lifecycle
 from storage.errors import EnvironmentNotFound
 from storage.ids import version_number
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
-from storage.release.records import Neighbours
+from storage.release.records import Versions
 from storage.sql import direct, read_lane
 from storage.sql.core import Database, prompt_by, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
@@ -134,41 +133,6 @@ def _of_the_prompt(table: Any) -> ColumnElement[bool]:
 _VERSION = select(versions).where(
     _of_the_prompt(versions), versions.c.version == bindparam("number")
 )
-
-
-class _Versions(Mapping[int, PromptVersion]):
-    """The prompt's versions as a decision reads them: those the state loaded, and any
-    other the first time it is asked for (None kept for a number that has none)."""
-
-    def __init__(self, db: Database, connection: Connection, prompt: Row[Any]) -> None:
-        self._db, self._connection, self._prompt = db, connection, prompt
-        self.loaded: dict[int, PromptVersion | None] = {}
-
-    def put(self, row: tuple[Any, ...]) -> PromptVersion:
-        """Keep the version of a lane row (read_lane.COLUMNS)."""
-        version = self._db.lane_version(row)
-        self.loaded[version.version] = version
-        return version
-
-    def __getitem__(self, number: int) -> PromptVersion:
-        if number not in self.loaded:
-            key = {"org": self._prompt.org, "name": self._prompt.name, "number": number}
-            row = self._connection.execute(_VERSION, key).first()
-            if row is None:
-                self.loaded[number] = None
-            else:
-                version = self._db.version(self._prompt.name, self._prompt.prompt_type, row)
-                self.loaded[number] = version
-        found = self.loaded[number]
-        if found is None:
-            raise KeyError(number)
-        return found
-
-    def __iter__(self) -> Iterator[int]:
-        return (number for number, found in self.loaded.items() if found is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for found in self.loaded.values() if found is not None)
 
 
 # The load is one statement: a row per thing it reads, each a kind and the thing as a
@@ -299,9 +263,8 @@ def locked_state(
         connection, [(lock, {"org": org, "ref": prompt_ref}), (load, params)]
     )
     if not found:  # by id: then by its name
-        prompt = db.find_prompt(connection, org, prompt_ref)
-        sent = direct.run(connection, load, {**params, "name": prompt.name})
-        return prompt, *_state(db, connection, prompt, params, sent)
+        found = [db.find_prompt(connection, org, prompt_ref)]
+        sent = direct.run(connection, load, {**params, "name": found[0].name})
     return found[0], *_state(db, connection, found[0], params, sent)
 
 
@@ -309,20 +272,26 @@ def _state(
     db: Database, connection: Connection, prompt: Row[Any], params: dict[str, Any], sent: list[Any]
 ) -> tuple[State, int | None]:
     """The state of ``prompt`` from the rows the load ``sent``, and the version named."""
-    version_id = params["version_id"]
-    loaded = _Versions(db, connection, prompt)
-    named = None
-    placed: dict[str, int] = {}
-    if prompt.production_version is not None:
-        placed[PRODUCTION] = prompt.production_version
     found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
     for kind, document in sent:
         found[kind].append(json.loads(document))
+    loaded = {}
+    placed: dict[str, int] = {}
+    if prompt.production_version is not None:
+        placed[PRODUCTION] = prompt.production_version
+    named = None
     for values in found[VERSION]:
-        version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))
+        version = db.lane_version(_lane_row([prompt.name, prompt.prompt_type, *values]))
+        loaded[version.version] = version
         placed.update((environment, version.version) for environment in version.placements)
-        if version.version == params["number"] or version.version_id == version_id:
+        if version.version == params["number"] or version.version_id == params["version_id"]:
             named = version.version
+
+    def fetch(number: int) -> PromptVersion | None:  # a version the load did not bring
+        key = {"org": prompt.org, "name": prompt.name, "number": number}
+        row = connection.execute(_VERSION, key).first()
+        return None if row is None else db.version(prompt.name, prompt.prompt_type, row)
+
     includers = sorted(
         (db.lane_version(_lane_row(values)) for values in found[INCLUDER]),
         key=lambda version: (version.name, version.version),
@@ -337,9 +306,9 @@ def _state(
         )
     }
     state = State(
-        neighbours=_Neighbours(db.neighbours(prompt.org), prompt.name, includers),
+        neighbours=db.neighbours(prompt.org, includers={prompt.name: includers}),
         prompt=prompt_record(prompt),
-        versions=loaded,
+        versions=Versions(loaded, fetch),
         placements=placed,
         environments=_environments(rows[ENVIRONMENT]),
         rollouts={row.environment: rollout_record(row) for row in rows[ROLLOUT]},
@@ -347,19 +316,3 @@ def _state(
         history=tuple(history_record(row) for row in rows[HISTORY]),
     )
     return state, named
-
-
-class _Neighbours:
-    """The org's other prompts as ``neighbours`` reads them, but the includers of the
-    prompt itself: those came with the load."""
-
-    def __init__(self, neighbours: Neighbours, name: str, includers: list[PromptVersion]):
-        self._neighbours, self._name, self._includers = neighbours, name, includers
-
-    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
-        return self._neighbours.resolve(include, environment)
-
-    def includers(self, name: str) -> Sequence[PromptVersion]:
-        if name == self._name:
-            return self._includers
-        return self._neighbours.includers(name)

@@ -4,6 +4,7 @@ one shared :class:`storage.sql.core.Database`, behind the ``Storage`` interface.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, text
@@ -66,7 +67,7 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.db = Database(engine, clock)
         super().__init__(clock)
-        self.db.neighbours = lambda org: StoredNeighbours(self, org)
+        self.db.neighbours = partial(StoredNeighbours, self)
         self.prompts = SqlPrompts(self.db)
         self.versions = SqlVersions(self.db)
         self.environments = SqlEnvironments(self.db)
