@@ -18,7 +18,6 @@ from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
 from storage.sql.core import Database
-from storage.sql.environment_page import SqlEnvironmentPages
 from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
@@ -73,7 +72,6 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
         self.environments = SqlEnvironments(self.db)
         self.releases = SqlReleases(self.db)
         self.release_reads = SqlReleaseReads(self.db)
-        self.environment_pages = SqlEnvironmentPages(self.db)
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
@@ -159,7 +157,7 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     complete_rollout = _To("releases", SqlReleases.complete_rollout)
     abort_rollout = _To("releases", SqlReleases.abort_rollout)
     read_environment = _To("release_reads", SqlReleaseReads.read_environment)
-    _environment_page = _To("environment_pages", SqlEnvironmentPages.environment_page)
+    _environment_page = _To("release_reads", SqlReleaseReads.environment_page)
 
     # -- usage and guards
     record_usage = _To("usage", SqlUsage.record_usage)
