@@ -228,16 +228,17 @@ class Database:
         direct.run(connection, _INSERT_EVENTS, rows, defer=True)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
-            oldest_kept = connection.execute(
+            oldest_kept = (
                 select(events.c.ms, events.c.seq)
                 .where(events.c.org == org)
                 .order_by(events.c.ms.desc(), events.c.seq.desc())
                 .offset(self.event_log_size - 1)
                 .limit(1)
-            ).one()
+            )
             dropped = connection.execute(
                 events.delete().where(
-                    events.c.org == org, tuple_(events.c.ms, events.c.seq) < tuple(oldest_kept)
+                    events.c.org == org,
+                    tuple_(events.c.ms, events.c.seq) < oldest_kept.scalar_subquery(),
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})

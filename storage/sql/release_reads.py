@@ -15,8 +15,8 @@ from storage.rollout_front import RolloutReads
 from storage.sql.core import Concern, event_id
 from storage.sql.read_lane import COLUMNS, ROLLOUT_COLUMNS, VERSION_WIDTH, lane_in_rollout
 from storage.sql.rows import history_record, review_record, rollout_record
-from storage.sql.state import MAX_NUMBER, environment_named, of_prompt, with_candidate_id
-from storage.sql.tables import event_logs, history, reviews, rollouts
+from storage.sql.state import MAX_NUMBER, candidate_of, environment_named, of_prompt
+from storage.sql.tables import event_logs, history, reviews, rollouts, versions
 from storage.sql.versions import absent, lane_row
 
 # An environment's page: every prompt's version there by name, the rollout running
@@ -99,7 +99,11 @@ class SqlReleaseReads(Concern, RolloutReads):
     def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         with self.db.read() as connection:
             prompt = self.db.find_prompt(connection, org, prompt_ref)
-            statement = with_candidate_id().where(of_prompt(rollouts, prompt))
+            statement = (
+                select(rollouts, versions.c.version_id)
+                .join(versions, candidate_of())
+                .where(of_prompt(rollouts, prompt))
+            )
             if environment is not None:
                 environment_named(connection, org, environment)
                 statement = statement.where(rollouts.c.environment == environment)

@@ -46,11 +46,7 @@ class SqlReleases(ReleaseMethods, Concern):
             if target.review_id is not None:
                 review = connection.execute(
                     select(reviews.c.prompt_id, prompts.c.name)
-                    .join(
-                        prompts,
-                        (prompts.c.org == reviews.c.org)
-                        & (prompts.c.prompt_id == reviews.c.prompt_id),
-                    )
+                    .join(prompts)  # (on the foreign key)
                     .where(reviews.c.org == org, reviews.c.review_id == target.review_id)
                 ).first()
                 if review is None:

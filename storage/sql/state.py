@@ -68,18 +68,13 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
-def _the_version(table: Any, number: Any, of: Any = versions) -> ColumnElement[bool]:
-    """``versions`` (``of``) joined to the rows of ``table`` whose column ``number``
-    names one."""
+def candidate_of(v: Any = versions) -> ColumnElement[bool]:
+    """``versions`` (or its alias ``v``) joined to the ``rollouts`` rows whose candidate
+    it is."""
     return and_(
-        of.c.org == table.c.org, of.c.prompt_id == table.c.prompt_id, of.c.version == number
-    )
-
-
-def with_candidate_id() -> Any:
-    """``rollouts`` rows joined to their candidate's ``version_id``."""
-    return select(rollouts, versions.c.version_id).join(
-        versions, _the_version(rollouts, rollouts.c.candidate_version)
+        v.c.org == rollouts.c.org,
+        v.c.prompt_id == rollouts.c.prompt_id,
+        v.c.version == rollouts.c.candidate_version,
     )
 
 
@@ -175,10 +170,10 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
     array = func.json_build_array if postgres else func.json_array
     pairs = func.json_build_object if postgres else func.json_object
 
-    def document(kind: int, *columns: Any) -> Any:
+    def document(kind: int, *columns: Any) -> Any:  # a JSON array
         return (literal_column(str(kind)).label("kind"), cast(array(*columns), Text).label("doc"))
 
-    def record(kind: int, *columns: Any) -> Any:
+    def record(kind: int, *columns: Any) -> Any:  # a JSON object, by column name
         named: list[Any] = []
         for column in columns:
             named += [literal_column(f"'{column.name}'"), column]
@@ -189,15 +184,10 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
             _of_the_prompt(_v), _v.c.version.in_(_IN_USE)
         ),
         select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
-        .select_from(
-            includes.join(_v, _the_version(includes, includes.c.version, _v)).join(
-                _includer,
-                (_includer.c.org == _v.c.org) & (_includer.c.prompt_id == _v.c.prompt_id),
-            )
-        )
+        .select_from(includes.join(_v).join(_includer))  # (on their foreign keys)
         .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
         select(*record(ROLLOUT, *rollouts.c, _v.c.version_id))
-        .select_from(rollouts.join(_v, _the_version(rollouts, rollouts.c.candidate_version, _v)))
+        .select_from(rollouts.join(_v, candidate_of(_v)))
         .where(_of_the_prompt(rollouts)),
         select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
         select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),

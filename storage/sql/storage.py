@@ -65,6 +65,7 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.db = Database(engine, clock)
+        self.engine = engine
         super().__init__(clock)
         self.db.neighbours = partial(StoredNeighbours, self)
         self.prompts = SqlPrompts(self.db)
@@ -100,10 +101,6 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     @event_log_size.setter
     def event_log_size(self, size: int) -> None:
         self.db.event_log_size = size
-
-    @property
-    def engine(self) -> Engine:
-        return self.db.engine
 
     def ping(self) -> None:
         self.db.read_one(text("SELECT 1"))
