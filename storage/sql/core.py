@@ -95,8 +95,7 @@ def event_record(row: Row[Any]) -> Event:
 
 
 class Database:
-    """The engines, the transaction helpers and the clock every concern object of the
-    backend shares (storage/sql/storage.py makes one and hands it to each)."""
+    """One per storage, handed to each concern object (storage/sql/storage.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.clock = clock
