@@ -17,13 +17,20 @@ if TYPE_CHECKING:
 class StoredNeighbours:
     """``storage``'s other prompts of ``org``, read when asked."""
 
-    def __init__(self, storage: Storage, org: str, read: IncludeReads | None = None) -> None:
-        """``read``: what includes resolve to, already read (by (name, where))."""
+    def __init__(
+        self,
+        storage: Storage,
+        org: str,
+        read: IncludeReads | None = None,
+        includers: dict[str, Sequence[PromptVersion]] | None = None,
+    ) -> None:
+        """``read``: what includes resolve to, already read (by (name, where));
+        ``includers``: the includers of prompts, already read (by name)."""
         self.storage = storage
         self.org = org
         self._read = read or {}
         self._resolved: dict[tuple[Include, str], PromptVersion | None] = {}
-        self._includers: dict[str, Sequence[PromptVersion]] = {}
+        self._includers = dict(includers or {})
 
     def resolve(self, include: Include, environment: str) -> PromptVersion | None:
         key = (include, environment)

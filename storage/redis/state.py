@@ -4,7 +4,7 @@ decided on it is applied (lua/apply_change.lua, storage/redis/change.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,41 +13,12 @@ from storage.identity_records import User
 from storage.records import PRODUCTION, PromptVersion
 from storage.redis import codec
 from storage.release import State
+from storage.release.records import Versions
 from storage.stored import decoded
 
 # A guard as apply_change.lua takes it: [key after the org prefix, hash field or None
 # (a string key), the value it must still have or None (absent)].
 Guard = list[str | None]
-
-
-class Versions(Mapping[int, PromptVersion]):
-    """A prompt's versions by number: those the load brought, and any other one fetched
-    when the engine asks for it (a rollback's line). ``fetched`` says whether any was:
-    such a read came after the load, so a refusal decided on it is checked against the
-    revision before it is believed."""
-
-    def __init__(
-        self, loaded: dict[int, PromptVersion], fetch: Callable[[int], PromptVersion | None]
-    ) -> None:
-        self._known: dict[int, PromptVersion | None] = dict(loaded)
-        self._fetch = fetch
-        self.fetched = False
-
-    def __getitem__(self, number: int) -> PromptVersion:
-        if number not in self._known:
-            self._known[number] = self._fetch(number)
-            self.fetched = True
-        version = self._known[number]
-        if version is None:
-            raise KeyError(number)
-        return version
-
-    def __iter__(self) -> Iterator[int]:
-        # Only what was read: the engine looks versions up by number, never lists them.
-        return iter(sorted(n for n, v in self._known.items() if v is not None))
-
-    def __len__(self) -> int:
-        return sum(1 for v in self._known.values() if v is not None)
 
 
 @dataclass(frozen=True, slots=True)

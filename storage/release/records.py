@@ -8,7 +8,7 @@ change in its own atomic step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -54,6 +54,35 @@ class NoNeighbours:
 
     def includers(self, name: str) -> Sequence[PromptVersion]:
         return ()
+
+
+class Versions(Mapping[int, PromptVersion]):
+    """A prompt's versions by number for a backend that loads only some: those the load
+    brought, and any other one fetched when the engine asks for it (a rollback's line).
+    ``fetched`` says whether any was: such a read came after the load."""
+
+    def __init__(
+        self, loaded: dict[int, PromptVersion], fetch: Callable[[int], PromptVersion | None]
+    ) -> None:
+        self._known: dict[int, PromptVersion | None] = dict(loaded)
+        self._fetch = fetch
+        self.fetched = False
+
+    def __getitem__(self, number: int) -> PromptVersion:
+        if number not in self._known:
+            self._known[number] = self._fetch(number)
+            self.fetched = True
+        version = self._known[number]
+        if version is None:
+            raise KeyError(number)
+        return version
+
+    def __iter__(self) -> Iterator[int]:
+        # Only what was read: the engine looks versions up by number, never lists them.
+        return iter(sorted(n for n, v in self._known.items() if v is not None))
+
+    def __len__(self) -> int:
+        return sum(1 for v in self._known.values() if v is not None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,34 +39,27 @@ _UPDATE_VERSION = update(versions).where(
 )
 _UPDATE_PROMPT = update(prompts).where(_the_prompts(prompts))
 _INSERT_HISTORY = insert(history)
-_PLACEMENT = _the_prompts(placements) & (placements.c.environment == bindparam("w_environment"))
-_DELETE_PLACEMENT = placements.delete().where(_PLACEMENT)
-_ROLLOUT = _the_prompts(rollouts) & (rollouts.c.environment == bindparam("w_environment"))
-_DELETE_ROLLOUT = rollouts.delete().where(_ROLLOUT)
+_DELETE_PLACEMENT, _DELETE_ROLLOUT = (
+    table.delete().where(_the_prompts(table), table.c.environment == bindparam("w_environment"))
+    for table in (placements, rollouts)
+)
 _UPDATE_REVIEW = update(reviews).where(
     reviews.c.org == bindparam("w_org"), reviews.c.review_id == bindparam("w_review_id")
 )
 
 
+def _upsert(dialect_name: str, table: Any, *changed: str) -> Any:
+    """A row of ``table`` (every column a parameter) inserted, or ``changed`` set on
+    the one there."""
+    values: dict[str, Any] = {c.name: bindparam(c.name) for c in table.c}
+    return dialect.upsert(dialect_name, table, values, **{name: values[name] for name in changed})
+
+
 # The upserts, per dialect: a placement's version, a rollout's percent and time.
-def _upserts(dialect_name: str) -> tuple[Any, Any]:
-    place = dialect.upsert(
-        dialect_name,
-        placements,
-        {c.name: bindparam(c.name) for c in placements.c},
-        version=bindparam("version"),
-    )
-    roll = dialect.upsert(
-        dialect_name,
-        rollouts,
-        {c.name: bindparam(c.name) for c in rollouts.c},
-        percent=bindparam("percent"),
-        updated_at=bindparam("updated_at"),
-    )
-    return place, roll
-
-
-_UPSERTS = {name: _upserts(name) for name in ("sqlite", "postgresql")}
+_UPSERTS = {
+    name: (_upsert(name, placements, "version"), _upsert(name, rollouts, "percent", "updated_at"))
+    for name in ("sqlite", "postgresql")
+}
 
 
 def apply(

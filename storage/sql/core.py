@@ -33,7 +33,7 @@ from storage.ids import event_id
 from storage.interface import EVENT_LOG_SIZE
 from storage.memo import Memo
 from storage.records import Prompt, PromptVersion
-from storage.release.records import Neighbours, NoNeighbours
+from storage.release.records import Neighbours
 from storage.sql import dialect, direct, read_lane
 from storage.sql.engine import reading, writing
 from storage.sql.read_lane import VERSION_FIELDS, ReadLane
@@ -70,21 +70,20 @@ _TRIMMED_LOG = (
     .where(event_logs.c.org == bindparam("w_org"))
     .values(kept=bindparam("kept"), trimmed=True)
 )
-# A prompt's row by name, or by id, locked when the statement runs in a writing
-# transaction on PostgreSQL (the lock every change of a prompt takes first).
-_PROMPT_BY = {
+# A prompt's row by name, or by id (parameters org and ref), and the same locked, as a
+# writing transaction on PostgreSQL reads it (the lock every change of a prompt takes
+# first).
+PROMPT_BY = {
     column: select(prompts).where(prompts.c.org == bindparam("org"), column == bindparam("ref"))
     for column in (prompts.c.name, prompts.c.prompt_id)
 }
-_LOCKED_PROMPT_BY = {
-    column: statement.with_for_update() for column, statement in _PROMPT_BY.items()
-}
+_LOCKED_PROMPT_BY = {column: statement.with_for_update() for column, statement in PROMPT_BY.items()}
 
 
 def prompt_by(connection: Connection, column: Any) -> Any:
     """The statement of a prompt's row by ``column`` (name or prompt_id), locked in a
     PostgreSQL transaction; parameters org and ref."""
-    return (_LOCKED_PROMPT_BY if dialect.is_postgres(connection) else _PROMPT_BY)[column]
+    return (_LOCKED_PROMPT_BY if dialect.is_postgres(connection) else PROMPT_BY)[column]
 
 
 def prompt_record(row: Row[Any]) -> Prompt:
@@ -96,8 +95,7 @@ def event_record(row: Row[Any]) -> Event:
 
 
 class Database:
-    """The engines, the transaction helpers and the clock every concern object of the
-    backend shares (storage/sql/storage.py makes one and hands it to each)."""
+    """One per storage, handed to each concern object (storage/sql/storage.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.clock = clock
@@ -122,9 +120,10 @@ class Database:
         # Single reads go without BEGIN/COMMIT round trips: one statement is atomic.
         self.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.lane = ReadLane(engine)
-        # What a release decision reads of an org's other prompts (the storage sets it:
-        # storage/neighbours.py reads through its own methods).
-        self.neighbours: Callable[[str], Neighbours] = lambda org: NoNeighbours()
+        # What a release decision reads of an org's other prompts, given the org and
+        # the includers already read (the storage sets it: storage/neighbours.py
+        # reads through its own methods).
+        self.neighbours: Callable[..., Neighbours]
         self._versions_memo: Memo[tuple[Any, ...], PromptVersion] = Memo()
         # Woken after every commit of an event in this process (storage/sql/events.py).
         self.appended = threading.Condition()
@@ -228,16 +227,17 @@ class Database:
         direct.run(connection, _INSERT_EVENTS, rows, defer=True)
         # Trim in batches (a tenth of the bound at a time), not on every write.
         if log.kept > self.event_log_size + max(self.event_log_size // 10, 1):
-            oldest_kept = connection.execute(
+            oldest_kept = (
                 select(events.c.ms, events.c.seq)
                 .where(events.c.org == org)
                 .order_by(events.c.ms.desc(), events.c.seq.desc())
                 .offset(self.event_log_size - 1)
                 .limit(1)
-            ).one()
+            )
             dropped = connection.execute(
                 events.delete().where(
-                    events.c.org == org, tuple_(events.c.ms, events.c.seq) < tuple(oldest_kept)
+                    events.c.org == org,
+                    tuple_(events.c.ms, events.c.seq) < oldest_kept.scalar_subquery(),
                 )
             ).rowcount
             connection.execute(_TRIMMED_LOG, {"w_org": org, "kept": log.kept - dropped})

@@ -45,6 +45,7 @@ class _Compiled:
         self.sql: str = compiled.string
         self.positional: bool = compiled.positional
         processors = compiled._bind_processors
+        order = compiled.positiontup if compiled.positional else compiled.binds
         # (name in the SQL, parameter key, its value when not given, type processor)
         self.binds = [
             (
@@ -53,7 +54,7 @@ class _Compiled:
                 _REQUIRED if bind.required else bind.effective_value,
                 processors.get(name),
             )
-            for name, bind in ((name, compiled.binds[name]) for name in self._order(compiled))
+            for name, bind in ((name, compiled.binds[name]) for name in order)
         ]
         columns = compiled._result_columns
         self.row: Any = namedtuple("Row", [c[0] for c in columns]) if columns else None
@@ -71,12 +72,6 @@ class _Compiled:
             or compiled.escaped_bind_names
             or any(bind.expanding for bind in compiled.binds.values())
         )
-
-    @staticmethod
-    def _order(compiled: Any) -> list[str]:
-        if compiled.positional:
-            return list(compiled.positiontup)
-        return list(compiled.binds)
 
     def bind(self, params: dict[str, Any]) -> Any:
         values = []

@@ -101,42 +101,39 @@ def make_engine(url: str) -> Engine:
         sa_url = make_url(_normalize(url))
     except ArgumentError:
         raise UnsupportedUrl(f"{url!r} is not a valid storage URL") from None
-    if sa_url.get_backend_name() == "sqlite":
-        engine = create_engine(
-            sa_url,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT, "check_same_thread": False},
-            pool_size=POOL_SIZE,
-            max_overflow=POOL_OVERFLOW,
-            pool_timeout=POOL_TIMEOUT,
-        )
-        event.listen(engine, "connect", _sqlite_connect)
-        event.listen(engine, "begin", _sqlite_begin)
-        return engine
+    sqlite = sa_url.get_backend_name() == "sqlite"
     engine = create_engine(
         sa_url,
-        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT},
+        connect_args=(
+            {"timeout": SQLITE_BUSY_TIMEOUT, "check_same_thread": False}
+            if sqlite
+            else {"connect_timeout": POSTGRES_CONNECT_TIMEOUT}
+        ),
         pool_size=POOL_SIZE,
         max_overflow=POOL_OVERFLOW,
         pool_timeout=POOL_TIMEOUT,
-        # READ COMMITTED, PostgreSQL's default; writers lock what they change.
-        isolation_level="READ COMMITTED",
+        # PostgreSQL: READ COMMITTED, its default; writers lock what they change.
+        isolation_level=None if sqlite else "READ COMMITTED",
     )
-    # A statement of SQLAlchemy's goes after those a write deferred (storage/sql/direct.py).
-    event.listen(engine, "before_execute", direct.flush)
+    if sqlite:
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+    else:
+        # A statement of SQLAlchemy's goes after those a write deferred (storage/sql/direct.py).
+        event.listen(engine, "before_execute", direct.flush)
     return engine
 
 
 def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
     # The driver must not begin transactions on its own (see the module docstring).
     dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-    finally:
-        cursor.close()
+    for pragma in (
+        f"busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}",
+        "journal_mode = WAL",
+        "synchronous = NORMAL",
+        "foreign_keys = ON",
+    ):
+        dbapi_connection.execute(f"PRAGMA {pragma}")
 
 
 def _sqlite_begin(connection: Connection) -> None:

@@ -3,6 +3,7 @@ each holds for a prompt, and delete them: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import func, insert, select
 
 from storage import lifecycle
@@ -23,20 +24,17 @@ class SqlEnvironments(Concern):
             return org_environments(connection, org)
 
     def add_environment(self, org: str, environment: Environment) -> Environment:
-        name = environment.name
-        with self.db.write() as connection:
-            found = connection.execute(
-                select(environments.c.name).where(
-                    environments.c.org == org, environments.c.name == name
-                )
-            ).first()
-            if name == PRODUCTION or found is not None:
-                raise EnvironmentExists(name)
-            last = connection.execute(
-                select(func.max(environments.c.seq)).where(environments.c.org == org)
-            ).scalar()
-            row = {**values_of(environment), "org": org, "seq": int(last or 0) + 1}
-            connection.execute(insert(environments).values(row))
+        if environment.name == PRODUCTION:  # (every org has it, stored or not)
+            raise EnvironmentExists(environment.name)
+        last = select(func.coalesce(func.max(environments.c.seq), 0)).where(
+            environments.c.org == org
+        )
+        row = {**values_of(environment), "org": org, "seq": last.scalar_subquery() + 1}
+        try:
+            with self.db.write() as connection:
+                connection.execute(insert(environments).values(row))
+        except sa_exc.IntegrityError:
+            raise EnvironmentExists(environment.name) from None
         return environment
 
     def change_environment(

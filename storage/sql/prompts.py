@@ -3,21 +3,15 @@ release change: storage/sql/releases.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, insert, select
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import insert, select
 
 from storage.errors import PromptExists, PromptNotFound
 from storage.event_records import created_event
 from storage.records import Prompt
-from storage.sql.core import Concern, prompt_record
+from storage.sql.core import PROMPT_BY, Concern, prompt_record
 from storage.sql.rows import row_of
 from storage.sql.tables import prompts
-
-# A prompt by name, then by id: each one statement outside any transaction.
-_BY_NAME, _BY_ID = (
-    select(prompts).where(prompts.c.org == bindparam("org"), column == bindparam("ref"))
-    for column in (prompts.c.name, prompts.c.prompt_id)
-)
 
 
 class SqlPrompts(Concern):
@@ -37,9 +31,9 @@ class SqlPrompts(Concern):
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
         key = {"org": org, "ref": prompt_ref}
-        row = self.db.read_one(_BY_NAME, key)
+        row = self.db.read_one(PROMPT_BY[prompts.c.name], key)
         if row is None and prompt_ref.startswith("pmt_"):
-            row = self.db.read_one(_BY_ID, key)
+            row = self.db.read_one(PROMPT_BY[prompts.c.prompt_id], key)
         if row is None:
             raise PromptNotFound(prompt_ref)
         return prompt_record(row)

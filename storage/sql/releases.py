@@ -25,8 +25,7 @@ from storage.sql.tables import environments, placements, prompts, reviews, rollo
 
 
 class SqlReleases(ReleaseMethods, Concern):
-    """The release changes (storage/release/methods.py), each decided by
-    storage/release and applied in one transaction."""
+    """The release changes (storage/release/methods.py)."""
 
     def _release(
         self,
@@ -46,11 +45,7 @@ class SqlReleases(ReleaseMethods, Concern):
             if target.review_id is not None:
                 review = connection.execute(
                     select(reviews.c.prompt_id, prompts.c.name)
-                    .join(
-                        prompts,
-                        (prompts.c.org == reviews.c.org)
-                        & (prompts.c.prompt_id == reviews.c.prompt_id),
-                    )
+                    .join(prompts)  # (on the foreign key)
                     .where(reviews.c.org == org, reviews.c.review_id == target.review_id)
                 ).first()
                 if review is None:
@@ -104,23 +99,23 @@ class SqlReleases(ReleaseMethods, Concern):
         name = leave.environment
         with self.db.write() as connection:
             release.check_delete_environment(org_environments(connection, org), name)
+            open_there = (
+                reviews.c.org == org,
+                reviews.c.environment == name,
+                reviews.c.status == "open",
+            )
             touched = union(
-                select(placements.c.prompt_id).where(
-                    placements.c.org == org, placements.c.environment == name
-                ),
-                select(reviews.c.prompt_id).where(
-                    reviews.c.org == org, reviews.c.environment == name, reviews.c.status == "open"
-                ),
-                select(rollouts.c.prompt_id).where(
-                    rollouts.c.org == org, rollouts.c.environment == name
+                select(reviews.c.prompt_id).where(*open_there),
+                *(
+                    select(table.c.prompt_id).where(table.c.org == org, table.c.environment == name)
+                    for table in (placements, rollouts)
                 ),
             )
-            ids = sorted(connection.execute(touched).scalars().all())
             locked = connection.execute(
                 dialect.locked(
                     connection,
                     select(prompts)
-                    .where(prompts.c.org == org, prompts.c.prompt_id.in_(ids))
+                    .where(prompts.c.org == org, prompts.c.prompt_id.in_(touched))
                     .order_by(prompts.c.prompt_id),
                 )
             ).all()
@@ -129,11 +124,7 @@ class SqlReleases(ReleaseMethods, Concern):
             first = dict(
                 connection.execute(
                     select(reviews.c.prompt_id, func.min(reviews.c.seq))
-                    .where(
-                        reviews.c.org == org,
-                        reviews.c.environment == name,
-                        reviews.c.status == "open",
-                    )
+                    .where(*open_there)
                     .group_by(reviews.c.prompt_id)
                 ).all()
             )

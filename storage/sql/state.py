@@ -16,7 +16,7 @@ through the storage's reads (storage/neighbours.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from operator import attrgetter
 from types import SimpleNamespace
@@ -38,13 +38,12 @@ from sqlalchemy import (
     union_all,
 )
 
-from promptsvc.templating.includes import Include
 from storage import lifecycle
 from storage.errors import EnvironmentNotFound
 from storage.ids import version_number
 from storage.records import PRODUCTION, Environment, PromptVersion
 from storage.release import State
-from storage.release.records import Neighbours
+from storage.release.records import Versions
 from storage.sql import direct, read_lane
 from storage.sql.core import Database, prompt_by, prompt_record
 from storage.sql.rows import history_record, review_record, rollout_record
@@ -69,18 +68,13 @@ def of_prompt(table: Any, prompt: Row[Any]) -> ColumnElement[bool]:
     return (table.c.org == prompt.org) & (table.c.prompt_id == prompt.prompt_id)
 
 
-def _the_version(table: Any, number: Any, of: Any = versions) -> ColumnElement[bool]:
-    """``versions`` (``of``) joined to the rows of ``table`` whose column ``number``
-    names one."""
+def candidate_of(v: Any = versions) -> ColumnElement[bool]:
+    """``versions`` (or its alias ``v``) joined to the ``rollouts`` rows whose candidate
+    it is."""
     return and_(
-        of.c.org == table.c.org, of.c.prompt_id == table.c.prompt_id, of.c.version == number
-    )
-
-
-def with_candidate_id() -> Any:
-    """``rollouts`` rows joined to their candidate's ``version_id``."""
-    return select(rollouts, versions.c.version_id).join(
-        versions, _the_version(rollouts, rollouts.c.candidate_version)
+        v.c.org == rollouts.c.org,
+        v.c.prompt_id == rollouts.c.prompt_id,
+        v.c.version == rollouts.c.candidate_version,
     )
 
 
@@ -136,41 +130,6 @@ _VERSION = select(versions).where(
 )
 
 
-class _Versions(Mapping[int, PromptVersion]):
-    """The prompt's versions as a decision reads them: those the state loaded, and any
-    other the first time it is asked for (None kept for a number that has none)."""
-
-    def __init__(self, db: Database, connection: Connection, prompt: Row[Any]) -> None:
-        self._db, self._connection, self._prompt = db, connection, prompt
-        self.loaded: dict[int, PromptVersion | None] = {}
-
-    def put(self, row: tuple[Any, ...]) -> PromptVersion:
-        """Keep the version of a lane row (read_lane.COLUMNS)."""
-        version = self._db.lane_version(row)
-        self.loaded[version.version] = version
-        return version
-
-    def __getitem__(self, number: int) -> PromptVersion:
-        if number not in self.loaded:
-            key = {"org": self._prompt.org, "name": self._prompt.name, "number": number}
-            row = self._connection.execute(_VERSION, key).first()
-            if row is None:
-                self.loaded[number] = None
-            else:
-                version = self._db.version(self._prompt.name, self._prompt.prompt_type, row)
-                self.loaded[number] = version
-        found = self.loaded[number]
-        if found is None:
-            raise KeyError(number)
-        return found
-
-    def __iter__(self) -> Iterator[int]:
-        return (number for number, found in self.loaded.items() if found is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for found in self.loaded.values() if found is not None)
-
-
 # The load is one statement: a row per thing it reads, each a kind and the thing as a
 # JSON document made by the database (json_array / json_object on SQLite,
 # json_build_array / json_build_object on PostgreSQL), so rows of every table travel
@@ -211,10 +170,10 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
     array = func.json_build_array if postgres else func.json_array
     pairs = func.json_build_object if postgres else func.json_object
 
-    def document(kind: int, *columns: Any) -> Any:
+    def document(kind: int, *columns: Any) -> Any:  # a JSON array
         return (literal_column(str(kind)).label("kind"), cast(array(*columns), Text).label("doc"))
 
-    def record(kind: int, *columns: Any) -> Any:
+    def record(kind: int, *columns: Any) -> Any:  # a JSON object, by column name
         named: list[Any] = []
         for column in columns:
             named += [literal_column(f"'{column.name}'"), column]
@@ -225,15 +184,10 @@ def _load_statement(dialect: str, with_history: bool) -> Any:
             _of_the_prompt(_v), _v.c.version.in_(_IN_USE)
         ),
         select(*document(INCLUDER, _includer.c.name, _includer.c.prompt_type, *_VERSION_COLUMNS))
-        .select_from(
-            includes.join(_v, _the_version(includes, includes.c.version, _v)).join(
-                _includer,
-                (_includer.c.org == _v.c.org) & (_includer.c.prompt_id == _v.c.prompt_id),
-            )
-        )
+        .select_from(includes.join(_v).join(_includer))  # (on their foreign keys)
         .where(includes.c.org == bindparam("org"), includes.c.name == bindparam("name")),
         select(*record(ROLLOUT, *rollouts.c, _v.c.version_id))
-        .select_from(rollouts.join(_v, _the_version(rollouts, rollouts.c.candidate_version, _v)))
+        .select_from(rollouts.join(_v, candidate_of(_v)))
         .where(_of_the_prompt(rollouts)),
         select(*record(REVIEW, *reviews.c)).where(_of_the_prompt(reviews), _REVIEWED),
         select(*record(ENVIRONMENT, *environments.c)).where(environments.c.org == bindparam("org")),
@@ -299,9 +253,8 @@ def locked_state(
         connection, [(lock, {"org": org, "ref": prompt_ref}), (load, params)]
     )
     if not found:  # by id: then by its name
-        prompt = db.find_prompt(connection, org, prompt_ref)
-        sent = direct.run(connection, load, {**params, "name": prompt.name})
-        return prompt, *_state(db, connection, prompt, params, sent)
+        found = [db.find_prompt(connection, org, prompt_ref)]
+        sent = direct.run(connection, load, {**params, "name": found[0].name})
     return found[0], *_state(db, connection, found[0], params, sent)
 
 
@@ -309,20 +262,26 @@ def _state(
     db: Database, connection: Connection, prompt: Row[Any], params: dict[str, Any], sent: list[Any]
 ) -> tuple[State, int | None]:
     """The state of ``prompt`` from the rows the load ``sent``, and the version named."""
-    version_id = params["version_id"]
-    loaded = _Versions(db, connection, prompt)
-    named = None
-    placed: dict[str, int] = {}
-    if prompt.production_version is not None:
-        placed[PRODUCTION] = prompt.production_version
     found: dict[int, list[Any]] = {kind: [] for kind in range(6)}
     for kind, document in sent:
         found[kind].append(json.loads(document))
+    loaded = {}
+    placed: dict[str, int] = {}
+    if prompt.production_version is not None:
+        placed[PRODUCTION] = prompt.production_version
+    named = None
     for values in found[VERSION]:
-        version = loaded.put(_lane_row([prompt.name, prompt.prompt_type, *values]))
+        version = db.lane_version(_lane_row([prompt.name, prompt.prompt_type, *values]))
+        loaded[version.version] = version
         placed.update((environment, version.version) for environment in version.placements)
-        if version.version == params["number"] or version.version_id == version_id:
+        if version.version == params["number"] or version.version_id == params["version_id"]:
             named = version.version
+
+    def fetch(number: int) -> PromptVersion | None:  # a version the load did not bring
+        key = {"org": prompt.org, "name": prompt.name, "number": number}
+        row = connection.execute(_VERSION, key).first()
+        return None if row is None else db.version(prompt.name, prompt.prompt_type, row)
+
     includers = sorted(
         (db.lane_version(_lane_row(values)) for values in found[INCLUDER]),
         key=lambda version: (version.name, version.version),
@@ -337,9 +296,9 @@ def _state(
         )
     }
     state = State(
-        neighbours=_Neighbours(db.neighbours(prompt.org), prompt.name, includers),
+        neighbours=db.neighbours(prompt.org, includers={prompt.name: includers}),
         prompt=prompt_record(prompt),
-        versions=loaded,
+        versions=Versions(loaded, fetch),
         placements=placed,
         environments=_environments(rows[ENVIRONMENT]),
         rollouts={row.environment: rollout_record(row) for row in rows[ROLLOUT]},
@@ -347,19 +306,3 @@ def _state(
         history=tuple(history_record(row) for row in rows[HISTORY]),
     )
     return state, named
-
-
-class _Neighbours:
-    """The org's other prompts as ``neighbours`` reads them, but the includers of the
-    prompt itself: those came with the load."""
-
-    def __init__(self, neighbours: Neighbours, name: str, includers: list[PromptVersion]):
-        self._neighbours, self._name, self._includers = neighbours, name, includers
-
-    def resolve(self, include: Include, environment: str) -> PromptVersion | None:
-        return self._neighbours.resolve(include, environment)
-
-    def includers(self, name: str) -> Sequence[PromptVersion]:
-        if name == self._name:
-            return self._includers
-        return self._neighbours.includers(name)

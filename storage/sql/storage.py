@@ -4,6 +4,7 @@ one shared :class:`storage.sql.core.Database`, behind the ``Storage`` interface.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, text
@@ -17,7 +18,6 @@ from storage.records import RateLimitSettings
 from storage.sql import ratelimits, schema
 from storage.sql.archive import SqlArchive
 from storage.sql.core import Database
-from storage.sql.environment_page import SqlEnvironmentPages
 from storage.sql.environments import SqlEnvironments
 from storage.sql.events import SqlEvents
 from storage.sql.identity import SqlIdentity
@@ -65,14 +65,14 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.db = Database(engine, clock)
+        self.engine = engine
         super().__init__(clock)
-        self.db.neighbours = lambda org: StoredNeighbours(self, org)
+        self.db.neighbours = partial(StoredNeighbours, self)
         self.prompts = SqlPrompts(self.db)
         self.versions = SqlVersions(self.db)
         self.environments = SqlEnvironments(self.db)
         self.releases = SqlReleases(self.db)
         self.release_reads = SqlReleaseReads(self.db)
-        self.environment_pages = SqlEnvironmentPages(self.db)
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
@@ -101,10 +101,6 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     @event_log_size.setter
     def event_log_size(self, size: int) -> None:
         self.db.event_log_size = size
-
-    @property
-    def engine(self) -> Engine:
-        return self.db.engine
 
     def ping(self) -> None:
         self.db.read_one(text("SELECT 1"))
@@ -158,7 +154,7 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     complete_rollout = _To("releases", SqlReleases.complete_rollout)
     abort_rollout = _To("releases", SqlReleases.abort_rollout)
     read_environment = _To("release_reads", SqlReleaseReads.read_environment)
-    _environment_page = _To("environment_pages", SqlEnvironmentPages.environment_page)
+    _environment_page = _To("release_reads", SqlReleaseReads.environment_page)
 
     # -- usage and guards
     record_usage = _To("usage", SqlUsage.record_usage)
