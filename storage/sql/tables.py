@@ -43,7 +43,6 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-# What UtcDateTime reads; the read lane reads rows without SQLAlchemy and calls it itself.
 from storage.stored import utc
 from storage.times import rfc3339
 
