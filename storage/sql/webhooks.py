@@ -17,13 +17,12 @@ from sqlalchemy import Connection, Row, func, insert, or_, select, update
 from storage.interface import DELIVERY_HISTORY_SIZE
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
-from storage.sql.events import _after
+from storage.sql.events import events_after
 from storage.sql.rows import values_of
 from storage.sql.tables import (
     deliveries,
     delivery_queue,
     event_logs,
-    events,
     webhook_cursors,
     webhooks,
 )
@@ -114,9 +113,7 @@ class SqlWebhooks(Concern, WebhookFront):
         cursor = self._cursor(connection, org, lock=True)
         if cursor is None:
             return
-        rows = connection.execute(
-            _after(org, cursor).order_by(events.c.ms, events.c.seq).limit(limit)
-        ).all()
+        rows = connection.execute(events_after(org, cursor, limit)).all()
         if not rows:
             return
         hooks = self._hooks(connection, org)
@@ -147,7 +144,7 @@ class SqlWebhooks(Concern, WebhookFront):
             cursor = self._cursor(connection, org)
             if cursor is None:
                 return False
-            if connection.execute(_after(org, cursor).limit(1)).first():
+            if connection.execute(events_after(org, cursor, 1)).first():
                 return True
             claimable = self._claimable(org, time.time(), lease, now)
             statement = select(delivery_queue.c.ticket).where(claimable).limit(1)
@@ -193,24 +190,13 @@ class SqlWebhooks(Concern, WebhookFront):
             if not self._exists(connection, org, task.webhook_id):  # deleted meanwhile
                 return
             connection.execute(insert(deliveries).values(org=org, **values_of(attempt)))
-            self._trim_deliveries(connection, org, task.webhook_id)
+            # Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null).
+            hook = (deliveries.c.org == org, deliveries.c.webhook_id == task.webhook_id)
+            newest = select(deliveries.c.seq).where(*hook).order_by(deliveries.c.seq.desc())
+            oldest_kept = newest.offset(DELIVERY_HISTORY_SIZE - 1).limit(1).scalar_subquery()
+            connection.execute(deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept))
             if retry is not None:
                 connection.execute(insert(delivery_queue).values(_queued(org, retry[1], retry[0])))
-
-    @staticmethod
-    def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
-        """Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null)."""
-        hook = (deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
-        oldest_kept = (
-            select(deliveries.c.seq)
-            .where(*hook)
-            .order_by(deliveries.c.seq.desc())
-            .offset(DELIVERY_HISTORY_SIZE - 1)
-            .limit(1)
-        )
-        connection.execute(
-            deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept.scalar_subquery())
-        )
 
     def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self.db.read() as connection:
