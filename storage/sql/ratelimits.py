@@ -35,9 +35,6 @@ _counters = rate_limit_counters.c
 
 
 class SqlCounters(LimitsStorage, MovingWindowSupport):
-    """A ``limits`` storage on the SQL backend's tables (``promptsvc+sql://``, with the
-    backend's ``engine`` as an option)."""
-
     STORAGE_SCHEME = [SCHEME]
 
     def __init__(

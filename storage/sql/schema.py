@@ -164,11 +164,8 @@ def _check_untouched(engine: Engine, where: str) -> None:
         creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT),
         poolclass=NullPool,
     )
-    try:
-        with probe.connect() as connection:
-            _check(connection, where)
-    finally:
-        probe.dispose()
+    with probe.connect() as connection:  # closed with it (NullPool)
+        _check(connection, where)
 
 
 def upgrade(engine: Engine, where: str, revision: str = "head") -> tuple[str | None, str]:
