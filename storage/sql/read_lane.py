@@ -176,11 +176,13 @@ class ReadLane:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._sql = READS
         self.postgres = engine.dialect.name == "postgresql"
-        self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
-        if not self.postgres:
-            self._sql = {key: _sqlite(numbered) for key, numbered in self._numbered.items()}
+        # Each read as :meth:`_execute` takes it: its SQL on SQLite ("" on PostgreSQL),
+        # and as numbered (PostgreSQL's).
+        numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
+        self._statements = {
+            key: ("" if self.postgres else _sqlite(n), n) for key, n in numbered.items()
+        }
         # Decoded rows by their raw values (PostgreSQL) or JSON text (SQLite).
         self._rows: Memo[Any, tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
@@ -190,7 +192,8 @@ class ReadLane:
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
-        rows = self._rows_of((self._sql[key], self._numbered[key]), params)
+        statement = self._statements[key]
+        rows = self.driver(lambda connection: self._execute(connection, statement, params))
         return rows[0] if rows else None
 
     def many(self, reads: list[tuple[str, dict[str, Any]]]) -> list[tuple[Any, ...] | None]:
@@ -207,7 +210,7 @@ class ReadLane:
         for i, (_, read) in enumerate(reads):
             params.update({f"{name}{i}": v for name, v in read.items() if name != "org"})
         found: list[tuple[Any, ...] | None] = [None] * len(reads)
-        for row in self._rows_of(statement, params):
+        for row in self.driver(lambda connection: self._execute(connection, statement, params)):
             found[row[0]] = row[1:]
         return found
 
@@ -219,12 +222,6 @@ class ReadLane:
             branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
         numbered = _numbered(("many", str(len(self._batches))), " UNION ALL ".join(branches))
         return ("" if self.postgres else _sqlite(numbered)), numbered
-
-    def _rows_of(
-        self, statement: tuple[str, Statement], params: dict[str, Any]
-    ) -> list[tuple[Any, ...]]:
-        """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
-        return self.driver(lambda connection: self._execute(connection, statement, params))
 
     def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
         """What ``read`` answers on one of the lane's connections (a lane connection:
@@ -252,6 +249,7 @@ class ReadLane:
     def _execute(
         self, connection: Any, statement: tuple[str, Statement], params: dict[str, Any]
     ) -> list[tuple[Any, ...]]:
+        """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
         if self.postgres:
             return connection.execute(statement[1], params)
         sql, (_, _, names) = statement
