@@ -39,8 +39,7 @@ class _Listener:
         self._engine = engine
         self._woken = woken
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="promptsvc-listen", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="promptsvc-listen", daemon=True).start()
 
     def _run(self) -> None:
         while not self._stopped.is_set():

@@ -155,8 +155,7 @@ def _adding(dialect: str, table: Table) -> str:
 
 
 def _add_to(connection: Connection, table: Table, rows: list[tuple[Any, ...]]) -> None:
-    """Insert each row (``table``'s columns in order), or add its counters to the row
-    with the same key."""
+    """Send ``rows`` (``table``'s columns in order) with :func:`_adding`'s statement."""
     if rows:
         connection.exec_driver_sql(_adding(connection.dialect.name, table), rows)
 

@@ -42,9 +42,8 @@ def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dic
 class SqlWebhooks(Concern, WebhookFront):
     @staticmethod
     def _exists(connection: Connection, org: str, webhook_id: str) -> bool:
-        statement = select(webhooks.c.seq).where(
-            webhooks.c.org == org, webhooks.c.webhook_id == webhook_id
-        )
+        w = webhooks.c
+        statement = select(w.seq).where(w.org == org, w.webhook_id == webhook_id)
         return connection.execute(statement).first() is not None
 
     def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
@@ -52,11 +51,9 @@ class SqlWebhooks(Concern, WebhookFront):
             last = connection.execute(
                 select(event_logs.c.last_ms, event_logs.c.last_seq).where(event_logs.c.org == org)
             ).first()
-            since = (last.last_ms, last.last_seq) if last else (0, 0)
+            ms, seq = last or (0, 0)
             # The org's first webhook starts the fan-out from now.
-            dialect.insert_ignoring_conflict(
-                connection, webhook_cursors, org=org, ms=since[0], seq=since[1]
-            )
+            dialect.insert_ignoring_conflict(connection, webhook_cursors, org=org, ms=ms, seq=seq)
             # The cursor row, locked, makes the org's additions one at a time, so the
             # count below cannot be passed by a racing one (SQLite's writer is alone).
             self._cursor(connection, org, lock=True)
@@ -66,7 +63,7 @@ class SqlWebhooks(Concern, WebhookFront):
             if count >= room:
                 return False
             row = {**values_of(webhook), "org": org, "events": json.dumps(webhook.events)}
-            row.update(since_ms=since[0], since_seq=since[1])
+            row.update(since_ms=ms, since_seq=seq)
             connection.execute(insert(webhooks).values(row))
             return True
 
@@ -161,17 +158,10 @@ class SqlWebhooks(Concern, WebhookFront):
             # Read once the write lock is held: leases count from the claim itself.
             moment = time.time()
             q = delivery_queue.c
-            rows = connection.execute(
-                dialect.locked(
-                    connection,
-                    select(delivery_queue)
-                    .where(self._claimable(org, moment, lease, now))
-                    # What a dead worker left past its lease first, then new messages.
-                    .order_by(q.claimed_at.is_(None), q.ticket)
-                    .limit(limit),
-                    skip=True,
-                )
-            ).all()
+            claimable = select(delivery_queue).where(self._claimable(org, moment, lease, now))
+            # What a dead worker left past its lease first, then new messages.
+            statement = claimable.order_by(q.claimed_at.is_(None), q.ticket).limit(limit)
+            rows = connection.execute(dialect.locked(connection, statement, skip=True)).all()
             if rows:
                 connection.execute(
                     update(delivery_queue)
