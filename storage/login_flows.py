@@ -1,5 +1,5 @@
 """The login flows' rules, written once over three primitives each backend gives
-(storage/memory/login.py, storage/sql/login.py, storage/redis/login.py).
+(storage/memory/login.py, storage/sql/identity.py, storage/redis/login.py).
 
 A flow record is absent once its ``expires_at`` (storage clock) has passed. What must
 happen once is one atomic primitive: adding a record unless its key or unique field is

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Table, exists, insert, or_, select, union
+from sqlalchemy import Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
 from storage.archive_front import ArchiveFront, ExportedPrompt, RestoredPrompt, RestorePlan
@@ -92,11 +92,6 @@ class SqlArchive(Concern, ArchiveFront):
         with self.db.read() as connection:
             return sorted(connection.execute(every).scalars().all())
 
-    @staticmethod
-    def _has_data(connection: Connection, org: str) -> bool:
-        found = or_(*(exists().where(table.c.org == org) for table in _ORG_DATA))
-        return bool(connection.execute(select(found)).scalar())
-
     def list_environments(self, org: str) -> list[Environment]:
         return list(self.environments.stored_environments(org).values())
 
@@ -138,7 +133,8 @@ class SqlArchive(Concern, ArchiveFront):
         try:
             with self.db.write() as connection:
                 dialect.serialize(connection, f"import_org:{org}")
-                if self._has_data(connection, org):
+                has_data = or_(*(exists().where(table.c.org == org) for table in _ORG_DATA))
+                if connection.execute(select(has_data)).scalar():
                     return False
                 connection.execute(environments.delete().where(environments.c.org == org))
                 for table, values in _rows(plan):

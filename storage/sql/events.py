@@ -24,8 +24,12 @@ from storage.sql.tables import event_logs, events
 log = logging.getLogger(__name__)
 
 
-def _after(org: str, after: tuple[int, int]) -> Any:
-    return select(events).where(events.c.org == org, tuple_(events.c.ms, events.c.seq) > after)
+def events_after(org: str, after: tuple[int, int], limit: int) -> Any:
+    """The org's first ``limit`` events after ``after`` (ms, seq)."""
+    key = (events.c.ms, events.c.seq)
+    return (
+        select(events).where(events.c.org == org, tuple_(*key) > after).order_by(*key).limit(limit)
+    )
 
 
 class _Listener:
@@ -35,8 +39,7 @@ class _Listener:
         self._engine = engine
         self._woken = woken
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="promptsvc-listen", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="promptsvc-listen", daemon=True).start()
 
     def _run(self) -> None:
         while not self._stopped.is_set():
@@ -77,9 +80,7 @@ class SqlEvents(Concern, EventFront):
 
     def _read_events(self, org: str, after: tuple[int, int], limit: int) -> list[Event]:
         with self.db.read() as connection:
-            rows = connection.execute(
-                _after(org, after).order_by(events.c.ms, events.c.seq).limit(limit)
-            ).all()
+            rows = connection.execute(events_after(org, after, limit)).all()
         return [event_record(row) for row in rows]
 
     def _await_events(self, org: str, after: tuple[int, int], seconds: float) -> None:

@@ -35,9 +35,6 @@ _counters = rate_limit_counters.c
 
 
 class SqlCounters(LimitsStorage, MovingWindowSupport):
-    """A ``limits`` storage on the SQL backend's tables (``promptsvc+sql://``, with the
-    backend's ``engine`` as an option)."""
-
     STORAGE_SCHEME = [SCHEME]
 
     def __init__(
@@ -94,17 +91,14 @@ class SqlCounters(LimitsStorage, MovingWindowSupport):
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
         """The oldest of the newest ``limit`` entries in the window, and their number."""
         now = time.time()
+        statement = (
+            select(_entries.at)
+            .where(_entries.key == key, _entries.at >= now - expiry)
+            .order_by(_entries.at.desc())
+            .limit(limit)
+        )
         with reading(self.engine) as connection:
-            times = (
-                connection.execute(
-                    select(_entries.at)
-                    .where(_entries.key == key, _entries.at >= now - expiry)
-                    .order_by(_entries.at.desc())
-                    .limit(limit)
-                )
-                .scalars()
-                .all()
-            )
+            times = connection.execute(statement).scalars().all()
         return (times[-1], len(times)) if times else (now, 0)
 
     # -- fixed windows
@@ -125,13 +119,9 @@ class SqlCounters(LimitsStorage, MovingWindowSupport):
         return counted
 
     def _counter(self, key: str) -> Any:
-        now = time.time()
+        live = (_counters.key == key, _counters.expires_at > time.time())
         with reading(self.engine) as connection:
-            return connection.execute(
-                select(_counters.count, _counters.expires_at).where(
-                    _counters.key == key, _counters.expires_at > now
-                )
-            ).first()
+            return connection.execute(select(rate_limit_counters).where(*live)).first()
 
     def get(self, key: str) -> int:
         row = self._counter(key)

@@ -47,23 +47,19 @@ from storage import forks
 from storage.errors import StorageUnavailable
 from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
-from storage.sql.tables import utc
+from storage.stored import STORED, decoded
 
-# The columns of a version read: the prompt's name and type, then the version.
-COLUMNS = (
-    "p.name, p.prompt_type, v.prompt_id, v.version, v.version_id, v.content, v.variables, "
-    "v.status, v.metadata, v.tags, v.created_at, v.updated_at, v.promoted_at, "
-    "v.promoted_by, v.created_by, v.placements, v.variables_schema, v.examples, "
-    "v.frozen, v.authors, v.config"
-)
-VERSION_WIDTH = COLUMNS.count(",") + 1
-# The ``versions`` columns among them, in that order.
-VERSION_FIELDS = tuple(c.strip()[2:] for c in COLUMNS.split(",") if c.strip().startswith("v."))
+# The columns of a version read (stored_version's order): the prompt's name and type,
+# then the ``versions`` columns VERSION_FIELDS.
+VERSION_FIELDS = STORED[2:]
+COLUMNS = ", ".join(["p.name", "p.prompt_type", *(f"v.{name}" for name in VERSION_FIELDS)])
+VERSION_WIDTH = len(STORED)
 # An environment read adds the environment's rollout, if any (all null without one).
-ROLLOUT_COLUMNS = (
-    "r.rollout_id, r.baseline_version, r.candidate_version, r.percent, r.started_by, "
-    "r.started_at, r.updated_at"
-)
+ROLLOUT_FIELDS = (
+    "rollout_id", "baseline_version", "candidate_version", "percent", "started_by",
+    "started_at", "updated_at",
+)  # fmt: skip
+ROLLOUT_COLUMNS = ", ".join(f"r.{name}" for name in ROLLOUT_FIELDS)
 _JOIN = (
     f"SELECT {COLUMNS} FROM prompts p "
     "JOIN versions v ON v.org = p.org AND v.prompt_id = p.prompt_id"
@@ -103,7 +99,7 @@ READS.update(
 # every PostgreSQL connection of the lane).
 MAX_BATCHES = 256
 # The parameters of one read, numbered in a batch (the org is every read's).
-_PARAM = r":(ref|number|version_id|environment)\b"
+_PARAM = re.compile(r":(ref|number|version_id|environment)\b")
 
 Statement = tuple[bytes, bytes, tuple[str, ...]]
 # A select list of one branch: what follows SELECT up to the prompts table, not across
@@ -148,10 +144,6 @@ class _PgConnection:
         self._command_ok = pq.ExecStatus.COMMAND_OK
         self._error = OperationalError
 
-    @property
-    def info(self) -> Any:
-        return self.connection.info
-
     def execute(self, statement: Statement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         name, sql, names = statement
         if name not in self._prepared:
@@ -184,12 +176,13 @@ class ReadLane:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        dialect = engine.dialect.name
-        self._sql = READS
-        self.postgres = dialect == "postgresql"
-        self._numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
-        if not self.postgres:
-            self._sql = {key: _sqlite(numbered) for key, numbered in self._numbered.items()}
+        self.postgres = engine.dialect.name == "postgresql"
+        # Each read as :meth:`_execute` takes it: its SQL on SQLite ("" on PostgreSQL),
+        # and as numbered (PostgreSQL's).
+        numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
+        self._statements = {
+            key: ("" if self.postgres else _sqlite(n), n) for key, n in numbered.items()
+        }
         # Decoded rows by their raw values (PostgreSQL) or JSON text (SQLite).
         self._rows: Memo[Any, tuple[Any, ...]] = Memo()
         self._errors: tuple[type[BaseException], ...] = (engine.dialect.loaded_dbapi.Error,)
@@ -199,7 +192,8 @@ class ReadLane:
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
-        rows = self._rows_of(self._statement(key), params)
+        statement = self._statements[key]
+        rows = self.driver(lambda connection: self._execute(connection, statement, params))
         return rows[0] if rows else None
 
     def many(self, reads: list[tuple[str, dict[str, Any]]]) -> list[tuple[Any, ...] | None]:
@@ -216,7 +210,7 @@ class ReadLane:
         for i, (_, read) in enumerate(reads):
             params.update({f"{name}{i}": v for name, v in read.items() if name != "org"})
         found: list[tuple[Any, ...] | None] = [None] * len(reads)
-        for row in self._rows_of(statement, params):
+        for row in self.driver(lambda connection: self._execute(connection, statement, params)):
             found[row[0]] = row[1:]
         return found
 
@@ -224,21 +218,10 @@ class ReadLane:
         """The UNION ALL of the reads ``picks``, their parameters numbered by position."""
         branches = []
         for i, pick in enumerate(picks):
-            sql = re.sub(
-                r":(ref|number|version_id|environment)\b", rf":\g<1>{i}", READS["name", pick]
-            )
+            sql = _PARAM.sub(rf":\g<1>{i}", READS["name", pick])
             branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
         numbered = _numbered(("many", str(len(self._batches))), " UNION ALL ".join(branches))
         return ("" if self.postgres else _sqlite(numbered)), numbered
-
-    def _statement(self, key: tuple[str, str]) -> tuple[str, Statement]:
-        return self._sql[key], self._numbered[key]
-
-    def _rows_of(
-        self, statement: tuple[str, Statement], params: dict[str, Any]
-    ) -> list[tuple[Any, ...]]:
-        """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
-        return self.driver(lambda connection: self._execute(connection, statement, params))
 
     def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
         """What ``read`` answers on one of the lane's connections (a lane connection:
@@ -266,6 +249,7 @@ class ReadLane:
     def _execute(
         self, connection: Any, statement: tuple[str, Statement], params: dict[str, Any]
     ) -> list[tuple[Any, ...]]:
+        """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
         if self.postgres:
             return connection.execute(statement[1], params)
         sql, (_, _, names) = statement
@@ -306,17 +290,11 @@ def lane_in_rollout(
     version: PromptVersion, environment: str, columns: tuple[Any, ...], candidate: PromptVersion
 ) -> InRollout:
     """The read of ``environment`` during a rollout, from a lane row's ROLLOUT_COLUMNS."""
-    rollout_id, baseline, number, percent, started_by, started_at, updated_at = columns
-    rollout = Rollout(
-        rollout_id=rollout_id,
+    rollout = decoded(
+        Rollout,
+        dict(zip(ROLLOUT_FIELDS, columns, strict=True)),
         prompt_id=version.prompt_id,
         environment=environment,
-        baseline_version=baseline,
-        candidate_version=number,
         candidate_id=candidate.version_id,
-        percent=percent,
-        started_by=started_by,
-        started_at=utc(started_at),
-        updated_at=utc(updated_at),
     )
     return InRollout(version, rollout, candidate)

@@ -4,9 +4,9 @@ Alembic's migrations (storage/sql/migrations/versions) run from code, as in Alem
 cookbook ("Sharing a Connection across one or more programmatic migration commands"):
 the connection that holds the lock is handed to migrations/env.py.
 
-The lock: on PostgreSQL an advisory lock, on SQLite the write lock of ``BEGIN
-IMMEDIATE`` (the migrations run inside that transaction: SQLite's DDL is
-transactional). Of many processes starting at once one upgrades; the others wait for
+The lock: on PostgreSQL an advisory lock held until commit, on SQLite the write lock
+of ``BEGIN IMMEDIATE``; the migrations run inside that transaction (both dialects' DDL
+is transactional). Of many processes starting at once one upgrades; the others wait for
 the lock, then find the schema current.
 
 A database is refused, with a message that says why and no traceback to read, when it
@@ -35,11 +35,10 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import NullPool
 
 from storage.errors import StorageError, StorageUnavailable
+from storage.sql import dialect
 from storage.sql.engine import SQLITE_BUSY_TIMEOUT, WRITE, describe, make_engine
 
 SCRIPTS = Path(__file__).resolve().parent / "migrations"
-# pg_advisory_lock's key for schema changes: any constant of ours ("promptsv" in ASCII).
-ADVISORY_KEY = 0x70726F6D70747376
 
 
 class SchemaError(StorageError):
@@ -100,14 +99,9 @@ def _locked(engine: Engine) -> Iterator[Connection]:
     """A connection in a transaction that holds the schema lock."""
     with engine.connect() as connection:
         if connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ADVISORY_KEY})
-            connection.commit()
-            try:
-                with connection.begin():
-                    yield connection
-            finally:
-                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_KEY})
-                connection.commit()
+            with connection.begin():
+                dialect.serialize(connection, "schema")
+                yield connection
             return
         # Foreign keys off while tables are rebuilt (Alembic's batch mode drops and
         # recreates them; a cascade would empty the tables that point at them).
@@ -164,11 +158,8 @@ def _check_untouched(engine: Engine, where: str) -> None:
         creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT),
         poolclass=NullPool,
     )
-    try:
-        with probe.connect() as connection:
-            _check(connection, where)
-    finally:
-        probe.dispose()
+    with probe.connect() as connection:  # closed with it (NullPool)
+        _check(connection, where)
 
 
 def upgrade(engine: Engine, where: str, revision: str = "head") -> tuple[str | None, str]:

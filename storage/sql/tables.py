@@ -43,7 +43,6 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-# What UtcDateTime reads; the read lane reads rows without SQLAlchemy and calls it itself.
 from storage.stored import utc
 from storage.times import rfc3339
 
@@ -73,9 +72,7 @@ class UtcDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String(27))
-        return dialect.type_descriptor(DateTime(timezone=True))
+        return dialect.type_descriptor(String(27) if dialect.name == "sqlite" else self.impl)
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is not None and dialect.name == "sqlite":

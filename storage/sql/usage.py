@@ -39,27 +39,25 @@ class SqlUsage(Concern):
     def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
         now = self.db.clock()
         with self.db.write() as connection:
-            known = _known_versions(connection, org, items)
+            # Which of the items' versions the org has: every version of the prompts
+            # they name (a report names few prompts).
+            c = versions.c
+            named = c.prompt_id.in_(sorted({item.prompt_id for item in items}))
+            statement = select(c.prompt_id, c.version).where(c.org == org, named)
+            known = {tuple(row) for row in connection.execute(statement)}
             found = tally(items, lambda prompt_id, version: (prompt_id, version) in known)
-            # Rows in key order, so concurrent reports cannot deadlock; null as "".
-            by_key = sorted(
-                ((tuple("" if part is None else part for part in key), counts)
-                 for key, counts in found.keys.items()),
-                key=lambda pair: pair[0],
-            )  # fmt: skip
-            rows = [
-                (org, pid, span, bound(connection, bucket_start(now, span)), version, env,
-                 rollout_id, arm, *counts.values())
+            # Rows in key order (the columns' order, the key's first), so concurrent
+            # reports cannot deadlock; null as "".
+            rows = sorted(
+                (org, pid, span, bound(connection, bucket_start(now, span)), version, env or "",
+                 rollout_id or "", arm or "", *counts.values())
                 for span in SPANS
-                for (pid, version, env, rollout_id, arm), counts in by_key
-            ]  # fmt: skip
+                for (pid, version, env, rollout_id, arm), counts in found.keys.items()
+            )  # fmt: skip
             _add_to(connection, usage_counts, rows)
             when = bound(connection, now)
-            arm_rows = [
-                (org, *key, *counts.values(), when)
-                for key, counts in sorted(found.arms.items(), key=lambda pair: pair[0])
-            ]
-            _add_to(connection, usage_arms, arm_rows)
+            arms = sorted((org, *key, *counts.values(), when) for key, counts in found.arms.items())
+            _add_to(connection, usage_arms, arms)
             if (oldest := self._pruning.due(now)) is not None:
                 _prune(connection, oldest)
         return found.skipped
@@ -130,21 +128,6 @@ def move_guard(connection: Connection, org: str, review_id: str, rollout_id: str
     )
 
 
-def _known_versions(
-    connection: Connection, org: str, items: Sequence[UsageItem]
-) -> set[tuple[str, int]]:
-    """Which of the items' (prompt_id, version) the org has: every version of the
-    prompts they name (a report names few prompts)."""
-    prompt_ids = sorted({item.prompt_id for item in items})
-    if not prompt_ids:
-        return set()
-    c = versions.c
-    rows = connection.execute(
-        select(c.prompt_id, c.version).where(c.org == org, c.prompt_id.in_(prompt_ids))
-    ).all()
-    return {(row.prompt_id, row.version) for row in rows}
-
-
 def bound(connection: Connection, moment: datetime) -> Any:
     """A time as the driver takes it for a UtcDateTime column (rows sent as they are)."""
     return UtcDateTime().process_bind_param(moment, connection.dialect)
@@ -172,8 +155,7 @@ def _adding(dialect: str, table: Table) -> str:
 
 
 def _add_to(connection: Connection, table: Table, rows: list[tuple[Any, ...]]) -> None:
-    """Insert each row (``table``'s columns in order), or add its counters to the row
-    with the same key."""
+    """Send ``rows`` (``table``'s columns in order) with :func:`_adding`'s statement."""
     if rows:
         connection.exec_driver_sql(_adding(connection.dialect.name, table), rows)
 

@@ -37,28 +37,6 @@ _NUMBERED = (
 )
 
 
-def includers(db: Database, connection: Connection, org: str, name: str) -> list[PromptVersion]:
-    """Every version of ``org`` whose content includes prompt ``name`` (the reverse
-    index), by prompt name and number, read on ``connection``."""
-    statement = (
-        select(versions, prompts.c.name.label("p_name"), prompts.c.prompt_type.label("p_type"))
-        .join(
-            includes,
-            (includes.c.org == versions.c.org)
-            & (includes.c.prompt_id == versions.c.prompt_id)
-            & (includes.c.version == versions.c.version),
-        )
-        .join(
-            prompts,
-            (prompts.c.org == versions.c.org) & (prompts.c.prompt_id == versions.c.prompt_id),
-        )
-        .where(includes.c.org == org, includes.c.name == name)
-        .order_by(prompts.c.name, versions.c.version)
-    )
-    rows = connection.execute(statement).all()
-    return [db.version(row.p_name, row.p_type, row) for row in rows]
-
-
 def present_includes(
     connection: Connection, org: str, version: PromptVersion
 ) -> Callable[[Include], bool]:
@@ -128,14 +106,14 @@ class SqlVersions(Concern):
             return []
         picks: list[tuple[str, dict[str, Any]]] = []
         for name, where in reads:
+            read = {"org": org, "ref": name}
             if where.isdigit():
-                number = int(where)
-                number_or_none = number if number <= MAX_NUMBER else None
-                picks.append(("number", {"org": org, "ref": name, "number": number_or_none}))
+                number = int(where) if int(where) <= MAX_NUMBER else None  # past the column
+                picks.append(("number", {**read, "number": number}))
             elif where == PRODUCTION:
-                picks.append(("production", {"org": org, "ref": name}))
+                picks.append(("production", read))
             else:
-                picks.append(("environment", {"org": org, "ref": name, "environment": where}))
+                picks.append(("environment", {**read, "environment": where}))
         found: list[PromptVersion | None] = []
         for (pick, params), row in zip(picks, self.db.lane.many(picks), strict=True):
             if row is None and params["ref"].startswith("pmt_"):
@@ -184,8 +162,26 @@ class SqlVersions(Concern):
         )
 
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
+        """Every version of ``org`` whose content includes prompt ``name`` (the reverse
+        index), by prompt name and number."""
+        statement = (
+            select(versions, prompts.c.name.label("p_name"), prompts.c.prompt_type.label("p_type"))
+            .join(
+                includes,
+                (includes.c.org == versions.c.org)
+                & (includes.c.prompt_id == versions.c.prompt_id)
+                & (includes.c.version == versions.c.version),
+            )
+            .join(
+                prompts,
+                (prompts.c.org == versions.c.org) & (prompts.c.prompt_id == versions.c.prompt_id),
+            )
+            .where(includes.c.org == org, includes.c.name == name)
+            .order_by(prompts.c.name, versions.c.version)
+        )
         with self.db.read() as connection:
-            return includers(self.db, connection, org, name)
+            rows = connection.execute(statement).all()
+        return [self.db.version(row.p_name, row.p_type, row) for row in rows]
 
     def add_version(
         self, org: str, prompt_ref: str, draft: PromptVersion, request_id: str | None

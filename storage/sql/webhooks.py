@@ -17,13 +17,12 @@ from sqlalchemy import Connection, Row, func, insert, or_, select, update
 from storage.interface import DELIVERY_HISTORY_SIZE
 from storage.sql import dialect
 from storage.sql.core import Concern, event_record
-from storage.sql.events import _after
+from storage.sql.events import events_after
 from storage.sql.rows import values_of
 from storage.sql.tables import (
     deliveries,
     delivery_queue,
     event_logs,
-    events,
     webhook_cursors,
     webhooks,
 )
@@ -43,9 +42,8 @@ def _queued(org: str, task: DeliveryTask, due_at: datetime | None = None) -> dic
 class SqlWebhooks(Concern, WebhookFront):
     @staticmethod
     def _exists(connection: Connection, org: str, webhook_id: str) -> bool:
-        statement = select(webhooks.c.seq).where(
-            webhooks.c.org == org, webhooks.c.webhook_id == webhook_id
-        )
+        w = webhooks.c
+        statement = select(w.seq).where(w.org == org, w.webhook_id == webhook_id)
         return connection.execute(statement).first() is not None
 
     def _add_webhook(self, org: str, webhook: Webhook, room: int) -> bool:
@@ -53,11 +51,9 @@ class SqlWebhooks(Concern, WebhookFront):
             last = connection.execute(
                 select(event_logs.c.last_ms, event_logs.c.last_seq).where(event_logs.c.org == org)
             ).first()
-            since = (last.last_ms, last.last_seq) if last else (0, 0)
+            ms, seq = last or (0, 0)
             # The org's first webhook starts the fan-out from now.
-            dialect.insert_ignoring_conflict(
-                connection, webhook_cursors, org=org, ms=since[0], seq=since[1]
-            )
+            dialect.insert_ignoring_conflict(connection, webhook_cursors, org=org, ms=ms, seq=seq)
             # The cursor row, locked, makes the org's additions one at a time, so the
             # count below cannot be passed by a racing one (SQLite's writer is alone).
             self._cursor(connection, org, lock=True)
@@ -67,7 +63,7 @@ class SqlWebhooks(Concern, WebhookFront):
             if count >= room:
                 return False
             row = {**values_of(webhook), "org": org, "events": json.dumps(webhook.events)}
-            row.update(since_ms=since[0], since_seq=since[1])
+            row.update(since_ms=ms, since_seq=seq)
             connection.execute(insert(webhooks).values(row))
             return True
 
@@ -114,9 +110,7 @@ class SqlWebhooks(Concern, WebhookFront):
         cursor = self._cursor(connection, org, lock=True)
         if cursor is None:
             return
-        rows = connection.execute(
-            _after(org, cursor).order_by(events.c.ms, events.c.seq).limit(limit)
-        ).all()
+        rows = connection.execute(events_after(org, cursor, limit)).all()
         if not rows:
             return
         hooks = self._hooks(connection, org)
@@ -147,7 +141,7 @@ class SqlWebhooks(Concern, WebhookFront):
             cursor = self._cursor(connection, org)
             if cursor is None:
                 return False
-            if connection.execute(_after(org, cursor).limit(1)).first():
+            if connection.execute(events_after(org, cursor, 1)).first():
                 return True
             claimable = self._claimable(org, time.time(), lease, now)
             statement = select(delivery_queue.c.ticket).where(claimable).limit(1)
@@ -164,17 +158,10 @@ class SqlWebhooks(Concern, WebhookFront):
             # Read once the write lock is held: leases count from the claim itself.
             moment = time.time()
             q = delivery_queue.c
-            rows = connection.execute(
-                dialect.locked(
-                    connection,
-                    select(delivery_queue)
-                    .where(self._claimable(org, moment, lease, now))
-                    # What a dead worker left past its lease first, then new messages.
-                    .order_by(q.claimed_at.is_(None), q.ticket)
-                    .limit(limit),
-                    skip=True,
-                )
-            ).all()
+            claimable = select(delivery_queue).where(self._claimable(org, moment, lease, now))
+            # What a dead worker left past its lease first, then new messages.
+            statement = claimable.order_by(q.claimed_at.is_(None), q.ticket).limit(limit)
+            rows = connection.execute(dialect.locked(connection, statement, skip=True)).all()
             if rows:
                 connection.execute(
                     update(delivery_queue)
@@ -193,24 +180,13 @@ class SqlWebhooks(Concern, WebhookFront):
             if not self._exists(connection, org, task.webhook_id):  # deleted meanwhile
                 return
             connection.execute(insert(deliveries).values(org=org, **values_of(attempt)))
-            self._trim_deliveries(connection, org, task.webhook_id)
+            # Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null).
+            hook = (deliveries.c.org == org, deliveries.c.webhook_id == task.webhook_id)
+            newest = select(deliveries.c.seq).where(*hook).order_by(deliveries.c.seq.desc())
+            oldest_kept = newest.offset(DELIVERY_HISTORY_SIZE - 1).limit(1).scalar_subquery()
+            connection.execute(deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept))
             if retry is not None:
                 connection.execute(insert(delivery_queue).values(_queued(org, retry[1], retry[0])))
-
-    @staticmethod
-    def _trim_deliveries(connection: Connection, org: str, webhook_id: str) -> None:
-        """Keep the newest DELIVERY_HISTORY_SIZE (with fewer, the bound is null)."""
-        hook = (deliveries.c.org == org, deliveries.c.webhook_id == webhook_id)
-        oldest_kept = (
-            select(deliveries.c.seq)
-            .where(*hook)
-            .order_by(deliveries.c.seq.desc())
-            .offset(DELIVERY_HISTORY_SIZE - 1)
-            .limit(1)
-        )
-        connection.execute(
-            deliveries.delete().where(*hook, deliveries.c.seq < oldest_kept.scalar_subquery())
-        )
 
     def _deliveries(self, org: str, webhook_id: str, limit: int) -> list[Delivery] | None:
         with self.db.read() as connection:

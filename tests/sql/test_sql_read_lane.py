@@ -72,7 +72,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
         store.create_prompt(ORG, "greeting")
         store.create_version(ORG, "greeting", "hello", USER)
         assert store.get_latest(ORG, "greeting").content == "hello"
-        pids = [connection.info.backend_pid for connection in store.db.lane._idle.connections]
+        pids = [lane.connection.info.backend_pid for lane in store.db.lane._idle.connections]
         assert pids
         admin = make_engine(postgres_schema.url)
         with admin.begin() as connection:
@@ -80,7 +80,9 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
                 connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         admin.dispose()
         assert store.get_latest(ORG, "greeting").content == "hello"
-        assert [c.info.backend_pid for c in store.db.lane._idle.connections] != pids
+        assert [
+            lane.connection.info.backend_pid for lane in store.db.lane._idle.connections
+        ] != pids
     finally:
         store.close()
 
