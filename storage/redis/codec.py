@@ -143,12 +143,8 @@ record = functools.partial(decoded, PromotionRecord)
 
 def event_fields(e: Event) -> list[str]:
     """An event as its stream entry (what :func:`event` reads): every field but the id,
-    null ones left out."""
-    values = _values(e)
-    del values["id"]
-    values["at"] = rfc3339(e.at)
-    values["guard"] = None if e.guard is None else json.dumps(e.guard)
-    return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
+    null and empty ones left out."""
+    return flat_pairs({n: v for n, v in _values(e).items() if n != "id" and v != ""})
 
 
 def events(entries: Sequence[Any]) -> list[Event]:
@@ -167,6 +163,8 @@ def flat_value(value: object) -> str | None:
         return "1" if value else "0"
     if isinstance(value, datetime):
         return rfc3339(value)
+    if isinstance(value, dict):
+        return json.dumps(value)
     return None if value is None else str(value)
 
 
@@ -206,9 +204,6 @@ def task(ticket: str, text: str) -> DeliveryTask:
     if "p" not in job:  # queued before fan-out moved to Python: the event's stream fields
         job["p"] = event(job["e"], fields(job["f"])).to_json()
     return DeliveryTask(ticket, **{name: job[short] for short, name in _JOB.items()})
-
-
-environment_json = stored_json  # storage/redis/releases.py's name for it
 
 
 def _from_json(cls: type[T]) -> Callable[[str], T]:

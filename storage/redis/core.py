@@ -176,18 +176,6 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         )
         return self._run(script, [*keys_, *event_keys], [*args, *event_args])
 
-    def _prompt_change(
-        self,
-        script: str,
-        org: str,
-        args: list[Any],
-        actor: str | None,
-        request_id: str | None,
-        now: str,
-    ) -> Any:
-        prompt_keys = [keys.names(org), keys.prompt_prefix(org)]
-        return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
-
     def _load(
         self,
         org: str,

@@ -42,7 +42,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         ``replaced`` ("": nothing), in one step (set_environment.lua)."""
         self._index_org(org)
         keys_ = [keys.environments(org), keys.environment_order(org)]
-        args = [environment.name, replaced, codec.environment_json(environment)]
+        args = [environment.name, replaced, codec.stored_json(environment)]
         return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
@@ -93,9 +93,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         raise Conflict(RACE)
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
-        if environment == PRODUCTION:
-            return self.get_production(org, prompt_ref)
-        return self._read(org, prompt_ref, "environment", environment, environment)[0]
+        return self._read(org, prompt_ref, *scripts.environment(environment), environment)[0]
 
     # -- reviews
 

@@ -6,9 +6,9 @@ and its candidate while one runs."""
 from __future__ import annotations
 
 from storage.interface import RolloutStore
-from storage.records import PRODUCTION, IncludeReads, InRollout, PromptVersion, Rollout
-from storage.redis import codec, keys
-from storage.redis.core import ClientT, check, guard
+from storage.records import IncludeReads, InRollout, PromptVersion, Rollout
+from storage.redis import codec, keys, scripts
+from storage.redis.core import ClientT, check
 from storage.redis.releases import RedisReleases
 from storage.rollout_front import RolloutReads
 
@@ -30,33 +30,18 @@ class RedisRollouts(RedisReleases[ClientT], RolloutReads, RolloutStore):
     def read_environment(
         self, org: str, prompt_ref: str, environment: str
     ) -> PromptVersion | InRollout:
-        return self._read_in(org, prompt_ref, environment, includes=False)[0]
+        return self.read_environment_including(org, prompt_ref, environment, includes=False)[0]
 
     def read_environment_including(
-        self, org: str, prompt_ref: str, environment: str
+        self, org: str, prompt_ref: str, environment: str, includes: bool = True
     ) -> tuple[PromptVersion | InRollout, IncludeReads]:
-        return self._read_in(org, prompt_ref, environment, includes=True)
-
-    def _read_in(
-        self, org: str, prompt_ref: str, environment: str, includes: bool
-    ) -> tuple[PromptVersion | InRollout, IncludeReads]:
-        """read_version.lua's environment read; with ``includes``, what the includes
-        of the versions read resolve to, read by the same script."""
-        if environment == PRODUCTION:
-            args = [prompt_ref, "production", ""]
-        else:
-            args = [prompt_ref, "environment", environment]
-        with guard():
-            reply = self._read_reply(
-                [keys.names(org), keys.prompt_prefix(org)],
-                [*args, environment] if includes else args,
-            )
-        check(reply, prompt_ref, environment, environment=environment)
-        version = self._memoized(reply[1], reply[2])
-        found: PromptVersion | InRollout = version
-        if len(reply) > 3 and reply[3] is not None:
-            found = InRollout(version, codec.rollout(reply[3]), self._memoized(reply[1], reply[4]))
-        return found, self._included(reply)
+        version, reply = self._read(
+            org, prompt_ref, *scripts.environment(environment), environment, includes
+        )
+        if len(reply) > 3 and reply[3]:
+            candidate = self._memoized(reply[1], reply[4])
+            return InRollout(version, codec.rollout(reply[3]), candidate), self._included(reply)
+        return version, self._included(reply)
 
     def _environment_page(
         self, org: str, environment: str, after: str, count: int
