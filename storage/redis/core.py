@@ -31,6 +31,7 @@ from storage.errors import (
     StorageUnavailable,
     VersionNotFound,
 )
+from storage.event_records import Event
 from storage.interface import StorageCore
 from storage.memo import Memo
 from storage.neighbours import StoredNeighbours
@@ -176,21 +177,13 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         )
         return self._run(script, [*keys_, *event_keys], [*args, *event_args])
 
-    def _load(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str | None = None,
-        *,
-        review_id: str = "",
-        history: bool = False,
-        user_id: str | None = None,
-    ) -> Loaded:
-        """One prompt's release state (lua/load_state.lua): the prompt ``prompt_ref``,
-        or the one of review ``review_id``; raises PromptNotFound, VersionNotFound,
-        ReviewNotFound."""
+    def _load(self, org: str, target: Target, user_id: str | None = None) -> Loaded:
+        """The release state of ``target``'s prompt (lua/load_state.lua), with the
+        stored user ``user_id``; raises PromptNotFound, VersionNotFound, ReviewNotFound."""
+        prompt_ref, version_ref = target.prompt_ref or "", target.version_ref
         mode, value = ("", "") if version_ref is None else scripts.selector(version_ref)
-        args = [prompt_ref, mode, value, review_id, "1" if history else "0", user_id or ""]
+        history, review_id = "1" if target.history else "0", target.review_id or ""
+        args = [prompt_ref, mode, value, review_id, history, user_id or ""]
         reply = self._prompt_script("load_state", org, args)
         if reply[0] == "no_review":
             raise ReviewNotFound(review_id)
@@ -220,14 +213,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         user_id = actor.identity if target.approver else None
         now = self.clock()
         for _ in range(ATTEMPTS):
-            loaded = self._load(
-                org,
-                target.prompt_ref or "",
-                target.version_ref,
-                review_id=target.review_id or "",
-                history=target.history,
-                user_id=user_id,
-            )
+            loaded = self._load(org, target, user_id)
             who = replace(actor, record=loaded.user) if target.approver else actor
             asked = {} if loaded.number is None else {"version": loaded.number}
             request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
@@ -240,7 +226,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
                 raise
             writes = change.writes(loaded, decided, now)
             guards = loaded.guards + self._include_guards(org, decided, writes)
-            if self._apply(org, guards, writes, change.events(decided)):
+            if self._apply(org, guards, writes, decided.events):
                 if decided.refusal is not None:
                     raise decided.refusal
                 return decided.answer
@@ -288,10 +274,11 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         return replace(state, neighbours=StoredNeighbours(cast("Storage", self), org))
 
     def _apply(
-        self, org: str, guards: list[Guard], writes: list[Write], events: list[list[str]]
+        self, org: str, guards: list[Guard], writes: list[Write], events: Sequence[Event]
     ) -> bool:
         """lua/apply_change.lua: True when the guards held and the writes were made."""
-        args = [json.dumps(guards), json.dumps(writes), json.dumps(events)]
+        entries = [codec.event_fields(event) for event in events]
+        args = [json.dumps(guards), json.dumps(writes), json.dumps(entries)]
         reply = self._run(
             "apply_change",
             [keys.org_prefix(org), keys.events(org)],

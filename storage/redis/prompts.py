@@ -52,8 +52,6 @@ def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
 
 
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
-    """Prompts, versions and promotions."""
-
     # -- prompts
 
     def _add_prompt(

@@ -61,13 +61,6 @@ class Loaded:
     user: User | None
     guards: list[Guard]
 
-    @property
-    def prompt_id(self) -> str:
-        return self.state.prompt.prompt_id
-
-    def version_id(self, number: int) -> str:
-        return self.versions[number].version_id
-
 
 def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | None]) -> Loaded:
     """load_state.lua's "ok" reply as a Loaded; ``fetch(prompt_id, number)`` reads a
@@ -100,8 +93,6 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     environments = lifecycle.with_production(
         {name: codec.environment(raw) for name, raw in stored.items()}
     )
-    rollouts = [codec.rollout(raw) for raw in rollouts_raw]
-    reviews = [codec.review(raw) for raw in reviews_raw]
     user_fields = codec.fields(user_flat)
     record: User | None = decoded(User, user_fields) if user_fields else None
     key = f"p:{pid}"
@@ -118,8 +109,8 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
         versions=versions,
         placements=placements,
         environments=environments,
-        rollouts={r.environment: r for r in rollouts},
-        reviews={r.review_id: r for r in reviews},
+        rollouts={r.environment: r for r in map(codec.rollout, rollouts_raw)},
+        reviews={r.review_id: r for r in map(codec.review, reviews_raw)},
         history=tuple(codec.record(codec.fields(flat)) for flat in history_flat),
         revision=int(prompt_fields.get("rev", "0")),
     )

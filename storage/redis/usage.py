@@ -45,7 +45,7 @@ class RedisUsage(RedisCore[ClientT]):
                 item.rollout_id or "",
                 item.arm or "",
                 item.environment or "",
-                *(_number(n) for n in item.counts().values()),
+                *("0" if n == 0 else repr(n) for n in item.counts().values()),
             ]
         prefixes = [keys.prompt_prefix(org), keys.usage_prefix(org)]
         return int(self._run("record_usage", prefixes, args))
@@ -102,7 +102,3 @@ def _epoch(moment: datetime) -> int:
 
 def _seconds(span: timedelta) -> int:
     return max(1, int(span.total_seconds()))
-
-
-def _number(n: float) -> str:
-    return "0" if n == 0 else repr(n)
