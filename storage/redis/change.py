@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from storage.records import PRODUCTION, Review
+from storage.records import PRODUCTION, STATUSES, Review
 from storage.redis import codec
 from storage.redis.state import Loaded
 from storage.release import Change
@@ -54,8 +54,7 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
         out += _index(deleted.included_names, pid, vid, "SREM")
         out.append(["DEL", f"{prompt}:v:{vid}"])
         out.append(["ZREM", f"{prompt}:versions", vid])
-        for status in ("draft", "published", "archived"):
-            out.append(["ZREM", f"{prompt}:versions:{status}", vid])
+        out += [["ZREM", f"{prompt}:versions:{status}", vid] for status in STATUSES]
     for environment, held in change.placements.items():
         if environment != PRODUCTION:  # production is the published version's status
             held_id = None if held is None else loaded.versions[held].version_id

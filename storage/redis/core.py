@@ -188,11 +188,26 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         if reply[0] == "no_review":
             raise ReviewNotFound(review_id)
         check(reply, prompt_ref, version_ref or "")
-        return state.loaded(reply, lambda pid, number: self._version_numbered(org, pid, number))
+        return state.loaded(reply, lambda pid, n: self._stored_version(org, pid, "number", str(n)))
 
-    def _version_numbered(self, org: str, prompt_id: str, number: int) -> PromptVersion | None:
-        reply = self._prompt_script("read_version", org, [prompt_id, "number", str(number)])
-        return None if reply[0] != "ok" else codec.version_of(reply[1], reply[2])
+    def _stored_version(
+        self, org: str, prompt_id: str, mode: str, value: str
+    ) -> PromptVersion | None:
+        """read_version.lua's version ``value`` (a number or an id, as ``mode`` says) of
+        prompt ``prompt_id``; None when there is none."""
+        reply = self._prompt_script("read_version", org, [prompt_id, mode, value])
+        return self._memoized(reply[1], reply[2]) if reply[0] == "ok" else None
+
+    def _memoized(
+        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
+    ) -> PromptVersion:
+        """The version read_version.lua answered as these values, decoded once."""
+        key = (*prompt_values, *version_values)
+        version = self._versions.get(key)
+        if version is None:
+            size = sum(len(value) for value in key if value is not None)
+            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
+        return version
 
     def _release(
         self,

@@ -113,16 +113,13 @@ def org_of_index_key(key: str) -> str | None:
     return match.group(1) if match else None
 
 
-def org_prefix(org: str) -> str:
-    return f"ps:{{{org}}}:"
-
-
 def _key(layout: str) -> Callable[..., str]:
     """An org's key as the layout above spells it after ``ps:{<org>}:``, each ``{}`` the
     next id given after the org (a prompt id, then a version's, say)."""
     return lambda org, *ids: f"ps:{{{org}}}:" + layout.format(*ids)
 
 
+org_prefix = _key("")
 names = _key("names")
 prompt_list = _key("prompts")
 prompt_prefix = _key("p:")  # the scripts append ``<prompt_id>[...]``
@@ -160,9 +157,6 @@ prompt_reviews = _key("p:{}:reviews")
 status_index = _key("p:{}:versions:{}")
 version = _key("p:{}:v:{}")
 history_record = _key("p:{}:h:{}")
-
-
-def flow(org: str, name: str, key: str = "") -> str:
-    """A login flow record (``name`` a storage.login_flows.Kind's), or a unique value's
-    index (``name`` the field, dashed); with no key, the prefix of them all."""
-    return org_prefix(org) + name + ":" + key
+# A login flow record (name: a storage.login_flows.Kind's, then its key), or a unique
+# value's index (name: the field, dashed, then the value); key "": the prefix of them all.
+flow = _key("{}:{}")

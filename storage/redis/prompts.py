@@ -84,13 +84,10 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with guard():
             members = self.client.smembers(keys.included_by(org, name))
-        found: list[PromptVersion] = []
-        for member in members:  # one read each: the answer's size
-            prompt_id, _, version_id = str(member).partition(":")
-            reply = self._prompt_script("read_version", org, [prompt_id, "id", version_id])
-            if reply[0] == "ok":  # else deleted since the SMEMBERS
-                found.append(self._memoized(reply[1], reply[2]))
-        return sorted(found, key=lambda v: (v.name, v.version))
+        # One read each (the answer's size); None: deleted since the SMEMBERS.
+        ids = (str(member).partition(":") for member in members)
+        found = [self._stored_version(org, pid, "id", vid) for pid, _, vid in ids]
+        return sorted((v for v in found if v is not None), key=lambda v: (v.name, v.version))
 
     # -- versions
 
@@ -150,17 +147,6 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
             (entry[0], entry[1]): self._memoized(entry[2], entry[3]) if len(entry) > 2 else None
             for entry in (reply[5] if len(reply) > 5 else ())
         }
-
-    def _memoized(
-        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
-    ) -> PromptVersion:
-        """The version read_version.lua answered as these values, decoded once."""
-        key = (*prompt_values, *version_values)
-        version = self._versions.get(key)
-        if version is None:
-            size = sum(len(value) for value in key if value is not None)
-            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
-        return version
 
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)[0]

@@ -89,10 +89,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     placements = {env: by_id[vid].version for env, vid in codec.fields(placed_flat).items()}
     if prompt.production_version is not None:
         placements[PRODUCTION] = prompt.production_version
-    stored = codec.fields(envs_flat)
-    environments = lifecycle.with_production(
-        {name: codec.environment(raw) for name, raw in stored.items()}
-    )
+    environments = {name: codec.environment(raw) for name, raw in codec.fields(envs_flat).items()}
     user_fields = codec.fields(user_flat)
     record: User | None = decoded(User, user_fields) if user_fields else None
     key = f"p:{pid}"
@@ -108,7 +105,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
         prompt=prompt,
         versions=versions,
         placements=placements,
-        environments=environments,
+        environments=lifecycle.with_production(environments),
         rollouts={r.environment: r for r in map(codec.rollout, rollouts_raw)},
         reviews={r.review_id: r for r in map(codec.review, reviews_raw)},
         history=tuple(codec.record(codec.fields(flat)) for flat in history_flat),
