@@ -116,7 +116,7 @@ def org_of_index_key(key: str) -> str | None:
 def _key(layout: str) -> Callable[..., str]:
     """An org's key as the layout above spells it after ``ps:{<org>}:``, each ``{}`` the
     next id given after the org (a prompt id, then a version's, say)."""
-    return lambda org, *ids: f"ps:{{{org}}}:" + layout.format(*ids)
+    return lambda org, *ids: f"ps:{{{org}}}:{layout.format(*ids) if ids else layout}"
 
 
 org_prefix = _key("")
