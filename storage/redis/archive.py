@@ -25,11 +25,8 @@ class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore
                     self.client.sadd(keys.ORGS, *found)
                 self.client.set(keys.ORGS_COMPLETE, "1")
             orgs: set[str] = self.client.smembers(keys.ORGS)  # type: ignore[assignment]
-            return sorted(
-                org
-                for org in orgs
-                if self.client.exists(*guards(org))  # one slot: one command
-            )
+            # An org's guards share its slot: one EXISTS for each org.
+            return sorted(org for org in orgs if self.client.exists(*guards(org)))
 
     def _prompt_refs(self, org: str) -> list[str]:
         with guard():

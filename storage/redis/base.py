@@ -17,13 +17,13 @@ from storage.redis.core import ClientT
 from storage.redis.events import RedisEvents
 from storage.redis.identity import RedisIdentity
 from storage.redis.login import RedisLogin
-from storage.redis.rollouts import RedisRollouts
+from storage.redis.releases import RedisReleases
 from storage.redis.usage import RedisUsage
 from storage.redis.webhooks import RedisWebhooks
 
 
 class BaseRedisStorage(
-    RedisRollouts[ClientT],
+    RedisReleases[ClientT],
     RedisUsage[ClientT],
     RedisEvents[ClientT],
     RedisWebhooks[ClientT],

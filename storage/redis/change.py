@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from storage.records import PRODUCTION, Review
+from storage.records import PRODUCTION, STATUSES, Review
 from storage.redis import codec
 from storage.redis.state import Loaded
 from storage.release import Change
@@ -23,14 +23,14 @@ def _index(names: tuple[str, ...], pid: str, vid: str, command: str) -> list[Wri
 
 def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
     """The writes of ``change``, decided on ``loaded``, in the order the engine gives."""
-    pid = loaded.prompt_id
+    pid = loaded.state.prompt.prompt_id
     prompt = f"p:{pid}"
     if change.deleted_prompt:
         name = loaded.state.prompt.name
         return [["DROP_PROMPT", prompt, pid], ["HDEL", "names", name], ["ZREM", "prompts", name]]
     out: list[Write] = [["HINCRBY", prompt, "rev", "1"]]
     for number, changed in change.versions.items():
-        vid = loaded.version_id(number)
+        vid = loaded.versions[number].version_id
         key = f"{prompt}:v:{vid}"
         if "content" in changed:
             out += _index(loaded.versions[number].included_names, pid, vid, "SREM")
@@ -49,16 +49,15 @@ def writes(loaded: Loaded, change: Change, now: datetime) -> list[Write]:
         if gone:
             out.append(["HDEL", key, *gone])
     if change.deleted_version is not None:
-        vid = loaded.version_id(change.deleted_version)
         deleted = loaded.versions[change.deleted_version]
+        vid = deleted.version_id
         out += _index(deleted.included_names, pid, vid, "SREM")
         out.append(["DEL", f"{prompt}:v:{vid}"])
         out.append(["ZREM", f"{prompt}:versions", vid])
-        for status in ("draft", "published", "archived"):
-            out.append(["ZREM", f"{prompt}:versions:{status}", vid])
+        out += [["ZREM", f"{prompt}:versions:{status}", vid] for status in STATUSES]
     for environment, held in change.placements.items():
         if environment != PRODUCTION:  # production is the published version's status
-            held_id = None if held is None else loaded.version_id(held)
+            held_id = None if held is None else loaded.versions[held].version_id
             out.append(_put(f"{prompt}:env", environment, held_id))
     for environment, rollout in change.rollouts.items():
         raw = None if rollout is None else codec.stored_json(rollout)
@@ -98,8 +97,3 @@ def _put(key: str, field: str, value: str | None) -> Write:
 
 def _open_key(review: Review) -> str:
     return f"{review.prompt_id}:{review.environment}:{review.version}"
-
-
-def events(change: Change) -> list[list[str]]:
-    """The change's events as stream entries, in order."""
-    return [codec.event_fields(event) for event in change.events]

@@ -86,16 +86,8 @@ def version(p: Fields, v: Fields) -> PromptVersion:
     # Versions stored before the flag get it from lua/load_state.lua at their prompt's
     # first change; until then, those placed once are frozen all the same.
     frozen = v.get("frozen") == "1" or "promoted_at" in v or "placements" in v
-    own = (v.get(name) for name in STORED[3:18])
-    values = (
-        p["name"],
-        p["prompt_type"],
-        p["prompt_id"],
-        *own,
-        frozen,
-        *(v.get(n) for n in STORED[19:]),
-    )
-    return stored_version(values)
+    values = {**v, **{name: p[name] for name in PROMPT_OF_VERSION}, "frozen": frozen}
+    return stored_version([values.get(name) for name in STORED])
 
 
 def _json_list(value: Any) -> str:
@@ -143,22 +135,14 @@ record = functools.partial(decoded, PromotionRecord)
 
 def event_fields(e: Event) -> list[str]:
     """An event as its stream entry (what :func:`event` reads): every field but the id,
-    null ones left out."""
-    values = _values(e)
-    del values["id"]
-    values["at"] = rfc3339(e.at)
-    values["guard"] = None if e.guard is None else json.dumps(e.guard)
-    return pairs({name: None if v is None or v == "" else str(v) for name, v in values.items()})
+    null and empty ones left out."""
+    return flat_pairs({n: v for n, v in _values(e).items() if n != "id" and v != ""})
 
 
 def events(entries: Sequence[Any]) -> list[Event]:
-    """From XRANGE's (or one stream of XREAD's) ``[(id, fields), ...]``."""
-    return [event(event_id, fields) for event_id, fields in entries]
-
-
-def event(event_id: str, e: Fields) -> Event:
-    """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
-    return decoded(Event, e, id=event_id)
+    """From XRANGE's (or one stream of XREAD's) ``[(id, fields), ...]`` of the event log
+    (storage/redis/lua/_events.lua and event_fields write them)."""
+    return [decoded(Event, e, id=event_id) for event_id, e in entries]
 
 
 def flat_value(value: object) -> str | None:
@@ -167,6 +151,8 @@ def flat_value(value: object) -> str | None:
         return "1" if value else "0"
     if isinstance(value, datetime):
         return rfc3339(value)
+    if isinstance(value, dict):
+        return json.dumps(value)
     return None if value is None else str(value)
 
 
@@ -204,11 +190,8 @@ def job_value(task: DeliveryTask) -> str:
 def task(ticket: str, text: str) -> DeliveryTask:
     job = json.loads(text)
     if "p" not in job:  # queued before fan-out moved to Python: the event's stream fields
-        job["p"] = event(job["e"], fields(job["f"])).to_json()
+        job["p"] = events([(job["e"], fields(job["f"]))])[0].to_json()
     return DeliveryTask(ticket, **{name: job[short] for short, name in _JOB.items()})
-
-
-environment_json = stored_json  # storage/redis/releases.py's name for it
 
 
 def _from_json(cls: type[T]) -> Callable[[str], T]:

@@ -31,6 +31,7 @@ from storage.errors import (
     StorageUnavailable,
     VersionNotFound,
 )
+from storage.event_records import Event
 from storage.interface import StorageCore
 from storage.memo import Memo
 from storage.neighbours import StoredNeighbours
@@ -176,42 +177,37 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         )
         return self._run(script, [*keys_, *event_keys], [*args, *event_args])
 
-    def _prompt_change(
-        self,
-        script: str,
-        org: str,
-        args: list[Any],
-        actor: str | None,
-        request_id: str | None,
-        now: str,
-    ) -> Any:
-        prompt_keys = [keys.names(org), keys.prompt_prefix(org)]
-        return self._change_script(script, prompt_keys, args, org, actor, request_id, now)
-
-    def _load(
-        self,
-        org: str,
-        prompt_ref: str,
-        version_ref: str | None = None,
-        *,
-        review_id: str = "",
-        history: bool = False,
-        user_id: str | None = None,
-    ) -> Loaded:
-        """One prompt's release state (lua/load_state.lua): the prompt ``prompt_ref``,
-        or the one of review ``review_id``; raises PromptNotFound, VersionNotFound,
-        ReviewNotFound."""
+    def _load(self, org: str, target: Target, user_id: str | None = None) -> Loaded:
+        """The release state of ``target``'s prompt (lua/load_state.lua), with the
+        stored user ``user_id``; raises PromptNotFound, VersionNotFound, ReviewNotFound."""
+        prompt_ref, version_ref = target.prompt_ref or "", target.version_ref
         mode, value = ("", "") if version_ref is None else scripts.selector(version_ref)
-        args = [prompt_ref, mode, value, review_id, "1" if history else "0", user_id or ""]
+        history, review_id = "1" if target.history else "0", target.review_id or ""
+        args = [prompt_ref, mode, value, review_id, history, user_id or ""]
         reply = self._prompt_script("load_state", org, args)
         if reply[0] == "no_review":
             raise ReviewNotFound(review_id)
         check(reply, prompt_ref, version_ref or "")
-        return state.loaded(reply, lambda pid, number: self._version_numbered(org, pid, number))
+        return state.loaded(reply, lambda pid, n: self._stored_version(org, pid, "number", str(n)))
 
-    def _version_numbered(self, org: str, prompt_id: str, number: int) -> PromptVersion | None:
-        reply = self._prompt_script("read_version", org, [prompt_id, "number", str(number)])
-        return None if reply[0] != "ok" else codec.version_of(reply[1], reply[2])
+    def _stored_version(
+        self, org: str, prompt_id: str, mode: str, value: str
+    ) -> PromptVersion | None:
+        """read_version.lua's version ``value`` (a number or an id, as ``mode`` says) of
+        prompt ``prompt_id``; None when there is none."""
+        reply = self._prompt_script("read_version", org, [prompt_id, mode, value])
+        return self._memoized(reply[1], reply[2]) if reply[0] == "ok" else None
+
+    def _memoized(
+        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
+    ) -> PromptVersion:
+        """The version read_version.lua answered as these values, decoded once."""
+        key = (*prompt_values, *version_values)
+        version = self._versions.get(key)
+        if version is None:
+            size = sum(len(value) for value in key if value is not None)
+            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
+        return version
 
     def _release(
         self,
@@ -232,14 +228,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         user_id = actor.identity if target.approver else None
         now = self.clock()
         for _ in range(ATTEMPTS):
-            loaded = self._load(
-                org,
-                target.prompt_ref or "",
-                target.version_ref,
-                review_id=target.review_id or "",
-                history=target.history,
-                user_id=user_id,
-            )
+            loaded = self._load(org, target, user_id)
             who = replace(actor, record=loaded.user) if target.approver else actor
             asked = {} if loaded.number is None else {"version": loaded.number}
             request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
@@ -252,7 +241,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
                 raise
             writes = change.writes(loaded, decided, now)
             guards = loaded.guards + self._include_guards(org, decided, writes)
-            if self._apply(org, guards, writes, change.events(decided)):
+            if self._apply(org, guards, writes, decided.events):
                 if decided.refusal is not None:
                     raise decided.refusal
                 return decided.answer
@@ -300,10 +289,11 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         return replace(state, neighbours=StoredNeighbours(cast("Storage", self), org))
 
     def _apply(
-        self, org: str, guards: list[Guard], writes: list[Write], events: list[list[str]]
+        self, org: str, guards: list[Guard], writes: list[Write], events: Sequence[Event]
     ) -> bool:
         """lua/apply_change.lua: True when the guards held and the writes were made."""
-        args = [json.dumps(guards), json.dumps(writes), json.dumps(events)]
+        entries = [codec.event_fields(event) for event in events]
+        args = [json.dumps(guards), json.dumps(writes), json.dumps(entries)]
         reply = self._run(
             "apply_change",
             [keys.org_prefix(org), keys.events(org)],

@@ -113,81 +113,50 @@ def org_of_index_key(key: str) -> str | None:
     return match.group(1) if match else None
 
 
-def org_prefix(org: str) -> str:
-    return f"ps:{{{org}}}:"
+def _key(layout: str) -> Callable[..., str]:
+    """An org's key as the layout above spells it after ``ps:{<org>}:``, each ``{}`` the
+    next id given after the org (a prompt id, then a version's, say)."""
+    return lambda org, *ids: f"ps:{{{org}}}:{layout.format(*ids) if ids else layout}"
 
 
-def _of_org(name: str) -> Callable[[str], str]:
-    """An org's key ``name`` (ending in ":": the prefix of such keys)."""
-    return lambda org: f"ps:{{{org}}}:{name}"
-
-
-def _in_org(prefix: str) -> Callable[[str, str], str]:
-    """An org's keys ``<prefix><id>``, one per id."""
-    return lambda org, item: f"ps:{{{org}}}:{prefix}{item}"
-
-
-def _of_prompt(suffix: str) -> Callable[[str, str], str]:
-    """A key of one prompt: ``P<suffix>``."""
-    return lambda org, prompt_id: f"ps:{{{org}}}:p:{prompt_id}{suffix}"
-
-
-def _in_prompt(infix: str) -> Callable[[str, str, str], str]:
-    """A prompt's keys ``P<infix><id>``, one per id (a status, a version, a record)."""
-    return lambda org, prompt_id, item: f"ps:{{{org}}}:p:{prompt_id}{infix}{item}"
-
-
-names = _of_org("names")
-prompt_list = _of_org("prompts")
-prompt_prefix = _of_org("p:")  # the scripts append ``<prompt_id>[...]``
-events = _of_org("events")
-api_keys = _of_org("keys")
-api_key = _in_org("key:")
-users = _of_org("users")
-user = _in_org("user:")
-user_ids = _of_org("user-ids")
-webhooks = _of_org("webhooks")
-webhook_ids = _of_org("webhook-ids")
-webhook_since = _of_org("webhook-since")
-delivery_cursor = _of_org("wh:cursor")
-delivery_queue = _of_org("wh:queue")
-delivery_retries = _of_org("wh:retry")
-delivery_log = _in_org("wh:log:")
-environments = _of_org("envs")
-environment_order = _of_org("env-order")
-environment_revision = _of_org("env-rev")
-review = _in_org("review:")
-reviews = _of_org("reviews")
-open_reviews = _of_org("open-reviews")
-review_sequence = _of_org("review-seq")
-included_by = _in_org("included-by:")  # every version whose content includes the name
-guards = _of_org("guards")
-usage_prefix = _of_org("usage")  # record_usage.lua appends the rest
-prompt = _of_prompt("")
-versions = _of_prompt(":versions")
-history = _of_prompt(":history")
-placements = _of_prompt(":env")
-rollouts = _of_prompt(":rollouts")
-prompt_reviews = _of_prompt(":reviews")
-status_index = _in_prompt(":versions:")
-version = _in_prompt(":v:")
-history_record = _in_prompt(":h:")
-
-
-def flow(org: str, name: str, key: str = "") -> str:
-    """A login flow record (``name`` a storage.login_flows.Kind's), or a unique value's
-    index (``name`` the field, dashed); with no key, the prefix of them all."""
-    return org_prefix(org) + name + ":" + key
-
-
-def includer(prompt_id: str, version_id: str) -> str:
-    """A member of :func:`included_by`: one version of one prompt."""
-    return prompt_id + ":" + version_id
-
-
-def usage_bucket(org: str, prompt_id: str, span: str, epoch: int) -> str:
-    return f"{usage_prefix(org)}:{prompt_id}:{span}:{epoch}"
-
-
-def usage_arms(org: str, rollout_id: str) -> str:
-    return f"{usage_prefix(org)}-arms:{rollout_id}"
+org_prefix = _key("")
+names = _key("names")
+prompt_list = _key("prompts")
+prompt_prefix = _key("p:")  # the scripts append ``<prompt_id>[...]``
+events = _key("events")
+api_keys = _key("keys")
+api_key = _key("key:{}")
+users = _key("users")
+user = _key("user:{}")
+user_ids = _key("user-ids")
+webhooks = _key("webhooks")
+webhook_ids = _key("webhook-ids")
+webhook_since = _key("webhook-since")
+delivery_cursor = _key("wh:cursor")
+delivery_queue = _key("wh:queue")
+delivery_retries = _key("wh:retry")
+delivery_log = _key("wh:log:{}")
+environments = _key("envs")
+environment_order = _key("env-order")
+environment_revision = _key("env-rev")
+review = _key("review:{}")
+reviews = _key("reviews")
+open_reviews = _key("open-reviews")
+review_sequence = _key("review-seq")
+included_by = _key("included-by:{}")  # members "<prompt_id>:<version_id>"
+guards = _key("guards")
+usage_prefix = _key("usage")  # record_usage.lua appends the rest
+usage_bucket = _key("usage:{}:{}:{}")  # prompt_id, span, epoch
+usage_arms = _key("usage-arms:{}")
+prompt = _key("p:{}")
+versions = _key("p:{}:versions")
+history = _key("p:{}:history")
+placements = _key("p:{}:env")
+rollouts = _key("p:{}:rollouts")
+prompt_reviews = _key("p:{}:reviews")
+status_index = _key("p:{}:versions:{}")
+version = _key("p:{}:v:{}")
+history_record = _key("p:{}:h:{}")
+# A login flow record (name: a storage.login_flows.Kind's, then its key), or a unique
+# value's index (name: the field, dashed, then the value); key "": the prefix of them all.
+flow = _key("{}:{}")

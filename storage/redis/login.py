@@ -39,7 +39,7 @@ class RedisLogin(RedisCore[ClientT], LoginFlows):
     ) -> R | None:
         if not by_unique:
             return self._record(kind, self._hgetall(keys.flow(org, kind.name, value)))
-        keys_ = [keys.flow(org, _index(kind), value), keys.flow(org, kind.name)]
+        keys_ = [keys.flow(org, _index(kind), value), keys.flow(org, kind.name, "")]
         return self._record(kind, codec.fields(self._run("get_by_unique", keys_, [])))
 
     def _flow_change(
@@ -57,6 +57,6 @@ class RedisLogin(RedisCore[ClientT], LoginFlows):
         ttl = "" if expires_at is None else self._ttl_ms(expires_at)  # type: ignore[arg-type]
         expected = codec.flat_pairs(expect or {})
         args = [kind.unique or "", "1" if delete else "0", ttl, len(expected) // 2, *expected]
-        keys_ = [keys.flow(org, kind.name, key), keys.flow(org, _index(kind))]
+        keys_ = [keys.flow(org, kind.name, key), keys.flow(org, _index(kind), "")]
         before, done = self._run("flow_change", keys_, [*args, *codec.flat_pairs(changes)])
         return self._record(kind, codec.fields(before)), bool(done)

@@ -31,11 +31,8 @@ from storage.times import rfc3339
 
 
 def _selector(where: str) -> tuple[str, str]:
-    """read_version.lua's mode and value for a version number, production or an
-    environment."""
-    if where.isdigit():
-        return scripts.selector(where)
-    return ("production", "") if where == PRODUCTION else ("environment", where)
+    """read_version.lua's mode and value for a version number or an environment."""
+    return scripts.selector(where) if where.isdigit() else scripts.environment(where)
 
 
 def _pin(include: Include) -> list[str | int]:
@@ -55,8 +52,6 @@ def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
 
 
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
-    """Prompts, versions and promotions."""
-
     # -- prompts
 
     def _add_prompt(
@@ -89,13 +84,10 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     def list_includers(self, org: str, name: str) -> list[PromptVersion]:
         with guard():
             members = self.client.smembers(keys.included_by(org, name))
-        found: list[PromptVersion] = []
-        for member in members:  # one read each: the answer's size
-            prompt_id, _, version_id = str(member).partition(":")
-            reply = self._prompt_script("read_version", org, [prompt_id, "id", version_id])
-            if reply[0] == "ok":  # else deleted since the SMEMBERS
-                found.append(self._memoized(reply[1], reply[2]))
-        return sorted(found, key=lambda v: (v.name, v.version))
+        # One read each (the answer's size); None: deleted since the SMEMBERS.
+        ids = (str(member).partition(":") for member in members)
+        found = [self._stored_version(org, pid, "id", vid) for pid, _, vid in ids]
+        return sorted((v for v in found if v is not None), key=lambda v: (v.name, v.version))
 
     # -- versions
 
@@ -107,8 +99,15 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         # decides again: the script moves each included prompt's revision).
         wanted = _includes_by_type(draft)
         args = [prompt_ref, draft.version_id, json.dumps(wanted), *codec.version_fields(draft)]
-        at = rfc3339(draft.created_at)
-        reply = self._prompt_change("create_version", org, args, draft.created_by, request_id, at)
+        reply = self._change_script(
+            "create_version",
+            [keys.names(org), keys.prompt_prefix(org)],
+            args,
+            org,
+            draft.created_by,
+            request_id,
+            rfc3339(draft.created_at),
+        )
         if reply[0] == "include_gone":
             gone = [wanted[reply[1]][int(i) - 1] for i in reply[2:]]
             typed = replace(draft, prompt_type=reply[1])
@@ -120,17 +119,18 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
 
     def _read(
         self, org: str, prompt_ref: str, mode: str, value: str, ref: str, including: bool = False
-    ) -> tuple[PromptVersion, IncludeReads]:
+    ) -> tuple[PromptVersion, Sequence[Any]]:
         """read_version.lua's answer as a PromptVersion, the decoding memoized on every
         stored field of it (storage/memo.py): the same stored version gives the same
-        object, so callers can memoize by identity what they derive from it. With
-        ``including``, what its includes resolve to (floating ones in production), read
-        by the same script."""
-        args = [prompt_ref, mode, value, PRODUCTION] if including else [prompt_ref, mode, value]
+        object, so callers can memoize by identity what they derive from it; and the
+        reply, for the rollout and (read ``including``, by the same script: floating
+        ones in the environment read, else in production) the includes."""
+        environment = value if mode == "environment" else PRODUCTION
+        args = [prompt_ref, mode, value, environment] if including else [prompt_ref, mode, value]
         with guard():
             reply = self._read_reply([keys.names(org), keys.prompt_prefix(org)], args)
-        check(reply, prompt_ref, ref, environment=value if mode == "environment" else PRODUCTION)
-        return self._memoized(reply[1], reply[2]), self._included(reply)
+        check(reply, prompt_ref, ref, environment=environment)
+        return self._memoized(reply[1], reply[2]), reply
 
     def read_many(self, org: str, reads: Sequence[tuple[str, str]]) -> list[PromptVersion | None]:
         args = [[name, *_selector(where)] for name, where in reads]
@@ -148,17 +148,6 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
             for entry in (reply[5] if len(reply) > 5 else ())
         }
 
-    def _memoized(
-        self, prompt_values: Sequence[str | None], version_values: Sequence[str | None]
-    ) -> PromptVersion:
-        """The version read_version.lua answered as these values, decoded once."""
-        key = (*prompt_values, *version_values)
-        version = self._versions.get(key)
-        if version is None:
-            size = sum(len(value) for value in key if value is not None)
-            version = self._versions.put(key, codec.version_of(prompt_values, version_values), size)
-        return version
-
     def get_version(self, org: str, prompt_ref: str, version_ref: str) -> PromptVersion:
         return self._read(org, prompt_ref, *scripts.selector(version_ref), version_ref)[0]
 
@@ -171,10 +160,9 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     def read_version_including(
         self, org: str, prompt_ref: str, version_ref: str | None
     ) -> tuple[PromptVersion, IncludeReads]:
-        if version_ref is None:
-            return self._read(org, prompt_ref, "latest", "", "latest", including=True)
-        mode, value = scripts.selector(version_ref)
-        return self._read(org, prompt_ref, mode, value, version_ref, including=True)
+        mode, value = ("latest", "") if version_ref is None else scripts.selector(version_ref)
+        version, reply = self._read(org, prompt_ref, mode, value, version_ref or "latest", True)
+        return version, self._included(reply)
 
     def _versions_below(
         self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int

@@ -1,30 +1,43 @@
-"""Environments and reviews on Redis: creating and changing an environment is
-set_environment.lua; deleting one, requesting a review and deciding one are decided by
-the release engine (storage/release) and applied by apply_change.lua; the reads are
-plain commands or list_reviews.lua."""
+"""Environments, reviews and rollouts on Redis: creating and changing an environment is
+set_environment.lua; deleting one, requesting or deciding a review, and a rollout's
+start, change, completion and abort are decided by the release engine (storage/release)
+and applied by apply_change.lua. The reads are plain commands, list_reviews.lua or
+list_rollouts.lua; the environment read is read_version.lua, which adds the rollout and
+its candidate while one runs."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from storage import lifecycle, release
-from storage.errors import (
-    Conflict,
-    EnvironmentExists,
-    PromptNotFound,
+from storage.errors import Conflict, EnvironmentExists, PromptNotFound
+from storage.event_records import Event
+from storage.interface import ReleaseStore, RolloutStore
+from storage.records import (
+    PRODUCTION,
+    Environment,
+    IncludeReads,
+    InRollout,
+    PromptVersion,
+    Review,
+    Rollout,
 )
-from storage.interface import ReleaseStore
-from storage.records import PRODUCTION, Environment, PromptVersion, Review
 from storage.redis import change, codec, keys, scripts
 from storage.redis.change import Write
 from storage.redis.core import ATTEMPTS, RACE, REVIEW_ID, ClientT, check, guard
 from storage.redis.prompts import RedisPrompts
 from storage.redis.state import Guard
+from storage.release.methods import Target
+from storage.rollout_front import RolloutReads
+
+# Names one page's script looks at at least (skipping prompts without a version in the
+# environment) before it answers with what it found.
+SCAN_AT_LEAST = 2000
 
 
-class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
-    """Environments, placements and reviews. Over RedisPrompts for its version read (an
-    environment's version is read like production's)."""
+class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutStore):
+    """Over RedisPrompts for its version read (an environment's version is read like
+    production's)."""
 
     # -- environments
 
@@ -42,7 +55,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         ``replaced`` ("": nothing), in one step (set_environment.lua)."""
         self._index_org(org)
         keys_ = [keys.environments(org), keys.environment_order(org)]
-        args = [environment.name, replaced, codec.environment_json(environment)]
+        args = [environment.name, replaced, codec.stored_json(environment)]
         return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
@@ -73,16 +86,16 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
             release.check_delete_environment(self._stored_environments(org), name)
             guards: list[Guard] = [["env-rev", None, revision]]
             writes: list[Write] = []
-            events: list[list[str]] = []
+            events: list[Event] = []
             for prompt_id in prompt_ids:
                 try:
-                    loaded = self._load(org, prompt_id)
+                    loaded = self._load(org, Target(prompt_id))
                 except PromptNotFound:
                     continue  # deleted since: nothing of it to leave
                 decided = release.decide(self._with_neighbours(org, loaded.state), leave)
                 guards += loaded.guards
                 writes += change.writes(loaded, decided, leave.now)
-                events += change.events(decided)
+                events += decided.events
             writes += [
                 ["HDEL", "envs", name],
                 ["LREM", "env-order", "0", name],
@@ -93,9 +106,7 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         raise Conflict(RACE)
 
     def get_in_environment(self, org: str, prompt_ref: str, environment: str) -> PromptVersion:
-        if environment == PRODUCTION:
-            return self.get_production(org, prompt_ref)
-        return self._read(org, prompt_ref, "environment", environment, environment)[0]
+        return self._read(org, prompt_ref, *scripts.environment(environment), environment)[0]
 
     # -- reviews
 
@@ -118,3 +129,52 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
         args = [prompt_ref or "", status or "", environment or "", scripts.below(before), count]
         found = check(self._prompt_script("list_reviews", org, args), prompt_ref or "")[1:]
         return [(int(seq), codec.review(json_)) for seq, json_ in found]
+
+    # -- rollouts
+
+    def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
+        reply = self._prompt_script("list_rollouts", org, [prompt_ref, environment or ""])
+        if reply[0] == "no_rollout":
+            return []
+        return [
+            codec.rollout(raw)
+            for raw in check(reply, prompt_ref, environment=environment or "")[1:]
+        ]
+
+    def read_environment(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> PromptVersion | InRollout:
+        return self.read_environment_including(org, prompt_ref, environment, includes=False)[0]
+
+    def read_environment_including(
+        self, org: str, prompt_ref: str, environment: str, includes: bool = True
+    ) -> tuple[PromptVersion | InRollout, IncludeReads]:
+        version, reply = self._read(
+            org, prompt_ref, *scripts.environment(environment), environment, includes
+        )
+        if len(reply) > 3 and reply[3]:
+            candidate = self._memoized(reply[1], reply[4])
+            return InRollout(version, codec.rollout(reply[3]), candidate), self._included(reply)
+        return version, self._included(reply)
+
+    def _environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
+        reply = self._prompt_script(
+            "read_environment_page",
+            org,
+            [environment, after, count, max(4 * (count - 1), SCAN_AT_LEAST)],
+            keys.prompt_list(org),
+            keys.events(org),
+        )
+        check(reply, "", environment=environment)
+        items: list[PromptVersion | InRollout] = []
+        for entry in reply[3:]:
+            version = self._memoized(entry[0], entry[1])
+            if len(entry) == 2:
+                items.append(version)
+            else:
+                candidate = self._memoized(entry[0], entry[3])
+                items.append(InRollout(version, codec.rollout(entry[2]), candidate))
+        # A scan stopped by its cap goes on after the last name it looked at.
+        return reply[1] or None, items, reply[2] or None

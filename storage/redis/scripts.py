@@ -12,6 +12,7 @@ from typing import Any
 from redis.commands.core import Script
 
 from storage.ids import version_number
+from storage.records import PRODUCTION
 from storage.redis import keys
 
 # What a script's header says (storage/redis/lua/*.lua) puts helpers in front of it: a
@@ -54,6 +55,11 @@ def selector(version_ref: str) -> tuple[str, str]:
     if version_ref.startswith("v_"):
         return "id", version_ref
     return "none", ""  # can name no version: the script still checks the prompt first
+
+
+def environment(name: str) -> tuple[str, str]:
+    """read_version.lua's (mode, value) for the version in environment ``name``."""
+    return ("production", "") if name == PRODUCTION else ("environment", name)
 
 
 def below(number: int | None) -> str:

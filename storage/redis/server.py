@@ -19,7 +19,6 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
     """Storage on one Redis server (``redis://``, ``rediss://``)."""
 
     def __init__(self, client: redis.Redis, clock: Clock = utcnow) -> None:
-        """Use ``client`` (a redis-py or fakeredis client with ``decode_responses=True``)."""
         super().__init__(client, clock)
         # The hot read skips redis-py's client layer (storage/redis/read_lane.py).
         self._read_lane = ReadLane(client, self._scripts["read_version"])
@@ -38,7 +37,6 @@ class RedisStorage(BaseRedisStorage[redis.Redis]):
         return cls(client, clock=clock)
 
     def _read_reply(self, keys_: list[str], args: list[str]) -> Any:
-        """read_version.lua's raw reply, sent over the read lane."""
         return self._read_lane(keys_, args)
 
     def _read_replies(self, keys_: list[str], args: Sequence[list[str]]) -> list[Any]:

@@ -12,9 +12,9 @@ from storage.archive_records import PromptSnapshot
 from storage.records import PRODUCTION, Review
 from storage.redis import codec, keys
 
-# Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua
-# stack, which holds some thousands.
-_BATCH = 500
+# Arguments per write: restore_org.lua unpacks each write's arguments onto the Lua
+# stack, which holds some thousands. Even, so a write's pairs stay whole.
+_BATCH = 1000
 
 
 def prompt_snapshot(reply: Sequence[Any]) -> tuple[PromptSnapshot, list[tuple[int, Review]]]:
@@ -48,14 +48,14 @@ class Writes:
     def __init__(self) -> None:
         self.args: list[str] = []
 
-    def add(self, command: str, key: str, values: Sequence[str]) -> None:
-        self.args += [command, key, str(len(values)), *values]
-
-    def batched(self, command: str, key: str, values: Sequence[str], width: int) -> None:
-        """``values`` in writes of at most ``_BATCH`` members of ``width`` values each."""
-        step = _BATCH * width
-        for start in range(0, len(values), step):
-            self.add(command, key, values[start : start + step])
+    def add(self, command: str, key: str, values: Sequence[str] = ()) -> None:
+        """``values`` in writes of at most ``_BATCH`` (none without values); a DEL
+        takes none."""
+        if command == "DEL":
+            self.args += [command, key, "0"]
+        for start in range(0, len(values), _BATCH):
+            batch = values[start : start + _BATCH]
+            self.args += [command, key, str(len(batch)), *batch]
 
 
 def writes(plan: RestorePlan) -> list[str]:
@@ -80,30 +80,30 @@ def writes(plan: RestorePlan) -> list[str]:
             vid = version.version_id
             out.add("HSET", keys.version(org, pid, vid), codec.version_fields(version))
             for name in version.included_names:
-                out.add("SADD", keys.included_by(org, name), [keys.includer(pid, vid)])
+                out.add("SADD", keys.included_by(org, name), [f"{pid}:{vid}"])
             by_number += [str(version.version), vid]
             by_status.setdefault(version.status, []).extend([str(version.version), vid])
-        out.batched("ZADD", keys.versions(org, pid), by_number, 2)
+        out.add("ZADD", keys.versions(org, pid), by_number)
         for status, members in by_status.items():
-            out.batched("ZADD", keys.status_index(org, pid, status), members, 2)
+            out.add("ZADD", keys.status_index(org, pid, status), members)
         sequence: list[str] = []
         for position, record in enumerate(item.history, start=1):
             hid = record.history_id
             out.add("HSET", keys.history_record(org, pid, hid), codec.record_fields(record))
             sequence += [str(position), hid]
-        out.batched("ZADD", keys.history(org, pid), sequence, 2)
+        out.add("ZADD", keys.history(org, pid), sequence)
         placed = [value for env, v in restored.placements for value in (env, v.version_id)]
-        out.batched("HSET", keys.placements(org, pid), placed, 2)
-    out.batched("HSET", keys.names(org), names, 2)
-    out.batched("ZADD", keys.prompt_list(org), listed, 2)
+        out.add("HSET", keys.placements(org, pid), placed)
+    out.add("HSET", keys.names(org), names)
+    out.add("ZADD", keys.prompt_list(org), listed)
     for key in snapshot.api_keys:
         out.add("HSET", keys.api_key(org, key.client_id), codec.flat_fields(key))
-    out.batched("RPUSH", keys.api_keys(org), [key.client_id for key in snapshot.api_keys], 1)
+    out.add("RPUSH", keys.api_keys(org), [key.client_id for key in snapshot.api_keys])
     for user in snapshot.users:
         out.add("HSET", keys.user(org, user.username), codec.flat_fields(user))
     by_id = [value for user in snapshot.users for value in (user.user_id, user.username)]
-    out.batched("HSET", keys.user_ids(org), by_id, 2)
-    out.batched("RPUSH", keys.users(org), [user.username for user in snapshot.users], 1)
+    out.add("HSET", keys.user_ids(org), by_id)
+    out.add("RPUSH", keys.users(org), [user.username for user in snapshot.users])
     _releases(plan, out)
     return out.args
 
@@ -112,12 +112,12 @@ def _releases(plan: RestorePlan, out: Writes) -> None:
     """The environments (replacing any the org kept) and the reviews with their indexes
     and request sequence, as set_environment.lua and apply_change.lua keep them."""
     org = plan.snapshot.org
-    out.add("DEL", keys.environments(org), [])
-    out.add("DEL", keys.environment_order(org), [])
-    envs = [v for _, e in plan.environments for v in (e.name, codec.environment_json(e))]
-    out.batched("HSET", keys.environments(org), envs, 2)
+    out.add("DEL", keys.environments(org))
+    out.add("DEL", keys.environment_order(org))
+    envs = [v for _, e in plan.environments for v in (e.name, codec.stored_json(e))]
+    out.add("HSET", keys.environments(org), envs)
     created = [e.name for _, e in plan.environments if e.name != PRODUCTION]
-    out.batched("RPUSH", keys.environment_order(org), created, 1)
+    out.add("RPUSH", keys.environment_order(org), created)
     by_seq: list[str] = []
     by_prompt: dict[str, list[str]] = {}
     for seq, review in plan.reviews:
@@ -125,14 +125,14 @@ def _releases(plan: RestorePlan, out: Writes) -> None:
         out.add("SET", keys.review(org, rid), [codec.review_json(review)])
         by_seq += [str(seq), rid]
         by_prompt.setdefault(review.prompt_id, []).extend([str(seq), rid])
-    out.batched("ZADD", keys.reviews(org), by_seq, 2)
+    out.add("ZADD", keys.reviews(org), by_seq)
     for pid, members in by_prompt.items():
-        out.batched("ZADD", keys.prompt_reviews(org, pid), members, 2)
+        out.add("ZADD", keys.prompt_reviews(org, pid), members)
     open_reviews = [
         value
         for (pid, env, version), rid in plan.open_reviews.items()
         for value in (f"{pid}:{env}:{version}", rid)
     ]
-    out.batched("HSET", keys.open_reviews(org), open_reviews, 2)
+    out.add("HSET", keys.open_reviews(org), open_reviews)
     if plan.reviews:
         out.add("SET", keys.review_sequence(org), [str(len(plan.reviews))])

@@ -32,13 +32,6 @@ class Loaded:
     user: User | None
     guards: list[Guard]
 
-    @property
-    def prompt_id(self) -> str:
-        return self.state.prompt.prompt_id
-
-    def version_id(self, number: int) -> str:
-        return self.versions[number].version_id
-
 
 def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | None]) -> Loaded:
     """load_state.lua's "ok" reply as a Loaded; ``fetch(prompt_id, number)`` reads a
@@ -67,12 +60,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
     placements = {env: by_id[vid].version for env, vid in codec.fields(placed_flat).items()}
     if prompt.production_version is not None:
         placements[PRODUCTION] = prompt.production_version
-    stored = codec.fields(envs_flat)
-    environments = lifecycle.with_production(
-        {name: codec.environment(raw) for name, raw in stored.items()}
-    )
-    rollouts = [codec.rollout(raw) for raw in rollouts_raw]
-    reviews = [codec.review(raw) for raw in reviews_raw]
+    environments = {name: codec.environment(raw) for name, raw in codec.fields(envs_flat).items()}
     user_fields = codec.fields(user_flat)
     record: User | None = decoded(User, user_fields) if user_fields else None
     key = f"p:{pid}"
@@ -88,9 +76,9 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
         prompt=prompt,
         versions=versions,
         placements=placements,
-        environments=environments,
-        rollouts={r.environment: r for r in rollouts},
-        reviews={r.review_id: r for r in reviews},
+        environments=lifecycle.with_production(environments),
+        rollouts={r.environment: r for r in map(codec.rollout, rollouts_raw)},
+        reviews={r.review_id: r for r in map(codec.review, reviews_raw)},
         history=tuple(codec.record(codec.fields(flat)) for flat in history_flat),
         revision=int(prompt_fields.get("rev", "0")),
     )

@@ -2,7 +2,8 @@
 is one script, record_usage.lua, that adds to the buckets' hashes and the arms' hashes
 with HINCRBY; buckets expire (EXPIRE) when the retention rule drops them. Every key
 carries the org's hash tag (storage/redis/keys.py), so the script runs on Redis
-Cluster unchanged. Lifetimes count from the storage clock's now."""
+Cluster unchanged. Lifetimes count from the storage clock's now (not the server's: a
+test clock)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ class RedisUsage(RedisCore[ClientT]):
     def record_usage(self, org: str, items: Sequence[UsageItem]) -> int:
         now = self.clock()
         hour, day = bucket_start(now, "hour"), bucket_start(now, "day")
-        # Lifetimes from the storage clock's now (not the server's: a test clock).
         args: list[str] = [
             str(_epoch(hour)),
             str(_seconds(hour + KEPT["hour"] + STEP["hour"] - now)),
@@ -45,7 +45,7 @@ class RedisUsage(RedisCore[ClientT]):
                 item.rollout_id or "",
                 item.arm or "",
                 item.environment or "",
-                *(_number(n) for n in item.counts().values()),
+                *("0" if n == 0 else repr(n) for n in item.counts().values()),
             ]
         prefixes = [keys.prompt_prefix(org), keys.usage_prefix(org)]
         return int(self._run("record_usage", prefixes, args))
@@ -102,7 +102,3 @@ def _epoch(moment: datetime) -> int:
 
 def _seconds(span: timedelta) -> int:
     return max(1, int(span.total_seconds()))
-
-
-def _number(n: float) -> str:
-    return "0" if n == 0 else repr(n)
