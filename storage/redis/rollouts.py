@@ -20,8 +20,6 @@ SCAN_AT_LEAST = 2000
 class RedisRollouts(RedisReleases[ClientT], RolloutReads, RolloutStore):
     def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         reply = self._prompt_script("list_rollouts", org, [prompt_ref, environment or ""])
-        if reply[0] == "no_rollout":
-            return []
         return [
             codec.rollout(raw)
             for raw in check(reply, prompt_ref, environment=environment or "")[1:]
@@ -61,10 +59,11 @@ class RedisRollouts(RedisReleases[ClientT], RolloutReads, RolloutStore):
     def _environment_page(
         self, org: str, environment: str, after: str, count: int
     ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
+        cap = max(4 * (count - 1), SCAN_AT_LEAST)
         reply = self._prompt_script(
             "read_environment_page",
             org,
-            [environment, after, count, max(4 * (count - 1), SCAN_AT_LEAST)],
+            [environment, f"({after}" if after else "-", count, cap],
             keys.prompt_list(org),
             keys.events(org),
         )

@@ -1,5 +1,5 @@
 """An org's snapshot on Redis: export_prompt.lua's replies as records, and a restore
-plan as the writes restore_org.lua applies: every key the other operations read or
+plan as the writes apply_change.lua applies: every key the other operations read or
 change, as they would have left it (storage/redis/keys.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from storage.archive_records import PromptSnapshot
 from storage.records import PRODUCTION, Review
 from storage.redis import codec, keys
 
-# Members per ZADD or RPUSH: restore_org.lua unpacks each write's arguments onto the Lua
+# Members per ZADD or RPUSH: apply_change.lua unpacks each write's arguments onto the Lua
 # stack, which holds some thousands.
 _BATCH = 500
 
@@ -43,13 +43,14 @@ def guards(org: str) -> list[str]:
 
 
 class Writes:
-    """restore_org.lua's ARGV after the guards: (command, key, count, arguments...)."""
+    """apply_change.lua's writes: [command, key after the org's prefix, arguments...]."""
 
-    def __init__(self) -> None:
-        self.args: list[str] = []
+    def __init__(self, org: str) -> None:
+        self.prefix = keys.org_prefix(org)
+        self.args: list[list[str]] = []
 
     def add(self, command: str, key: str, values: Sequence[str]) -> None:
-        self.args += [command, key, str(len(values)), *values]
+        self.args.append([command, key.removeprefix(self.prefix), *values])
 
     def batched(self, command: str, key: str, values: Sequence[str], width: int) -> None:
         """``values`` in writes of at most ``_BATCH`` members of ``width`` values each."""
@@ -58,10 +59,10 @@ class Writes:
             self.add(command, key, values[start : start + step])
 
 
-def writes(plan: RestorePlan) -> list[str]:
-    """Every write that restores ``plan``, as restore_org.lua takes them."""
+def writes(plan: RestorePlan) -> list[list[str]]:
+    """Every write that restores ``plan``, as apply_change.lua takes them."""
     snapshot = plan.snapshot
-    org, out = snapshot.org, Writes()
+    org, out = snapshot.org, Writes(snapshot.org)
     names: list[str] = []
     listed: list[str] = []
     for restored in plan.prompts:

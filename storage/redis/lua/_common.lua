@@ -98,12 +98,6 @@ local function resolve(ref, mode, value)
   return pid, vid
 end
 
--- The bound of a range that starts after ``cursor`` (exclusive), or at ``from`` when the
--- cursor is "" (from the start).
-local function after(cursor, from)
-  return cursor == "" and from or "(" .. cursor
-end
-
 -- A version as two lists of values, in the order storage/redis/codec.py reads them (values
 -- only, no field names: half the strings for the client to parse on every read).
 local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }
