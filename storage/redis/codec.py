@@ -157,7 +157,7 @@ def events(entries: Sequence[Any]) -> list[Event]:
 
 
 def event(event_id: str, e: Fields) -> Event:
-    """From a stream entry of the event log (storage/redis/lua/_events.lua writes them)."""
+    """From a stream entry of the event log (apply_change.lua and create_version.lua write them)."""
     return decoded(Event, e, id=event_id)
 
 

@@ -221,7 +221,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua"}
+    helpers = {"_common.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 
