@@ -1,7 +1,7 @@
-"""Environments and reviews on Redis: creating and changing an environment is
-set_environment.lua; deleting one, requesting a review and deciding one are decided by
-the release engine (storage/release) and applied by apply_change.lua; the reads are
-plain commands or list_reviews.lua."""
+"""Environments and reviews on Redis: creating and changing an environment, and
+deleting one, requesting a review and deciding one (these decided by the release
+engine, storage/release) are applied by apply_change.lua; the reads are plain commands
+or list_reviews.lua."""
 
 from __future__ import annotations
 
@@ -39,11 +39,14 @@ class RedisReleases(RedisPrompts[ClientT], ReleaseStore):
 
     def _set_environment(self, org: str, environment: Environment, replaced: str) -> bool:
         """Store ``environment`` unless what is stored under its name has changed from
-        ``replaced`` ("": nothing), in one step (set_environment.lua)."""
+        ``replaced`` ("": nothing), in one step (apply_change.lua); a new one (but
+        production) joins the order of creation, and the environments' revision moves."""
         self._index_org(org)
-        keys_ = [keys.environments(org), keys.environment_order(org)]
-        args = [environment.name, replaced, codec.environment_json(environment)]
-        return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
+        name = environment.name
+        writes = [["HSET", "envs", name, codec.environment_json(environment)], ["INCR", "env-rev"]]
+        if not replaced and name != PRODUCTION:
+            writes.append(["RPUSH", "env-order", name])
+        return self._apply(org, [["envs", name, replaced or None]], writes, [])
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
         if environment.name == PRODUCTION or not self._set_environment(org, environment, ""):

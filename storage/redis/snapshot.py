@@ -111,7 +111,7 @@ def writes(plan: RestorePlan) -> list[list[str]]:
 
 def _releases(plan: RestorePlan, out: Writes) -> None:
     """The environments (replacing any the org kept) and the reviews with their indexes
-    and request sequence, as set_environment.lua and apply_change.lua keep them."""
+    and request sequence, as apply_change.lua keeps them."""
     org = plan.snapshot.org
     out.add("DEL", keys.environments(org), [])
     out.add("DEL", keys.environment_order(org), [])
