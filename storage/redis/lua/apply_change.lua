@@ -78,7 +78,8 @@ end
 
 local WRITES = {
   HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true, DEL = true,
-  INCR = true, LREM = true, SADD = true, SREM = true, RPUSH = true, DROP_PROMPT = true, HMOVE = true,
+  INCR = true, LREM = true, SADD = true, SREM = true, RPUSH = true, XADD = true,
+  DROP_PROMPT = true, HMOVE = true,
 }
 local writes = cjson.decode(ARGV[2])
 for _, write in ipairs(writes) do
