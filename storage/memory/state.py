@@ -39,7 +39,6 @@ class PromptState:
     prompt: Prompt
     counter: int = 0  # last number handed out; never goes down
     versions: dict[int, PromptVersion] = field(default_factory=dict)  # ascending numbers
-    numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
     placements: dict[str, int] = field(default_factory=dict)  # environment -> number
     rollouts: dict[str, Rollout] = field(default_factory=dict)  # environment -> its rollout
