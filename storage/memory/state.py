@@ -73,8 +73,7 @@ class UsageBook:
     with the last report that added to each (the retention rule drops arms by it)."""
 
     buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
-    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
-    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    arms: dict[tuple[str, str], tuple[Counts, datetime]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
