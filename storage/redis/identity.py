@@ -49,12 +49,12 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         hash_of = _KEYS[kind.name][1]
         if not by_unique:
             return _one(kind, self._hgetall(hash_of(org, value)))
-        found = self._run("get_by_unique", [keys.user_ids(org), hash_of(org, "")], [value])
+        found = self._run("read_records", [keys.user_ids(org), hash_of(org, "")], [value])[0]
         return _one(kind, codec.fields(found))
 
     def _record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
         ids, hash_of = _KEYS[kind.name]
-        found = self._run("list_records", [ids(org), hash_of(org, "")], [])
+        found = self._run("read_records", [ids(org), hash_of(org, "")], [])
         return [decoded(kind.record, codec.fields(flat)) for flat in found]
 
     def _record_change(
