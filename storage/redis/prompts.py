@@ -27,7 +27,9 @@ from storage.records import (
     PromptVersion,
 )
 from storage.redis import codec, keys, scripts
+from storage.redis.change import Write
 from storage.redis.core import ClientT, RedisCore, check, guard
+from storage.redis.state import Guard
 from storage.times import rfc3339
 
 
@@ -55,6 +57,20 @@ def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
     return found
 
 
+def new_prompt(
+    prompt: Prompt, actor: str | None, request_id: str | None
+) -> tuple[list[Guard], list[Write], list[list[str]]]:
+    """apply_change.lua's guards, writes and events of a new prompt: written only while
+    its name is free."""
+    writes = [
+        ["HSET", "names", prompt.name, prompt.prompt_id],
+        ["ZADD", "prompts", "0", prompt.name],
+        ["HSET", f"p:{prompt.prompt_id}", *codec.prompt_fields(prompt)],
+    ]
+    event = codec.event_fields(created_event(prompt, actor, request_id))
+    return [["names", prompt.name, None]], writes, [event]
+
+
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     """Prompts, versions and promotions."""
 
@@ -64,13 +80,7 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
         self._index_org(org)
-        writes = [
-            ["HSET", "names", prompt.name, prompt.prompt_id],
-            ["ZADD", "prompts", "0", prompt.name],
-            ["HSET", f"p:{prompt.prompt_id}", *codec.prompt_fields(prompt)],
-        ]
-        event = codec.event_fields(created_event(prompt, actor, request_id))
-        if not self._apply(org, [["names", prompt.name, None]], writes, [event]):
+        if not self._apply(org, *new_prompt(prompt, actor, request_id)):
             raise PromptExists(prompt.name)
         return prompt
 
