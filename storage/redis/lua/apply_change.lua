@@ -2,8 +2,9 @@
 -- storage/redis/change.py spells it, applied only while everything the decision read is
 -- as it was read; no rule lives here. The guards name what was read: the prompt's
 -- revision (field "rev" of its hash, which every write of its release state bumps) and
--- whatever else the decision depended on (an environment's JSON, ...). An org's restore
--- is one too (storage/redis/snapshot.py): its guards say the org is empty.
+-- whatever else the decision depended on (an environment's JSON, ...). The other guarded
+-- writes are spelled for it too: a new prompt, environment, API key or user, the
+-- webhook fan-out, and an org's restore (snapshot.py; its guards say the org is empty).
 -- KEYS[1]  ps:{<org>}:         the org's prefix: every key below is named after it, so
 --                              the script touches one slot (Redis Cluster)
 -- KEYS[2]  ps:{<org>}:events   the org's event stream
@@ -30,7 +31,7 @@ for _, guard in ipairs(cjson.decode(ARGV[1])) do
   else
     value = redis.call("HGET", key, field)
   end
-  if value ~= (expected ~= nil and expected ~= cjson.null and expected) then -- else false
+  if value ~= (expected ~= nil and expected ~= cjson.null and expected) then -- nil, null: false
     return { "changed" }
   end
 end
