@@ -43,7 +43,8 @@ from bench import sqldb
 from bench.report import table, write_section
 from storage import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
-from storage.redis import RedisStorage, codec, keys, scripts
+from storage.redis import RedisStorage, keys, scripts
+from storage.redis.prompts import new_prompt
 from storage.sql import tables
 from storage.sql.storage import SqlStorage
 
@@ -173,8 +174,8 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
 
 
 def bulk_prompts(store: Storage, org: str, count: int) -> None:
-    """``count`` empty prompts; on Redis through the create_prompt script, pipelined; on
-    SQL batched INSERTs in one transaction."""
+    """``count`` empty prompts; on Redis as RedisStorage.create_prompt's apply_change
+    script, pipelined; on SQL batched INSERTs in one transaction."""
     if isinstance(store, SqlStorage):
         sql_bulk_prompts(store, org, count)
         return
@@ -182,22 +183,15 @@ def bulk_prompts(store: Storage, org: str, count: int) -> None:
         for i in range(count):
             store.create_prompt(org, f"p{i:06d}")
         return
-    script, now = store._scripts["create_prompt"], store.clock()
-    event_keys, event_args = scripts.event_context(
-        org, USER, None, rfc3339(now), store.event_log_size
-    )
+    script, now = store._scripts["apply_change"], store.clock()
     for start in range(0, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for i in range(start, min(start + 1_000, count)):
             prompt = Prompt(new_id("pmt_"), f"p{i:06d}", "text", None, now, now, None, None)
+            change = [json.dumps(part) for part in new_prompt(prompt, USER, None)]
             script(
-                keys=[
-                    keys.names(org),
-                    keys.prompt_list(org),
-                    keys.prompt(org, prompt.prompt_id),
-                    *event_keys,
-                ],
-                args=[prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt), *event_args],
+                keys=[keys.org_prefix(org), keys.events(org)],
+                args=[*change, store.event_log_size],
                 client=pipe,
             )
         pipe.execute()

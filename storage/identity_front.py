@@ -50,8 +50,9 @@ class IdentityFront(IdentityStore):
     ) -> Rec | None:
         """In one step: set ``changes`` on the record; it as it was, None when absent."""
 
-    @abc.abstractmethod
-    def _has_records(self, kind: Kind[Any], org: str) -> bool: ...
+    def _has_records(self, kind: Kind[Any], org: str) -> bool:
+        """Whether the org has a record of the kind (a backend may ask more cheaply)."""
+        return bool(self._record_list(kind, org))
 
     @abc.abstractmethod
     def _add_signing_key(self, key: SigningKey, *, only_first: bool) -> SigningKey:

@@ -52,7 +52,6 @@ class MemoryArchive(MemoryCore, ArchiveFront, OrgArchive):
                 prompt=replace(item.prompt, latest_version=None, production_version=None),
                 counter=item.next_version,
                 versions={v.version: v for v in versions},
-                numbers={v.version_id: v.version for v in versions},
                 history=list(item.history),
                 placements=placements,
             )

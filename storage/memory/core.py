@@ -52,11 +52,11 @@ class MemoryCore(StorageCore):
     @staticmethod
     def _number(state: PromptState, prompt_ref: str, version_ref: str) -> int:
         number = version_number(version_ref)
-        if number is not None:
-            if number in state.versions:
-                return number
-        elif version_ref in state.numbers:
-            return state.numbers[version_ref]
+        if number is None:  # a v_ id
+            found = (n for n, v in state.versions.items() if v.version_id == version_ref)
+            number = next(found, None)
+        if number in state.versions:
+            return number
         raise VersionNotFound(prompt_ref, version_ref)
 
     @staticmethod

@@ -54,9 +54,6 @@ class MemoryIdentity(MemoryCore, IdentityFront):
                 records[key] = replace(before, **changes)
             return before
 
-    def _has_records(self, kind: Kind[Any], org: str) -> bool:
-        return bool(self._record_list(kind, org))
-
     def signing_keys(self) -> list[SigningKey]:
         with self._lock:
             return list(self._signing)

@@ -78,18 +78,13 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
     def _environment(org_state: OrgState | None, name: str) -> Environment:
         return lifecycle.environment_in(org_state.environments if org_state else {}, name)
 
-    @staticmethod
-    def _current(state: PromptState, environment: str) -> int | None:
-        """The number of the version ``environment`` holds, or None."""
-        return state.placements.get(environment)
-
     def _held(
         self, org: str, prompt_ref: str, environment: str
     ) -> tuple[PromptState, PromptVersion]:
         """The prompt's state and the version ``environment`` holds (lock held)."""
         state = self._state(org, prompt_ref)
         self._environment(self._orgs[org], environment)
-        number = self._current(state, environment)
+        number = state.placements.get(environment)
         if number is None:
             if environment == PRODUCTION:
                 raise NoProductionVersion(prompt_ref)
@@ -105,14 +100,6 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
         if rollout is None:
             return version
         return InRollout(version, rollout, state.versions[rollout.candidate_version])
-
-    @staticmethod
-    def _forget_reviews(org_state: OrgState, prompt_id: str) -> None:
-        """A deleted prompt's reviews go with it."""
-        for review_id, review in list(org_state.reviews.items()):
-            if review.prompt_id == prompt_id:
-                del org_state.reviews[review_id]
-                del org_state.review_seq[review_id]
 
     def _decide(
         self,
@@ -167,15 +154,15 @@ class MemoryPromotion(ReleaseMethods, MemoryCore):
             del org_state.by_id[state.prompt.prompt_id]
             for version in state.versions.values():
                 org_state.index_includes(version, keep=False)
-            self._forget_reviews(org_state, state.prompt.prompt_id)
+            for review_id, review in list(org_state.reviews.items()):  # they go with it
+                if review.prompt_id == state.prompt.prompt_id:
+                    del org_state.reviews[review_id], org_state.review_seq[review_id]
         for number, version in change.updated.items():
             org_state.index_includes(state.versions[number], keep=False)
             org_state.index_includes(version)
         state.versions.update(change.updated)
         if change.deleted_version is not None:
-            deleted = state.versions.pop(change.deleted_version)
-            del state.numbers[deleted.version_id]
-            org_state.index_includes(deleted, keep=False)
+            org_state.index_includes(state.versions.pop(change.deleted_version), keep=False)
         for environment, held in change.placements.items():
             put(state.placements, environment, held)
         for environment, rollout in change.rollouts.items():

@@ -7,12 +7,12 @@ from itertools import islice
 
 from storage import release
 from storage.drafts import NewVersions, numbered
-from storage.errors import NoProductionVersion, PromptExists, VersionNotFound
+from storage.errors import PromptExists, VersionNotFound
 from storage.event_records import created_event
 from storage.interface import PromptStore
 from storage.memory.promotion import MemoryNeighbours, MemoryPromotion
 from storage.memory.state import OrgState, PromptState
-from storage.records import PromotionRecord, Prompt, PromptVersion
+from storage.records import PRODUCTION, PromotionRecord, Prompt, PromptVersion
 
 
 class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
@@ -63,7 +63,6 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
             )
             release.check_included_present(version, self._orgs[org].holds)
             state.versions[version.version] = version
-            state.numbers[version.version_id] = version.version
             self._orgs[org].index_includes(version)
             state.prompt = replace(state.prompt, updated_at=draft.created_at)
             self._append(self._orgs[org], created_event(version, draft.created_by, request_id))
@@ -83,10 +82,7 @@ class MemoryPrompts(NewVersions, MemoryPromotion, PromptStore):
 
     def get_production(self, org: str, prompt_ref: str) -> PromptVersion:
         with self._lock:
-            state = self._state(org, prompt_ref)
-            if state.production is None:
-                raise NoProductionVersion(prompt_ref)
-            return state.versions[state.production]
+            return self._held(org, prompt_ref, PRODUCTION)[1]
 
     def _versions_below(
         self, org: str, prompt_ref: str, status: str | None, before: int | None, count: int

@@ -37,7 +37,7 @@ class MemoryRollouts(MemoryPromotion, RolloutReads, RolloutStore):
             held = (
                 (state, number)
                 for name, state in sorted(org_state.by_name.items())
-                if name > after and (number := self._current(state, environment)) is not None
+                if name > after and (number := state.placements.get(environment)) is not None
             )
             found = [
                 self._with_rollout(state, state.versions[number], environment)

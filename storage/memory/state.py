@@ -39,7 +39,6 @@ class PromptState:
     prompt: Prompt
     counter: int = 0  # last number handed out; never goes down
     versions: dict[int, PromptVersion] = field(default_factory=dict)  # ascending numbers
-    numbers: dict[str, int] = field(default_factory=dict)  # version_id -> number
     history: list[PromotionRecord] = field(default_factory=list)  # oldest first
     placements: dict[str, int] = field(default_factory=dict)  # environment -> number
     rollouts: dict[str, Rollout] = field(default_factory=dict)  # environment -> its rollout
@@ -74,8 +73,7 @@ class UsageBook:
     with the last report that added to each (the retention rule drops arms by it)."""
 
     buckets: dict[tuple[str, datetime], dict[UsageKey, Counts]] = field(default_factory=dict)
-    arms: dict[tuple[str, str], Counts] = field(default_factory=dict)
-    arms_seen: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    arms: dict[tuple[str, str], tuple[Counts, datetime]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -41,8 +41,7 @@ class MemoryUsage(MemoryCore):
                 for key, counts in found.keys.items():
                     bucket[key] = bucket.get(key, Counts()) + counts
             for arm, counts in found.arms.items():
-                book.arms[arm] = book.arms.get(arm, Counts()) + counts
-                book.arms_seen[arm] = now
+                book.arms[arm] = (book.arms.get(arm, (Counts(), now))[0] + counts, now)
             if (oldest := self._pruning.due(now)) is not None:
                 for state in self._orgs.values():
                     _prune(state.usage, oldest)
@@ -67,7 +66,7 @@ class MemoryUsage(MemoryCore):
     def rollout_arms(self, org: str, rollout_id: str) -> dict[str, Counts]:
         with self._lock:
             book = (self._orgs.get(org) or OrgState()).usage
-            return {arm: c for (rid, arm), c in book.arms.items() if rid == rollout_id}
+            return {arm: c for (rid, arm), (c, _) in book.arms.items() if rid == rollout_id}
 
     def set_guard(self, org: str, guarded_id: str, guard: Guard | None) -> None:
         with self._lock:
@@ -83,5 +82,5 @@ def _prune(book: UsageBook, oldest: dict[str, datetime]) -> None:
     """Drop what the retention rule no longer keeps."""
     for span, start in [key for key in book.buckets if key[1] < oldest[key[0]]]:
         del book.buckets[(span, start)]
-    for arm in [arm for arm, seen in book.arms_seen.items() if seen < oldest["day"]]:
-        del book.arms[arm], book.arms_seen[arm]
+    for arm in [arm for arm, (_, seen) in book.arms.items() if seen < oldest["day"]]:
+        del book.arms[arm]

@@ -7,6 +7,7 @@ from storage.interface import IdentityStore, OrgArchive, ReleaseStore
 from storage.redis import keys
 from storage.redis.core import ClientT, RedisCore, guard
 from storage.redis.snapshot import guards, prompt_snapshot, writes
+from storage.redis.state import Guard
 
 
 class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore, OrgArchive):
@@ -40,6 +41,5 @@ class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore
     def _restore(self, plan: RestorePlan) -> bool:
         org = plan.snapshot.org
         self._index_org(org)
-        kept = guards(org)
-        reply = self._run("restore_org", [keys.org_prefix(org)], [len(kept), *kept, *writes(plan)])
-        return bool(reply[0] == "ok")
+        empty: list[Guard] = [[key.removeprefix(keys.org_prefix(org))] for key in guards(org)]
+        return self._apply(org, empty, writes(plan), [])

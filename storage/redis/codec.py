@@ -141,7 +141,7 @@ def event_fields(e: Event) -> list[str]:
 
 def events(entries: Sequence[Any]) -> list[Event]:
     """From XRANGE's (or one stream of XREAD's) ``[(id, fields), ...]`` of the event log
-    (storage/redis/lua/_events.lua and event_fields write them)."""
+    (apply_change.lua and create_version.lua write them)."""
     return [decoded(Event, e, id=event_id) for event_id, e in entries]
 
 

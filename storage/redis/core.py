@@ -170,8 +170,8 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         request_id: str | None,
         now: str,
     ) -> Any:
-        """A script that writes its change's event (storage/redis/lua/_events.lua), with
-        the event's keys and arguments."""
+        """A script that writes its change's event (create_version.lua), with the
+        event's keys and arguments."""
         event_keys, event_args = scripts.event_context(
             org, actor, request_id, now, self.event_log_size
         )

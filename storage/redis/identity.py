@@ -27,13 +27,21 @@ def _one(kind: Kind[Rec], found: codec.Fields) -> Rec | None:
 
 class RedisIdentity(RedisCore[ClientT], IdentityFront):
     def _record_add(self, kind: Kind[Rec], record: Rec) -> bool:
+        """The record unless its key is taken, in one step (apply_change.lua)."""
         ids, hash_of = _KEYS[kind.name]
         org, key = record.org, getattr(record, kind.key)
-        keys_ = [ids(org), hash_of(org, key)]
-        keys_.append(keys.user_ids(org) if kind.unique else keys_[1])
-        unique = getattr(record, kind.unique) if kind.unique else ""
+        own = keys.org_prefix(org)
+        record_key = hash_of(org, key).removeprefix(own)
+        writes = [
+            ["HSET", record_key, *codec.flat_fields(record)],
+            ["RPUSH", ids(org).removeprefix(own), key],
+        ]
+        if kind.unique:
+            writes.append(
+                ["HSET", keys.user_ids(org).removeprefix(own), getattr(record, kind.unique), key]
+            )
         self._index_org(org)
-        return bool(self._run("add_record", keys_, [key, unique, *codec.flat_fields(record)]))
+        return self._apply(org, [[record_key]], writes, [])
 
     def _record_get(
         self, kind: Kind[Rec], org: str, value: str, *, by_unique: bool = False
@@ -41,12 +49,12 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         hash_of = _KEYS[kind.name][1]
         if not by_unique:
             return _one(kind, self._hgetall(hash_of(org, value)))
-        found = self._run("get_by_unique", [keys.user_ids(org), hash_of(org, "")], [value])
+        found = self._run("read_records", [keys.user_ids(org), hash_of(org, "")], [value])[0]
         return _one(kind, codec.fields(found))
 
     def _record_list(self, kind: Kind[Rec], org: str) -> list[Rec]:
         ids, hash_of = _KEYS[kind.name]
-        found = self._run("list_records", [ids(org), hash_of(org, "")], [])
+        found = self._run("read_records", [ids(org), hash_of(org, "")], [])
         return [decoded(kind.record, codec.fields(flat)) for flat in found]
 
     def _record_change(

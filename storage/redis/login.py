@@ -40,7 +40,7 @@ class RedisLogin(RedisCore[ClientT], LoginFlows):
         if not by_unique:
             return self._record(kind, self._hgetall(keys.flow(org, kind.name, value)))
         keys_ = [keys.flow(org, _index(kind), value), keys.flow(org, kind.name, "")]
-        return self._record(kind, codec.fields(self._run("get_by_unique", keys_, [])))
+        return self._record(kind, codec.fields(self._run("read_records", keys_, [""])[0]))
 
     def _flow_change(
         self,

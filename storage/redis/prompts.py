@@ -1,7 +1,7 @@
-"""Prompts, versions and promotions on Redis: creating a prompt or a version are Lua
-scripts of their own; the release changes (promotion, rollback, edit, archive,
-unarchive, delete of a version or a prompt) are decided by the release engine
-(storage/release) and applied by apply_change.lua (RedisCore._release)."""
+"""Prompts, versions and promotions on Redis: creating a version is a Lua script of its
+own; a new prompt and the release changes (promotion, rollback, edit, archive,
+unarchive, delete of a version or a prompt, these decided by the release engine,
+storage/release, in RedisCore._release) are applied by apply_change.lua."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from promptsvc.templating.template import TemplateError
 from storage import release
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
+from storage.event_records import created_event
 from storage.interface import PromptStore
 from storage.records import (
     PRODUCTION,
@@ -26,7 +27,9 @@ from storage.records import (
     PromptVersion,
 )
 from storage.redis import codec, keys, scripts
+from storage.redis.change import Write
 from storage.redis.core import ClientT, RedisCore, check, guard
+from storage.redis.state import Guard
 from storage.times import rfc3339
 
 
@@ -51,6 +54,20 @@ def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
     return found
 
 
+def new_prompt(
+    prompt: Prompt, actor: str | None, request_id: str | None
+) -> tuple[list[Guard], list[Write], list[list[str]]]:
+    """apply_change.lua's guards, writes and events of a new prompt: written only while
+    its name is free."""
+    writes = [
+        ["HSET", "names", prompt.name, prompt.prompt_id],
+        ["ZADD", "prompts", "0", prompt.name],
+        ["HSET", f"p:{prompt.prompt_id}", *codec.prompt_fields(prompt)],
+    ]
+    event = codec.event_fields(created_event(prompt, actor, request_id))
+    return [["names", prompt.name, None]], writes, [event]
+
+
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
     # -- prompts
 
@@ -58,16 +75,7 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         self, org: str, prompt: Prompt, actor: str | None, request_id: str | None
     ) -> Prompt:
         self._index_org(org)
-        created = self._change_script(
-            "create_prompt",
-            [keys.names(org), keys.prompt_list(org), keys.prompt(org, prompt.prompt_id)],
-            [prompt.name, prompt.prompt_id, *codec.prompt_fields(prompt)],
-            org,
-            actor,
-            request_id,
-            rfc3339(prompt.created_at),
-        )
-        if not created:
+        if not self._apply(org, *new_prompt(prompt, actor, request_id)):
             raise PromptExists(prompt.name)
         return prompt
 

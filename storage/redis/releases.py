@@ -1,9 +1,9 @@
-"""Environments, reviews and rollouts on Redis: creating and changing an environment is
-set_environment.lua; deleting one, requesting or deciding a review, and a rollout's
-start, change, completion and abort are decided by the release engine (storage/release)
-and applied by apply_change.lua. The reads are plain commands, list_reviews.lua or
-list_rollouts.lua; the environment read is read_version.lua, which adds the rollout and
-its candidate while one runs."""
+"""Environments, reviews and rollouts on Redis: creating, changing and deleting an
+environment, requesting or deciding a review, and a rollout's start, change, completion
+and abort are applied by apply_change.lua; all but creating and changing an environment
+are decided by the release engine (storage/release). The reads are plain commands,
+list_reviews.lua or list_rollouts.lua; the environment read is read_version.lua, which
+adds the rollout and its candidate while one runs."""
 
 from __future__ import annotations
 
@@ -52,11 +52,14 @@ class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutSt
 
     def _set_environment(self, org: str, environment: Environment, replaced: str) -> bool:
         """Store ``environment`` unless what is stored under its name has changed from
-        ``replaced`` ("": nothing), in one step (set_environment.lua)."""
+        ``replaced`` ("": nothing), in one step (apply_change.lua); a new one (but
+        production) joins the order of creation, and the environments' revision moves."""
         self._index_org(org)
-        keys_ = [keys.environments(org), keys.environment_order(org)]
-        args = [environment.name, replaced, codec.stored_json(environment)]
-        return bool(self._run("set_environment", [*keys_, keys.environment_revision(org)], args))
+        name = environment.name
+        writes = [["HSET", "envs", name, codec.stored_json(environment)], ["INCR", "env-rev"]]
+        if not replaced and name != PRODUCTION:
+            writes.append(["RPUSH", "env-order", name])
+        return self._apply(org, [["envs", name, replaced or None]], writes, [])
 
     def _add_environment(self, org: str, environment: Environment) -> Environment:
         if environment.name == PRODUCTION or not self._set_environment(org, environment, ""):
@@ -134,8 +137,6 @@ class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutSt
 
     def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
         reply = self._prompt_script("list_rollouts", org, [prompt_ref, environment or ""])
-        if reply[0] == "no_rollout":
-            return []
         return [
             codec.rollout(raw)
             for raw in check(reply, prompt_ref, environment=environment or "")[1:]
@@ -163,7 +164,7 @@ class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutSt
         reply = self._prompt_script(
             "read_environment_page",
             org,
-            [environment, after, count, max(4 * (count - 1), SCAN_AT_LEAST)],
+            [environment, f"({after}" if after else "-", count, max(4 * (count - 1), SCAN_AT_LEAST)],
             keys.prompt_list(org),
             keys.events(org),
         )

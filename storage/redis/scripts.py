@@ -15,13 +15,10 @@ from storage.ids import version_number
 from storage.records import PRODUCTION
 from storage.redis import keys
 
-# What a script's header says (storage/redis/lua/*.lua) puts helpers in front of it: a
-# script of one prompt ("see _common.lua") gets the org's names hash and per-prompt
-# prefix as KEYS[1] and KEYS[2], and _common.lua's helpers; a script that creates a
-# prompt or a version ("as _events.lua says") also writes the change's event, with
-# _events.lua's helper and the arguments of event_context(). The release changes are
-# apply_change.lua's, events included.
-HELPERS = (("_common", "KEYS[1], KEYS[2]  see _common.lua"), ("_events", "as _events.lua says"))
+# A script of one prompt says "see _common.lua" in its header (storage/redis/lua/*.lua):
+# it gets the org's names hash and per-prompt prefix as KEYS[1] and KEYS[2], and
+# _common.lua's helpers in front of it.
+COMMON = "KEYS[1], KEYS[2]  see _common.lua"
 
 
 def register(client: Any, script_class: type[Script] = Script) -> dict[str, Script]:
@@ -35,15 +32,16 @@ def register(client: Any, script_class: type[Script] = Script) -> dict[str, Scri
     registered = {}
     for name, text in texts.items():
         if not name.startswith("_"):
-            helpers = [texts[helper] for helper, marker in HELPERS if marker in text]
-            registered[name] = script_class(client, "".join([*helpers, text]))
+            helpers = texts["_common"] if COMMON in text else ""
+            registered[name] = script_class(client, helpers + text)
     return registered
 
 
 def event_context(
     org: str, actor: str | None, request_id: str | None, at: str, log_size: int
 ) -> tuple[list[str], list[str]]:
-    """The KEYS and ARGV a change script takes after its own (storage/redis/lua/_events.lua)."""
+    """The KEYS and ARGV create_version.lua takes after its own: the org's event stream,
+    and the event's context."""
     return [keys.events(org)], [actor or "", request_id or "", at, str(log_size)]
 
 

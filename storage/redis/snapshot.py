@@ -1,5 +1,5 @@
 """An org's snapshot on Redis: export_prompt.lua's replies as records, and a restore
-plan as the writes restore_org.lua applies: every key the other operations read or
+plan as the writes apply_change.lua applies: every key the other operations read or
 change, as they would have left it (storage/redis/keys.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from storage.archive_records import PromptSnapshot
 from storage.records import PRODUCTION, Review
 from storage.redis import codec, keys
 
-# Arguments per write: restore_org.lua unpacks each write's arguments onto the Lua
+# Arguments per write: apply_change.lua unpacks each write's arguments onto the Lua
 # stack, which holds some thousands. Even, so a write's pairs stay whole.
 _BATCH = 1000
 
@@ -43,25 +43,26 @@ def guards(org: str) -> list[str]:
 
 
 class Writes:
-    """restore_org.lua's ARGV after the guards: (command, key, count, arguments...)."""
+    """apply_change.lua's writes: [command, key after the org's prefix, arguments...]."""
 
-    def __init__(self) -> None:
-        self.args: list[str] = []
+    def __init__(self, org: str) -> None:
+        self.prefix = keys.org_prefix(org)
+        self.args: list[list[str]] = []
 
     def add(self, command: str, key: str, values: Sequence[str] = ()) -> None:
         """``values`` in writes of at most ``_BATCH`` (none without values); a DEL
         takes none."""
+        key = key.removeprefix(self.prefix)
         if command == "DEL":
-            self.args += [command, key, "0"]
+            self.args.append([command, key])
         for start in range(0, len(values), _BATCH):
-            batch = values[start : start + _BATCH]
-            self.args += [command, key, str(len(batch)), *batch]
+            self.args.append([command, key, *values[start : start + _BATCH]])
 
 
-def writes(plan: RestorePlan) -> list[str]:
-    """Every write that restores ``plan``, as restore_org.lua takes them."""
+def writes(plan: RestorePlan) -> list[list[str]]:
+    """Every write that restores ``plan``, as apply_change.lua takes them."""
     snapshot = plan.snapshot
-    org, out = snapshot.org, Writes()
+    org, out = snapshot.org, Writes(snapshot.org)
     names: list[str] = []
     listed: list[str] = []
     for restored in plan.prompts:
@@ -110,7 +111,7 @@ def writes(plan: RestorePlan) -> list[str]:
 
 def _releases(plan: RestorePlan, out: Writes) -> None:
     """The environments (replacing any the org kept) and the reviews with their indexes
-    and request sequence, as set_environment.lua and apply_change.lua keep them."""
+    and request sequence, as apply_change.lua keeps them."""
     org = plan.snapshot.org
     out.add("DEL", keys.environments(org))
     out.add("DEL", keys.environment_order(org))

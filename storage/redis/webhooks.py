@@ -55,8 +55,8 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
         return bool(self._hooks("enqueue_message", org, args))
 
     def _fan_out(self, org: str, limit: int) -> None:
-        """Queue the messages of the events after the cursor; fan_out.lua applies them
-        only if the cursor has not moved since (another worker's fan-out won)."""
+        """Queue the messages of the events after the cursor; apply_change.lua applies
+        them only if the cursor has not moved since (another worker's fan-out won)."""
         with guard():
             cursor: str | None = self.client.get(keys.delivery_cursor(org))  # type: ignore[assignment]
             if cursor is None:
@@ -75,8 +75,13 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             for webhook_id, text in hooks.items()
             if webhook_id in since
         ]
-        jobs = [codec.job_value(task) for task in fan_out(codec.events(entries), known)]
-        self._hooks("fan_out", org, [cursor, entries[-1][0], *jobs])
+        own = keys.org_prefix(org)
+        at, queue = keys.delivery_cursor(org).removeprefix(own), keys.delivery_queue(org)
+        writes = [
+            ["XADD", queue.removeprefix(own), "*", "job", codec.job_value(task)]
+            for task in fan_out(codec.events(entries), known)
+        ]
+        self._apply(org, [[at, None, cursor]], [*writes, ["SET", at, entries[-1][0]]], [])
 
     def claim_deliveries(
         self, org: str, consumer: str, limit: int, lease: float

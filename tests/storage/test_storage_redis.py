@@ -174,6 +174,18 @@ def global_keys() -> set[str]:
     return {keys.SIGNING_ORDER, keys.SIGNING_KEYS, keys.ORGS}
 
 
+def test_a_value_that_reads_like_a_write_marker_is_stored_as_given(
+    redis_storage: BaseRedisStorage[Any],
+) -> None:
+    # apply_change.lua reads "$seq" as the last counter only as a ZADD score.
+    redis_storage.create_prompt(ORG, "greeting")
+    version = redis_storage.create_version(ORG, "greeting", "x", USER)
+    redis_storage.edit_version(ORG, "greeting", "1", "$seq")
+    pid = version.prompt_id
+    stored = redis_storage.client.hget(keys.version(ORG, pid, version.version_id), "content")
+    assert stored == "$seq"
+
+
 def test_a_big_prompt_is_deleted_in_one_call(redis_storage: BaseRedisStorage[Any]) -> None:
     # More versions than one DEL batch (500) and than Lua's unpack() limit.
     redis_storage.create_prompt(ORG, "big")
@@ -221,7 +233,7 @@ def test_every_script_documents_its_keys_and_argv() -> None:
 
 
 def test_every_script_file_is_registered(redis_storage: BaseRedisStorage[Any]) -> None:
-    helpers = {"_common.lua", "_events.lua"}
+    helpers = {"_common.lua"}
     registered = {f"{name}.lua" for name in redis_storage._scripts} | helpers
     assert registered == set(lua_files())
 

@@ -251,14 +251,13 @@ def test_the_restore_script_writes_only_inside_its_org(
 ) -> None:
     prefix = keys.org_prefix(COPY)
     mine, other = prefix + "a", keys.org_prefix(ORG) + "a"
-    for writes in (
-        ["HSET", mine, "2", "f", "v", "HSET", other, "2", "f", "v"],
-        ["HSET", mine, "2", "f", "v", "FLUSHALL", prefix + "b", "0"],
-        ["HSET", mine, "4", "f", "v"],
-    ):
-        with pytest.raises(redis.ResponseError, match="restore_org"):
-            redis_storage._run("restore_org", [prefix], ["0", *writes])
-        assert not redis_storage.client.exists(mine)
+    with pytest.raises(redis.ResponseError, match="apply_change"):
+        redis_storage._apply(COPY, [], [["HSET", "a", "f", "v"], ["FLUSHALL", "b"]], [])
+    assert not redis_storage.client.exists(mine)
+    # Every key is named after the org's prefix: another org's key cannot be named.
+    assert redis_storage._apply(COPY, [], [["HSET", other, "f", "v"]], [])
+    assert redis_storage.client.exists(prefix + other)
+    assert not redis_storage.client.exists(other)
 
 
 def test_a_big_prompt_is_exported_and_restored_in_one_call(

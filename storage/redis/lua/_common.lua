@@ -76,34 +76,6 @@ local function resolve_version(pid, mode, value)
   return nil
 end
 
--- Resolve prompt and version; returns pid, vid or nil, error reply.
-local function resolve(ref, mode, value)
-  local pid = resolve_prompt(ref)
-  if not pid then
-    return nil, { "no_prompt" }
-  end
-  local vid = resolve_version(pid, mode, value)
-  if not vid then
-    if mode == "production" then
-      return nil, { "no_production" }
-    end
-    if mode == "environment" then
-      if not has_environment(value) then
-        return nil, { "no_environment" }
-      end
-      return nil, { "nothing_in_environment" }
-    end
-    return nil, { "no_version" }
-  end
-  return pid, vid
-end
-
--- The bound of a range that starts after ``cursor`` (exclusive), or at ``from`` when the
--- cursor is "" (from the start).
-local function after(cursor, from)
-  return cursor == "" and from or "(" .. cursor
-end
-
 -- A version as two lists of values, in the order storage/redis/codec.py reads them (values
 -- only, no field names: half the strings for the client to parse on every read).
 local PROMPT_OF_VERSION = { "prompt_id", "name", "prompt_type" }

@@ -2,30 +2,36 @@
 -- storage/redis/change.py spells it, applied only while everything the decision read is
 -- as it was read; no rule lives here. The guards name what was read: the prompt's
 -- revision (field "rev" of its hash, which every write of its release state bumps) and
--- whatever else the decision depended on (an environment's JSON, ...).
+-- whatever else the decision depended on (an environment's JSON, ...). The other guarded
+-- writes are spelled for it too: a new prompt, environment, API key or user, the
+-- webhook fan-out, and an org's restore (snapshot.py; its guards say the org is empty).
 -- KEYS[1]  ps:{<org>}:         the org's prefix: every key below is named after it, so
 --                              the script touches one slot (Redis Cluster)
 -- KEYS[2]  ps:{<org>}:events   the org's event stream
 -- ARGV[1]  guards: JSON list of [key, field, value] (key after the prefix): HGET key
---          field (GET key when field is null) must answer value (null: nothing), else
---          nothing is written
+--          field (GET key when field is null) must answer value (null: nothing); or
+--          of [key]: the key must not exist. Else nothing is written
 -- ARGV[2]  writes: JSON list of [command, key, argument...] (key after the prefix), run
---          in order; an argument "$seq" stands for the reply of the last INCR/HINCRBY;
---          the command DROP_PROMPT is drop_prompt below; HMOVE key from to moves a
---          hash's field (a review's guard to the rollout its approval started)
+--          in order, each command checked before the first write; a ZADD score "$seq"
+--          stands for the reply of the last INCR/HINCRBY; the command DROP_PROMPT is
+--          drop_prompt below; HMOVE key from to moves a hash's field (a review's guard
+--          to the rollout its approval started)
 -- ARGV[3]  events: JSON list of field lists, appended to the stream in order
 -- ARGV[4]  the least number of events to keep
 -- Returns {"ok", event id...} or {"changed"} (a guard did not hold: read again, decide
 -- again).
 local ORG = KEYS[1]
 for _, guard in ipairs(cjson.decode(ARGV[1])) do
+  local key, field, expected = ORG .. guard[1], guard[2], guard[3]
   local value
-  if guard[2] == cjson.null then
-    value = redis.call("GET", ORG .. guard[1])
+  if field == nil then -- [key]: absent
+    value = redis.call("EXISTS", key) == 1
+  elseif field == cjson.null then
+    value = redis.call("GET", key)
   else
-    value = redis.call("HGET", ORG .. guard[1], guard[2])
+    value = redis.call("HGET", key, field)
   end
-  if value ~= (guard[3] ~= cjson.null and guard[3]) then -- null: absent (false)
+  if value ~= (expected ~= nil and expected ~= cjson.null and expected) then -- nil, null: false
     return { "changed" }
   end
 end
@@ -72,11 +78,18 @@ local function drop_prompt(P, pid)
 end
 
 local WRITES = {
-  HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true,
-  DEL = true, INCR = true, LREM = true, SADD = true, SREM = true,
+  HSET = true, HDEL = true, HINCRBY = true, ZADD = true, ZREM = true, SET = true, DEL = true,
+  INCR = true, LREM = true, SADD = true, SREM = true, RPUSH = true, XADD = true,
+  DROP_PROMPT = true, HMOVE = true,
 }
+local writes = cjson.decode(ARGV[2])
+for _, write in ipairs(writes) do
+  if not WRITES[write[1]] then
+    return redis.error_reply("apply_change: no write " .. tostring(write[1]))
+  end
+end
 local seq = nil
-for _, write in ipairs(cjson.decode(ARGV[2])) do
+for _, write in ipairs(writes) do
   local command = write[1]
   if command == "DROP_PROMPT" then
     drop_prompt(ORG .. write[2], write[3])
@@ -87,14 +100,11 @@ for _, write in ipairs(cjson.decode(ARGV[2])) do
       redis.call("HDEL", ORG .. write[2], write[3])
     end
   else
-    if not WRITES[command] then
-      return redis.error_reply("apply_change: no write " .. tostring(command))
+    if command == "ZADD" and write[3] == "$seq" then
+      write[3] = seq
     end
-    local args = { ORG .. write[2] }
-    for i = 3, #write do
-      args[#args + 1] = write[i] == "$seq" and seq or write[i]
-    end
-    local reply = redis.call(command, unpack(args))
+    write[2] = ORG .. write[2]
+    local reply = redis.call(unpack(write))
     if command == "INCR" or command == "HINCRBY" then
       seq = reply
     end

@@ -1,5 +1,5 @@
 -- claim_deliveries: queue the retries that are due, and claim messages for one consumer
--- (Storage.claim_deliveries; fan_out.lua queued the new events' messages).
+-- (Storage.claim_deliveries; webhooks.py's _fan_out queued the new events' messages).
 -- KEYS[1]..KEYS[8]  the org's webhook keys, as storage/redis/webhooks.py's _hooks() lists them
 -- ARGV[1]  the consumer's name
 -- ARGV[2]  the most messages to claim

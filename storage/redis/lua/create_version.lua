@@ -3,12 +3,15 @@
 -- own counter (field "next" of its hash), which only ever goes up: deleting or archiving
 -- a version never gives its number back.
 -- KEYS[1], KEYS[2]  see _common.lua
+-- KEYS[3]  ps:{<org>}:events   the org's event stream, which gets the version's event
 -- ARGV[1]  prompt ref          ARGV[2]  new version id
 -- ARGV[3]  the includes that must exist, by the prompt's type: JSON {"text": [[name,
 --          number], ...], "chat": [...]} (number 0: any version)
 -- ARGV[4..] the version's hash fields and values (storage/redis/codec.py version_fields);
 --          its "includes" (the prompts its content includes) enter the reverse index
--- + the org's event stream and the event context, as _events.lua says
+-- ARGV[#ARGV - 3..#ARGV]  the event's actor and request id ("" = none), the time of the
+--          change (RFC 3339), the least number of events to keep (storage/redis/scripts.py
+--          event_context)
 -- Returns {"ok", prompt values, number}, {"no_prompt"} or {"include_gone", prompt type,
 -- index...} (1-based, into that type's list: deleted since the caller's checks).
 local pid = resolve_prompt(ARGV[1])
@@ -50,5 +53,15 @@ for ipid in pairs(found) do
     redis.call("HINCRBY", pkey(ipid), "rev", 1)
   end
 end
-emit("version.created", pid, prompt[2], number, vid, "draft")
+-- The event, in the same step. "~": trimming drops whole stream nodes, so at least
+-- ARGV[#ARGV] entries always stay.
+local event = { "type", "version.created", "prompt_id", pid, "prompt_name", prompt[2], "at", now,
+  "version", number, "version_id", vid, "status", "draft" }
+for i, field in ipairs({ "actor", "request_id" }) do
+  if ARGV[#ARGV - 4 + i] ~= "" then
+    event[#event + 1] = field
+    event[#event + 1] = ARGV[#ARGV - 4 + i]
+  end
+end
+redis.call("XADD", KEYS[3], "MAXLEN", "~", ARGV[#ARGV], "*", unpack(event))
 return { "ok", prompt, number }

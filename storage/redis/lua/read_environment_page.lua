@@ -5,7 +5,7 @@
 -- KEYS[3]  ps:{<org>}:prompts  zset of names, all scores 0 (lexicographic order)
 -- KEYS[4]  ps:{<org>}:events   the org's event stream
 -- ARGV[1]  the environment
--- ARGV[2]  list names after this one ("" = from the start)
+-- ARGV[2]  the lowest name to list: "(name" (after it) or "-"
 -- ARGV[3]  how many to return (the caller asks one more than its page to see if more follow)
 -- ARGV[4]  how many names to look at at most (prompts without a version in the
 --          environment are skipped; the cap bounds the time the script holds Redis)
@@ -20,7 +20,7 @@ end
 local wanted, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local newest = redis.call("XREVRANGE", KEYS[4], "+", "-", "COUNT", 1)[1]
 local out = { "ok", newest and newest[1] or "", "" }
-local min = after(ARGV[2], "-")
+local min = ARGV[2]
 local scanned, found = 0, 0
 local batch = 200
 while found < wanted do
@@ -33,12 +33,7 @@ while found < wanted do
     scanned = scanned + 1
     min = "(" .. name
     local pid = redis.call("HGET", NAMES, name)
-    local vid
-    if env == PRODUCTION then
-      vid = production(pid)
-    else
-      vid = redis.call("HGET", pkey(pid, ":env"), env) or nil
-    end
+    local vid = resolve_version(pid, env == PRODUCTION and "production" or "environment", env)
     if vid then
       local entry = { prompt_values(pid), version_values(pid, vid) }
       local rollout = redis.call("HGET", pkey(pid, ":rollouts"), env)

@@ -18,6 +18,25 @@
 local MAX_DEPTH = 3 -- promptsvc/templating/includes.py
 local MAX_READ = 64
 
+-- Resolve prompt and version; returns pid, vid or nil, error reply.
+local function resolve(ref, mode, value)
+  local pid = resolve_prompt(ref)
+  if not pid then
+    return nil, { "no_prompt" }
+  end
+  local vid = resolve_version(pid, mode, value)
+  if vid then
+    return pid, vid
+  elseif mode == "production" then
+    return nil, { "no_production" }
+  elseif mode ~= "environment" then
+    return nil, { "no_version" }
+  elseif not has_environment(value) then
+    return nil, { "no_environment" }
+  end
+  return nil, { "nothing_in_environment" }
+end
+
 -- {name, ref or false} of each include tag of text; the grammar as
 -- promptsvc/templating/includes.py INCLUDE has it, closely enough (see above).
 local function scan(text, into)
