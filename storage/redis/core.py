@@ -116,6 +116,12 @@ REVIEW_ID = re.compile(r"rv_[0-9a-f]{32}")
 RACE = "the prompt kept changing while this change was decided: try again"
 
 
+def change_args(guards: list[Guard], writes: list[Write], events: Sequence[Event]) -> list[str]:
+    """apply_change.lua's guards, writes and events, as its first three arguments."""
+    entries = [codec.event_fields(event) for event in events]
+    return [json.dumps(guards), json.dumps(writes), json.dumps(entries)]
+
+
 class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
     """The Redis backends' shared body over one redis-py client. The one-server and
     the cluster backend differ only through the override points below (and
@@ -292,12 +298,10 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
         self, org: str, guards: list[Guard], writes: list[Write], events: Sequence[Event]
     ) -> bool:
         """lua/apply_change.lua: True when the guards held and the writes were made."""
-        entries = [codec.event_fields(event) for event in events]
-        args = [json.dumps(guards), json.dumps(writes), json.dumps(entries)]
         reply = self._run(
             "apply_change",
             [keys.org_prefix(org), keys.events(org)],
-            [*args, str(self.event_log_size)],
+            [*change_args(guards, writes, events), str(self.event_log_size)],
         )
         return bool(reply[0] == "ok")
 

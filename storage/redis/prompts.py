@@ -16,7 +16,7 @@ from promptsvc.templating.template import TemplateError
 from storage import release
 from storage.drafts import NewVersions, numbered
 from storage.errors import PromptExists
-from storage.event_records import created_event
+from storage.event_records import Event, created_event
 from storage.interface import PromptStore
 from storage.records import (
     PRODUCTION,
@@ -56,7 +56,7 @@ def _includes_by_type(draft: PromptVersion) -> dict[str, list[list[str | int]]]:
 
 def new_prompt(
     prompt: Prompt, actor: str | None, request_id: str | None
-) -> tuple[list[Guard], list[Write], list[list[str]]]:
+) -> tuple[list[Guard], list[Write], list[Event]]:
     """apply_change.lua's guards, writes and events of a new prompt: written only while
     its name is free."""
     writes = [
@@ -64,8 +64,7 @@ def new_prompt(
         ["ZADD", "prompts", "0", prompt.name],
         ["HSET", f"p:{prompt.prompt_id}", *codec.prompt_fields(prompt)],
     ]
-    event = codec.event_fields(created_event(prompt, actor, request_id))
-    return [["names", prompt.name, None]], writes, [event]
+    return [["names", prompt.name, None]], writes, [created_event(prompt, actor, request_id)]
 
 
 class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):

@@ -161,10 +161,11 @@ class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutSt
     def _environment_page(
         self, org: str, environment: str, after: str, count: int
     ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
+        cap = max(4 * (count - 1), SCAN_AT_LEAST)
         reply = self._prompt_script(
             "read_environment_page",
             org,
-            [environment, f"({after}" if after else "-", count, max(4 * (count - 1), SCAN_AT_LEAST)],
+            [environment, f"({after}" if after else "-", count, cap],
             keys.prompt_list(org),
             keys.events(org),
         )
