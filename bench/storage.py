@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ from bench import sqldb
 from bench.report import table, write_section
 from storage import Prompt, Storage, new_id, rfc3339
 from storage.memory import MemoryStorage
-from storage.redis import RedisStorage, keys, scripts
+from storage.redis import RedisStorage, codec, keys, scripts
+from storage.redis.core import change_args
 from storage.redis.prompts import new_prompt
 from storage.sql import tables
 from storage.sql.storage import SqlStorage
@@ -155,16 +156,16 @@ def bulk_versions(store: Storage, org: str, name: str, count: int) -> None:
         for _ in range(count):
             store.create_version(org, name, CONTENT, USER, variables=VARIABLES)
         return
-    script, now = store._scripts["create_version"], rfc3339(store.clock())
-    variables = json.dumps(VARIABLES)
+    # As RedisStorage.create_version passes them (no includes), the fields of a first
+    # version made through the API with a new id each.
+    first = store.create_version(org, name, CONTENT, USER, variables=VARIABLES)
+    script, now = store._scripts["create_version"], rfc3339(first.created_at)
     event_keys, event_args = scripts.event_context(org, USER, None, now, store.event_log_size)
-    for start in range(0, count, 1_000):
+    for start in range(1, count, 1_000):
         pipe = store.client.pipeline(transaction=False)
         for _ in range(start, min(start + 1_000, count)):
-            # As RedisStorage.create_version passes them: no contract, the author, no
-            # config, no includes.
-            args = [name, new_id("v_"), CONTENT, USER, "{}", "[]", variables, now, "", ""]
-            args += [json.dumps([USER]), "", "", *event_args]
+            draft = replace(first, version_id=new_id("v_"))
+            args = [name, draft.version_id, "{}", *codec.version_fields(draft), *event_args]
             script(
                 keys=[keys.names(org), keys.prompt_prefix(org), *event_keys],
                 args=args,
@@ -188,10 +189,9 @@ def bulk_prompts(store: Storage, org: str, count: int) -> None:
         pipe = store.client.pipeline(transaction=False)
         for i in range(start, min(start + 1_000, count)):
             prompt = Prompt(new_id("pmt_"), f"p{i:06d}", "text", None, now, now, None, None)
-            change = [json.dumps(part) for part in new_prompt(prompt, USER, None)]
             script(
                 keys=[keys.org_prefix(org), keys.events(org)],
-                args=[*change, store.event_log_size],
+                args=[*change_args(*new_prompt(prompt, USER, None)), store.event_log_size],
                 client=pipe,
             )
         pipe.execute()
