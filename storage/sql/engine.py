@@ -114,7 +114,9 @@ def make_engine(url: str) -> Engine:
         return engine
     engine = create_engine(
         sa_url,
-        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT},
+        # psycopg prepares no statement of its own: a ROLLBACK would make it deallocate
+        # every one, those of storage/sql/direct.py and read_lane.py among them.
+        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT, "prepare_threshold": None},
         pool_size=POOL_SIZE,
         max_overflow=POOL_OVERFLOW,
         pool_timeout=POOL_TIMEOUT,
