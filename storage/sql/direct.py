@@ -12,7 +12,7 @@ that lost its server is invalidated as SQLAlchemy would. While a listener watche
 engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
 through SQLAlchemy.
 On PostgreSQL a write's statements whose rows it does not read (``defer``) wait, and go
-in one round trip (psycopg's pipeline mode) with the next statement whose rows it reads,
+in one round trip (libpq's pipeline mode) with the next statement whose rows it reads,
 or with the COMMIT (storage/sql/engine.py ``writing``); one of SQLAlchemy's sends them
 first (the engine's ``before_execute``). An error of one is raised then, in the same
 transaction, which rolls back.
