@@ -54,6 +54,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from flask import Blueprint, Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
@@ -90,6 +91,12 @@ def init_limiter(
     if limits.off and login_limits.off:
         return None
     counters = storage.rate_limit_settings()
+    hooks: tuple[dict[str | None, list[Any]], ...] = (
+        app.before_request_funcs,
+        app.after_request_funcs,
+        app.teardown_request_funcs,
+    )
+    app_wide = [list(funcs[None]) if None in funcs else [] for funcs in hooks]
     limiter = Limiter(
         key_func=_remote_address,
         app=app,
@@ -99,10 +106,16 @@ def init_limiter(
         swallow_errors=True,
         headers_enabled=False,
     )
-    # Only these blueprints have limits: every other request is let through before
-    # flask-limiter looks for any (the read endpoints never reach Flask at all).
+    # Only these blueprints have limits: flask-limiter's request hooks, which it puts
+    # on the whole app, run for their requests alone, first as they did (every other
+    # request would pay for them and find no limit; the read endpoints never reach
+    # Flask at all).
     limited = {bp.name for bp in (*endpoints, *([login[0]] if login else []))}
-    limiter.request_filter(lambda: request.blueprint not in limited)
+    for funcs, kept in zip(hooks, app_wide, strict=True):
+        added = [func for func in funcs.get(None, []) if func not in kept]
+        funcs[None] = kept
+        for name in limited:
+            funcs[name][:0] = added
     for bp, respond in endpoints.items():
         on_breach = _breach_handler(respond)
         if limits.per_account is not None:

@@ -174,12 +174,13 @@ class Database:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""
         params = {"org": org, "ref": prompt_ref}
-        rows = direct.run(connection, prompt_by(connection, prompts.c.name), params)
-        if not rows and prompt_ref.startswith("pmt_"):
-            rows = direct.run(connection, prompt_by(connection, prompts.c.prompt_id), params)
-        if not rows:
-            raise PromptNotFound(prompt_ref)
-        return rows[0]
+        # A pmt_ ref by id first (a name never starts so: the API refuses it), then by name.
+        pmt = prompt_ref.startswith("pmt_")
+        for column in (prompts.c.prompt_id, prompts.c.name) if pmt else (prompts.c.name,):
+            rows = direct.run(connection, prompt_by(connection, column), params)
+            if rows:
+                return rows[0]
+        raise PromptNotFound(prompt_ref)
 
     def version(self, name: str, prompt_type: str, row: Row[Any]) -> PromptVersion:
         """The version a ``versions`` row holds; memoized by the whole row, so any

@@ -12,20 +12,27 @@ that lost its server is invalidated as SQLAlchemy would. While a listener watche
 engine's statements (the counts of bench/sql_round_trips.py, tests), statements go
 through SQLAlchemy.
 On PostgreSQL a write's statements whose rows it does not read (``defer``) wait, and go
-in one round trip (psycopg's pipeline mode) with the next statement whose rows it reads,
+in one round trip (libpq's pipeline mode) with the next statement whose rows it reads,
 or with the COMMIT (storage/sql/engine.py ``writing``); one of SQLAlchemy's sends them
 first (the engine's ``before_execute``). An error of one is raised then, in the same
 transaction, which rolls back.
 Single reads outside a transaction (storage/sql/core.py ``read_one``) run the same way
 on the read lane's connections (storage/sql/read_lane.py).
+On PostgreSQL, psycopg's cursors cost several times what the statements do (a cursor,
+a transformer and a result per statement, a poll and a send for each in a pipeline),
+so statements go to libpq through the connection's ``pgconn`` (:class:`_Wire`): each
+prepared once per connection, all of one round trip in one pipeline, a transaction's
+BEGIN sent with its first statement instead of in a round trip of its own.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
@@ -61,9 +68,15 @@ class _Compiled:
         self.results: list[Callable[[Any], Any] | None] = [
             c[3]._cached_result_processor(dialect, None) for c in columns
         ]
-        # psycopg prepares a statement run often; not on the read lane's connections,
-        # which hold the statements they prepare themselves (storage/sql/read_lane.py).
-        self.no_prepare = {"prepare": False} if dialect.name == "postgresql" else {}
+        self.wire_sql: bytes | None = None
+        if dialect.name == "postgresql":  # for libpq: $1, $2... bound by position
+            names: list[str] = []
+            sql = re.sub(r"%%|%\((\w+)\)s", lambda m: _number(m, names), self.sql)
+            self.wire_sql = sql.encode()
+            self.name = _WIRE_NAMES.setdefault(sql, b"promptsvc_w%d" % next(_WIRE_COUNT))
+            by_name = {bind[0]: bind for bind in self.binds}
+            self.binds = [by_name[name] for name in names]
+            self.positional = True
         # What this path cannot do as SQLAlchemy would: Python-side column defaults, IN
         # lists expanded at run time, escaped parameter names.
         self.usable = not (
@@ -95,6 +108,18 @@ class _Compiled:
         ]
 
 
+def _number(match: re.Match[str], names: list[str]) -> str:
+    """A pyformat placeholder as ``$n`` (a name used twice is one parameter)."""
+    if match.group(1) is None:
+        return "%"
+    if match.group(1) not in names:
+        names.append(match.group(1))
+    return f"${names.index(match.group(1)) + 1}"
+
+
+# The prepared statement's name of each SQL text sent through libpq.
+_WIRE_NAMES: dict[str, bytes] = {}
+_WIRE_COUNT = itertools.count()
 # Per statement object (gone with it), per dialect and parameter names; None: seen once.
 _compiled: weakref.WeakKeyDictionary[Any, dict[tuple[str, tuple[str, ...]], _Compiled]]
 _compiled = weakref.WeakKeyDictionary()
@@ -116,9 +141,11 @@ def compiled_for(dialect: Dialect, statement: Any, params: dict[str, Any]) -> _C
 
 def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]:
     """The rows of ``compiled`` run with ``params`` on a driver connection."""
+    if compiled.wire_sql is not None:  # PostgreSQL
+        return _Wire.of(driver).send([(compiled, compiled.bind(params), True)])[0]
     cursor = driver.cursor()
     try:
-        cursor.execute(compiled.sql, compiled.bind(params), **compiled.no_prepare)
+        cursor.execute(compiled.sql, compiled.bind(params))
         if compiled.row is None or cursor.description is None:
             return []
         return compiled.rows(cursor.fetchall())
@@ -181,39 +208,127 @@ def flush(connection: Connection, *_: Any, commit: bool = False) -> None:
 
 def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
     """Run each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT),
-    more than one in one round trip (psycopg's pipeline mode); the rows of each wanted."""
+    on PostgreSQL all in one round trip (:class:`_Wire`); the rows of each wanted."""
     fairy: Any = connection.connection
     driver = fairy.dbapi_connection
-    cursors = [driver.cursor() for _ in queued]
-    compiled, bound = None, None
+    compiled, bound = queued[-1][:2]
     try:
-        with driver.pipeline() if len(queued) > 1 else nullcontext():
-            for cursor, (compiled, bound, _) in zip(cursors, queued, strict=True):
-                if compiled is None:  # psycopg tracks the transaction's end from the server
-                    cursor.execute("COMMIT")
-                elif isinstance(bound, list):  # (psycopg's prepares the statement)
-                    cursor.executemany(compiled.sql, bound)
-                else:
-                    cursor.execute(compiled.sql, bound)
-        return [
-            []  # (a text statement's rows are not asked for)
-            if compiled is None or compiled.row is None or cursor.description is None
-            else compiled.rows(cursor.fetchall())
-            for cursor, (compiled, bound, wanted) in zip(cursors, queued, strict=True)
-            if wanted
-        ]
+        if connection.dialect.name == "postgresql":
+            return _Wire.of(driver).send(queued)
+        cursor = driver.cursor()
+        try:
+            if isinstance(bound, list):
+                cursor.executemany(compiled.sql, bound)
+            else:
+                cursor.execute(compiled.sql, bound)
+            rows = cursor.fetchall() if compiled.row and cursor.description else []
+            return [compiled.rows(rows) if rows else []]
+        finally:
+            cursor.close()
     except connection.dialect.loaded_dbapi.Error as error:
-        lost = connection.dialect.is_disconnect(error, driver, cursors[-1])
+        lost = connection.dialect.is_disconnect(error, driver, None)
         if lost:
             connection.invalidate(error)
+        last = ("COMMIT" if compiled is None else compiled.sql, bound)
+        statement, params = getattr(error, "promptsvc_statement", last)  # the one that failed
         raise sa_exc.DBAPIError.instance(
-            "COMMIT" if compiled is None else compiled.sql,
-            bound,
+            statement,
+            params,
             error,
             connection.dialect.loaded_dbapi.Error,
             connection_invalidated=lost,
             dialect=connection.dialect,
         ) from error
-    finally:
-        for cursor in cursors:
-            cursor.close()
+
+
+class _Wire:
+    """A psycopg connection's statements sent through libpq (see the module docstring)."""
+
+    def __init__(self, driver: Any) -> None:
+        from psycopg import errors, generators, pq
+        from psycopg.adapt import PyFormat, Transformer
+
+        self.driver, self.pgconn = driver, driver.pgconn
+        self._transformer = Transformer(driver)
+        self._prepared: set[bytes] = set()
+        self._text, self._idle = PyFormat.TEXT, pq.TransactionStatus.IDLE
+        self._ok = pq.ExecStatus.COMMAND_OK
+        self._failed = (pq.ExecStatus.FATAL_ERROR, pq.ExecStatus.PIPELINE_ABORTED)
+        self._flush, self._fetch, self._error = generators.send, generators.fetch_many, errors
+
+    @classmethod
+    def of(cls, driver: Any) -> _Wire:
+        wire = _wires.get(driver)
+        if wire is None:
+            wire = _wires[driver] = cls(driver)
+        return wire
+
+    def send(self, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
+        """Each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT) in
+        one pipeline, after a BEGIN when a transaction is to start; the rows of each
+        wanted. An error raises the first failed statement's psycopg error."""
+        pgconn, dump, text = self.pgconn, self._transformer.dump_sequence, self._text
+        # Each command, with its statement (SQL, values) for an error's message; the
+        # values all dumped before any is sent, so one that cannot be fails alone.
+        sends: list[Callable[[], Any]] = []
+        statements: list[tuple[str, Any]] = []
+        prepared: dict[bytes, int] = {}  # name -> the command that prepares it
+        wanted: list[tuple[Any, int | None]] = []  # (statement, its result; None: many)
+        if not self.driver.autocommit and pgconn.transaction_status == self._idle:
+            level = self.driver.isolation_level
+            begin = "BEGIN" if level is None else f"BEGIN ISOLATION LEVEL {level.name}"
+            sends.append(partial(pgconn.send_query_params, begin.replace("_", " ").encode(), None))
+            statements.append((begin, None))
+        for compiled, bound, rows_wanted in queued:
+            if compiled is None:
+                sends.append(partial(pgconn.send_query_params, b"COMMIT", None))
+                statements.append(("COMMIT", None))
+                continue
+            if compiled.name not in self._prepared and compiled.name not in prepared:
+                prepared[compiled.name] = len(sends)
+                sends.append(partial(pgconn.send_prepare, compiled.name, compiled.wire_sql))
+                statements.append((compiled.sql, None))
+            many = isinstance(bound, list)
+            for values in bound if many else [bound]:
+                dumped = dump(values, [text] * len(values))
+                sends.append(partial(pgconn.send_query_prepared, compiled.name, dumped))
+                statements.append((compiled.sql, values))
+            if rows_wanted:  # (an executemany answers no rows)
+                wanted.append((compiled, None if many else len(sends) - 1))
+        results = self._exchange(sends)
+        self._prepared.update(name for name, i in prepared.items() if results[i].status == self._ok)
+        for result, statement in zip(results, statements, strict=False):
+            if result.status in self._failed:
+                error = self._error.error_from_result(result, encoding="utf-8")
+                error.promptsvc_statement = statement  # type: ignore[attr-defined]
+                raise error
+        return [[] if i is None else self._rows(compiled, results[i]) for compiled, i in wanted]
+
+    def _rows(self, compiled: _Compiled, result: Any) -> list[Any]:
+        if compiled.row is None:
+            return []
+        self._transformer.set_pgresult(result)
+        try:
+            return compiled.rows(self._transformer.load_rows(0, result.ntuples, tuple))
+        finally:
+            self._transformer.set_pgresult(None)
+
+    def _exchange(self, sends: list[Callable[[], Any]]) -> list[Any]:
+        """The result of each command, sent in one pipeline, and of its sync."""
+        pgconn, wait = self.pgconn, self.driver.wait
+        pgconn.enter_pipeline_mode()
+        try:
+            for send in sends:
+                send()
+            pgconn.pipeline_sync()
+            wait(self._flush(pgconn))
+            results = [wait(self._fetch(pgconn))[0] for _ in range(len(sends) + 1)]
+            pgconn.exit_pipeline_mode()
+        except BaseException:
+            self.driver.close()  # left in the middle of a pipeline: of no more use
+            raise
+        return results
+
+
+# The libpq side of each PostgreSQL driver connection (gone with it).
+_wires: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()

@@ -104,10 +104,13 @@ def make_engine(url: str) -> Engine:
     sqlite = sa_url.get_backend_name() == "sqlite"
     engine = create_engine(
         sa_url,
+        # psycopg prepares no statement of its own on PostgreSQL: a ROLLBACK would make
+        # it deallocate every one, those of storage/sql/direct.py and read_lane.py among
+        # them.
         connect_args=(
             {"timeout": SQLITE_BUSY_TIMEOUT, "check_same_thread": False}
             if sqlite
-            else {"connect_timeout": POSTGRES_CONNECT_TIMEOUT}
+            else {"connect_timeout": POSTGRES_CONNECT_TIMEOUT, "prepare_threshold": None}
         ),
         pool_size=POOL_SIZE,
         max_overflow=POOL_OVERFLOW,

@@ -103,6 +103,18 @@ def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
         (lane_connection,) = store.db.lane._idle.connections
         psycopg_connection = lane_connection.connection
 
+        def prepared() -> dict[str, int]:
+            """Executions of each statement the connection prepared (it may hold the
+            statements of writes from its time in the pool: storage/sql/direct.py)."""
+            return dict(
+                psycopg_connection.execute(
+                    "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
+                ).fetchall()
+            )
+
+        before = prepared()
+        assert before["promptsvc_name_production"] == 1
+
         def no_cursor(*args: object, **kwargs: object) -> None:
             raise AssertionError("a psycopg cursor on the read path")
 
@@ -113,10 +125,7 @@ def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
         assert store.db.lane._idle.connections == [
             lane_connection
         ]  # the same connection throughout
-        prepared = psycopg_connection.execute(
-            "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
-        ).fetchall()
-        assert prepared == [("promptsvc_name_production", 21)]
+        assert prepared() == {**before, "promptsvc_name_production": 21}
     finally:
         store.close()
 
