@@ -9,15 +9,10 @@ from typing import Any
 from sqlalchemy import Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
-from storage.archive_front import ArchiveFront, ExportedPrompt, RestoredPrompt, RestorePlan
+from storage.archive_front import ExportedPrompt, RestoredPrompt, RestorePlan
 from storage.archive_records import PromptSnapshot
-from storage.identity_front import API_KEYS, USERS
-from storage.identity_records import ApiKey, User
-from storage.records import Environment
 from storage.sql import dialect
-from storage.sql.core import Concern, Database, prompt_record
-from storage.sql.environments import SqlEnvironments
-from storage.sql.identity import SqlIdentity
+from storage.sql.core import Concern, prompt_record
 from storage.sql.identity_tables import api_keys, users
 from storage.sql.rows import (
     history_record,
@@ -81,32 +76,20 @@ def _rows(plan: RestorePlan) -> list[tuple[Table, list[dict[str, Any]]]]:
 _ORG_DATA = (prompts, api_keys, users)
 
 
-class SqlArchive(Concern, ArchiveFront):
-    def __init__(self, db: Database, environments: SqlEnvironments, identity: SqlIdentity) -> None:
-        super().__init__(db)
-        self.environments = environments
-        self.identity = identity
+class SqlArchive(Concern):
+    """The primitives of ArchiveFront (SqlStorage's) and the orgs that have data."""
 
     def list_orgs(self) -> list[str]:
         every = union(*(select(table.c.org) for table in _ORG_DATA))
         with self.db.read() as connection:
             return sorted(connection.execute(every).scalars().all())
 
-    def list_environments(self, org: str) -> list[Environment]:
-        return list(self.environments.stored_environments(org).values())
-
-    def list_api_keys(self, org: str) -> list[ApiKey]:
-        return self.identity.record_list(API_KEYS, org)
-
-    def list_users(self, org: str) -> list[User]:
-        return self.identity.record_list(USERS, org)
-
-    def _prompt_refs(self, org: str) -> list[str]:
+    def prompt_refs(self, org: str) -> list[str]:
         statement = select(prompts.c.prompt_id).where(prompts.c.org == org)
         with self.db.read() as connection:
             return list(connection.execute(statement.order_by(prompts.c.name)).scalars())
 
-    def _export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
+    def export_prompt(self, org: str, ref: str) -> ExportedPrompt | None:
         with self.db.write() as connection:  # the prompt's row lock: no change meanwhile
             statement = select(prompts).where(prompts.c.org == org, prompts.c.prompt_id == ref)
             row = connection.execute(dialect.locked(connection, statement)).first()
@@ -128,7 +111,7 @@ class SqlArchive(Concern, ArchiveFront):
         )
         return snapshot, [(r.seq, review_record(r)) for r in found["reviews"]]
 
-    def _restore(self, plan: RestorePlan) -> bool:
+    def restore(self, plan: RestorePlan) -> bool:
         org = plan.snapshot.org
         try:
             with self.db.write() as connection:

@@ -9,6 +9,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, text
 
+from storage.archive_front import ArchiveFront
 from storage.drafts import NewVersions
 from storage.identity_front import IdentityFront
 from storage.interface import Storage
@@ -60,7 +61,7 @@ class _To(Generic[P, R]):
         return bound
 
 
-class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
+class SqlStorage(NewVersions, IdentityFront, LoginFlows, ArchiveFront, Storage):
     """Everything promptsvc keeps, in SQLite or PostgreSQL (storage/sql/tables.py)."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
@@ -76,7 +77,7 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
         self.events = SqlEvents(self.db)
         self.webhooks = SqlWebhooks(self.db)
         self.identity = SqlIdentity(self.db)
-        self.archive = SqlArchive(self.db, self.environments, self.identity)
+        self.archive = SqlArchive(self.db)
         self.usage = SqlUsage(self.db)
         self.events.start_listener()
 
@@ -193,7 +194,8 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, Storage):
     _flow_get = _To("identity", SqlIdentity.flow_get)
     _flow_change = _To("identity", SqlIdentity.flow_change)
 
-    # -- an org whole
+    # -- an org whole: export and import are ArchiveFront's rules over these.
     list_orgs = _To("archive", SqlArchive.list_orgs)
-    export_org = _To("archive", SqlArchive.export_org)
-    import_org = _To("archive", SqlArchive.import_org)
+    _prompt_refs = _To("archive", SqlArchive.prompt_refs)
+    _export_prompt = _To("archive", SqlArchive.export_prompt)
+    _restore = _To("archive", SqlArchive.restore)
