@@ -155,7 +155,7 @@ class Database:
         if compiled is not None and not self.engine.dispatch.before_cursor_execute:
             postgres = self.lane.postgres
             rows = self.lane.driver(
-                lambda lane: direct.query(compiled, lane.connection if postgres else lane, params)
+                lambda lane: direct.query(compiled, lane.driver if postgres else lane, params)
             )
             return rows[0] if rows else None
         with answered():

@@ -20,7 +20,7 @@ Single reads outside a transaction (storage/sql/core.py ``read_one``) run the sa
 on the read lane's connections (storage/sql/read_lane.py).
 On PostgreSQL, psycopg's cursors cost several times what the statements do (a cursor,
 a transformer and a result per statement, a poll and a send for each in a pipeline),
-so statements go to libpq through the connection's ``pgconn`` (:class:`_Wire`): each
+so statements go to libpq through the connection's ``pgconn`` (:class:`Wire`): each
 prepared once per connection, all of one round trip in one pipeline, a transaction's
 BEGIN sent with its first statement instead of in a round trip of its own.
 """
@@ -38,6 +38,8 @@ from typing import Any
 from sqlalchemy import Connection, Dialect
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql import ClauseElement
+
+from storage.memo import Memo
 
 _REQUIRED = object()
 # The statements a PostgreSQL transaction deferred (connection.info): _send's.
@@ -70,8 +72,7 @@ class _Compiled:
         ]
         self.wire_sql: bytes | None = None
         if dialect.name == "postgresql":  # for libpq: $1, $2... bound by position
-            names: list[str] = []
-            sql = re.sub(r"%%|%\((\w+)\)s", lambda m: _number(m, names), self.sql)
+            sql, names = numbered(self.sql, r"%%|%\((\w+)\)s")
             self.wire_sql = sql.encode()
             self.name = _WIRE_NAMES.setdefault(sql, b"promptsvc_w%d" % next(_WIRE_COUNT))
             by_name = {bind[0]: bind for bind in self.binds}
@@ -108,13 +109,20 @@ class _Compiled:
         ]
 
 
-def _number(match: re.Match[str], names: list[str]) -> str:
-    """A pyformat placeholder as ``$n`` (a name used twice is one parameter)."""
-    if match.group(1) is None:
-        return "%"
-    if match.group(1) not in names:
-        names.append(match.group(1))
-    return f"${names.index(match.group(1)) + 1}"
+def numbered(sql: str, parameter: str) -> tuple[str, list[str]]:
+    """``sql`` with ``$1``, ``$2``... (libpq's, bound by position) for the matches of
+    ``parameter`` (group 1 the name; a match without one is ``%%``, a literal ``%``),
+    and the names in that order (a name used twice is one parameter)."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return "%"
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return re.sub(parameter, number, sql), names
 
 
 # The prepared statement's name of each SQL text sent through libpq.
@@ -142,7 +150,7 @@ def compiled_for(dialect: Dialect, statement: Any, params: dict[str, Any]) -> _C
 def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]:
     """The rows of ``compiled`` run with ``params`` on a driver connection."""
     if compiled.wire_sql is not None:  # PostgreSQL
-        return _Wire.of(driver).send([(compiled, compiled.bind(params), True)])[0]
+        return Wire.of(driver).send([(compiled, compiled.bind(params), True)])[0]
     cursor = driver.cursor()
     try:
         cursor.execute(compiled.sql, compiled.bind(params))
@@ -208,13 +216,13 @@ def flush(connection: Connection, *_: Any, commit: bool = False) -> None:
 
 def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
     """Run each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT),
-    on PostgreSQL all in one round trip (:class:`_Wire`); the rows of each wanted."""
+    on PostgreSQL all in one round trip (:class:`Wire`); the rows of each wanted."""
     fairy: Any = connection.connection
     driver = fairy.dbapi_connection
     compiled, bound = queued[-1][:2]
     try:
         if connection.dialect.name == "postgresql":
-            return _Wire.of(driver).send(queued)
+            return Wire.of(driver).send(queued)
         cursor = driver.cursor()
         try:
             if isinstance(bound, list):
@@ -241,7 +249,7 @@ def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[l
         ) from error
 
 
-class _Wire:
+class Wire:
     """A psycopg connection's statements sent through libpq (see the module docstring)."""
 
     def __init__(self, driver: Any) -> None:
@@ -252,12 +260,12 @@ class _Wire:
         self._transformer = Transformer(driver)
         self._prepared: set[bytes] = set()
         self._text, self._idle = PyFormat.TEXT, pq.TransactionStatus.IDLE
-        self._ok = pq.ExecStatus.COMMAND_OK
+        self._ok, self._rows_ok = pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK
         self._failed = (pq.ExecStatus.FATAL_ERROR, pq.ExecStatus.PIPELINE_ABORTED)
         self._flush, self._fetch, self._error = generators.send, generators.fetch_many, errors
 
     @classmethod
-    def of(cls, driver: Any) -> _Wire:
+    def of(cls, driver: Any) -> Wire:
         wire = _wires.get(driver)
         if wire is None:
             wire = _wires[driver] = cls(driver)
@@ -304,6 +312,41 @@ class _Wire:
                 raise error
         return [[] if i is None else self._rows(compiled, results[i]) for compiled, i in wanted]
 
+    def read(
+        self,
+        statement: tuple[bytes, bytes, tuple[str, ...]],
+        params: dict[str, Any],
+        memo: Memo[Any, Any],
+    ) -> list[tuple[Any, ...]]:
+        """The rows of ``statement`` (its name, SQL and parameters' names; prepared on
+        first use) with ``params``, in one synchronous round trip: the read lane's
+        (storage/sql/read_lane.py). A row is decoded only when ``memo`` does not have its
+        raw values."""
+        name, sql, names = statement
+        if name not in self._prepared:
+            prepared = self.pgconn.prepare(name, sql, None)
+            if prepared.status != self._ok:
+                raise self._error.error_from_result(prepared, encoding="utf-8")
+            self._prepared.add(name)
+        values = [None if params[n] is None else str(params[n]).encode() for n in names]
+        result = self.pgconn.exec_prepared(name, values)
+        if result.status != self._rows_ok:
+            raise self._error.error_from_result(result, encoding="utf-8")
+        return [self._row(result, i, memo) for i in range(result.ntuples)]
+
+    def _row(self, result: Any, i: int, memo: Memo[Any, Any]) -> tuple[Any, ...]:
+        raw = tuple([result.get_value(i, column) for column in range(result.nfields)])
+        row = memo.get(raw)
+        if row is None:
+            self._transformer.set_pgresult(result)
+            row = self._transformer.load_row(i, tuple)
+            self._transformer.set_pgresult(None)
+            row = memo.put(raw, row, sum(len(v) for v in raw if v is not None) + 256)
+        return row
+
+    def close(self) -> None:
+        self.driver.close()
+
     def _rows(self, compiled: _Compiled, result: Any) -> list[Any]:
         if compiled.row is None:
             return []
@@ -331,4 +374,4 @@ class _Wire:
 
 
 # The libpq side of each PostgreSQL driver connection (gone with it).
-_wires: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()
+_wires: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()

@@ -16,9 +16,10 @@ cursor, parameter adaptation, twenty column loaders per read), so the lane talks
 libpq through the connection's ``pgconn``: each statement is prepared once per
 connection, and a read is one ``PQexecPrepared`` round trip (the GIL released while it
 waits) whose raw values are decoded by psycopg's loaders only when that exact row was
-not seen before (:class:`_PgConnection`; a memo keyed by the raw values, so a row that
-changed in any column is decoded afresh). Every read goes to the database: a write
-acknowledged by any worker or host is seen by the next read.
+not seen before (``Wire.read`` of storage/sql/direct.py, the connection's libpq side; a
+memo keyed by the raw values, so a row that changed in any column is decoded afresh).
+Every read goes to the database: a write acknowledged by any worker or host is seen by
+the next read.
 
 Failures: a connection the server closed while it sat idle (PostgreSQL restarted, or
 ended the session) fails on first use; the read is sent once more on a new connection,
@@ -47,6 +48,7 @@ from storage import forks
 from storage.errors import StorageUnavailable
 from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
+from storage.sql import direct
 from storage.stored import STORED, decoded
 
 # The columns of a version read (stored_version's order): the prompt's name and type,
@@ -108,17 +110,10 @@ _SELECT_LIST = re.compile(r"SELECT ((?:(?!SELECT ).)+?) FROM prompts p")
 
 
 def _numbered(key: tuple[str, str], sql: str) -> Statement:
-    """The prepared statement's name, ``sql`` with ``$1``, ``$2``... for its ``:name``
-    parameters, and the names in that order (a name used twice is one parameter)."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    numbered = re.sub(r":(\w+)", number, sql).encode()
-    return f"promptsvc_{key[0]}_{key[1]}".encode(), numbered, tuple(names)
+    """The prepared statement's name, ``sql`` numbered (:func:`direct.numbered`), and
+    its parameters' names in that order."""
+    numbered, names = direct.numbered(sql, r":(\w+)")
+    return f"promptsvc_{key[0]}_{key[1]}".encode(), numbered.encode(), tuple(names)
 
 
 def _sqlite(statement: Statement) -> str:
@@ -126,49 +121,6 @@ def _sqlite(statement: Statement) -> str:
     position), each row as one column, the JSON array of its values."""
     sql = statement[1].decode().replace("$", "?")
     return _SELECT_LIST.sub(r"SELECT json_array(\1) FROM prompts p", sql)
-
-
-class _PgConnection:
-    """A psycopg connection used through libpq for the lane's reads."""
-
-    def __init__(self, connection: Any, rows: Memo[tuple[Any, ...], tuple[Any, ...]]) -> None:
-        from psycopg import OperationalError, pq
-        from psycopg.adapt import Transformer
-
-        self.connection = connection
-        self.pgconn = connection.pgconn
-        self._prepared: set[bytes] = set()
-        self._rows = rows
-        self._transformer = Transformer(connection)
-        self._ok = pq.ExecStatus.TUPLES_OK
-        self._command_ok = pq.ExecStatus.COMMAND_OK
-        self._error = OperationalError
-
-    def execute(self, statement: Statement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        name, sql, names = statement
-        if name not in self._prepared:
-            prepared = self.pgconn.prepare(name, sql, None)
-            if prepared.status != self._command_ok:
-                raise self._error(prepared.error_message.decode(errors="replace"))
-            self._prepared.add(name)
-        values = [None if params[n] is None else str(params[n]).encode() for n in names]
-        result = self.pgconn.exec_prepared(name, values)
-        if result.status != self._ok:
-            raise self._error(result.error_message.decode(errors="replace"))
-        return [self._row(result, i) for i in range(result.ntuples)]
-
-    def _row(self, result: Any, i: int) -> tuple[Any, ...]:
-        raw = tuple([result.get_value(i, column) for column in range(result.nfields)])
-        row = self._rows.get(raw)
-        if row is None:
-            self._transformer.set_pgresult(result)
-            row = self._transformer.load_row(i, tuple)
-            self._transformer.set_pgresult(None)
-            row = self._rows.put(raw, row, sum(len(v) for v in raw if v is not None) + 256)
-        return row
-
-    def close(self) -> None:
-        self.connection.close()
 
 
 class ReadLane:
@@ -225,7 +177,7 @@ class ReadLane:
 
     def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
         """What ``read`` answers on one of the lane's connections (a lane connection:
-        its driver connection is ``.connection`` on PostgreSQL), sent once more on a
+        its driver connection is ``.driver`` on PostgreSQL), sent once more on a
         new connection when an idle one turns out closed."""
         connection, reused = self._idle.take()
         try:
@@ -251,7 +203,7 @@ class ReadLane:
     ) -> list[tuple[Any, ...]]:
         """The rows of ``statement`` (its SQL, and as numbered for PostgreSQL)."""
         if self.postgres:
-            return connection.execute(statement[1], params)
+            return connection.read(statement[1], params, self._rows)
         sql, (_, _, names) = statement
         found = connection.execute(sql, [params[name] for name in names]).fetchall()
         return [self._row(text) for (text,) in found]
@@ -273,7 +225,7 @@ class ReadLane:
         pooled.detach()  # ours from now on: the pool neither resets nor reuses it
         if self.postgres:
             connection.autocommit = True
-            return _PgConnection(connection, self._rows)
+            return direct.Wire.of(connection)
         return connection
 
     @staticmethod

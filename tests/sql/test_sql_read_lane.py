@@ -72,7 +72,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
         store.create_prompt(ORG, "greeting")
         store.create_version(ORG, "greeting", "hello", USER)
         assert store.get_latest(ORG, "greeting").content == "hello"
-        pids = [lane.connection.info.backend_pid for lane in store.db.lane._idle.connections]
+        pids = [lane.driver.info.backend_pid for lane in store.db.lane._idle.connections]
         assert pids
         admin = make_engine(postgres_schema.url)
         with admin.begin() as connection:
@@ -80,9 +80,7 @@ def test_a_connection_ended_by_the_server_is_replaced(postgres_schema: PostgresS
                 connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         admin.dispose()
         assert store.get_latest(ORG, "greeting").content == "hello"
-        assert [
-            lane.connection.info.backend_pid for lane in store.db.lane._idle.connections
-        ] != pids
+        assert [lane.driver.info.backend_pid for lane in store.db.lane._idle.connections] != pids
     finally:
         store.close()
 
@@ -101,7 +99,7 @@ def test_a_postgres_read_is_one_execution_of_a_statement_prepared_once(
         store.promote(ORG, "greeting", "1", USER)
         assert store.get_production(ORG, "greeting").content == "hello"
         (lane_connection,) = store.db.lane._idle.connections
-        psycopg_connection = lane_connection.connection
+        psycopg_connection = lane_connection.driver
 
         def prepared() -> dict[str, int]:
             """Executions of each statement the connection prepared (it may hold the
