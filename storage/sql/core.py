@@ -153,10 +153,7 @@ class Database:
         params = params or {}
         compiled = direct.compiled_for(self.engine.dialect, statement, params)
         if compiled is not None and not self.engine.dispatch.before_cursor_execute:
-            postgres = self.lane.postgres
-            rows = self.lane.driver(
-                lambda lane: direct.query(compiled, lane.driver if postgres else lane, params)
-            )
+            rows = self.lane.driver(lambda lane: direct.query(compiled, lane, params))
             return rows[0] if rows else None
         with answered():
             try:

@@ -72,9 +72,8 @@ class _Compiled:
         ]
         self.wire_sql: bytes | None = None
         if dialect.name == "postgresql":  # for libpq: $1, $2... bound by position
-            sql, names = numbered(self.sql, r"%%|%\((\w+)\)s")
-            self.wire_sql = sql.encode()
-            self.name = _WIRE_NAMES.setdefault(sql, b"promptsvc_w%d" % next(_WIRE_COUNT))
+            name = _WIRE_NAMES.setdefault(self.sql, b"promptsvc_w%d" % next(_WIRE_COUNT))
+            self.name, self.wire_sql, names = numbered(name, self.sql, r"%%|%\((\w+)\)s")
             by_name = {bind[0]: bind for bind in self.binds}
             self.binds = [by_name[name] for name in names]
             self.positional = True
@@ -109,10 +108,11 @@ class _Compiled:
         ]
 
 
-def numbered(sql: str, parameter: str) -> tuple[str, list[str]]:
-    """``sql`` with ``$1``, ``$2``... (libpq's, bound by position) for the matches of
-    ``parameter`` (group 1 the name; a match without one is ``%%``, a literal ``%``),
-    and the names in that order (a name used twice is one parameter)."""
+def numbered(name: bytes, sql: str, parameter: str) -> tuple[bytes, bytes, tuple[str, ...]]:
+    """A statement for libpq, prepared as ``name``: ``sql`` with ``$1``, ``$2``... (bound
+    by position) for the matches of ``parameter`` (group 1 the name; a match without one
+    is ``%%``, a literal ``%``), and the names in that order (a name used twice is one
+    parameter)."""
     names: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -122,7 +122,7 @@ def numbered(sql: str, parameter: str) -> tuple[str, list[str]]:
             names.append(match.group(1))
         return f"${names.index(match.group(1)) + 1}"
 
-    return re.sub(parameter, number, sql), names
+    return name, re.sub(parameter, number, sql).encode(), tuple(names)
 
 
 # The prepared statement's name of each SQL text sent through libpq.
@@ -147,11 +147,12 @@ def compiled_for(dialect: Dialect, statement: Any, params: dict[str, Any]) -> _C
     return compiled if compiled.usable else None
 
 
-def query(compiled: _Compiled, driver: Any, params: dict[str, Any]) -> list[Any]:
-    """The rows of ``compiled`` run with ``params`` on a driver connection."""
+def query(compiled: _Compiled, connection: Any, params: dict[str, Any]) -> list[Any]:
+    """The rows of ``compiled`` run with ``params`` on a read lane's connection (on
+    PostgreSQL its :class:`Wire`)."""
     if compiled.wire_sql is not None:  # PostgreSQL
-        return Wire.of(driver).send([(compiled, compiled.bind(params), True)])[0]
-    cursor = driver.cursor()
+        return connection.send([(compiled, compiled.bind(params), True)])[0]
+    cursor = connection.cursor()
     try:
         cursor.execute(compiled.sql, compiled.bind(params))
         if compiled.row is None or cursor.description is None:

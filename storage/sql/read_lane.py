@@ -102,18 +102,13 @@ READS.update(
 MAX_BATCHES = 256
 # The parameters of one read, numbered in a batch (the org is every read's).
 _PARAM = re.compile(r":(ref|number|version_id|environment)\b")
+# A parameter of READS, as direct.numbered numbers it for libpq.
+_NAME = r":(\w+)"
 
 Statement = tuple[bytes, bytes, tuple[str, ...]]
 # A select list of one branch: what follows SELECT up to the prompts table, not across
 # another SELECT (a subquery, or the next branch of a UNION ALL).
 _SELECT_LIST = re.compile(r"SELECT ((?:(?!SELECT ).)+?) FROM prompts p")
-
-
-def _numbered(key: tuple[str, str], sql: str) -> Statement:
-    """The prepared statement's name, ``sql`` numbered (:func:`direct.numbered`), and
-    its parameters' names in that order."""
-    numbered, names = direct.numbered(sql, r":(\w+)")
-    return f"promptsvc_{key[0]}_{key[1]}".encode(), numbered.encode(), tuple(names)
 
 
 def _sqlite(statement: Statement) -> str:
@@ -131,7 +126,10 @@ class ReadLane:
         self.postgres = engine.dialect.name == "postgresql"
         # Each read as :meth:`_execute` takes it: its SQL on SQLite ("" on PostgreSQL),
         # and as numbered (PostgreSQL's).
-        numbered = {key: _numbered(key, sql) for key, sql in READS.items()}
+        numbered = {
+            key: direct.numbered(f"promptsvc_{key[0]}_{key[1]}".encode(), sql, _NAME)
+            for key, sql in READS.items()
+        }
         self._statements = {
             key: ("" if self.postgres else _sqlite(n), n) for key, n in numbered.items()
         }
@@ -172,7 +170,8 @@ class ReadLane:
         for i, pick in enumerate(picks):
             sql = _PARAM.sub(rf":\g<1>{i}", READS["name", pick])
             branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
-        numbered = _numbered(("many", str(len(self._batches))), " UNION ALL ".join(branches))
+        name = f"promptsvc_many_{len(self._batches)}".encode()
+        numbered = direct.numbered(name, " UNION ALL ".join(branches), _NAME)
         return ("" if self.postgres else _sqlite(numbered)), numbered
 
     def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
