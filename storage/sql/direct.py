@@ -42,6 +42,8 @@ from sqlalchemy.sql import ClauseElement
 from storage.memo import Memo
 
 _REQUIRED = object()
+# A statement prepared through libpq: its name, SQL, and parameters' names by position.
+Statement = tuple[bytes, bytes, tuple[str, ...]]
 # The statements a PostgreSQL transaction deferred (connection.info): _send's.
 DEFERRED = "promptsvc_deferred"
 
@@ -108,7 +110,7 @@ class _Compiled:
         ]
 
 
-def numbered(name: bytes, sql: str, parameter: str) -> tuple[bytes, bytes, tuple[str, ...]]:
+def numbered(name: bytes, sql: str, parameter: str) -> Statement:
     """A statement for libpq, prepared as ``name``: ``sql`` with ``$1``, ``$2``... (bound
     by position) for the matches of ``parameter`` (group 1 the name; a match without one
     is ``%%``, a literal ``%``), and the names in that order (a name used twice is one
@@ -313,14 +315,9 @@ class Wire:
                 raise error
         return [[] if i is None else self._rows(compiled, results[i]) for compiled, i in wanted]
 
-    def read(
-        self,
-        statement: tuple[bytes, bytes, tuple[str, ...]],
-        params: dict[str, Any],
-        memo: Memo[Any, Any],
-    ) -> list[tuple[Any, ...]]:
-        """The rows of ``statement`` (its name, SQL and parameters' names; prepared on
-        first use) with ``params``, in one synchronous round trip: the read lane's
+    def read(self, statement: Statement, params: dict[str, Any], memo: Memo[Any, Any]) -> list[Any]:
+        """The rows of ``statement`` (prepared on first use) with ``params``, in one
+        synchronous round trip: the read lane's
         (storage/sql/read_lane.py). A row is decoded only when ``memo`` does not have its
         raw values."""
         name, sql, names = statement

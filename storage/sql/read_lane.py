@@ -49,6 +49,7 @@ from storage.errors import StorageUnavailable
 from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
 from storage.sql import direct
+from storage.sql.direct import Statement
 from storage.stored import STORED, decoded
 
 # The columns of a version read (stored_version's order): the prompt's name and type,
@@ -102,20 +103,10 @@ READS.update(
 MAX_BATCHES = 256
 # The parameters of one read, numbered in a batch (the org is every read's).
 _PARAM = re.compile(r":(ref|number|version_id|environment)\b")
-# A parameter of READS, as direct.numbered numbers it for libpq.
-_NAME = r":(\w+)"
 
-Statement = tuple[bytes, bytes, tuple[str, ...]]
 # A select list of one branch: what follows SELECT up to the prompts table, not across
 # another SELECT (a subquery, or the next branch of a UNION ALL).
 _SELECT_LIST = re.compile(r"SELECT ((?:(?!SELECT ).)+?) FROM prompts p")
-
-
-def _sqlite(statement: Statement) -> str:
-    """A statement as SQLite runs it on the lane: parameters ``?1``, ``?2``... (bound by
-    position), each row as one column, the JSON array of its values."""
-    sql = statement[1].decode().replace("$", "?")
-    return _SELECT_LIST.sub(r"SELECT json_array(\1) FROM prompts p", sql)
 
 
 class ReadLane:
@@ -124,14 +115,8 @@ class ReadLane:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self.postgres = engine.dialect.name == "postgresql"
-        # Each read as :meth:`_execute` takes it: its SQL on SQLite ("" on PostgreSQL),
-        # and as numbered (PostgreSQL's).
-        numbered = {
-            key: direct.numbered(f"promptsvc_{key[0]}_{key[1]}".encode(), sql, _NAME)
-            for key, sql in READS.items()
-        }
         self._statements = {
-            key: ("" if self.postgres else _sqlite(n), n) for key, n in numbered.items()
+            key: self._statement(f"promptsvc_{key[0]}_{key[1]}", sql) for key, sql in READS.items()
         }
         # Decoded rows by their raw values (PostgreSQL) or JSON text (SQLite).
         self._rows: Memo[Any, tuple[Any, ...]] = Memo()
@@ -170,9 +155,18 @@ class ReadLane:
         for i, pick in enumerate(picks):
             sql = _PARAM.sub(rf":\g<1>{i}", READS["name", pick])
             branches.append(sql.replace("SELECT ", f"SELECT {i}, ", 1))
-        name = f"promptsvc_many_{len(self._batches)}".encode()
-        numbered = direct.numbered(name, " UNION ALL ".join(branches), _NAME)
-        return ("" if self.postgres else _sqlite(numbered)), numbered
+        name = f"promptsvc_many_{len(self._batches)}"
+        return self._statement(name, " UNION ALL ".join(branches))
+
+    def _statement(self, name: str, sql: str) -> tuple[str, Statement]:
+        """A read (``sql``) as :meth:`_execute` takes it: its SQL as SQLite runs it on the
+        lane (parameters ``?1``, ``?2``... bound by position, each row as one column, the
+        JSON array of its values; "" on PostgreSQL), and numbered for libpq as ``name``."""
+        numbered = direct.numbered(name.encode(), sql, r":(\w+)")
+        if self.postgres:
+            return "", numbered
+        sqlite = numbered[1].decode().replace("$", "?")
+        return _SELECT_LIST.sub(r"SELECT json_array(\1) FROM prompts p", sqlite), numbered
 
     def driver(self, read: Callable[[Any], list[Any]]) -> list[Any]:
         """What ``read`` answers on one of the lane's connections (a lane connection:
