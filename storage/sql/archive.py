@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Table, exists, insert, or_, select, union
 from sqlalchemy import exc as sa_exc
 
-from storage.archive_front import ExportedPrompt, RestoredPrompt, RestorePlan
+from storage.archive_front import ExportedPrompt, RestorePlan
 from storage.archive_records import PromptSnapshot
 from storage.sql import dialect
 from storage.sql.core import Concern, prompt_record
@@ -34,23 +34,21 @@ from storage.sql.tables import (
 )
 
 
-def _prompt_values(org: str, restored: RestoredPrompt) -> dict[str, Any]:
-    item = restored.item
-    return {
-        **values_of(item.prompt),
-        "org": org,
-        "counter": item.next_version,
-        "latest_version": restored.latest,
-        "production_version": restored.production,
-        "promotions": len(item.history),
-    }
-
-
 def _rows(plan: RestorePlan) -> list[tuple[Table, list[dict[str, Any]]]]:
     org, snapshot = plan.snapshot.org, plan.snapshot
     every = [(p, v) for p in plan.prompts for v in p.item.versions]
     return [
-        (prompts, [_prompt_values(org, p) for p in plan.prompts]),
+        (prompts, [
+            {
+                **values_of(p.item.prompt),
+                "org": org,
+                "counter": p.item.next_version,
+                "latest_version": p.latest,
+                "production_version": p.production,
+                "promotions": len(p.item.history),
+            }
+            for p in plan.prompts
+        ]),
         (versions, [version_values(org, v) for _, v in every]),
         (includes, [row for _, v in every for row in include_values(org, v)]),
         (history, [

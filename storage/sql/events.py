@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select, tuple_
 from storage.event_front import EventFront
 from storage.event_records import Event, EventLogBounds
 from storage.sql import dialect
-from storage.sql.core import Concern, event_id, event_record
+from storage.sql.core import Concern, Database, event_id, event_record
 from storage.sql.tables import event_logs, events
 
 log = logging.getLogger(__name__)
@@ -67,11 +67,10 @@ class _Listener:
 
 
 class SqlEvents(Concern, EventFront):
-    _listener: _Listener | None = None
-
-    def start_listener(self) -> None:
-        if self.db.engine.dialect.name == "postgresql":
-            self._listener = _Listener(self.db.engine, self.db.appended)
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        postgres = db.engine.dialect.name == "postgresql"
+        self._listener = _Listener(db.engine, db.appended) if postgres else None
 
     def stop_listener(self) -> None:
         if self._listener is not None:

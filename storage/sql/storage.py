@@ -79,7 +79,6 @@ class SqlStorage(NewVersions, IdentityFront, LoginFlows, ArchiveFront, Storage):
         self.identity = SqlIdentity(self.db)
         self.archive = SqlArchive(self.db)
         self.usage = SqlUsage(self.db)
-        self.events.start_listener()
 
     @classmethod
     def from_url(cls, url: str, clock: Clock = utcnow) -> SqlStorage:
