@@ -46,12 +46,12 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
     def _delete_webhook(self, org: str, webhook_id: str) -> bool:
         """With its delivery history; its queued messages stay until claimed, and
         claim_deliveries.lua drops them then."""
-        hooks = _own(org, keys.webhooks(org))
+        hooks = keys.in_org(keys.webhooks(org))
         writes = [
             ["HDEL", hooks, webhook_id],
-            ["LREM", _own(org, keys.webhook_ids(org)), "0", webhook_id],
-            ["HDEL", _own(org, keys.webhook_since(org)), webhook_id],
-            ["DEL", _own(org, keys.delivery_log(org, webhook_id))],
+            ["LREM", keys.in_org(keys.webhook_ids(org)), "0", webhook_id],
+            ["HDEL", keys.in_org(keys.webhook_since(org)), webhook_id],
+            ["DEL", keys.in_org(keys.delivery_log(org, webhook_id))],
         ]
         return self._apply(org, [[hooks, webhook_id, True]], writes, [])
 
@@ -60,7 +60,7 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             return sorted(self.client.smembers(keys.WEBHOOK_ORGS))  # type: ignore[arg-type]
 
     def _enqueue(self, org: str, task: DeliveryTask) -> bool:
-        hooks, queue = _own(org, keys.webhooks(org)), _own(org, keys.delivery_queue(org))
+        hooks, queue = keys.in_org(keys.webhooks(org)), keys.in_org(keys.delivery_queue(org))
         write = ["XADD", queue, "*", "job", codec.job_value(task)]
         return self._apply(org, [[hooks, task.webhook_id, True]], [write], [])
 
@@ -85,7 +85,7 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             for webhook_id, text in hooks.items()
             if webhook_id in since
         ]
-        at, queue = _own(org, keys.delivery_cursor(org)), _own(org, keys.delivery_queue(org))
+        at, queue = keys.in_org(keys.delivery_cursor(org)), keys.in_org(keys.delivery_queue(org))
         writes = [
             ["XADD", queue, "*", "job", codec.job_value(task)]
             for task in fan_out(codec.events(entries), known)
@@ -116,8 +116,3 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             pipe.lrange(keys.delivery_log(org, webhook_id), 0, limit - 1)
             exists, found = pipe.execute()
         return [codec.delivery(text) for text in found] if exists else None
-
-
-def _own(org: str, key: str) -> str:
-    """``key`` of ``org`` as apply_change.lua names it: after the org's prefix."""
-    return key.removeprefix(keys.org_prefix(org))
