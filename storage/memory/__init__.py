@@ -12,7 +12,6 @@ from storage.memory.identity import MemoryIdentity
 from storage.memory.login import MemoryLogin
 from storage.memory.prompts import MemoryPrompts
 from storage.memory.releases import MemoryReleases
-from storage.memory.rollouts import MemoryRollouts
 from storage.memory.usage import MemoryUsage
 from storage.memory.webhooks import MemoryWebhooks
 
@@ -22,7 +21,6 @@ __all__ = ["MemoryStorage"]
 class MemoryStorage(
     MemoryPrompts,
     MemoryReleases,
-    MemoryRollouts,
     MemoryUsage,
     MemoryEvents,
     MemoryWebhooks,

@@ -1,4 +1,4 @@
-"""Environments and reviews in memory; the rules by storage/release."""
+"""Environments, reviews and rollouts in memory; the rules by storage/release."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from itertools import islice
 
 from storage import lifecycle, release
 from storage.errors import EnvironmentExists
-from storage.interface import ReleaseStore
+from storage.interface import ReleaseStore, RolloutStore
 from storage.memory.promotion import MemoryPromotion
 from storage.memory.state import OrgState
-from storage.records import PRODUCTION, Environment, PromptVersion, Review
+from storage.records import PRODUCTION, Environment, InRollout, PromptVersion, Review, Rollout
+from storage.rollout_front import RolloutReads
 
 
-class MemoryReleases(MemoryPromotion, ReleaseStore):
-    """Environments (placements live in each prompt's state) and reviews."""
+class MemoryReleases(MemoryPromotion, RolloutReads, ReleaseStore, RolloutStore):
+    """Environments (placements live in each prompt's state), reviews and rollouts (each
+    prompt's ``rollouts``)."""
 
     # -- environments
 
@@ -87,3 +89,38 @@ class MemoryReleases(MemoryPromotion, ReleaseStore):
                 and environment in (None, r.environment)
             )
             return list(islice(wanted, count))
+
+    # -- rollouts
+
+    def _rollouts(self, org: str, prompt_ref: str, environment: str | None) -> list[Rollout]:
+        with self._lock:
+            rollouts = self._state(org, prompt_ref).rollouts
+            if environment is None:
+                return list(rollouts.values())
+            self._environment(self._orgs[org], environment)
+            return [rollouts[environment]] if environment in rollouts else []
+
+    def read_environment(
+        self, org: str, prompt_ref: str, environment: str
+    ) -> PromptVersion | InRollout:
+        with self._lock:
+            return self._with_rollout(*self._held(org, prompt_ref, environment), environment)
+
+    def _environment_page(
+        self, org: str, environment: str, after: str, count: int
+    ) -> tuple[str | None, list[PromptVersion | InRollout], str | None]:
+        with self._lock:
+            org_state = self._orgs.get(org)
+            self._environment(org_state, environment)
+            if org_state is None:
+                return None, [], None
+            held = (
+                (state, number)
+                for name, state in sorted(org_state.by_name.items())
+                if name > after and (number := state.placements.get(environment)) is not None
+            )
+            found = [
+                self._with_rollout(state, state.versions[number], environment)
+                for state, number in islice(held, count)
+            ]
+            return org_state.events[-1].id if org_state.events else None, found, None

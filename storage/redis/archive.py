@@ -41,5 +41,5 @@ class RedisArchive(RedisCore[ClientT], ArchiveFront, ReleaseStore, IdentityStore
     def _restore(self, plan: RestorePlan) -> bool:
         org = plan.snapshot.org
         self._index_org(org)
-        empty: list[Guard] = [[key.removeprefix(keys.org_prefix(org))] for key in guards(org)]
+        empty: list[Guard] = [[keys.in_org(key)] for key in guards(org)]
         return self._apply(org, empty, writes(plan), [])

@@ -166,23 +166,6 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
     def _prompt_script(self, script: str, org: str, args: list[Any], *extra: str) -> Any:
         return self._run(script, [keys.names(org), keys.prompt_prefix(org), *extra], args)
 
-    def _change_script(
-        self,
-        script: str,
-        keys_: list[str],
-        args: list[Any],
-        org: str,
-        actor: str | None,
-        request_id: str | None,
-        now: str,
-    ) -> Any:
-        """A script that writes its change's event (create_version.lua), with the
-        event's keys and arguments."""
-        event_keys, event_args = scripts.event_context(
-            org, actor, request_id, now, self.event_log_size
-        )
-        return self._run(script, [*keys_, *event_keys], [*args, *event_args])
-
     def _load(self, org: str, target: Target, user_id: str | None = None) -> Loaded:
         """The release state of ``target``'s prompt (lua/load_state.lua), with the
         stored user ``user_id``; raises PromptNotFound, VersionNotFound, ReviewNotFound."""

@@ -30,16 +30,14 @@ class RedisIdentity(RedisCore[ClientT], IdentityFront):
         """The record unless its key is taken, in one step (apply_change.lua)."""
         ids, hash_of = _KEYS[kind.name]
         org, key = record.org, getattr(record, kind.key)
-        own = keys.org_prefix(org)
-        record_key = hash_of(org, key).removeprefix(own)
+        record_key = keys.in_org(hash_of(org, key))
         writes = [
             ["HSET", record_key, *codec.flat_fields(record)],
-            ["RPUSH", ids(org).removeprefix(own), key],
+            ["RPUSH", keys.in_org(ids(org)), key],
         ]
         if kind.unique:
-            writes.append(
-                ["HSET", keys.user_ids(org).removeprefix(own), getattr(record, kind.unique), key]
-            )
+            by_id = keys.in_org(keys.user_ids(org))
+            writes.append(["HSET", by_id, getattr(record, kind.unique), key])
         self._index_org(org)
         return self._apply(org, [[record_key]], writes, [])
 

@@ -120,6 +120,13 @@ def _key(layout: str) -> Callable[..., str]:
 
 
 org_prefix = _key("")
+
+
+def in_org(key: str) -> str:
+    """An org's key as apply_change.lua names it: after ``ps:{<org>}:``."""
+    return key.partition("}:")[2]
+
+
 names = _key("names")
 prompt_list = _key("prompts")
 prompt_prefix = _key("p:")  # the scripts append ``<prompt_id>[...]``

@@ -106,15 +106,9 @@ class RedisPrompts(NewVersions, RedisCore[ClientT], PromptStore):
         # decides again: the script moves each included prompt's revision).
         wanted = _includes_by_type(draft)
         args = [prompt_ref, draft.version_id, json.dumps(wanted), *codec.version_fields(draft)]
-        reply = self._change_script(
-            "create_version",
-            [keys.names(org), keys.prompt_prefix(org)],
-            args,
-            org,
-            draft.created_by,
-            request_id,
-            rfc3339(draft.created_at),
-        )
+        at, size = rfc3339(draft.created_at), self.event_log_size
+        event_keys, event_args = scripts.event_context(org, draft.created_by, request_id, at, size)
+        reply = self._prompt_script("create_version", org, [*args, *event_args], *event_keys)
         if reply[0] == "include_gone":
             gone = [wanted[reply[1]][int(i) - 1] for i in reply[2:]]
             typed = replace(draft, prompt_type=reply[1])

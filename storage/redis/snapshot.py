@@ -46,13 +46,12 @@ class Writes:
     """apply_change.lua's writes: [command, key after the org's prefix, arguments...]."""
 
     def __init__(self, org: str) -> None:
-        self.prefix = keys.org_prefix(org)
         self.args: list[list[str]] = []
 
     def add(self, command: str, key: str, values: Sequence[str] = ()) -> None:
         """``values`` in writes of at most ``_BATCH`` (none without values); a DEL
         takes none."""
-        key = key.removeprefix(self.prefix)
+        key = keys.in_org(key)
         if command == "DEL":
             self.args.append([command, key])
         for start in range(0, len(values), _BATCH):

@@ -17,8 +17,8 @@ from storage.release.records import Versions
 from storage.stored import decoded
 
 # A guard as apply_change.lua takes it: [key after the org prefix, hash field or None
-# (a string key), the value it must still have or None (absent)].
-Guard = list[str | None]
+# (a string key), the value it must still have or None (absent) or True (any value)].
+Guard = list[str | bool | None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,15 +44,25 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
         return [codec.webhook(text) for text in found if text is not None]
 
     def _delete_webhook(self, org: str, webhook_id: str) -> bool:
-        return bool(self._hooks("delete_webhook", org, [webhook_id], webhook_id))
+        """With its delivery history; its queued messages stay until claimed, and
+        claim_deliveries.lua drops them then."""
+        hooks = keys.in_org(keys.webhooks(org))
+        writes = [
+            ["HDEL", hooks, webhook_id],
+            ["LREM", keys.in_org(keys.webhook_ids(org)), "0", webhook_id],
+            ["HDEL", keys.in_org(keys.webhook_since(org)), webhook_id],
+            ["DEL", keys.in_org(keys.delivery_log(org, webhook_id))],
+        ]
+        return self._apply(org, [[hooks, webhook_id, True]], writes, [])
 
     def webhook_orgs(self) -> list[str]:
         with guard():
             return sorted(self.client.smembers(keys.WEBHOOK_ORGS))  # type: ignore[arg-type]
 
     def _enqueue(self, org: str, task: DeliveryTask) -> bool:
-        args = [task.webhook_id, codec.job_value(task)]
-        return bool(self._hooks("enqueue_message", org, args))
+        hooks, queue = keys.in_org(keys.webhooks(org)), keys.in_org(keys.delivery_queue(org))
+        write = ["XADD", queue, "*", "job", codec.job_value(task)]
+        return self._apply(org, [[hooks, task.webhook_id, True]], [write], [])
 
     def _fan_out(self, org: str, limit: int) -> None:
         """Queue the messages of the events after the cursor; apply_change.lua applies
@@ -75,10 +85,9 @@ class RedisWebhooks(RedisCore[ClientT], WebhookFront, WebhookStore):
             for webhook_id, text in hooks.items()
             if webhook_id in since
         ]
-        own = keys.org_prefix(org)
-        at, queue = keys.delivery_cursor(org).removeprefix(own), keys.delivery_queue(org)
+        at, queue = keys.in_org(keys.delivery_cursor(org)), keys.in_org(keys.delivery_queue(org))
         writes = [
-            ["XADD", queue.removeprefix(own), "*", "job", codec.job_value(task)]
+            ["XADD", queue, "*", "job", codec.job_value(task)]
             for task in fan_out(codec.events(entries), known)
         ]
         self._apply(org, [[at, None, cursor]], [*writes, ["SET", at, entries[-1][0]]], [])

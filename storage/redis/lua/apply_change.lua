@@ -4,13 +4,14 @@
 -- revision (field "rev" of its hash, which every write of its release state bumps) and
 -- whatever else the decision depended on (an environment's JSON, ...). The other guarded
 -- writes are spelled for it too: a new prompt, environment, API key or user, the
--- webhook fan-out, and an org's restore (snapshot.py; its guards say the org is empty).
+-- webhook fan-out, a webhook's deletion or message, and an org's restore (snapshot.py; its
+-- guards say the org is empty).
 -- KEYS[1]  ps:{<org>}:         the org's prefix: every key below is named after it, so
 --                              the script touches one slot (Redis Cluster)
 -- KEYS[2]  ps:{<org>}:events   the org's event stream
 -- ARGV[1]  guards: JSON list of [key, field, value] (key after the prefix): HGET key
---          field (GET key when field is null) must answer value (null: nothing); or
---          of [key]: the key must not exist. Else nothing is written
+--          field (GET key when field is null) must answer value (null: nothing, true:
+--          anything); or of [key]: the key must not exist. Else nothing is written
 -- ARGV[2]  writes: JSON list of [command, key, argument...] (key after the prefix), run
 --          in order, each command checked before the first write; a ZADD score "$seq"
 --          stands for the reply of the last INCR/HINCRBY; the command DROP_PROMPT is
@@ -30,6 +31,9 @@ for _, guard in ipairs(cjson.decode(ARGV[1])) do
     value = redis.call("GET", key)
   else
     value = redis.call("HGET", key, field)
+  end
+  if expected == true then -- present
+    value = value ~= false
   end
   if value ~= (expected ~= nil and expected ~= cjson.null and expected) then -- nil, null: false
     return { "changed" }
