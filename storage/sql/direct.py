@@ -46,6 +46,8 @@ _REQUIRED = object()
 Statement = tuple[bytes, bytes, tuple[str, ...]]
 # The statements a PostgreSQL transaction deferred (connection.info): _send's.
 DEFERRED = "promptsvc_deferred"
+# A pooled PostgreSQL connection's Wire (the pool record's info).
+WIRE = "promptsvc_wire"
 
 
 class _Compiled:
@@ -225,7 +227,11 @@ def _send(connection: Connection, queued: list[tuple[Any, Any, bool]]) -> list[l
     compiled, bound = queued[-1][:2]
     try:
         if connection.dialect.name == "postgresql":
-            return Wire.of(driver).send(queued)
+            # Kept in the pool's record of the driver connection, cleared with it.
+            wire = fairy.info.get(WIRE)
+            if wire is None:
+                wire = fairy.info[WIRE] = Wire(driver)
+            return wire.send(queued)
         cursor = driver.cursor()
         try:
             if isinstance(bound, list):
@@ -266,13 +272,6 @@ class Wire:
         self._ok, self._rows_ok = pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK
         self._failed = (pq.ExecStatus.FATAL_ERROR, pq.ExecStatus.PIPELINE_ABORTED)
         self._flush, self._fetch, self._error = generators.send, generators.fetch_many, errors
-
-    @classmethod
-    def of(cls, driver: Any) -> Wire:
-        wire = _wires.get(driver)
-        if wire is None:
-            wire = _wires[driver] = cls(driver)
-        return wire
 
     def send(self, queued: list[tuple[Any, Any, bool]]) -> list[list[Any]]:
         """Each (compiled, bound, rows wanted) of ``queued`` (compiled None: COMMIT) in
@@ -369,7 +368,3 @@ class Wire:
             self.driver.close()  # left in the middle of a pipeline: of no more use
             raise
         return results
-
-
-# The libpq side of each PostgreSQL driver connection (gone with it).
-_wires: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()

@@ -218,7 +218,7 @@ class ReadLane:
         pooled.detach()  # ours from now on: the pool neither resets nor reuses it
         if self.postgres:
             connection.autocommit = True
-            return direct.Wire.of(connection)
+            return direct.Wire(connection)
         return connection
 
     @staticmethod
