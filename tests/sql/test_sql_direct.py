@@ -15,9 +15,11 @@ ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 
 
+# SQLite's writes use the driver's cursor: PostgreSQL only.
+@pytest.mark.parametrize(
+    "empty_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 def test_a_closed_connection_is_not_kept_for_its_prepared_statements(empty_url: str) -> None:
-    if not empty_url.startswith("postgresql"):
-        pytest.skip("SQLite's writes use the driver's cursor")
     store = SqlStorage.from_url(empty_url)
     store.create_prompt(ORG, "greeting")
     store.create_version(ORG, "greeting", "hello", USER)
