@@ -80,6 +80,14 @@ PROMPT_BY = {
 _LOCKED_PROMPT_BY = {column: statement.with_for_update() for column, statement in PROMPT_BY.items()}
 
 
+def ref_columns(prompt_ref: str) -> tuple[Any, ...]:
+    """The columns a prompt ref names a prompt by, in the order to try them: a pmt_ ref
+    by id first (a name never starts so: the API refuses it), then by name."""
+    if prompt_ref.startswith("pmt_"):
+        return (prompts.c.prompt_id, prompts.c.name)
+    return (prompts.c.name,)
+
+
 def prompt_by(connection: Connection, column: Any) -> Any:
     """The statement of a prompt's row by ``column`` (name or prompt_id), locked in a
     PostgreSQL transaction; parameters org and ref."""
@@ -171,9 +179,7 @@ class Database:
         """The prompt's row, locked for the transaction when it writes (PostgreSQL):
         every change of a prompt or its versions takes this lock first."""
         params = {"org": org, "ref": prompt_ref}
-        # A pmt_ ref by id first (a name never starts so: the API refuses it), then by name.
-        pmt = prompt_ref.startswith("pmt_")
-        for column in (prompts.c.prompt_id, prompts.c.name) if pmt else (prompts.c.name,):
+        for column in ref_columns(prompt_ref):
             rows = direct.run(connection, prompt_by(connection, column), params)
             if rows:
                 return rows[0]

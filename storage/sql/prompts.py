@@ -9,7 +9,7 @@ from sqlalchemy import insert, select
 from storage.errors import PromptExists, PromptNotFound
 from storage.event_records import created_event
 from storage.records import Prompt
-from storage.sql.core import PROMPT_BY, Concern, prompt_record
+from storage.sql.core import PROMPT_BY, Concern, prompt_record, ref_columns
 from storage.sql.rows import row_of
 from storage.sql.tables import prompts
 
@@ -31,12 +31,11 @@ class SqlPrompts(Concern):
 
     def get_prompt(self, org: str, prompt_ref: str) -> Prompt:
         key = {"org": org, "ref": prompt_ref}
-        row = self.db.read_one(PROMPT_BY[prompts.c.name], key)
-        if row is None and prompt_ref.startswith("pmt_"):
-            row = self.db.read_one(PROMPT_BY[prompts.c.prompt_id], key)
-        if row is None:
-            raise PromptNotFound(prompt_ref)
-        return prompt_record(row)
+        for column in ref_columns(prompt_ref):
+            row = self.db.read_one(PROMPT_BY[column], key)
+            if row is not None:
+                return prompt_record(row)
+        raise PromptNotFound(prompt_ref)
 
     def prompts_after(self, org: str, after: str, count: int) -> list[Prompt]:
         statement = select(prompts).where(prompts.c.org == org, prompts.c.name > after)
