@@ -34,6 +34,17 @@ USER = "u-author"
 APPROVER = "u-approver"
 
 
+def _listening(store: SqlStorage, operation: Callable[[], Any], **listeners: Any) -> None:
+    """Run ``operation`` with ``listeners`` (event name -> function) on the engine."""
+    for name, listener in listeners.items():
+        event.listen(store.engine, name, listener)
+    try:
+        operation()
+    finally:
+        for name, listener in listeners.items():
+            event.remove(store.engine, name, listener)
+
+
 def _round_trips(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int]:
     with tempfile.NamedTemporaryFile("r") as trace:
         fd = os.open(trace.name, os.O_WRONLY | os.O_APPEND)
@@ -44,13 +55,9 @@ def _round_trips(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int]:
         def checkin(driver: Any, *_: Any) -> None:
             driver.pgconn.untrace()
 
-        event.listen(store.engine, "checkout", checkout)
-        event.listen(store.engine, "checkin", checkin)
         try:
-            operation()
+            _listening(store, operation, checkout=checkout, checkin=checkin)
         finally:
-            event.remove(store.engine, "checkout", checkout)
-            event.remove(store.engine, "checkin", checkin)
             os.close(fd)
         return (sum("\tB\t" in line and "ReadyForQuery" in line for line in trace),)
 
@@ -64,13 +71,7 @@ def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, ...]:
     def commit(*_: Any) -> None:
         counts["commits"] += 1
 
-    event.listen(store.engine, "before_cursor_execute", statement)
-    event.listen(store.engine, "commit", commit)
-    try:
-        operation()
-    finally:
-        event.remove(store.engine, "before_cursor_execute", statement)
-        event.remove(store.engine, "commit", commit)
+    _listening(store, operation, before_cursor_execute=statement, commit=commit)
     return counts["statements"], counts["commits"]
 
 
