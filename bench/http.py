@@ -303,7 +303,10 @@ VERDICT_HEADERS = [
 ]
 READS = {
     "redis": "one EVALSHA",
-    "sqlite": "one SELECT (the read lane, storage/sql/read_lane.py)",
+    "sqlite": (
+        "one SELECT (the read lane, storage/sql/read_lane.py), made again only after a "
+        "commit (storage/sql/wal_watch.py)"
+    ),
     "postgresql": "one SELECT (the read lane, storage/sql/read_lane.py)",
 }
 

@@ -18,8 +18,8 @@ connection, and a read is one ``PQexecPrepared`` round trip (the GIL released wh
 waits) whose raw values are decoded by psycopg's loaders only when that exact row was
 not seen before (``Wire.read`` of storage/sql/direct.py, the connection's libpq side; a
 memo keyed by the raw values, so a row that changed in any column is decoded afresh).
-Every read goes to the database: a write acknowledged by any worker or host is seen by
-the next read.
+Every read goes to the database, so a write acknowledged by any worker or host is seen by
+the next read; on SQLite, only until a read is made again before any commit: see below.
 
 Failures: a connection the server closed while it sat idle (PostgreSQL restarted, or
 ended the session) fails on first use; the read is sent once more on a new connection,
@@ -31,7 +31,11 @@ makes, one per column of a row among them, and on a busy worker each of them can
 the GIL to another thread and cost a context switch (docs/benchmarks.md, "http"). So a
 row comes back as one column, the JSON array SQLite's ``json_array`` makes of its
 values (the same values, in the same order), bound by position, and is decoded only when
-that exact text was not seen before: about a fifth of the calls.
+that exact text was not seen before: about a fifth of the calls. And a read made again
+before any connection in any process committed is answered with the rows it had, without
+a call into SQLite: storage/sql/wal_watch.py tells, from the WAL index header SQLite
+shares through memory, read just before each read (so the rows remembered are at least
+as new as that header).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from storage.memo import Memo
 from storage.records import InRollout, PromptVersion, Rollout
 from storage.sql import direct
 from storage.sql.direct import Statement
+from storage.sql.wal_watch import WalWatch
 from storage.stored import STORED, decoded
 
 # The columns of a version read (stored_version's order): the prompt's name and type,
@@ -124,11 +129,15 @@ class ReadLane:
         self._idle: forks.Idle[Any] = forks.Idle(self._new_connection)
         # The UNION ALL statements of :meth:`many`, by their reads' picks.
         self._batches: dict[tuple[str, ...], tuple[str, Statement]] = {}
+        # SQLite: the rows of the reads made since the last commit (by their SQL and
+        # parameters), and the WAL index header read before them.
+        self._watch = None if self.postgres else WalWatch(self._new_connection)
+        self._answers: tuple[bytes, Memo[tuple[Any, ...], list[tuple[Any, ...]]]] = (b"", Memo())
 
     def __call__(self, key: tuple[str, str], params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of read ``key`` (a READS key) with ``params``, or None."""
         statement = self._statements[key]
-        rows = self.driver(lambda connection: self._execute(connection, statement, params))
+        rows = self._read(statement, params)
         return rows[0] if rows else None
 
     def many(self, reads: list[tuple[str, dict[str, Any]]]) -> list[tuple[Any, ...] | None]:
@@ -145,7 +154,7 @@ class ReadLane:
         for i, (_, read) in enumerate(reads):
             params.update({f"{name}{i}": v for name, v in read.items() if name != "org"})
         found: list[tuple[Any, ...] | None] = [None] * len(reads)
-        for row in self.driver(lambda connection: self._execute(connection, statement, params)):
+        for row in self._read(statement, params):
             found[row[0]] = row[1:]
         return found
 
@@ -191,6 +200,29 @@ class ReadLane:
         self._idle.give(connection)
         return rows
 
+    def _read(self, statement: tuple[str, Statement], params: dict[str, Any]) -> list[Any]:
+        """The rows of ``statement`` with ``params``. On SQLite, those of the same read
+        made since the last commit (storage/sql/wal_watch.py: no call into SQLite, so
+        the GIL stays), else the database's."""
+        if self._watch is None:
+            return self.driver(lambda connection: self._execute(connection, statement, params))
+        sql, (_, _, names) = statement
+        key = (sql, *(params[name] for name in names))
+        state = self._watch.state()  # before the read: its rows are at least this new
+        seen, answers = self._answers
+        if state is not None and state == seen:
+            rows = answers.get(key)
+            if rows is not None:
+                return rows
+        rows = self.driver(lambda connection: self._execute(connection, statement, params))
+        if state is not None:
+            if state != seen:
+                answers = Memo()
+                self._answers = (state, answers)
+            size = 256 + sum(len(v) for row in rows for v in row if isinstance(v, str))
+            answers.put(key, rows, size)
+        return rows
+
     def _execute(
         self, connection: Any, statement: tuple[str, Statement], params: dict[str, Any]
     ) -> list[tuple[Any, ...]]:
@@ -229,6 +261,8 @@ class ReadLane:
     def close(self) -> None:
         for connection in self._idle.drain():
             self._discard(connection)
+        if self._watch is not None:
+            self._watch.close()
 
 
 def lane_in_rollout(

@@ -1,7 +1,14 @@
-"""The SQL read lane (storage/sql/read_lane.py): fresh data on every read, and a
-connection the server closed while it sat idle replaced without an error."""
+"""The SQL read lane (storage/sql/read_lane.py): fresh data on every read (on SQLite,
+remembered only until the next commit of any process), and a connection the server
+closed while it sat idle replaced without an error."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -10,6 +17,7 @@ from storage.sql.engine import make_engine
 from storage.sql.storage import SqlStorage
 from tests.sql_support import PostgresSchema
 
+ROOT = Path(__file__).resolve().parents[2]
 ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 
@@ -155,3 +163,65 @@ def test_a_promotions_state_load_stays_in_psycopgs_statement_cache() -> None:
 
     sql = _LOADS["postgresql"][False].compile(dialect=postgresql.psycopg.dialect()).string
     assert len(sql.encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
+
+
+def test_a_sqlite_read_repeated_before_any_commit_calls_no_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between commits the lane answers a read it made before from memory
+    (storage/sql/wal_watch.py); the first commit after, by any connection, sends the
+    next read to the database."""
+    url = f"sqlite:///{tmp_path / 'promptsvc.db'}"
+    reader, writer = SqlStorage.from_url(url), SqlStorage.from_url(url)
+    try:
+        writer.create_prompt(ORG, "greeting")
+        for content in ("one", "two"):
+            writer.create_version(ORG, "greeting", content, USER)
+        writer.promote(ORG, "greeting", "1", USER)
+        lane, sent = reader.db.lane, []
+        driver = lane.driver
+
+        def counted(read: Callable[[Any], list[Any]]) -> list[Any]:
+            sent.append(read)
+            return driver(read)
+
+        monkeypatch.setattr(lane, "driver", counted)
+        assert reader.get_production(ORG, "greeting").content == "one"
+        assert len(sent) == 1
+        for _ in range(3):
+            assert reader.get_production(ORG, "greeting").content == "one"
+        assert reader.get_version(ORG, "greeting", "2").content == "two"
+        assert len(sent) == 2  # the production read was made once, version 2's once
+        writer.promote(ORG, "greeting", "2", USER)
+        production = reader.get_production(ORG, "greeting")
+        assert (production.content, len(sent)) == ("two", 3)
+        writer.get_production(ORG, "greeting")  # a read commits nothing
+        assert reader.get_production(ORG, "greeting").content == "two"
+        assert len(sent) == 3
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_sqlite_read_sees_what_another_process_just_promoted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'promptsvc.db'}"
+    reader = SqlStorage.from_url(url)
+    try:
+        reader.create_prompt(ORG, "greeting")
+        for content in ("one", "two"):
+            reader.create_version(ORG, "greeting", content, USER)
+        reader.promote(ORG, "greeting", "1", USER)
+        assert reader.get_production(ORG, "greeting").content == "one"
+        promote = (
+            "import sys; from storage.sql.storage import SqlStorage; "
+            "s = SqlStorage.from_url(sys.argv[1]); "
+            "s.promote(sys.argv[2], 'greeting', '2', sys.argv[3]); s.close()"
+        )
+        subprocess.run(
+            [sys.executable, "-c", promote, url, ORG, USER], check=True, timeout=60, cwd=ROOT
+        )
+        production = reader.get_production(ORG, "greeting")
+        assert (production.version, production.content) == (2, "two")
+        assert reader.get_version(ORG, "greeting", "1").status == "archived"
+    finally:
+        reader.close()
