@@ -49,6 +49,8 @@ class WalWatch:
         self._pin: sqlite3.Connection | None = None
         self._generation = -1
         self._opening = threading.Lock()
+        # A forked child's copies of its parent's connection and mapping.
+        self._inherited: list[tuple[sqlite3.Connection, mmap.mmap | None]] = []
 
     def state(self) -> bytes | None:
         """Both copies of the header now; equal bytes later mean no commit ended in
@@ -68,8 +70,11 @@ class WalWatch:
 
     def _open(self) -> None:
         """Map the WAL index of this process's own connection (a forked child makes its
-        own: it holds none of its parent's locks, and leaves the parent's connection
-        and mapping alone)."""
+        own: it holds none of its parent's locks, and keeps the parent's connection
+        and mapping unused but open, since closing a connection made before the fork
+        may act on the database for the parent)."""
+        if self._pin is not None:
+            self._inherited.append((self._pin, self._view))
         self._view = self._pin = None
         try:
             pin = self._connect()

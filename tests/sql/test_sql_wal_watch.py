@@ -149,6 +149,7 @@ def test_a_forked_child_maps_the_index_with_a_connection_of_its_own(
     child = os.fork()
     if child == 0:  # pragma: no cover (the child's exit status says what it saw)
         fine = watch.state() == state and watch._pin is not None and watch._pin is not pin
+        fine = fine and watch._inherited[0][0] is pin  # kept, not closed
         os._exit(0 if fine else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
