@@ -22,13 +22,18 @@ ORG = "acme"
 USER = "0b6a4bd2-54a5-4a23-9d7a-6f0c3a1c9e11"
 
 
+def greeting_one_and_two(store: SqlStorage) -> None:
+    """Prompt ``greeting`` with versions "one" and "two", version 1 in production."""
+    store.create_prompt(ORG, "greeting")
+    for content in ("one", "two"):
+        store.create_version(ORG, "greeting", content, USER)
+    store.promote(ORG, "greeting", "1", USER)
+
+
 def test_a_read_sees_what_another_process_just_committed(empty_url: str) -> None:
     reader, writer = SqlStorage.from_url(empty_url), SqlStorage.from_url(empty_url)
     try:
-        writer.create_prompt(ORG, "greeting")
-        for content in ("one", "two"):
-            writer.create_version(ORG, "greeting", content, USER)
-        writer.promote(ORG, "greeting", "1", USER)
+        greeting_one_and_two(writer)
         assert reader.get_production(ORG, "greeting").content == "one"
         writer.promote(ORG, "greeting", "2", USER)
         production = reader.get_production(ORG, "greeting")
@@ -174,10 +179,7 @@ def test_a_sqlite_read_repeated_before_any_commit_calls_no_sqlite(
     url = f"sqlite:///{tmp_path / 'promptsvc.db'}"
     reader, writer = SqlStorage.from_url(url), SqlStorage.from_url(url)
     try:
-        writer.create_prompt(ORG, "greeting")
-        for content in ("one", "two"):
-            writer.create_version(ORG, "greeting", content, USER)
-        writer.promote(ORG, "greeting", "1", USER)
+        greeting_one_and_two(writer)
         lane, sent = reader.db.lane, []
         driver = lane.driver
 
@@ -207,10 +209,7 @@ def test_a_sqlite_read_sees_what_another_process_just_promoted(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'promptsvc.db'}"
     reader = SqlStorage.from_url(url)
     try:
-        reader.create_prompt(ORG, "greeting")
-        for content in ("one", "two"):
-            reader.create_version(ORG, "greeting", content, USER)
-        reader.promote(ORG, "greeting", "1", USER)
+        greeting_one_and_two(reader)
         assert reader.get_production(ORG, "greeting").content == "one"
         promote = (
             "import sys; from storage.sql.storage import SqlStorage; "
