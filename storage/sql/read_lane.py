@@ -18,8 +18,9 @@ connection, and a read is one ``PQexecPrepared`` round trip (the GIL released wh
 waits) whose raw values are decoded by psycopg's loaders only when that exact row was
 not seen before (``Wire.read`` of storage/sql/direct.py, the connection's libpq side; a
 memo keyed by the raw values, so a row that changed in any column is decoded afresh).
-Every read goes to the database, so a write acknowledged by any worker or host is seen by
-the next read; on SQLite, only until a read is made again before any commit: see below.
+Every read goes to the database (on SQLite, every read but one made again before any
+commit: see below), so a write acknowledged by any worker or host is seen by the next
+read.
 
 Failures: a connection the server closed while it sat idle (PostgreSQL restarted, or
 ended the session) fails on first use; the read is sent once more on a new connection,
