@@ -45,8 +45,8 @@ def register(subparsers: Any) -> None:
         "--lease",
         type=float,
         default=None,
-        help="seconds after which a delivery a worker claimed but never finished (it "
-        "died) is claimed by another (default: 60)",
+        help="seconds after which this worker takes over a delivery that another "
+        "claimed but never finished (it died); give every worker the same (default: 60)",
     )
     worker.set_defaults(func=worker_command)
 

@@ -2,9 +2,10 @@
 
 Any number of workers, threads or hosts can run on the same storage: each claim hands a
 message to one consumer (a Redis Streams consumer group), so each event reaches each
-webhook once in the normal case. A worker that dies mid-delivery leaves its claim to
-expire after ``lease`` seconds; another then claims and sends the message again (the
-same ``webhook-id``, so the receiver can drop the duplicate): at least once.
+webhook once in the normal case. A worker that dies mid-delivery leaves its claim;
+another takes it over once it is older than that worker's own ``lease`` and sends the
+message again (the same ``webhook-id``, so the receiver can drop the duplicate): at
+least once.
 
 A failed attempt (not 2xx, a timeout, no answer) is retried on :data:`RETRY_SCHEDULE`
 (seconds after each failure, on the storage clock), then given up; every attempt is in

@@ -60,6 +60,10 @@ def start_worker(redis_url: str) -> Iterator[Callable[..., subprocess.Popen[byte
 PATIENCE = 120.0
 
 
+# Seconds: the surviving worker's lease.
+LEASE = 3.0
+
+
 def wait_for(check: Callable[[], bool], seconds: float = PATIENCE) -> None:
     deadline = time.monotonic() + seconds
     while not check():
@@ -88,14 +92,16 @@ def test_a_worker_killed_mid_delivery_leaves_it_to_another(
 ) -> None:
     webhook = create_webhook(store, ORG, receiver.url, ["prompt.created"], None, allow_private=True)
     receiver.hold = threading.Event()  # the first worker waits for an answer when killed
-    doomed = start_worker(lease=1)
+    doomed = start_worker()
     store.create_prompt(ORG, "greet", actor=USER)
     assert receiver.arrived.wait(PATIENCE)
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(PATIENCE)
     receiver.hold.set()
-    # A lease of its own far longer than any delivery: only the dead worker's ran out.
-    start_worker()
+    # The claiming worker's lease says when a claim has run out (XAUTOCLAIM's idle
+    # time): short, so the dead worker's is taken over soon, and still far longer than
+    # this one delivery to a receiver that now answers at once.
+    start_worker(lease=LEASE)
     wait_for(lambda: any(d.delivered for d in store.list_deliveries(ORG, webhook.webhook_id, 10)))
     history = store.list_deliveries(ORG, webhook.webhook_id, 10)
     assert [(d.attempt, d.status_code) for d in history] == [(1, 200)]
