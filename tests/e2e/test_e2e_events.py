@@ -237,7 +237,11 @@ def test_a_slow_reader_holds_up_nobody(gunicorn: Gunicorn, redis_url: str) -> No
         frames = fast.wait_for(4001, timeout=60)
         assert frames[-1].event == "version.promoted"
         fast.stop()
-        # Now the slow reader reads: everything is there, in order.
+        # Now the slow reader reads: everything is there, in order. Its buffer grows
+        # first: a window this far below the loopback segment size is sent into only
+        # on TCP's persist timer, a few KiB every 200 ms or more.
+        raw = slow.extensions["network_stream"].get_extra_info("socket")
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         slow_ids = [
             line.removeprefix("id: ")
             for line in read_lines_until(slow, frames[-1].id)
