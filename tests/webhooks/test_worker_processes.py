@@ -61,7 +61,7 @@ PATIENCE = 120.0
 
 
 # Seconds: the surviving worker's lease.
-LEASE = 3.0
+LEASE = 5.0
 
 
 def wait_for(check: Callable[[], bool], seconds: float = PATIENCE) -> None:
