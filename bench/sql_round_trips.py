@@ -45,7 +45,7 @@ def _listening(store: SqlStorage, operation: Callable[[], Any], **listeners: Any
             event.remove(store.engine, name, listener)
 
 
-def _round_trips(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int]:
+def round_trips(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int]:
     with tempfile.NamedTemporaryFile("r") as trace:
         fd = os.open(trace.name, os.O_WRONLY | os.O_APPEND)
 
@@ -75,24 +75,25 @@ def _count(store: SqlStorage, operation: Callable[[], Any]) -> tuple[int, ...]:
     return counts["statements"], counts["commits"]
 
 
-def measure(url: str, count: Any = _count) -> dict[str, tuple[int, ...]]:
+def measure(url: str, count: Any = _count, org: str = ORG) -> dict[str, tuple[int, ...]]:
+    """The ``count`` of each operation, on a prompt of its own in ``org``."""
     store = SqlStorage.from_url(url)
     try:
-        store.create_prompt(ORG, "p")
+        store.create_prompt(org, "p")
         for _ in range(3):
-            number = store.create_version(ORG, "p", "hello {{name}}", USER).version
-            store.promote(ORG, "p", str(number), USER)
-        store.create_environment(ORG, "staging", 1)
-        store.create_version(ORG, "p", "hello again {{name}}", USER)
+            number = store.create_version(org, "p", "hello {{name}}", USER).version
+            store.promote(org, "p", str(number), USER)
+        store.create_environment(org, "staging", 1)
+        store.create_version(org, "p", "hello again {{name}}", USER)
         found: dict[str, tuple[int, ...]] = {}
         found["create_version"] = count(
-            store, lambda: store.create_version(ORG, "p", "hello {{name}}!", USER)
+            store, lambda: store.create_version(org, "p", "hello {{name}}!", USER)
         )
-        found["promote"] = count(store, lambda: store.promote(ORG, "p", "5", USER))
-        found["rollback"] = count(store, lambda: store.rollback(ORG, "p", USER))
-        review = store.request_review(ORG, "p", "4", "staging", USER)
+        found["promote"] = count(store, lambda: store.promote(org, "p", "5", USER))
+        found["rollback"] = count(store, lambda: store.rollback(org, "p", USER))
+        review = store.request_review(org, "p", "4", "staging", USER)
         found["approve (applies)"] = count(
-            store, lambda: store.approve_review(ORG, review.review_id, APPROVER, "approver")
+            store, lambda: store.approve_review(org, review.review_id, APPROVER, "approver")
         )
         # For scale: the benches' bare single-row commit (bench/sqldb.py).
         sqldb.make_bare_writes(store.engine)
@@ -111,7 +112,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         sqlite = measure(sqldb.sqlite_url(Path(directory)))
     postgres = {}
-    for count in (_count, _round_trips):
+    for count in (_count, round_trips):
         sqldb.empty_postgres(args.postgres_url)
         try:
             for name, counted in measure(args.postgres_url, count).items():

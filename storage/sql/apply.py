@@ -115,15 +115,17 @@ def apply(
         if environment == PRODUCTION:
             moved["production_version"] = held
         elif held is None:
-            connection.execute(_DELETE_PLACEMENT, {**row, "w_environment": environment})
+            where = {**row, "w_environment": environment}
+            direct.run(connection, _DELETE_PLACEMENT, where, defer=True)
         else:
             values = {"org": org, "prompt_id": prompt.prompt_id, "environment": environment}
-            connection.execute(place, {**values, "version": held})
+            direct.run(connection, place, {**values, "version": held}, defer=True)
     for environment, rollout in change.rollouts.items():
         if rollout is None:
-            connection.execute(_DELETE_ROLLOUT, {**row, "w_environment": environment})
+            where = {**row, "w_environment": environment}
+            direct.run(connection, _DELETE_ROLLOUT, where, defer=True)
         else:
-            connection.execute(roll, rollout_values(org, rollout))
+            direct.run(connection, roll, rollout_values(org, rollout), defer=True)
     if change.new_reviews:
         last = connection.execute(
             select(func.max(reviews.c.seq)).where(reviews.c.org == org)
@@ -137,13 +139,15 @@ def apply(
         )
     for review in change.reviews:
         values = review_values(org, review)
-        connection.execute(
+        direct.run(
+            connection,
             _UPDATE_REVIEW,
             {
                 "w_org": org,
                 "w_review_id": review.review_id,
                 **{name: values[name] for name in ("status", "decided_at", "body")},
             },
+            defer=True,
         )
     if change.history:
         first = prompt.promotions + 1

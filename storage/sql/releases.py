@@ -9,19 +9,29 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import func, select, union
+from sqlalchemy import bindparam, func, select, union
 
 from storage import release
 from storage.errors import ReviewNotFound, VersionNotFound
 from storage.release import Actor, Request
 from storage.release.methods import ReleaseMethods, Target
-from storage.sql import dialect
+from storage.sql import dialect, direct
 from storage.sql.apply import apply
 from storage.sql.core import Concern
 from storage.sql.identity import user_record
 from storage.sql.identity_tables import users
 from storage.sql.state import locked_state, org_environments
 from storage.sql.tables import environments, placements, prompts, reviews, rollouts
+
+# Built once (storage/sql/direct.py): a review's prompt, and a user's row.
+_REVIEW_PROMPT = (
+    select(reviews.c.prompt_id, prompts.c.name)
+    .join(prompts)  # (on the foreign key)
+    .where(reviews.c.org == bindparam("w_org"), reviews.c.review_id == bindparam("w_review_id"))
+)
+_USER = select(users).where(
+    users.c.org == bindparam("w_org"), users.c.user_id == bindparam("w_user_id")
+)
 
 
 class SqlReleases(ReleaseMethods, Concern):
@@ -43,19 +53,21 @@ class SqlReleases(ReleaseMethods, Concern):
         with self.db.write() as connection:
             prompt_ref, review = target.prompt_ref, None
             if target.review_id is not None:
-                review = connection.execute(
-                    select(reviews.c.prompt_id, prompts.c.name)
-                    .join(prompts)  # (on the foreign key)
-                    .where(reviews.c.org == org, reviews.c.review_id == target.review_id)
-                ).first()
-                if review is None:
+                # The review's prompt and (an approval) the approver's stored record:
+                # one round trip.
+                reads: list[tuple[Any, dict[str, Any]]] = [
+                    (_REVIEW_PROMPT, {"w_org": org, "w_review_id": target.review_id})
+                ]
+                if target.approver:
+                    reads.append((_USER, {"w_org": org, "w_user_id": actor.identity}))
+                found = direct.run_all(connection, reads)
+                if not found[0]:
                     raise ReviewNotFound(target.review_id)
+                review = found[0][0]
                 prompt_ref = review.name
                 if target.approver:
-                    row = connection.execute(
-                        select(users).where(users.c.org == org, users.c.user_id == actor.identity)
-                    ).first()
-                    actor = replace(actor, record=None if row is None else user_record(row))
+                    record = user_record(found[1][0]) if found[1] else None
+                    actor = replace(actor, record=record)
                 fields["review_id"] = target.review_id
             assert prompt_ref is not None
             prompt, state, number = locked_state(
