@@ -222,7 +222,7 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
             asked = {} if loaded.number is None else {"version": loaded.number}
             request = kind(now=now, actor=who, request_id=request_id, **asked, **fields)
             try:
-                decided = release.decide(self._with_neighbours(org, loaded.state), request)
+                decided = release.decide(self._with_neighbours(org, loaded), request)
             except StorageError:
                 # A version fetched after the load may be newer than the rest of it.
                 if loaded.versions.fetched and not self._apply(org, loaded.guards, [], []):
@@ -273,9 +273,11 @@ class RedisCore(ReleaseMethods, StorageCore, Generic[ClientT]):
             )
         return guards
 
-    def _with_neighbours(self, org: str, state: release.State) -> release.State:
-        """``state`` with the org's other prompts read through this storage's reads."""
-        return replace(state, neighbours=StoredNeighbours(cast("Storage", self), org))
+    def _with_neighbours(self, org: str, loaded: Loaded) -> release.State:
+        """``loaded``'s state with the org's other prompts read through this storage's
+        reads (what the load brought of them kept)."""
+        neighbours = StoredNeighbours(cast("Storage", self), org, includers=loaded.includers)
+        return replace(loaded.state, neighbours=neighbours)
 
     def _apply(
         self, org: str, guards: list[Guard], writes: list[Write], events: Sequence[Event]

@@ -95,7 +95,7 @@ class RedisReleases(RedisPrompts[ClientT], RolloutReads, ReleaseStore, RolloutSt
                     loaded = self._load(org, Target(prompt_id))
                 except PromptNotFound:
                     continue  # deleted since: nothing of it to leave
-                decided = release.decide(self._with_neighbours(org, loaded.state), leave)
+                decided = release.decide(self._with_neighbours(org, loaded), leave)
                 guards += loaded.guards
                 writes += change.writes(loaded, decided, leave.now)
                 events += decided.events

@@ -24,13 +24,15 @@ Guard = list[str | bool | None]
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """A load: the State, the number the request named (None: none), the stored user
-    asked for (None: none, or no such user), and the guards."""
+    asked for (None: none, or no such user), the guards, and the includers known
+    without a read (storage/neighbours.py: the prompt's none, when it has none)."""
 
     state: State
     versions: Versions
     number: int | None
     user: User | None
     guards: list[Guard]
+    includers: dict[str, Sequence[PromptVersion]]
 
 
 def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | None]) -> Loaded:
@@ -48,6 +50,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
         versions_flat,
         history_flat,
         user_flat,
+        includer_count,
     ) = reply
     prompt_fields = codec.fields(summary[0])
     prompt = codec.prompt(summary)
@@ -82,4 +85,7 @@ def loaded(reply: Sequence[Any], fetch: Callable[[str, int], PromptVersion | Non
         history=tuple(codec.record(codec.fields(flat)) for flat in history_flat),
         revision=int(prompt_fields.get("rev", "0")),
     )
-    return Loaded(state, versions, int(asked) if asked != "" else None, record, guards)
+    # Only "none" is worth passing on: any includers are read as PromptVersions later.
+    includers: dict[str, Sequence[PromptVersion]] = {} if includer_count else {prompt.name: ()}
+    number = int(asked) if asked != "" else None
+    return Loaded(state, versions, number, record, guards, includers)

@@ -314,6 +314,28 @@ def test_an_environment_read_is_one_round_trip(
     assert again is first  # decoded once: the API's body memo hits for it
 
 
+def test_a_promotion_is_a_load_and_an_apply(
+    redis_storage: BaseRedisStorage[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two round trips while nothing includes the prompt: load_state.lua tells that
+    too. Once a version of another prompt includes it, its includers are read after
+    the load (storage/neighbours.py) for the include rules."""
+    populate(redis_storage)  # versions 1 to 3, 2 in production
+    for content in ("c4", "c5"):
+        redis_storage.create_version(ORG, "greeting", content, USER)
+    redis_storage.promote(ORG, "greeting", "3", USER)  # scripts load on first use
+    sent = count_round_trips(monkeypatch)
+    redis_storage.promote(ORG, "greeting", "4", USER)
+    assert sent == ["EVALSHA", "EVALSHA"]
+    redis_storage.create_prompt(ORG, "card")
+    redis_storage.create_version(ORG, "card", "{{> greeting}} and more", USER)
+    redis_storage.promote(ORG, "card", "1", USER)
+    sent.clear()
+    redis_storage.promote(ORG, "greeting", "5", USER)
+    assert sent[:2] == ["EVALSHA", "SMEMBERS"] and len(sent) > 2
+    assert redis_storage.get_production(ORG, "greeting").version == 5
+
+
 @pytest.mark.redis
 def test_server_counts_one_evalsha_per_read() -> None:
     # A Redis server of the test's own: the shared one counts every other client's

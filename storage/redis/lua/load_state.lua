@@ -12,7 +12,9 @@
 -- environments (HGETALL), the environments' revision or false, placements
 -- (environment -> version id, production's not included), rollout JSON list, review JSON
 -- list (open ones, request order, then ARGV[4]'s), version HGETALL list, history
--- HGETALL list, user HGETALL}, or {"no_prompt"}, {"no_version"}, {"no_review"}.
+-- HGETALL list, user HGETALL, how many versions of other prompts include it (SCARD of
+-- its included-by set; create_version.lua moves its revision when that grows)}, or
+-- {"no_prompt"}, {"no_version"}, {"no_review"}.
 -- A prompt without a revision yet (stored before revisions, or never changed since its
 -- creation) gets one, and its versions the frozen flag (docs/api.md section 5, rule
 -- 2a) as data stored before the flag shows it: every version a promotion record names,
@@ -125,7 +127,10 @@ if ARGV[6] ~= "" then
     user = redis.call("HGETALL", ORG .. "user:" .. username)
   end
 end
+local own_name = redis.call("HGET", pkey(pid), "name")
+local includers = redis.call("SCARD", ORG .. "included-by:" .. own_name)
 return {
   "ok", prompt_summary(pid), asked or "", redis.call("HGETALL", ORG .. "envs"),
   redis.call("GET", ORG .. "env-rev"), placed, rollouts, reviews, versions, history, user,
+  includers,
 }
